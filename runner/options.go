@@ -1,0 +1,70 @@
+package runner
+
+import "time"
+
+// Defaults shared by the library and the command line, so they cannot drift.
+const (
+	DefaultAttempts = 16
+	DefaultBursts   = 100
+	DefaultReplicas = 1
+	DefaultWaves    = 1
+	DefaultAllowed  = 1
+	DefaultTimeout  = 10 * time.Second
+)
+
+// Config is a run's shape. Build it with New and the options below.
+type Config struct {
+	Attempts int           // N: attempts per wave
+	Bursts   int           // T: bursts, each with a fresh subject
+	Replicas int           // R: application instances; worker i uses replica i mod R
+	Waves    int           // waves of N attempts per burst, all at the same subject
+	Deploy   bool          // restart every replica between waves (their memory is wiped)
+	Allowed  int           // effects per subject that are correct
+	Timeout  time.Duration // per attempt; 0 means none
+	// StopOnViolation ends the run at the first burst over the allowance.
+	StopOnViolation bool
+	// Progress, when set, is called after every burst, from the runner's
+	// goroutine. It must be quick.
+	Progress func(Progress)
+	// Keep leaves what Prepare made in the store (Cleanup is not called).
+	Keep bool
+}
+
+// Option sets one field of a Config.
+type Option func(*Config)
+
+// Attempts sets N, the attempts released together in each wave.
+func Attempts(n int) Option { return func(c *Config) { c.Attempts = n } }
+
+// Bursts sets T, the number of bursts.
+func Bursts(n int) Option { return func(c *Config) { c.Bursts = n } }
+
+// Replicas sets R, the number of application instances.
+func Replicas(n int) Option { return func(c *Config) { c.Replicas = n } }
+
+// Waves sets how many waves of attempts each burst fires at its subject.
+func Waves(n int) Option { return func(c *Config) { c.Waves = n } }
+
+// Deploy restarts every replica between waves, wiping its memory.
+func Deploy(on bool) Option { return func(c *Config) { c.Deploy = on } }
+
+// Allowed sets how many effects per subject are correct.
+func Allowed(n int) Option { return func(c *Config) { c.Allowed = n } }
+
+// Timeout bounds each attempt; an attempt past it counts as Unknown.
+func Timeout(d time.Duration) Option { return func(c *Config) { c.Timeout = d } }
+
+// StopOnViolation ends the run at the first burst over the allowance.
+func StopOnViolation(on bool) Option { return func(c *Config) { c.StopOnViolation = on } }
+
+// OnProgress sets the progress callback.
+func OnProgress(f func(Progress)) Option { return func(c *Config) { c.Progress = f } }
+
+// Keep leaves the run's namespaced objects in the store.
+func Keep(on bool) Option { return func(c *Config) { c.Keep = on } }
+
+// Progress is what the runner reports after each burst.
+type Progress struct {
+	Done, Total int
+	Violations  int
+}

@@ -1,0 +1,139 @@
+package runner
+
+import (
+	"sort"
+	"time"
+)
+
+// Result is what a run found. Every figure a report shows comes from here.
+type Result struct {
+	Attempts int
+	Replicas int
+	Waves    int
+	Deploy   bool
+	Allowed  int
+	// Planned is the number of bursts asked for; len(Bursts) may be fewer
+	// when the run was interrupted or stopped at a violation.
+	Planned int
+	Bursts  []Burst
+	// Example is the trace of the burst with the most effects (the first
+	// such burst): the one a timeline should show.
+	Example *Trace
+	// Errors counts distinct error messages seen in attempts (capped).
+	Errors      map[string]int
+	Server      string
+	Notes       []string
+	Checks      []Check
+	Interrupted bool
+	Stopped     bool // stopped early at a violation, as asked
+	Elapsed     time.Duration
+	// CleanupErr is set when the run's namespaced objects could not be
+	// dropped; the report names it so the user can drop them by hand.
+	CleanupErr error
+}
+
+// Burst is one burst's figures.
+type Burst struct {
+	Index    int
+	Effects  int
+	Allowed  int
+	Outcomes [NumClasses]int
+	// Spread is the time from the first to the last worker released.
+	Spread time.Duration
+	// Overlap is the most attempts in flight at one instant (the smallest
+	// such figure over the burst's waves).
+	Overlap  int
+	Duration time.Duration
+}
+
+// Violated reports whether the burst left more effects than allowed.
+func (b Burst) Violated() bool { return b.Effects > b.Allowed }
+
+// Trace is every worker's marks in one burst, for a timeline.
+type Trace struct {
+	Burst   int
+	Effects int
+	Allowed int
+	Workers []WorkerTrace
+}
+
+// WorkerTrace is one attempt of a traced burst.
+type WorkerTrace struct {
+	Worker  int
+	Replica int
+	Wave    int
+	Outcome Class
+	Err     string
+	Marks   []Mark // includes "released" first and "done" last
+}
+
+// Violations counts the bursts over their allowance.
+func (r *Result) Violations() int {
+	n := 0
+	for _, b := range r.Bursts {
+		if b.Violated() {
+			n++
+		}
+	}
+	return n
+}
+
+// Outcomes sums the outcome classes over all bursts.
+func (r *Result) Outcomes() [NumClasses]int {
+	var sum [NumClasses]int
+	for _, b := range r.Bursts {
+		for i, n := range b.Outcomes {
+			sum[i] += n
+		}
+	}
+	return sum
+}
+
+// Overlapped counts the bursts in which at least two attempts were in flight
+// at the same instant: only those can show a race.
+func (r *Result) Overlapped() int {
+	n := 0
+	for _, b := range r.Bursts {
+		if b.Overlap >= 2 {
+			n++
+		}
+	}
+	return n
+}
+
+// Summary is min, median and max of a series.
+type Summary[T int | time.Duration] struct {
+	Min, Median, Max T
+}
+
+func summarize[T int | time.Duration](xs []T) Summary[T] {
+	if len(xs) == 0 {
+		return Summary[T]{}
+	}
+	s := append([]T(nil), xs...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return Summary[T]{Min: s[0], Median: s[len(s)/2], Max: s[len(s)-1]}
+}
+
+// EffectsSummary is min/median/max effects per burst.
+func (r *Result) EffectsSummary() Summary[int] {
+	return summarize(collect(r.Bursts, func(b Burst) int { return b.Effects }))
+}
+
+// OverlapSummary is min/median/max overlap per burst.
+func (r *Result) OverlapSummary() Summary[int] {
+	return summarize(collect(r.Bursts, func(b Burst) int { return b.Overlap }))
+}
+
+// SpreadSummary is min/median/max release spread per burst.
+func (r *Result) SpreadSummary() Summary[time.Duration] {
+	return summarize(collect(r.Bursts, func(b Burst) time.Duration { return b.Spread }))
+}
+
+func collect[T any](bs []Burst, f func(Burst) T) []T {
+	out := make([]T, len(bs))
+	for i, b := range bs {
+		out[i] = f(b)
+	}
+	return out
+}

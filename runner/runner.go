@@ -1,0 +1,388 @@
+// Package runner is racetest's burst engine: it releases N attempts at one
+// subject together, repeats that burst, and counts what really happened in
+// the store. It is a library; the command line is one user of it.
+//
+//	res, err := runner.Run(ctx, target, runner.Attempts(16), runner.Bursts(200))
+//	if err != nil { ... }
+//	if res.Violations() > 0 { t.Errorf("%d of %d bursts ran the action twice", res.Violations(), len(res.Bursts)) }
+//
+// Progress leaves the runner only through the OnProgress callback.
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+)
+
+// ConfigError is a run shape that cannot be carried out (N < 1, ...).
+type ConfigError struct{ Msg string }
+
+func (e *ConfigError) Error() string { return e.Msg }
+
+// Validate reports the first field that makes the config unusable.
+func (c *Config) Validate() error {
+	switch {
+	case c.Attempts < 1:
+		return &ConfigError{fmt.Sprintf("attempts must be at least 1 (got %d)", c.Attempts)}
+	case c.Bursts < 1:
+		return &ConfigError{fmt.Sprintf("bursts must be at least 1 (got %d)", c.Bursts)}
+	case c.Replicas < 1:
+		return &ConfigError{fmt.Sprintf("replicas must be at least 1 (got %d)", c.Replicas)}
+	case c.Waves < 1:
+		return &ConfigError{fmt.Sprintf("waves must be at least 1 (got %d)", c.Waves)}
+	case c.Allowed < 0:
+		return &ConfigError{fmt.Sprintf("allowed effects cannot be negative (got %d)", c.Allowed)}
+	case c.Timeout < 0:
+		return &ConfigError{fmt.Sprintf("timeout cannot be negative (got %s)", c.Timeout)}
+	}
+	return nil
+}
+
+// NewConfig applies opts over the defaults.
+func NewConfig(opts ...Option) Config {
+	c := Config{
+		Attempts: DefaultAttempts,
+		Bursts:   DefaultBursts,
+		Replicas: DefaultReplicas,
+		Waves:    DefaultWaves,
+		Allowed:  DefaultAllowed,
+		Timeout:  DefaultTimeout,
+	}
+	for _, o := range opts {
+		o(&c)
+	}
+	return c
+}
+
+// ErrHung is returned when attempts did not return long after their timeout:
+// a session that ignores its context. The run stops rather than hang.
+var ErrHung = errors.New("attempts did not return after their timeout")
+
+// hangGrace is how long past the attempt timeout the engine waits for a
+// session that ignores its context.
+const hangGrace = 5 * time.Second
+
+// maxErrorKinds caps the distinct error messages a Result keeps.
+const maxErrorKinds = 20
+
+// cleanupTimeout bounds Cleanup, which runs even after Ctrl-C.
+const cleanupTimeout = 30 * time.Second
+
+// Run fires cfg.Bursts bursts at t and returns what it found. On error the
+// Result still holds the bursts that finished. A cancelled ctx stops the run
+// between bursts (the burst in flight is discarded) and sets Interrupted.
+func Run(ctx context.Context, t Target, opts ...Option) (res *Result, err error) {
+	cfg := NewConfig(opts...)
+	return RunConfig(ctx, t, cfg)
+}
+
+// RunConfig is Run with a ready Config.
+func RunConfig(ctx context.Context, t Target, cfg Config) (res *Result, err error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	res = &Result{
+		Attempts: cfg.Attempts,
+		Replicas: cfg.Replicas,
+		Waves:    cfg.Waves,
+		Deploy:   cfg.Deploy,
+		Allowed:  cfg.Allowed,
+		Planned:  cfg.Bursts,
+		Errors:   map[string]int{},
+		Bursts:   make([]Burst, 0, min(cfg.Bursts, 1<<16)),
+	}
+	defer func() { res.Elapsed = time.Since(start) }()
+
+	if err := t.Prepare(ctx); err != nil {
+		return res, interrupted(ctx, res, fmt.Errorf("prepare: %w", err))
+	}
+	describe(t, res)
+	if !cfg.Keep {
+		defer func() {
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+			defer cancel()
+			res.CleanupErr = t.Cleanup(cctx)
+		}()
+	}
+
+	e := &engine{cfg: cfg, t: t, res: res}
+	defer e.closeFleet()
+	if err := e.openFleet(ctx); err != nil {
+		return res, interrupted(ctx, res, err)
+	}
+	for b := 0; b < cfg.Bursts; b++ {
+		if ctx.Err() != nil {
+			res.Interrupted = true
+			break
+		}
+		burst, err := e.burst(ctx, b)
+		if ctx.Err() != nil {
+			res.Interrupted = true
+			break
+		}
+		if err != nil {
+			return res, err
+		}
+		res.Bursts = append(res.Bursts, burst)
+		if cfg.Progress != nil {
+			cfg.Progress(Progress{Done: b + 1, Total: cfg.Bursts, Violations: res.Violations()})
+		}
+		if cfg.StopOnViolation && burst.Violated() {
+			res.Stopped = true
+			break
+		}
+	}
+	if c, ok := t.(Checker); ok && !res.Interrupted {
+		res.Checks = c.Checks(ctx)
+	}
+	describe(t, res)
+	if res.Interrupted {
+		return res, context.Cause(ctx)
+	}
+	return res, nil
+}
+
+func describe(t Target, res *Result) {
+	if d, ok := t.(Describer); ok {
+		res.Server = d.Server()
+	}
+	if n, ok := t.(Noter); ok {
+		res.Notes = n.Notes()
+	}
+}
+
+// interrupted prefers the context's cause when a setup step failed because
+// the run was cancelled.
+func interrupted(ctx context.Context, res *Result, err error) error {
+	if ctx.Err() != nil {
+		res.Interrupted = true
+		return context.Cause(ctx)
+	}
+	return err
+}
+
+type engine struct {
+	cfg      Config
+	t        Target
+	res      *Result
+	apps     []App
+	sessions []Session
+	workers  []*Worker
+	outs     []Outcome
+	cur      []WorkerTrace // this burst's trace, reused between bursts
+	maxSeen  int
+}
+
+func (e *engine) openFleet(ctx context.Context) error {
+	n, r := e.cfg.Attempts, e.cfg.Replicas
+	if len(e.workers) == 0 {
+		e.workers = make([]*Worker, n)
+		for i := range e.workers {
+			e.workers[i] = &Worker{ID: i, Replica: i % r, marks: make([]Mark, 0, 8)}
+		}
+		e.outs = make([]Outcome, n)
+	}
+	e.apps = make([]App, r)
+	e.sessions = make([]Session, n)
+	for i := range r {
+		app, err := e.t.Open(ctx, i, (n-i+r-1)/r)
+		if err != nil {
+			return fmt.Errorf("open replica %d: %w", i, err)
+		}
+		e.apps[i] = app
+	}
+	for i := range n {
+		s, err := e.apps[i%r].Session(ctx, i)
+		if err != nil {
+			return fmt.Errorf("replica %d, worker %d: %w", i%r, i, err)
+		}
+		e.sessions[i] = s
+	}
+	return nil
+}
+
+func (e *engine) closeFleet() {
+	for i, s := range e.sessions {
+		if s != nil {
+			s.Close()
+			e.sessions[i] = nil
+		}
+	}
+	for i, a := range e.apps {
+		if a != nil {
+			a.Close()
+			e.apps[i] = nil
+		}
+	}
+}
+
+func (e *engine) burst(ctx context.Context, index int) (Burst, error) {
+	s, err := e.t.Reset(ctx, index)
+	if err != nil {
+		return Burst{}, fmt.Errorf("burst %d: reset: %w", index, err)
+	}
+	b := Burst{Index: index, Overlap: -1}
+	started := time.Now()
+	e.cur = e.cur[:0]
+	for wave := range e.cfg.Waves {
+		if wave > 0 && e.cfg.Deploy {
+			e.closeFleet()
+			if err := e.openFleet(ctx); err != nil {
+				return b, fmt.Errorf("burst %d: deploy before wave %d: %w", index, wave, err)
+			}
+		}
+		spread, overlap, err := e.wave(ctx, s, wave)
+		if err != nil {
+			return b, fmt.Errorf("burst %d: %w", index, err)
+		}
+		b.Spread = max(b.Spread, spread)
+		if b.Overlap < 0 || overlap < b.Overlap {
+			b.Overlap = overlap
+		}
+		for _, o := range e.outs {
+			b.Outcomes[o.Class]++
+			if o.Err != nil && o.Class >= Conflict && len(e.res.Errors) < maxErrorKinds {
+				e.res.Errors[o.Err.Error()]++
+			} else if o.Err != nil && o.Class >= Conflict {
+				if _, ok := e.res.Errors[o.Err.Error()]; ok {
+					e.res.Errors[o.Err.Error()]++
+				}
+			}
+		}
+	}
+	b.Duration = time.Since(started)
+	if ctx.Err() != nil {
+		return b, ctx.Err()
+	}
+	b.Effects, err = e.t.Effects(ctx, s)
+	if err != nil {
+		return b, fmt.Errorf("burst %d: count effects: %w", index, err)
+	}
+	b.Allowed = e.cfg.Allowed
+	if a, ok := e.t.(Allowancer); ok {
+		b.Allowed = a.Allowed(s, b.Outcomes)
+	}
+	if e.res.Example == nil || b.Effects > e.maxSeen {
+		e.maxSeen = b.Effects
+		e.res.Example = e.snapshot(b)
+	}
+	return b, nil
+}
+
+// wave releases every worker at s together and waits for all of them.
+func (e *engine) wave(ctx context.Context, s Subject, wave int) (spread time.Duration, overlap int, err error) {
+	n := len(e.workers)
+	var ready, done sync.WaitGroup
+	ready.Add(n)
+	done.Add(n)
+	gate := make(chan struct{})
+	var base time.Time
+	for i, w := range e.workers {
+		w.Wave = wave
+		go func(i int, w *Worker, sess Session) {
+			defer done.Done()
+			ready.Done()
+			<-gate
+			w.base = base
+			w.marks = w.marks[:0]
+			w.Mark("released")
+			actx, cancel := ctx, context.CancelFunc(nil)
+			if e.cfg.Timeout > 0 {
+				actx, cancel = context.WithTimeoutCause(ctx, e.cfg.Timeout, ErrTimeout)
+			}
+			o := sess.Attempt(actx, s, w)
+			if o.Class == Error && errors.Is(context.Cause(actx), ErrTimeout) {
+				o = Outcome{Class: Unknown, Err: o.Err}
+			}
+			if cancel != nil {
+				cancel()
+			}
+			w.Mark("done")
+			e.outs[i] = o
+		}(i, w, e.sessions[i])
+	}
+	ready.Wait()
+	base = time.Now()
+	close(gate)
+	if err := e.await(&done); err != nil {
+		return 0, 0, err
+	}
+	first, last := time.Duration(1<<62), time.Duration(0)
+	for _, w := range e.workers {
+		r := w.marks[0].At
+		first, last = min(first, r), max(last, r)
+	}
+	overlap = inFlight(e.workers)
+	for i, w := range e.workers {
+		tr := WorkerTrace{Worker: w.ID, Replica: w.Replica, Wave: wave, Outcome: e.outs[i].Class}
+		if err := e.outs[i].Err; err != nil {
+			tr.Err = err.Error()
+		}
+		if k := len(e.cur); k < cap(e.cur) {
+			e.cur = e.cur[:k+1]
+			tr.Marks = append(e.cur[k].Marks[:0], w.marks...)
+			e.cur[k] = tr
+		} else {
+			tr.Marks = append([]Mark(nil), w.marks...)
+			e.cur = append(e.cur, tr)
+		}
+	}
+	return last - first, overlap, nil
+}
+
+func (e *engine) await(done *sync.WaitGroup) error {
+	if e.cfg.Timeout <= 0 {
+		done.Wait()
+		return nil
+	}
+	finished := make(chan struct{})
+	go func() { done.Wait(); close(finished) }()
+	t := time.NewTimer(e.cfg.Timeout + hangGrace)
+	defer t.Stop()
+	select {
+	case <-finished:
+		return nil
+	case <-t.C:
+		return fmt.Errorf("%w (%s + %s grace)", ErrHung, e.cfg.Timeout, hangGrace)
+	}
+}
+
+// inFlight is the most attempts in flight at one instant: a sweep over the
+// [released, done] intervals of the workers.
+func inFlight(ws []*Worker) int {
+	type edge struct {
+		at    time.Duration
+		delta int
+	}
+	edges := make([]edge, 0, 2*len(ws))
+	for _, w := range ws {
+		edges = append(edges, edge{w.marks[0].At, +1}, edge{w.marks[len(w.marks)-1].At, -1})
+	}
+	// Ends sort before starts at the same instant: touching is not overlapping.
+	sort.Slice(edges, func(i, j int) bool {
+		if edges[i].at != edges[j].at {
+			return edges[i].at < edges[j].at
+		}
+		return edges[i].delta < edges[j].delta
+	})
+	cur, most := 0, 0
+	for _, ed := range edges {
+		cur += ed.delta
+		most = max(most, cur)
+	}
+	return most
+}
+
+func (e *engine) snapshot(b Burst) *Trace {
+	tr := &Trace{Burst: b.Index, Effects: b.Effects, Allowed: b.Allowed, Workers: make([]WorkerTrace, len(e.cur))}
+	for i, w := range e.cur {
+		w.Marks = append([]Mark(nil), w.Marks...)
+		tr.Workers[i] = w
+	}
+	return tr
+}

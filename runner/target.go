@@ -1,0 +1,105 @@
+package runner
+
+import (
+	"context"
+	"time"
+)
+
+// Target is one scenario on one backend, as the runner drives it. The
+// scenarios package builds Targets; the runner never imports a driver.
+//
+// The lifecycle of a run is Prepare, then for each burst Reset, the attempts,
+// and Effects, then Cleanup. Replicas are opened with Open and closed (and
+// re-opened, for a "deploy") by the runner.
+type Target interface {
+	// Prepare creates what the run needs (namespaced tables, keys).
+	Prepare(ctx context.Context) error
+	// Open starts replica number i: one instance of the application, with
+	// its own memory and its own connection pool.
+	Open(ctx context.Context, replica int, workers int) (App, error)
+	// Reset makes a fresh subject for burst number burst.
+	Reset(ctx context.Context, burst int) (Subject, error)
+	// Effects counts, in the store itself, how many times the guarded action
+	// took effect on s. This is the ground truth of a burst.
+	Effects(ctx context.Context, s Subject) (int, error)
+	// Cleanup drops exactly what Prepare made.
+	Cleanup(ctx context.Context) error
+}
+
+// App is one replica of the application under test.
+type App interface {
+	// Session returns worker w's own session: a connection dialled and
+	// pinged before the burst, so that connection setup never serialises
+	// the attempts.
+	Session(ctx context.Context, worker int) (Session, error)
+	// Close stops the replica; its memory is gone.
+	Close() error
+}
+
+// Session is one worker's handle on its replica.
+type Session interface {
+	// Attempt tries the guarded action once on s. It records the steps of
+	// the pattern with w.Mark ("check", "act") so a timeline can show them.
+	Attempt(ctx context.Context, s Subject, w *Worker) Outcome
+	// Close releases the session's connection.
+	Close() error
+}
+
+// Subject is what one burst competes for: a token, a key, a row.
+type Subject struct {
+	Burst int
+	// Key names the subject in the store, unique within the run.
+	Key string
+	// Data carries whatever else the scenario needs.
+	Data any
+}
+
+// Optional interfaces a Target may implement.
+type (
+	// Allowancer lets a target say how many effects were correct for one
+	// burst when that depends on what happened (a fail-open policy, a class
+	// that bypasses dedupe). Without it the run's Allowed applies.
+	Allowancer interface {
+		Allowed(s Subject, outcomes [NumClasses]int) int
+	}
+	// Describer names the server a target measured ("MariaDB 10.11.19").
+	Describer interface {
+		Server() string
+	}
+	// Checker reports properties checked besides the effect count, such as a
+	// lease's liveness. A failed check fails the run's expectation.
+	Checker interface {
+		Checks(ctx context.Context) []Check
+	}
+	// Noter adds lines the report should show (the simulated latency, the
+	// table engine the server really used).
+	Noter interface {
+		Notes() []string
+	}
+)
+
+// Check is one property a target verified besides counting effects.
+type Check struct {
+	Name   string `json:"name"`
+	OK     bool   `json:"ok"`
+	Detail string `json:"detail"`
+}
+
+// Worker is one attempt's runner-side state. A Session marks the steps of
+// its attempt on it.
+type Worker struct {
+	ID      int
+	Replica int
+	// Wave is the wave within the burst (0 unless the run has waves).
+	Wave  int
+	base  time.Time
+	marks []Mark
+}
+
+// Mark records that the attempt reached step name now.
+func (w *Worker) Mark(name string) {
+	w.marks = append(w.marks, Mark{Name: name, At: time.Since(w.base)})
+}
+
+// Since returns how long ago the burst's gate opened.
+func (w *Worker) Since() time.Duration { return time.Since(w.base) }

@@ -1,0 +1,25 @@
+// Package builtin assembles racetest's shipped catalog: the one place that
+// lists every built-in scenario and backend.
+package builtin
+
+import (
+	"github.com/racetest/racetest/scenarios"
+	"github.com/racetest/racetest/scenarios/memstore"
+	"github.com/racetest/racetest/scenarios/mongostore"
+	"github.com/racetest/racetest/scenarios/redisstore"
+	"github.com/racetest/racetest/scenarios/sqlstore"
+)
+
+// Registry returns a registry holding every built-in scenario on every
+// backend that implements it.
+func Registry() *scenarios.Registry {
+	r := scenarios.NewRegistry()
+	for _, s := range scenarios.Core() {
+		r.AddScenario(s)
+	}
+	memstore.Register(r)
+	redisstore.Register(r)
+	sqlstore.Register(r)
+	mongostore.Register(r)
+	return r
+}

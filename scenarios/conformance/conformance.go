@@ -1,0 +1,153 @@
+// Package conformance is the one set of expectations every backend meets:
+// each backend's test file calls Run with a few lines.
+package conformance
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/racetest/racetest/runner"
+	"github.com/racetest/racetest/scenarios"
+)
+
+// RequireEnv names the environment variable that turns "server absent,
+// skipping" into a failure. CI sets it so that it cannot pass by skipping.
+const RequireEnv = "RACETEST_REQUIRE_SERVERS"
+
+// Unavailable skips t because the server behind backend cannot be reached,
+// or fails it when RequireEnv is set.
+func Unavailable(t testing.TB, backend string, err error) {
+	t.Helper()
+	if os.Getenv(RequireEnv) != "" {
+		t.Fatalf("%s server unavailable and %s is set: %v", backend, RequireEnv, err)
+	}
+	t.Skipf("%s server unavailable, skipping (set %s=1 to make this a failure): %v", backend, RequireEnv, err)
+}
+
+// Suite describes one backend under test.
+type Suite struct {
+	Registry *scenarios.Registry
+	Backend  string
+	// Params carries the connections and options; RunID, Attempts and
+	// Replicas are set per case.
+	Params   scenarios.Params
+	Attempts int // default 8
+	Bursts   int // default 30
+	// Override replaces the catalog's expectation for a scenario on this
+	// server, with the reason (FerretDB's non-atomic findAndModify, ...).
+	Override map[string]Override
+	// Skip names scenarios not to run here, with the reason.
+	Skip map[string]string
+}
+
+// Override is a server's measured behaviour where it differs from the catalog.
+type Override struct {
+	Expect scenarios.Expectation
+	Why    string
+}
+
+// Run runs every scenario the backend implements and asserts the catalog's
+// expectation for it: SAFE means exactly Allowed effects in every burst, in
+// bursts that really overlapped, with no errors; RACE means at least one
+// burst over the allowance.
+func Run(t *testing.T, s Suite) {
+	t.Helper()
+	if s.Attempts == 0 {
+		s.Attempts = 8
+	}
+	if s.Bursts == 0 {
+		s.Bursts = 30
+	}
+	for _, spec := range s.Registry.Scenarios() {
+		if !contains(s.Registry.BackendsOf(spec.Name), s.Backend) {
+			continue
+		}
+		cases := spec.Demo
+		if len(cases) == 0 {
+			cases = []scenarios.DemoCase{{}}
+		}
+		for _, dc := range cases {
+			name := spec.Name
+			if dc.Label != "" {
+				name += "/" + dc.Label
+			}
+			t.Run(name, func(t *testing.T) {
+				if why, ok := s.Skip[spec.Name]; ok {
+					t.Skip(why)
+				}
+				runCase(t, s, spec, dc)
+			})
+		}
+	}
+}
+
+func runCase(t *testing.T, s Suite, spec scenarios.Spec, dc scenarios.DemoCase) {
+	p := s.Params
+	p.RunID = scenarios.NewRunID()
+	p.Attempts = s.Attempts
+	p.Replicas = max(dc.Replicas, 1)
+	if dc.Variant != "" {
+		p.Variant = dc.Variant
+	}
+	want := spec.Expect(p)
+	if o, ok := s.Override[spec.Name]; ok {
+		want = o.Expect
+		t.Logf("expectation on this server: %s (%s)", want, o.Why)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	target, err := s.Registry.Build(ctx, spec.Name, s.Backend, p)
+	if err != nil {
+		t.Fatalf("build: %v", err)
+	}
+	res, err := runner.Run(ctx, target,
+		runner.Attempts(s.Attempts), runner.Bursts(s.Bursts), runner.Replicas(p.Replicas),
+		runner.Waves(max(dc.Waves, 1)), runner.Deploy(dc.Deploy), runner.Allowed(spec.Allowed))
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if res.CleanupErr != nil {
+		t.Errorf("cleanup: %v", res.CleanupErr)
+	}
+	if len(res.Bursts) != s.Bursts {
+		t.Fatalf("ran %d bursts, want %d", len(res.Bursts), s.Bursts)
+	}
+	for _, c := range res.Checks {
+		if !c.OK {
+			t.Errorf("check %s failed: %s", c.Name, c.Detail)
+		}
+	}
+	out := res.Outcomes()
+	switch want {
+	case scenarios.ExpectSafe:
+		for _, b := range res.Bursts {
+			if b.Effects != b.Allowed {
+				t.Errorf("burst %d: %d effects in the store, want exactly %d (outcomes %v)", b.Index, b.Effects, b.Allowed, b.Outcomes)
+			}
+		}
+		if out[runner.Error]+out[runner.Unknown] > 0 {
+			t.Errorf("%d errors and %d unknown outcomes, want none: %v", out[runner.Error], out[runner.Unknown], res.Errors)
+		}
+		if ov := res.Overlapped(); ov*2 < len(res.Bursts) {
+			t.Errorf("only %d of %d bursts had two attempts in flight at once: a SAFE here proves nothing", ov, len(res.Bursts))
+		}
+	case scenarios.ExpectRace:
+		if res.Violations() == 0 {
+			t.Errorf("no burst exceeded %d effect(s) in %d bursts; effects %+v, overlap %+v",
+				spec.Allowed, len(res.Bursts), res.EffectsSummary(), res.OverlapSummary())
+		}
+	}
+	t.Logf("%s on %s: violations %d/%d, effects %+v, overlap %+v, spread %+v, outcomes %v",
+		spec.Name, s.Backend, res.Violations(), len(res.Bursts), res.EffectsSummary(), res.OverlapSummary(), res.SpreadSummary(), out)
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,246 @@
+package memstore
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/racetest/racetest/runner"
+	"github.com/racetest/racetest/scenarios"
+)
+
+// Name is the embedded backend's name.
+const Name = "memory"
+
+// Register adds the embedded backend and its scenarios to r.
+func Register(r *scenarios.Registry) {
+	r.AddBackend(scenarios.Backend{Name: Name, Summary: "embedded in-process store with a simulated round trip (no server needed)"})
+	for name, a := range map[string]attemptFunc{
+		scenarios.MemorySet:         memorySet,
+		scenarios.CheckThenWrite:    checkThenWrite,
+		scenarios.ConditionalUpdate: conditionalUpdate,
+		scenarios.UniqueInsert:      uniqueInsert,
+		scenarios.TTLLease:          ttlLease,
+	} {
+		r.Register(name, Name, factory(name, a))
+	}
+}
+
+type attemptFunc func(ctx context.Context, t *target, a *app, s runner.Subject, w *runner.Worker) runner.Outcome
+
+func factory(name string, attempt attemptFunc) scenarios.Factory {
+	return func(_ context.Context, p scenarios.Params) (runner.Target, error) {
+		if err := p.Validate(); err != nil {
+			return nil, err
+		}
+		if p.TTL == 0 {
+			p.TTL = scenarios.DefaultTTL
+		}
+		return &target{name: name, p: p, store: NewStore(p.Latency), attempt: attempt}, nil
+	}
+}
+
+// target is one scenario on the embedded store.
+type target struct {
+	name    string
+	p       scenarios.Params
+	store   *Store
+	attempt attemptFunc
+}
+
+func (t *target) Prepare(context.Context) error { return nil }
+
+func (t *target) Cleanup(context.Context) error {
+	t.store = NewStore(t.p.Latency)
+	return nil
+}
+
+func (t *target) Reset(ctx context.Context, burst int) (runner.Subject, error) {
+	key := t.p.Prefix() + strconv.Itoa(burst)
+	s := runner.Subject{Burst: burst, Key: key}
+	if t.name == scenarios.ConditionalUpdate {
+		// The coupon exists, issued, before the burst: setup, not an attempt.
+		t.store.mu.Lock()
+		t.store.values[key] = "issued"
+		t.store.mu.Unlock()
+	}
+	return s, nil
+}
+
+func (t *target) Effects(_ context.Context, s runner.Subject) (int, error) {
+	if t.name == scenarios.TTLLease {
+		return t.store.Holders(s.Key), nil
+	}
+	return t.store.Rows(s.Key), nil
+}
+
+func (t *target) Notes() []string {
+	if t.p.Latency == 0 {
+		return []string{"memory: no simulated round trip (--latency 0): windows are as narrow as in-process code"}
+	}
+	return []string{fmt.Sprintf("memory: every store operation takes a simulated round trip of %s (--latency)", t.p.Latency)}
+}
+
+func (t *target) Open(_ context.Context, replica, _ int) (runner.App, error) {
+	return &app{t: t, replica: replica, processing: map[string]bool{}}, nil
+}
+
+// app is one replica: its memory is the processing set of memory-set.
+type app struct {
+	t          *target
+	replica    int
+	mu         sync.Mutex
+	processing map[string]bool
+}
+
+func (a *app) Session(context.Context, int) (runner.Session, error) { return session{a}, nil }
+func (a *app) Close() error                                         { return nil }
+
+type session struct{ a *app }
+
+func (s session) Attempt(ctx context.Context, subj runner.Subject, w *runner.Worker) runner.Outcome {
+	return s.a.t.attempt(ctx, s.a.t, s.a, subj, w)
+}
+func (session) Close() error { return nil }
+
+var errAlready = fmt.Errorf("already done")
+
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-tm.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// memorySet: check and mark in the replica's own memory, correctly locked
+// inside the replica; then the guarded action writes to the shared store.
+func memorySet(ctx context.Context, t *target, a *app, s runner.Subject, w *runner.Worker) runner.Outcome {
+	w.Mark("check")
+	a.mu.Lock()
+	if a.processing[s.Key] {
+		a.mu.Unlock()
+		return runner.Refused(errAlready)
+	}
+	a.processing[s.Key] = true
+	a.mu.Unlock()
+	if err := sleep(ctx, t.p.Gap); err != nil {
+		return runner.Failed(err)
+	}
+	w.Mark("act")
+	if err := t.store.Insert(ctx, s.Key); err != nil {
+		return runner.Failed(err)
+	}
+	return runner.Done()
+}
+
+// checkThenWrite: read from the store, and if free, write — two round trips.
+func checkThenWrite(ctx context.Context, t *target, _ *app, s runner.Subject, w *runner.Worker) runner.Outcome {
+	w.Mark("check")
+	n, err := t.store.Count(ctx, s.Key)
+	if err != nil {
+		return runner.Failed(err)
+	}
+	if n > 0 {
+		return runner.Refused(errAlready)
+	}
+	if err := sleep(ctx, t.p.Gap); err != nil {
+		return runner.Failed(err)
+	}
+	w.Mark("act")
+	if err := t.store.Insert(ctx, s.Key); err != nil {
+		return runner.Failed(err)
+	}
+	return runner.Done()
+}
+
+// conditionalUpdate: one compare-and-set, decided by the store.
+func conditionalUpdate(ctx context.Context, t *target, _ *app, s runner.Subject, w *runner.Worker) runner.Outcome {
+	w.Mark("act")
+	ok, err := t.store.CompareAndSet(ctx, s.Key, "issued", "redeemed")
+	if err != nil {
+		return runner.Failed(err)
+	}
+	if !ok {
+		return runner.Refused(fmt.Errorf("no row in status issued"))
+	}
+	return runner.Done()
+}
+
+// uniqueInsert: insert; the unique constraint refuses the rest.
+func uniqueInsert(ctx context.Context, t *target, _ *app, s runner.Subject, w *runner.Worker) runner.Outcome {
+	w.Mark("act")
+	err := t.store.InsertUnique(ctx, s.Key)
+	switch {
+	case err == ErrDuplicate:
+		return runner.Refused(err)
+	case err != nil:
+		return runner.Failed(err)
+	}
+	return runner.Done()
+}
+
+// ttlLease: take the lease if free or expired; the holder then "dies"
+// without releasing, so the lease frees itself only after the TTL.
+func ttlLease(ctx context.Context, t *target, _ *app, s runner.Subject, w *runner.Worker) runner.Outcome {
+	w.Mark("act")
+	ok, _, err := t.store.Acquire(ctx, s.Key, "w"+strconv.Itoa(w.ID), t.p.TTL)
+	if err != nil {
+		return runner.Failed(err)
+	}
+	if !ok {
+		return runner.Refused(fmt.Errorf("lease held by another worker"))
+	}
+	return runner.Done()
+}
+
+// Checks verifies the lease's liveness: a holder that died without releasing
+// blocks others until the TTL, and not after it.
+func (t *target) Checks(ctx context.Context) []runner.Check {
+	if t.name != scenarios.TTLLease {
+		return nil
+	}
+	return []runner.Check{leaseLiveness(ctx, t.store, t.p.Prefix()+"liveness", t.p.TTL)}
+}
+
+func leaseLiveness(ctx context.Context, st *Store, key string, ttl time.Duration) runner.Check {
+	c := runner.Check{Name: "lease liveness"}
+	start := time.Now()
+	if ok, _, err := st.Acquire(ctx, key, "dies", ttl); err != nil || !ok {
+		c.Detail = fmt.Sprintf("first holder could not take a free lease (granted=%v, err=%v)", ok, err)
+		return c
+	}
+	_ = sleep(ctx, ttl/2)
+	if ok, _, err := st.Acquire(ctx, key, "early", ttl); err != nil || ok {
+		c.Detail = fmt.Sprintf("at %s, before the %s TTL, the lease was granted=%v (err=%v): expected refused",
+			time.Since(start).Round(time.Millisecond), ttl, ok, err)
+		return c
+	}
+	deadline := start.Add(ttl + 2*time.Second)
+	for time.Now().Before(deadline) {
+		ok, _, err := st.Acquire(ctx, key, "next", ttl)
+		if err != nil {
+			c.Detail = err.Error()
+			return c
+		}
+		if ok {
+			took := time.Since(start)
+			c.OK = took >= ttl
+			c.Detail = fmt.Sprintf("a holder died without releasing: refused at %s, granted to the next after %s (TTL %s)",
+				(ttl / 2).Round(time.Millisecond), took.Round(time.Millisecond), ttl)
+			st.Drop(key)
+			return c
+		}
+		_ = sleep(ctx, ttl/10+time.Millisecond)
+	}
+	c.Detail = fmt.Sprintf("the lease was still held %s after its holder died (TTL %s)", time.Since(start).Round(time.Millisecond), ttl)
+	return c
+}

@@ -1,0 +1,208 @@
+// Package scenarios is racetest's catalog: each "do it once" pattern, and its
+// implementation on each backend, behind one registry.
+package scenarios
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/racetest/racetest/runner"
+)
+
+// Factory builds one scenario on one backend for a run.
+type Factory func(ctx context.Context, p Params) (runner.Target, error)
+
+// Backend describes where the shared state lives.
+type Backend struct {
+	Name    string
+	Summary string
+	// Server is false for the embedded backend, which needs no server.
+	Server bool
+}
+
+// Registry maps scenario × backend to a Factory. It is a value: build one
+// with NewRegistry (or builtin.Registry for the shipped catalog).
+type Registry struct {
+	specs    []Spec
+	backends []Backend
+	impls    map[[2]string]Factory
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry { return &Registry{impls: map[[2]string]Factory{}} }
+
+// AddScenario adds a scenario's spec. It panics on a duplicate name: the
+// catalog is a programming decision, not input.
+func (r *Registry) AddScenario(s Spec) {
+	if _, ok := r.lookupSpec(s.Name); ok {
+		panic("scenarios: duplicate scenario " + s.Name)
+	}
+	if s.Allowed == 0 {
+		s.Allowed = 1
+	}
+	r.specs = append(r.specs, s)
+}
+
+// AddBackend adds a backend. It panics on a duplicate name.
+func (r *Registry) AddBackend(b Backend) {
+	if _, ok := r.lookupBackend(b.Name); ok {
+		panic("scenarios: duplicate backend " + b.Name)
+	}
+	r.backends = append(r.backends, b)
+}
+
+// Register adds the implementation of scenario on backend. Both must have
+// been added; a duplicate panics.
+func (r *Registry) Register(scenario, backend string, f Factory) {
+	if _, ok := r.lookupSpec(scenario); !ok {
+		panic("scenarios: register on unknown scenario " + scenario)
+	}
+	if _, ok := r.lookupBackend(backend); !ok {
+		panic("scenarios: register on unknown backend " + backend)
+	}
+	k := [2]string{scenario, backend}
+	if _, ok := r.impls[k]; ok {
+		panic("scenarios: duplicate implementation of " + scenario + " on " + backend)
+	}
+	r.impls[k] = f
+}
+
+// Scenarios lists the specs in catalog order.
+func (r *Registry) Scenarios() []Spec { return append([]Spec(nil), r.specs...) }
+
+// Backends lists the backends in catalog order.
+func (r *Registry) Backends() []Backend { return append([]Backend(nil), r.backends...) }
+
+// BackendsOf lists the backends that implement scenario, in catalog order.
+func (r *Registry) BackendsOf(scenario string) []string {
+	var out []string
+	for _, b := range r.backends {
+		if _, ok := r.impls[[2]string{scenario, b.Name}]; ok {
+			out = append(out, b.Name)
+		}
+	}
+	return out
+}
+
+// Scenario finds a spec by name, or says what the user may have meant.
+func (r *Registry) Scenario(name string) (Spec, error) {
+	if s, ok := r.lookupSpec(name); ok {
+		return s, nil
+	}
+	names := make([]string, len(r.specs))
+	for i, s := range r.specs {
+		names[i] = s.Name
+	}
+	return Spec{}, &UnknownError{Kind: "scenario", Name: name, Known: names}
+}
+
+// Backend finds a backend by name, or says what the user may have meant.
+func (r *Registry) Backend(name string) (Backend, error) {
+	if b, ok := r.lookupBackend(name); ok {
+		return b, nil
+	}
+	names := make([]string, len(r.backends))
+	for i, b := range r.backends {
+		names[i] = b.Name
+	}
+	return Backend{}, &UnknownError{Kind: "backend", Name: name, Known: names}
+}
+
+// Factory returns the implementation of scenario on backend.
+func (r *Registry) Factory(scenario, backend string) (Factory, error) {
+	if _, err := r.Scenario(scenario); err != nil {
+		return nil, err
+	}
+	if _, err := r.Backend(backend); err != nil {
+		return nil, err
+	}
+	f, ok := r.impls[[2]string{scenario, backend}]
+	if !ok {
+		return nil, &UnknownError{Kind: "backend", Name: backend, Known: r.BackendsOf(scenario), For: scenario}
+	}
+	return f, nil
+}
+
+// Build makes scenario on backend for a run with p.
+func (r *Registry) Build(ctx context.Context, scenario, backend string, p Params) (runner.Target, error) {
+	f, err := r.Factory(scenario, backend)
+	if err != nil {
+		return nil, err
+	}
+	return f(ctx, p)
+}
+
+func (r *Registry) lookupSpec(name string) (Spec, bool) {
+	for _, s := range r.specs {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return Spec{}, false
+}
+
+func (r *Registry) lookupBackend(name string) (Backend, bool) {
+	for _, b := range r.backends {
+		if b.Name == name {
+			return b, true
+		}
+	}
+	return Backend{}, false
+}
+
+// UnknownError is a scenario or backend name the registry does not know.
+type UnknownError struct {
+	Kind, Name string
+	Known      []string
+	For        string // set when the backend exists but lacks this scenario
+}
+
+func (e *UnknownError) Error() string {
+	if e.For != "" {
+		return fmt.Sprintf("scenario %s is not available on backend %s; it runs on: %s",
+			e.For, e.Name, strings.Join(e.Known, ", "))
+	}
+	msg := fmt.Sprintf("unknown %s %q", e.Kind, e.Name)
+	if s := suggest(e.Name, e.Known); s != "" {
+		msg += fmt.Sprintf(" — did you mean %q?", s)
+	}
+	return msg + fmt.Sprintf(" (known: %s; see 'racetest list')", strings.Join(e.Known, ", "))
+}
+
+// suggest returns the known name closest to name, if it is close enough.
+func suggest(name string, known []string) string {
+	best, bestD := "", len(name)/2+2
+	sorted := append([]string(nil), known...)
+	sort.Strings(sorted)
+	for _, k := range sorted {
+		if strings.HasPrefix(k, name) && len(name) >= 3 {
+			return k
+		}
+		if d := levenshtein(name, k); d < bestD {
+			best, bestD = k, d
+		}
+	}
+	return best
+}
+
+func levenshtein(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
+}

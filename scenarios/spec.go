@@ -1,0 +1,117 @@
+package scenarios
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"regexp"
+	"time"
+)
+
+// Expectation is what a correct reading of the pattern predicts for a run.
+type Expectation string
+
+const (
+	ExpectSafe Expectation = "safe"
+	ExpectRace Expectation = "race"
+)
+
+// Spec is a scenario as a person reads it: its name, its lesson, its story,
+// and what it should do.
+type Spec struct {
+	Name string
+	// Lesson is the one line a table shows.
+	Lesson string
+	// Story is what 'racetest explain' prints.
+	Story Story
+	// Allowed is how many effects per subject are correct (default 1).
+	Allowed int
+	// Expect predicts the verdict for a run with p on a correct backend.
+	Expect func(p Params) Expectation
+	// Demo lists the parameter sets 'racetest demo' runs (nil: not in the demo).
+	Demo []DemoCase
+}
+
+// DemoCase is one row of the demo table.
+type DemoCase struct {
+	Label    string // shown beside the scenario name, e.g. "3 replicas"
+	Replicas int
+	Waves    int
+	Deploy   bool
+	Variant  string
+}
+
+// Story is the explain text, in the order a trainer tells it.
+type Story struct {
+	Naive   string // the naive code
+	Breaks  string // why it breaks
+	Fix     string // the fix
+	Numbers string // what to look for in the numbers
+}
+
+// Params are everything a Factory may need for one run. Fields a backend
+// does not use are ignored by it.
+type Params struct {
+	// RunID namespaces every table, key and collection the run creates:
+	// racetest_<RunID>_...
+	RunID    string
+	Attempts int
+	Replicas int
+	// Gap is an extra delay between check and act, to widen the window.
+	Gap time.Duration
+	// Latency is the embedded backend's simulated round trip.
+	Latency time.Duration
+	// TTL is the lease length for ttl-lease.
+	TTL  time.Duration
+	Seed int64
+	// Isolation is an SQL isolation level ("read-committed", ...; "" = server default).
+	Isolation string
+	// Engine is a MySQL storage engine ("" = InnoDB).
+	Engine string
+	// Variant selects a scenario's variant ("for-update", "fenced", ...).
+	Variant string
+	Conn    Connections
+}
+
+// Connections are the servers' addresses. Empty means the standard local port.
+type Connections struct {
+	RedisURL    string
+	MySQLDSN    string
+	PostgresURL string
+	MongoURI    string
+}
+
+// Defaults for parameters the command line shares with the library.
+const (
+	DefaultLatency = 200 * time.Microsecond
+	DefaultTTL     = 50 * time.Millisecond
+)
+
+var runIDPattern = regexp.MustCompile(`^[a-z0-9]{1,16}$`)
+
+// NewRunID returns a fresh random run id (8 lowercase hex characters).
+func NewRunID() string {
+	var b [4]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err)
+	}
+	return hex.EncodeToString(b[:])
+}
+
+// Prefix is the namespace every object of the run starts with.
+func (p Params) Prefix() string { return "racetest_" + p.RunID + "_" }
+
+// Validate reports parameters no backend could use.
+func (p Params) Validate() error {
+	switch {
+	case !runIDPattern.MatchString(p.RunID):
+		return fmt.Errorf("run id %q must be 1 to 16 lowercase letters or digits", p.RunID)
+	case p.Gap < 0:
+		return fmt.Errorf("--gap cannot be negative (got %s)", p.Gap)
+	case p.Latency < 0:
+		return fmt.Errorf("--latency cannot be negative (got %s)", p.Latency)
+	case p.TTL < 0:
+		return fmt.Errorf("--ttl cannot be negative (got %s)", p.TTL)
+	}
+	return nil
+}
