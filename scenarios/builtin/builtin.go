@@ -6,8 +6,9 @@ import (
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/memstore"
 	"github.com/racetest/racetest/scenarios/mongostore"
+	"github.com/racetest/racetest/scenarios/mysqlstore"
+	"github.com/racetest/racetest/scenarios/pgstore"
 	"github.com/racetest/racetest/scenarios/redisstore"
-	"github.com/racetest/racetest/scenarios/sqlstore"
 )
 
 // Registry returns a registry holding every built-in scenario on every
@@ -19,7 +20,8 @@ func Registry() *scenarios.Registry {
 	}
 	memstore.Register(r)
 	redisstore.Register(r)
-	sqlstore.Register(r)
+	mysqlstore.Register(r)
+	pgstore.Register(r)
 	mongostore.Register(r)
 	return r
 }

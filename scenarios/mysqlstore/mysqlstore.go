@@ -1,6 +1,6 @@
-// Package sqlstore is under construction: it will register its backend's
+// Package mysqlstore is under construction: it will register its backend's
 // scenarios. Until then it registers nothing.
-package sqlstore
+package mysqlstore
 
 import "github.com/racetest/racetest/scenarios"
 
