@@ -1,9 +1,11 @@
 package scenarios
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"net"
 	"regexp"
 	"time"
 )
@@ -71,7 +73,14 @@ type Params struct {
 	// Variant selects a scenario's variant ("for-update", "fenced", ...).
 	Variant string
 	Conn    Connections
+	// Dial, when set, dials every connection the run opens to a server, in
+	// place of the driver's own dialer. Release modes that act on the wire
+	// (holding back each request's last byte) wrap connections here.
+	Dial DialFunc
 }
+
+// DialFunc dials a network connection, as net.Dialer.DialContext does.
+type DialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
 
 // Connections are the servers' addresses. Empty means the standard local port.
 type Connections struct {
