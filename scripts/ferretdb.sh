@@ -90,7 +90,7 @@ binary() {
 		command -v go >/dev/null 2>&1 || die "go is not on PATH; it is needed to build FerretDB"
 		mkdir -p "$CACHE_DIR"
 		tmp="$bin.tmp.$$"
-		log "building FerretDB $FERRETDB_VERSION into $bin (a few minutes from cold caches)..."
+		log "building FerretDB $FERRETDB_VERSION into $bin (about a minute from cold caches, seconds after that)..."
 		start=$SECONDS
 		if ! (cd "$SRC" && GOWORK=off go build -buildvcs=false -o "$tmp" .) >&2; then
 			rm -f "$tmp"
