@@ -107,19 +107,7 @@ func (session) Close() error { return nil }
 
 var errAlready = fmt.Errorf("already done")
 
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return nil
-	}
-	tm := time.NewTimer(d)
-	defer tm.Stop()
-	select {
-	case <-tm.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func sleep(ctx context.Context, d time.Duration) error { return wait(ctx, d) }
 
 // memorySet: check and mark in the replica's own memory, correctly locked
 // inside the replica; then the guarded action writes to the shared store.

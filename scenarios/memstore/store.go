@@ -6,6 +6,7 @@ package memstore
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync"
 	"time"
 )
@@ -58,18 +59,36 @@ func (s *Store) trip(ctx context.Context, op func()) error {
 	return s.wait(ctx, s.latency-s.latency/2)
 }
 
-func (s *Store) wait(ctx context.Context, d time.Duration) error {
+func (s *Store) wait(ctx context.Context, d time.Duration) error { return wait(ctx, d) }
+
+// timerSlack is how late a timer may fire here: Go's timers wake with about
+// a millisecond of granularity on Linux, far coarser than a local round trip.
+const timerSlack = 1500 * time.Microsecond
+
+// wait pauses for d, honouring ctx. A timer covers all but the last
+// timerSlack; the rest is a yielding spin, so that a 200µs round trip takes
+// 200µs and not a millisecond.
+func wait(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return ctx.Err()
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+	deadline := time.Now().Add(d)
+	if d > timerSlack {
+		t := time.NewTimer(d - timerSlack)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		}
 	}
+	for i := 0; time.Now().Before(deadline); i++ {
+		if i%64 == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		runtime.Gosched()
+	}
+	return nil
 }
 
 // Count returns how many rows key has (a read).

@@ -1,0 +1,139 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/racetest/racetest/report"
+	"github.com/racetest/racetest/scenarios"
+	"github.com/spf13/cobra"
+)
+
+// DemoOptions are the parsed flags of 'racetest demo'.
+type DemoOptions struct {
+	*Factory
+	Backend  string
+	Format   string
+	Timeline bool
+	Strict   bool
+	Shape    shapeFlags
+}
+
+// NewCmdDemo builds 'racetest demo': every built-in scenario, naive to safe,
+// side by side, each checked against the catalog's expectation.
+func NewCmdDemo(f *Factory, runF func(context.Context, *DemoOptions) error) *cobra.Command {
+	opts := &DemoOptions{Factory: f}
+	c := &cobra.Command{
+		Use:   "demo",
+		Short: "Run every built-in scenario side by side, naive to safe (exits 0 when each behaves as the catalog says)",
+		Example: `  racetest demo
+  racetest demo --backend redis
+  racetest demo --format json`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return runDemo(c.Context(), opts)
+		},
+	}
+	fs := c.Flags()
+	fs.StringVarP(&opts.Backend, "backend", "b", "memory", "where the shared state lives (see 'racetest list')")
+	fs.StringVarP(&opts.Format, "format", "o", "table", "output format: table or json")
+	fs.BoolVar(&opts.Timeline, "timeline", true, "draw the example burst of each RACE as a timeline (table format)")
+	fs.BoolVar(&opts.Strict, "strict", false, "fail (exit 4) when a SAFE scenario's bursts did not overlap enough to prove anything")
+	opts.Shape.register(fs, 8, 100)
+	return c
+}
+
+func runDemo(ctx context.Context, o *DemoOptions) error {
+	if _, err := o.Registry.Backend(o.Backend); err != nil {
+		return usageError(err)
+	}
+	reporter, err := report.Lookup(o.Format)
+	if err != nil {
+		return usageError(err)
+	}
+	if err := o.Shape.validate(); err != nil {
+		return err
+	}
+	var plans []plan
+	for _, spec := range o.Registry.Scenarios() {
+		if len(spec.Demo) == 0 || !has(o.Registry.BackendsOf(spec.Name), o.Backend) {
+			continue
+		}
+		for _, dc := range spec.Demo {
+			plans = append(plans, demoPlan(o, spec, dc))
+		}
+	}
+	if len(plans) == 0 {
+		return usageErrorf("backend %s has no demo scenarios", o.Backend)
+	}
+	for _, p := range plans {
+		if err := p.Params.Validate(); err != nil {
+			return usageError(err)
+		}
+	}
+	title := fmt.Sprintf("racetest demo — %d runs on %s, %d attempts released together × %d bursts each",
+		len(plans), o.Backend, o.Shape.Attempts, o.Shape.Bursts)
+	if o.Backend == "memory" {
+		title += fmt.Sprintf(", simulated round trip %s", o.Shape.Latency)
+	}
+	if o.Format == "table" && !o.IO.OutTTY {
+		// In a pipe there are no bars: say what is happening on stderr.
+		fmt.Fprintf(o.IO.ErrOut, "running %d scenarios on %s…\n", len(plans), o.Backend)
+	}
+	cases := execute(ctx, o.Factory, plans, nil)
+	if err := reporter(o.IO.Out, cases, report.Options{
+		Color: o.IO.Color(), Timeline: o.Timeline, Version: version(), Title: title,
+	}); err != nil {
+		return fmt.Errorf("writing the report: %w", err)
+	}
+	return verdictError(ctx, cases)
+}
+
+func demoPlan(o *DemoOptions, spec scenarios.Spec, dc scenarios.DemoCase) plan {
+	replicas, waves, deploy := o.Shape.Replicas, o.Shape.Waves, o.Shape.Deploy
+	if dc.Replicas > 0 {
+		replicas = dc.Replicas
+	}
+	if dc.Waves > 0 {
+		waves, deploy = dc.Waves, dc.Deploy
+	}
+	p := o.Shape.params(replicas)
+	if dc.Variant != "" {
+		p.Variant = dc.Variant
+	}
+	name := spec.Name
+	if dc.Label != "" {
+		name += " (" + dc.Label + ")"
+	}
+	cfg := o.Shape.config(spec, replicas, waves, deploy)
+	return plan{
+		Case: report.Case{
+			Name: name, Scenario: spec.Name, Backend: o.Backend, Lesson: spec.Lesson,
+			Expect: report.Expect{Kind: string(spec.Expect(p))}, Strict: o.Strict,
+			Settings: settings(o.Backend, p, cfg),
+		},
+		Params: p, Config: cfg,
+	}
+}
+
+func has(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+// wrap folds text to width columns, for stories printed on a terminal.
+func wrap(s string, indent string) string {
+	var b strings.Builder
+	for _, line := range strings.Split(s, "\n") {
+		b.WriteString(indent + line + "\n")
+	}
+	return b.String()
+}

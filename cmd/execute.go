@@ -1,0 +1,123 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/racetest/racetest/report"
+	"github.com/racetest/racetest/runner"
+	"github.com/racetest/racetest/scenarios"
+)
+
+// plan is one run to carry out: the case as the report will show it, the
+// scenario's parameters and the runner's shape.
+type plan struct {
+	Case   report.Case
+	Params scenarios.Params
+	Config runner.Config
+}
+
+// execute carries out plans one after the other and returns their cases.
+// A run that cannot be set up becomes a case with Err; Ctrl-C stops after
+// the run in flight, which reports the bursts it finished.
+func execute(ctx context.Context, f *Factory, plans []plan, each func(report.Case)) []report.Case {
+	pr := newProgress(f.IO)
+	cases := make([]report.Case, 0, len(plans))
+	for _, p := range plans {
+		if ctx.Err() != nil {
+			break
+		}
+		c := p.Case
+		target, err := f.Registry.Build(ctx, c.Scenario, c.Backend, p.Params)
+		if err != nil {
+			c.Err = err
+		} else {
+			cfg := p.Config
+			var done func()
+			cfg.Progress, done = pr.track(c.Name, cfg.Bursts)
+			c.Result, c.Err = runner.RunConfig(ctx, target, cfg)
+			done()
+			if cl, ok := target.(interface{ Close() error }); ok {
+				cl.Close()
+			}
+		}
+		cases = append(cases, c)
+		if each != nil {
+			each(c)
+		}
+	}
+	pr.wait()
+	return cases
+}
+
+// verdictError turns the cases' assessments into the command's error, and
+// so its exit code: interrupted, then setup errors, then violated
+// expectations, then (with --strict) inconclusive runs.
+func verdictError(ctx context.Context, cases []report.Case) error {
+	var setup []string
+	violated, inconclusive := 0, 0
+	for _, c := range cases {
+		a := report.Assess(c)
+		switch {
+		case a.Interrupted || errors.Is(c.Err, context.Canceled):
+			return context.Canceled
+		case c.Err != nil:
+			setup = append(setup, fmt.Sprintf("%s on %s: %v", c.Scenario, c.Backend, c.Err))
+		case !a.Met && a.Verdict == report.Inconclusive:
+			inconclusive++
+		case !a.Met:
+			violated++
+		}
+	}
+	switch {
+	case ctx.Err() != nil:
+		return context.Canceled
+	case len(setup) > 0:
+		return setupError(errors.New(strings.Join(setup, "\n  ")))
+	case violated > 0:
+		return &exitError{code: ExitViolated, err: fmt.Errorf("%d of %d runs did not meet their expectation", violated, len(cases))}
+	case inconclusive > 0:
+		return &exitError{code: ExitInconclusive, err: fmt.Errorf("%d of %d runs were inconclusive (--strict)", inconclusive, len(cases))}
+	}
+	return nil
+}
+
+// settings lists the knobs of a run that a reader of the report needs.
+func settings(b string, p scenarios.Params, cfg runner.Config) map[string]string {
+	s := map[string]string{}
+	if p.Gap > 0 {
+		s["gap"] = p.Gap.String()
+	}
+	if b == "memory" {
+		s["latency"] = p.Latency.String()
+	}
+	if cfg.Replicas > 1 {
+		s["replicas"] = strconv.Itoa(cfg.Replicas)
+	}
+	if cfg.Waves > 1 {
+		s["waves"] = strconv.Itoa(cfg.Waves)
+		s["deploy"] = strconv.FormatBool(cfg.Deploy)
+	}
+	for k, v := range map[string]string{"isolation": p.Isolation, "engine": p.Engine, "variant": p.Variant} {
+		if v != "" {
+			s[k] = v
+		}
+	}
+	if p.Seed != 0 {
+		s["seed"] = strconv.FormatInt(p.Seed, 10)
+	}
+	return s
+}
+
+func checkDurations(named map[string]time.Duration) error {
+	for name, d := range named {
+		if d < 0 {
+			return usageErrorf("--%s cannot be negative (got %s)", name, d)
+		}
+	}
+	return nil
+}

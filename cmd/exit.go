@@ -1,0 +1,52 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Exit codes, decided in one place (ExitCode) and listed in the README.
+const (
+	ExitOK           = 0   // every expectation met
+	ExitViolated     = 1   // an expectation was violated
+	ExitUsage        = 2   // bad flags, arguments or input: nothing ran
+	ExitSetup        = 3   // a backend could not be reached or set up
+	ExitInconclusive = 4   // with --strict: a run proved nothing
+	ExitInterrupted  = 130 // Ctrl-C or SIGTERM
+)
+
+// exitError carries an exit code with its message.
+type exitError struct {
+	code int
+	err  error
+	// quiet: the report already told the user; print no extra line.
+	quiet bool
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func usageErrorf(format string, a ...any) error {
+	return &exitError{code: ExitUsage, err: fmt.Errorf(format, a...)}
+}
+
+func usageError(err error) error { return &exitError{code: ExitUsage, err: err} }
+
+func setupError(err error) error { return &exitError{code: ExitSetup, err: err} }
+
+// ExitCode maps a command's error to the process exit code. Errors that
+// carry no code come from argument parsing, before anything ran: usage.
+func ExitCode(err error) int {
+	if err == nil {
+		return ExitOK
+	}
+	if errors.Is(err, context.Canceled) {
+		return ExitInterrupted
+	}
+	var e *exitError
+	if errors.As(err, &e) {
+		return e.code
+	}
+	return ExitUsage
+}

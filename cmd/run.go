@@ -1,0 +1,112 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/racetest/racetest/report"
+	"github.com/racetest/racetest/scenarios"
+	"github.com/spf13/cobra"
+)
+
+// RunOptions are the parsed flags of 'racetest run' and its dependencies.
+type RunOptions struct {
+	*Factory
+	Scenario string
+	Backend  string
+	Format   string
+	Expect   string
+	Strict   bool
+	Timeline bool
+	Shape    shapeFlags
+}
+
+// NewCmdRun builds 'racetest run'. Tests pass runF to capture the options.
+func NewCmdRun(f *Factory, runF func(context.Context, *RunOptions) error) *cobra.Command {
+	opts := &RunOptions{Factory: f}
+	c := &cobra.Command{
+		Use:   "run SCENARIO",
+		Short: "Fire bursts of simultaneous attempts at one scenario and report what really ran",
+		Example: `  racetest run check-then-write
+  racetest run memory-set --replicas 3
+  racetest run conditional-update --backend postgres -n 32 --bursts 500
+  racetest run check-then-write --expect race --format json`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usageErrorf("run takes one scenario (see 'racetest list'), got %d arguments", len(args))
+			}
+			return nil
+		},
+		ValidArgsFunction: func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+			var names []string
+			for _, s := range f.Registry.Scenarios() {
+				names = append(names, s.Name)
+			}
+			return names, cobra.ShellCompDirectiveNoFileComp
+		},
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.Scenario = args[0]
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return runRun(c.Context(), opts)
+		},
+	}
+	fs := c.Flags()
+	fs.StringVarP(&opts.Backend, "backend", "b", "memory", "where the shared state lives (see 'racetest list')")
+	fs.StringVarP(&opts.Format, "format", "o", "table", "output format: table or json")
+	fs.StringVar(&opts.Expect, "expect", "safe", "what the run must show: safe, race, or max=N effects per burst")
+	fs.BoolVar(&opts.Strict, "strict", false, "fail (exit 4) when the bursts did not overlap enough to prove anything")
+	fs.BoolVar(&opts.Timeline, "timeline", true, "draw the example burst of a RACE as a timeline (table format)")
+	opts.Shape.register(fs, 16, 100)
+	return c
+}
+
+func runRun(ctx context.Context, o *RunOptions) error {
+	spec, err := o.Registry.Scenario(o.Scenario)
+	if err != nil {
+		return usageError(err)
+	}
+	if _, err := o.Registry.Factory(o.Scenario, o.Backend); err != nil {
+		return usageError(err)
+	}
+	reporter, err := report.Lookup(o.Format)
+	if err != nil {
+		return usageError(err)
+	}
+	expect, err := report.ParseExpect(o.Expect)
+	if err != nil {
+		return usageError(err)
+	}
+	if err := o.Shape.validate(); err != nil {
+		return err
+	}
+	p := o.Shape.params(o.Shape.Replicas)
+	if err := p.Validate(); err != nil {
+		return usageError(err)
+	}
+	cfg := o.Shape.config(spec, o.Shape.Replicas, o.Shape.Waves, o.Shape.Deploy)
+	pl := plan{
+		Case: report.Case{
+			Name: spec.Name, Scenario: spec.Name, Backend: o.Backend, Lesson: spec.Lesson,
+			Expect: expect, Strict: o.Strict, Settings: settings(o.Backend, p, cfg),
+		},
+		Params: p, Config: cfg,
+	}
+	cases := execute(ctx, o.Factory, []plan{pl}, nil)
+	if err := reporter(o.IO.Out, cases, report.Options{
+		Color: o.IO.Color(), Timeline: o.Timeline, Version: version(),
+	}); err != nil {
+		return fmt.Errorf("writing the report: %w", err)
+	}
+	return verdictError(ctx, cases)
+}
+
+// scenarioNames lists the catalog's scenario names.
+func scenarioNames(r *scenarios.Registry) []string {
+	var names []string
+	for _, s := range r.Scenarios() {
+		names = append(names, s.Name)
+	}
+	return names
+}

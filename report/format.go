@@ -1,0 +1,74 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Options shape how a reporter writes.
+type Options struct {
+	// Color adds ANSI colour; only for a terminal.
+	Color bool
+	// Timeline adds the example burst's timeline under each RACE.
+	Timeline bool
+	// Version is racetest's version, recorded in JSON.
+	Version string
+	// Title is a line printed above the table.
+	Title string
+}
+
+// Reporter writes cases in one format.
+type Reporter func(w io.Writer, cases []Case, o Options) error
+
+// Reporters are the formats by name.
+var Reporters = map[string]Reporter{
+	"table": Table,
+	"json":  JSON,
+}
+
+// Formats lists the reporters' names, sorted.
+func Formats() []string {
+	names := make([]string, 0, len(Reporters))
+	for n := range Reporters {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Lookup finds a reporter by name, or says which exist.
+func Lookup(name string) (Reporter, error) {
+	if r, ok := Reporters[name]; ok {
+		return r, nil
+	}
+	return nil, fmt.Errorf("unknown format %q (want one of: %s)", name, strings.Join(Formats(), ", "))
+}
+
+// human prints a duration with a unit a person reads at a glance.
+func human(d time.Duration) string {
+	switch {
+	case d < time.Microsecond:
+		return fmt.Sprintf("%dns", d.Nanoseconds())
+	case d < time.Millisecond:
+		return fmt.Sprintf("%dµs", d.Microseconds())
+	case d < time.Second:
+		return fmt.Sprintf("%.1fms", float64(d.Microseconds())/1000)
+	}
+	return fmt.Sprintf("%.2fs", d.Seconds())
+}
+
+// percent prints a rate with enough digits to be honest about small ones.
+func percent(x float64) string {
+	switch {
+	case x == 0:
+		return "0%"
+	case x < 0.001:
+		return fmt.Sprintf("%.3f%%", x*100)
+	case x < 0.1:
+		return fmt.Sprintf("%.1f%%", x*100)
+	}
+	return fmt.Sprintf("%.0f%%", x*100)
+}

@@ -1,0 +1,161 @@
+package report
+
+import (
+	"encoding/json"
+	"io"
+	"time"
+
+	"github.com/racetest/racetest/runner"
+)
+
+// SchemaVersion names the JSON document's schema. It changes only when a
+// field is removed or changes meaning; new fields may appear within a version.
+const SchemaVersion = "racetest/v1"
+
+// Document is the JSON report: every figure of the table is in it.
+type Document struct {
+	Schema  string    `json:"schema"`
+	Version string    `json:"racetest_version"`
+	Runs    []RunJSON `json:"runs"`
+}
+
+// RunJSON is one case in the JSON report. Durations are in microseconds.
+type RunJSON struct {
+	Name           string            `json:"name"`
+	Scenario       string            `json:"scenario"`
+	Backend        string            `json:"backend"`
+	Server         string            `json:"server,omitempty"`
+	Settings       map[string]string `json:"settings,omitempty"`
+	Release        string            `json:"release,omitempty"`
+	Attempts       int               `json:"attempts_per_burst"`
+	Bursts         int               `json:"bursts"`
+	PlannedBursts  int               `json:"planned_bursts"`
+	Replicas       int               `json:"replicas"`
+	Waves          int               `json:"waves"`
+	Deploy         bool              `json:"deploy"`
+	Allowed        int               `json:"allowed"`
+	Expect         string            `json:"expect"`
+	Verdict        Verdict           `json:"verdict"`
+	ExpectationMet bool              `json:"expectation_met"`
+	Why            string            `json:"why,omitempty"`
+	Violations     int               `json:"violations"`
+	ViolationRate  float64           `json:"violation_rate"`
+	UpperBound95   float64           `json:"upper_bound_95"`
+	Overlapped     int               `json:"overlapped_bursts"`
+	Effects        Stat              `json:"effects"`
+	Overlap        Stat              `json:"overlap"`
+	SpreadMicros   StatF             `json:"spread_us"`
+	Outcomes       map[string]int    `json:"outcomes"`
+	Errors         map[string]int    `json:"errors,omitempty"`
+	Checks         []runner.Check    `json:"checks,omitempty"`
+	Notes          []string          `json:"notes,omitempty"`
+	Interrupted    bool              `json:"interrupted"`
+	StoppedEarly   bool              `json:"stopped_early"`
+	Error          string            `json:"error,omitempty"`
+	CleanupError   string            `json:"cleanup_error,omitempty"`
+	ElapsedMillis  float64           `json:"elapsed_ms"`
+	Example        *TraceJSON        `json:"example,omitempty"`
+}
+
+// Stat is min/median/max of a count per burst.
+type Stat struct {
+	Min    int `json:"min"`
+	Median int `json:"median"`
+	Max    int `json:"max"`
+}
+
+// StatF is min/median/max of a duration per burst, in microseconds.
+type StatF struct {
+	Min    float64 `json:"min"`
+	Median float64 `json:"median"`
+	Max    float64 `json:"max"`
+}
+
+// TraceJSON is the example burst: the one with the most effects.
+type TraceJSON struct {
+	Burst   int          `json:"burst"`
+	Effects int          `json:"effects"`
+	Allowed int          `json:"allowed"`
+	Workers []WorkerJSON `json:"workers"`
+}
+
+// WorkerJSON is one attempt of the example burst.
+type WorkerJSON struct {
+	Worker  int        `json:"worker"`
+	Replica int        `json:"replica"`
+	Wave    int        `json:"wave"`
+	Outcome string     `json:"outcome"`
+	Error   string     `json:"error,omitempty"`
+	Marks   []MarkJSON `json:"marks"`
+}
+
+// MarkJSON is one mark, in microseconds since the gate opened.
+type MarkJSON struct {
+	Name string  `json:"name"`
+	At   float64 `json:"at_us"`
+}
+
+func micros(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
+
+// NewDocument builds the JSON document for cases.
+func NewDocument(cases []Case, version string) Document {
+	doc := Document{Schema: SchemaVersion, Version: version, Runs: make([]RunJSON, 0, len(cases))}
+	for _, c := range cases {
+		doc.Runs = append(doc.Runs, runJSON(c))
+	}
+	return doc
+}
+
+func runJSON(c Case) RunJSON {
+	a := Assess(c)
+	j := RunJSON{
+		Name: displayName(c), Scenario: c.Scenario, Backend: c.Backend, Settings: c.Settings, Release: c.Release,
+		Expect: c.Expect.String(), Verdict: a.Verdict, ExpectationMet: a.Met, Why: a.Why,
+		Violations: a.Violations, ViolationRate: a.Rate, UpperBound95: a.Upper, Overlapped: a.Overlapped,
+		Bursts: a.Bursts, Interrupted: a.Interrupted, Outcomes: map[string]int{},
+	}
+	if c.Err != nil {
+		j.Error = c.Err.Error()
+	}
+	r := c.Result
+	if r == nil {
+		return j
+	}
+	j.Server, j.Attempts, j.PlannedBursts, j.Replicas = r.Server, r.Attempts, r.Planned, r.Replicas
+	j.Waves, j.Deploy, j.Allowed = r.Waves, r.Deploy, r.Allowed
+	e, o, s := r.EffectsSummary(), r.OverlapSummary(), r.SpreadSummary()
+	j.Effects = Stat{e.Min, e.Median, e.Max}
+	j.Overlap = Stat{o.Min, o.Median, o.Max}
+	j.SpreadMicros = StatF{micros(s.Min), micros(s.Median), micros(s.Max)}
+	out := r.Outcomes()
+	for _, cl := range runner.Classes() {
+		j.Outcomes[cl.String()] = out[cl]
+	}
+	if len(r.Errors) > 0 {
+		j.Errors = r.Errors
+	}
+	j.Checks, j.Notes, j.StoppedEarly = r.Checks, r.Notes, r.Stopped
+	if r.CleanupErr != nil {
+		j.CleanupError = r.CleanupErr.Error()
+	}
+	j.ElapsedMillis = micros(r.Elapsed) / 1e3
+	if t := r.Example; t != nil {
+		tj := &TraceJSON{Burst: t.Burst, Effects: t.Effects, Allowed: t.Allowed}
+		for _, w := range t.Workers {
+			wj := WorkerJSON{Worker: w.Worker, Replica: w.Replica, Wave: w.Wave, Outcome: w.Outcome.String(), Error: w.Err}
+			for _, m := range w.Marks {
+				wj.Marks = append(wj.Marks, MarkJSON{m.Name, micros(m.At)})
+			}
+			tj.Workers = append(tj.Workers, wj)
+		}
+		j.Example = tj
+	}
+	return j
+}
+
+// JSON writes the versioned JSON document.
+func JSON(w io.Writer, cases []Case, o Options) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(NewDocument(cases, o.Version))
+}

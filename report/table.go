@@ -1,0 +1,268 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/racetest/racetest/runner"
+)
+
+const (
+	ansiRed    = "\x1b[31m"
+	ansiGreen  = "\x1b[32m"
+	ansiYellow = "\x1b[33m"
+	ansiBold   = "\x1b[1m"
+	ansiReset  = "\x1b[0m"
+)
+
+// Table writes one row per case, then what a reader needs to act on it: the
+// lesson of each scenario, why an expectation failed, notes, checks, errors,
+// and (with Timeline) the example burst of each RACE.
+func Table(w io.Writer, cases []Case, o Options) error {
+	paint := func(code, s string) string {
+		if !o.Color {
+			return s
+		}
+		return code + s + ansiReset
+	}
+	if o.Title != "" {
+		fmt.Fprintln(w, paint(ansiBold, o.Title))
+		fmt.Fprintln(w)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "SCENARIO\tBACKEND\tN×BURSTS\tEFFECTS min/med/max\tOVER LIMIT\tOVERLAP med\tSPREAD med\tVERDICT\tEXPECTED")
+	as := make([]Assessment, len(cases))
+	for i, c := range cases {
+		a := Assess(c)
+		as[i] = a
+		n, effects, overlap, spread := "-", "-", "-", "-"
+		if r := c.Result; r != nil && len(r.Bursts) > 0 {
+			n = fmt.Sprintf("%d×%d", r.Attempts, len(r.Bursts))
+			e := r.EffectsSummary()
+			effects = fmt.Sprintf("%d/%d/%d", e.Min, e.Median, e.Max)
+			overlap = fmt.Sprintf("%d/%d", r.OverlapSummary().Median, r.Attempts)
+			spread = human(r.SpreadSummary().Median)
+		}
+		over := fmt.Sprintf("%d/%d", a.Violations, a.Bursts)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+			displayName(c), c.Backend, n, effects, over, overlap, spread,
+			paint(verdictColor(a.Verdict), verdictCell(a)), expectCell(c, a, paint))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	lessons(w, cases, paint)
+	shared := sharedNotes(cases)
+	for i, c := range cases {
+		details(w, c, as[i], o, shared, paint)
+	}
+	if len(shared) > 0 {
+		fmt.Fprintln(w)
+		for _, n := range shared {
+			fmt.Fprintln(w, "note: "+n)
+		}
+	}
+	return nil
+}
+
+func displayName(c Case) string {
+	if c.Name != "" {
+		return c.Name
+	}
+	return c.Scenario
+}
+
+func verdictColor(v Verdict) string {
+	switch v {
+	case Race, Failed:
+		return ansiRed
+	case Safe:
+		return ansiGreen
+	}
+	return ansiYellow
+}
+
+func verdictCell(a Assessment) string {
+	switch a.Verdict {
+	case Race:
+		return fmt.Sprintf("RACE %s", percent(a.Rate))
+	case Safe:
+		return fmt.Sprintf("SAFE ≤%s", percent(a.Upper))
+	}
+	return string(a.Verdict)
+}
+
+func expectCell(c Case, a Assessment, paint func(string, string) string) string {
+	if a.Met {
+		return paint(ansiGreen, c.Expect.String()+" ok")
+	}
+	return paint(ansiRed, c.Expect.String()+" FAILED")
+}
+
+func lessons(w io.Writer, cases []Case, paint func(string, string) string) {
+	seen := map[string]bool{}
+	var lines []string
+	for _, c := range cases {
+		if c.Lesson == "" || seen[c.Scenario] {
+			continue
+		}
+		seen[c.Scenario] = true
+		lines = append(lines, fmt.Sprintf("  %-20s %s", c.Scenario, c.Lesson))
+	}
+	if len(lines) == 0 {
+		return
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, paint(ansiBold, "Lessons"))
+	for _, l := range lines {
+		fmt.Fprintln(w, l)
+	}
+}
+
+// details prints what a reader of one case needs beyond its row.
+func details(w io.Writer, c Case, a Assessment, o Options, shared []string, paint func(string, string) string) {
+	var lines []string
+	r := c.Result
+	if !a.Met || a.Verdict == Inconclusive || a.Verdict == Failed {
+		if a.Why != "" {
+			lines = append(lines, a.Why)
+		}
+	}
+	if a.Verdict == Race && r != nil {
+		lines = append(lines, fmt.Sprintf("%d of %d bursts left more than %d effect(s) (worst: %d); 95%% upper bound on the rate %s",
+			a.Violations, a.Bursts, r.Allowed, r.EffectsSummary().Max, percent(a.Upper)))
+	}
+	if a.Verdict == Safe && r != nil {
+		lines = append(lines, fmt.Sprintf("0 of %d overlapping bursts exceeded %d effect(s): violation rate ≤%s at 95%%",
+			a.Overlapped, r.Allowed, percent(a.Upper)))
+	}
+	if r != nil {
+		if r.Server != "" {
+			lines = append(lines, "server: "+r.Server)
+		}
+		if s := settings(c); s != "" {
+			lines = append(lines, s)
+		}
+		lines = append(lines, outcomes(r))
+		for _, n := range r.Notes {
+			if !slices.Contains(shared, n) {
+				lines = append(lines, n)
+			}
+		}
+		for _, ch := range r.Checks {
+			mark := "ok"
+			if !ch.OK {
+				mark = "FAILED"
+			}
+			lines = append(lines, fmt.Sprintf("check %s: %s — %s", ch.Name, mark, ch.Detail))
+		}
+		for _, e := range topErrors(r.Errors, 3) {
+			lines = append(lines, e)
+		}
+		if r.CleanupErr != nil {
+			lines = append(lines, "cleanup failed, drop the run's objects by hand: "+r.CleanupErr.Error())
+		}
+		if r.Stopped {
+			lines = append(lines, fmt.Sprintf("stopped at the first violation, after %d of %d planned bursts", len(r.Bursts), r.Planned))
+		}
+	}
+	if len(lines) == 0 {
+		return
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, paint(ansiBold, displayName(c)+" on "+c.Backend+":"))
+	for _, l := range lines {
+		fmt.Fprintln(w, "  "+l)
+	}
+	if o.Timeline && a.Verdict == Race && r != nil && r.Example != nil {
+		var b strings.Builder
+		Timeline(&b, r.Example)
+		fmt.Fprintln(w)
+		for _, l := range strings.Split(strings.TrimRight(b.String(), "\n"), "\n") {
+			fmt.Fprintln(w, "  "+l)
+		}
+	}
+}
+
+// sharedNotes are the notes every case of several carries: printed once,
+// under the table, instead of under each case.
+func sharedNotes(cases []Case) []string {
+	if len(cases) < 2 {
+		return nil
+	}
+	var shared []string
+	for _, n := range notesOf(cases[0]) {
+		all := true
+		for _, c := range cases[1:] {
+			all = all && slices.Contains(notesOf(c), n)
+		}
+		if all {
+			shared = append(shared, n)
+		}
+	}
+	return shared
+}
+
+func notesOf(c Case) []string {
+	if c.Result == nil {
+		return nil
+	}
+	return c.Result.Notes
+}
+
+func settings(c Case) string {
+	if len(c.Settings) == 0 {
+		return ""
+	}
+	keys := make([]string, 0, len(c.Settings))
+	for k := range c.Settings {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + c.Settings[k]
+	}
+	return "settings: " + strings.Join(parts, " ")
+}
+
+func outcomes(r *runner.Result) string {
+	out := r.Outcomes()
+	var parts []string
+	for _, c := range runner.Classes() {
+		if out[c] > 0 || c <= runner.Declined {
+			parts = append(parts, fmt.Sprintf("%s %d", c, out[c]))
+		}
+	}
+	return "attempts (as the workers saw them): " + strings.Join(parts, ", ")
+}
+
+func topErrors(errs map[string]int, n int) []string {
+	type kv struct {
+		msg   string
+		count int
+	}
+	var all []kv
+	for m, c := range errs {
+		all = append(all, kv{m, c})
+	}
+	sort.Slice(all, func(i, j int) bool {
+		if all[i].count != all[j].count {
+			return all[i].count > all[j].count
+		}
+		return all[i].msg < all[j].msg
+	})
+	var out []string
+	for i, e := range all {
+		if i == n {
+			out = append(out, fmt.Sprintf("… and %d more kinds of error", len(all)-n))
+			break
+		}
+		out = append(out, fmt.Sprintf("error ×%d: %s", e.count, e.msg))
+	}
+	return out
+}

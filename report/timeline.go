@@ -1,0 +1,114 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/racetest/racetest/runner"
+)
+
+// timelineWidth is the number of columns of the time axis.
+const timelineWidth = 56
+
+// timelineRows caps the workers drawn; a burst of thousands is summarised.
+const timelineRows = 24
+
+// Timeline draws one burst: for each worker, its marks on a shared time
+// axis (R released, c check, a act, D done), so the checks that happened
+// before any write are something a reader can see.
+func Timeline(w io.Writer, t *runner.Trace) {
+	if t == nil || len(t.Workers) == 0 {
+		return
+	}
+	var end time.Duration
+	for _, wt := range t.Workers {
+		if n := len(wt.Marks); n > 0 {
+			end = max(end, wt.Marks[n-1].At)
+		}
+	}
+	end = max(end, time.Microsecond)
+	fmt.Fprintf(w, "timeline of burst %d: %d effect(s), %d allowed; R released  c check  a act  D done\n",
+		t.Burst, t.Effects, t.Allowed)
+	endLabel := human(end)
+	fmt.Fprintf(w, "%-12s |0%s%s| %s\n", "worker",
+		strings.Repeat(" ", max(timelineWidth-utf8.RuneCountInString(endLabel)-1, 0)), endLabel, "outcome")
+	for i, wt := range t.Workers {
+		if i == timelineRows {
+			fmt.Fprintf(w, "… %d more workers\n", len(t.Workers)-timelineRows)
+			break
+		}
+		axis := []rune(strings.Repeat(" ", timelineWidth))
+		first, last := -1, -1
+		for _, m := range wt.Marks {
+			col := int(int64(m.At) * int64(timelineWidth-1) / int64(end))
+			col = min(max(col, 0), timelineWidth-1)
+			if first < 0 {
+				first = col
+			}
+			last = col
+		}
+		for c := max(first, 0); c <= last && c >= 0; c++ {
+			axis[c] = '-'
+		}
+		for _, m := range wt.Marks {
+			col := int(int64(m.At) * int64(timelineWidth-1) / int64(end))
+			col = min(max(col, 0), timelineWidth-1)
+			axis[col] = markRune(m.Name, axis[col])
+		}
+		label := fmt.Sprintf("w%d r%d", wt.Worker, wt.Replica)
+		if wt.Wave > 0 {
+			label += fmt.Sprintf(" v%d", wt.Wave)
+		}
+		outcome := wt.Outcome.String()
+		if wt.Err != "" && wt.Outcome != runner.Executed {
+			outcome += ": " + shorten(wt.Err, 40)
+		}
+		fmt.Fprintf(w, "%-12s |%s| %s  %s\n", label, string(axis), outcome, markTimes(wt.Marks))
+	}
+}
+
+func markRune(name string, prev rune) rune {
+	r := '?'
+	switch name {
+	case "released":
+		r = 'R'
+	case "check":
+		r = 'c'
+	case "act":
+		r = 'a'
+	case "done":
+		r = 'D'
+	default:
+		if name != "" {
+			r = []rune(name)[0]
+		}
+	}
+	// Keep the more telling mark when two fall in one column.
+	if prev == 'c' || prev == 'a' {
+		if r == 'R' || r == 'D' {
+			return prev
+		}
+	}
+	return r
+}
+
+func markTimes(ms []runner.Mark) string {
+	var parts []string
+	for _, m := range ms {
+		if m.Name == "released" || m.Name == "done" {
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s@%s", m.Name, human(m.At)))
+	}
+	return strings.Join(parts, " ")
+}
+
+func shorten(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
