@@ -1,8 +1,219 @@
-// Package redisstore is under construction: it will register its backend's
-// scenarios. Until then it registers nothing.
 package redisstore
 
-import "github.com/racetest/racetest/scenarios"
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"regexp"
+	"strings"
+	"syscall"
+	"time"
 
-// Register adds this backend and its scenarios to r.
-func Register(r *scenarios.Registry) {}
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
+
+	"github.com/racetest/racetest/scenarios"
+)
+
+// Name is the backend's name on the command line.
+const Name = "redis"
+
+// DefaultURL is the server racetest uses when --redis-url and
+// RACETEST_REDIS_URL are both empty: the standard local port, database 0.
+const DefaultURL = "redis://127.0.0.1:6379/0"
+
+// Timeouts of racetest's own calls. The attempts themselves are bounded by
+// the runner's per-attempt context, which the client honours because
+// ContextTimeoutEnabled is set.
+const (
+	// connectTimeout bounds dialling, the handshake and the first PING: an
+	// unreachable server must be reported within seconds, not after the
+	// driver's retries.
+	connectTimeout = 3 * time.Second
+	// opTimeout bounds each of racetest's own calls (reset, count, cleanup)
+	// so that a server that stops answering ends the run instead of hanging it.
+	opTimeout = 5 * time.Second
+)
+
+const flagHint = "set --redis-url or RACETEST_REDIS_URL"
+
+// Register adds the Redis backend and its scenarios to r.
+func Register(r *scenarios.Registry) {
+	r.AddBackend(scenarios.Backend{
+		Name:    Name,
+		Summary: "Redis (or a compatible server such as Valkey) via go-redis v9; --redis-url, default " + DefaultURL,
+		Server:  true,
+	})
+	for _, k := range kinds {
+		r.Register(k.scenario, Name, factory(k))
+	}
+}
+
+// Redact returns the Redis URL with its password replaced by "xxxxx", for
+// errors and reports.
+func Redact(raw string) string {
+	if u, err := url.Parse(raw); err == nil {
+		return u.Redacted()
+	}
+	return userinfoPassword.ReplaceAllString(raw, "${1}xxxxx@")
+}
+
+// userinfoPassword finds "scheme://user:password@" in a URL url.Parse
+// rejected; the password may itself hold ':' or '/', so it runs to the last '@'.
+var userinfoPassword = regexp.MustCompile(`^([^:/]*://[^:@/]*:).*@`)
+
+// conn is where and how a run reaches the server.
+type conn struct {
+	raw      string // as given, with the password: never printed
+	password string
+	addr     string
+	dial     scenarios.DialFunc
+}
+
+// parseConn reads the run's URL (or the default).
+func parseConn(p scenarios.Params) (*conn, error) {
+	raw := p.Conn.RedisURL
+	if raw == "" {
+		raw = DefaultURL
+	}
+	opt, err := redis.ParseURL(raw)
+	if err != nil {
+		pw := ""
+		if u, uerr := url.Parse(raw); uerr == nil {
+			pw, _ = u.User.Password()
+		}
+		// url.Error repeats the URL as given, password included: keep only
+		// the scrubbed text, never the error value itself.
+		return nil, fmt.Errorf("redis: cannot use the URL %s: %s — %s to a URL like %s",
+			Redact(raw), scrub(strings.ReplaceAll(err.Error(), raw, Redact(raw)), pw), flagHint, DefaultURL)
+	}
+	return &conn{raw: raw, password: opt.Password, addr: opt.Addr, dial: p.Dial}, nil
+}
+
+// options returns the client options of one pool of size poolSize.
+func (c *conn) options(poolSize int) *redis.Options {
+	opt, err := redis.ParseURL(c.raw)
+	if err != nil {
+		panic("redisstore: URL parsed once and not twice: " + err.Error())
+	}
+	// Without it go-redis bounds a call by ReadTimeout only (3-5 s), and an
+	// attempt against a hung server would outlive its per-attempt timeout.
+	opt.ContextTimeoutEnabled = true
+	if opt.DialTimeout == 0 {
+		opt.DialTimeout = connectTimeout
+	}
+	// One dial per connection: the driver's default of five, with backoff,
+	// would turn an unreachable server into a 15 s wait.
+	opt.DialerRetries = 1
+	// No retries, whatever the URL says: a write retried after a timeout may
+	// have been applied the first time, and would be counted twice as an
+	// effect. (0 means "the default of 3" to go-redis; -1 means none.)
+	opt.MaxRetries = -1
+	opt.PoolSize = poolSize
+	opt.MinIdleConns = poolSize
+	opt.MaxIdleConns = poolSize
+	// Keep the handshake to one HELLO: no CLIENT SETINFO and no maintenance
+	// notification probe, so a connection is ready after one round trip and
+	// nothing but the attempt's own request crosses it during a burst.
+	opt.DisableIdentity = true
+	opt.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+	if c.dial != nil {
+		opt.Dialer = dialVia(c.dial, opt.TLSConfig)
+	}
+	return opt
+}
+
+// client opens a pool of size poolSize.
+func (c *conn) client(poolSize int) *redis.Client { return redis.NewClient(c.options(poolSize)) }
+
+// dialVia dials through the run's Dial hook. go-redis applies TLS only in its
+// own dialer, so a rediss:// URL gets its handshake here.
+func dialVia(dial scenarios.DialFunc, cfg *tls.Config) func(context.Context, string, string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		nc, err := dial(ctx, network, addr)
+		if err != nil || cfg == nil {
+			return nc, err
+		}
+		tc := tls.Client(nc, cfg.Clone())
+		if err := tc.HandshakeContext(ctx); err != nil {
+			nc.Close()
+			return nil, err
+		}
+		return tc, nil
+	}
+}
+
+// connect opens a client of poolSize connections and proves the server
+// answers, within connectTimeout.
+func (c *conn) connect(ctx context.Context, poolSize int) (*redis.Client, error) {
+	cl := c.client(poolSize)
+	pctx, cancel := context.WithTimeout(ctx, connectTimeout)
+	defer cancel()
+	if err := cl.Ping(pctx).Err(); err != nil {
+		cl.Close()
+		if ctx.Err() != nil {
+			return nil, context.Cause(ctx)
+		}
+		return nil, c.connectError(err)
+	}
+	return cl, nil
+}
+
+// connectError says, in one line, why the server could not be reached and
+// what to do about it.
+func (c *conn) connectError(err error) error {
+	why, hint := "", "is the server running? "+flagHint
+	var dnsErr *net.DNSError
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		why = "connection refused"
+	case errors.As(err, &dnsErr):
+		why, hint = "host not found", "check the host in the URL; "+flagHint
+	case isTimeout(err):
+		why, hint = fmt.Sprintf("no answer within %s", connectTimeout),
+			"is the address right, and does the server answer Redis on it? "+flagHint
+	case isAuthError(err):
+		why, hint = "authentication failed", "check the user and password; "+flagHint
+	default:
+		why = describeErr(err, c.password)
+	}
+	return &wrapped{msg: fmt.Sprintf("redis: cannot connect to %s (%s) — %s", c.addr, why, hint), err: err}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
+}
+
+func isAuthError(err error) bool {
+	var re redis.Error
+	if !errors.As(err, &re) {
+		return false
+	}
+	msg := re.Error()
+	for _, p := range []string{"WRONGPASS", "NOAUTH", "NOPERM", "ERR invalid password", "ERR AUTH", "ERR Client sent AUTH"} {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// isTooManyClients matches the error Redis sends to a connection over its
+// maxclients limit before it closes it.
+func isTooManyClients(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "max number of clients reached")
+}
+
+// scrub removes secrets from a message that may quote them.
+func scrub(msg string, secrets ...string) string {
+	for _, s := range secrets {
+		if s != "" {
+			msg = strings.ReplaceAll(msg, s, "xxxxx")
+		}
+	}
+	return msg
+}

@@ -1,8 +1,0 @@
-// Package mysqlstore is under construction: it will register its backend's
-// scenarios. Until then it registers nothing.
-package mysqlstore
-
-import "github.com/racetest/racetest/scenarios"
-
-// Register adds this backend and its scenarios to r.
-func Register(r *scenarios.Registry) {}

@@ -1,0 +1,177 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/racetest/racetest/runner"
+)
+
+var (
+	errAlready    = errors.New("already done")
+	errNotIssued  = errors.New("coupon not in status issued (script returned 0)")
+	errDuplicate  = errors.New("key already exists (SET NX replied nil)")
+	errLeaseTaken = errors.New("lease held by another worker (SET NX PX replied nil)")
+)
+
+// redeemScript is UPDATE coupons SET status='redeemed' WHERE id=? AND
+// status='issued' on Redis: the compare and the set run as one step (a script
+// runs alone on the server), and only the attempt that changed the status
+// records the effect, in the same step. It returns the "rows affected".
+var redeemScript = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == 'issued' then
+  redis.call('SET', KEYS[1], 'redeemed')
+  redis.call('RPUSH', KEYS[2], ARGV[1])
+  return 1
+end
+return 0
+`)
+
+// leaseScript takes the lease with SET NX PX and, on a grant, records in the
+// same step when the lease expires by the server's clock (PEXPIRETIME, Redis
+// 7; TIME+PTTL before it) and for how long it was granted, so the effects
+// can say how many holders were valid at one instant.
+var leaseScript = redis.NewScript(`
+if redis.replicate_commands then pcall(redis.replicate_commands) end
+if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  return 0
+end
+local ok, expires = pcall(redis.call, 'PEXPIRETIME', KEYS[1])
+if not ok then
+  local t = redis.call('TIME')
+  expires = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + redis.call('PTTL', KEYS[1])
+end
+redis.call('RPUSH', KEYS[2], string.format('%d:%d:%s', expires, tonumber(ARGV[2]), ARGV[1]))
+return 1
+`)
+
+// memorySet: the check and the mark live in the replica's memory, correctly
+// locked inside the replica; the guarded action then appends to the store.
+func memorySet(ctx context.Context, s *session, k keys, w *runner.Worker) runner.Outcome {
+	w.Mark("check")
+	a := s.app
+	a.mu.Lock()
+	if a.processing[k.subject] {
+		a.mu.Unlock()
+		return runner.Refused(errAlready)
+	}
+	a.processing[k.subject] = true
+	a.mu.Unlock()
+	if err := sleep(ctx, a.t.p.Gap); err != nil {
+		return runner.Failed(err)
+	}
+	w.Mark("act")
+	if err := s.cn.RPush(ctx, k.effects, s.owner).Err(); err != nil {
+		return s.fail(ctx, "RPUSH", err)
+	}
+	return runner.Done()
+}
+
+// checkThenWrite: EXISTS on the list of saves, then RPUSH if it was empty —
+// SELECT, then INSERT on a table without a unique key: two round trips.
+func checkThenWrite(ctx context.Context, s *session, k keys, w *runner.Worker) runner.Outcome {
+	w.Mark("check")
+	n, err := s.cn.Exists(ctx, k.effects).Result()
+	if err != nil {
+		return s.fail(ctx, "EXISTS", err)
+	}
+	if n > 0 {
+		return runner.Refused(errAlready)
+	}
+	if err := sleep(ctx, s.app.t.p.Gap); err != nil {
+		return runner.Failed(err)
+	}
+	w.Mark("act")
+	if err := s.cn.RPush(ctx, k.effects, s.owner).Err(); err != nil {
+		return s.fail(ctx, "RPUSH", err)
+	}
+	return runner.Done()
+}
+
+// conditionalUpdate: one compare-and-set script; its return value is the
+// rows affected.
+func conditionalUpdate(ctx context.Context, s *session, k keys, w *runner.Worker) runner.Outcome {
+	w.Mark("act")
+	n, err := redeemScript.Run(ctx, s.cn, []string{k.subject, k.effects}, s.owner).Int()
+	if err != nil {
+		return s.fail(ctx, "EVALSHA redeem", err)
+	}
+	if n != 1 {
+		return runner.Refused(errNotIssued)
+	}
+	return runner.Done()
+}
+
+// uniqueInsert: SET NX is the unique constraint. Its nil reply, and nothing
+// else, means "already done"; the winner then runs the guarded action.
+func uniqueInsert(ctx context.Context, s *session, k keys, w *runner.Worker) runner.Outcome {
+	w.Mark("act")
+	if o, inserted := classifyInsert(ctx, s, s.cn.SetArgs(ctx, k.subject, s.owner, redis.SetArgs{Mode: "NX"}).Err()); !inserted {
+		return o
+	}
+	if err := s.cn.RPush(ctx, k.effects, s.owner).Err(); err != nil {
+		return s.fail(ctx, "RPUSH", err)
+	}
+	return runner.Done()
+}
+
+// classifyInsert reads SET NX's reply: OK inserted, nil is the duplicate key,
+// and every other error stays an error.
+func classifyInsert(ctx context.Context, s *session, err error) (runner.Outcome, bool) {
+	switch {
+	case err == nil:
+		return runner.Done(), true
+	case errors.Is(err, redis.Nil):
+		return runner.Refused(errDuplicate), false
+	default:
+		return s.fail(ctx, "SET NX", err), false
+	}
+}
+
+// ttlLease: take the lease if it is free or expired (the server expires it);
+// the holder then dies without releasing it.
+func ttlLease(ctx context.Context, s *session, k keys, w *runner.Worker) runner.Outcome {
+	w.Mark("act")
+	granted, err := acquire(ctx, s.cn, k, s.owner, s.app.t.ttlMS)
+	if err != nil {
+		return s.fail(ctx, "EVALSHA lease", err)
+	}
+	if !granted {
+		return runner.Refused(errLeaseTaken)
+	}
+	return runner.Done()
+}
+
+func acquire(ctx context.Context, sc redis.Scripter, k keys, owner string, ttlMS int64) (bool, error) {
+	n, err := leaseScript.Run(ctx, sc, []string{k.subject, k.effects}, owner, ttlMS).Int()
+	return n == 1, err
+}
+
+// fail is the outcome of a call that failed. When the attempt's context has
+// ended, its cause is kept in the chain so that the runner counts a timeout
+// as unknown (the write may have been applied) rather than as an error.
+func (s *session) fail(ctx context.Context, op string, err error) runner.Outcome {
+	e := &wrapped{msg: fmt.Sprintf("redis %s: %s", op, describeErr(err, s.app.t.c.password)), err: err}
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(err, cause) {
+		return runner.Failed(fmt.Errorf("%w (%w)", e, cause))
+	}
+	return runner.Failed(e)
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}

@@ -1,0 +1,383 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/racetest/racetest/runner"
+	"github.com/racetest/racetest/scenarios"
+)
+
+// kind is one scenario on Redis: its attempt and the scripts it runs.
+type kind struct {
+	scenario string
+	attempt  func(ctx context.Context, s *session, k keys, w *runner.Worker) runner.Outcome
+	scripts  []*redis.Script
+}
+
+var kinds = []kind{
+	{scenario: scenarios.MemorySet, attempt: memorySet},
+	{scenario: scenarios.CheckThenWrite, attempt: checkThenWrite},
+	{scenario: scenarios.ConditionalUpdate, attempt: conditionalUpdate, scripts: []*redis.Script{redeemScript}},
+	{scenario: scenarios.UniqueInsert, attempt: uniqueInsert},
+	{scenario: scenarios.TTLLease, attempt: ttlLease, scripts: []*redis.Script{leaseScript}},
+}
+
+// keys are one burst's keys, all under the run's prefix.
+type keys struct {
+	// subject is what the attempts compete for: the coupon, the unique
+	// row, the lease.
+	subject string
+	// effects is the list the guarded action appends to (for ttl-lease, the
+	// record of each grant): its length, read after the burst, is the
+	// ground truth.
+	effects string
+}
+
+func burstKeys(prefix string, burst int) keys {
+	b := prefix + "b" + strconv.Itoa(burst)
+	return keys{subject: b + ":subject", effects: b + ":effects"}
+}
+
+func factory(k kind) scenarios.Factory {
+	return func(ctx context.Context, p scenarios.Params) (runner.Target, error) {
+		if err := p.Validate(); err != nil {
+			return nil, err
+		}
+		if p.Variant != "" {
+			return nil, fmt.Errorf("redis: %s has no variant %q on Redis (it has none); drop --variant", k.scenario, p.Variant)
+		}
+		if p.TTL == 0 {
+			p.TTL = scenarios.DefaultTTL
+		}
+		c, err := parseConn(p)
+		if err != nil {
+			return nil, err
+		}
+		admin, err := c.connect(ctx, 2)
+		if err != nil {
+			return nil, err
+		}
+		t := &target{kind: k, p: p, c: c, admin: admin, ttlMS: leaseMillis(p.TTL)}
+		t.server = t.describeServer(ctx)
+		return t, nil
+	}
+}
+
+// target is one scenario on one Redis server for one run.
+type target struct {
+	kind   kind
+	p      scenarios.Params
+	c      *conn
+	ttlMS  int64 // the lease length as Redis keeps it: whole milliseconds
+	server string
+
+	mu    sync.Mutex
+	admin *redis.Client // racetest's own calls: reset, count, cleanup
+}
+
+// client returns the admin client, reopening it if Cleanup closed it, so that
+// Cleanup stays callable more than once.
+func (t *target) client() *redis.Client {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.admin == nil {
+		t.admin = t.c.client(2)
+	}
+	return t.admin
+}
+
+func (t *target) describeServer(ctx context.Context) string {
+	cctx, cancel := context.WithTimeout(ctx, connectTimeout)
+	defer cancel()
+	info, err := t.client().Info(cctx, "server").Result()
+	if err != nil {
+		return "Redis-compatible server (INFO refused: " + scrub(err.Error(), t.c.password) + ")"
+	}
+	return serverName(info)
+}
+
+// serverName names the product and version an INFO server reply describes.
+// Forks keep redis_version for compatibility and name themselves elsewhere.
+func serverName(info string) string {
+	fields := map[string]string{}
+	for _, line := range strings.Split(info, "\n") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), ":"); ok {
+			fields[k] = v
+		}
+	}
+	if name := fields["server_name"]; name != "" && name != "redis" {
+		if v := fields[name+"_version"]; v != "" {
+			return strings.ToUpper(name[:1]) + name[1:] + " " + v
+		}
+	}
+	if v := fields["dragonfly_version"]; v != "" {
+		return "Dragonfly " + v
+	}
+	if v := fields["redis_version"]; v != "" {
+		return "Redis " + v
+	}
+	return "Redis-compatible server (no version in INFO)"
+}
+
+// Server names the server as it describes itself ("Redis 7.0.15").
+func (t *target) Server() string { return t.server }
+
+// Notes says what the report should know about this run on Redis.
+func (t *target) Notes() []string {
+	var notes []string
+	if t.kind.scenario == scenarios.TTLLease && time.Duration(t.ttlMS)*time.Millisecond != t.p.TTL {
+		notes = append(notes, fmt.Sprintf("redis: the lease TTL %s was rounded up to %d ms: Redis keeps expiry in whole milliseconds", t.p.TTL, t.ttlMS))
+	}
+	if t.p.Isolation != "" || t.p.Engine != "" {
+		notes = append(notes, "redis: --isolation and --engine do not apply to Redis and were ignored (each command, and each script, runs alone)")
+	}
+	return notes
+}
+
+// Prepare loads the scenario's scripts, so that each attempt's EVALSHA is
+// found in the script cache and no hidden EVAL round trip enters the burst.
+// Keys need no preparation: each burst makes its own.
+func (t *target) Prepare(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	for _, s := range t.kind.scripts {
+		if err := s.Load(ctx, t.client()).Err(); err != nil {
+			return t.opError("load the scenario's Lua script (SCRIPT LOAD)", err)
+		}
+	}
+	return nil
+}
+
+// Reset makes burst's subject. Only conditional-update needs one in place:
+// the coupon exists, issued, before the attempts race to redeem it.
+func (t *target) Reset(ctx context.Context, burst int) (runner.Subject, error) {
+	k := burstKeys(t.p.Prefix(), burst)
+	s := runner.Subject{Burst: burst, Key: k.subject, Data: k}
+	if t.kind.scenario == scenarios.ConditionalUpdate {
+		ctx, cancel := context.WithTimeout(ctx, opTimeout)
+		defer cancel()
+		if err := t.client().Set(ctx, k.subject, "issued", 0).Err(); err != nil {
+			return s, t.opError("issue the coupon (SET)", err)
+		}
+	}
+	return s, nil
+}
+
+// Effects counts what the guarded action wrote, in Redis, after the burst.
+func (t *target) Effects(ctx context.Context, s runner.Subject) (int, error) {
+	k := s.Data.(keys)
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	if t.kind.scenario == scenarios.TTLLease {
+		recs, err := t.client().LRange(ctx, k.effects, 0, -1).Result()
+		if err != nil {
+			return 0, t.opError("read the lease grants (LRANGE)", err)
+		}
+		gs, err := parseGrants(recs)
+		if err != nil {
+			return 0, err
+		}
+		return mostAtOnce(gs), nil
+	}
+	n, err := t.client().LLen(ctx, k.effects).Result()
+	if err != nil {
+		return 0, t.opError("count the effects (LLEN)", err)
+	}
+	return int(n), nil
+}
+
+// Cleanup deletes every key under the run's prefix, and only those, then
+// closes the admin client.
+func (t *target) Cleanup(ctx context.Context) error {
+	cl := t.client()
+	err := deletePrefix(ctx, cl, t.p.Prefix())
+	t.mu.Lock()
+	t.admin = nil
+	t.mu.Unlock()
+	cl.Close()
+	if err != nil {
+		return fmt.Errorf("redis: could not delete this run's keys %s* on %s: %s — delete them by hand: redis-cli --scan --pattern '%s*' | xargs redis-cli del",
+			t.p.Prefix(), t.c.addr, scrub(err.Error(), t.c.password), globEscape(t.p.Prefix()))
+	}
+	return nil
+}
+
+// deletePrefix walks the keyspace with SCAN (never KEYS, which blocks the
+// server) and deletes the keys that start with prefix, in batches.
+func deletePrefix(ctx context.Context, cl *redis.Client, prefix string) error {
+	match := globEscape(prefix) + "*"
+	var cursor uint64
+	for {
+		cctx, cancel := context.WithTimeout(ctx, opTimeout)
+		ks, next, err := cl.Scan(cctx, cursor, match, 1000).Result()
+		if err == nil && len(ks) > 0 {
+			// SCAN's MATCH is a glob; compare again so that nothing outside
+			// the prefix is deleted, whatever the server's glob does.
+			own := ks[:0]
+			for _, k := range ks {
+				if strings.HasPrefix(k, prefix) {
+					own = append(own, k)
+				}
+			}
+			if len(own) > 0 {
+				err = cl.Del(cctx, own...).Err()
+			}
+		}
+		cancel()
+		if err != nil {
+			return err
+		}
+		if cursor = next; cursor == 0 {
+			return nil
+		}
+	}
+}
+
+// globEscape quotes the characters Redis glob patterns give a meaning to.
+func globEscape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[]\^-`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// opError words a failed call of racetest's own (not an attempt's).
+func (t *target) opError(what string, err error) error {
+	return &wrapped{
+		msg: fmt.Sprintf("redis: could not %s on %s: %s", what, t.c.addr, describeErr(err, t.c.password)),
+		err: err,
+	}
+}
+
+// Open starts one replica: its own pool, sized to its workers, and its own
+// memory (the processing set of memory-set).
+func (t *target) Open(_ context.Context, replica, workers int) (runner.App, error) {
+	return &app{t: t, replica: replica, client: t.c.client(max(workers, 1)), processing: map[string]bool{}}, nil
+}
+
+// app is one replica of the application.
+type app struct {
+	t       *target
+	replica int
+	client  *redis.Client
+
+	mu         sync.Mutex
+	processing map[string]bool
+}
+
+// Session gives worker its own connection, dialled and pinged now so that
+// connection setup never serialises the attempts.
+func (a *app) Session(ctx context.Context, worker int) (runner.Session, error) {
+	cn := a.client.Conn()
+	pctx, cancel := context.WithTimeout(ctx, connectTimeout)
+	defer cancel()
+	if err := cn.Ping(pctx).Err(); err != nil {
+		cn.Close()
+		if ctx.Err() != nil {
+			return nil, context.Cause(ctx)
+		}
+		if isTooManyClients(err) || a.t.nearClientLimit(ctx) {
+			return nil, a.t.tooManyClients(ctx, err)
+		}
+		return nil, a.t.c.connectError(err)
+	}
+	return &session{app: a, cn: cn, owner: fmt.Sprintf("r%d-w%d", a.replica, worker)}, nil
+}
+
+// nearClientLimit reports whether the server is at its maxclients limit:
+// Redis answers a connection over the limit with an error and closes it, and
+// the driver may see only the close.
+func (t *target) nearClientLimit(ctx context.Context) bool {
+	connected, limit := t.clientCounts(ctx)
+	return limit > 0 && connected+1 >= limit
+}
+
+func (t *target) clientCounts(ctx context.Context) (connected, limit int) {
+	cctx, cancel := context.WithTimeout(ctx, connectTimeout)
+	defer cancel()
+	info, err := t.client().Info(cctx, "clients").Result()
+	if err != nil {
+		return 0, 0
+	}
+	for _, line := range strings.Split(info, "\n") {
+		k, v, _ := strings.Cut(strings.TrimSpace(line), ":")
+		switch k {
+		case "connected_clients":
+			connected, _ = strconv.Atoi(v)
+		case "maxclients":
+			limit, _ = strconv.Atoi(v)
+		}
+	}
+	return connected, limit
+}
+
+func (t *target) tooManyClients(ctx context.Context, err error) error {
+	_, limit := t.clientCounts(ctx)
+	lim := "its maxclients limit"
+	if limit > 0 {
+		lim = fmt.Sprintf("its maxclients limit of %d", limit)
+	}
+	return &wrapped{
+		msg: fmt.Sprintf("redis: %s refused a connection: %s reached — run fewer attempts (--attempts %d asks for one connection each), or raise maxclients on the server",
+			t.c.addr, lim, t.p.Attempts),
+		err: err,
+	}
+}
+
+func (a *app) Close() error { return a.client.Close() }
+
+// session is one worker's dedicated connection.
+type session struct {
+	app   *app
+	cn    *redis.Conn
+	owner string // names the worker in what it writes
+}
+
+func (s *session) Attempt(ctx context.Context, subj runner.Subject, w *runner.Worker) runner.Outcome {
+	return s.app.t.kind.attempt(ctx, s, subj.Data.(keys), w)
+}
+
+func (s *session) Close() error { return s.cn.Close() }
+
+// wrapped keeps the driver's error for errors.Is and errors.As while its
+// message says what failed in words that stay the same from one connection
+// to the next (so the report can count them) and never hold a password.
+type wrapped struct {
+	msg string
+	err error
+}
+
+func (e *wrapped) Error() string { return e.msg }
+func (e *wrapped) Unwrap() error { return e.err }
+
+// describeErr words a driver error without the connection's local port,
+// which differs on every connection.
+func describeErr(err error, password string) string {
+	var re redis.Error
+	switch {
+	case errors.As(err, &re):
+		return scrub(re.Error(), password)
+	case isTimeout(err):
+		return "no reply in time"
+	case errors.Is(err, redis.ErrClosed):
+		return "connection closed"
+	}
+	msg := err.Error()
+	// "read tcp 127.0.0.1:50312->127.0.0.1:6379: read: connection reset by peer"
+	if i := strings.LastIndex(msg, ": "); i >= 0 && strings.Contains(msg[:i], "->") {
+		msg = msg[i+2:]
+	}
+	return scrub(msg, password)
+}
