@@ -1,8 +1,317 @@
-// Package mongostore is under construction: it will register its backend's
-// scenarios. Until then it registers nothing.
 package mongostore
 
-import "github.com/racetest/racetest/scenarios"
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"syscall"
+	"time"
 
-// Register adds this backend and its scenarios to r.
-func Register(r *scenarios.Registry) {}
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/mongo/readpref"
+	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/connstring"
+	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/topology"
+
+	"github.com/racetest/racetest/scenarios"
+)
+
+// Name is the backend's name.
+const Name = "mongo"
+
+// DefaultURI is the server a run uses when no --mongo-uri or
+// RACETEST_MONGO_URI is given: the standard local port, one server, no
+// replica-set discovery (so a single-node replica set in docker, whose member
+// names only resolve inside docker, still answers).
+const DefaultURI = "mongodb://127.0.0.1:27017/?directConnection=true"
+
+// DefaultDatabase holds the run's collections when the URI names no database.
+const DefaultDatabase = "racetest"
+
+// VariantOneActive is unique-insert's "one active per user" variant: a unique
+// index with partialFilterExpression {active: true}.
+const VariantOneActive = "one-active"
+
+// connectTimeout bounds server selection and the TCP/TLS handshake, so that
+// an absent server is reported within seconds, not after the driver's 30 s.
+const connectTimeout = 3 * time.Second
+
+// controlTimeout bounds racetest's own calls outside the attempts (Prepare,
+// Reset, Effects), so that a server that dies mid-run stops the run instead
+// of hanging it.
+const controlTimeout = 10 * time.Second
+
+// Register adds the MongoDB backend and its scenarios to r.
+func Register(r *scenarios.Registry) {
+	r.AddBackend(scenarios.Backend{
+		Name:    Name,
+		Summary: "MongoDB (mongo-driver v2); --mongo-uri or RACETEST_MONGO_URI, default " + DefaultURI,
+		Server:  true,
+	})
+	for _, k := range kinds() {
+		r.Register(k.name, Name, factory(k))
+	}
+}
+
+// Redact returns uri with its password (and any query parameter that carries
+// a secret) replaced by "xxxxx", for errors and reports.
+func Redact(uri string) string {
+	scheme, rest, ok := strings.Cut(uri, "://")
+	if !ok {
+		return redactQuery(uri)
+	}
+	// The user info ends at the last '@' before the path: a password may
+	// itself contain '@' or '/' when it was not percent-encoded.
+	hostEnd := len(rest)
+	if i := strings.LastIndex(rest, "@"); i >= 0 {
+		if j := strings.IndexAny(rest[i:], "/?"); j >= 0 {
+			hostEnd = i + j
+		}
+	} else if j := strings.IndexAny(rest, "/?"); j >= 0 {
+		hostEnd = j
+	}
+	authority, tail := rest[:hostEnd], rest[hostEnd:]
+	if at := strings.LastIndex(authority, "@"); at >= 0 {
+		user := authority[:at]
+		if name, _, hasPw := strings.Cut(user, ":"); hasPw {
+			authority = name + ":xxxxx" + authority[at:]
+		}
+	}
+	return scheme + "://" + authority + redactQuery(tail)
+}
+
+// redactQuery hides the values of query parameters that carry secrets
+// (tlsCertificateKeyFilePassword, authMechanismProperties with an AWS session
+// token).
+func redactQuery(s string) string {
+	path, query, ok := strings.Cut(s, "?")
+	if !ok {
+		return s
+	}
+	parts := strings.Split(query, "&")
+	for i, kv := range parts {
+		k, _, _ := strings.Cut(kv, "=")
+		lk := strings.ToLower(k)
+		if strings.Contains(lk, "password") || strings.Contains(lk, "secret") ||
+			strings.Contains(lk, "token") || lk == "authmechanismproperties" {
+			parts[i] = k + "=xxxxx"
+		}
+	}
+	return path + "?" + strings.Join(parts, "&")
+}
+
+// password returns the URI's password, so that errors can be scrubbed of it
+// even where a driver message quotes it.
+func password(uri string) string {
+	cs, err := connstring.Parse(uri)
+	if err != nil || !cs.PasswordSet {
+		return ""
+	}
+	return cs.Password
+}
+
+// secretError hides a password that an underlying message might quote,
+// while keeping the chain for errors.Is and errors.As.
+type secretError struct {
+	err    error
+	secret string
+}
+
+func (e *secretError) Error() string {
+	msg := e.err.Error()
+	if e.secret != "" {
+		msg = strings.ReplaceAll(msg, e.secret, "xxxxx")
+		if esc := url.QueryEscape(e.secret); esc != e.secret {
+			msg = strings.ReplaceAll(msg, esc, "xxxxx")
+		}
+	}
+	return msg
+}
+
+func (e *secretError) Unwrap() error { return e.err }
+
+func scrub(err error, uri string) error {
+	if err == nil {
+		return nil
+	}
+	return &secretError{err: err, secret: password(uri)}
+}
+
+// dialer adapts scenarios.DialFunc to the driver's dialer hook.
+type dialer scenarios.DialFunc
+
+func (d dialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	return d(ctx, network, addr)
+}
+
+// conn is where a run's collections live, as the URI says.
+type conn struct {
+	uri      string // as given, with its password: never printed
+	database string
+	dial     scenarios.DialFunc
+}
+
+func newConn(p scenarios.Params) (conn, error) {
+	uri := p.Conn.MongoURI
+	if uri == "" {
+		uri = DefaultURI
+	}
+	cs, err := connstring.ParseAndValidate(uri)
+	if err != nil {
+		return conn{}, fmt.Errorf("mongo: invalid URI %s: %w — check --mongo-uri or RACETEST_MONGO_URI", Redact(uri), scrub(err, uri))
+	}
+	db := cs.Database
+	if db == "" {
+		db = DefaultDatabase
+	}
+	return conn{uri: uri, database: db, dial: p.Dial}, nil
+}
+
+// options returns client options for a pool of size connections. Every
+// connection the client makes (the pool's and the monitor's) goes through
+// the run's Dial hook when one is set.
+func (c conn) options(size int) *options.ClientOptions {
+	o := options.Client().ApplyURI(c.uri).SetAppName("racetest")
+	// A timeout the user put in the URI wins over ours.
+	if o.ServerSelectionTimeout == nil {
+		o.SetServerSelectionTimeout(connectTimeout)
+	}
+	if o.ConnectTimeout == nil {
+		o.SetConnectTimeout(connectTimeout)
+	}
+	if size > 0 {
+		n := uint64(size)
+		// MaxConnecting = size lets the warm-up open every connection at once
+		// instead of the driver's default two at a time.
+		o.SetMaxPoolSize(n).SetMinPoolSize(n).SetMaxConnecting(n)
+	}
+	if c.dial != nil {
+		o.SetDialer(dialer(c.dial))
+	}
+	return o
+}
+
+// connect makes a client and pings the server, failing within a few seconds
+// with one clear, redacted line when the server cannot be reached.
+func (c conn) connect(ctx context.Context, o *options.ClientOptions) (*mongo.Client, error) {
+	client, err := mongo.Connect(o)
+	if err != nil {
+		return nil, fmt.Errorf("mongo: cannot use %s: %w — check --mongo-uri or RACETEST_MONGO_URI", Redact(c.uri), scrub(err, c.uri))
+	}
+	pctx, cancel := context.WithTimeout(ctx, connectTimeout+time.Second)
+	defer cancel()
+	if err := client.Ping(pctx, readpref.Primary()); err != nil {
+		_ = client.Disconnect(context.WithoutCancel(ctx))
+		return nil, c.connectError(err)
+	}
+	return client, nil
+}
+
+// connectError names the host and the reason in one line.
+func (c conn) connectError(err error) error {
+	hosts := "the server"
+	if cs, perr := connstring.Parse(c.uri); perr == nil && len(cs.Hosts) > 0 {
+		hosts = strings.Join(cs.Hosts, ",")
+	}
+	why := "no answer within " + connectTimeout.String()
+	var sse topology.ServerSelectionError
+	if errors.As(err, &sse) {
+		for _, s := range sse.Desc.Servers {
+			if s.LastError != nil {
+				why = reason(s.LastError)
+				break
+			}
+		}
+	} else {
+		why = reason(err)
+	}
+	var ce mongo.CommandError
+	if errors.As(err, &ce) && (ce.Code == 18 || ce.HasErrorLabel("AuthenticationFailed")) ||
+		strings.Contains(err.Error(), "auth error") {
+		return fmt.Errorf("mongo: authentication to %s failed (%s) — check the user and password in --mongo-uri or RACETEST_MONGO_URI (%s): %w",
+			hosts, why, Redact(c.uri), scrub(err, c.uri))
+	}
+	return fmt.Errorf("mongo: cannot connect to %s (%s) — is the server running? set --mongo-uri or RACETEST_MONGO_URI (using %s): %w",
+		hosts, why, Redact(c.uri), scrub(err, c.uri))
+}
+
+// reason is the innermost cause a person recognises: "connection refused",
+// "no such host", "i/o timeout".
+func reason(err error) string {
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused"
+	case errors.Is(err, syscall.ECONNRESET):
+		return "connection reset"
+	}
+	var dnsErr *net.DNSError
+	if errors.As(err, &dnsErr) {
+		return "no such host " + dnsErr.Name
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return "timed out"
+	}
+	msg := err.Error()
+	if i := strings.LastIndex(msg, ": "); i >= 0 && i+2 < len(msg) {
+		msg = msg[i+2:]
+	}
+	return msg
+}
+
+// ServerInfo is what buildInfo says about the server.
+type ServerInfo struct {
+	// Version is the MongoDB version the server reports (on FerretDB, the
+	// MongoDB version whose wire protocol it speaks).
+	Version string
+	// FerretDBVersion is set when the server is FerretDB ("unknown" when an
+	// embedded FerretDB could not tell its own version).
+	FerretDBVersion string
+}
+
+// FerretDB reports whether the server is FerretDB, whose findAndModify and
+// conditional updates are not atomic (see doc.go).
+func (s ServerInfo) FerretDB() bool { return s.FerretDBVersion != "" }
+
+// String names the server as a report shows it: "MongoDB 7.0.14" or
+// "FerretDB 1.24.2 (MongoDB 7.0.42 wire)".
+func (s ServerInfo) String() string {
+	if s.FerretDB() {
+		v := strings.TrimPrefix(s.FerretDBVersion, "v")
+		if v == "unknown" {
+			v = "(version unknown)"
+		}
+		return fmt.Sprintf("FerretDB %s (MongoDB %s wire)", v, s.Version)
+	}
+	return "MongoDB " + s.Version
+}
+
+func buildInfo(ctx context.Context, db *mongo.Database) (ServerInfo, error) {
+	var doc struct {
+		Version         string `bson:"version"`
+		FerretDBVersion string `bson:"ferretdbVersion"`
+	}
+	if err := db.RunCommand(ctx, bson.D{{Key: "buildInfo", Value: 1}}).Decode(&doc); err != nil {
+		return ServerInfo{}, fmt.Errorf("mongo: buildInfo: %w", err)
+	}
+	return ServerInfo{Version: doc.Version, FerretDBVersion: doc.FerretDBVersion}, nil
+}
+
+// Probe connects with p's connection settings and reports which server
+// answers. Tests use it to state their expectations per server.
+func Probe(ctx context.Context, p scenarios.Params) (ServerInfo, error) {
+	c, err := newConn(p)
+	if err != nil {
+		return ServerInfo{}, err
+	}
+	client, err := c.connect(ctx, c.options(1))
+	if err != nil {
+		return ServerInfo{}, err
+	}
+	defer client.Disconnect(context.WithoutCancel(ctx))
+	return buildInfo(ctx, client.Database(c.database))
+}

@@ -1,0 +1,359 @@
+package mongostore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/event"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/readpref"
+
+	"github.com/racetest/racetest/runner"
+	"github.com/racetest/racetest/scenarios"
+)
+
+// kind is one scenario's statements on MongoDB.
+type kind struct {
+	name string
+	// prepare creates the scenario's collections and indexes.
+	prepare func(ctx context.Context, t *target) error
+	// reset puts the burst's subject in place (an issued coupon, an
+	// expired lease); nil when a fresh key is enough.
+	reset   func(ctx context.Context, t *target, key string) error
+	attempt func(ctx context.Context, s *session, subj runner.Subject, w *runner.Worker) runner.Outcome
+	effects func(ctx context.Context, t *target, key string) (int, error)
+}
+
+func factory(k kind) scenarios.Factory {
+	return func(ctx context.Context, p scenarios.Params) (runner.Target, error) {
+		if err := p.Validate(); err != nil {
+			return nil, err
+		}
+		if p.TTL == 0 {
+			p.TTL = scenarios.DefaultTTL
+		}
+		if p.Variant != "" && !(k.name == scenarios.UniqueInsert && p.Variant == VariantOneActive) {
+			known := "none"
+			if k.name == scenarios.UniqueInsert {
+				known = VariantOneActive
+			}
+			return nil, fmt.Errorf("mongo: %s has no variant %q (known: %s)", k.name, p.Variant, known)
+		}
+		c, err := newConn(p)
+		if err != nil {
+			return nil, err
+		}
+		client, err := c.connect(ctx, c.options(0))
+		if err != nil {
+			return nil, err
+		}
+		db := client.Database(c.database)
+		bctx, cancel := context.WithTimeout(ctx, controlTimeout)
+		defer cancel()
+		info, err := buildInfo(bctx, db)
+		if err != nil {
+			_ = client.Disconnect(context.WithoutCancel(ctx))
+			return nil, err
+		}
+		return &target{kind: k, p: p, conn: c, control: client, db: db, server: info}, nil
+	}
+}
+
+// target is one scenario on one MongoDB database. Its control client does
+// racetest's own work (Prepare, Reset, Effects, Cleanup); the workers never
+// use it.
+type target struct {
+	kind    kind
+	p       scenarios.Params
+	conn    conn
+	control *mongo.Client
+	db      *mongo.Database
+	server  ServerInfo
+
+	mu      sync.Mutex
+	created []string // collections Prepare made, the only ones Cleanup drops
+	notes   []string
+
+	// lease holds ttl-lease's clock; set by Prepare.
+	lease leaseClock
+	// redemptions and effectsSeen compare conditional-update's $inc counter
+	// with the effects documents, to show FerretDB's lost updates.
+	redemptions, effectsSeen atomic.Int64
+}
+
+// coll is the run's collection named suffix, as the workers of client see it.
+func (t *target) coll(db *mongo.Database, suffix string) *mongo.Collection {
+	return db.Collection(t.p.Prefix() + suffix)
+}
+
+// create makes a collection of the run, with its indexes. A collection that
+// already exists is not the run's own: it is reported, never adopted.
+func (t *target) create(ctx context.Context, suffix string, indexes ...mongo.IndexModel) error {
+	name := t.p.Prefix() + suffix
+	if err := t.db.CreateCollection(ctx, name); err != nil {
+		var ce mongo.CommandError
+		if errors.As(err, &ce) && ce.Code == 48 { // NamespaceExists
+			return fmt.Errorf("mongo: collection %s.%s already exists and was not made by this run; use another run id", t.conn.database, name)
+		}
+		return fmt.Errorf("mongo: create collection %s.%s: %w", t.conn.database, name, scrub(err, t.conn.uri))
+	}
+	t.mu.Lock()
+	t.created = append(t.created, name)
+	t.mu.Unlock()
+	if len(indexes) > 0 {
+		if _, err := t.db.Collection(name).Indexes().CreateMany(ctx, indexes); err != nil {
+			return fmt.Errorf("mongo: create indexes on %s.%s: %w", t.conn.database, name, scrub(err, t.conn.uri))
+		}
+	}
+	return nil
+}
+
+func (t *target) Prepare(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, controlTimeout)
+	defer cancel()
+	return t.kind.prepare(ctx, t)
+}
+
+func (t *target) Reset(ctx context.Context, burst int) (runner.Subject, error) {
+	key := t.p.Prefix() + strconv.Itoa(burst)
+	if t.kind.reset != nil {
+		ctx, cancel := context.WithTimeout(ctx, controlTimeout)
+		defer cancel()
+		if err := t.kind.reset(ctx, t, key); err != nil {
+			return runner.Subject{}, scrub(err, t.conn.uri)
+		}
+	}
+	return runner.Subject{Burst: burst, Key: key}, nil
+}
+
+func (t *target) Effects(ctx context.Context, s runner.Subject) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, controlTimeout)
+	defer cancel()
+	n, err := t.kind.effects(ctx, t, s.Key)
+	return n, scrub(err, t.conn.uri)
+}
+
+// Cleanup drops exactly the collections Prepare made. It can be called again
+// after a failure: what was dropped is forgotten, what was not is retried.
+func (t *target) Cleanup(ctx context.Context) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.control == nil {
+		if len(t.created) == 0 {
+			return nil
+		}
+		client, err := t.conn.connect(ctx, t.conn.options(0))
+		if err != nil {
+			return fmt.Errorf("%w; drop these collections by hand: %s", err, strings.Join(t.created, ", "))
+		}
+		t.control, t.db = client, client.Database(t.conn.database)
+	}
+	var left []string
+	var errs []error
+	for _, name := range t.created {
+		dctx, cancel := context.WithTimeout(ctx, controlTimeout)
+		err := t.db.Collection(name).Drop(dctx)
+		cancel()
+		if err != nil {
+			left = append(left, name)
+			errs = append(errs, err)
+		}
+	}
+	t.created = left
+	_ = t.control.Disconnect(ctx)
+	t.control, t.db = nil, nil
+	if len(left) > 0 {
+		return fmt.Errorf("mongo: could not drop %s in database %s (drop them by hand): %w",
+			strings.Join(left, ", "), t.conn.database, scrub(errors.Join(errs...), t.conn.uri))
+	}
+	return nil
+}
+
+// Server names the server as buildInfo reports it.
+func (t *target) Server() string { return t.server.String() }
+
+// FerretDB reports whether the run's server is FerretDB.
+func (t *target) FerretDB() bool { return t.server.FerretDB() }
+
+func (t *target) note(s string) {
+	t.mu.Lock()
+	t.notes = append(t.notes, s)
+	t.mu.Unlock()
+}
+
+func (t *target) Notes() []string {
+	t.mu.Lock()
+	notes := slices.Clone(t.notes)
+	t.mu.Unlock()
+	if t.server.FerretDB() {
+		notes = append(notes, "mongo: the server is "+t.server.String()+", not MongoDB: its findAndModify and conditional updates "+
+			"read, change and replace a document without re-checking the filter, so they are not atomic under concurrency")
+	}
+	if t.kind.name == scenarios.ConditionalUpdate {
+		if r, e := t.redemptions.Load(), t.effectsSeen.Load(); r != e {
+			notes = append(notes, fmt.Sprintf("mongo: the coupons' $inc redemptions counters sum to %d, but %d redemptions took effect: "+
+				"the server lost %d concurrent $inc updates, so the effects are counted as documents, one per redemption", r, e, e-r))
+		}
+	}
+	notes = append(notes, fmt.Sprintf("mongo: one client per replica, its pool (%s) opened and pinged before the first burst; "+
+		"each attempt checks out one of those idle connections", "MaxPoolSize = MinPoolSize = workers"))
+	return notes
+}
+
+// Open starts one replica: a client of its own whose pool holds one
+// connection per worker, all opened before the first burst.
+func (t *target) Open(ctx context.Context, replica, workers int) (runner.App, error) {
+	if err := t.checkConnectionLimit(ctx, workers); err != nil {
+		return nil, err
+	}
+	var open atomic.Int64
+	o := t.conn.options(workers).SetPoolMonitor(&event.PoolMonitor{Event: func(e *event.PoolEvent) {
+		switch e.Type {
+		case event.ConnectionReady:
+			open.Add(1)
+		case event.ConnectionClosed:
+			open.Add(-1)
+		}
+	}})
+	client, err := t.conn.connect(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	a := &app{t: t, replica: replica, client: client, db: client.Database(t.conn.database), processing: map[string]bool{}}
+	if err := warm(ctx, client, workers, &open); err != nil {
+		_ = client.Disconnect(context.WithoutCancel(ctx))
+		return nil, t.limitError(ctx, workers, scrub(err, t.conn.uri))
+	}
+	return a, nil
+}
+
+// warm fills the pool: workers goroutines ping together until the pool holds
+// a connection for each, so that no attempt waits for a dial (the driver
+// would otherwise open the missing ones two at a time, mid-burst).
+func warm(ctx context.Context, client *mongo.Client, workers int, open *atomic.Int64) error {
+	ctx, cancel := context.WithTimeout(ctx, connectTimeout+2*time.Second)
+	defer cancel()
+	errs := make(chan error, workers)
+	for range workers {
+		go func() {
+			for open.Load() < int64(workers) {
+				if err := client.Ping(ctx, readpref.Primary()); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	var first error
+	for range workers {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	if first != nil {
+		return fmt.Errorf("mongo: opened %d of %d connections: %w", open.Load(), workers, first)
+	}
+	return nil
+}
+
+// checkConnectionLimit refuses, in one line, a replica the server has no
+// room for. MongoDB closes a connection over net.maxIncomingConnections
+// without a reply, which the driver reports only as a network error.
+func (t *target) checkConnectionLimit(ctx context.Context, workers int) error {
+	avail, current, ok := t.connections(ctx)
+	if ok && avail < int64(workers) {
+		return fmt.Errorf("mongo: the server accepts only %d more connections (%d open; serverStatus connections.available) and this replica needs %d — run fewer attempts, or raise net.maxIncomingConnections",
+			avail, current, workers)
+	}
+	return nil
+}
+
+// limitError turns a failed warm-up into the connection-limit line when the
+// server is out of connections, and leaves any other error as it is.
+func (t *target) limitError(ctx context.Context, workers int, err error) error {
+	if !mongo.IsNetworkError(err) {
+		return err
+	}
+	if avail, current, ok := t.connections(ctx); ok && avail < int64(workers) {
+		return fmt.Errorf("mongo: the server refused connections: it accepts only %d more (%d open; serverStatus connections.available) and this replica needs %d — run fewer attempts, or raise net.maxIncomingConnections: %w",
+			avail, current, workers, err)
+	}
+	return err
+}
+
+// connections reads serverStatus.connections; ok is false where the server
+// does not report it (FerretDB) or the user may not run serverStatus.
+func (t *target) connections(ctx context.Context) (available, current int64, ok bool) {
+	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
+	defer cancel()
+	var doc struct {
+		Connections *struct {
+			Current   int64 `bson:"current"`
+			Available int64 `bson:"available"`
+		} `bson:"connections"`
+	}
+	cmd := bson.D{{Key: "serverStatus", Value: 1}}
+	if err := t.control.Database("admin").RunCommand(ctx, cmd).Decode(&doc); err != nil || doc.Connections == nil {
+		return 0, 0, false
+	}
+	return doc.Connections.Available, doc.Connections.Current, true
+}
+
+// app is one replica: its client and pool, and, for memory-set, its memory.
+type app struct {
+	t       *target
+	replica int
+	client  *mongo.Client
+	db      *mongo.Database
+
+	mu         sync.Mutex
+	processing map[string]bool
+}
+
+// Session pings once more, so that a worker starts the burst on a pool that
+// is known to answer.
+func (a *app) Session(ctx context.Context, worker int) (runner.Session, error) {
+	pctx, cancel := context.WithTimeout(ctx, connectTimeout)
+	defer cancel()
+	if err := a.client.Ping(pctx, readpref.Primary()); err != nil {
+		return nil, fmt.Errorf("mongo: worker %d: ping: %w", worker, scrub(err, a.t.conn.uri))
+	}
+	return &session{a: a, t: a.t, db: a.db}, nil
+}
+
+func (a *app) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), controlTimeout)
+	defer cancel()
+	return a.client.Disconnect(ctx)
+}
+
+// session is one worker's handle on its replica's pool.
+type session struct {
+	a  *app
+	t  *target
+	db *mongo.Database
+}
+
+func (s *session) Attempt(ctx context.Context, subj runner.Subject, w *runner.Worker) runner.Outcome {
+	return s.t.kind.attempt(ctx, s, subj, w)
+}
+
+func (s *session) Close() error { return nil }
+
+// count counts the documents of collection suffix that match filter.
+func (t *target) count(ctx context.Context, suffix string, filter bson.D) (int, error) {
+	n, err := t.coll(t.db, suffix).CountDocuments(ctx, filter)
+	if err != nil {
+		return 0, fmt.Errorf("mongo: count %s%s: %w", t.p.Prefix(), suffix, err)
+	}
+	return int(n), nil
+}
