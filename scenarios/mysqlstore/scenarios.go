@@ -1,0 +1,196 @@
+package mysqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/racetest/racetest/runner"
+)
+
+var errAlready = errors.New("already done")
+
+// effectsTable is where memory-set and check-then-write write their effect:
+// one row per executed action, with a non-unique index on the token so that
+// nothing but the pattern itself decides how many rows there are.
+const effectsTable = "id BIGINT AUTO_INCREMENT PRIMARY KEY, token VARCHAR(64) NOT NULL, worker INT NOT NULL, KEY idx_token (token)"
+
+func prepareEffects(part string) func(ctx context.Context, t *target) error {
+	return func(ctx context.Context, t *target) (err error) {
+		t.table, err = t.st.CreateTable(ctx, part, effectsTable)
+		return err
+	}
+}
+
+func countTokenRows(ctx context.Context, t *target, s runner.Subject) (int, error) {
+	return t.count(ctx, "SELECT COUNT(*) FROM `"+t.table+"` WHERE token = ?", s.Key)
+}
+
+// memorySet keeps the "processing" set in the replica's memory, correctly
+// locked inside the replica; the guarded action then inserts its row.
+var memorySet = kind{
+	prepare: prepareEffects("memory_set"),
+	attempt: func(ctx context.Context, t *target, s *session, subj runner.Subject, w *runner.Worker) runner.Outcome {
+		a := s.a
+		w.Mark("check")
+		a.mu.Lock()
+		if a.processing[subj.Key] {
+			a.mu.Unlock()
+			return runner.Refused(errAlready)
+		}
+		a.processing[subj.Key] = true
+		a.mu.Unlock()
+		if err := pause(ctx, t.p.Gap); err != nil {
+			return runner.Failed(err)
+		}
+		w.Mark("act")
+		if _, err := s.conn.ExecContext(ctx, "INSERT INTO `"+t.table+"` (token, worker) VALUES (?, ?)", subj.Key, w.ID); err != nil {
+			return Classify(err)
+		}
+		return runner.Done()
+	},
+	effects: countTokenRows,
+}
+
+// checkThenWrite reads, and when it finds nothing, writes — in one
+// transaction, as careful code does, which on its own protects nothing.
+var checkThenWrite = kind{
+	variants: []string{"plain", "for-update"},
+	prepare:  prepareEffects("check_then_write"),
+	attempt: func(ctx context.Context, t *target, s *session, subj runner.Subject, w *runner.Worker) runner.Outcome {
+		check := "SELECT id FROM `" + t.table + "` WHERE token = ? LIMIT 1"
+		if t.p.Variant == "for-update" {
+			check += " FOR UPDATE"
+		}
+		tx, err := s.conn.BeginTx(ctx, nil)
+		if err != nil {
+			return Classify(err)
+		}
+		defer tx.Rollback() // after Commit it does nothing
+		w.Mark("check")
+		var id int64
+		switch err := tx.QueryRowContext(ctx, check, subj.Key).Scan(&id); {
+		case err == nil:
+			return runner.Refused(errAlready)
+		case !errors.Is(err, sql.ErrNoRows):
+			return Classify(err)
+		}
+		if err := pause(ctx, t.p.Gap); err != nil {
+			return runner.Failed(err)
+		}
+		w.Mark("act")
+		if _, err := tx.ExecContext(ctx, "INSERT INTO `"+t.table+"` (token, worker) VALUES (?, ?)", subj.Key, w.ID); err != nil {
+			return Classify(err)
+		}
+		// The effect exists only once committed: a serialization failure
+		// may still come here.
+		if err := tx.Commit(); err != nil {
+			return Classify(err)
+		}
+		return runner.Done()
+	},
+	effects: countTokenRows,
+	notes: func(t *target) []string {
+		if t.p.Variant == "for-update" {
+			return []string{"mysql: check-then-write checks with SELECT ... FOR UPDATE inside the transaction"}
+		}
+		return []string{"mysql: check-then-write checks with a plain SELECT inside the transaction (--variant for-update locks)"}
+	},
+}
+
+// conditionalUpdate is one atomic compare-and-set on an issued coupon. The
+// UPDATE itself counts its effect in the row (redemptions), so a second
+// change would show in the store even if both attempts thought they won.
+var conditionalUpdate = kind{
+	prepare: func(ctx context.Context, t *target) (err error) {
+		t.table, err = t.st.CreateTable(ctx, "conditional_update",
+			"id BIGINT PRIMARY KEY, status VARCHAR(16) NOT NULL, redeemed_by INT NULL, redemptions INT NOT NULL DEFAULT 0")
+		return err
+	},
+	reset: func(ctx context.Context, t *target, burst int) (runner.Subject, error) {
+		id := int64(burst) + 1
+		if _, err := t.st.DB().ExecContext(ctx, "INSERT INTO `"+t.table+"` (id, status) VALUES (?, 'issued')", id); err != nil {
+			return runner.Subject{}, fmt.Errorf("mysql: issuing coupon %d: %w", id, err)
+		}
+		return runner.Subject{Burst: burst, Key: t.token(burst), Data: id}, nil
+	},
+	attempt: func(ctx context.Context, t *target, s *session, subj runner.Subject, w *runner.Worker) runner.Outcome {
+		w.Mark("act")
+		res, err := s.conn.ExecContext(ctx, "UPDATE `"+t.table+"` SET status = 'redeemed', redeemed_by = ?, redemptions = redemptions + 1 WHERE id = ? AND status = 'issued'",
+			w.ID, subj.Data)
+		if err != nil {
+			return Classify(err)
+		}
+		n, err := res.RowsAffected()
+		switch {
+		case err != nil:
+			return runner.Failed(err)
+		case n == 0:
+			return runner.Refused(errors.New("no coupon in status issued"))
+		case n > 1:
+			return runner.Failed(fmt.Errorf("the conditional update changed %d rows, want at most 1", n))
+		}
+		return runner.Done()
+	},
+	effects: func(ctx context.Context, t *target, s runner.Subject) (int, error) {
+		return t.count(ctx, "SELECT redemptions FROM `"+t.table+"` WHERE id = ?", s.Data)
+	},
+}
+
+// VariantActivePerUser is unique-insert's "one active row per user": a
+// generated column that holds user_id only while the row is active, under a
+// unique key (MySQL and MariaDB have no partial indexes).
+const VariantActivePerUser = "active-per-user"
+
+// ActivePerUserTable is the definition of the one-active-per-user table on
+// server: inactive rows have active_user NULL, which a unique key ignores.
+func ActivePerUserTable(server ServerInfo) string {
+	return "id BIGINT AUTO_INCREMENT PRIMARY KEY, user_id BIGINT NOT NULL, active TINYINT NOT NULL, worker INT NOT NULL, " +
+		"active_user BIGINT AS (IF(active = 1, user_id, NULL)) " + server.StoredColumn() + ", " +
+		"UNIQUE KEY uq_active_user (active_user), KEY idx_user (user_id)"
+}
+
+// uniqueInsert inserts and lets the unique key refuse the rest; only 1062
+// means "already done".
+var uniqueInsert = kind{
+	variants: []string{VariantActivePerUser},
+	prepare: func(ctx context.Context, t *target) (err error) {
+		if t.p.Variant == VariantActivePerUser {
+			t.table, err = t.st.CreateTable(ctx, "unique_insert_active", ActivePerUserTable(t.st.Server()))
+			return err
+		}
+		t.table, err = t.st.CreateTable(ctx, "unique_insert",
+			"id BIGINT AUTO_INCREMENT PRIMARY KEY, token VARCHAR(64) NOT NULL, worker INT NOT NULL, UNIQUE KEY uq_token (token)")
+		return err
+	},
+	reset: func(_ context.Context, t *target, burst int) (runner.Subject, error) {
+		return runner.Subject{Burst: burst, Key: t.token(burst), Data: int64(burst) + 1}, nil
+	},
+	attempt: func(ctx context.Context, t *target, s *session, subj runner.Subject, w *runner.Worker) runner.Outcome {
+		w.Mark("act")
+		var err error
+		if t.p.Variant == VariantActivePerUser {
+			_, err = s.conn.ExecContext(ctx, "INSERT INTO `"+t.table+"` (user_id, active, worker) VALUES (?, 1, ?)", subj.Data, w.ID)
+		} else {
+			_, err = s.conn.ExecContext(ctx, "INSERT INTO `"+t.table+"` (token, worker) VALUES (?, ?)", subj.Key, w.ID)
+		}
+		if err != nil {
+			return ClassifyInsert(err)
+		}
+		return runner.Done()
+	},
+	effects: func(ctx context.Context, t *target, s runner.Subject) (int, error) {
+		if t.p.Variant == VariantActivePerUser {
+			return t.count(ctx, "SELECT COUNT(*) FROM `"+t.table+"` WHERE user_id = ? AND active = 1", s.Data)
+		}
+		return countTokenRows(ctx, t, s)
+	},
+	notes: func(t *target) []string {
+		if t.p.Variant == VariantActivePerUser {
+			return []string{fmt.Sprintf("mysql: one active row per user through a %s generated column active_user = IF(active = 1, user_id, NULL) under a UNIQUE key",
+				t.st.Server().StoredColumn())}
+		}
+		return nil
+	},
+}

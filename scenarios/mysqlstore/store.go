@@ -1,0 +1,417 @@
+package mysqlstore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/racetest/racetest/scenarios"
+)
+
+// Timeouts for racetest's own statements (setup, reset, counting): a server
+// that dies mid-run makes them fail, never hang.
+const (
+	connectTimeout = 10 * time.Second
+	opTimeout      = 15 * time.Second
+)
+
+// Engines racetest may create tables with: --engine picks from this list
+// and nothing else, so no user text ever reaches the SQL.
+var engines = map[string]string{"": "InnoDB", "innodb": "InnoDB", "myisam": "MyISAM", "aria": "Aria"}
+
+// Isolation levels by --isolation name, as the SQL statement spells them.
+var isolationLevels = map[string]string{
+	"read-uncommitted": "READ UNCOMMITTED",
+	"read-committed":   "READ COMMITTED",
+	"repeatable-read":  "REPEATABLE READ",
+	"serializable":     "SERIALIZABLE",
+}
+
+// EngineName returns the canonical storage engine for --engine ("" is
+// InnoDB), or an error naming the ones racetest knows.
+func EngineName(engine string) (string, error) {
+	if e, ok := engines[strings.ToLower(engine)]; ok {
+		return e, nil
+	}
+	return "", fmt.Errorf("mysql: unknown --engine %q (known: innodb, myisam, aria)", engine)
+}
+
+// IsolationLevel returns the SQL spelling of --isolation ("" is the server's
+// default, returned as ""), or an error naming the known levels.
+func IsolationLevel(isolation string) (string, error) {
+	if isolation == "" {
+		return "", nil
+	}
+	key := strings.ToLower(strings.NewReplacer("_", "-", " ", "-").Replace(isolation))
+	if l, ok := isolationLevels[key]; ok {
+		return l, nil
+	}
+	return "", fmt.Errorf("mysql: unknown --isolation %q (known: read-uncommitted, read-committed, repeatable-read, serializable)", isolation)
+}
+
+// ServerInfo is what the server says it is.
+type ServerInfo struct {
+	Product string // "MariaDB", "MySQL", "TiDB"
+	Version string // "10.11.19"
+	Raw     string // VERSION() as reported: "10.11.19-MariaDB-0+deb12u1"
+}
+
+func (s ServerInfo) String() string { return s.Product + " " + s.Version }
+
+// IsMariaDB reports whether the server is MariaDB, whose SQL differs from
+// MySQL 8's in places (PERSISTENT generated columns, tx_isolation).
+func (s ServerInfo) IsMariaDB() bool { return s.Product == "MariaDB" }
+
+// StoredColumn is the keyword for a generated column kept in the row, which
+// a unique key can cover: PERSISTENT on MariaDB, STORED on MySQL.
+func (s ServerInfo) StoredColumn() string {
+	if s.IsMariaDB() {
+		return "PERSISTENT"
+	}
+	return "STORED"
+}
+
+var leadingVersion = regexp.MustCompile(`^[0-9]+(\.[0-9]+)*`)
+
+// ParseVersion reads SELECT VERSION()'s answer.
+func ParseVersion(raw string) ServerInfo {
+	// MariaDB before 11 sent "5.5.5-" in the handshake for old clients;
+	// strip it should a proxy pass it through.
+	v := strings.TrimPrefix(raw, "5.5.5-")
+	info := ServerInfo{Product: "MySQL", Version: leadingVersion.FindString(v), Raw: raw}
+	lower := strings.ToLower(v)
+	switch {
+	case strings.Contains(lower, "mariadb"):
+		info.Product = "MariaDB"
+	case strings.Contains(lower, "-tidb-"):
+		info.Product = "TiDB"
+		if _, after, ok := strings.Cut(v, "-TiDB-v"); ok {
+			info.Version = leadingVersion.FindString(after)
+		}
+	}
+	if info.Version == "" {
+		info.Version = v
+	}
+	return info
+}
+
+// Store is one run's handle on a MySQL or MariaDB database: a small admin
+// pool for setup and counting, the tables the run created, and what the
+// server is. Scenarios build on it; the replicas' pools come from OpenPool.
+type Store struct {
+	p      scenarios.Params
+	cfg    *mysql.Config
+	admin  *sql.DB
+	server ServerInfo
+	engine string // canonical engine asked for
+	level  string // isolation level to set per session ("" = default)
+
+	mu           sync.Mutex
+	tables       []string          // created by this run, in order
+	engineOf     map[string]string // engine the server really used, per table
+	txEngine     map[string]bool   // whether that engine supports transactions
+	defaultLevel string            // the server's default isolation level
+	sessionLevel string            // the level read back from a worker session
+}
+
+// Open connects to the server named by p.Conn.MySQLDSN (DefaultDSN when
+// empty), through p.Dial when set, and checks that it answers — within
+// seconds, with a one-line error naming the server and what to change.
+func Open(ctx context.Context, p scenarios.Params) (*Store, error) {
+	engine, err := EngineName(p.Engine)
+	if err != nil {
+		return nil, err
+	}
+	level, err := IsolationLevel(p.Isolation)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := Config(p.Conn.MySQLDSN)
+	if err != nil {
+		return nil, err
+	}
+	if p.Dial != nil {
+		// Every connection of the run, the admin pool's included, is
+		// dialled here: a wire-level release mode wraps connections in it.
+		cfg.DialFunc = p.Dial
+	}
+	s := &Store{p: p, cfg: cfg, engine: engine, level: level,
+		engineOf: map[string]string{}, txEngine: map[string]bool{}}
+	if s.admin, err = s.openDB(); err != nil {
+		return nil, err
+	}
+	// Two are enough for racetest's own sequential statements; idle ones
+	// are closed after a while since a kept run (--keep) never calls Cleanup.
+	s.admin.SetMaxOpenConns(2)
+	s.admin.SetMaxIdleConns(2)
+	s.admin.SetConnMaxIdleTime(time.Minute)
+
+	// The dial has its own timeout; this bounds the handshake of a server
+	// that accepts connections and never answers.
+	cctx, cancel := context.WithTimeout(ctx, cfg.Timeout+2*time.Second)
+	defer cancel()
+	if err := s.admin.PingContext(cctx); err != nil {
+		s.admin.Close()
+		return nil, connectError(cfg, err, nil)
+	}
+	var version string
+	if err := s.admin.QueryRowContext(cctx, "SELECT VERSION()").Scan(&version); err != nil {
+		s.admin.Close()
+		return nil, fmt.Errorf("mysql: reading the server version at %s: %w", describeAddr(cfg), err)
+	}
+	s.server = ParseVersion(version)
+	if s.defaultLevel, err = readIsolation(cctx, s.admin); err != nil {
+		s.admin.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Store) openDB() (*sql.DB, error) {
+	c, err := mysql.NewConnector(s.cfg)
+	if err != nil {
+		return nil, fmt.Errorf("mysql: bad connection settings for %s: %w", describeAddr(s.cfg), err)
+	}
+	db := sql.OpenDB(c)
+	// A replica's connections live for the whole run: recycling one would
+	// put a new handshake inside a burst.
+	db.SetConnMaxLifetime(0)
+	return db, nil
+}
+
+// Server is the product and version the server reports.
+func (s *Store) Server() ServerInfo { return s.server }
+
+// Params are the run's parameters.
+func (s *Store) Params() scenarios.Params { return s.p }
+
+// Addr names the server (host:port), for messages.
+func (s *Store) Addr() string { return describeAddr(s.cfg) }
+
+// DB is the admin pool, for setup and for counting effects. Attempts use
+// their own sessions (OpenPool, Session).
+func (s *Store) DB() *sql.DB { return s.admin }
+
+// Engine is the storage engine the run asked for (canonical spelling).
+func (s *Store) Engine() string { return s.engine }
+
+// Close closes the admin pool. It does not drop tables (see DropTables).
+func (s *Store) Close() error { return s.admin.Close() }
+
+var tableName = regexp.MustCompile(`^[a-z0-9_]{1,64}$`)
+
+// Table returns the run's name for table part (racetest_<runid>_<part>),
+// with '-' spelled '_'. It panics on a name that could not be a plain
+// identifier: parts are chosen by code, never by users.
+func (s *Store) Table(part string) string {
+	name := s.p.Prefix() + strings.ReplaceAll(part, "-", "_")
+	if !tableName.MatchString(name) {
+		panic("mysqlstore: bad table name " + name)
+	}
+	return name
+}
+
+// CreateTable creates the run's table part with the given column and key
+// definitions and the run's storage engine, and records it for DropTables.
+// It then reads back the engine the server really used.
+func (s *Store) CreateTable(ctx context.Context, part, definition string) (string, error) {
+	name := s.Table(part)
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	// CREATE without IF NOT EXISTS: a table that is already there was not
+	// made by this run, and is neither used nor dropped.
+	stmt := fmt.Sprintf("CREATE TABLE `%s` (%s) ENGINE=%s", name, definition, s.engine)
+	if _, err := s.admin.ExecContext(ctx, stmt); err != nil {
+		switch Number(err) {
+		case 1050:
+			return "", fmt.Errorf("mysql: table %s already exists — racetest never uses or drops a table it did not create; run again for a new run id: %w", name, err)
+		case ErrUnknownStorageEng:
+			return "", fmt.Errorf("mysql: %s has no %s storage engine — pick another --engine: %w", s.server, s.engine, err)
+		}
+		return "", fmt.Errorf("mysql: create table %s: %w", name, err)
+	}
+	s.mu.Lock()
+	s.tables = append(s.tables, name)
+	s.mu.Unlock()
+	engine, tx, err := s.EngineOf(ctx, name)
+	if err != nil {
+		return "", err
+	}
+	s.mu.Lock()
+	s.engineOf[name], s.txEngine[name] = engine, tx
+	s.mu.Unlock()
+	return name, nil
+}
+
+// EngineOf reads the storage engine the server used for table, and whether
+// that engine supports transactions. A server without the engine asked for
+// may substitute its default, and MyISAM accepts BEGIN and ROLLBACK while
+// ignoring them: only the catalogue tells.
+func (s *Store) EngineOf(ctx context.Context, table string) (engine string, transactional bool, err error) {
+	var tx sql.NullString
+	err = s.admin.QueryRowContext(ctx,
+		`SELECT t.ENGINE, e.TRANSACTIONS FROM information_schema.TABLES t
+		 LEFT JOIN information_schema.ENGINES e ON e.ENGINE = t.ENGINE
+		 WHERE t.TABLE_SCHEMA = DATABASE() AND t.TABLE_NAME = ?`, table).Scan(&engine, &tx)
+	if err != nil {
+		return "", false, fmt.Errorf("mysql: reading the engine of %s from information_schema: %w", table, err)
+	}
+	return engine, tx.String == "YES", nil
+}
+
+// Tables lists the tables this run created, in order.
+func (s *Store) Tables() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.tables...)
+}
+
+// DropTables drops exactly the tables this run created. It is idempotent,
+// and when it fails the error names the tables to drop by hand.
+func (s *Store) DropTables(ctx context.Context) error {
+	s.mu.Lock()
+	tables := append([]string(nil), s.tables...)
+	s.mu.Unlock()
+	if len(tables) == 0 {
+		return nil
+	}
+	quoted := make([]string, len(tables))
+	for i, t := range tables {
+		quoted[i] = "`" + t + "`"
+	}
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	if _, err := s.admin.ExecContext(ctx, "DROP TABLE IF EXISTS "+strings.Join(quoted, ", ")); err != nil {
+		return fmt.Errorf("mysql: could not drop this run's tables %s at %s — drop them by hand: %w",
+			strings.Join(tables, ", "), s.Addr(), err)
+	}
+	s.mu.Lock()
+	s.tables = s.tables[len(tables):]
+	s.mu.Unlock()
+	return nil
+}
+
+// OpenPool opens a replica's own pool, sized to its workers so that every
+// worker holds a connection of its own for the whole run.
+func (s *Store) OpenPool(workers int) (*sql.DB, error) {
+	db, err := s.openDB()
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(workers)
+	// The default of 2 idle connections would close and reopen connections
+	// between uses (180 new connections instead of 18 in db-semantics).
+	db.SetMaxIdleConns(workers)
+	db.SetConnMaxIdleTime(0)
+	return db, nil
+}
+
+// Session takes one dedicated connection from db, pinged and with the run's
+// isolation level set, for one worker. A refused connection comes back as
+// one line naming the server's limit.
+func (s *Store) Session(ctx context.Context, db *sql.DB) (*sql.Conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
+	defer cancel()
+	conn, err := db.Conn(ctx)
+	if err == nil {
+		err = conn.PingContext(ctx)
+		if err != nil {
+			conn.Close()
+		}
+	}
+	if err != nil {
+		return nil, connectError(s.cfg, err, s.limit)
+	}
+	if s.level != "" {
+		// The statement form works on MariaDB and MySQL 8 alike; the
+		// variable names do not (tx_isolation vs transaction_isolation).
+		if _, err := conn.ExecContext(ctx, "SET SESSION TRANSACTION ISOLATION LEVEL "+s.level); err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("mysql: setting isolation level %s: %w", s.level, err)
+		}
+	}
+	s.mu.Lock()
+	known := s.sessionLevel != ""
+	s.mu.Unlock()
+	if !known {
+		level, err := readIsolation(ctx, conn)
+		if err != nil {
+			conn.Close()
+			return nil, err
+		}
+		s.mu.Lock()
+		s.sessionLevel = level
+		s.mu.Unlock()
+	}
+	return conn, nil
+}
+
+// limit reads a connection limit over the admin pool, which still holds a
+// connection when the server refuses new ones.
+func (s *Store) limit(variable string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	var v string
+	if err := s.admin.QueryRowContext(ctx, "SELECT "+variable).Scan(&v); err != nil {
+		return "unknown: " + err.Error()
+	}
+	return v
+}
+
+type queryer interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// readIsolation reads the session's isolation level. MySQL 8 knows only
+// transaction_isolation, MariaDB 10.11 only tx_isolation (db-semantics
+// trap 7): try one, then the other.
+func readIsolation(ctx context.Context, q queryer) (string, error) {
+	var level string
+	err := q.QueryRowContext(ctx, "SELECT @@SESSION.transaction_isolation").Scan(&level)
+	if Number(err) == ErrUnknownSystemVar {
+		err = q.QueryRowContext(ctx, "SELECT @@SESSION.tx_isolation").Scan(&level)
+	}
+	if err != nil {
+		return "", fmt.Errorf("mysql: reading the isolation level: %w", err)
+	}
+	return level, nil
+}
+
+// Notes says what the server really did with the run's settings: the
+// isolation level in force and the engine behind each table.
+func (s *Store) Notes() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var notes []string
+	switch {
+	case s.sessionLevel != "" && s.level == "":
+		notes = append(notes, fmt.Sprintf("mysql: isolation level %s (the server's default; --isolation changes it)", s.sessionLevel))
+	case s.sessionLevel != "":
+		notes = append(notes, fmt.Sprintf("mysql: isolation level %s, set on every worker's session", s.sessionLevel))
+	case s.level == "":
+		notes = append(notes, fmt.Sprintf("mysql: isolation level %s (the server's default; --isolation changes it)", s.defaultLevel))
+	}
+	seen := map[string]bool{}
+	for _, t := range s.tables {
+		e, ok := s.engineOf[t]
+		if !ok || seen[e] {
+			continue
+		}
+		seen[e] = true
+		note := fmt.Sprintf("mysql: tables use the %s engine (read back from information_schema)", e)
+		if !strings.EqualFold(e, s.engine) {
+			note = fmt.Sprintf("mysql: asked for ENGINE=%s but the server created %s tables", s.engine, e)
+		}
+		if !s.txEngine[t] {
+			note += fmt.Sprintf("; %s does not support transactions, and the server silently ignores them: BEGIN, COMMIT and ROLLBACK succeed, every write stays, and FOR UPDATE and the isolation level protect nothing", e)
+		}
+		notes = append(notes, note)
+	}
+	return notes
+}

@@ -1,0 +1,229 @@
+package mysqlstore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/racetest/racetest/runner"
+	"github.com/racetest/racetest/scenarios"
+)
+
+// Name is the backend's name: MySQL and MariaDB alike.
+const Name = "mysql"
+
+// Register adds the MySQL/MariaDB backend and its five scenarios to r.
+func Register(r *scenarios.Registry) {
+	r.AddBackend(scenarios.Backend{
+		Name:    Name,
+		Summary: "MySQL or MariaDB (InnoDB by default; --engine myisam, --isolation)",
+		Server:  true,
+	})
+	for _, s := range []struct {
+		name string
+		k    kind
+	}{
+		{scenarios.MemorySet, memorySet},
+		{scenarios.CheckThenWrite, checkThenWrite},
+		{scenarios.ConditionalUpdate, conditionalUpdate},
+		{scenarios.UniqueInsert, uniqueInsert},
+		{scenarios.TTLLease, ttlLease},
+	} {
+		r.Register(s.name, Name, factory(s.name, s.k))
+	}
+}
+
+// kind is one scenario's statements on this backend; target does the rest.
+type kind struct {
+	// variants lists the accepted --variant values besides "".
+	variants []string
+	prepare  func(ctx context.Context, t *target) error
+	// reset makes the burst's subject; nil means a fresh token and no row.
+	reset   func(ctx context.Context, t *target, burst int) (runner.Subject, error)
+	attempt func(ctx context.Context, t *target, s *session, subj runner.Subject, w *runner.Worker) runner.Outcome
+	effects func(ctx context.Context, t *target, subj runner.Subject) (int, error)
+	notes   func(t *target) []string
+}
+
+func factory(name string, k kind) scenarios.Factory {
+	return func(ctx context.Context, p scenarios.Params) (runner.Target, error) {
+		if err := p.Validate(); err != nil {
+			return nil, err
+		}
+		if p.TTL == 0 {
+			p.TTL = scenarios.DefaultTTL
+		}
+		if p.Variant != "" && !contains(k.variants, p.Variant) {
+			known := "none"
+			if len(k.variants) > 0 {
+				known = strings.Join(k.variants, ", ")
+			}
+			return nil, fmt.Errorf("mysql: %s has no variant %q (known: %s)", name, p.Variant, known)
+		}
+		st, err := Open(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		return &target{name: name, k: k, p: p, st: st}, nil
+	}
+}
+
+// target is one scenario on one MySQL or MariaDB database.
+type target struct {
+	name   string
+	k      kind
+	p      scenarios.Params
+	st     *Store
+	table  string // the scenario's main table
+	grants string // ttl-lease's record of every grant
+}
+
+func (t *target) Prepare(ctx context.Context) error {
+	if err := t.k.prepare(ctx, t); err != nil {
+		// The runner cleans up only after a successful Prepare: drop what
+		// was made before the failure here.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opTimeout)
+		defer cancel()
+		if derr := t.st.DropTables(cctx); derr != nil {
+			return fmt.Errorf("%w; and %w", err, derr)
+		}
+		t.st.Close()
+		return err
+	}
+	return nil
+}
+
+func (t *target) Cleanup(ctx context.Context) error {
+	if err := t.st.DropTables(ctx); err != nil {
+		return err
+	}
+	return t.st.Close()
+}
+
+func (t *target) Reset(ctx context.Context, burst int) (runner.Subject, error) {
+	if t.k.reset == nil {
+		return runner.Subject{Burst: burst, Key: t.token(burst)}, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	return t.k.reset(ctx, t, burst)
+}
+
+func (t *target) token(burst int) string { return t.p.Prefix() + strconv.Itoa(burst) }
+
+func (t *target) Effects(ctx context.Context, s runner.Subject) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	n, err := t.k.effects(ctx, t, s)
+	if err != nil {
+		return 0, fmt.Errorf("mysql: counting effects at %s: %w", t.st.Addr(), err)
+	}
+	return n, nil
+}
+
+func (t *target) Server() string { return t.st.Server().String() }
+
+func (t *target) Notes() []string {
+	notes := t.st.Notes()
+	if t.k.notes != nil {
+		notes = append(notes, t.k.notes(t)...)
+	}
+	return notes
+}
+
+func (t *target) Open(_ context.Context, replica, workers int) (runner.App, error) {
+	db, err := t.st.OpenPool(max(workers, 1))
+	if err != nil {
+		return nil, err
+	}
+	return &app{t: t, replica: replica, db: db, processing: map[string]bool{}}, nil
+}
+
+// count runs a COUNT(*) (or any one-integer query) over the admin pool.
+func (t *target) count(ctx context.Context, query string, args ...any) (int, error) {
+	var n int
+	err := t.st.DB().QueryRowContext(ctx, query, args...).Scan(&n)
+	return n, err
+}
+
+// app is one replica: its own pool, and its own memory for memory-set.
+type app struct {
+	t       *target
+	replica int
+	db      *sql.DB
+
+	mu         sync.Mutex
+	processing map[string]bool
+}
+
+func (a *app) Session(ctx context.Context, worker int) (runner.Session, error) {
+	conn, err := a.t.st.Session(ctx, a.db)
+	if err != nil {
+		return nil, err
+	}
+	return &session{a: a, worker: worker, conn: conn}, nil
+}
+
+func (a *app) Close() error { return a.db.Close() }
+
+// session is one worker's dedicated connection.
+type session struct {
+	a      *app
+	worker int
+	conn   *sql.Conn
+}
+
+func (s *session) Attempt(ctx context.Context, subj runner.Subject, w *runner.Worker) runner.Outcome {
+	if s.conn == nil {
+		// The previous attempt broke the connection (a timeout closes it):
+		// take a new one, as an application's pool would.
+		conn, err := s.a.t.st.Session(ctx, s.a.db)
+		if err != nil {
+			return runner.Failed(err)
+		}
+		s.conn = conn
+	}
+	o := s.a.t.k.attempt(ctx, s.a.t, s, subj, w)
+	if o.Err != nil && isBadConn(o.Err) {
+		s.conn.Close()
+		s.conn = nil
+	}
+	return o
+}
+
+func (s *session) Close() error {
+	if s.conn == nil {
+		return nil
+	}
+	err := s.conn.Close()
+	s.conn = nil
+	return err
+}
+
+// pause waits out the run's --gap between check and act.
+func pause(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-tm.C:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
