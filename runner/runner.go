@@ -64,7 +64,7 @@ var ErrHung = errors.New("attempts did not return after their timeout")
 
 // hangGrace is how long past the attempt timeout the engine waits for a
 // session that ignores its context.
-const hangGrace = 5 * time.Second
+var hangGrace = 5 * time.Second
 
 // maxErrorKinds caps the distinct error messages a Result keeps.
 const maxErrorKinds = 20

@@ -1,0 +1,259 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// counter is a target whose attempts all "execute" after an optional pause,
+// with effects kept apart from what the workers report.
+type counter struct {
+	mu       sync.Mutex
+	effects  map[string]int
+	pause    time.Duration
+	opens    atomic.Int32
+	closes   atomic.Int32
+	prepared bool
+	cleaned  bool
+	// attempt, when set, replaces the default attempt.
+	attempt func(ctx context.Context, s Subject, w *Worker) Outcome
+	// effectsOverride, when set, replaces the store count.
+	effectsOverride func(s Subject) int
+}
+
+func newCounter() *counter { return &counter{effects: map[string]int{}} }
+
+func (c *counter) Prepare(context.Context) error { c.prepared = true; return nil }
+func (c *counter) Cleanup(context.Context) error { c.cleaned = true; return nil }
+func (c *counter) Reset(_ context.Context, b int) (Subject, error) {
+	return Subject{Burst: b, Key: fmt.Sprint("k", b)}, nil
+}
+func (c *counter) Effects(_ context.Context, s Subject) (int, error) {
+	if c.effectsOverride != nil {
+		return c.effectsOverride(s), nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.effects[s.Key], nil
+}
+func (c *counter) Open(context.Context, int, int) (App, error) {
+	c.opens.Add(1)
+	return &counterApp{c}, nil
+}
+
+type counterApp struct{ c *counter }
+
+func (a *counterApp) Session(context.Context, int) (Session, error) { return (*counterSession)(a), nil }
+func (a *counterApp) Close() error                                  { a.c.closes.Add(1); return nil }
+
+type counterSession counterApp
+
+func (*counterSession) Close() error { return nil }
+func (a *counterSession) Attempt(ctx context.Context, s Subject, w *Worker) Outcome {
+	if a.c.attempt != nil {
+		return a.c.attempt(ctx, s, w)
+	}
+	w.Mark("act")
+	if a.c.pause > 0 {
+		time.Sleep(a.c.pause)
+	}
+	a.c.mu.Lock()
+	a.c.effects[s.Key]++
+	a.c.mu.Unlock()
+	return Done()
+}
+
+func TestRunCountsEffectsFromTheStore(t *testing.T) {
+	c := newCounter()
+	c.pause = 2 * time.Millisecond
+	res, err := Run(context.Background(), c, Attempts(4), Bursts(5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.prepared || !c.cleaned {
+		t.Errorf("prepared=%v cleaned=%v, want both", c.prepared, c.cleaned)
+	}
+	if len(res.Bursts) != 5 || res.Violations() != 5 {
+		t.Fatalf("bursts=%d violations=%d, want 5 and 5", len(res.Bursts), res.Violations())
+	}
+	for _, b := range res.Bursts {
+		if b.Effects != 4 || b.Outcomes[Executed] != 4 {
+			t.Errorf("burst %d: effects %d executed %d, want 4 and 4", b.Index, b.Effects, b.Outcomes[Executed])
+		}
+		// Every attempt sleeps 2ms after a release within microseconds:
+		// all four must have been in flight together.
+		if b.Overlap != 4 {
+			t.Errorf("burst %d: overlap %d, want 4", b.Index, b.Overlap)
+		}
+	}
+	if ex := res.Example; ex == nil || len(ex.Workers) != 4 || ex.Workers[0].Marks[0].Name != "released" ||
+		ex.Workers[0].Marks[len(ex.Workers[0].Marks)-1].Name != "done" {
+		t.Fatalf("example trace = %+v, want 4 workers with released…done marks", ex)
+	}
+}
+
+func TestEffectsAreNotWhatWorkersBelieve(t *testing.T) {
+	c := newCounter()
+	c.effectsOverride = func(Subject) int { return 0 } // the store saw nothing
+	res, err := Run(context.Background(), c, Attempts(3), Bursts(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.EffectsSummary().Max; got != 0 {
+		t.Errorf("effects max = %d, want 0 (counted in the store, not from outcomes)", got)
+	}
+	if got := res.Outcomes()[Executed]; got != 6 {
+		t.Errorf("executed outcomes = %d, want 6", got)
+	}
+}
+
+func TestExampleIsTheWorstBurst(t *testing.T) {
+	c := newCounter()
+	c.effectsOverride = func(s Subject) int { return []int{1, 3, 2, 3}[s.Burst] }
+	res, err := Run(context.Background(), c, Attempts(2), Bursts(4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Example.Burst != 1 || res.Example.Effects != 3 {
+		t.Errorf("example = burst %d with %d effects, want the first worst: burst 1 with 3", res.Example.Burst, res.Example.Effects)
+	}
+}
+
+func TestReplicasWavesAndDeploy(t *testing.T) {
+	c := newCounter()
+	res, err := Run(context.Background(), c, Attempts(6), Bursts(2), Replicas(3), Waves(2), Deploy(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 3 replicas opened at the start, and again before the second wave of each burst.
+	if got := c.opens.Load(); got != 3+2*3 {
+		t.Errorf("replicas opened %d times, want 9", got)
+	}
+	if c.opens.Load() != c.closes.Load() {
+		t.Errorf("opened %d, closed %d: every replica must be closed", c.opens.Load(), c.closes.Load())
+	}
+	if got := res.Bursts[0].Outcomes[Executed]; got != 12 {
+		t.Errorf("executed in burst 0 = %d, want 12 (2 waves of 6)", got)
+	}
+	seen := map[int]bool{}
+	for _, w := range res.Example.Workers {
+		seen[w.Replica] = true
+	}
+	if len(seen) != 3 {
+		t.Errorf("workers used replicas %v, want all 3", seen)
+	}
+}
+
+type allowing struct{ *counter }
+
+func (allowing) Allowed(Subject, [NumClasses]int) int { return 10 }
+
+func TestAllowancer(t *testing.T) {
+	c := newCounter()
+	res, err := Run(context.Background(), allowing{c}, Attempts(4), Bursts(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Violations() != 0 || res.Bursts[0].Allowed != 10 {
+		t.Errorf("violations %d allowed %d, want 0 and 10", res.Violations(), res.Bursts[0].Allowed)
+	}
+}
+
+func TestInterruptKeepsFinishedBursts(t *testing.T) {
+	c := newCounter()
+	ctx, cancel := context.WithCancel(context.Background())
+	var n atomic.Int32
+	c.attempt = func(ctx context.Context, s Subject, w *Worker) Outcome {
+		if s.Burst == 3 && n.Add(1) == 1 {
+			cancel()
+		}
+		c.mu.Lock()
+		c.effects[s.Key]++
+		c.mu.Unlock()
+		return Done()
+	}
+	res, err := Run(ctx, c, Attempts(2), Bursts(100))
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+	if !res.Interrupted || len(res.Bursts) != 3 {
+		t.Errorf("interrupted=%v bursts=%d, want true and 3 (the burst in flight is discarded)", res.Interrupted, len(res.Bursts))
+	}
+	if !c.cleaned {
+		t.Error("cleanup did not run after the interrupt")
+	}
+}
+
+func TestTimeoutMakesUnknown(t *testing.T) {
+	c := newCounter()
+	c.attempt = func(ctx context.Context, s Subject, w *Worker) Outcome {
+		<-ctx.Done()
+		return Failed(ctx.Err())
+	}
+	res, err := Run(context.Background(), c, Attempts(2), Bursts(1), Timeout(5*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Outcomes()[Unknown]; got != 2 {
+		t.Errorf("unknown outcomes = %d, want 2: a timed-out attempt may have run", got)
+	}
+}
+
+func TestHungSessionDoesNotHangTheRun(t *testing.T) {
+	old := hangGrace
+	hangGrace = 20 * time.Millisecond
+	defer func() { hangGrace = old }()
+	c := newCounter()
+	release := make(chan struct{})
+	defer close(release)
+	c.attempt = func(context.Context, Subject, *Worker) Outcome { <-release; return Done() }
+	_, err := Run(context.Background(), c, Attempts(2), Bursts(1), Timeout(10*time.Millisecond))
+	if !errors.Is(err, ErrHung) {
+		t.Fatalf("err = %v, want ErrHung", err)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	for _, o := range []Option{Attempts(0), Bursts(0), Replicas(0), Waves(0), Allowed(-1), Timeout(-1)} {
+		_, err := Run(context.Background(), newCounter(), o)
+		var ce *ConfigError
+		if !errors.As(err, &ce) {
+			t.Errorf("err = %v, want a ConfigError", err)
+		}
+	}
+}
+
+func TestInFlight(t *testing.T) {
+	mk := func(from, to time.Duration) *Worker {
+		return &Worker{marks: []Mark{{"released", from}, {"done", to}}}
+	}
+	for _, c := range []struct {
+		ws   []*Worker
+		want int
+	}{
+		{[]*Worker{mk(0, 10), mk(10, 20), mk(20, 30)}, 1}, // touching is not overlapping
+		{[]*Worker{mk(0, 10), mk(5, 20), mk(6, 7)}, 3},
+		{[]*Worker{mk(0, 10), mk(11, 20), mk(15, 30)}, 2},
+	} {
+		if got := inFlight(c.ws); got != c.want {
+			t.Errorf("inFlight = %d, want %d", got, c.want)
+		}
+	}
+}
+
+func TestClassifiers(t *testing.T) {
+	if o := Failed(context.DeadlineExceeded); o.Class != Unknown {
+		t.Errorf("deadline → %s, want unknown", o.Class)
+	}
+	if o := Failed(errors.New("boom")); o.Class != Error {
+		t.Errorf("boom → %s, want error", o.Class)
+	}
+	if Refused(nil).Class != Declined || Retry(nil).Class != Conflict || Done().Class != Executed {
+		t.Error("constructors map to the wrong classes")
+	}
+}
