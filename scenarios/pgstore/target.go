@@ -47,7 +47,7 @@ type target struct {
 
 // names are the run's tables, quoted for SQL.
 type names struct {
-	prefix                                         string
+	prefix                                            string
 	effects, coupons, saves, sanctions, locks, grants string
 }
 
