@@ -151,13 +151,20 @@ func acquire(ctx context.Context, sc redis.Scripter, k keys, owner string, ttlMS
 	return n == 1, err
 }
 
-// fail is the outcome of a call that failed. When the attempt's context has
-// ended, its cause is kept in the chain so that the runner counts a timeout
-// as unknown (the write may have been applied) rather than as an error.
+// fail is the outcome of a call that failed. A call that got no reply in time
+// is unknown, not an error: the server may have applied it. The socket's
+// deadline is the context's, and it can fire a moment before the context
+// itself reports done, so the timeout is read from the error, not from ctx.
 func (s *session) fail(ctx context.Context, op string, err error) runner.Outcome {
-	e := &wrapped{msg: fmt.Sprintf("redis %s: %s", op, describeErr(err, s.app.t.c.password)), err: err}
+	if isTimeout(err) {
+		// One wording whatever ended the wait, so the report counts these
+		// together.
+		return runner.Outcome{Class: runner.Unknown, Err: &wrapped{
+			msg: fmt.Sprintf("redis %s: no reply in time (it may have been applied)", op), err: err}}
+	}
+	var e error = &wrapped{msg: fmt.Sprintf("redis %s: %s", op, describeErr(err, s.app.t.c.password)), err: err}
 	if cause := context.Cause(ctx); cause != nil && !errors.Is(err, cause) {
-		return runner.Failed(fmt.Errorf("%w (%w)", e, cause))
+		e = fmt.Errorf("%w (%w)", e, cause)
 	}
 	return runner.Failed(e)
 }

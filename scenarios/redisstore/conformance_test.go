@@ -56,3 +56,10 @@ func TestConformance(t *testing.T) {
 		Params:   scenarios.Params{Conn: scenarios.Connections{RedisURL: testURL()}, TTL: scenarios.DefaultTTL},
 	})
 }
+
+func TestMain(m *testing.M) {
+	// The driver logs failed dials to stderr; the tests provoke some on
+	// purpose and read the errors this package returns instead.
+	redisstore.QuietDriverLog()
+	os.Exit(m.Run())
+}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/logging"
 	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/racetest/racetest/scenarios"
@@ -93,8 +94,9 @@ func parseConn(p scenarios.Params) (*conn, error) {
 	return &conn{raw: raw, password: opt.Password, addr: opt.Addr, dial: p.Dial}, nil
 }
 
-// options returns the client options of one pool of size poolSize.
-func (c *conn) options(poolSize int) *redis.Options {
+// options returns the client options of one pool of size poolSize; a warm
+// pool dials its connections at once rather than on first use.
+func (c *conn) options(poolSize int, warm bool) *redis.Options {
 	opt, err := redis.ParseURL(c.raw)
 	if err != nil {
 		panic("redisstore: URL parsed once and not twice: " + err.Error())
@@ -113,8 +115,10 @@ func (c *conn) options(poolSize int) *redis.Options {
 	// effect. (0 means "the default of 3" to go-redis; -1 means none.)
 	opt.MaxRetries = -1
 	opt.PoolSize = poolSize
-	opt.MinIdleConns = poolSize
 	opt.MaxIdleConns = poolSize
+	if warm {
+		opt.MinIdleConns = poolSize
+	}
 	// Keep the handshake to one HELLO: no CLIENT SETINFO and no maintenance
 	// notification probe, so a connection is ready after one round trip and
 	// nothing but the attempt's own request crosses it during a burst.
@@ -127,7 +131,27 @@ func (c *conn) options(poolSize int) *redis.Options {
 }
 
 // client opens a pool of size poolSize.
-func (c *conn) client(poolSize int) *redis.Client { return redis.NewClient(c.options(poolSize)) }
+func (c *conn) client(poolSize int, warm bool) *redis.Client {
+	return redis.NewClient(c.options(poolSize, warm))
+}
+
+// cliArgs are redis-cli's arguments for the same server and database, without
+// the password, for the commands an error suggests.
+func (c *conn) cliArgs() string {
+	opt := c.options(1, false)
+	host, port, err := net.SplitHostPort(opt.Addr)
+	if err != nil {
+		return ""
+	}
+	args := fmt.Sprintf("-h %s -p %s", host, port)
+	if opt.DB != 0 {
+		args += fmt.Sprintf(" -n %d", opt.DB)
+	}
+	if opt.TLSConfig != nil {
+		args += " --tls"
+	}
+	return args
+}
 
 // dialVia dials through the run's Dial hook. go-redis applies TLS only in its
 // own dialer, so a rediss:// URL gets its handshake here.
@@ -149,7 +173,7 @@ func dialVia(dial scenarios.DialFunc, cfg *tls.Config) func(context.Context, str
 // connect opens a client of poolSize connections and proves the server
 // answers, within connectTimeout.
 func (c *conn) connect(ctx context.Context, poolSize int) (*redis.Client, error) {
-	cl := c.client(poolSize)
+	cl := c.client(poolSize, false)
 	pctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
 	if err := cl.Ping(pctx).Err(); err != nil {
@@ -175,6 +199,8 @@ func (c *conn) connectError(err error) error {
 	case isTimeout(err):
 		why, hint = fmt.Sprintf("no answer within %s", connectTimeout),
 			"is the address right, and does the server answer Redis on it? "+flagHint
+	case isTooManyClients(err):
+		why, hint = "max number of clients reached", "the server is at its maxclients limit: close other clients or raise maxclients"
 	case isAuthError(err):
 		why, hint = "authentication failed", "check the user and password; "+flagHint
 	default:
@@ -207,6 +233,13 @@ func isAuthError(err error) bool {
 func isTooManyClients(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "max number of clients reached")
 }
+
+// QuietDriverLog silences go-redis's own log, which writes to stderr when a
+// dial fails — failures this package already reports as errors, in words the
+// user can act on. The log is global to the process, so only the command
+// line, which owns the process, should call this; a library user keeps the
+// driver's log unless it asks otherwise.
+func QuietDriverLog() { logging.Disable() }
 
 // scrub removes secrets from a message that may quote them.
 func scrub(msg string, secrets ...string) string {

@@ -89,7 +89,7 @@ func (t *target) client() *redis.Client {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.admin == nil {
-		t.admin = t.c.client(2)
+		t.admin = t.c.client(2, false)
 	}
 	return t.admin
 }
@@ -204,8 +204,9 @@ func (t *target) Cleanup(ctx context.Context) error {
 	t.mu.Unlock()
 	cl.Close()
 	if err != nil {
-		return fmt.Errorf("redis: could not delete this run's keys %s* on %s: %s — delete them by hand: redis-cli --scan --pattern '%s*' | xargs redis-cli del",
-			t.p.Prefix(), t.c.addr, scrub(err.Error(), t.c.password), globEscape(t.p.Prefix()))
+		cli := "redis-cli " + t.c.cliArgs()
+		return fmt.Errorf("redis: could not delete this run's keys %s* on %s: %s — delete them by hand: %s --scan --pattern '%s*' | xargs %s del",
+			t.p.Prefix(), t.c.addr, describeErr(err, t.c.password), cli, globEscape(t.p.Prefix()), cli)
 	}
 	return nil
 }
@@ -264,7 +265,7 @@ func (t *target) opError(what string, err error) error {
 // Open starts one replica: its own pool, sized to its workers, and its own
 // memory (the processing set of memory-set).
 func (t *target) Open(_ context.Context, replica, workers int) (runner.App, error) {
-	return &app{t: t, replica: replica, client: t.c.client(max(workers, 1)), processing: map[string]bool{}}, nil
+	return &app{t: t, replica: replica, client: t.c.client(max(workers, 1), true), processing: map[string]bool{}}, nil
 }
 
 // app is one replica of the application.
