@@ -98,8 +98,7 @@ type Assessment struct {
 const MinOverlappedShare = 0.5
 
 // Assess decides a case's verdict and checks it against the expectation.
-func Assess(c Case) Assessment {
-	a := Assessment{}
+func Assess(c Case) (a Assessment) {
 	r := c.Result
 	if r != nil {
 		a.Bursts = len(r.Bursts)
@@ -107,11 +106,17 @@ func Assess(c Case) Assessment {
 		a.Overlapped = r.Overlapped()
 		a.Interrupted = r.Interrupted
 	}
-	switch {
-	case c.Err != nil && (errors.Is(c.Err, context.Canceled) || a.Interrupted):
-		a.Verdict, a.Why = Failed, "interrupted after "+plural(a.Bursts, "burst")
+	interrupted := a.Interrupted || errors.Is(c.Err, context.Canceled)
+	if interrupted {
+		// Report what finished; the expectation is not met by a run cut short.
 		a.Interrupted = true
-		return a
+		c.Err = nil
+		defer func() {
+			a.Met = false
+			a.Why = "interrupted after " + plural(a.Bursts, "burst") + " of " + plural(planned(r), "planned burst")
+		}()
+	}
+	switch {
 	case c.Err != nil:
 		a.Verdict, a.Why = Failed, c.Err.Error()
 		return a
@@ -133,6 +138,13 @@ func Assess(c Case) Assessment {
 	}
 	a.Met, a.Why = met(c, r, a)
 	return a
+}
+
+func planned(r *runner.Result) int {
+	if r == nil {
+		return 0
+	}
+	return r.Planned
 }
 
 func met(c Case, r *runner.Result, a Assessment) (bool, string) {
