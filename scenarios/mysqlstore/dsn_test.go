@@ -163,11 +163,11 @@ func TestConnectErrorMessages(t *testing.T) {
 		err  error
 		want []string
 	}{
-		{&mysql.MySQLError{Number: 1040, Message: "Too many connections"}, []string{"too many connections", "@@max_connections = 151", "fewer --attempts", "SET GLOBAL max_connections"}},
+		{&mysql.MySQLError{Number: 1040, Message: "Too many connections"}, []string{"too many connections", "@@max_connections = 151", "fewer --attempts", "SET GLOBAL max_connections", "holds 202 at once"}},
 		{&mysql.MySQLError{Number: 1045, Message: "Access denied for user 'app'@'x' (using password: YES)"}, []string{"wrong user or password", `"app"`, "db:3306", "--mysql-dsn"}},
 		{&mysql.MySQLError{Number: 1049, Message: "Unknown database 'shop'"}, []string{`database "shop" does not exist`, "CREATE DATABASE"}},
 	} {
-		msg := connectError(cfg, tc.err, limit).Error()
+		msg := connectError(cfg, tc.err, limit, 202).Error()
 		for _, w := range tc.want {
 			if !strings.Contains(msg, w) {
 				t.Errorf("message %q lacks %q", msg, w)
@@ -176,7 +176,7 @@ func TestConnectErrorMessages(t *testing.T) {
 		if strings.Contains(msg, secret) || strings.Contains(msg, "\n") {
 			t.Errorf("message is not one redacted line: %q", msg)
 		}
-		if !errors.Is(connectError(cfg, tc.err, limit), tc.err) {
+		if !errors.Is(connectError(cfg, tc.err, limit, 202), tc.err) {
 			t.Errorf("connect error does not wrap %v", tc.err)
 		}
 	}

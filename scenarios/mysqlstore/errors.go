@@ -100,8 +100,9 @@ const dsnHint = "set --mysql-dsn or RACETEST_MYSQL_DSN"
 
 // connectError explains err, raised while connecting to the server of cfg.
 // limit, when not nil, reads the server's connection limit over a connection
-// that is already open (used for "too many connections").
-func connectError(cfg *mysql.Config, err error, limit func(variable string) string) error {
+// that is already open (used for "too many connections"); need is how many
+// connections the run needs at once (0 when unknown).
+func connectError(cfg *mysql.Config, err error, limit func(variable string) string, need int) error {
 	var ce *ConnectError
 	if errors.As(err, &ce) {
 		return err
@@ -110,8 +111,8 @@ func connectError(cfg *mysql.Config, err error, limit func(variable string) stri
 	msg := ""
 	switch n := Number(err); n {
 	case ErrConCount:
-		msg = fmt.Sprintf("mysql: %s refused a connection: too many connections (%s) — run fewer --attempts, or raise it: SET GLOBAL max_connections = <n> (racetest needs one connection per attempt plus two of its own)",
-			addr, limitText("@@max_connections", limit))
+		msg = fmt.Sprintf("mysql: %s refused a connection: too many connections (%s, shared with every other client) — run fewer --attempts, or raise it: SET GLOBAL max_connections = <n>%s",
+			addr, limitText("@@max_connections", limit), needText(need))
 	case ErrTooManyUserConns, ErrUserLimitReached:
 		msg = fmt.Sprintf("mysql: %s refused a connection: user %q has too many connections (its account's MAX_USER_CONNECTIONS, or %s) — run fewer --attempts, or raise the limit",
 			addr, cfg.User, limitText("@@max_user_connections", limit))
@@ -127,6 +128,13 @@ func connectError(cfg *mysql.Config, err error, limit func(variable string) stri
 		msg = fmt.Sprintf("mysql: connecting to %s failed: %v — %s", addr, err, dsnHint)
 	}
 	return &ConnectError{Msg: msg, Err: err}
+}
+
+func needText(need int) string {
+	if need <= 0 {
+		return " (racetest holds one connection per attempt plus two of its own)"
+	}
+	return fmt.Sprintf(" (this run holds %d at once: one per attempt plus two of its own)", need)
 }
 
 func limitText(variable string, limit func(string) string) string {

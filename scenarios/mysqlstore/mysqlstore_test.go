@@ -528,8 +528,9 @@ func TestTooManyConnections(t *testing.T) {
 	}
 	q = p
 	q.RunID = scenarios.NewRunID()
+	q.Attempts = limit + 10
 	tg = build(t, scenarios.ConditionalUpdate, q)
-	_, err = runner.Run(context.Background(), tg, runner.Attempts(limit+10), runner.Bursts(1))
+	_, err = runner.Run(context.Background(), tg, runner.Attempts(q.Attempts), runner.Bursts(1))
 	if !errors.As(err, &ce) || Number(err) != ErrConCount {
 		t.Fatalf("err = %v, want a ConnectError for 1040", err)
 	}
@@ -568,7 +569,7 @@ func TestConnectFailures(t *testing.T) {
 	}{
 		{"refused", "root:" + secret + "@tcp(" + closedAddr + ")/test", "cannot connect to " + closedAddr + " (connection refused)"},
 		{"refused url", "mysql://root:" + secret + "@" + closedAddr + "/test", "is the server running?"},
-		{"silent", "root:" + secret + "@tcp(" + silent.Addr().String() + ")/test", "cannot connect to " + silent.Addr().String()},
+		{"silent", "root:" + secret + "@tcp(" + silent.Addr().String() + ")/test?timeout=1s", "cannot connect to " + silent.Addr().String()},
 		{"wrong password", fmt.Sprintf("%s:%s@tcp(%s)/%s", cfg.User, secret, cfg.Addr, cfg.DBName), "wrong user or password"},
 		{"unknown database", fmt.Sprintf("%s@tcp(%s)/racetest_nodb_%s", cfg.User, cfg.Addr, p.RunID), "does not exist"},
 	} {

@@ -158,7 +158,7 @@ func Open(ctx context.Context, p scenarios.Params) (*Store, error) {
 	defer cancel()
 	if err := s.admin.PingContext(cctx); err != nil {
 		s.admin.Close()
-		return nil, connectError(cfg, err, nil)
+		return nil, connectError(cfg, err, nil, 0)
 	}
 	var version string
 	if err := s.admin.QueryRowContext(cctx, "SELECT VERSION()").Scan(&version); err != nil {
@@ -326,7 +326,7 @@ func (s *Store) Session(ctx context.Context, db *sql.DB) (*sql.Conn, error) {
 		}
 	}
 	if err != nil {
-		return nil, connectError(s.cfg, err, s.limit)
+		return nil, connectError(s.cfg, err, s.limit, s.need())
 	}
 	if s.level != "" {
 		// The statement form works on MariaDB and MySQL 8 alike; the
@@ -350,6 +350,14 @@ func (s *Store) Session(ctx context.Context, db *sql.DB) (*sql.Conn, error) {
 		s.mu.Unlock()
 	}
 	return conn, nil
+}
+
+// need is how many connections the run holds at once, 0 when unknown.
+func (s *Store) need() int {
+	if s.p.Attempts <= 0 {
+		return 0
+	}
+	return s.p.Attempts + 2
 }
 
 // limit reads a connection limit over the admin pool, which still holds a
