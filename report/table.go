@@ -160,9 +160,7 @@ func details(w io.Writer, c Case, a Assessment, o Options, shared []string, pain
 			}
 			lines = append(lines, fmt.Sprintf("check %s: %s — %s", ch.Name, mark, ch.Detail))
 		}
-		for _, e := range topErrors(r.Errors, 3) {
-			lines = append(lines, e)
-		}
+		lines = append(lines, topErrors(r.Errors, 3)...)
 		if r.CleanupErr != nil {
 			lines = append(lines, "cleanup failed, drop the run's objects by hand: "+r.CleanupErr.Error())
 		}

@@ -246,12 +246,8 @@ func (e *engine) burst(ctx context.Context, index int) (Burst, error) {
 		}
 		for _, o := range e.outs {
 			b.Outcomes[o.Class]++
-			if o.Err != nil && o.Class >= Conflict && len(e.res.Errors) < maxErrorKinds {
-				e.res.Errors[o.Err.Error()]++
-			} else if o.Err != nil && o.Class >= Conflict {
-				if _, ok := e.res.Errors[o.Err.Error()]; ok {
-					e.res.Errors[o.Err.Error()]++
-				}
+			if o.Err != nil && o.Class >= Conflict {
+				e.countError(o.Err.Error())
 			}
 		}
 	}
@@ -272,6 +268,14 @@ func (e *engine) burst(ctx context.Context, index int) (Burst, error) {
 		e.res.Example = e.snapshot(b)
 	}
 	return b, nil
+}
+
+// countError counts msg among the run's errors; past maxErrorKinds
+// distinct messages, only those already seen are counted.
+func (e *engine) countError(msg string) {
+	if _, seen := e.res.Errors[msg]; seen || len(e.res.Errors) < maxErrorKinds {
+		e.res.Errors[msg]++
+	}
 }
 
 // wave releases every worker at s together and waits for all of them.

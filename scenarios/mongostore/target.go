@@ -211,6 +211,9 @@ func (t *target) Notes() []string {
 // Open starts one replica: a client of its own whose pool holds one
 // connection per worker, all opened before the first burst.
 func (t *target) Open(ctx context.Context, replica, workers int) (runner.App, error) {
+	if clientPerWorker {
+		return &app{t: t, replica: replica, processing: map[string]bool{}}, nil
+	}
 	if err := t.checkConnectionLimit(ctx, workers); err != nil {
 		return nil, err
 	}
@@ -322,6 +325,13 @@ type app struct {
 // Session pings once more, so that a worker starts the burst on a pool that
 // is known to answer.
 func (a *app) Session(ctx context.Context, worker int) (runner.Session, error) {
+	if clientPerWorker {
+		client, err := a.t.conn.connect(ctx, a.t.conn.options(1))
+		if err != nil {
+			return nil, err
+		}
+		return &session{a: a, t: a.t, db: client.Database(a.t.conn.database), own: client}, nil
+	}
 	pctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
 	if err := a.client.Ping(pctx, readpref.Primary()); err != nil {
@@ -331,6 +341,9 @@ func (a *app) Session(ctx context.Context, worker int) (runner.Session, error) {
 }
 
 func (a *app) Close() error {
+	if a.client == nil {
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), controlTimeout)
 	defer cancel()
 	return a.client.Disconnect(ctx)
@@ -341,13 +354,21 @@ type session struct {
 	a  *app
 	t  *target
 	db *mongo.Database
+	own *mongo.Client
 }
+
+var clientPerWorker = false
 
 func (s *session) Attempt(ctx context.Context, subj runner.Subject, w *runner.Worker) runner.Outcome {
 	return s.t.kind.attempt(ctx, s, subj, w)
 }
 
-func (s *session) Close() error { return nil }
+func (s *session) Close() error {
+	if s.own != nil {
+		return s.own.Disconnect(context.Background())
+	}
+	return nil
+}
 
 // count counts the documents of collection suffix that match filter.
 func (t *target) count(ctx context.Context, suffix string, filter bson.D) (int, error) {

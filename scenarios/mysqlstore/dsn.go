@@ -53,6 +53,9 @@ func Config(conn string) (*mysql.Config, error) {
 	// what a last-byte release holds back). Arguments are still escaped by
 	// the driver, never spliced from user text.
 	cfg.InterpolateParams = true
+	// The driver would log every broken connection to stderr as well as
+	// return it; racetest reports errors itself, once.
+	cfg.Logger = quietLogger{}
 	if cfg.Timeout == 0 {
 		cfg.Timeout = DialTimeout
 	}
@@ -142,3 +145,7 @@ func describeAddr(cfg *mysql.Config) string {
 	}
 	return cfg.Addr
 }
+
+type quietLogger struct{}
+
+func (quietLogger) Print(...any) {}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -591,5 +592,64 @@ func TestConnectFailures(t *testing.T) {
 			}
 			t.Logf("%s in %s", msg, took.Round(time.Millisecond))
 		})
+	}
+}
+
+// A server that goes away mid-run (every connection cut, new ones refused)
+// stops the run with an error within seconds, keeps the bursts that
+// finished, and names the tables it could not drop.
+func TestServerGoneMidRun(t *testing.T) {
+	p := serverParams(t)
+	var mu sync.Mutex
+	var conns []net.Conn
+	gone := false
+	p.Dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if gone {
+			return nil, &net.OpError{Op: "dial", Net: network, Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
+		}
+		var d net.Dialer
+		c, err := d.DialContext(ctx, network, addr)
+		if err == nil {
+			conns = append(conns, c)
+		}
+		return c, err
+	}
+	tg := build(t, scenarios.CheckThenWrite, p)
+	t.Cleanup(func() {
+		st, err := Open(context.Background(), scenarios.Params{RunID: p.RunID, Conn: p.Conn})
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer st.Close()
+		st.DB().Exec("DROP TABLE IF EXISTS `" + st.Table("check_then_write") + "`")
+	})
+	start := time.Now()
+	res, err := runner.Run(context.Background(), tg, runner.Attempts(4), runner.Bursts(100),
+		runner.OnProgress(func(pr runner.Progress) {
+			if pr.Done == 3 {
+				mu.Lock()
+				gone = true
+				for _, c := range conns {
+					c.Close()
+				}
+				mu.Unlock()
+			}
+		}))
+	took := time.Since(start)
+	t.Logf("after %s: err %v; cleanup: %v", took.Round(time.Millisecond), err, res.CleanupErr)
+	if err == nil {
+		t.Fatal("the run went on without its server")
+	}
+	if len(res.Bursts) < 3 {
+		t.Errorf("kept %d bursts, want the 3 that finished", len(res.Bursts))
+	}
+	if took > 20*time.Second {
+		t.Errorf("took %s to notice", took)
+	}
+	if res.CleanupErr == nil || !strings.Contains(res.CleanupErr.Error(), tg.st.Table("check_then_write")) {
+		t.Errorf("cleanup error does not name the table left behind: %v", res.CleanupErr)
 	}
 }
