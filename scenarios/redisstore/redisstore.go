@@ -139,11 +139,14 @@ func (c *conn) client(poolSize int, warm bool) *redis.Client {
 // the password, for the commands an error suggests.
 func (c *conn) cliArgs() string {
 	opt := c.options(1, false)
-	host, port, err := net.SplitHostPort(opt.Addr)
-	if err != nil {
-		return ""
+	args := "-s " + opt.Addr
+	if opt.Network != "unix" {
+		host, port, err := net.SplitHostPort(opt.Addr)
+		if err != nil {
+			return ""
+		}
+		args = fmt.Sprintf("-h %s -p %s", host, port)
 	}
-	args := fmt.Sprintf("-h %s -p %s", host, port)
 	if opt.DB != 0 {
 		args += fmt.Sprintf(" -n %d", opt.DB)
 	}
