@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"math/rand/v2"
 	"os"
 	"time"
 
@@ -30,7 +31,7 @@ func (s *shapeFlags) register(fs *pflag.FlagSet, attempts, bursts int) {
 	fs.DurationVar(&s.Latency, "latency", scenarios.DefaultLatency, "memory backend: simulated round trip of each store operation (0 allowed)")
 	fs.DurationVar(&s.TTL, "ttl", scenarios.DefaultTTL, "ttl-lease: lease length")
 	fs.DurationVar(&s.Timeout, "timeout", runner.DefaultTimeout, "per-attempt timeout; an attempt past it counts as unknown")
-	fs.Int64Var(&s.Seed, "seed", 0, "seed for the run's random choices (0: random); recorded in the report")
+	fs.Int64Var(&s.Seed, "seed", 0, "seed for the run's random choices, such as the memory backend's round-trip jitter (0: a fresh one); recorded in the report")
 	fs.StringVar(&s.Isolation, "isolation", "", "SQL backends: read-uncommitted, read-committed, repeatable-read or serializable (default: the server's)")
 	fs.StringVar(&s.Engine, "engine", "", "mysql backend: storage engine, innodb (default) or myisam")
 	fs.StringVar(&s.Variant, "variant", "", "scenario variant, e.g. for-update for check-then-write on SQL (see 'racetest explain')")
@@ -51,12 +52,15 @@ func (s *shapeFlags) validate() error {
 	if s.Deploy && s.Waves < 2 {
 		return usageErrorf("--deploy restarts replicas between waves: add --waves 2 or more")
 	}
+	if s.Seed == 0 {
+		// A fresh seed, recorded in the report so that it can be given back.
+		s.Seed = rand.Int64N(1<<53) + 1
+	}
 	return checkDurations(map[string]time.Duration{"gap": s.Gap, "latency": s.Latency, "ttl": s.TTL, "timeout": s.Timeout})
 }
 
 // params builds a scenario's parameters for one run.
 func (s *shapeFlags) params(replicas int) scenarios.Params {
-	seed := s.Seed
 	return scenarios.Params{
 		RunID:     scenarios.NewRunID(),
 		Attempts:  s.Attempts,
@@ -64,7 +68,7 @@ func (s *shapeFlags) params(replicas int) scenarios.Params {
 		Gap:       s.Gap,
 		Latency:   s.Latency,
 		TTL:       s.TTL,
-		Seed:      seed,
+		Seed:      s.Seed,
 		Isolation: s.Isolation,
 		Engine:    s.Engine,
 		Variant:   s.Variant,

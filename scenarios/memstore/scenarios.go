@@ -38,7 +38,9 @@ func factory(name string, attempt attemptFunc) scenarios.Factory {
 		if p.TTL == 0 {
 			p.TTL = scenarios.DefaultTTL
 		}
-		return &target{name: name, p: p, store: NewStore(p.Latency), attempt: attempt}, nil
+		t := &target{name: name, p: p, attempt: attempt}
+		t.store = t.newStore()
+		return t, nil
 	}
 }
 
@@ -53,8 +55,16 @@ type target struct {
 func (t *target) Prepare(context.Context) error { return nil }
 
 func (t *target) Cleanup(context.Context) error {
-	t.store = NewStore(t.p.Latency)
+	t.store = t.newStore()
 	return nil
+}
+
+func (t *target) newStore() *Store {
+	st := NewStore(t.p.Latency)
+	if t.p.Seed != 0 {
+		st.Seed(t.p.Seed)
+	}
+	return st
 }
 
 func (t *target) Reset(ctx context.Context, burst int) (runner.Subject, error) {
@@ -80,7 +90,11 @@ func (t *target) Notes() []string {
 	if t.p.Latency == 0 {
 		return []string{"memory: no simulated round trip (--latency 0): windows are as narrow as in-process code"}
 	}
-	return []string{fmt.Sprintf("memory: every store operation takes a simulated round trip of %s (--latency)", t.p.Latency)}
+	jitter := ""
+	if t.p.Seed != 0 {
+		jitter = fmt.Sprintf(" ±%.0f%%", jitterShare*100)
+	}
+	return []string{fmt.Sprintf("memory: every store operation takes a simulated round trip of %s%s (--latency)", t.p.Latency, jitter)}
 }
 
 func (t *target) Open(_ context.Context, replica, _ int) (runner.App, error) {

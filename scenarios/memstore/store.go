@@ -6,6 +6,7 @@ package memstore
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"runtime"
 	"sync"
 	"time"
@@ -20,6 +21,10 @@ var ErrDuplicate = errors.New("duplicate key")
 type Store struct {
 	latency time.Duration
 	now     func() time.Time
+	// jitter, when set, varies each round trip by up to ±jitterShare, as a
+	// network does; seeded so that the run's choices can be repeated.
+	jitterMu sync.Mutex
+	jitter   *rand.Rand
 
 	mu     sync.Mutex
 	rows   map[string]int    // rows written per key (the effects of inserts)
@@ -50,13 +55,33 @@ func NewStore(latency time.Duration) *Store {
 
 // trip runs op between the two halves of a round trip.
 func (s *Store) trip(ctx context.Context, op func()) error {
-	if err := s.wait(ctx, s.latency/2); err != nil {
+	rtt := s.roundTrip()
+	if err := s.wait(ctx, rtt/2); err != nil {
 		return err
 	}
 	s.mu.Lock()
 	op()
 	s.mu.Unlock()
-	return s.wait(ctx, s.latency-s.latency/2)
+	return s.wait(ctx, rtt-rtt/2)
+}
+
+// jitterShare is how far a round trip may stray from the latency.
+const jitterShare = 0.2
+
+// Seed makes every round trip vary by up to ±20% of the latency, drawn from
+// a generator seeded with seed.
+func (s *Store) Seed(seed int64) {
+	s.jitter = rand.New(rand.NewPCG(uint64(seed), 0x9e3779b97f4a7c15))
+}
+
+func (s *Store) roundTrip() time.Duration {
+	if s.jitter == nil || s.latency == 0 {
+		return s.latency
+	}
+	s.jitterMu.Lock()
+	f := 1 + jitterShare*(2*s.jitter.Float64()-1)
+	s.jitterMu.Unlock()
+	return time.Duration(float64(s.latency) * f)
 }
 
 func (s *Store) wait(ctx context.Context, d time.Duration) error { return wait(ctx, d) }
