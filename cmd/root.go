@@ -12,6 +12,7 @@ import (
 
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/builtin"
+	"github.com/racetest/racetest/scenarios/redisstore"
 	"github.com/spf13/cobra"
 )
 
@@ -39,6 +40,8 @@ type Factory struct {
 func Main() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// go-redis logs failed dials to stderr on its own; our errors say it better.
+	redisstore.QuietDriverLog()
 	f := &Factory{IO: System(), Registry: builtin.Registry()}
 	root := NewCmdRoot(f)
 	root.SetArgs(os.Args[1:])
