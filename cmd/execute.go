@@ -93,7 +93,9 @@ func settings(b string, p scenarios.Params, cfg runner.Config) map[string]string
 		s["gap"] = p.Gap.String()
 	}
 	if b == "memory" {
+		// The seed drives the embedded store's jitter; elsewhere it changes nothing.
 		s["latency"] = p.Latency.String()
+		s["seed"] = strconv.FormatInt(p.Seed, 10)
 	}
 	if cfg.Replicas > 1 {
 		s["replicas"] = strconv.Itoa(cfg.Replicas)
@@ -106,9 +108,6 @@ func settings(b string, p scenarios.Params, cfg runner.Config) map[string]string
 		if v != "" {
 			s[k] = v
 		}
-	}
-	if p.Seed != 0 {
-		s["seed"] = strconv.FormatInt(p.Seed, 10)
 	}
 	return s
 }
