@@ -1,0 +1,287 @@
+package suite
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+
+	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/parser"
+	"github.com/goccy/go-yaml/token"
+)
+
+// Suite is a parsed suite file: what it says, and where it says it.
+type Suite struct {
+	// Name is the file's name as the user gave it; errors start with it.
+	Name string
+	File File
+	ast  *ast.File
+	// lines are the source lines, for error excerpts.
+	lines []string
+}
+
+// Parse reads a suite: YAML syntax, unknown or repeated keys, value types,
+// and ${ENV} expansion in every string (env looks variables up). It checks
+// nothing that needs the catalog or a server: Plans does that.
+func Parse(name string, data []byte, env LookupEnv) (s *Suite, err error) {
+	s = &Suite{Name: name, lines: strings.Split(string(data), "\n")}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, Errors{s.errorf(0, 0, "the suite is empty: it needs a list of cases (see 'racetest suite --help')")}
+	}
+	f, err := parseYAML(data)
+	if err != nil {
+		return nil, Errors{s.yamlError(err)}
+	}
+	s.ast = f
+	if len(f.Docs) > 1 {
+		line, col := 0, 0
+		tk := f.Docs[1].Start
+		if tk == nil {
+			tk = f.Docs[1].GetToken()
+		}
+		if tk != nil && tk.Position != nil {
+			line, col = tk.Position.Line, tk.Position.Column
+		}
+		return nil, Errors{s.errorf(line, col, "a suite is one YAML document; this file has %d (remove the extra ---)", len(f.Docs))}
+	}
+	if err := decodeYAML(data, &s.File); err != nil {
+		return nil, Errors{s.yamlError(err)}
+	}
+	var errs Errors
+	expandStrings(reflect.ValueOf(&s.File), "$", env, func(path string, err error) {
+		errs = append(errs, s.errorAt(path, "%v", err))
+	})
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return s, nil
+}
+
+// parseYAML and decodeYAML turn a panic inside the YAML library into an
+// error: a suite file is input, and no input should crash the gate.
+func parseYAML(data []byte) (f *ast.File, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			f, err = nil, fmt.Errorf("the YAML parser failed on this file (%v)", r)
+		}
+	}()
+	return parser.ParseBytes(data, 0)
+}
+
+func decodeYAML(data []byte, v any) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("the YAML decoder failed on this file (%v)", r)
+		}
+	}()
+	return yaml.UnmarshalWithOptions(data, v, yaml.Strict())
+}
+
+func (s *Suite) errorf(line, col int, format string, a ...any) *Error {
+	e := &Error{File: s.Name, Line: line, Column: col, Msg: fmt.Sprintf(format, a...)}
+	if line > 0 && line <= len(s.lines) {
+		e.source = strings.TrimRight(s.lines[line-1], "\r")
+	}
+	return e
+}
+
+// errorAt is an error about the value at a YAML path ("$.cases[2].backend").
+// When the path cannot be found (the value came through an alias or a
+// merge key) it points at the nearest enclosing value that can.
+func (s *Suite) errorAt(path string, format string, a ...any) *Error {
+	line, col := s.position(path)
+	return s.errorf(line, col, format, a...)
+}
+
+func (s *Suite) position(path string) (line, col int) {
+	if s.ast == nil {
+		return 0, 0
+	}
+	for p := path; p != "$" && p != ""; p = parentPath(p) {
+		if tk := s.tokenAt(p); tk != nil && tk.Position != nil {
+			return tk.Position.Line, tk.Position.Column
+		}
+	}
+	return 0, 0
+}
+
+func (s *Suite) tokenAt(path string) (tk *token.Token) {
+	defer func() {
+		if recover() != nil {
+			tk = nil
+		}
+	}()
+	yp, err := yaml.PathString(path)
+	if err != nil {
+		return nil
+	}
+	n, err := yp.FilterFile(s.ast)
+	if err != nil || n == nil {
+		return nil
+	}
+	return firstToken(n)
+}
+
+// firstToken is where a node starts as a reader sees it: a mapping's token
+// is its first colon, but a reader looks for its first key.
+func firstToken(n ast.Node) *token.Token {
+	switch m := n.(type) {
+	case *ast.MappingNode:
+		if len(m.Values) > 0 && m.Start != nil && m.Start.Type == token.MappingStartType {
+			return m.Start
+		}
+		if len(m.Values) > 0 {
+			return firstToken(m.Values[0])
+		}
+	case *ast.MappingValueNode:
+		return m.Key.GetToken()
+	}
+	return n.GetToken()
+}
+
+// parentPath drops a path's last step: "$.cases[2].backend" → "$.cases[2]"
+// → "$.cases".
+func parentPath(p string) string {
+	if strings.HasSuffix(p, "]") {
+		if i := strings.LastIndexByte(p, '['); i > 0 {
+			return p[:i]
+		}
+	}
+	if i := strings.LastIndexByte(p, '.'); i > 0 {
+		return p[:i]
+	}
+	return "$"
+}
+
+// yamlError rewrites the YAML library's error as one of ours: its position,
+// and a message in the suite's words rather than Go's types.
+func (s *Suite) yamlError(err error) *Error {
+	var ye yaml.Error
+	if !errors.As(err, &ye) || ye.GetToken() == nil || ye.GetToken().Position == nil {
+		return s.errorf(0, 0, "%v", err)
+	}
+	pos := ye.GetToken().Position
+	msg := ye.GetMessage()
+	var (
+		unknown *yaml.UnknownFieldError
+		typeErr *yaml.TypeError
+	)
+	switch {
+	case errors.As(err, &unknown):
+		key := ye.GetToken().Value
+		msg = fmt.Sprintf("unknown key %q", key)
+		if sug := suggest(key, knownKeys()); sug != "" {
+			msg += fmt.Sprintf(" — did you mean %q?", sug)
+		}
+	case errors.As(err, &typeErr):
+		msg = fmt.Sprintf("%s is not %s", describeToken(ye.GetToken()), describeType(typeErr.DstType))
+	}
+	return s.errorf(pos.Line, pos.Column, "%s", msg)
+}
+
+func describeToken(tk *token.Token) string {
+	if tk.Type == token.MappingStartType || tk.Type == token.MappingValueType {
+		return "a mapping"
+	}
+	if tk.Type == token.SequenceStartType || tk.Type == token.SequenceEntryType {
+		return "a list"
+	}
+	v := tk.Value
+	if len(v) > 40 {
+		v = v[:40] + "…"
+	}
+	return fmt.Sprintf("%q", v)
+}
+
+func describeType(t reflect.Type) string {
+	if t == nil {
+		return "of the expected type"
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a whole number"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.String:
+		return "a single value (quote it if it is text)"
+	case reflect.Slice:
+		return "a list"
+	case reflect.Map, reflect.Struct:
+		return "a mapping of keys to values"
+	}
+	return "a " + t.String()
+}
+
+// knownKeys lists every key the schema has, for "did you mean".
+func knownKeys() []string {
+	seen := map[string]bool{}
+	var walk func(t reflect.Type)
+	walk = func(t reflect.Type) {
+		for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Map {
+			t = t.Elem()
+		}
+		if t.Kind() != reflect.Struct {
+			return
+		}
+		for i := range t.NumField() {
+			f := t.Field(i)
+			key, inline := yamlKey(f)
+			if key != "" {
+				if seen[key] {
+					continue
+				}
+				seen[key] = true
+			}
+			if key != "" || inline {
+				walk(f.Type)
+			}
+		}
+	}
+	walk(reflect.TypeOf(File{}))
+	keys := make([]string, 0, len(seen))
+	for k := range seen {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// suggest returns the known word closest to w, if it is close enough to be
+// what was meant.
+func suggest(w string, known []string) string {
+	best, bestD := "", len(w)/2+1
+	for _, k := range known {
+		if d := levenshtein(strings.ToLower(w), k); d < bestD {
+			best, bestD = k, d
+		}
+	}
+	return best
+}
+
+func levenshtein(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
+}

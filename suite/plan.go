@@ -1,0 +1,570 @@
+package suite
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/racetest/racetest/report"
+	"github.com/racetest/racetest/runner"
+	"github.com/racetest/racetest/scenarios"
+)
+
+// Options are what Plans needs besides the file.
+type Options struct {
+	// Conn are the connections given on the command line; a case's own
+	// connection is the only thing that wins over them.
+	Conn scenarios.Connections
+	// Env reads the RACETEST_* variables a server backend falls back to.
+	Env LookupEnv
+	// Strict makes an INCONCLUSIVE case fail its expectation.
+	Strict bool
+	// Keep leaves every run's namespaced objects in the store.
+	Keep bool
+	// Dir is the directory relative paths in the suite (body_file) are
+	// read from: the suite file's own.
+	Dir string
+	// Local is each server backend's standard local address, for listings
+	// and messages ("default" leaves the connection empty: the backend
+	// itself dials it).
+	Local map[string]string
+}
+
+// Plan is one case ready to run.
+type Plan struct {
+	// Case is the case as reports show it, before it ran.
+	Case   report.Case
+	Params scenarios.Params
+	Config runner.Config
+	// HTTP is set for an HTTP case; Params then holds no scenario, and
+	// Config the shape (attempts, bursts, timeout).
+	HTTP *HTTP
+	// Prove is the violation rate the case must prove it stays under, at
+	// 95% (0: none asked; Config.Bursts was computed from it).
+	Prove float64
+	// OnServer replaces Case.Expect once the run names its server.
+	OnServer []ServerRule
+	// Conn is the connection the case uses, redacted, and where it came from.
+	Conn Conn
+	// Line and Column are where the case starts in the file.
+	Line, Column int
+}
+
+// ServerRule is an expectation for the servers whose name contains Match.
+type ServerRule struct {
+	Match  string
+	Expect report.Expect
+	Why    string
+}
+
+// Conn is a case's connection as --list shows it.
+type Conn struct {
+	// Value is redacted: no password ever leaves the suite.
+	Value string
+	// Source says where it came from: "suite defaults", "case",
+	// "--mysql-dsn", "env RACETEST_MYSQL_DSN".
+	Source string
+}
+
+// LocalDefault is the word that accepts a backend's standard local address.
+const LocalDefault = "default"
+
+// serverConn is how one server backend is connected.
+type serverConn struct {
+	flag, env string
+	file      func(*Connections) *string
+	param     func(*scenarios.Connections) *string
+}
+
+var serverConns = map[string]serverConn{
+	"redis": {"--redis-url", "RACETEST_REDIS_URL",
+		func(c *Connections) *string { return &c.Redis }, func(c *scenarios.Connections) *string { return &c.RedisURL }},
+	"mysql": {"--mysql-dsn", "RACETEST_MYSQL_DSN",
+		func(c *Connections) *string { return &c.MySQL }, func(c *scenarios.Connections) *string { return &c.MySQLDSN }},
+	"postgres": {"--postgres-url", "RACETEST_POSTGRES_URL",
+		func(c *Connections) *string { return &c.Postgres }, func(c *scenarios.Connections) *string { return &c.PostgresURL }},
+	"mongo": {"--mongo-uri", "RACETEST_MONGO_URI",
+		func(c *Connections) *string { return &c.Mongo }, func(c *scenarios.Connections) *string { return &c.MongoURI }},
+}
+
+// Plans checks the suite against the catalog and the connections at hand,
+// and returns one plan per case, in file order. It reports every problem
+// it finds, each at its place in the file; a suite with any problem gets
+// no plans.
+func (s *Suite) Plans(reg *scenarios.Registry, o Options) ([]Plan, error) {
+	if o.Env == nil {
+		o.Env = func(string) (string, bool) { return "", false }
+	}
+	c := &checker{s: s, reg: reg, o: o}
+	c.file()
+	if len(c.errs) > 0 {
+		return nil, c.errs
+	}
+	return c.plans, nil
+}
+
+// checker collects a suite's problems while it builds the plans.
+type checker struct {
+	s     *Suite
+	reg   *scenarios.Registry
+	o     Options
+	errs  Errors
+	plans []Plan
+}
+
+func (c *checker) fail(path, format string, a ...any) {
+	if len(c.errs) < maxErrors {
+		c.errs = append(c.errs, c.s.errorAt(path, format, a...))
+	}
+}
+
+func (c *checker) file() {
+	f := &c.s.File
+	if f.Version != nil && *f.Version != 1 {
+		c.fail("$.version", "unknown suite version %d (this racetest reads version 1)", *f.Version)
+	}
+	c.shape("$.defaults", f.Defaults.Shape)
+	if f.Defaults.Variant != nil {
+		c.fail("$.defaults.variant", "variant belongs to one case's scenario (for-update, one-active, …): move it into the case")
+	}
+	if len(f.Cases) == 0 {
+		c.fail("$", "the suite has no cases: add a list under cases:")
+		return
+	}
+	seen := map[string]string{}
+	for i := range f.Cases {
+		path := fmt.Sprintf("$.cases[%d]", i)
+		p, ok := c.plan(path, &f.Cases[i])
+		if !ok {
+			continue
+		}
+		key := p.Case.Backend + "\x00" + p.Case.Name
+		if prev, dup := seen[key]; dup {
+			c.fail(path, "two cases on %s are both named %q (the other is %s): give one a name: so reports can tell them apart",
+				p.Case.Backend, p.Case.Name, prev)
+			continue
+		}
+		seen[key] = fmt.Sprintf("at line %d", p.Line)
+		c.plans = append(c.plans, p)
+	}
+}
+
+// plan checks one case and builds its plan; ok is false when it has a
+// problem (already reported).
+func (c *checker) plan(path string, k *Case) (Plan, bool) {
+	before := len(c.errs)
+	line, col := c.s.position(path)
+	p := Plan{Line: line, Column: col}
+	switch {
+	case k.HTTP != nil && (k.Scenario != "" || k.Backend != ""):
+		c.fail(path, "a case is either a scenario on a backend or an http target, not both: remove scenario/backend or http")
+		return p, false
+	case k.HTTP == nil && k.Scenario == "":
+		c.fail(path, "the case names no scenario: add scenario: (one of %s) or an http: target",
+			strings.Join(scenarioNames(c.reg), ", "))
+		return p, false
+	}
+	c.shape(path, k.Shape)
+	sh := c.merged(k.Shape)
+	if sh.deploy && sh.waves < 2 {
+		c.fail(path, "deploy restarts replicas between waves: add waves: 2 or more")
+	}
+	if k.HTTP != nil {
+		c.httpCase(path, k, sh, &p)
+	} else {
+		c.scenarioCase(path, k, sh, &p)
+	}
+	return p, len(c.errs) == before
+}
+
+func (c *checker) scenarioCase(path string, k *Case, sh shape, p *Plan) {
+	spec, err := c.reg.Scenario(k.Scenario)
+	if err != nil {
+		c.fail(path+".scenario", "%v", err)
+		return
+	}
+	backend := k.Backend
+	if backend == "" {
+		backend = "memory"
+	}
+	b, err := c.reg.Backend(backend)
+	if err != nil {
+		c.fail(path+".backend", "%v", err)
+		return
+	}
+	if _, err := c.reg.Factory(spec.Name, b.Name); err != nil {
+		c.fail(path+".backend", "%v", err)
+		return
+	}
+	c.applicable(path, k.Shape, b.Name)
+	// A default knob reaches only the backends it means something to.
+	if !slices.Contains([]string{"mysql", "postgres"}, b.Name) {
+		sh.isolation = ""
+	}
+	if b.Name != "mysql" {
+		sh.engine = ""
+	}
+	params := scenarios.Params{
+		RunID: scenarios.NewRunID(), Attempts: sh.attempts, Replicas: sh.replicas,
+		Gap: sh.gap, Latency: sh.latency, TTL: sh.ttl, Seed: sh.seed,
+		Isolation: sh.isolation, Engine: sh.engine, Variant: sh.variant,
+	}
+	if b.Server {
+		conn, ok := c.connection(path, k.Connection, b.Name, "the case")
+		if !ok {
+			return
+		}
+		*serverConns[b.Name].param(&params.Conn) = conn.value
+		p.Conn = conn.Conn
+	} else if k.Connection != "" {
+		c.fail(path+".connection", "backend %s runs in racetest's own process and takes no connection", b.Name)
+	}
+	catalog := report.Expect{Kind: string(spec.Expect(params))}
+	expect, ok := c.expectation(path, k.Expectation, catalog, sh)
+	if !ok {
+		return
+	}
+	cfg := runner.NewConfig(
+		runner.Attempts(sh.attempts), runner.Bursts(sh.bursts), runner.Replicas(sh.replicas),
+		runner.Waves(sh.waves), runner.Deploy(sh.deploy), runner.Allowed(spec.Allowed),
+		runner.Timeout(sh.timeout), runner.Keep(sh.keep || c.o.Keep),
+	)
+	if !c.prove(path, k, expect, &cfg, p) {
+		return
+	}
+	rules, ok := c.serverRules(path, k.OnServer, sh)
+	if !ok {
+		return
+	}
+	if expect.Kind == "max" && expect.Max >= sh.attempts*sh.waves {
+		c.fail(path+".max_effects", "max_effects %d can never fail: a burst makes at most %d attempts; lower it below %d",
+			expect.Max, sh.attempts*sh.waves, sh.attempts*sh.waves)
+		return
+	}
+	name := k.Name
+	if name == "" {
+		name = defaultName(spec.Name, k.Shape)
+	}
+	p.Case = report.Case{
+		Name: name, Scenario: spec.Name, Backend: b.Name, Lesson: spec.Lesson,
+		Expect: expect, Strict: c.o.Strict,
+	}
+	p.Params, p.Config, p.OnServer = params, cfg, rules
+}
+
+// expectation reads a case's expectation; catalog is what the catalog
+// predicts for it (empty for an HTTP case, which has no catalog).
+func (c *checker) expectation(path string, e Expectation, catalog report.Expect, sh shape) (report.Expect, bool) {
+	switch {
+	case e.MaxEffects != nil && e.Expect != "" && e.Expect != "max":
+		c.fail(path+".max_effects", "expect: %s and max_effects: %d contradict each other: keep one", e.Expect, *e.MaxEffects)
+		return report.Expect{}, false
+	case e.MaxEffects != nil && *e.MaxEffects < 1:
+		c.fail(path+".max_effects", "max_effects %d can never be met: every burst of a do-once pattern lets at least one attempt through (use max_effects: 1 or expect: safe)", *e.MaxEffects)
+		return report.Expect{}, false
+	case e.MaxEffects != nil:
+		return report.Expect{Kind: "max", Max: *e.MaxEffects}, true
+	}
+	switch e.Expect {
+	case "safe", "race":
+		return report.Expect{Kind: e.Expect}, true
+	case "", "catalog":
+		if catalog.Kind == "" {
+			return report.Expect{Kind: "safe"}, true
+		}
+		return catalog, true
+	case "max":
+		c.fail(path+".expect", "expect: max needs max_effects: N")
+	default:
+		msg := fmt.Sprintf("unknown expectation %q (want catalog, safe, race, or max_effects: N)", e.Expect)
+		if sug := suggest(e.Expect, []string{"catalog", "safe", "race"}); sug != "" {
+			msg = fmt.Sprintf("unknown expectation %q — did you mean %q? (want catalog, safe, race, or max_effects: N)", e.Expect, sug)
+		}
+		c.fail(path+".expect", "%s", msg)
+	}
+	return report.Expect{}, false
+}
+
+// prove sets the burst count a "prove: 1%" case needs.
+func (c *checker) prove(path string, k *Case, expect report.Expect, cfg *runner.Config, p *Plan) bool {
+	if k.Prove == "" {
+		return true
+	}
+	bound, err := parseRate(k.Prove)
+	if err != nil {
+		c.fail(path+".prove", "%v", err)
+		return false
+	}
+	if k.Bursts != nil {
+		c.fail(path+".bursts", "bursts and prove contradict each other: prove %s runs the %d bursts it needs; remove bursts",
+			k.Prove, report.BurstsFor(bound))
+		return false
+	}
+	if expect.Kind != "safe" {
+		c.fail(path+".prove", "prove bounds the rate of violations of a case expected safe; this case expects %s", expect)
+		return false
+	}
+	cfg.Bursts = report.BurstsFor(bound)
+	cfg.StopOnViolation = true
+	p.Prove = bound
+	return true
+}
+
+// parseRate reads "1%", "0.5 %" or 0.01 as a rate strictly between 0 and 1.
+func parseRate(s string) (float64, error) {
+	t := strings.TrimSpace(s)
+	pct := strings.HasSuffix(t, "%")
+	t = strings.TrimSpace(strings.TrimSuffix(t, "%"))
+	x, err := strconv.ParseFloat(t, 64)
+	if err != nil {
+		return 0, fmt.Errorf("prove %q is not a rate: write a percentage (1%%) or a fraction (0.01)", s)
+	}
+	if pct {
+		x /= 100
+	}
+	if !(x > 0 && x < 1) {
+		return 0, fmt.Errorf("prove %q must be a rate strictly between 0%% and 100%%: no number of bursts proves a bound of 0, and 100%% needs none", s)
+	}
+	return x, nil
+}
+
+func (c *checker) serverRules(path string, rules []ServerExpect, sh shape) ([]ServerRule, bool) {
+	var out []ServerRule
+	ok := true
+	for i, r := range rules {
+		rp := fmt.Sprintf("%s.on_server[%d]", path, i)
+		if strings.TrimSpace(r.Match) == "" {
+			c.fail(rp, "on_server needs match: (part of the server's name as reports show it, e.g. FerretDB)")
+			ok = false
+			continue
+		}
+		if strings.TrimSpace(r.Why) == "" {
+			c.fail(rp, "on_server for %q needs why: — a different expectation on one server is a finding; say what the server does", r.Match)
+			ok = false
+			continue
+		}
+		if r.Expect == "" && r.MaxEffects == nil {
+			c.fail(rp, "on_server for %q needs expect: or max_effects:", r.Match)
+			ok = false
+			continue
+		}
+		if r.Expect == "catalog" {
+			c.fail(rp+".expect", "on_server replaces the catalog's expectation; expect: catalog here would change nothing")
+			ok = false
+			continue
+		}
+		e, good := c.expectation(rp, r.Expectation, report.Expect{}, sh)
+		if !good {
+			ok = false
+			continue
+		}
+		out = append(out, ServerRule{Match: r.Match, Expect: e, Why: r.Why})
+	}
+	return out, ok
+}
+
+// connection resolves the connection of a server backend: the case's own,
+// then the command line, then the suite's defaults, then the environment.
+// "default" at any of these accepts the standard local address; nothing at
+// all is an error, so that a gate never quietly tests a server nobody chose.
+func (c *checker) connection(path, own, backend, who string) (resolved, bool) {
+	sc, known := serverConns[backend]
+	if !known {
+		c.fail(path, "racetest suite does not know how to connect to backend %s", backend)
+		return resolved{}, false
+	}
+	candidates := []struct{ value, source string }{
+		{own, "case"},
+		{*sc.param(&c.o.Conn), sc.flag},
+		{*sc.file(&c.s.File.Defaults.Connections), "suite defaults"},
+	}
+	if v, _ := c.o.Env(sc.env); v != "" {
+		candidates = append(candidates, struct{ value, source string }{v, "env " + sc.env})
+	}
+	local := c.o.Local[backend]
+	if local == "" {
+		local = "its standard local address"
+	}
+	for _, cand := range candidates {
+		switch cand.value {
+		case "":
+			continue
+		case LocalDefault:
+			return resolved{Conn: Conn{Value: Redact(local), Source: cand.source + " (default local address)"}}, true
+		}
+		return resolved{value: cand.value, Conn: Conn{Value: Redact(cand.value), Source: cand.source}}, true
+	}
+	c.fail(path+".backend", "%s runs on %s, but no %s connection is configured: set defaults.connections.%s "+
+		"(e.g. ${%s}), %s, or env %s; write %s: %s to accept %s",
+		who, backend, backend, backend, sc.env, sc.flag, sc.env, backend, LocalDefault, Redact(local))
+	return resolved{}, false
+}
+
+type resolved struct {
+	value string
+	Conn
+}
+
+func defaultName(scenario string, sh Shape) string {
+	var knobs []string
+	add := func(k, v string) { knobs = append(knobs, k+"="+v) }
+	if sh.Replicas != nil {
+		add("replicas", strconv.Itoa(*sh.Replicas))
+	}
+	if sh.Waves != nil {
+		add("waves", strconv.Itoa(*sh.Waves))
+	}
+	if sh.Deploy != nil && *sh.Deploy {
+		knobs = append(knobs, "deploy")
+	}
+	for _, kv := range []struct {
+		k string
+		v *string
+	}{{"variant", sh.Variant}, {"isolation", sh.Isolation}, {"engine", sh.Engine}, {"gap", sh.Gap}} {
+		if kv.v != nil && *kv.v != "" {
+			add(kv.k, *kv.v)
+		}
+	}
+	if len(knobs) == 0 {
+		return scenario
+	}
+	return scenario + " (" + strings.Join(knobs, ", ") + ")"
+}
+
+func scenarioNames(r *scenarios.Registry) []string {
+	var names []string
+	for _, s := range r.Scenarios() {
+		names = append(names, s.Name)
+	}
+	return names
+}
+
+// applicable rejects knobs a case sets on a backend that ignores them: a
+// gate that believes it tested "serializable" on Redis tested nothing.
+// Knobs in the defaults apply only where they mean something.
+func (c *checker) applicable(path string, sh Shape, backend string) {
+	only := func(key string, set bool, backends ...string) {
+		if set && !slices.Contains(backends, backend) {
+			c.fail(path+"."+key, "%s applies to backend %s, not %s", key, strings.Join(backends, " and "), backend)
+		}
+	}
+	only("isolation", sh.Isolation != nil && *sh.Isolation != "", "mysql", "postgres")
+	only("engine", sh.Engine != nil && *sh.Engine != "", "mysql")
+	only("latency", sh.Latency != nil, "memory")
+}
+
+// shape is a case's knobs with the defaults applied.
+type shape struct {
+	attempts, bursts, replicas, waves int
+	deploy, keep                      bool
+	gap, latency, ttl, timeout        time.Duration
+	seed                              int64
+	isolation, engine, variant        string
+}
+
+// shape checks the knobs written at path (defaults or one case).
+func (c *checker) shape(path string, sh Shape) {
+	for _, n := range []struct {
+		key string
+		v   *int
+		min int
+		why string
+	}{
+		{"attempts", sh.Attempts, 2, ": one attempt per burst can never race, so it proves nothing"},
+		{"bursts", sh.Bursts, 1, ""},
+		{"replicas", sh.Replicas, 1, ""},
+		{"waves", sh.Waves, 1, ""},
+	} {
+		if n.v != nil && *n.v < n.min {
+			c.fail(path+"."+n.key, "%s must be at least %d (got %d)%s", n.key, n.min, *n.v, n.why)
+		}
+	}
+	for _, d := range []struct {
+		key string
+		v   *string
+	}{{"gap", sh.Gap}, {"latency", sh.Latency}, {"ttl", sh.TTL}, {"timeout", sh.Timeout}} {
+		if d.v == nil {
+			continue
+		}
+		if _, err := parseDuration(*d.v); err != nil {
+			c.fail(path+"."+d.key, "%s: %v", d.key, err)
+		}
+	}
+}
+
+// merged applies the suite's defaults, then racetest's, under a case's
+// own knobs. Values were checked by shape, so parse errors cannot happen.
+func (c *checker) merged(k Shape) shape {
+	d := c.s.File.Defaults.Shape
+	intOr := func(a, b *int, def int) int {
+		if a != nil {
+			return *a
+		}
+		if b != nil {
+			return *b
+		}
+		return def
+	}
+	durOr := func(a, b *string, def time.Duration) time.Duration {
+		for _, v := range []*string{a, b} {
+			if v != nil {
+				x, _ := parseDuration(*v)
+				return x
+			}
+		}
+		return def
+	}
+	strOr := func(a, b *string) string {
+		if a != nil {
+			return *a
+		}
+		if b != nil {
+			return *b
+		}
+		return ""
+	}
+	boolOr := func(a, b *bool) bool {
+		if a != nil {
+			return *a
+		}
+		return b != nil && *b
+	}
+	sh := shape{
+		attempts:  intOr(k.Attempts, d.Attempts, runner.DefaultAttempts),
+		bursts:    intOr(k.Bursts, d.Bursts, runner.DefaultBursts),
+		replicas:  intOr(k.Replicas, d.Replicas, runner.DefaultReplicas),
+		waves:     intOr(k.Waves, d.Waves, runner.DefaultWaves),
+		deploy:    boolOr(k.Deploy, d.Deploy),
+		keep:      boolOr(k.Keep, d.Keep),
+		gap:       durOr(k.Gap, d.Gap, 0),
+		latency:   durOr(k.Latency, d.Latency, scenarios.DefaultLatency),
+		ttl:       durOr(k.TTL, d.TTL, scenarios.DefaultTTL),
+		timeout:   durOr(k.Timeout, d.Timeout, runner.DefaultTimeout),
+		variant:   strOr(k.Variant, nil),
+		isolation: strOr(k.Isolation, d.Isolation),
+		engine:    strOr(k.Engine, d.Engine),
+	}
+	if k.Seed != nil {
+		sh.seed = *k.Seed
+	} else if d.Seed != nil {
+		sh.seed = *d.Seed
+	}
+	return sh
+}
+
+// parseDuration reads a Go duration ("250ms", "1m30s") or a bare 0.
+func parseDuration(s string) (time.Duration, error) {
+	if strings.TrimSpace(s) == "0" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(strings.TrimSpace(s))
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a duration: write it with a unit, e.g. 200us, 5ms, 10s", s)
+	}
+	if d < 0 {
+		return 0, fmt.Errorf("%q cannot be negative", s)
+	}
+	return d, nil
+}

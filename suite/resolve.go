@@ -1,0 +1,49 @@
+package suite
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/racetest/racetest/report"
+)
+
+// Resolve finishes a case that ran: when its server matches an on_server
+// rule, that rule's expectation replaces the case's, and the reason joins
+// the run's notes so that every report says why. Call it once per case.
+func (p Plan) Resolve(c report.Case) report.Case {
+	r := c.Result
+	if r == nil || r.Server == "" {
+		return c
+	}
+	server := strings.ToLower(r.Server)
+	for _, rule := range p.OnServer {
+		if strings.Contains(server, strings.ToLower(rule.Match)) {
+			r.Notes = append(r.Notes, fmt.Sprintf("expectation on %s: %s instead of %s — %s",
+				r.Server, rule.Expect, c.Expect, rule.Why))
+			c.Expect = rule.Expect
+			break
+		}
+	}
+	return c
+}
+
+// Unproven says whether a case that asked to prove a bound came out SAFE
+// without reaching it: some bursts never overlapped, and only overlapped
+// bursts count. It is INCONCLUSIVE in spirit, and --strict fails it.
+func (p Plan) Unproven(c report.Case) (string, bool) {
+	if p.Prove == 0 || c.Expect.Kind != "safe" {
+		return "", false
+	}
+	a := report.Assess(c)
+	if a.Verdict != report.Safe || a.Upper <= p.Prove {
+		return "", false
+	}
+	return fmt.Sprintf("asked to prove a violation rate ≤%s at 95%%, but only %d of %d bursts overlapped, which proves ≤%s",
+		formatRate(p.Prove), a.Overlapped, a.Bursts, formatRate(a.Upper)), true
+}
+
+func formatRate(x float64) string {
+	s := fmt.Sprintf("%.2f", x*100)
+	s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	return s + "%"
+}

@@ -1,0 +1,150 @@
+// Package suite reads racetest suite files: YAML that lists the runs a CI
+// gate carries out and what each must show. Parse reads and checks a file
+// on its own (syntax, unknown keys, types, ${ENV} expansion); Plans checks
+// it against the catalog and the connections at hand and turns each case
+// into a run. Every error names the file, line and column it is about, and
+// nothing runs until the whole suite is known to be sound.
+//
+// A suite:
+//
+//	version: 1
+//	defaults:
+//	  attempts: 16
+//	  bursts: 200
+//	  connections:
+//	    postgres: ${DATABASE_URL}
+//	cases:
+//	  - scenario: conditional-update
+//	    backend: postgres
+//	    prove: 1%
+//	  - name: double tap on the save endpoint
+//	    scenario: check-then-write
+//	    backend: postgres
+//	    expect: race
+//
+// The package never prints and never connects: the command line does both.
+package suite
+
+// File is a suite as written, after ${ENV} expansion. Pointer fields tell
+// "not given" from a zero the author wrote.
+type File struct {
+	// Version is the schema version; only 1 exists. Optional.
+	Version  *int     `yaml:"version"`
+	Defaults Defaults `yaml:"defaults"`
+	Cases    []Case   `yaml:"cases"`
+}
+
+// Defaults apply to every case that does not set the knob itself.
+type Defaults struct {
+	Shape       `yaml:",inline"`
+	Connections Connections `yaml:"connections"`
+}
+
+// Shape is a run's knobs, shared by the defaults and each case.
+type Shape struct {
+	Attempts *int `yaml:"attempts"`
+	Bursts   *int `yaml:"bursts"`
+	Replicas *int `yaml:"replicas"`
+	Waves    *int `yaml:"waves"`
+	// Deploy restarts every replica between waves.
+	Deploy *bool `yaml:"deploy"`
+	// Durations are written as Go durations ("200us", "1.5s"; "0" is zero).
+	Gap     *string `yaml:"gap"`
+	Latency *string `yaml:"latency"`
+	TTL     *string `yaml:"ttl"`
+	Timeout *string `yaml:"timeout"`
+	Seed    *int64  `yaml:"seed"`
+	// Isolation, Engine and Variant are passed to the backend as given.
+	Isolation *string `yaml:"isolation"`
+	Engine    *string `yaml:"engine"`
+	Variant   *string `yaml:"variant"`
+	// Keep leaves the run's namespaced objects in the store.
+	Keep *bool `yaml:"keep"`
+}
+
+// Connections are the servers' addresses, by backend. The word "default"
+// accepts the backend's standard local address.
+type Connections struct {
+	Redis    string `yaml:"redis"`
+	MySQL    string `yaml:"mysql"`
+	Postgres string `yaml:"postgres"`
+	Mongo    string `yaml:"mongo"`
+}
+
+// Case is one run of the suite: a built-in scenario on a backend, or an
+// HTTP target, and what it must show.
+type Case struct {
+	// Name is what reports call the case; by default the scenario with the
+	// knobs that set it apart, e.g. "memory-set (replicas=3)".
+	Name     string `yaml:"name"`
+	Scenario string `yaml:"scenario"`
+	// Backend defaults to memory, as on the command line.
+	Backend string `yaml:"backend"`
+	// Connection overrides the backend's connection for this case alone.
+	Connection  string `yaml:"connection"`
+	HTTP        *HTTP  `yaml:"http"`
+	Shape       `yaml:",inline"`
+	Expectation `yaml:",inline"`
+	// Prove asks for a bound on the violation rate instead of a burst
+	// count: "1%" or 0.01 runs as many bursts as proving "at most 1% at
+	// 95% confidence" needs, and stops at the first violation.
+	Prove string `yaml:"prove"`
+	// OnServer replaces the expectation when the server the run measured
+	// matches: a wire-compatible server that really behaves differently.
+	OnServer []ServerExpect `yaml:"on_server"`
+}
+
+// Expectation is what a run must show: expect (catalog, safe or race) or
+// max_effects, not both. Neither means the catalog's expectation.
+type Expectation struct {
+	Expect     string `yaml:"expect"`
+	MaxEffects *int   `yaml:"max_effects"`
+}
+
+// ServerExpect is an expectation for the servers whose reported name
+// contains Match (case-insensitive), with the reason, which reports print.
+type ServerExpect struct {
+	Match       string `yaml:"match"`
+	Expectation `yaml:",inline"`
+	Why         string `yaml:"why"`
+}
+
+// HTTP is a case that fires at an HTTP endpoint and checks the side effect.
+// Its keys are those of the HTTP firing engine's configuration, so that a
+// case maps onto it field for field. The URL, header values, body and
+// effects check are Go templates over {{.Burst}}, {{.Attempt}}, {{.Token}}
+// (random, fresh per burst), {{.RunID}} and {{.Key}}.
+type HTTP struct {
+	// Method defaults to GET, or POST when there is a body.
+	Method string `yaml:"method"`
+	URL    string `yaml:"url"`
+	// Headers are "Name: value" lines, as curl's -H takes them.
+	Headers []string `yaml:"headers"`
+	// Cookies are "name=value" pairs.
+	Cookies  []string `yaml:"cookies"`
+	Body     string   `yaml:"body"`
+	BodyFile string   `yaml:"body_file"`
+	Success  *Success `yaml:"success"`
+	// Effects counts, after each burst, what really happened:
+	// sql:mysql:QUERY, sql:postgres:QUERY, redis:COMMAND,
+	// mongo:DB.COLLECTION:FILTER, or http:URL (a GET returning a number).
+	Effects string `yaml:"effects"`
+	// Release is barrier (default), last-byte, single-packet or naive.
+	Release string `yaml:"release"`
+	// Insecure skips TLS verification, for local targets only.
+	Insecure bool `yaml:"insecure"`
+	// Timeout bounds connecting and each effects check (a duration).
+	Timeout string `yaml:"timeout"`
+	// Warmup is a URL on the same host fetched once per new connection.
+	Warmup string `yaml:"warmup"`
+	// Allowed is how many effects per burst are correct (default 1).
+	Allowed *int `yaml:"allowed"`
+}
+
+// Success is the rule that makes a response count as executed: a status
+// in Status ("200" or a class, "2xx"), and (when given) a body matching
+// the regular expression Body.
+type Success struct {
+	Status []string `yaml:"status"`
+	Body   string   `yaml:"body"`
+}
