@@ -1,0 +1,130 @@
+package httpfire
+
+import (
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/racetest/racetest/runner"
+)
+
+// ArrivalHeader is the response header in which a server under test may put
+// the instant (Unix nanoseconds) a request finished arriving; racetest serve
+// does. With it, each burst's arrival spread is measured at the server.
+const ArrivalHeader = "X-Racetest-Arrival"
+
+// releaser is one thing the release loop writes: a connection's held tail
+// (last-byte) or a connection's held final frames (single-packet).
+type releaser interface {
+	fire(at time.Time)
+}
+
+// burst is one burst's shared state: its template variables, its release,
+// and what its attempts saw. It is the runner.Subject's Data.
+type burst struct {
+	vars Vars
+
+	// The release of the first wave: the first attempt past the runner's
+	// gate runs it; the others wait for it to finish (sync.Once), so every
+	// held request leaves in one tight loop.
+	once      sync.Once
+	releasers []releaser
+	// armed counts the attempts armed for this burst's first wave.
+	armed int
+
+	attempts atomic.Int32
+	answered atomic.Int32
+	executed atomic.Int32
+	failed   atomic.Int32 // error or unknown: no claim either way
+
+	mu             sync.Mutex
+	sentFirst      time.Time
+	sentLast       time.Time
+	arriveFirst    int64
+	arriveLast     int64
+	arrivals       int
+	statuses       map[int]int
+	firstErr       error
+	server, proto  string
+	notSynchronous int // attempts that could not be held back for the release
+}
+
+func newBurst(v Vars) *burst { return &burst{vars: v, statuses: map[int]int{}} }
+
+func (b *burst) varsFor(attempt int) Vars {
+	v := b.vars
+	v.Attempt = attempt
+	return v
+}
+
+// release runs the release loop once; every caller returns after it.
+func (b *burst) release() {
+	b.once.Do(func() {
+		for _, r := range b.releasers {
+			r.fire(time.Now())
+		}
+	})
+}
+
+// sent records that a request (or a connection's held frames) started to
+// leave at t.
+func (b *burst) sent(t time.Time) {
+	b.mu.Lock()
+	if b.sentFirst.IsZero() || t.Before(b.sentFirst) {
+		b.sentFirst = t
+	}
+	if t.After(b.sentLast) {
+		b.sentLast = t
+	}
+	b.mu.Unlock()
+}
+
+// answer records one response.
+func (b *burst) answer(status int, h http.Header, proto string) {
+	b.answered.Add(1)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.statuses[status]++
+	if b.server == "" {
+		b.server, b.proto = h.Get("Server"), proto
+	}
+	if ns, err := strconv.ParseInt(h.Get(ArrivalHeader), 10, 64); err == nil && ns > 0 {
+		if b.arrivals == 0 || ns < b.arriveFirst {
+			b.arriveFirst = ns
+		}
+		if ns > b.arriveLast {
+			b.arriveLast = ns
+		}
+		b.arrivals++
+	}
+}
+
+// outcome counts an attempt's outcome in the burst.
+func (b *burst) outcome(o runner.Outcome) runner.Outcome {
+	switch o.Class {
+	case runner.Executed:
+		b.executed.Add(1)
+	case runner.Error, runner.Unknown:
+		b.failed.Add(1)
+		b.mu.Lock()
+		if b.firstErr == nil {
+			b.firstErr = o.Err
+		}
+		b.mu.Unlock()
+	}
+	return o
+}
+
+func (b *burst) clientSpread() (time.Duration, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.sentLast.Sub(b.sentFirst), !b.sentFirst.IsZero()
+}
+
+func (b *burst) serverSpread() (time.Duration, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return time.Duration(b.arriveLast - b.arriveFirst), b.arrivals >= 2
+}

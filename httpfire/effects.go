@@ -1,0 +1,454 @@
+package httpfire
+
+import (
+	"context"
+	"crypto/tls"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"text/template"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5"
+	"github.com/racetest/racetest/scenarios/mysqlstore"
+	"github.com/redis/go-redis/v9"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+)
+
+// effectsCheck counts, after a burst, how many times the guarded action
+// really took effect for the burst's subject.
+type effectsCheck interface {
+	open(ctx context.Context) error
+	count(ctx context.Context, v Vars) (int, error)
+	describe() string
+	close() error
+}
+
+// Default servers of the effects checks, as for the scenario backends.
+const (
+	defaultPostgresURL = "postgres://postgres@127.0.0.1:5432/test"
+	defaultRedisURL    = "redis://127.0.0.1:6379/0"
+	defaultMongoURI    = "mongodb://127.0.0.1:27017"
+)
+
+const effectsKinds = "sql:mysql:QUERY, sql:postgres:QUERY, redis:COMMAND, mongo:DB.COLLECTION:FILTER or http:URL"
+
+func parseEffects(spec string, t *Target) (effectsCheck, error) {
+	kind, rest, _ := strings.Cut(spec, ":")
+	bad := func(format string, a ...any) error {
+		return inputErrorf("effects", "%q: %s (want %s)", spec, fmt.Sprintf(format, a...), effectsKinds)
+	}
+	tmpl := func(text string) (*template.Template, error) {
+		tt, err := parseTemplate("effects", text)
+		if err != nil {
+			return nil, err
+		}
+		_, err = execute(tt, Vars{RunID: "sample", Key: "racetest_sample_0", Token: "0000000000000000"})
+		return tt, err
+	}
+	conn := t.p.Conn
+	switch kind {
+	case "sql":
+		driver, query, _ := strings.Cut(rest, ":")
+		if strings.TrimSpace(query) == "" {
+			return nil, bad("no query")
+		}
+		q, err := tmpl(query)
+		if err != nil {
+			return nil, err
+		}
+		switch driver {
+		case "mysql", "mariadb":
+			cfg, err := mysqlstore.Config(conn.MySQLDSN)
+			if err != nil {
+				return nil, &InputError{Field: "mysql-dsn", Err: err}
+			}
+			return &mysqlCheck{cfg: cfg, query: q, spec: "sql:mysql"}, nil
+		case "postgres", "postgresql", "pg":
+			raw := conn.PostgresURL
+			if raw == "" {
+				raw = defaultPostgresURL
+			}
+			cfg, err := pgx.ParseConfig(raw)
+			if err != nil {
+				return nil, inputErrorf("postgres-url", "cannot parse the PostgreSQL URL (%s): %v", redactURL(raw), errors.Unwrap(err))
+			}
+			return &pgCheck{cfg: cfg, query: q}, nil
+		}
+		return nil, bad("unknown SQL server %q", driver)
+	case "redis":
+		if strings.TrimSpace(rest) == "" {
+			return nil, bad("no command")
+		}
+		c, err := tmpl(rest)
+		if err != nil {
+			return nil, err
+		}
+		raw := conn.RedisURL
+		if raw == "" {
+			raw = defaultRedisURL
+		}
+		opt, err := redis.ParseURL(raw)
+		if err != nil {
+			return nil, inputErrorf("redis-url", "cannot parse the Redis URL (%s): %v", redactURL(raw), strings.ReplaceAll(err.Error(), raw, redactURL(raw)))
+		}
+		return &redisCheck{opt: opt, cmd: c}, nil
+	case "mongo", "mongodb":
+		ns, filter, _ := strings.Cut(rest, ":")
+		db, coll, ok := strings.Cut(ns, ".")
+		if !ok || db == "" || coll == "" {
+			return nil, bad("name the collection as DB.COLLECTION")
+		}
+		if strings.TrimSpace(filter) == "" {
+			filter = "{}"
+		}
+		f, err := tmpl(filter)
+		if err != nil {
+			return nil, err
+		}
+		var probe bson.D
+		sample, _ := execute(f, Vars{RunID: "sample", Key: "racetest_sample_0", Token: "0000000000000000"})
+		if err := bson.UnmarshalExtJSON([]byte(sample), false, &probe); err != nil {
+			return nil, bad("the filter is not JSON: %v", err)
+		}
+		uri := conn.MongoURI
+		if uri == "" {
+			uri = defaultMongoURI
+		}
+		return &mongoCheck{uri: uri, db: db, coll: coll, filter: f}, nil
+	case "http", "https":
+		text := rest
+		if strings.HasPrefix(rest, "//") {
+			// A bare URL: http://host/count works as well as http:http://host/count.
+			text = spec
+		}
+		u, err := tmpl(text)
+		if err != nil {
+			return nil, err
+		}
+		sample, _ := execute(u, Vars{RunID: "sample", Key: "racetest_sample_0", Token: "0000000000000000"})
+		if _, err := parseTarget("effects", sample); err != nil {
+			return nil, err
+		}
+		return &httpCheck{t: t, url: u}, nil
+	}
+	return nil, bad("unknown kind %q", kind)
+}
+
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return u.Redacted()
+}
+
+// number reads a count from what a store returned.
+func number(v any) (int, error) {
+	switch x := v.(type) {
+	case nil:
+		return 0, nil
+	case int64:
+		return int(x), nil
+	case int:
+		return x, nil
+	case int32:
+		return int(x), nil
+	case float64:
+		if x != math.Trunc(x) || x < 0 {
+			return 0, fmt.Errorf("%v is not a count", x)
+		}
+		return int(x), nil
+	case []byte:
+		return number(string(x))
+	case string:
+		s := strings.TrimSpace(x)
+		if n, err := strconv.Atoi(s); err == nil {
+			return n, nil
+		}
+		if f, err := strconv.ParseFloat(s, 64); err == nil {
+			return number(f)
+		}
+		return 0, fmt.Errorf("%q is not a number", truncate(s, 60))
+	case []any:
+		return len(x), nil
+	case bool:
+		if x {
+			return 1, nil
+		}
+		return 0, nil
+	}
+	return 0, fmt.Errorf("a %T is not a count", v)
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+type mysqlCheck struct {
+	cfg   *mysql.Config
+	query *template.Template
+	spec  string
+	db    *sql.DB
+}
+
+func (c *mysqlCheck) describe() string { return c.spec + " on " + c.cfg.Addr + "/" + c.cfg.DBName }
+
+func (c *mysqlCheck) open(ctx context.Context) error {
+	conn, err := mysql.NewConnector(c.cfg)
+	if err != nil {
+		return err
+	}
+	c.db = sql.OpenDB(conn)
+	c.db.SetMaxOpenConns(1)
+	if err := c.db.PingContext(ctx); err != nil {
+		return fmt.Errorf("cannot connect to MySQL at %s: %w — is it running? set --mysql-dsn or RACETEST_MYSQL_DSN", c.cfg.Addr, err)
+	}
+	return nil
+}
+
+func (c *mysqlCheck) count(ctx context.Context, v Vars) (int, error) {
+	q, err := execute(c.query, v)
+	if err != nil {
+		return 0, err
+	}
+	var x any
+	if err := c.db.QueryRowContext(ctx, q).Scan(&x); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return 0, nil
+		}
+		return 0, err
+	}
+	return number(x)
+}
+
+func (c *mysqlCheck) close() error {
+	if c.db != nil {
+		return c.db.Close()
+	}
+	return nil
+}
+
+type pgCheck struct {
+	cfg   *pgx.ConnConfig
+	query *template.Template
+	conn  *pgx.Conn
+}
+
+func (c *pgCheck) describe() string {
+	return fmt.Sprintf("sql:postgres on %s:%d/%s", c.cfg.Host, c.cfg.Port, c.cfg.Database)
+}
+
+func (c *pgCheck) open(ctx context.Context) error {
+	conn, err := pgx.ConnectConfig(ctx, c.cfg)
+	if err != nil {
+		return fmt.Errorf("cannot connect to PostgreSQL at %s:%d: %w — is it running? set --postgres-url or RACETEST_POSTGRES_URL", c.cfg.Host, c.cfg.Port, err)
+	}
+	c.conn = conn
+	return nil
+}
+
+func (c *pgCheck) count(ctx context.Context, v Vars) (int, error) {
+	q, err := execute(c.query, v)
+	if err != nil {
+		return 0, err
+	}
+	var x any
+	// The simple protocol: one round trip, and any result type scans to any.
+	if err := c.conn.QueryRow(ctx, q, pgx.QueryExecModeSimpleProtocol).Scan(&x); err != nil {
+		if errors.Is(err, pgx.ErrNoRows) {
+			return 0, nil
+		}
+		return 0, err
+	}
+	return number(x)
+}
+
+func (c *pgCheck) close() error {
+	if c.conn != nil {
+		return c.conn.Close(context.Background())
+	}
+	return nil
+}
+
+type redisCheck struct {
+	opt    *redis.Options
+	cmd    *template.Template
+	client *redis.Client
+}
+
+func (c *redisCheck) describe() string { return "redis on " + c.opt.Addr }
+
+func (c *redisCheck) open(ctx context.Context) error {
+	c.client = redis.NewClient(c.opt)
+	if err := c.client.Ping(ctx).Err(); err != nil {
+		return fmt.Errorf("cannot connect to Redis at %s: %w — is it running? set --redis-url or RACETEST_REDIS_URL", c.opt.Addr, err)
+	}
+	return nil
+}
+
+func (c *redisCheck) count(ctx context.Context, v Vars) (int, error) {
+	cmd, err := execute(c.cmd, v)
+	if err != nil {
+		return 0, err
+	}
+	fields := strings.Fields(cmd)
+	args := make([]any, len(fields))
+	for i, f := range fields {
+		args[i] = f
+	}
+	res, err := c.client.Do(ctx, args...).Result()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return number(res)
+}
+
+func (c *redisCheck) close() error {
+	if c.client != nil {
+		return c.client.Close()
+	}
+	return nil
+}
+
+type mongoCheck struct {
+	uri, db, coll string
+	filter        *template.Template
+	client        *mongo.Client
+}
+
+func (c *mongoCheck) describe() string { return "mongo count in " + c.db + "." + c.coll }
+
+func (c *mongoCheck) open(ctx context.Context) error {
+	client, err := mongo.Connect(options.Client().ApplyURI(c.uri))
+	if err != nil {
+		return fmt.Errorf("cannot parse the MongoDB URI (%s): %v", redactURL(c.uri), strings.ReplaceAll(err.Error(), c.uri, redactURL(c.uri)))
+	}
+	c.client = client
+	if err := client.Ping(ctx, nil); err != nil {
+		return fmt.Errorf("cannot connect to MongoDB at %s: %v — is it running? set --mongo-uri or RACETEST_MONGO_URI", redactURL(c.uri), strings.ReplaceAll(err.Error(), c.uri, redactURL(c.uri)))
+	}
+	return nil
+}
+
+func (c *mongoCheck) count(ctx context.Context, v Vars) (int, error) {
+	f, err := execute(c.filter, v)
+	if err != nil {
+		return 0, err
+	}
+	var filter bson.D
+	if err := bson.UnmarshalExtJSON([]byte(f), false, &filter); err != nil {
+		return 0, fmt.Errorf("the filter is not JSON: %w", err)
+	}
+	n, err := c.client.Database(c.db).Collection(c.coll).CountDocuments(ctx, filter)
+	return int(n), err
+}
+
+func (c *mongoCheck) close() error {
+	if c.client != nil {
+		return c.client.Disconnect(context.Background())
+	}
+	return nil
+}
+
+// httpCheck GETs a URL whose body is the count: a plain number, or a JSON
+// object with one numeric field ({"count": 2}).
+type httpCheck struct {
+	t      *Target
+	url    *template.Template
+	client *http.Client
+}
+
+func (c *httpCheck) describe() string { return "http GET " + c.url.Root.String() }
+
+func (c *httpCheck) open(context.Context) error {
+	c.client = &http.Client{
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: c.t.c.cfg.Insecure}}, //nolint:gosec // asked for
+		Timeout:   c.t.c.timeout,
+	}
+	return nil
+}
+
+func (c *httpCheck) count(ctx context.Context, v Vars) (int, error) {
+	raw, err := execute(c.url, v)
+	if err != nil {
+		return 0, err
+	}
+	req, err := http.NewRequestWithContext(ctx, "GET", raw, nil)
+	if err != nil {
+		return 0, err
+	}
+	// Only the credentials of the burst's requests go along: an effects
+	// endpoint behind the same login needs them, and nothing else.
+	for _, h := range c.t.c.headers {
+		if strings.EqualFold(h.name, "Authorization") {
+			val, err := execute(h.value, v)
+			if err != nil {
+				return 0, err
+			}
+			req.Header.Set("Authorization", val)
+		}
+	}
+	if c.t.c.cookie != "" {
+		req.Header.Set("Cookie", c.t.c.cookie)
+	}
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return 0, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("GET %s: HTTP %d, want 200 with a number", req.URL.Redacted(), resp.StatusCode)
+	}
+	n, err := countFromBody(body)
+	if err != nil {
+		return 0, fmt.Errorf("GET %s: %w", req.URL.Redacted(), err)
+	}
+	return n, nil
+}
+
+func countFromBody(body []byte) (int, error) {
+	s := strings.TrimSpace(string(body))
+	if n, err := number(s); err == nil {
+		return n, nil
+	}
+	var obj map[string]any
+	if json.Unmarshal([]byte(s), &obj) == nil {
+		var found []any
+		for _, v := range obj {
+			if _, ok := v.(float64); ok {
+				found = append(found, v)
+			}
+		}
+		if len(found) == 1 {
+			return number(found[0])
+		}
+	}
+	return 0, fmt.Errorf("the body %q is neither a number nor a JSON object with one numeric field", truncate(s, 60))
+}
+
+func (c *httpCheck) close() error {
+	if c.client != nil {
+		c.client.CloseIdleConnections()
+	}
+	return nil
+}

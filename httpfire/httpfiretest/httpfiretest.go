@@ -1,0 +1,106 @@
+// Package httpfiretest provides HTTP endpoints to fire at in tests and
+// benchmarks: a check-then-write endpoint with a window of known width that
+// timestamps every arrival, as racetest serve does.
+package httpfiretest
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"runtime"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/racetest/racetest/httpfire"
+)
+
+// CheckThenWrite is an endpoint with the classic race. POST /?key=K reads
+// whether K was written; if not, it waits Window — the gap between the check
+// and the write — and writes it (200); if so, it answers 409. GET /count?key=K
+// returns how many times K was written: the effects.
+//
+// A request counts as arrived once its body is read in full, which is when a
+// handler can act on it; the instant goes back in the X-Racetest-Arrival
+// header, so a client can measure the arrival spread at the server.
+type CheckThenWrite struct {
+	Window time.Duration
+
+	mu       sync.Mutex
+	writes   map[string]int
+	arrivals map[string][]time.Time
+}
+
+// NewCheckThenWrite returns the endpoint with a check-then-write window.
+func NewCheckThenWrite(window time.Duration) *CheckThenWrite {
+	return &CheckThenWrite{Window: window, writes: map[string]int{}, arrivals: map[string][]time.Time{}}
+}
+
+func (c *CheckThenWrite) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	key := r.URL.Query().Get("key")
+	if r.URL.Path == "/count" {
+		fmt.Fprintln(w, c.Writes(key))
+		return
+	}
+	if _, err := io.Copy(io.Discard, r.Body); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	now := time.Now()
+	w.Header().Set(httpfire.ArrivalHeader, strconv.FormatInt(now.UnixNano(), 10))
+	c.mu.Lock()
+	c.arrivals[key] = append(c.arrivals[key], now)
+	written := c.writes[key] > 0
+	c.mu.Unlock()
+	if written {
+		http.Error(w, "already written", http.StatusConflict)
+		return
+	}
+	Wait(c.Window)
+	c.mu.Lock()
+	c.writes[key]++
+	c.mu.Unlock()
+	fmt.Fprintln(w, "written")
+}
+
+// Writes is how many times key was written.
+func (c *CheckThenWrite) Writes(key string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.writes[key]
+}
+
+// ArrivalSpread is the time from the first to the last arrival for key.
+func (c *CheckThenWrite) ArrivalSpread(key string) (time.Duration, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	a := c.arrivals[key]
+	if len(a) < 2 {
+		return 0, false
+	}
+	s := append([]time.Time(nil), a...)
+	sort.Slice(s, func(i, j int) bool { return s[i].Before(s[j]) })
+	return s[len(s)-1].Sub(s[0]), true
+}
+
+// Keys lists the keys that saw requests.
+func (c *CheckThenWrite) Keys() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	keys := make([]string, 0, len(c.arrivals))
+	for k := range c.arrivals {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// Wait pauses for d without a timer: Go's timers wake about a millisecond
+// late, far coarser than the windows measured here. It yields while it
+// waits, so other handlers run.
+func Wait(d time.Duration) {
+	for end := time.Now().Add(d); time.Now().Before(end); {
+		runtime.Gosched()
+	}
+}

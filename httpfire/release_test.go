@@ -1,0 +1,209 @@
+package httpfire_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/racetest/racetest/httpfire"
+	"github.com/racetest/racetest/httpfire/httpfiretest"
+	"github.com/racetest/racetest/runner"
+	"github.com/racetest/racetest/scenarios"
+)
+
+// server kinds a release mode can meet.
+const (
+	plainH1 = "http/1.1"
+	tlsH1   = "https http/1.1 only"
+	tlsH2   = "https with h2"
+	h2c     = "h2c"
+)
+
+func newServer(t *testing.T, kind string, h http.Handler) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewUnstartedServer(h)
+	switch kind {
+	case plainH1:
+		srv.Start()
+	case tlsH1:
+		srv.StartTLS()
+	case tlsH2:
+		srv.EnableHTTP2 = true
+		srv.StartTLS()
+	case h2c:
+		srv.Config.Protocols = new(http.Protocols)
+		srv.Config.Protocols.SetHTTP1(true)
+		srv.Config.Protocols.SetUnencryptedHTTP2(true)
+		srv.Start()
+	}
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func params() scenarios.Params { return scenarios.Params{RunID: scenarios.NewRunID()} }
+
+func ctwConfig(srv *httptest.Server, mode httpfire.Release) httpfire.Config {
+	return httpfire.Config{
+		Method:  "POST",
+		URL:     srv.URL + "/?key={{.Token}}",
+		Body:    `{"attempt": {{.Attempt}}}`,
+		Effects: "http:" + srv.URL + "/count?key={{.Token}}",
+		Release: mode,
+		// The test servers' certificates are self-signed.
+		Insecure: true,
+		Timeout:  5 * time.Second,
+	}
+}
+
+func run(t *testing.T, cfg httpfire.Config, n, bursts int) (*runner.Result, *httpfire.Target) {
+	t.Helper()
+	target, err := httpfire.New(cfg, params())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := runner.Run(ctx, target, runner.Attempts(n), runner.Bursts(bursts), runner.Timeout(5*time.Second))
+	if err != nil {
+		t.Fatalf("%s: %v", cfg.Release, err)
+	}
+	return res, target
+}
+
+// Every release mode, on every server that supports it, gets an answer for
+// every attempt, and the server's own count agrees with the 200s it sent.
+func TestReleaseModes(t *testing.T) {
+	cases := []struct {
+		mode   httpfire.Release
+		server string
+	}{
+		{httpfire.Barrier, plainH1},
+		{httpfire.Barrier, tlsH2}, // ALPN offers http/1.1 only: the server falls back
+		{httpfire.LastByte, plainH1},
+		{httpfire.LastByte, tlsH1},
+		{httpfire.LastByte, tlsH2},
+		{httpfire.SinglePacket, tlsH2},
+		{httpfire.SinglePacket, h2c},
+		{httpfire.Naive, plainH1},
+	}
+	for _, c := range cases {
+		t.Run(string(c.mode)+" on "+c.server, func(t *testing.T) {
+			ctw := httpfiretest.NewCheckThenWrite(0)
+			protos := make(chan string, 1000)
+			srv := newServer(t, c.server, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path != "/count" { // the effects check's GET is not a burst's request
+					protos <- r.Proto
+				}
+				ctw.ServeHTTP(w, r)
+			}))
+			const n, bursts = 6, 12
+			res, target := run(t, ctwConfig(srv, c.mode), n, bursts)
+			if len(res.Bursts) != bursts {
+				t.Fatalf("%d bursts, want %d", len(res.Bursts), bursts)
+			}
+			for _, b := range res.Bursts {
+				o := b.Outcomes
+				if o[runner.Executed]+o[runner.Declined] != n {
+					t.Errorf("burst %d: outcomes %v, want %d answered (errors: %v)", b.Index, o, n, res.Errors)
+				}
+				if b.Effects < 1 || b.Effects != o[runner.Executed] {
+					t.Errorf("burst %d: the server counted %d writes but answered 200 %d times", b.Index, b.Effects, o[runner.Executed])
+				}
+			}
+			if len(ctw.Keys()) != bursts {
+				t.Errorf("the server saw %d distinct tokens, want one per burst (%d)", len(ctw.Keys()), bursts)
+			}
+			close(protos)
+			want := "HTTP/1.1"
+			if c.mode == httpfire.SinglePacket {
+				want = "HTTP/2.0"
+			}
+			for p := range protos {
+				if p != want {
+					t.Fatalf("the server saw %s, want %s", p, want)
+				}
+			}
+			client, arrival := target.Spreads()
+			if len(client) != bursts || len(arrival) != bursts {
+				t.Errorf("spreads measured for %d (client) and %d (server) bursts, want %d", len(client), len(arrival), bursts)
+			}
+			notes := strings.Join(target.Notes(), "\n")
+			for _, want := range []string{"release: " + string(c.mode), "said success", "actually happened", "server arrival spread"} {
+				if !strings.Contains(notes, want) {
+					t.Errorf("notes lack %q:\n%s", want, notes)
+				}
+			}
+		})
+	}
+}
+
+// A check-then-write endpoint with a 100µs window: the wire-level releases
+// put the attempts inside the window, and some burst lets two through. (How
+// often is the benchmark's business: timing is not asserted here.)
+func TestReleaseExposesRace(t *testing.T) {
+	for _, c := range []struct {
+		mode   httpfire.Release
+		server string
+	}{{httpfire.LastByte, plainH1}, {httpfire.SinglePacket, h2c}} {
+		t.Run(string(c.mode), func(t *testing.T) {
+			ctw := httpfiretest.NewCheckThenWrite(100 * time.Microsecond)
+			srv := newServer(t, c.server, ctw)
+			res, _ := run(t, ctwConfig(srv, c.mode), 8, 40)
+			if res.Violations() == 0 {
+				t.Errorf("no burst of %d exposed the 100µs check-then-write window (effects %+v)", len(res.Bursts), res.EffectsSummary())
+			}
+		})
+	}
+}
+
+// The request each attempt sends is its own: templated by burst and attempt.
+func TestTemplatesReachTheServer(t *testing.T) {
+	type seen struct{ path, body, header, cookie string }
+	got := make(chan seen, 64)
+	srv := newServer(t, plainH1, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var b strings.Builder
+		buf := make([]byte, 256)
+		for {
+			n, err := r.Body.Read(buf)
+			b.Write(buf[:n])
+			if err != nil {
+				break
+			}
+		}
+		got <- seen{r.URL.RequestURI(), b.String(), r.Header.Get("X-Attempt"), r.Header.Get("Cookie")}
+	}))
+	cfg := httpfire.Config{
+		Method:  "PUT",
+		URL:     srv.URL + "/save/{{.Burst}}?token={{.Token}}",
+		Headers: []string{"X-Attempt: a{{.Attempt}}"},
+		Cookies: []string{"session=abc", "lang=en"},
+		Body:    "run={{.RunID}} attempt={{.Attempt}}",
+		Release: httpfire.LastByte,
+	}
+	run(t, cfg, 3, 2)
+	close(got)
+	tokens := map[string]bool{}
+	attempts := map[string]int{}
+	for s := range got {
+		if !strings.HasPrefix(s.path, "/save/") || !strings.Contains(s.path, "?token=") {
+			t.Errorf("path %q", s.path)
+		}
+		tokens[s.path[strings.Index(s.path, "=")+1:]] = true
+		if !strings.Contains(s.body, "attempt=") || strings.TrimPrefix(s.header, "a") != s.body[strings.LastIndex(s.body, "=")+1:] {
+			t.Errorf("attempt header %q does not match body %q", s.header, s.body)
+		}
+		attempts[s.header]++
+		if s.cookie != "session=abc; lang=en" {
+			t.Errorf("cookie %q", s.cookie)
+		}
+	}
+	if len(tokens) != 2 {
+		t.Errorf("tokens %v: want a fresh one per burst", tokens)
+	}
+	if len(attempts) != 3 || attempts["a0"] != 2 {
+		t.Errorf("attempt headers %v: want a0, a1, a2 twice each", attempts)
+	}
+}

@@ -1,0 +1,348 @@
+package httpfire
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/racetest/racetest/runner"
+	"github.com/racetest/racetest/scenarios"
+)
+
+// Target fires a run's bursts at one HTTP endpoint. Build it with New; it is
+// a runner.Target, and also a runner.Noter, Describer and Checker.
+type Target struct {
+	c       *compiled
+	p       scenarios.Params
+	effects effectsCheck
+
+	mu       sync.Mutex
+	sessions map[armer]struct{}
+
+	st stats
+}
+
+// armer is a live session (HTTP/1.1) or connection (HTTP/2) that must be
+// made ready before each burst, while nothing is timed.
+type armer interface {
+	arm(ctx context.Context, b *burst) error
+	order() int
+}
+
+// New validates cfg and builds the target; p supplies the run id (for
+// {{.RunID}} and {{.Key}}), the connections an effects check uses, and
+// optionally the dial function. A bad cfg is an *InputError.
+func New(cfg Config, p scenarios.Params) (*Target, error) {
+	c, err := compile(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if p.RunID == "" {
+		p.RunID = scenarios.NewRunID()
+	}
+	t := &Target{c: c, p: p, sessions: map[armer]struct{}{}}
+	if cfg.Effects != "" {
+		if t.effects, err = parseEffects(cfg.Effects, t); err != nil {
+			return nil, err
+		}
+	}
+	t.st.statuses = map[int]int{}
+	return t, nil
+}
+
+// Release is the release mode the target uses.
+func (t *Target) Release() Release { return t.c.release }
+
+// Prepare connects the effects check, so an unreachable store stops the run
+// before the first burst. An HTTP target creates nothing.
+func (t *Target) Prepare(ctx context.Context) error {
+	if t.effects == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, t.c.timeout)
+	defer cancel()
+	if err := t.effects.open(ctx); err != nil {
+		return fmt.Errorf("effects check %s: %w", t.effects.describe(), err)
+	}
+	return nil
+}
+
+// Cleanup closes the effects check's connection. The run made nothing to drop.
+func (t *Target) Cleanup(context.Context) error {
+	if t.effects != nil {
+		return t.effects.close()
+	}
+	return nil
+}
+
+// Open dials replica's connections: one keep-alive connection per attempt
+// for HTTP/1.1, one HTTP/2 connection for all of them with single-packet.
+func (t *Target) Open(ctx context.Context, replica, workers int) (runner.App, error) {
+	switch t.c.release {
+	case SinglePacket:
+		conn, err := t.dialH2(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if max := conn.maxStreams(); uint32(workers) > max {
+			conn.close()
+			return nil, fmt.Errorf("single-packet puts the whole burst on one HTTP/2 connection, and %s allows %d streams at once: lower -n to %d or less",
+				t.c.addr, max, max)
+		}
+		a := &h2App{t: t, conn: conn, replica: replica}
+		t.register(a)
+		return a, nil
+	case Naive:
+		return naiveApp{t}, nil
+	}
+	return h1App{t}, nil
+}
+
+func (t *Target) register(a armer) {
+	t.mu.Lock()
+	t.sessions[a] = struct{}{}
+	t.mu.Unlock()
+}
+
+func (t *Target) unregister(a armer) {
+	t.mu.Lock()
+	delete(t.sessions, a)
+	t.mu.Unlock()
+}
+
+// Reset makes the burst's subject — a fresh token — and arms every session:
+// each request is rendered and, for last-byte and single-packet, written but
+// for its held-back tail, before the runner's gate opens.
+func (t *Target) Reset(ctx context.Context, index int) (runner.Subject, error) {
+	var tok [8]byte
+	if _, err := rand.Read(tok[:]); err != nil {
+		return runner.Subject{}, err
+	}
+	v := Vars{Burst: index, Token: hex.EncodeToString(tok[:]), RunID: t.p.RunID, Key: t.p.Prefix() + strconv.Itoa(index)}
+	b := newBurst(v)
+	t.mu.Lock()
+	live := make([]armer, 0, len(t.sessions))
+	for a := range t.sessions {
+		live = append(live, a)
+	}
+	t.mu.Unlock()
+	// Worker order: the release loop then writes in the order of the attempts.
+	sort.Slice(live, func(i, j int) bool { return live[i].order() < live[j].order() })
+	var firstErr error
+	failed := 0
+	for _, a := range live {
+		if err := a.arm(ctx, b); err != nil {
+			failed++
+			if firstErr == nil {
+				firstErr = err
+			}
+		}
+	}
+	if len(live) > 0 && failed == len(live) {
+		var in *InputError
+		if errors.As(firstErr, &in) {
+			return runner.Subject{}, firstErr
+		}
+		return runner.Subject{}, fmt.Errorf("no connection could be made ready for the burst: %w", firstErr)
+	}
+	return runner.Subject{Burst: index, Key: v.Key, Data: b}, nil
+}
+
+// Effects is the ground truth of a burst: the effects check when there is
+// one, otherwise the attempts the server said succeeded.
+func (t *Target) Effects(ctx context.Context, s runner.Subject) (int, error) {
+	b, ok := s.Data.(*burst)
+	if !ok {
+		return 0, errors.New("httpfire: the subject was not made by this target")
+	}
+	if n := b.attempts.Load(); n > 0 && b.answered.Load() == 0 {
+		return 0, fmt.Errorf("none of the %d requests got an HTTP response (first error: %v) — is the server still up?", n, b.firstErr)
+	}
+	effects := int(b.executed.Load())
+	if t.effects != nil {
+		ctx, cancel := context.WithTimeout(ctx, t.c.timeout)
+		defer cancel()
+		n, err := t.effects.count(ctx, b.vars)
+		if err != nil {
+			return 0, fmt.Errorf("effects check %s: %w", t.effects.describe(), err)
+		}
+		effects = n
+	}
+	t.st.add(b, effects)
+	return effects, nil
+}
+
+// Server names what answered: its Server header and protocol.
+func (t *Target) Server() string {
+	t.st.mu.Lock()
+	defer t.st.mu.Unlock()
+	s := t.c.scheme + "://" + t.c.host
+	switch {
+	case t.st.server != "" && t.st.proto != "":
+		s += " (" + t.st.server + ", " + t.st.proto + ")"
+	case t.st.proto != "":
+		s += " (" + t.st.proto + ")"
+	}
+	return s
+}
+
+// Checks refuses to call a run SAFE when attempts went unanswered or failed
+// and there is no effects check to say what really happened.
+func (t *Target) Checks(context.Context) []runner.Check {
+	if t.effects != nil {
+		return nil
+	}
+	t.st.mu.Lock()
+	defer t.st.mu.Unlock()
+	if t.st.failed == 0 {
+		return []runner.Check{{Name: "every request answered", OK: true, Detail: fmt.Sprintf("%d of %d requests got a non-5xx HTTP response", t.st.attempts, t.st.attempts)}}
+	}
+	return []runner.Check{{Name: "every request answered", OK: false, Detail: fmt.Sprintf(
+		"%d of %d requests got no response or a 5xx; without an effects check racetest cannot tell whether they ran, so it claims nothing (add --effects)",
+		t.st.failed, t.st.attempts)}}
+}
+
+// Notes are what a reader needs beside the table: the release mode, what
+// the server said against what happened, and the measured spreads.
+func (t *Target) Notes() []string {
+	t.st.mu.Lock()
+	defer t.st.mu.Unlock()
+	notes := []string{"request: " + t.c.describe() + "; success: " + t.c.rules.desc, "release: " + releaseNote[t.c.release]}
+	if t.st.bursts == 0 {
+		return notes
+	}
+	said := fmt.Sprintf("said success: %d responses in %d bursts (median %d per burst)", t.st.said, t.st.bursts, median(t.st.saidPer))
+	if t.effects != nil {
+		notes = append(notes, said+fmt.Sprintf("; actually happened: %d (median %d per burst), counted by %s", t.st.happened, median(t.st.happenedPer), t.effects.describe()))
+	} else {
+		notes = append(notes, said, "no effects check: counting the responses, which is what the server claims, not what happened")
+	}
+	if len(t.st.client) > 0 {
+		what := "first to last request leaving"
+		if t.c.release == SinglePacket {
+			what = "one write per HTTP/2 connection"
+		}
+		notes = append(notes, fmt.Sprintf("client-side release spread (%s): median %s, max %s", what, human(medianD(t.st.client)), human(maxD(t.st.client))))
+	}
+	if len(t.st.arrival) > 0 {
+		notes = append(notes, fmt.Sprintf("server arrival spread (%s header): median %s, max %s over %d bursts", ArrivalHeader, human(medianD(t.st.arrival)), human(maxD(t.st.arrival)), len(t.st.arrival)))
+	}
+	if t.st.unsync > 0 {
+		notes = append(notes, fmt.Sprintf("%d attempts could not be held back (a later wave, or a connection re-made): the gate alone released them", t.st.unsync))
+	}
+	notes = append(notes, "responses: "+statusLine(t.st.statuses))
+	return notes
+}
+
+var releaseNote = map[Release]string{
+	Barrier:      "barrier — one warmed keep-alive connection per attempt; each writes its whole request when the gate opens",
+	LastByte:     "last-byte — each warmed HTTP/1.1 connection carried its request but the held-back tail before the gate; one loop wrote every tail",
+	SinglePacket: "single-packet — every request on one HTTP/2 connection, each held back by its final DATA frame; all final frames left in one write",
+	Naive:        "naive — a fresh connection per request, dialled after the gate (the reference a hand-written script gives)",
+}
+
+func statusLine(m map[int]int) string {
+	codes := make([]int, 0, len(m))
+	for c := range m {
+		codes = append(codes, c)
+	}
+	sort.Ints(codes)
+	var parts []string
+	for _, c := range codes {
+		parts = append(parts, fmt.Sprintf("%d ×%d", c, m[c]))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// stats are the run's figures beyond the runner's.
+type stats struct {
+	mu                   sync.Mutex
+	bursts               int
+	said, happened       int
+	saidPer, happenedPer []int
+	client, arrival      []time.Duration
+	statuses             map[int]int
+	attempts, failed     int
+	unsync               int
+	server, proto        string
+}
+
+func (s *stats) add(b *burst, effects int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.bursts++
+	said := int(b.executed.Load())
+	s.said += said
+	s.happened += effects
+	s.saidPer = append(s.saidPer, said)
+	s.happenedPer = append(s.happenedPer, effects)
+	s.attempts += int(b.attempts.Load())
+	s.failed += int(b.failed.Load())
+	if d, ok := b.clientSpread(); ok {
+		s.client = append(s.client, d)
+	}
+	if d, ok := b.serverSpread(); ok {
+		s.arrival = append(s.arrival, d)
+	}
+	b.mu.Lock()
+	for c, n := range b.statuses {
+		s.statuses[c] += n
+	}
+	if s.server == "" {
+		s.server, s.proto = b.server, b.proto
+	}
+	s.unsync += b.notSynchronous
+	b.mu.Unlock()
+}
+
+// Spreads returns the per-burst client-side release spreads and server
+// arrival spreads measured so far (the latter only where the server sent
+// the ArrivalHeader). Benchmarks read them.
+func (t *Target) Spreads() (client, arrival []time.Duration) {
+	t.st.mu.Lock()
+	defer t.st.mu.Unlock()
+	return append([]time.Duration(nil), t.st.client...), append([]time.Duration(nil), t.st.arrival...)
+}
+
+func median(xs []int) int {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := append([]int(nil), xs...)
+	sort.Ints(s)
+	return s[len(s)/2]
+}
+
+func medianD(xs []time.Duration) time.Duration {
+	s := append([]time.Duration(nil), xs...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[len(s)/2]
+}
+
+func maxD(xs []time.Duration) time.Duration {
+	m := time.Duration(0)
+	for _, x := range xs {
+		m = max(m, x)
+	}
+	return m
+}
+
+func human(d time.Duration) string {
+	switch {
+	case d < time.Millisecond:
+		return fmt.Sprintf("%dµs", d.Microseconds())
+	case d < time.Second:
+		return fmt.Sprintf("%.1fms", float64(d.Microseconds())/1000)
+	}
+	return fmt.Sprintf("%.2fs", d.Seconds())
+}
