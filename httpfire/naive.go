@@ -20,8 +20,10 @@ import (
 // after the gate, so connection setup lands inside the burst.
 type naiveApp struct{ t *Target }
 
-func (a naiveApp) Session(context.Context, int) (runner.Session, error) { return naiveSession{a.t}, nil }
-func (naiveApp) Close() error                                            { return nil }
+func (a naiveApp) Session(context.Context, int) (runner.Session, error) {
+	return naiveSession{a.t}, nil
+}
+func (naiveApp) Close() error { return nil }
 
 type naiveSession struct{ t *Target }
 
