@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -283,5 +284,68 @@ func TestDialHookUsed(t *testing.T) {
 	defer d.mu.Unlock()
 	if len(d.ports) != 1+1+4 {
 		t.Errorf("%d connections dialled through the hook, want 6 (probe, racetest's own, 4 workers)", len(d.ports))
+	}
+}
+
+// killSwitch dials normally until killed; then it closes every connection
+// it made and refuses new ones, as a server that died would.
+type killSwitch struct {
+	mu    sync.Mutex
+	conns []net.Conn
+	dead  bool
+}
+
+func (k *killSwitch) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.dead {
+		return nil, &net.OpError{Op: "dial", Net: network, Err: syscall.ECONNREFUSED}
+	}
+	c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+	if err == nil {
+		k.conns = append(k.conns, c)
+	}
+	return c, err
+}
+
+func (k *killSwitch) kill() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.dead = true
+	for _, c := range k.conns {
+		c.Close()
+	}
+}
+
+// A server that goes away mid-run stops the run within seconds with a clear
+// error; the bursts that finished are kept, and Cleanup names the tables it
+// could not drop.
+func TestServerDiesMidRun(t *testing.T) {
+	p := serverParams(t)
+	k := &killSwitch{}
+	p.Dial = k.dial
+	tg := build(t, scenarios.ConditionalUpdate, p)
+	c := rawConn(t)
+	t.Cleanup(func() { _, _ = c.Exec(context.Background(), "DROP TABLE IF EXISTS "+tg.n.coupons) })
+	start := time.Now()
+	res, err := runner.Run(context.Background(), tg, runner.Attempts(4), runner.Bursts(100000), runner.Timeout(2*time.Second),
+		runner.OnProgress(func(pr runner.Progress) {
+			if pr.Done == 3 {
+				k.kill()
+			}
+		}))
+	took := time.Since(start)
+	if err == nil {
+		t.Fatal("the run went on after the server died")
+	}
+	t.Logf("after %s: %v; cleanup: %v", took.Round(time.Millisecond), err, res.CleanupErr)
+	if took > 15*time.Second {
+		t.Errorf("took %s to stop", took)
+	}
+	if len(res.Bursts) < 3 {
+		t.Errorf("kept %d bursts, want the 3 that finished", len(res.Bursts))
+	}
+	if res.CleanupErr == nil || !strings.Contains(res.CleanupErr.Error(), tg.n.coupons) || !strings.Contains(res.CleanupErr.Error(), "connection refused") {
+		t.Errorf("cleanup error should name the table left behind and why: %v", res.CleanupErr)
 	}
 }

@@ -42,10 +42,12 @@ func Register(r *scenarios.Registry) {
 }
 
 // isolations maps the --isolation values to the levels pgx names.
+// PostgreSQL accepts READ UNCOMMITTED and runs it as READ COMMITTED.
 var isolations = map[string]pgx.TxIsoLevel{
-	"read-committed":  pgx.ReadCommitted,
-	"repeatable-read": pgx.RepeatableRead,
-	"serializable":    pgx.Serializable,
+	"read-uncommitted": pgx.ReadUncommitted,
+	"read-committed":   pgx.ReadCommitted,
+	"repeatable-read":  pgx.RepeatableRead,
+	"serializable":     pgx.Serializable,
 }
 
 // Config parses a connection string (a postgres:// URL or keyword=value
@@ -93,7 +95,7 @@ func Config(conn string, p scenarios.Params) (*pgx.ConnConfig, error) {
 	if p.Isolation != "" {
 		lvl, ok := isolations[p.Isolation]
 		if !ok {
-			return nil, fmt.Errorf("postgres: unknown isolation level %q — use read-committed, repeatable-read or serializable (or leave it empty for the server default)", p.Isolation)
+			return nil, fmt.Errorf("postgres: unknown isolation level %q — use read-committed, repeatable-read, serializable or read-uncommitted (or leave it empty for the server default)", p.Isolation)
 		}
 		// Sent in the startup message, so it costs no round trip and
 		// applies to single-statement attempts as well as to transactions.

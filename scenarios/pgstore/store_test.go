@@ -290,3 +290,55 @@ func TestServerName(t *testing.T) {
 		}
 	}
 }
+
+// An attempt that outlives its deadline (here: blocked behind a row lock)
+// is "unknown"; pgx gives up its connection, and the worker's next attempt
+// dials again instead of failing or running inside a stale transaction.
+func TestTimedOutAttemptReconnects(t *testing.T) {
+	p := serverParams(t)
+	tg := build(t, scenarios.ConditionalUpdate, p)
+	ctx := context.Background()
+	if err := tg.Prepare(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tg.Cleanup(context.Background()) })
+	subj, err := tg.Reset(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	app, _ := tg.Open(ctx, 0, 1)
+	sess, err := app.Session(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+
+	locker := rawConn(t)
+	tx, err := locker.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, "SELECT 1 FROM "+tg.n.coupons+" WHERE id = 0 FOR UPDATE"); err != nil {
+		t.Fatal(err)
+	}
+	actx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	o := sess.Attempt(actx, subj, &runner.Worker{})
+	cancel()
+	if o.Class != runner.Unknown {
+		t.Errorf("attempt blocked past its deadline: %s (%v), want unknown", o.Class, o.Err)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The timed-out UPDATE may still run once the lock is gone: the server
+	// notices the closed socket only after the statement. That is why a
+	// timeout is "unknown", and why effects are counted in the store.
+	next := sess.Attempt(ctx, subj, &runner.Worker{})
+	if next.Class != runner.Executed && next.Class != runner.Declined {
+		t.Errorf("next attempt: %s (%v), want executed or declined on a fresh connection", next.Class, next.Err)
+	}
+	if n, err := tg.Effects(ctx, subj); err != nil || n != 1 {
+		t.Errorf("effects %d (%v), want 1", n, err)
+	}
+	t.Logf("next attempt %s: the timed-out one %s", next.Class, map[bool]string{true: "did not run", false: "ran on the server after its client gave up"}[next.Class == runner.Executed])
+}

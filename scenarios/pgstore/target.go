@@ -156,6 +156,9 @@ func (t *target) Notes() []string {
 	} else {
 		notes = append(notes, fmt.Sprintf("postgres: isolation %s on every connection (--isolation %s)", t.level, t.p.Isolation))
 	}
+	if t.level == "read uncommitted" {
+		notes = append(notes, "postgres: READ UNCOMMITTED behaves as READ COMMITTED in PostgreSQL (no dirty reads)")
+	}
 	if n := t.sc.note; n != nil {
 		if s := n(t); s != "" {
 			notes = append(notes, s)
@@ -192,7 +195,11 @@ func (t *target) withAdmin(ctx context.Context, f func(ctx context.Context, c *p
 	}
 	ctx, cancel := context.WithTimeout(ctx, adminTimeout)
 	defer cancel()
-	return f(ctx, c)
+	err = f(ctx, c)
+	if err != nil && c.IsClosed() && ctx.Err() == nil {
+		return fmt.Errorf("lost the connection to %s (%w) — did the server stop or restart?", t.addr, err)
+	}
+	return err
 }
 
 func (t *target) closeAdmin() {
