@@ -268,6 +268,10 @@ func TestServerAndIsolationNamed(t *testing.T) {
 			t.Errorf("--isolation %s: the server reports %q", iso, got)
 		}
 	}
+	p.Isolation = "read-uncommitted"
+	if tg := build(t, scenarios.ConditionalUpdate, p); tg.level != "read uncommitted" || !strings.Contains(strings.Join(tg.Notes(), "\n"), "behaves as READ COMMITTED") {
+		t.Errorf("read-uncommitted: level %q, notes %q", tg.level, tg.Notes())
+	}
 	p.Isolation = "snapshot"
 	if _, err := factory(scenarioNamed(t, scenarios.ConditionalUpdate))(context.Background(), p); err == nil || !strings.Contains(err.Error(), "serializable") {
 		t.Errorf("unknown isolation: %v, want an error listing the levels", err)
