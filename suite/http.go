@@ -286,6 +286,10 @@ func readSmall(name string) ([]byte, error) {
 		return nil, fmt.Errorf("cannot read %s: %w", name, err)
 	}
 	defer f.Close()
+	// A device or a pipe could block the check forever, or never end.
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("cannot read %s: not a regular file", name)
+	}
 	b, err := io.ReadAll(io.LimitReader(f, maxBodyFile+1))
 	if err != nil {
 		return nil, fmt.Errorf("cannot read %s: %w", name, err)

@@ -28,7 +28,7 @@ type Suite struct {
 // and ${ENV} expansion in every string (env looks variables up). It checks
 // nothing that needs the catalog or a server: Plans does that.
 func Parse(name string, data []byte, env LookupEnv) (s *Suite, err error) {
-	s = &Suite{Name: name, lines: strings.Split(string(data), "\n")}
+	s = &Suite{Name: name, lines: splitLines(string(data))}
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, Errors{s.errorf(0, 0, "the suite is empty: it needs a list of cases (see 'racetest suite --help')")}
 	}
@@ -84,7 +84,7 @@ func decodeYAML(data []byte, v any) (err error) {
 func (s *Suite) errorf(line, col int, format string, a ...any) *Error {
 	e := &Error{File: s.Name, Line: line, Column: col, Msg: fmt.Sprintf(format, a...)}
 	if line > 0 && line <= len(s.lines) {
-		e.source = strings.TrimRight(s.lines[line-1], "\r")
+		e.source = s.lines[line-1]
 	}
 	return e
 }
@@ -284,4 +284,10 @@ func levenshtein(a, b string) int {
 		prev = cur
 	}
 	return prev[len(b)]
+}
+
+// splitLines splits text into lines as YAML counts them: a line ends at
+// \r\n, \n or a lone \r.
+func splitLines(s string) []string {
+	return strings.Split(strings.NewReplacer("\r\n", "\n", "\r", "\n").Replace(s), "\n")
 }
