@@ -25,8 +25,10 @@ type Reporter func(w io.Writer, cases []Case, o Options) error
 
 // Reporters are the formats by name.
 var Reporters = map[string]Reporter{
-	"table": Table,
-	"json":  JSON,
+	"table":    Table,
+	"json":     JSON,
+	"junit":    JUnit,
+	"markdown": Markdown,
 }
 
 // Formats lists the reporters' names, sorted.

@@ -1,0 +1,118 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Markdown writes a CI job summary: one line saying whether the gate held,
+// one table with every case's verdict, then for each case that did not meet
+// its expectation why, and the lesson of its scenario.
+func Markdown(w io.Writer, cases []Case, o Options) error {
+	as := make([]Assessment, len(cases))
+	met := 0
+	for i, c := range cases {
+		as[i] = Assess(c)
+		if as[i].Met {
+			met++
+		}
+	}
+	title := o.Title
+	if title == "" {
+		title = "racetest"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "## %s\n\n", mdEscape(title))
+	if met == len(cases) {
+		fmt.Fprintf(&b, "**%d of %d cases met their expectation.**\n\n", met, len(cases))
+	} else {
+		fmt.Fprintf(&b, "**%d of %d cases did not meet their expectation.**\n\n", len(cases)-met, len(cases))
+	}
+	b.WriteString("| | Case | Backend | Server | N × bursts | Over limit | Worst burst | Verdict | Expected |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
+	for i, c := range cases {
+		a := as[i]
+		server, shape, worst := "", "–", "–"
+		if r := c.Result; r != nil {
+			server = r.Server
+			if len(r.Bursts) > 0 {
+				shape = fmt.Sprintf("%d × %d", r.Attempts, len(r.Bursts))
+				worst = plural(r.EffectsSummary().Max, "effect")
+			}
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %d/%d | %s | %s | %s |\n",
+			mdMark(a), mdEscape(displayName(c)), mdEscape(c.Backend), mdEscape(server), shape,
+			a.Violations, a.Bursts, worst, mdEscape(verdictCell(a)), mdEscape(c.Expect.String()))
+	}
+	for i, c := range cases {
+		a := as[i]
+		if a.Met && a.Verdict != Inconclusive {
+			continue
+		}
+		fmt.Fprintf(&b, "\n### %s %s on %s\n\n", mdMark(a), mdEscape(displayName(c)), mdEscape(c.Backend))
+		if a.Why != "" {
+			fmt.Fprintf(&b, "%s.\n", mdEscape(strings.TrimSuffix(a.Why, ".")))
+		}
+		if a.Verdict == Race && c.Result != nil {
+			r := c.Result
+			w := worstBurst(r)
+			fmt.Fprintf(&b, "%d of %d bursts left more than %s (%s; 95%% upper bound %s); the worst, burst #%d, left %d.\n",
+				a.Violations, a.Bursts, plural(r.Allowed, "effect"), percent(a.Rate), percent(a.Upper), w.Index, w.Effects)
+		}
+		if c.Lesson != "" {
+			fmt.Fprintf(&b, "\n> **Lesson:** %s\n", mdEscape(c.Lesson))
+		}
+		if cmd := reproduce(c); cmd != "" {
+			fmt.Fprintf(&b, "\nReproduce: `%s`\n", cmd)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// Headline is a case in one line: what ran where, the verdict, and whether
+// it met the expectation (or why not). A CI log prints one per case, and
+// JUnit uses it as the failure message.
+func Headline(c Case) string {
+	a := Assess(c)
+	where := displayName(c) + " on " + c.Backend
+	if c.Result != nil && c.Result.Server != "" {
+		where += " (" + c.Result.Server + ")"
+	}
+	switch {
+	case a.Verdict == Failed && !a.Interrupted:
+		return where + " could not run: " + a.Why
+	case !a.Met && a.Verdict == Inconclusive:
+		return where + ": INCONCLUSIVE under --strict, " + a.Why
+	case !a.Met:
+		return where + ": " + a.Why
+	case a.Verdict == Inconclusive:
+		return where + ": INCONCLUSIVE, " + a.Why
+	}
+	detail := ""
+	if r := c.Result; r != nil {
+		detail = fmt.Sprintf(" (%d of %d bursts over %s)", a.Violations, a.Bursts, plural(r.Allowed, "effect"))
+	}
+	return fmt.Sprintf("%s: %s%s, expected %s", where, verdictCell(a), detail, c.Expect)
+}
+
+func mdMark(a Assessment) string {
+	switch {
+	case a.Verdict == Failed && !a.Interrupted:
+		return "⛔"
+	case !a.Met:
+		return "❌"
+	case a.Verdict == Inconclusive:
+		return "⚠️"
+	}
+	return "✅"
+}
+
+// mdEscape keeps a value inside its table cell and out of Markdown syntax.
+func mdEscape(s string) string {
+	return strings.NewReplacer(
+		"|", `\|`, "\n", " ", "\r", " ", "*", `\*`, "_", `\_`, "`", "\\`", "<", "&lt;", ">", "&gt;",
+		"[", `\[`, "]", `\]`,
+	).Replace(s)
+}
