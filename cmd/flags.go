@@ -7,6 +7,10 @@ import (
 
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
+	"github.com/racetest/racetest/scenarios/mongostore"
+	"github.com/racetest/racetest/scenarios/mysqlstore"
+	"github.com/racetest/racetest/scenarios/pgstore"
+	"github.com/racetest/racetest/scenarios/redisstore"
 	"github.com/spf13/pflag"
 )
 
@@ -34,12 +38,12 @@ func (s *shapeFlags) register(fs *pflag.FlagSet, attempts, bursts int) {
 	fs.Int64Var(&s.Seed, "seed", 0, "seed for the run's random choices, such as the memory backend's round-trip jitter (0: a fresh one); recorded in the report")
 	fs.StringVar(&s.Isolation, "isolation", "", "SQL backends: read-uncommitted, read-committed, repeatable-read or serializable (default: the server's)")
 	fs.StringVar(&s.Engine, "engine", "", "mysql backend: storage engine, innodb (default) or myisam")
-	fs.StringVar(&s.Variant, "variant", "", "scenario variant, e.g. for-update for check-then-write on SQL (see 'racetest explain')")
+	fs.StringVar(&s.Variant, "variant", "", "scenario variant: for-update (check-then-write on SQL), one-active (unique-insert as one active row per user)")
 	fs.BoolVar(&s.Keep, "keep", false, "keep the run's namespaced tables, keys and collections for inspection")
-	fs.StringVar(&s.Conn.RedisURL, "redis-url", os.Getenv("RACETEST_REDIS_URL"), "Redis URL (env RACETEST_REDIS_URL; default redis://127.0.0.1:6379/0)")
-	fs.StringVar(&s.Conn.MySQLDSN, "mysql-dsn", os.Getenv("RACETEST_MYSQL_DSN"), "MySQL/MariaDB DSN or mysql:// URL (env RACETEST_MYSQL_DSN; default root@tcp(127.0.0.1:3306)/test)")
-	fs.StringVar(&s.Conn.PostgresURL, "postgres-url", os.Getenv("RACETEST_POSTGRES_URL"), "PostgreSQL URL (env RACETEST_POSTGRES_URL; default postgres://postgres@127.0.0.1:5432/test)")
-	fs.StringVar(&s.Conn.MongoURI, "mongo-uri", os.Getenv("RACETEST_MONGO_URI"), "MongoDB URI (env RACETEST_MONGO_URI; default mongodb://127.0.0.1:27017)")
+	fs.StringVar(&s.Conn.RedisURL, "redis-url", os.Getenv("RACETEST_REDIS_URL"), "Redis URL (env RACETEST_REDIS_URL; default "+redisstore.DefaultURL+")")
+	fs.StringVar(&s.Conn.MySQLDSN, "mysql-dsn", os.Getenv("RACETEST_MYSQL_DSN"), "MySQL/MariaDB DSN or mysql:// URL (env RACETEST_MYSQL_DSN; default "+mysqlstore.DefaultDSN+")")
+	fs.StringVar(&s.Conn.PostgresURL, "postgres-url", os.Getenv("RACETEST_POSTGRES_URL"), "PostgreSQL URL (env RACETEST_POSTGRES_URL; default "+pgstore.DefaultURL+")")
+	fs.StringVar(&s.Conn.MongoURI, "mongo-uri", os.Getenv("RACETEST_MONGO_URI"), "MongoDB URI (env RACETEST_MONGO_URI; default "+mongostore.DefaultURI+")")
 }
 
 // validate checks what no backend could use; it runs before anything.

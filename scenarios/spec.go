@@ -90,6 +90,15 @@ type Connections struct {
 	MongoURI    string
 }
 
+// Variant names shared by every backend that has the variant.
+const (
+	// VariantForUpdate: check-then-write reads with SELECT … FOR UPDATE.
+	VariantForUpdate = "for-update"
+	// VariantOneActive: unique-insert as "one active per user" — a partial
+	// unique index (or a generated column on MySQL/MariaDB).
+	VariantOneActive = "one-active"
+)
+
 // Defaults for parameters the command line shares with the library.
 const (
 	DefaultLatency = 200 * time.Microsecond

@@ -61,7 +61,7 @@
 //	INSERT INTO racetest_<id>_unique_insert (token, worker) VALUES (?, ?)
 //
 // Only error 1062 (duplicate entry) is "already done"; any other error is
-// counted as an error. --variant active-per-user has one active row per
+// counted as an error. --variant one-active has one active row per
 // user: MySQL and MariaDB have no partial indexes, so a generated column
 // holds user_id while the row is active and NULL otherwise, under a unique key
 // (PERSISTENT on MariaDB, STORED on MySQL):

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/racetest/racetest/runner"
+	"github.com/racetest/racetest/scenarios"
 )
 
 var errAlready = errors.New("already done")
@@ -141,7 +142,7 @@ var conditionalUpdate = kind{
 // VariantActivePerUser is unique-insert's "one active row per user": a
 // generated column that holds user_id only while the row is active, under a
 // unique key (MySQL and MariaDB have no partial indexes).
-const VariantActivePerUser = "active-per-user"
+const VariantActivePerUser = scenarios.VariantOneActive
 
 // ActivePerUserTable is the definition of the one-active-per-user table on
 // server: inactive rows have active_user NULL, which a unique key ignores.
