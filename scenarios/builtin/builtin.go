@@ -4,6 +4,7 @@ package builtin
 
 import (
 	"github.com/racetest/racetest/scenarios"
+	"github.com/racetest/racetest/scenarios/incidents"
 	"github.com/racetest/racetest/scenarios/memstore"
 	"github.com/racetest/racetest/scenarios/mongostore"
 	"github.com/racetest/racetest/scenarios/mysqlstore"
@@ -23,5 +24,6 @@ func Registry() *scenarios.Registry {
 	mysqlstore.Register(r)
 	pgstore.Register(r)
 	mongostore.Register(r)
+	incidents.Register(r)
 	return r
 }

@@ -1,0 +1,81 @@
+// Package incidents reproduces real incidents end to end. Each is a word
+// made of the core patterns' alphabet, with its naive and its fixed variant:
+//
+//   - alert-dedupe: "send at most once per window", kept in each replica's
+//     memory, then claimed in the shared store (and what fail-open, P0 and a
+//     pruning bug do to it);
+//   - job-window: one run of a periodic job per window across replicas;
+//   - reward-payout: check, pay, record — and the orders, constraints,
+//     transactions and idempotency keys that make it pay once;
+//   - lease-pause: a lease holder that pauses past its TTL, and the fencing
+//     token that refuses its late write.
+//
+// Effects are counted where they land: in the store, or on a simulated
+// external side (the alert sink, the listing API, the payment provider) —
+// never from what the replicas believed.
+package incidents
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/racetest/racetest/scenarios"
+	"github.com/racetest/racetest/scenarios/memstore"
+	"github.com/racetest/racetest/scenarios/mysqlstore"
+	"github.com/racetest/racetest/scenarios/pgstore"
+	"github.com/racetest/racetest/scenarios/redisstore"
+)
+
+// The incident scenarios' names.
+const (
+	AlertDedupe  = "alert-dedupe"
+	JobWindow    = "job-window"
+	RewardPayout = "reward-payout"
+	LeasePause   = "lease-pause"
+)
+
+// Register adds the incident scenarios to r, on each backend r knows that
+// implements them. Call it after the backends have been added.
+func Register(r *scenarios.Registry) {
+	for _, s := range Specs() {
+		r.AddScenario(s)
+	}
+	impls := []struct {
+		scenario, backend string
+		f                 scenarios.Factory
+	}{
+		{AlertDedupe, memstore.Name, onceFactory(alertKind, memClaimsBackend)},
+		{AlertDedupe, redisstore.Name, onceFactory(alertKind, redisClaimsBackend)},
+		{JobWindow, memstore.Name, onceFactory(jobKind, memClaimsBackend)},
+		{JobWindow, redisstore.Name, onceFactory(jobKind, redisClaimsBackend)},
+		{RewardPayout, memstore.Name, rewardFactory(memLedgerBackend)},
+		{RewardPayout, mysqlstore.Name, rewardFactory(sqlLedgerBackend(mysqlDialect))},
+		{RewardPayout, pgstore.Name, rewardFactory(sqlLedgerBackend(pgDialect))},
+		{LeasePause, memstore.Name, leaseFactoryOf(memLeaseBackend)},
+		{LeasePause, redisstore.Name, leaseFactoryOf(redisLeaseBackend)},
+		{LeasePause, mysqlstore.Name, leaseFactoryOf(sqlLeaseBackend(mysqlDialect))},
+		{LeasePause, pgstore.Name, leaseFactoryOf(sqlLeaseBackend(pgDialect))},
+	}
+	for _, im := range impls {
+		if _, err := r.Backend(im.backend); err != nil {
+			continue // a registry built without that backend
+		}
+		r.Register(im.scenario, im.backend, im.f)
+	}
+}
+
+// variants lists a scenario's variants; the first is the default.
+type variants []string
+
+// pick returns the variant p asks for, or an error naming the valid ones.
+func (vs variants) pick(scenario, asked string) (string, error) {
+	if asked == "" {
+		return vs[0], nil
+	}
+	if slices.Contains(vs, asked) {
+		return asked, nil
+	}
+	return "", fmt.Errorf("%s has no variant %q; use --variant with one of: %s (see 'racetest explain %s')",
+		scenario, asked, strings.Join(vs, ", "), scenario)
+}

@@ -1,0 +1,491 @@
+package incidents
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
+
+	"github.com/racetest/racetest/scenarios"
+	"github.com/racetest/racetest/scenarios/redisstore"
+)
+
+// redisConnectTimeout bounds dialling and the first PING of racetest's own
+// connections: an unreachable server is reported in seconds.
+const redisConnectTimeout = 3 * time.Second
+
+// redisServer is where and how a run reaches Redis.
+type redisServer struct {
+	opt      *redis.Options // template: the URL's settings and ours
+	redacted string
+}
+
+func parseRedis(p scenarios.Params) (*redisServer, error) {
+	raw := p.Conn.RedisURL
+	if raw == "" {
+		raw = redisstore.DefaultURL
+	}
+	opt, err := redis.ParseURL(raw)
+	if err != nil {
+		// The parse error may quote the URL, password included: say only
+		// what the redacted form shows.
+		return nil, fmt.Errorf("redis: cannot use the URL %s — set --redis-url or RACETEST_REDIS_URL to a URL like %s",
+			redisstore.Redact(raw), redisstore.DefaultURL)
+	}
+	// Honour the attempt's deadline: without it go-redis bounds a call by
+	// its read timeout alone (5 s), and a claim against a hung server would
+	// outlive the 1.5 s the fix allows.
+	opt.ContextTimeoutEnabled = true
+	opt.DialTimeout = redisConnectTimeout
+	opt.DialerRetries = 1
+	// No retries: a SET NX retried after a timeout may have been applied the
+	// first time.
+	opt.MaxRetries = -1
+	opt.DisableIdentity = true
+	opt.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+	if p.Dial != nil {
+		opt.Dialer = dialRedisVia(p.Dial, opt.TLSConfig)
+	}
+	return &redisServer{opt: opt, redacted: redisstore.Redact(raw)}, nil
+}
+
+func dialRedisVia(dial scenarios.DialFunc, cfg *tls.Config) func(context.Context, string, string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		nc, err := dial(ctx, network, addr)
+		if err != nil || cfg == nil {
+			return nc, err
+		}
+		tc := tls.Client(nc, cfg.Clone())
+		if err := tc.HandshakeContext(ctx); err != nil {
+			nc.Close()
+			return nil, err
+		}
+		return tc, nil
+	}
+}
+
+// client opens a pool of poolSize connections to addr ("" means the URL's).
+func (r *redisServer) client(addr string, poolSize int) *redis.Client {
+	opt := *r.opt
+	if addr != "" {
+		opt.Addr = addr
+	}
+	opt.PoolSize = max(poolSize, 1)
+	opt.MaxIdleConns = opt.PoolSize
+	return redis.NewClient(&opt)
+}
+
+// connect opens racetest's own client and proves the server answers.
+func (r *redisServer) connect(ctx context.Context) (*redis.Client, error) {
+	cl := r.client("", 2)
+	if err := pingWithin(ctx, cl); err != nil {
+		cl.Close()
+		return nil, fmt.Errorf("redis: cannot reach %s: %w — is the server running? set --redis-url or RACETEST_REDIS_URL", r.redacted, err)
+	}
+	return cl, nil
+}
+
+type pinger interface {
+	Ping(ctx context.Context) *redis.StatusCmd
+}
+
+func pingWithin(ctx context.Context, c pinger) error {
+	pctx, cancel := context.WithTimeout(ctx, redisConnectTimeout)
+	defer cancel()
+	return c.Ping(pctx).Err()
+}
+
+// describe names the server: "Redis 7.2.4".
+func describeRedis(ctx context.Context, cl *redis.Client) string {
+	ictx, cancel := context.WithTimeout(ctx, redisConnectTimeout)
+	defer cancel()
+	info, err := cl.Info(ictx, "server").Result()
+	if err != nil {
+		return "Redis"
+	}
+	product, version := "Redis", ""
+	for _, line := range strings.Split(info, "\n") {
+		k, v, _ := strings.Cut(strings.TrimSpace(line), ":")
+		switch k {
+		case "redis_version":
+			version = v
+		case "valkey_version":
+			product, version = "Valkey", v
+		}
+	}
+	return strings.TrimSpace(product + " " + version)
+}
+
+// dropPrefix deletes every key of the run, and nothing else.
+func dropPrefix(ctx context.Context, cl *redis.Client, prefix string) error {
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	iter := cl.Scan(cctx, 0, globEscape(prefix)+"*", 500).Iterator()
+	var batch []string
+	for iter.Next(cctx) {
+		batch = append(batch, iter.Val())
+		if len(batch) == 500 {
+			if err := cl.Del(cctx, batch...).Err(); err != nil {
+				return err
+			}
+			batch = batch[:0]
+		}
+	}
+	if err := iter.Err(); err != nil {
+		return err
+	}
+	if len(batch) > 0 {
+		return cl.Del(cctx, batch...).Err()
+	}
+	return nil
+}
+
+func globEscape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[]\^-`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// ---- a server that is down, and one that hangs ----
+
+// deadAddr returns a local address nothing listens on: a port just freed.
+func deadAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("could not find a free local port to play the dead server: %w", err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr, nil
+}
+
+// hangServer accepts connections and never answers: a server stuck in a
+// long command, a full disk, a half-dead VM.
+type hangServer struct {
+	ln    net.Listener
+	mu    sync.Mutex
+	conns []net.Conn
+	done  sync.WaitGroup
+}
+
+func startHang() (*hangServer, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("could not start the local server that never answers: %w", err)
+	}
+	h := &hangServer{ln: ln}
+	h.done.Add(1)
+	go func() {
+		defer h.done.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			h.mu.Lock()
+			h.conns = append(h.conns, c)
+			h.mu.Unlock()
+		}
+	}()
+	return h, nil
+}
+
+func (h *hangServer) Addr() string { return h.ln.Addr().String() }
+
+func (h *hangServer) Close() {
+	h.ln.Close()
+	h.done.Wait()
+	h.mu.Lock()
+	for _, c := range h.conns {
+		c.Close()
+	}
+	h.conns = nil
+	h.mu.Unlock()
+}
+
+// ---- claims (alert-dedupe, job-window) ----
+
+type redisClaims struct {
+	p     scenarios.Params
+	srv   *redisServer
+	mode  storeMode
+	admin *redis.Client // the real server (store up only)
+	addr  string        // where the replicas connect
+	hang  *hangServer
+	name  string
+}
+
+func redisClaimsBackend(ctx context.Context, p scenarios.Params, mode storeMode) (claimsBackend, error) {
+	srv, err := parseRedis(p)
+	if err != nil {
+		return nil, err
+	}
+	c := &redisClaims{p: p, srv: srv, mode: mode}
+	switch mode {
+	case storeUp:
+		if c.admin, err = srv.connect(ctx); err != nil {
+			return nil, err
+		}
+		c.name = describeRedis(ctx, c.admin)
+	case storeDown:
+		if c.addr, err = deadAddr(); err != nil {
+			return nil, err
+		}
+		c.name = "none (a dead port, " + c.addr + ")"
+	case storeHung:
+		if c.hang, err = startHang(); err != nil {
+			return nil, err
+		}
+		c.addr = c.hang.Addr()
+		c.name = "none (a listener that never answers, " + c.addr + ")"
+	}
+	return c, nil
+}
+
+func (c *redisClaims) Prepare(context.Context) error { return nil }
+
+func (c *redisClaims) Cleanup(ctx context.Context) error {
+	if c.admin == nil {
+		return nil
+	}
+	if err := dropPrefix(ctx, c.admin, c.p.Prefix()); err != nil {
+		return fmt.Errorf("redis: could not delete the run's keys %s* on %s: %w", c.p.Prefix(), c.srv.redacted, err)
+	}
+	return nil
+}
+
+func (c *redisClaims) Close() error {
+	if c.hang != nil {
+		c.hang.Close()
+	}
+	if c.admin != nil {
+		return c.admin.Close()
+	}
+	return nil
+}
+
+func (c *redisClaims) Server() string { return c.name }
+
+func (c *redisClaims) Where() string {
+	switch c.mode {
+	case storeDown:
+		return "Redis at a dead port (" + c.addr + ")"
+	case storeHung:
+		return "a Redis address that accepts and never answers (" + c.addr + ")"
+	}
+	return "Redis at " + c.srv.opt.Addr
+}
+
+func (c *redisClaims) Open(_ context.Context, workers int) (claimPool, error) {
+	return &redisClaimPool{c: c, client: c.srv.client(c.addr, workers)}, nil
+}
+
+func (c *redisClaims) Hung(context.Context) (claimConn, func(), error) {
+	h, err := startHang()
+	if err != nil {
+		return nil, nil, err
+	}
+	cl := c.srv.client(h.Addr(), 1)
+	return &redisClaimConn{cmd: cl}, func() { cl.Close(); h.Close() }, nil
+}
+
+type redisClaimPool struct {
+	c      *redisClaims
+	client *redis.Client
+}
+
+// Conn pins one connection for a worker, pinged now when the store is up;
+// a store that is down or hung is found out by the attempts, as in the
+// incident.
+func (p *redisClaimPool) Conn(ctx context.Context) (claimConn, error) {
+	cn := p.client.Conn()
+	if p.c.mode == storeUp {
+		if err := pingWithin(ctx, cn); err != nil {
+			cn.Close()
+			return nil, fmt.Errorf("redis: a replica could not connect to %s: %w", p.c.srv.redacted, err)
+		}
+	}
+	return &redisClaimConn{cmd: cn}, nil
+}
+
+func (p *redisClaimPool) Close() error { return p.client.Close() }
+
+type redisClaimConn struct {
+	cmd interface {
+		SetNX(ctx context.Context, key string, value any, expiration time.Duration) *redis.BoolCmd
+		Close() error
+	}
+}
+
+// Claim is SET key 1 NX PX ttl: set if absent, with its expiry, atomically.
+func (c *redisClaimConn) Claim(ctx context.Context, key string, ttl time.Duration) (bool, error) {
+	ok, err := c.cmd.SetNX(ctx, key, "1", ttl).Result()
+	if err != nil {
+		return false, fmt.Errorf("redis: SET NX %s: %w", key, err)
+	}
+	return ok, nil
+}
+
+func (c *redisClaimConn) Close() error { return c.cmd.Close() }
+
+// ---- leases (lease-pause) ----
+
+// acquireScript grants the lease if it is free or expired (SET NX PX) and
+// returns the grant's fencing token, or 0.
+var acquireScript = redis.NewScript(`
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  return redis.call('INCR', KEYS[2])
+end
+return 0`)
+
+// writeScript writes the resource; fenced (ARGV[2] = '1'), it refuses a
+// token lower than the highest it has accepted — the store checks, not the
+// writer.
+var writeScript = redis.NewScript(`
+local last = tonumber(redis.call('HGET', KEYS[1], 'last') or '0')
+local token = tonumber(ARGV[1])
+if ARGV[2] == '1' and token < last then return 0 end
+redis.call('HINCRBY', KEYS[1], 'writes', 1)
+if token > last then redis.call('HSET', KEYS[1], 'last', token) end
+return 1`)
+
+// compareAndDeleteScript deletes the lease only if owner still holds it.
+var compareAndDeleteScript = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0`)
+
+type redisLeases struct {
+	p     scenarios.Params
+	srv   *redisServer
+	admin *redis.Client
+	name  string
+}
+
+func redisLeaseBackend(ctx context.Context, p scenarios.Params) (leaseBackend, error) {
+	srv, err := parseRedis(p)
+	if err != nil {
+		return nil, err
+	}
+	admin, err := srv.connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &redisLeases{p: p, srv: srv, admin: admin, name: describeRedis(ctx, admin)}, nil
+}
+
+func leaseKeys(key string) (lease, fence, resource string) {
+	return key, key + ":fence", key + ":resource"
+}
+
+func (r *redisLeases) Prepare(ctx context.Context) error {
+	for _, s := range []*redis.Script{acquireScript, writeScript, compareAndDeleteScript} {
+		if err := s.Load(ctx, r.admin).Err(); err != nil {
+			return fmt.Errorf("redis: could not load the lease scripts on %s: %w", r.srv.redacted, err)
+		}
+	}
+	return nil
+}
+
+func (r *redisLeases) Reset(ctx context.Context, key string) error {
+	l, f, res := leaseKeys(key)
+	return r.admin.Del(ctx, l, f, res).Err()
+}
+
+func (r *redisLeases) Writes(ctx context.Context, key string) (int, error) {
+	_, _, res := leaseKeys(key)
+	n, err := r.admin.HGet(ctx, res, "writes").Int()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	return n, err
+}
+
+func (r *redisLeases) Cleanup(ctx context.Context) error {
+	if err := dropPrefix(ctx, r.admin, r.p.Prefix()); err != nil {
+		return fmt.Errorf("redis: could not delete the run's keys %s* on %s: %w", r.p.Prefix(), r.srv.redacted, err)
+	}
+	return nil
+}
+
+func (r *redisLeases) Close() error   { return r.admin.Close() }
+func (r *redisLeases) Server() string { return r.name }
+
+func (r *redisLeases) Open(_ context.Context, workers int) (leasePool, error) {
+	return &redisLeasePool{r: r, client: r.srv.client("", workers)}, nil
+}
+
+type redisLeasePool struct {
+	r      *redisLeases
+	client *redis.Client
+}
+
+func (p *redisLeasePool) Conn(ctx context.Context) (leaseConn, error) {
+	cn := p.client.Conn()
+	if err := pingWithin(ctx, cn); err != nil {
+		cn.Close()
+		return nil, fmt.Errorf("redis: a replica could not connect to %s: %w", p.r.srv.redacted, err)
+	}
+	return &redisLeaseConn{cn: cn}, nil
+}
+
+func (p *redisLeasePool) Close() error { return p.client.Close() }
+
+type redisLeaseConn struct{ cn *redis.Conn }
+
+func (c *redisLeaseConn) Close() error { return c.cn.Close() }
+
+func (c *redisLeaseConn) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (bool, int64, error) {
+	l, f, _ := leaseKeys(key)
+	token, err := acquireScript.Run(ctx, c.cn, []string{l, f}, owner, max(ttl.Milliseconds(), 1)).Int64()
+	if err != nil {
+		return false, 0, err
+	}
+	return token > 0, token, nil
+}
+
+func (c *redisLeaseConn) Done(ctx context.Context, key string) (bool, error) {
+	_, _, res := leaseKeys(key)
+	n, err := c.cn.HGet(ctx, res, "writes").Int()
+	if errors.Is(err, redis.Nil) {
+		return false, nil
+	}
+	return n > 0, err
+}
+
+func (c *redisLeaseConn) Write(ctx context.Context, key, _ string, token int64, fenced bool) (bool, error) {
+	_, _, res := leaseKeys(key)
+	n, err := writeScript.Run(ctx, c.cn, []string{res}, token, boolArg(fenced)).Int()
+	return n == 1, err
+}
+
+func (c *redisLeaseConn) Release(ctx context.Context, key, owner string, compare bool) (bool, error) {
+	l, _, _ := leaseKeys(key)
+	if compare {
+		n, err := compareAndDeleteScript.Run(ctx, c.cn, []string{l}, owner).Int()
+		return n == 1, err
+	}
+	n, err := c.cn.Del(ctx, l).Result()
+	return n == 1, err
+}
+
+// boolArg is a flag as a script argument.
+func boolArg(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}

@@ -1,0 +1,481 @@
+package incidents
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/racetest/racetest/runner"
+	"github.com/racetest/racetest/scenarios"
+)
+
+// rewardID is the reward every burst's user claims.
+const rewardID = "welcome-bonus"
+
+// rewardAmount is what the reward pays.
+const rewardAmount = 500
+
+var (
+	// errDuplicate marks the unique constraint's refusal (1062, 23505): the
+	// only error that means "already paid".
+	errDuplicate = errors.New("duplicate key")
+	// errConflict marks a deadlock or serialization failure: the store asks
+	// for a retry (1213, 40001).
+	errConflict = errors.New("conflict")
+)
+
+// ledgerBackend is where the reward tables live: records (with or without
+// UNIQUE(user_id, reward_id)) and in-store payments.
+type ledgerBackend interface {
+	Prepare(ctx context.Context) error
+	Open(ctx context.Context, workers int) (ledgerPool, error)
+	// Counts reads the ground truth for one user and reward.
+	Counts(ctx context.Context, user, reward string) (records, payments int, err error)
+	// Engine names the storage engine the tables really use, and whether it
+	// honours transactions (valid after Prepare).
+	Engine() (name string, transactional bool)
+	Cleanup(ctx context.Context) error
+	Close() error
+	Server() string
+}
+
+type ledgerPool interface {
+	Conn(ctx context.Context) (ledgerConn, error)
+	Close() error
+}
+
+// ledgerOps are the statements of the pattern. A nil amount is the injected
+// failure: the NOT NULL column refuses it.
+type ledgerOps interface {
+	HasRecord(ctx context.Context, user, reward string) (bool, error)
+	// Record inserts the record and returns its id; a duplicate key wraps
+	// errDuplicate.
+	Record(ctx context.Context, user, reward string, amount *int) (int64, error)
+	// Pay credits the user in the store.
+	Pay(ctx context.Context, user, reward string, amount *int) error
+}
+
+type ledgerConn interface {
+	ledgerOps
+	Begin(ctx context.Context) (ledgerTx, error)
+	Close() error
+}
+
+type ledgerTx interface {
+	ledgerOps
+	Commit() error
+	Rollback() error
+}
+
+type ledgerFactory func(ctx context.Context, p scenarios.Params, unique bool) (ledgerBackend, error)
+
+func rewardFactory(backend ledgerFactory) scenarios.Factory {
+	return func(ctx context.Context, p scenarios.Params) (runner.Target, error) {
+		if err := p.Validate(); err != nil {
+			return nil, err
+		}
+		v, err := rewardVariants.pick(RewardPayout, p.Variant)
+		if err != nil {
+			return nil, err
+		}
+		unique := v != CheckThenPay && v != RecordThenPay
+		lb, err := backend(ctx, p, unique)
+		if err != nil {
+			return nil, err
+		}
+		t := &rewardTarget{p: p, variant: v, ledger: lb}
+		if v == External || v == ExternalIdempotent {
+			t.provider = newProvider()
+		}
+		return t, nil
+	}
+}
+
+// rewardTarget is reward-payout on one backend for one run.
+type rewardTarget struct {
+	p        scenarios.Params
+	variant  string
+	ledger   ledgerBackend
+	provider *provider // external variants: the simulated payment provider
+
+	declined atomic.Int64 // attempts told "already paid"
+
+	mu                  sync.Mutex
+	bursts              int
+	recorded, paid      int
+	overPaid, underPaid int // bursts paying more than once; bursts with a record and no payment
+}
+
+// rewardBurst is one user's double tap.
+type rewardBurst struct {
+	user string
+	// inject makes the record insert fail with a non-duplicate error.
+	inject bool
+	// failPayOnce makes the first in-store payment fail (the tx check).
+	failPayOnce atomic.Bool
+}
+
+func (t *rewardTarget) Prepare(ctx context.Context) error { return t.ledger.Prepare(ctx) }
+
+func (t *rewardTarget) Cleanup(ctx context.Context) error {
+	if t.provider != nil {
+		t.provider.Close()
+	}
+	return t.ledger.Cleanup(ctx)
+}
+
+func (t *rewardTarget) Close() error {
+	if t.provider != nil {
+		t.provider.Close()
+	}
+	return t.ledger.Close()
+}
+
+func (t *rewardTarget) Server() string { return t.ledger.Server() }
+
+func (t *rewardTarget) Reset(_ context.Context, burst int) (runner.Subject, error) {
+	user := t.p.Prefix() + "u" + strconv.Itoa(burst)
+	b := &rewardBurst{user: user, inject: t.variant == SwallowErrors}
+	if t.provider != nil {
+		t.provider.dropNextResponse(user)
+	}
+	return runner.Subject{Burst: burst, Key: user, Data: b}, nil
+}
+
+// Effects counts payments where they landed: in the store, and on the
+// provider's side.
+func (t *rewardTarget) Effects(ctx context.Context, s runner.Subject) (int, error) {
+	records, paid, err := t.counts(ctx, s.Key)
+	if err != nil {
+		return 0, err
+	}
+	t.mu.Lock()
+	t.bursts++
+	t.recorded += records
+	t.paid += paid
+	if paid > 1 {
+		t.overPaid++
+	}
+	if records > 0 && paid == 0 {
+		t.underPaid++
+	}
+	t.mu.Unlock()
+	return paid, nil
+}
+
+func (t *rewardTarget) counts(ctx context.Context, user string) (records, paid int, err error) {
+	records, paid, err = t.ledger.Counts(ctx, user, rewardID)
+	if err != nil {
+		return 0, 0, fmt.Errorf("count the ledger of %s: %w", user, err)
+	}
+	if t.provider != nil {
+		paid += t.provider.count(user)
+	}
+	return records, paid, nil
+}
+
+// Allowed is one payment per user, except where a failure was injected into
+// the record insert: nothing was recorded, so nothing may be paid. What is
+// wrong there is the answer the user got, which the outcomes and the check
+// show.
+func (t *rewardTarget) Allowed(s runner.Subject, _ [runner.NumClasses]int) int {
+	if s.Data.(*rewardBurst).inject {
+		return 0
+	}
+	return 1
+}
+
+func (t *rewardTarget) Notes() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var notes []string
+	if t.bursts > 0 {
+		diff := t.paid - t.recorded
+		trade := "paid as recorded"
+		switch {
+		case diff > 0:
+			trade = "over-pay: more payments than records"
+		case diff < 0:
+			trade = "under-pay: records without a payment"
+		}
+		notes = append(notes, fmt.Sprintf("ledger after %d bursts: paid %d, recorded %d, difference %+d (%s); %d bursts paid more than once, %d recorded without paying",
+			t.bursts, t.paid, t.recorded, diff, trade, t.overPaid, t.underPaid))
+	}
+	if n := t.declined.Load(); t.variant == SwallowErrors && n > 0 {
+		notes = append(notes, fmt.Sprintf("swallow-errors: a NOT NULL failure was injected into every record insert, so 0 payments is right; but %d attempts were told \"already paid\" instead of an error", n))
+	}
+	if t.provider != nil {
+		dropped, replayed := t.provider.stats()
+		notes = append(notes, fmt.Sprintf("payment provider (simulated, %s): counted the payments; dropped %d responses after paying, answered %d repeated idempotency keys without paying",
+			t.provider.URL(), dropped, replayed))
+	}
+	if name, tx := t.ledger.Engine(); name != "" {
+		if tx {
+			notes = append(notes, "reward tables' engine: "+name+" (transactional)")
+		} else {
+			notes = append(notes, "reward tables' engine: "+name+" — it silently ignores transactions: BEGIN and ROLLBACK succeed and change nothing")
+		}
+	}
+	return notes
+}
+
+func (t *rewardTarget) Open(ctx context.Context, _, workers int) (runner.App, error) {
+	pool, err := t.ledger.Open(ctx, workers)
+	if err != nil {
+		return nil, err
+	}
+	a := &rewardApp{t: t, pool: pool}
+	if t.provider != nil {
+		a.http = payClient(workers)
+	}
+	return a, nil
+}
+
+type rewardApp struct {
+	t    *rewardTarget
+	pool ledgerPool
+	http *http.Client
+}
+
+func (a *rewardApp) Session(ctx context.Context, _ int) (runner.Session, error) {
+	c, err := a.pool.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &rewardSession{a: a, c: c}, nil
+}
+
+func (a *rewardApp) Close() error {
+	if a.http != nil {
+		a.http.CloseIdleConnections()
+	}
+	return a.pool.Close()
+}
+
+type rewardSession struct {
+	a *rewardApp
+	c ledgerConn
+}
+
+func (s *rewardSession) Close() error { return s.c.Close() }
+
+var errAlreadyPaid = errors.New("already paid")
+
+func (s *rewardSession) Attempt(ctx context.Context, subj runner.Subject, w *runner.Worker) runner.Outcome {
+	t := s.a.t
+	o := s.attempt(ctx, t.variant, subj.Data.(*rewardBurst), w)
+	if o.Class == runner.Declined {
+		t.declined.Add(1)
+	}
+	return o
+}
+
+func (s *rewardSession) attempt(ctx context.Context, variant string, b *rewardBurst, w *runner.Worker) runner.Outcome {
+	amount := rewardAmount
+	recordAmount := &amount
+	if b.inject {
+		recordAmount = nil
+	}
+	c := s.c
+	switch variant {
+	case CheckThenPay, RecordThenPay:
+		w.Mark("check")
+		has, err := c.HasRecord(ctx, b.user, rewardID)
+		if err != nil {
+			return classify(err)
+		}
+		if has {
+			return runner.Refused(errAlreadyPaid)
+		}
+		steps := []func() error{
+			func() error { w.Mark("pay"); return c.Pay(ctx, b.user, rewardID, &amount) },
+			func() error { w.Mark("record"); _, err := c.Record(ctx, b.user, rewardID, recordAmount); return err },
+		}
+		if variant == RecordThenPay {
+			steps[0], steps[1] = steps[1], steps[0]
+		}
+		for _, step := range steps {
+			if err := step(); err != nil {
+				return classify(err)
+			}
+		}
+		return runner.Done()
+
+	case UniqueRecord, SwallowErrors:
+		w.Mark("record")
+		_, err := c.Record(ctx, b.user, rewardID, recordAmount)
+		switch {
+		case err != nil && variant == SwallowErrors:
+			// The bug: every failure reads as "already paid".
+			return runner.Refused(fmt.Errorf("%w (the insert failed: %v)", errAlreadyPaid, err))
+		case errors.Is(err, errDuplicate):
+			return runner.Refused(errAlreadyPaid)
+		case err != nil:
+			return classify(err)
+		}
+		w.Mark("pay")
+		if err := c.Pay(ctx, b.user, rewardID, &amount); err != nil {
+			return classify(err)
+		}
+		return runner.Done()
+
+	case OneTransaction:
+		tx, err := c.Begin(ctx)
+		if err != nil {
+			return classify(err)
+		}
+		w.Mark("record")
+		if _, err := tx.Record(ctx, b.user, rewardID, recordAmount); err != nil {
+			tx.Rollback()
+			if errors.Is(err, errDuplicate) {
+				return runner.Refused(errAlreadyPaid)
+			}
+			return classify(err)
+		}
+		w.Mark("pay")
+		payAmount := &amount
+		if b.failPayOnce.CompareAndSwap(true, false) {
+			payAmount = nil
+		}
+		if err := tx.Pay(ctx, b.user, rewardID, payAmount); err != nil {
+			tx.Rollback()
+			return classify(fmt.Errorf("payment failed, rolled back: %w", err))
+		}
+		if err := tx.Commit(); err != nil {
+			return classify(err)
+		}
+		return runner.Done()
+
+	case External, ExternalIdempotent:
+		w.Mark("record")
+		id, err := c.Record(ctx, b.user, rewardID, recordAmount)
+		if errors.Is(err, errDuplicate) {
+			return runner.Refused(errAlreadyPaid)
+		}
+		if err != nil {
+			return classify(err)
+		}
+		key := ""
+		if variant == ExternalIdempotent {
+			key = "reward-record-" + strconv.FormatInt(id, 10) + "-" + b.user
+		}
+		w.Mark("pay")
+		calls, err := payExternal(ctx, s.a.http, s.a.t.provider.URL(), payRequest{User: b.user, Reward: rewardID, Amount: amount}, key)
+		if err != nil {
+			return runner.Failed(fmt.Errorf("after %d calls: %w", calls, err))
+		}
+		return runner.Done()
+	}
+	return runner.Failed(fmt.Errorf("reward-payout: variant %q has no attempt", variant))
+}
+
+// classify maps a store error to its outcome: a conflict asks for a retry,
+// anything else is an error — never "already paid".
+func classify(err error) runner.Outcome {
+	if errors.Is(err, errConflict) {
+		return runner.Retry(err)
+	}
+	return runner.Failed(err)
+}
+
+func (t *rewardTarget) Checks(ctx context.Context) []runner.Check {
+	switch t.variant {
+	case UniqueRecord, SwallowErrors:
+		return []runner.Check{t.injectedFailureCheck(ctx)}
+	case OneTransaction:
+		return []runner.Check{t.failedPaymentCheck(ctx)}
+	}
+	return nil
+}
+
+// scripted runs one attempt of variant at a fresh user, outside the bursts.
+func (t *rewardTarget) scripted(ctx context.Context, variant string, b *rewardBurst) (runner.Outcome, error) {
+	pool, err := t.ledger.Open(ctx, 1)
+	if err != nil {
+		return runner.Outcome{}, err
+	}
+	defer pool.Close()
+	c, err := pool.Conn(ctx)
+	if err != nil {
+		return runner.Outcome{}, err
+	}
+	defer c.Close()
+	s := &rewardSession{a: &rewardApp{t: t, pool: pool}, c: c}
+	return s.attempt(ctx, variant, b, &runner.Worker{}), nil
+}
+
+// injectedFailureCheck makes the record insert fail with a NOT NULL
+// violation: the strict variant must call it an error, the swallow-all
+// variant calls it "already paid" although nothing was recorded or paid.
+func (t *rewardTarget) injectedFailureCheck(ctx context.Context) runner.Check {
+	user := t.p.Prefix() + "chk-inject"
+	out, err := t.scripted(ctx, t.variant, &rewardBurst{user: user, inject: true})
+	c := runner.Check{Name: "only the duplicate-key error means \"already paid\""}
+	if t.variant == SwallowErrors {
+		c.Name = "swallow-all reports an injected failure as \"already paid\""
+	}
+	if err != nil {
+		c.Detail = err.Error()
+		return c
+	}
+	records, paid, err := t.counts(ctx, user)
+	if err != nil {
+		c.Detail = err.Error()
+		return c
+	}
+	want := runner.Error
+	if t.variant == SwallowErrors {
+		want = runner.Declined
+	}
+	c.OK = out.Class == want && records == 0 && paid == 0
+	c.Detail = fmt.Sprintf("record insert failed with an injected NOT NULL violation: the attempt was %s; recorded %d, paid %d",
+		outcomeText(out), records, paid)
+	return c
+}
+
+// failedPaymentCheck makes the first payment inside the transaction fail,
+// then lets the user retry: a transactional engine rolls the record back and
+// the retry pays; MyISAM keeps the record, and the retry is told "already
+// paid" — an under-pay.
+func (t *rewardTarget) failedPaymentCheck(ctx context.Context) runner.Check {
+	engine, transactional := t.ledger.Engine()
+	c := runner.Check{Name: "a failed payment rolls the record back (" + engine + ")"}
+	if !transactional {
+		c.Name = "MyISAM keeps the record of a failed payment (" + engine + ")"
+	}
+	user := t.p.Prefix() + "chk-tx"
+	b := &rewardBurst{user: user}
+	b.failPayOnce.Store(true)
+	first, err := t.scripted(ctx, OneTransaction, b)
+	if err != nil {
+		c.Detail = err.Error()
+		return c
+	}
+	rec1, paid1, err := t.counts(ctx, user)
+	if err != nil {
+		c.Detail = err.Error()
+		return c
+	}
+	retry, err := t.scripted(ctx, OneTransaction, b)
+	if err != nil {
+		c.Detail = err.Error()
+		return c
+	}
+	rec2, paid2, err := t.counts(ctx, user)
+	if err != nil {
+		c.Detail = err.Error()
+		return c
+	}
+	if transactional {
+		c.OK = first.Class == runner.Error && rec1 == 0 && paid1 == 0 && retry.Class == runner.Executed && rec2 == 1 && paid2 == 1
+	} else {
+		c.OK = first.Class == runner.Error && rec1 == 1 && paid1 == 0 && retry.Class == runner.Declined && rec2 == 1 && paid2 == 0
+	}
+	c.Detail = fmt.Sprintf("payment failed inside the transaction: recorded %d, paid %d; the user's retry was %s: recorded %d, paid %d",
+		rec1, paid1, outcomeText(retry), rec2, paid2)
+	return c
+}

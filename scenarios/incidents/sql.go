@@ -1,0 +1,746 @@
+package incidents
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/racetest/racetest/scenarios"
+	"github.com/racetest/racetest/scenarios/mysqlstore"
+	"github.com/racetest/racetest/scenarios/pgstore"
+)
+
+// sqlOpTimeout bounds racetest's own statements (setup, reset, counting), so
+// that a server that dies mid-run fails them rather than hanging them.
+const sqlOpTimeout = 15 * time.Second
+
+// sqlConn is one connection, or a transaction on it, whatever the driver:
+// database/sql for MySQL, pgx for PostgreSQL (pgx's database/sql adapter
+// would pull in a pool package the module does not carry).
+type sqlConn interface {
+	// Exec runs a statement and returns the rows it changed and, where the
+	// driver reports one, the id it inserted.
+	Exec(ctx context.Context, query string, args ...any) (changed, lastID int64, err error)
+	// QueryRow runs a query for one row; no row scans as sql.ErrNoRows.
+	QueryRow(ctx context.Context, query string, args ...any) rowScanner
+}
+
+type rowScanner interface{ Scan(dest ...any) error }
+
+type sqlSession interface {
+	sqlConn
+	Begin(ctx context.Context) (sqlTx, error)
+	Close() error
+}
+
+type sqlTx interface {
+	sqlConn
+	Commit(ctx context.Context) error
+	Rollback(ctx context.Context) error
+}
+
+// sqlPool is one replica's connections.
+type sqlPool interface {
+	Conn(ctx context.Context) (sqlSession, error)
+	Close() error
+}
+
+// dialect is what differs between MySQL/MariaDB and PostgreSQL for the
+// incidents' few tables and statements.
+type dialect struct {
+	name string
+	hint string
+	// connect parses the run's connection string and returns a way to open
+	// pools, and the server's address for messages (never a password).
+	connect func(p scenarios.Params) (open func(workers int) sqlPool, where string, err error)
+	version string // the query naming the server
+	// tableOptions ends every CREATE TABLE (the storage engine).
+	tableOptions func(p scenarios.Params) (string, error)
+	inlineIndex  bool // MySQL declares indexes in CREATE TABLE
+	autoID       string
+	timestamp    string
+	// acquire grants a lease: it returns the token, or 0.
+	acquire func(ctx context.Context, q sqlConn, table, key, owner string, ttl time.Duration) (int64, error)
+	// insertID inserts and returns the new row's id.
+	insertID func(ctx context.Context, q sqlConn, query string, args ...any) (int64, error)
+	// ph is the n-th placeholder (1-based).
+	ph          func(n int) string
+	isDuplicate func(error) bool
+	isConflict  func(error) bool
+	// engineOf reads the engine a table really uses, and whether it
+	// honours transactions.
+	engineOf func(ctx context.Context, q sqlConn, table string) (string, bool, error)
+}
+
+var mysqlDialect = &dialect{
+	name: "mysql",
+	hint: "set --mysql-dsn or RACETEST_MYSQL_DSN",
+	connect: func(p scenarios.Params) (func(int) sqlPool, string, error) {
+		cfg, err := mysqlstore.Config(p.Conn.MySQLDSN)
+		if err != nil {
+			return nil, "", err
+		}
+		if p.Dial != nil {
+			cfg.DialFunc = p.Dial
+		}
+		conn, err := mysql.NewConnector(cfg)
+		if err != nil {
+			return nil, "", fmt.Errorf("mysql: bad connection settings for %s: %w", cfg.Addr, err)
+		}
+		return func(workers int) sqlPool {
+			db := sql.OpenDB(conn)
+			db.SetMaxOpenConns(max(workers, 1))
+			db.SetMaxIdleConns(max(workers, 1))
+			return stdPool{db}
+		}, cfg.Addr, nil
+	},
+	version: "SELECT VERSION()",
+	tableOptions: func(p scenarios.Params) (string, error) {
+		e, err := mysqlstore.EngineName(p.Engine)
+		if err != nil {
+			return "", err
+		}
+		return " ENGINE=" + e, nil
+	},
+	inlineIndex: true,
+	autoID:      "BIGINT AUTO_INCREMENT PRIMARY KEY",
+	timestamp:   "DATETIME(6)",
+	acquire: func(ctx context.Context, q sqlConn, table, key, owner string, ttl time.Duration) (int64, error) {
+		// LAST_INSERT_ID(expr) hands the new token back in the same round
+		// trip as the grant.
+		n, token, err := q.Exec(ctx, "UPDATE "+table+" SET owner = ?, lock_until = NOW(6) + INTERVAL ? MICROSECOND, fence = LAST_INSERT_ID(fence + 1) WHERE name = ? AND lock_until < NOW(6)",
+			owner, ttl.Microseconds(), key)
+		if err != nil || n != 1 {
+			return 0, err
+		}
+		return token, nil
+	},
+	insertID: func(ctx context.Context, q sqlConn, query string, args ...any) (int64, error) {
+		_, id, err := q.Exec(ctx, query, args...)
+		return id, err
+	},
+	ph: func(int) string { return "?" },
+	isDuplicate: func(err error) bool {
+		var me *mysql.MySQLError
+		return errors.As(err, &me) && me.Number == 1062
+	},
+	isConflict: func(err error) bool {
+		var me *mysql.MySQLError
+		return errors.As(err, &me) && me.Number == 1213
+	},
+	engineOf: func(ctx context.Context, q sqlConn, table string) (string, bool, error) {
+		var engine string
+		var tx sql.NullString
+		err := q.QueryRow(ctx,
+			`SELECT t.ENGINE, e.TRANSACTIONS FROM information_schema.TABLES t
+			 LEFT JOIN information_schema.ENGINES e ON e.ENGINE = t.ENGINE
+			 WHERE t.TABLE_SCHEMA = DATABASE() AND t.TABLE_NAME = ?`, table).Scan(&engine, &tx)
+		if err != nil {
+			return "", false, fmt.Errorf("mysql: reading the engine of %s from information_schema.TABLES: %w", table, err)
+		}
+		return engine, tx.String == "YES", nil
+	},
+}
+
+var pgDialect = &dialect{
+	name: "postgres",
+	hint: "set --postgres-url or RACETEST_POSTGRES_URL",
+	connect: func(p scenarios.Params) (func(int) sqlPool, string, error) {
+		cfg, err := pgstore.Config(p.Conn.PostgresURL, p)
+		if err != nil {
+			return nil, "", err
+		}
+		return func(int) sqlPool { return pgPool{cfg} }, fmt.Sprintf("%s:%d", cfg.Host, cfg.Port), nil
+	},
+	version:      "SELECT 'PostgreSQL ' || current_setting('server_version')",
+	tableOptions: func(scenarios.Params) (string, error) { return "", nil },
+	autoID:       "BIGSERIAL PRIMARY KEY",
+	timestamp:    "TIMESTAMPTZ",
+	acquire: func(ctx context.Context, q sqlConn, table, key, owner string, ttl time.Duration) (int64, error) {
+		// clock_timestamp(), not now(): now() is the transaction's start.
+		var token int64
+		err := q.QueryRow(ctx, "UPDATE "+table+" SET owner = $1, lock_until = clock_timestamp() + $2::bigint * interval '1 microsecond', fence = fence + 1 WHERE name = $3 AND lock_until < clock_timestamp() RETURNING fence",
+			owner, ttl.Microseconds(), key).Scan(&token)
+		if errors.Is(err, sql.ErrNoRows) {
+			return 0, nil
+		}
+		return token, err
+	},
+	insertID: func(ctx context.Context, q sqlConn, query string, args ...any) (int64, error) {
+		var id int64
+		err := q.QueryRow(ctx, query+" RETURNING id", args...).Scan(&id)
+		return id, err
+	},
+	ph: func(n int) string { return fmt.Sprintf("$%d", n) },
+	isDuplicate: func(err error) bool {
+		var pe *pgconn.PgError
+		return errors.As(err, &pe) && pe.Code == "23505"
+	},
+	isConflict: func(err error) bool {
+		var pe *pgconn.PgError
+		return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01")
+	},
+	engineOf: func(context.Context, sqlConn, string) (string, bool, error) {
+		return "PostgreSQL", true, nil
+	},
+}
+
+// ---- database/sql (MySQL) ----
+
+type stdPool struct{ db *sql.DB }
+
+func (p stdPool) Conn(ctx context.Context) (sqlSession, error) {
+	c, err := p.db.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.PingContext(ctx); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return &stdSession{stdConn: stdConn{c}, c: c}, nil
+}
+
+func (p stdPool) Close() error { return p.db.Close() }
+
+type stdQuerier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+type stdConn struct{ q stdQuerier }
+
+func (c stdConn) Exec(ctx context.Context, query string, args ...any) (int64, int64, error) {
+	res, err := c.q.ExecContext(ctx, query, args...)
+	if err != nil {
+		return 0, 0, err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, 0, err
+	}
+	id, _ := res.LastInsertId()
+	return n, id, nil
+}
+
+func (c stdConn) QueryRow(ctx context.Context, query string, args ...any) rowScanner {
+	return c.q.QueryRowContext(ctx, query, args...)
+}
+
+type stdSession struct {
+	stdConn
+	c *sql.Conn
+}
+
+func (s *stdSession) Close() error { return s.c.Close() }
+
+func (s *stdSession) Begin(ctx context.Context) (sqlTx, error) {
+	tx, err := s.c.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	return stdTx{stdConn{tx}, tx}, nil
+}
+
+type stdTx struct {
+	stdConn
+	tx *sql.Tx
+}
+
+func (t stdTx) Commit(context.Context) error   { return t.tx.Commit() }
+func (t stdTx) Rollback(context.Context) error { return t.tx.Rollback() }
+
+// ---- pgx (PostgreSQL) ----
+
+// pgPool dials one connection per worker; the runner closes each.
+type pgPool struct{ cfg *pgx.ConnConfig }
+
+func (p pgPool) Conn(ctx context.Context) (sqlSession, error) {
+	c, err := pgx.ConnectConfig(ctx, p.cfg.Copy())
+	if err != nil {
+		return nil, err
+	}
+	return &pgSession{pgConn: pgConn{c}, c: c}, nil
+}
+
+func (pgPool) Close() error { return nil }
+
+type pgQuerier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+type pgConn struct{ q pgQuerier }
+
+func (c pgConn) Exec(ctx context.Context, query string, args ...any) (int64, int64, error) {
+	tag, err := c.q.Exec(ctx, query, args...)
+	return tag.RowsAffected(), 0, err
+}
+
+func (c pgConn) QueryRow(ctx context.Context, query string, args ...any) rowScanner {
+	return pgRow{c.q.QueryRow(ctx, query, args...)}
+}
+
+// pgRow makes pgx's "no rows" the database/sql one, so callers test one.
+type pgRow struct{ r pgx.Row }
+
+func (r pgRow) Scan(dest ...any) error {
+	err := r.r.Scan(dest...)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return sql.ErrNoRows
+	}
+	return err
+}
+
+type pgSession struct {
+	pgConn
+	c *pgx.Conn
+}
+
+func (s *pgSession) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return s.c.Close(ctx)
+}
+
+func (s *pgSession) Begin(ctx context.Context) (sqlTx, error) {
+	tx, err := s.c.Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return pgTx{pgConn{tx}, tx}, nil
+}
+
+type pgTx struct {
+	pgConn
+	tx pgx.Tx
+}
+
+func (t pgTx) Commit(ctx context.Context) error   { return t.tx.Commit(ctx) }
+func (t pgTx) Rollback(ctx context.Context) error { return t.tx.Rollback(ctx) }
+
+// q rewrites a statement written with ? placeholders for the dialect.
+func (d *dialect) q(query string) string {
+	if d.ph(1) == "?" {
+		return query
+	}
+	var b strings.Builder
+	n := 0
+	for _, r := range query {
+		if r == '?' {
+			n++
+			b.WriteString(d.ph(n))
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// wrap marks the errors the patterns read: a duplicate key and a conflict.
+func (d *dialect) wrap(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case d.isDuplicate(err):
+		return fmt.Errorf("%w: %w", errDuplicate, err)
+	case d.isConflict(err):
+		return fmt.Errorf("%w: %w", errConflict, err)
+	}
+	return err
+}
+
+// sqlServer is one run's hold on a SQL server: its own connection for setup
+// and counting, and the tables it created (and will drop: those, no others).
+type sqlServer struct {
+	d     *dialect
+	p     scenarios.Params
+	open  func(workers int) sqlPool
+	where string
+	name  string
+	opts  string
+
+	mu        sync.Mutex // racetest's own statements, one at a time
+	adminPool sqlPool
+	admin     sqlSession
+	created   []string
+}
+
+func connectSQL(ctx context.Context, d *dialect, p scenarios.Params) (*sqlServer, error) {
+	opts, err := d.tableOptions(p)
+	if err != nil {
+		return nil, err
+	}
+	open, where, err := d.connect(p)
+	if err != nil {
+		return nil, err
+	}
+	s := &sqlServer{d: d, p: p, open: open, where: where, opts: opts, adminPool: open(1)}
+	cctx, cancel := context.WithTimeout(ctx, sqlOpTimeout)
+	defer cancel()
+	if s.admin, err = s.adminPool.Conn(cctx); err != nil {
+		s.adminPool.Close()
+		return nil, fmt.Errorf("%s: cannot connect to %s: %w — is the server running? %s", d.name, where, err, d.hint)
+	}
+	var version string
+	if err := s.admin.QueryRow(cctx, d.version).Scan(&version); err == nil {
+		s.name = serverName(version)
+	}
+	return s, nil
+}
+
+// serverName turns "10.11.6-MariaDB-0+deb12u1" into "MariaDB 10.11.6".
+func serverName(version string) string {
+	if f := strings.Fields(version); len(f) >= 2 && f[0] == "PostgreSQL" {
+		return f[0] + " " + f[1]
+	}
+	num, rest, _ := strings.Cut(version, "-")
+	if strings.Contains(strings.ToLower(rest), "mariadb") {
+		return "MariaDB " + num
+	}
+	return "MySQL " + num
+}
+
+func (s *sqlServer) close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	err := s.admin.Close()
+	return errors.Join(err, s.adminPool.Close())
+}
+
+// create makes table with columns, failing if it already exists: a run
+// never reuses (or later drops) a table it did not make.
+func (s *sqlServer) create(ctx context.Context, part, columns string) (string, error) {
+	name := s.p.Prefix() + part
+	if err := s.exec(ctx, "CREATE TABLE "+name+" ("+columns+")"+s.opts); err != nil {
+		return "", fmt.Errorf("%s: could not create table %s on %s: %w", s.d.name, name, s.where, err)
+	}
+	s.mu.Lock()
+	s.created = append(s.created, name)
+	s.mu.Unlock()
+	return name, nil
+}
+
+func (s *sqlServer) dropCreated(ctx context.Context) error {
+	s.mu.Lock()
+	tables := s.created
+	s.created = nil
+	s.mu.Unlock()
+	var errs []error
+	for _, t := range tables {
+		if err := s.exec(ctx, "DROP TABLE IF EXISTS "+t); err != nil {
+			errs = append(errs, fmt.Errorf("%s: could not drop %s on %s (drop it by hand): %w", s.d.name, t, s.where, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// conn takes one connection from pool, pinged now so that connection setup
+// never serialises the attempts.
+func (s *sqlServer) conn(ctx context.Context, pool sqlPool) (sqlSession, error) {
+	cctx, cancel := context.WithTimeout(ctx, sqlOpTimeout)
+	defer cancel()
+	c, err := pool.Conn(cctx)
+	if err != nil {
+		return nil, fmt.Errorf("%s: a replica could not connect to %s: %w", s.d.name, s.where, err)
+	}
+	return c, nil
+}
+
+// exec runs one of racetest's own statements (written with ?).
+func (s *sqlServer) exec(ctx context.Context, query string, args ...any) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cctx, cancel := context.WithTimeout(ctx, sqlOpTimeout)
+	defer cancel()
+	_, _, err := s.admin.Exec(cctx, s.d.q(query), args...)
+	return err
+}
+
+// count reads one number (written with ?); no row is 0.
+func (s *sqlServer) count(ctx context.Context, query string, args ...any) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cctx, cancel := context.WithTimeout(ctx, sqlOpTimeout)
+	defer cancel()
+	var n sql.NullInt64
+	err := s.admin.QueryRow(cctx, s.d.q(query), args...).Scan(&n)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	return int(n.Int64), err
+}
+
+// ---- ledger (reward-payout) ----
+
+type sqlLedger struct {
+	s                 *sqlServer
+	unique            bool
+	records, payments string
+	engine            string
+	transactional     bool
+}
+
+func sqlLedgerBackend(d *dialect) ledgerFactory {
+	return func(ctx context.Context, p scenarios.Params, unique bool) (ledgerBackend, error) {
+		s, err := connectSQL(ctx, d, p)
+		if err != nil {
+			return nil, err
+		}
+		return &sqlLedger{s: s, unique: unique}, nil
+	}
+}
+
+func (l *sqlLedger) Prepare(ctx context.Context) error {
+	s := l.s
+	index := ""
+	if s.d.inlineIndex {
+		index = ", KEY (user_id)"
+	}
+	cols := "id " + s.d.autoID + ", user_id VARCHAR(64) NOT NULL, reward_id VARCHAR(32) NOT NULL, amount INT NOT NULL"
+	recordCols := cols + index
+	if l.unique {
+		recordCols = cols + ", UNIQUE (user_id, reward_id)"
+	}
+	var err error
+	if l.records, err = s.create(ctx, "reward_records", recordCols); err != nil {
+		return err
+	}
+	if l.payments, err = s.create(ctx, "reward_payments", cols+index); err != nil {
+		return err
+	}
+	if !s.d.inlineIndex {
+		tables := []string{l.payments}
+		if !l.unique {
+			tables = append(tables, l.records)
+		}
+		for _, t := range tables {
+			if err := s.exec(ctx, "CREATE INDEX ON "+t+" (user_id)"); err != nil {
+				return fmt.Errorf("%s: could not index %s: %w", s.d.name, t, err)
+			}
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cctx, cancel := context.WithTimeout(ctx, sqlOpTimeout)
+	defer cancel()
+	l.engine, l.transactional, err = s.d.engineOf(cctx, s.admin, l.records)
+	return err
+}
+
+func (l *sqlLedger) Engine() (string, bool)            { return l.engine, l.transactional }
+func (l *sqlLedger) Server() string                    { return l.s.name }
+func (l *sqlLedger) Close() error                      { return l.s.close() }
+func (l *sqlLedger) Cleanup(ctx context.Context) error { return l.s.dropCreated(ctx) }
+
+func (l *sqlLedger) Counts(ctx context.Context, user, reward string) (records, payments int, err error) {
+	if records, err = l.s.count(ctx, "SELECT COUNT(*) FROM "+l.records+" WHERE user_id = ? AND reward_id = ?", user, reward); err != nil {
+		return 0, 0, err
+	}
+	payments, err = l.s.count(ctx, "SELECT COUNT(*) FROM "+l.payments+" WHERE user_id = ? AND reward_id = ?", user, reward)
+	return records, payments, err
+}
+
+func (l *sqlLedger) Open(_ context.Context, workers int) (ledgerPool, error) {
+	return &sqlLedgerPool{l: l, pool: l.s.open(workers)}, nil
+}
+
+type sqlLedgerPool struct {
+	l    *sqlLedger
+	pool sqlPool
+}
+
+func (p *sqlLedgerPool) Conn(ctx context.Context) (ledgerConn, error) {
+	c, err := p.l.s.conn(ctx, p.pool)
+	if err != nil {
+		return nil, err
+	}
+	return &sqlLedgerConn{sqlLedgerOps: sqlLedgerOps{l: p.l, q: c}, c: c}, nil
+}
+
+func (p *sqlLedgerPool) Close() error { return p.pool.Close() }
+
+type sqlLedgerOps struct {
+	l *sqlLedger
+	q sqlConn
+}
+
+func (o sqlLedgerOps) HasRecord(ctx context.Context, user, reward string) (bool, error) {
+	var one int
+	err := o.q.QueryRow(ctx, o.l.s.d.q("SELECT 1 FROM "+o.l.records+" WHERE user_id = ? AND reward_id = ? LIMIT 1"), user, reward).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, o.l.s.d.wrap(err)
+}
+
+func (o sqlLedgerOps) Record(ctx context.Context, user, reward string, amount *int) (int64, error) {
+	d := o.l.s.d
+	id, err := d.insertID(ctx, o.q, d.q("INSERT INTO "+o.l.records+" (user_id, reward_id, amount) VALUES (?, ?, ?)"), user, reward, amount)
+	return id, d.wrap(err)
+}
+
+func (o sqlLedgerOps) Pay(ctx context.Context, user, reward string, amount *int) error {
+	d := o.l.s.d
+	_, _, err := o.q.Exec(ctx, d.q("INSERT INTO "+o.l.payments+" (user_id, reward_id, amount) VALUES (?, ?, ?)"), user, reward, amount)
+	return d.wrap(err)
+}
+
+type sqlLedgerConn struct {
+	sqlLedgerOps
+	c sqlSession
+}
+
+func (c *sqlLedgerConn) Close() error { return c.c.Close() }
+
+func (c *sqlLedgerConn) Begin(ctx context.Context) (ledgerTx, error) {
+	tx, err := c.c.Begin(ctx)
+	if err != nil {
+		return nil, c.l.s.d.wrap(err)
+	}
+	return &sqlLedgerTx{sqlLedgerOps: sqlLedgerOps{l: c.l, q: tx}, tx: tx}, nil
+}
+
+type sqlLedgerTx struct {
+	sqlLedgerOps
+	tx sqlTx
+}
+
+// Commit and Rollback run even when the attempt's context has ended, so a
+// transaction is never left open on a pooled connection.
+func (t *sqlLedgerTx) Commit() error {
+	ctx, cancel := context.WithTimeout(context.Background(), sqlOpTimeout)
+	defer cancel()
+	return t.l.s.d.wrap(t.tx.Commit(ctx))
+}
+
+func (t *sqlLedgerTx) Rollback() error {
+	ctx, cancel := context.WithTimeout(context.Background(), sqlOpTimeout)
+	defer cancel()
+	return t.tx.Rollback(ctx)
+}
+
+// ---- leases (lease-pause) ----
+
+type sqlLeases struct {
+	s                *sqlServer
+	leases, resource string
+}
+
+func sqlLeaseBackend(d *dialect) leaseFactory {
+	return func(ctx context.Context, p scenarios.Params) (leaseBackend, error) {
+		s, err := connectSQL(ctx, d, p)
+		if err != nil {
+			return nil, err
+		}
+		return &sqlLeases{s: s}, nil
+	}
+}
+
+// longAgo is a free lease's lock_until.
+var longAgo = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func (l *sqlLeases) Prepare(ctx context.Context) error {
+	s := l.s
+	var err error
+	if l.leases, err = s.create(ctx, "leases", "name VARCHAR(64) PRIMARY KEY, owner VARCHAR(64) NULL, lock_until "+s.d.timestamp+" NOT NULL, fence BIGINT NOT NULL"); err != nil {
+		return err
+	}
+	l.resource, err = s.create(ctx, "lease_resource", "name VARCHAR(64) PRIMARY KEY, writes INT NOT NULL, last_token BIGINT NOT NULL")
+	return err
+}
+
+func (l *sqlLeases) Reset(ctx context.Context, key string) error {
+	if err := l.s.exec(ctx, "INSERT INTO "+l.leases+" (name, owner, lock_until, fence) VALUES (?, NULL, ?, 0)", key, longAgo); err != nil {
+		return fmt.Errorf("%s: could not create lease %s: %w", l.s.d.name, key, err)
+	}
+	if err := l.s.exec(ctx, "INSERT INTO "+l.resource+" (name, writes, last_token) VALUES (?, 0, 0)", key); err != nil {
+		return fmt.Errorf("%s: could not create resource %s: %w", l.s.d.name, key, err)
+	}
+	return nil
+}
+
+func (l *sqlLeases) Writes(ctx context.Context, key string) (int, error) {
+	return l.s.count(ctx, "SELECT writes FROM "+l.resource+" WHERE name = ?", key)
+}
+
+func (l *sqlLeases) Cleanup(ctx context.Context) error { return l.s.dropCreated(ctx) }
+func (l *sqlLeases) Close() error                      { return l.s.close() }
+func (l *sqlLeases) Server() string                    { return l.s.name }
+
+func (l *sqlLeases) Open(_ context.Context, workers int) (leasePool, error) {
+	return &sqlLeasePool{l: l, pool: l.s.open(workers)}, nil
+}
+
+type sqlLeasePool struct {
+	l    *sqlLeases
+	pool sqlPool
+}
+
+func (p *sqlLeasePool) Conn(ctx context.Context) (leaseConn, error) {
+	c, err := p.l.s.conn(ctx, p.pool)
+	if err != nil {
+		return nil, err
+	}
+	return &sqlLeaseConn{l: p.l, c: c}, nil
+}
+
+func (p *sqlLeasePool) Close() error { return p.pool.Close() }
+
+type sqlLeaseConn struct {
+	l *sqlLeases
+	c sqlSession
+}
+
+func (c *sqlLeaseConn) Close() error { return c.c.Close() }
+
+func (c *sqlLeaseConn) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (bool, int64, error) {
+	token, err := c.l.s.d.acquire(ctx, c.c, c.l.leases, key, owner, ttl)
+	if err != nil {
+		return false, 0, err
+	}
+	return token > 0, token, nil
+}
+
+func (c *sqlLeaseConn) Done(ctx context.Context, key string) (bool, error) {
+	var writes int
+	err := c.c.QueryRow(ctx, c.l.s.d.q("SELECT writes FROM "+c.l.resource+" WHERE name = ?"), key).Scan(&writes)
+	return writes > 0, err
+}
+
+// Write is one UPDATE; fenced, its WHERE lets the store refuse a token
+// lower than the highest it accepted.
+func (c *sqlLeaseConn) Write(ctx context.Context, key, _ string, token int64, fenced bool) (bool, error) {
+	query := "UPDATE " + c.l.resource + " SET writes = writes + 1, last_token = GREATEST(last_token, ?) WHERE name = ?"
+	args := []any{token, key}
+	if fenced {
+		query += " AND last_token <= ?"
+		args = append(args, token)
+	}
+	return c.changedOne(ctx, query, args...)
+}
+
+// Release frees the lease; compare, only while owner holds it. (A plain
+// release is the SQL form of a plain DEL: it frees whoever's lease it is.)
+func (c *sqlLeaseConn) Release(ctx context.Context, key, owner string, compare bool) (bool, error) {
+	query := "UPDATE " + c.l.leases + " SET owner = NULL, lock_until = ? WHERE name = ? AND owner IS NOT NULL"
+	args := []any{longAgo, key}
+	if compare {
+		query += " AND owner = ?"
+		args = append(args, owner)
+	}
+	return c.changedOne(ctx, query, args...)
+}
+
+func (c *sqlLeaseConn) changedOne(ctx context.Context, query string, args ...any) (bool, error) {
+	n, _, err := c.c.Exec(ctx, c.l.s.d.q(query), args...)
+	return n == 1, err
+}
