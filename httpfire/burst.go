@@ -26,11 +26,18 @@ type releaser interface {
 type burst struct {
 	vars Vars
 
-	// The release of the first wave: the first attempt past the runner's
-	// gate runs it; the others wait for it to finish (sync.Once), so every
-	// held request leaves in one tight loop.
+	// The release of the first wave. Past the runner's gate each attempt
+	// arrives and goes straight to waiting for its response; the last to
+	// arrive runs the loop that writes every held tail, so no other attempt
+	// of the burst competes for a CPU while the requests leave, and the
+	// server has the machine to itself as they arrive. A straggler cannot
+	// hold the burst: releaseWait after the first arrival, the loop runs
+	// anyway.
 	once      sync.Once
 	releasers []releaser
+	expected  int32 // attempts that will arrive
+	arrivedN  atomic.Int32
+	late      atomic.Bool // the loop ran before every attempt arrived
 	// armed counts the attempts armed for this burst's first wave.
 	armed int
 
@@ -59,7 +66,28 @@ func (b *burst) varsFor(attempt int) Vars {
 	return v
 }
 
-// release runs the release loop once; every caller returns after it.
+// releaseWait bounds how long the first attempt to arrive waits for the
+// others before the loop runs without them.
+const releaseWait = 10 * time.Millisecond
+
+// arrive says an attempt of the first wave is past the gate; the last one
+// runs the release loop.
+func (b *burst) arrive() {
+	n := b.arrivedN.Add(1)
+	if n == 1 && b.expected > 1 {
+		time.AfterFunc(releaseWait, func() {
+			if b.arrivedN.Load() < b.expected {
+				b.late.Store(true)
+			}
+			b.release()
+		})
+	}
+	if n >= b.expected {
+		b.release()
+	}
+}
+
+// release runs the release loop once.
 func (b *burst) release() {
 	b.once.Do(func() {
 		for _, r := range b.releasers {

@@ -19,10 +19,6 @@ const maxBodyKept = 64 << 10
 // maxBodyDrained is how much more is read to keep the connection reusable.
 const maxBodyDrained = 4 << 20
 
-// smallBody is the largest body that last-byte holds back whole, together
-// with the header block's final byte: it still leaves in one segment.
-const smallBody = 1024
-
 // h1App is one replica over HTTP/1.1: nothing is shared between its
 // sessions, each of which owns its connection.
 type h1App struct{ t *Target }
@@ -54,10 +50,12 @@ type h1Session struct {
 	looped   bool   // the release loop writes held (last-byte); else the attempt does
 	armErr   error
 	sendErr  error
-	sentAny  bool // some of the request reached the connection
+	sentAny  bool          // some of the request reached the connection
+	fired    chan struct{} // closed once the held bytes were written (or failed)
 }
 
-func (s *h1Session) order() int { return s.worker }
+func (s *h1Session) order() int    { return s.worker }
+func (s *h1Session) attempts() int { return 1 }
 
 func (s *h1Session) connect(ctx context.Context) error {
 	conn, err := s.t.dial(ctx, []string{"http/1.1"})
@@ -125,6 +123,7 @@ func (s *h1Session) arm(ctx context.Context, b *burst) error {
 
 func (s *h1Session) prepare(ctx context.Context, b *burst, hold bool) error {
 	s.burst, s.held, s.heldHead, s.looped, s.armErr, s.sendErr, s.sentAny = b, nil, false, false, nil, nil, false
+	s.fired = make(chan struct{})
 	if !s.alive() {
 		s.close()
 		if err := s.connect(ctx); err != nil {
@@ -142,10 +141,10 @@ func (s *h1Session) prepare(ctx context.Context, b *burst, hold bool) error {
 		s.held, s.heldHead = req, true
 		return nil
 	}
+	// Hold back the final byte: of the body when there is one (the server has
+	// parsed the headers and its handler waits on the body, so the release
+	// costs it one read), else of the header block.
 	cut := len(req) - 1
-	if len(req)-head <= smallBody {
-		cut = head - 1
-	}
 	s.conn.SetWriteDeadline(time.Now().Add(s.t.c.timeout))
 	_, err = s.conn.Write(req[:cut])
 	s.conn.SetWriteDeadline(time.Time{})
@@ -162,12 +161,15 @@ func (s *h1Session) prepare(ctx context.Context, b *burst, hold bool) error {
 
 // fire writes the held bytes: from the release loop, or from the attempt.
 func (s *h1Session) fire(at time.Time) {
+	defer close(s.fired)
 	s.burst.sent(at)
 	s.conn.SetWriteDeadline(at.Add(s.t.c.timeout))
 	_, err := s.conn.Write(s.held)
 	s.conn.SetWriteDeadline(time.Time{})
 	if err != nil {
 		s.sendErr = err
+		// Wake the attempt, which may already be waiting for a response.
+		s.conn.Close()
 	} else {
 		s.sentAny = true
 	}
@@ -191,22 +193,26 @@ func (s *h1Session) Attempt(ctx context.Context, subj runner.Subject, w *runner.
 		return b.outcome(runner.Failed(s.armErr))
 	}
 	if s.looped {
-		b.release()
+		// Wait for the response at once; the tail leaves with the others.
+		b.arrive()
 	} else {
 		s.fire(time.Now())
 	}
-	if s.sendErr != nil {
-		err := fmt.Errorf("sending the request: %w", s.sendErr)
-		s.close()
-		if s.heldHead && !s.sentAny {
-			return b.outcome(runner.Failed(err))
-		}
-		// Part of it reached the server, which may have acted on it.
-		return b.outcome(runner.Outcome{Class: runner.Unknown, Err: err})
-	}
 	resp, body, err := s.read(ctx, s.t.c.method)
 	if err != nil {
+		select {
+		case <-s.fired:
+		case <-ctx.Done():
+		}
 		s.close()
+		if s.sendErr != nil {
+			err := fmt.Errorf("sending the request: %w", s.sendErr)
+			if s.heldHead && !s.sentAny {
+				return b.outcome(runner.Failed(err))
+			}
+			// Part of it reached the server, which may have acted on it.
+			return b.outcome(runner.Outcome{Class: runner.Unknown, Err: err})
+		}
 		if ctx.Err() != nil {
 			return b.outcome(runner.Outcome{Class: runner.Unknown, Err: fmt.Errorf("no response in time: %w", context.Cause(ctx))})
 		}

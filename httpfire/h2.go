@@ -53,6 +53,12 @@ type h2Session struct {
 
 func (a *h2App) order() int { return a.replica }
 
+func (a *h2App) attempts() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.sessions)
+}
+
 func (a *h2App) Session(_ context.Context, worker int) (runner.Session, error) {
 	s := &h2Session{a: a, worker: worker}
 	a.mu.Lock()
@@ -201,7 +207,8 @@ func (s *h2Session) Attempt(ctx context.Context, subj runner.Subject, w *runner.
 		}
 		a.mu.Unlock()
 	} else if s.burst == b {
-		b.release()
+		// Wait for the response at once; the held frames leave with the others.
+		b.arrive()
 	}
 	a.mu.Lock()
 	st, armErr, conn := s.st, s.armErr, a.conn

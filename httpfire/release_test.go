@@ -22,7 +22,7 @@ const (
 	h2c     = "h2c"
 )
 
-func newServer(t *testing.T, kind string, h http.Handler) *httptest.Server {
+func newServer(t testing.TB, kind string, h http.Handler) *httptest.Server {
 	t.Helper()
 	srv := httptest.NewUnstartedServer(h)
 	switch kind {

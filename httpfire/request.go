@@ -83,9 +83,8 @@ func needsLength(method string, body []byte) bool {
 	return len(body) > 0
 }
 
-// http1 serialises r as an HTTP/1.1 request. head is where the header block
-// ends: last-byte release holds back from the header's final byte when the
-// body is small, so no server can start on the request before the release.
+// http1 serialises r as an HTTP/1.1 request; head is where the header block
+// ends and the body begins.
 func (c *compiled) http1(r rendered) (req []byte, head int) {
 	var b bytes.Buffer
 	b.WriteString(c.method)

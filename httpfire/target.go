@@ -34,6 +34,8 @@ type Target struct {
 type armer interface {
 	arm(ctx context.Context, b *burst) error
 	order() int
+	// attempts is how many attempts of a burst it carries.
+	attempts() int
 }
 
 // New validates cfg and builds the target; p supplies the run id (for
@@ -138,6 +140,9 @@ func (t *Target) Reset(ctx context.Context, index int) (runner.Subject, error) {
 	var firstErr error
 	failed := 0
 	for _, a := range live {
+		b.expected += int32(a.attempts())
+	}
+	for _, a := range live {
 		if err := a.arm(ctx, b); err != nil {
 			failed++
 			if firstErr == nil {
@@ -234,6 +239,9 @@ func (t *Target) Notes() []string {
 	if len(t.st.arrival) > 0 {
 		notes = append(notes, fmt.Sprintf("server arrival spread (%s header): median %s, max %s over %d bursts", ArrivalHeader, human(medianD(t.st.arrival)), human(maxD(t.st.arrival)), len(t.st.arrival)))
 	}
+	if t.st.late > 0 {
+		notes = append(notes, fmt.Sprintf("%d bursts were released before all their attempts were ready (one was not scheduled within %s of the first)", t.st.late, releaseWait))
+	}
 	if t.st.unsync > 0 {
 		notes = append(notes, fmt.Sprintf("%d attempts could not be held back (a later wave, or a connection re-made): the gate alone released them", t.st.unsync))
 	}
@@ -273,7 +281,7 @@ type stats struct {
 	client, arrival      []time.Duration
 	statuses             map[int]int
 	attempts, failed     int
-	unsync               int
+	unsync, late         int
 	server, proto        string
 }
 
@@ -302,6 +310,9 @@ func (s *stats) add(b *burst, effects int) {
 		s.server, s.proto = b.server, b.proto
 	}
 	s.unsync += b.notSynchronous
+	if b.late.Load() {
+		s.late++
+	}
 	b.mu.Unlock()
 }
 

@@ -16,25 +16,35 @@ import (
 	"github.com/racetest/racetest/httpfire"
 )
 
-// CheckThenWrite is an endpoint with the classic race. POST /?key=K reads
-// whether K was written; if not, it waits Window — the gap between the check
-// and the write — and writes it (200); if so, it answers 409. GET /count?key=K
-// returns how many times K was written: the effects.
+// CheckThenWrite is an endpoint with the classic race. POST /?key=K checks
+// whether K was written; if not, it writes it Window later (200); if so, it
+// answers 409. GET /count?key=K returns how many times K was written: the
+// effects.
+//
+// By default the window is that of a handler whose gap is I/O (a database
+// round trip): after its check the handler parks, costing no CPU, and its
+// write takes effect exactly Window after the check, by the server's clock
+// (a parked goroutine wakes a millisecond late, so the instant is computed
+// rather than slept to). With Spin the handler really waits, spinning: on a
+// machine with few cores spinning handlers keep Go's network poller from
+// noticing the next arrivals, and the figures measure the server's scheduler
+// as much as the release.
 //
 // A request counts as arrived once its body is read in full, which is when a
 // handler can act on it; the instant goes back in the X-Racetest-Arrival
 // header, so a client can measure the arrival spread at the server.
 type CheckThenWrite struct {
 	Window time.Duration
+	Spin   bool
 
 	mu       sync.Mutex
-	writes   map[string]int
+	writes   map[string][]time.Time // when each write takes effect
 	arrivals map[string][]time.Time
 }
 
 // NewCheckThenWrite returns the endpoint with a check-then-write window.
 func NewCheckThenWrite(window time.Duration) *CheckThenWrite {
-	return &CheckThenWrite{Window: window, writes: map[string]int{}, arrivals: map[string][]time.Time{}}
+	return &CheckThenWrite{Window: window, writes: map[string][]time.Time{}, arrivals: map[string][]time.Time{}}
 }
 
 func (c *CheckThenWrite) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -51,16 +61,26 @@ func (c *CheckThenWrite) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set(httpfire.ArrivalHeader, strconv.FormatInt(now.UnixNano(), 10))
 	c.mu.Lock()
 	c.arrivals[key] = append(c.arrivals[key], now)
-	written := c.writes[key] > 0
+	written := false
+	for _, at := range c.writes[key] {
+		written = written || !at.After(now)
+	}
+	if !written && !c.Spin {
+		c.writes[key] = append(c.writes[key], now.Add(c.Window))
+	}
 	c.mu.Unlock()
 	if written {
 		http.Error(w, "already written", http.StatusConflict)
 		return
 	}
-	Wait(c.Window)
-	c.mu.Lock()
-	c.writes[key]++
-	c.mu.Unlock()
+	if c.Spin {
+		Wait(c.Window)
+		c.mu.Lock()
+		c.writes[key] = append(c.writes[key], time.Now())
+		c.mu.Unlock()
+	} else {
+		time.Sleep(c.Window)
+	}
 	fmt.Fprintln(w, "written")
 }
 
@@ -68,7 +88,7 @@ func (c *CheckThenWrite) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (c *CheckThenWrite) Writes(key string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.writes[key]
+	return len(c.writes[key])
 }
 
 // ArrivalSpread is the time from the first to the last arrival for key.
