@@ -88,7 +88,10 @@ many attempts actually executed — the races a one-click test never sees.`,
 		NewCmdList(f),
 		NewCmdRun(f, nil),
 		NewCmdDemo(f, nil),
+		NewCmdSuite(f, nil),
 		NewCmdExplain(f),
+		NewCmdHTTP(f, nil),
+		NewCmdServe(f, nil),
 		NewCmdVersion(f),
 	)
 	return root

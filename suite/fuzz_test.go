@@ -80,6 +80,9 @@ func TestExampleSuitesAreValid(t *testing.T) {
 	}
 	for _, name := range names {
 		t.Run(filepath.Base(name), func(t *testing.T) {
+			if filepath.Base(name) == "catalog.yaml" {
+				t.Skip("the catalog gate names every built-in scenario: cmd's TestCatalogSuiteCoversTheCatalog checks it against the full catalog")
+			}
 			b, err := os.ReadFile(name)
 			if err != nil {
 				t.Fatal(err)

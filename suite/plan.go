@@ -136,19 +136,74 @@ func (c *checker) file() {
 	seen := map[string]string{}
 	for i := range f.Cases {
 		path := fmt.Sprintf("$.cases[%d]", i)
-		p, ok := c.plan(path, &f.Cases[i])
-		if !ok {
-			continue
+		for _, k := range c.expand(path, &f.Cases[i]) {
+			p, ok := c.plan(path, k)
+			if !ok {
+				continue
+			}
+			key := p.Case.Backend + "\x00" + p.Case.Name
+			if prev, dup := seen[key]; dup {
+				c.fail(path, "two cases on %s are both named %q (the other is %s): give one a name: so reports can tell them apart",
+					p.Case.Backend, p.Case.Name, prev)
+				continue
+			}
+			seen[key] = fmt.Sprintf("at line %d", p.Line)
+			c.plans = append(c.plans, p)
 		}
-		key := p.Case.Backend + "\x00" + p.Case.Name
-		if prev, dup := seen[key]; dup {
-			c.fail(path, "two cases on %s are both named %q (the other is %s): give one a name: so reports can tell them apart",
-				p.Case.Backend, p.Case.Name, prev)
-			continue
-		}
-		seen[key] = fmt.Sprintf("at line %d", p.Line)
-		c.plans = append(c.plans, p)
 	}
+}
+
+// expand turns a demo: true case into one case per variant the catalog
+// demonstrates for its scenario; any other case is itself.
+func (c *checker) expand(path string, k *Case) []*Case {
+	if !k.Demo {
+		return []*Case{k}
+	}
+	spec, err := c.reg.Scenario(k.Scenario)
+	if err != nil || k.HTTP != nil {
+		return []*Case{k} // plan reports the problem
+	}
+	bad := false
+	for _, set := range []struct {
+		key string
+		on  bool
+	}{
+		{"name", k.Name != ""}, {"replicas", k.Replicas != nil}, {"waves", k.Waves != nil}, {"deploy", k.Deploy != nil},
+		{"variant", k.Variant != nil}, {"max_effects", k.MaxEffects != nil}, {"prove", k.Prove != ""},
+		{"expect", k.Expect != "" && k.Expect != "catalog"},
+	} {
+		if set.on {
+			c.fail(path+"."+set.key, "demo: true runs the catalog's own variants of %s, with their names and expectations: remove %s",
+				spec.Name, set.key)
+			bad = true
+		}
+	}
+	if bad {
+		return nil
+	}
+	demos := spec.Demo
+	if len(demos) == 0 {
+		demos = []scenarios.DemoCase{{}}
+	}
+	out := make([]*Case, 0, len(demos))
+	for _, d := range demos {
+		v := *k
+		v.Demo, v.Name = false, spec.Name
+		if d.Label != "" {
+			v.Name += " (" + d.Label + ")"
+		}
+		if d.Replicas > 0 {
+			v.Replicas = &d.Replicas
+		}
+		if d.Waves > 0 {
+			v.Waves, v.Deploy = &d.Waves, &d.Deploy
+		}
+		if d.Variant != "" {
+			v.Variant = &d.Variant
+		}
+		out = append(out, &v)
+	}
+	return out
 }
 
 // plan checks one case and builds its plan; ok is false when it has a
@@ -392,7 +447,7 @@ func (c *checker) connection(path, own, backend, who string) (resolved, bool) {
 		case "":
 			continue
 		case LocalDefault:
-			return resolved{Conn: Conn{Value: Redact(local), Source: cand.source + " (default local address)"}}, true
+			return resolved{Conn: Conn{Value: Redact(local), Source: cand.source + ": default local address"}}, true
 		}
 		return resolved{value: cand.value, Conn: Conn{Value: Redact(cand.value), Source: cand.source}}, true
 	}

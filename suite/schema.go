@@ -80,6 +80,10 @@ type Case struct {
 	Scenario string `yaml:"scenario"`
 	// Backend defaults to memory, as on the command line.
 	Backend string `yaml:"backend"`
+	// Demo runs every variant the catalog demonstrates for the scenario
+	// (as 'racetest demo' does), each named after its variant and held to
+	// the catalog's expectation: a gate that follows the catalog as it grows.
+	Demo bool `yaml:"demo"`
 	// Connection overrides the backend's connection for this case alone.
 	Connection  string `yaml:"connection"`
 	HTTP        *HTTP  `yaml:"http"`

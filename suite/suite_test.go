@@ -3,6 +3,7 @@ package suite_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -222,6 +223,25 @@ cases:
 	}
 }
 
+func TestDemoExpandsToTheCatalogsVariants(t *testing.T) {
+	ps, err := plans(t, "cases:\n  - {scenario: memory-set, demo: true, attempts: 4}\n  - {scenario: unique-insert, demo: true}\n", suite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := []string{}
+	for _, p := range ps {
+		got = append(got, fmt.Sprintf("%s R=%d %s N=%d", p.Case.Name, p.Config.Replicas, p.Case.Expect, p.Config.Attempts))
+	}
+	want := []string{"memory-set (1 replica) R=1 safe N=4", "memory-set (3 replicas) R=3 race N=4", "unique-insert R=1 safe N=16"}
+	if strings.Join(got, "; ") != strings.Join(want, "; ") {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	_, err = plans(t, "cases:\n  - {scenario: memory-set, demo: true, replicas: 2}\n", suite.Options{})
+	if e := firstError(t, err); e.Line != 2 || !strings.Contains(e.Msg, "remove replicas") {
+		t.Errorf("got %v", e)
+	}
+}
+
 func TestConnectionRule(t *testing.T) {
 	src := func(defaults string) string {
 		return "defaults:\n  connections:\n" + defaults + "cases:\n  - scenario: unique-insert\n    backend: mysql\n"
@@ -239,7 +259,7 @@ func TestConnectionRule(t *testing.T) {
 		dsn, source    string
 	}{
 		{"suite defaults", "    mysql: u:pw@tcp(a:1)/x\n", suite.Options{}, "u:pw@tcp(a:1)/x", "suite defaults"},
-		{"explicit local default", "    mysql: default\n", suite.Options{}, "", "suite defaults (default local address)"},
+		{"explicit local default", "    mysql: default\n", suite.Options{}, "", "suite defaults: default local address"},
 		{"env", "", suite.Options{Env: env(map[string]string{"RACETEST_MYSQL_DSN": "e@tcp(b:2)/y"})}, "e@tcp(b:2)/y", "env RACETEST_MYSQL_DSN"},
 		{"flag beats file and env", "    mysql: u@tcp(a:1)/x\n", suite.Options{
 			Conn: scenarios.Connections{MySQLDSN: "f@tcp(c:3)/z"},

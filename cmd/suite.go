@@ -1,0 +1,369 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/racetest/racetest/report"
+	"github.com/racetest/racetest/scenarios"
+	"github.com/racetest/racetest/scenarios/mongostore"
+	"github.com/racetest/racetest/scenarios/mysqlstore"
+	"github.com/racetest/racetest/scenarios/pgstore"
+	"github.com/racetest/racetest/scenarios/redisstore"
+	"github.com/racetest/racetest/suite"
+	"github.com/spf13/cobra"
+)
+
+// SuiteOptions are the parsed flags of 'racetest suite' and its dependencies.
+type SuiteOptions struct {
+	*Factory
+	File     string
+	Strict   bool
+	List     bool
+	JUnit    string
+	Markdown string
+	JSON     string
+	// Color is auto, always or never.
+	Color    string
+	Timeline bool
+	Keep     bool
+	Conn     scenarios.Connections
+}
+
+// NewCmdSuite builds 'racetest suite'. Tests pass runF to capture the options.
+func NewCmdSuite(f *Factory, runF func(context.Context, *SuiteOptions) error) *cobra.Command {
+	opts := &SuiteOptions{Factory: f}
+	c := &cobra.Command{
+		Use:   "suite FILE",
+		Short: "Run a YAML suite of cases, each with its expectation: a CI gate with JUnit, Markdown and JSON reports",
+		Long: `racetest suite runs every case of a YAML suite file (built-in scenarios on backends, with
+their options, each with an expectation: safe, race, max_effects: N, or prove: 1%) and exits
+non-zero when any expectation is not met. The whole file is checked before anything runs.
+
+Exit codes: 0 every expectation met; 1 an expectation violated; 2 the suite or the flags are
+wrong (nothing ran); 3 a backend could not be reached or set up; 4 with --strict, a case proved
+nothing (INCONCLUSIVE); 130 interrupted.
+
+A server backend runs only where its connection is configured: the case's own connection, then
+the flag (--mysql-dsn, …), then defaults.connections in the file, then the environment
+(RACETEST_MYSQL_DSN, …). The word "default" accepts the standard local address.`,
+		Example: `  racetest suite testdata/suites/memory.yaml
+  racetest suite --list testdata/suites/catalog.yaml
+  racetest suite --strict --junit racetest.xml --markdown "$GITHUB_STEP_SUMMARY" ci/racetest.yaml`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usageErrorf("suite takes one suite file (or - for standard input), got %d arguments", len(args))
+			}
+			return nil
+		},
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.File = args[0]
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return runSuite(c.Context(), opts)
+		},
+	}
+	fs := c.Flags()
+	fs.BoolVar(&opts.Strict, "strict", false, "fail (exit 4) when a case's bursts did not overlap enough to prove anything")
+	fs.BoolVar(&opts.List, "list", false, "show what would run, and with which connections, without running anything")
+	fs.StringVar(&opts.JUnit, "junit", "", "write a JUnit XML report to `FILE`")
+	fs.StringVar(&opts.Markdown, "markdown", "", "write a Markdown summary to `FILE` (e.g. $GITHUB_STEP_SUMMARY)")
+	fs.StringVar(&opts.JSON, "json", "", "write the JSON report (the same schema as 'run --format json') to `FILE`")
+	fs.StringVar(&opts.Color, "color", "auto", "colour the table and log: auto (on a terminal), always or never")
+	fs.BoolVar(&opts.Timeline, "timeline", false, "draw the example burst of each RACE as a timeline under the table")
+	fs.BoolVar(&opts.Keep, "keep", false, "keep every run's namespaced tables, keys and collections for inspection")
+	fs.StringVar(&opts.Conn.RedisURL, "redis-url", "", "Redis URL for every redis case (overrides the suite file)")
+	fs.StringVar(&opts.Conn.MySQLDSN, "mysql-dsn", "", "MySQL/MariaDB DSN or mysql:// URL for every mysql case (overrides the suite file)")
+	fs.StringVar(&opts.Conn.PostgresURL, "postgres-url", "", "PostgreSQL URL for every postgres case (overrides the suite file)")
+	fs.StringVar(&opts.Conn.MongoURI, "mongo-uri", "", "MongoDB URI for every mongo case (overrides the suite file)")
+	return c
+}
+
+// localAddresses are the standard local addresses "default" accepts, as
+// each backend defines them.
+var localAddresses = map[string]string{
+	"redis": redisstore.DefaultURL, "mysql": mysqlstore.DefaultDSN,
+	"postgres": pgstore.DefaultURL, "mongo": mongostore.DefaultURI,
+}
+
+func runSuite(ctx context.Context, o *SuiteOptions) error {
+	color, err := colorChoice(o.Color, o.IO)
+	if err != nil {
+		return err
+	}
+	plans, err := loadSuite(o)
+	if err != nil {
+		return err
+	}
+	if o.List {
+		return listSuite(o.IO.Out, o.File, plans)
+	}
+	for flag, file := range map[string]string{"--junit": o.JUnit, "--markdown": o.Markdown, "--json": o.JSON} {
+		if err := checkWritable(file); err != nil {
+			return usageErrorf("%s %s: %v", flag, file, err)
+		}
+	}
+	if err := refuseHTTP(o.File, plans); err != nil {
+		return err
+	}
+	ps := make([]plan, len(plans))
+	for i, p := range plans {
+		ps[i] = plan{Case: p.Case, Params: p.Params, Config: p.Config}
+		ps[i].Case.Settings = settings(p.Case.Backend, p.Params, p.Config)
+		if p.Prove > 0 {
+			ps[i].Case.Settings["prove"] = formatBound(p.Prove)
+		}
+	}
+	log := caseLog{w: o.IO.ErrOut, on: !o.IO.ErrTTY, color: color && o.Color == "always", total: len(plans)}
+	if log.on {
+		fmt.Fprintf(o.IO.ErrOut, "racetest suite %s: %d cases\n", o.File, len(plans))
+	}
+	var done []report.Case
+	unproven := 0
+	cases := execute(ctx, o.Factory, ps, func(c report.Case) {
+		p := plans[len(done)]
+		c = p.Resolve(c)
+		if why, bad := p.Unproven(c); bad {
+			c.Result.Notes = append(c.Result.Notes, why)
+			if o.Strict {
+				unproven++
+			}
+		}
+		done = append(done, c)
+		log.line(c)
+	})
+	cases = done[:len(cases)]
+
+	title := fmt.Sprintf("racetest suite %s — %d of %d cases", o.File, len(cases), len(plans))
+	ropts := report.Options{Color: color, Timeline: o.Timeline, Version: version(), Title: title}
+	if err := report.Table(o.IO.Out, cases, ropts); err != nil {
+		return fmt.Errorf("writing the table: %w", err)
+	}
+	ropts.Color = false
+	var writeErrs []string
+	for _, out := range []struct {
+		file     string
+		reporter report.Reporter
+	}{{o.JUnit, report.JUnit}, {o.Markdown, report.Markdown}, {o.JSON, report.JSON}} {
+		if out.file == "" {
+			continue
+		}
+		if err := writeReport(out.file, out.reporter, cases, ropts); err != nil {
+			writeErrs = append(writeErrs, err.Error())
+		}
+	}
+	verdict := suiteVerdict(ctx, cases, unproven)
+	if len(writeErrs) > 0 {
+		werr := fmt.Errorf("writing the reports: %s", strings.Join(writeErrs, "; "))
+		if verdict != nil {
+			fmt.Fprintln(o.IO.ErrOut, "racetest: "+werr.Error())
+			return verdict
+		}
+		// A gate whose report is missing must not look green.
+		return setupError(werr)
+	}
+	return verdict
+}
+
+// suiteVerdict is the suite's exit: verdictError's, and then, with
+// --strict, the cases that came out SAFE without reaching the bound they
+// were asked to prove (only overlapped bursts count toward it).
+func suiteVerdict(ctx context.Context, cases []report.Case, unproven int) error {
+	if err := verdictError(ctx, cases); err != nil || unproven == 0 {
+		return err
+	}
+	return &exitError{code: ExitInconclusive, err: fmt.Errorf("%d of %d cases did not reach the bound they were asked to prove (--strict)", unproven, len(cases))}
+}
+
+// loadSuite reads, parses and checks the suite: every problem is a usage
+// error printed at its place in the file, and nothing runs.
+func loadSuite(o *SuiteOptions) ([]suite.Plan, error) {
+	var (
+		data []byte
+		err  error
+		dir  string
+	)
+	if o.File == "-" {
+		data, err = io.ReadAll(o.IO.In)
+		dir = "."
+	} else {
+		data, err = os.ReadFile(o.File)
+		dir = filepath.Dir(o.File)
+	}
+	if err != nil {
+		return nil, usageErrorf("cannot read the suite: %w", err)
+	}
+	name := o.File
+	if name == "-" {
+		name = "<stdin>"
+	}
+	s, err := suite.Parse(name, data, os.LookupEnv)
+	if err != nil {
+		return nil, suiteError(o.IO, err)
+	}
+	plans, err := s.Plans(o.Registry, suite.Options{
+		Conn: o.Conn, Env: os.LookupEnv, Strict: o.Strict, Keep: o.Keep, Dir: dir, Local: localAddresses,
+	})
+	if err != nil {
+		return nil, suiteError(o.IO, err)
+	}
+	return plans, nil
+}
+
+// suiteError prints a suite's problems as they are (file:line:col first,
+// which editors and CI logs link), and exits 2 without a usage hint.
+func suiteError(io *IOStreams, err error) error {
+	fmt.Fprintln(io.ErrOut, err.Error())
+	return &exitError{code: ExitUsage, err: err, quiet: true}
+}
+
+// refuseHTTP stops a suite with HTTP cases before anything runs: this
+// racetest parses and checks them but has no HTTP engine to fire them.
+func refuseHTTP(file string, plans []suite.Plan) error {
+	var lines []string
+	for _, p := range plans {
+		if p.HTTP != nil {
+			lines = append(lines, fmt.Sprintf("%s:%d:%d: case %q is an http case: it is valid, but this racetest cannot fire HTTP cases yet",
+				file, p.Line, p.Column, p.Case.Name))
+		}
+	}
+	if len(lines) == 0 {
+		return nil
+	}
+	return usageError(errors.New(strings.Join(lines, "\n")))
+}
+
+// listSuite shows what would run, with which connection, and nothing runs.
+func listSuite(w io.Writer, file string, plans []suite.Plan) error {
+	fmt.Fprintf(w, "%s: %d cases (listed, not run)\n\n", file, len(plans))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "#\tCASE\tBACKEND\tN×BURSTS\tEXPECT\tCONNECTION")
+	for i, p := range plans {
+		bursts := strconv.Itoa(p.Config.Bursts)
+		if p.Config.StopOnViolation {
+			bursts = "≤" + bursts
+		}
+		shape := fmt.Sprintf("%d×%s", p.Config.Attempts, bursts)
+		if p.Config.Replicas > 1 {
+			shape += fmt.Sprintf(" R=%d", p.Config.Replicas)
+		}
+		if p.Config.Waves > 1 {
+			shape += fmt.Sprintf(" waves=%d", p.Config.Waves)
+			if p.Config.Deploy {
+				shape += "+deploy"
+			}
+		}
+		expect := p.Case.Expect.String()
+		if p.Prove > 0 {
+			expect += ", prove ≤" + formatBound(p.Prove)
+		}
+		for _, r := range p.OnServer {
+			expect += fmt.Sprintf("; %s on %s", r.Expect, r.Match)
+		}
+		conn := "-"
+		if p.Conn.Value != "" {
+			conn = p.Conn.Value + " (" + p.Conn.Source + ")"
+		}
+		if p.HTTP != nil {
+			conn += " [http: not runnable yet]"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", i+1, p.Case.Name, p.Case.Backend, shape, expect, conn)
+	}
+	return tw.Flush()
+}
+
+func formatBound(x float64) string {
+	return strconv.FormatFloat(x*100, 'f', -1, 64) + "%"
+}
+
+// colorChoice decides whether the table may use colour.
+func colorChoice(choice string, io *IOStreams) (bool, error) {
+	switch choice {
+	case "always":
+		return true, nil
+	case "never":
+		return false, nil
+	case "auto", "":
+		return io.Color(), nil
+	}
+	return false, usageErrorf("--color %q: want auto, always or never", choice)
+}
+
+// checkWritable fails early, before a long run, when a report could not be
+// written: its directory must exist.
+func checkWritable(file string) error {
+	if file == "" {
+		return nil
+	}
+	dir := filepath.Dir(file)
+	st, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("its directory %s does not exist", dir)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("%s is not a directory", dir)
+	}
+	return nil
+}
+
+func writeReport(file string, r report.Reporter, cases []report.Case, o report.Options) error {
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	if err := r(f, cases, o); err != nil {
+		f.Close()
+		return fmt.Errorf("%s: %w", file, err)
+	}
+	return f.Close()
+}
+
+// caseLog prints one line per case as it finishes, for a CI log (stderr
+// that is not a terminal, where no progress bars are drawn).
+type caseLog struct {
+	w     io.Writer
+	on    bool
+	color bool
+	n     int
+	total int
+}
+
+func (l *caseLog) line(c report.Case) {
+	l.n++
+	if !l.on {
+		return
+	}
+	a := report.Assess(c)
+	status, code := "ok", "\x1b[32m"
+	switch {
+	case a.Verdict == report.Failed && !a.Interrupted:
+		status, code = "ERROR", "\x1b[31m"
+	case !a.Met:
+		status, code = "FAIL", "\x1b[31m"
+	case a.Verdict == report.Inconclusive:
+		status, code = "WARN", "\x1b[33m"
+	}
+	status = fmt.Sprintf("%-5s", status)
+	if l.color {
+		status = code + status + "\x1b[0m"
+	}
+	elapsed := ""
+	if r := c.Result; r != nil {
+		if r.Elapsed < time.Second {
+			elapsed = fmt.Sprintf(" (%dms)", r.Elapsed.Milliseconds())
+		} else {
+			elapsed = fmt.Sprintf(" (%.1fs)", r.Elapsed.Seconds())
+		}
+	}
+	width := len(strconv.Itoa(l.total))
+	fmt.Fprintf(l.w, "[%*d/%d] %s %s%s\n", width, l.n, l.total, status, report.Headline(c), elapsed)
+}

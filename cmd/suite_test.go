@@ -1,0 +1,384 @@
+package cmd
+
+import (
+	"context"
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/racetest/racetest/report"
+	"github.com/racetest/racetest/runner"
+	"github.com/racetest/racetest/scenarios"
+	"github.com/racetest/racetest/scenarios/builtin"
+	"github.com/racetest/racetest/suite"
+)
+
+// withStandIn is the memory catalog plus a postgres backend whose every
+// build fails as an unreachable server does, and counts its calls: enough
+// to test connections and setup errors without a server.
+func withStandIn(builds *int) *scenarios.Registry {
+	r := memoryOnly()
+	r.AddBackend(scenarios.Backend{Name: "postgres", Server: true})
+	for _, s := range scenarios.Core() {
+		r.Register(s.Name, "postgres", func(context.Context, scenarios.Params) (runner.Target, error) {
+			*builds++
+			return nil, errors.New("postgres: cannot connect to 127.0.0.1:5432 (connection refused)")
+		})
+	}
+	return r
+}
+
+// execSuite runs racetest with args against reg on test streams.
+func execSuite(t *testing.T, reg *scenarios.Registry, ctx context.Context, args ...string) (string, string, int) {
+	t.Helper()
+	io, out, errOut := Test()
+	f := &Factory{IO: io, Registry: reg}
+	root := NewCmdRoot(f)
+	root.SetArgs(args)
+	if ctx == nil {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+	}
+	err := root.ExecuteContext(ctx)
+	printError(io, err)
+	return out.String(), errOut.String(), ExitCode(err)
+}
+
+func writeSuite(t *testing.T, src string) string {
+	t.Helper()
+	name := filepath.Join(t.TempDir(), "suite.yaml")
+	if err := os.WriteFile(name, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
+
+func TestSuiteFlagsParse(t *testing.T) {
+	io, _, _ := Test()
+	var got *SuiteOptions
+	c := NewCmdSuite(&Factory{IO: io, Registry: memoryOnly()}, func(_ context.Context, o *SuiteOptions) error { got = o; return nil })
+	c.SetArgs([]string{"ci.yaml", "--strict", "--list", "--junit", "r.xml", "--markdown", "r.md", "--json", "r.json",
+		"--color", "never", "--timeline", "--keep", "--mysql-dsn", "u@tcp(db:3306)/x", "--postgres-url", "postgres://db/x",
+		"--redis-url", "redis://r:6379/0", "--mongo-uri", "mongodb://m:27017"})
+	if err := c.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	want := scenarios.Connections{RedisURL: "redis://r:6379/0", MySQLDSN: "u@tcp(db:3306)/x", PostgresURL: "postgres://db/x", MongoURI: "mongodb://m:27017"}
+	if got.File != "ci.yaml" || !got.Strict || !got.List || got.JUnit != "r.xml" || got.Markdown != "r.md" || got.JSON != "r.json" ||
+		got.Color != "never" || !got.Timeline || !got.Keep || got.Conn != want {
+		t.Errorf("parsed options = %+v", got)
+	}
+	c = NewCmdSuite(&Factory{IO: io, Registry: memoryOnly()}, func(_ context.Context, o *SuiteOptions) error { got = o; return nil })
+	c.SetArgs([]string{"ci.yaml"})
+	if err := c.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if got.Strict || got.List || got.Color != "auto" || got.Timeline || got.Conn != (scenarios.Connections{}) {
+		t.Errorf("defaults = %+v", got)
+	}
+}
+
+func TestSuiteBadInputExits2BeforeAnythingRuns(t *testing.T) {
+	t.Setenv("RACETEST_POSTGRES_URL", "")
+	builds := 0
+	reg := withStandIn(&builds)
+	for _, c := range []struct {
+		name, src string
+		args      []string
+		want      string
+	}{
+		{"malformed YAML", "cases:\n  - scenario: [unique-insert\n", nil, "suite.yaml:2:"},
+		{"unknown key", "cases:\n  - scenario: unique-insert\n    bursst: 3\n", nil, `suite.yaml:3:5: unknown key "bursst" — did you mean "bursts"?`},
+		{"unknown scenario", "cases:\n  - scenario: uniqe-insert\n", nil, `suite.yaml:2:15: unknown scenario "uniqe-insert" — did you mean "unique-insert"?`},
+		{"no connection", "cases:\n  - scenario: unique-insert\n    backend: postgres\n", nil, "suite.yaml:3:14: the case runs on postgres, but no postgres connection is configured"},
+		{"max effects 0", "cases:\n  - scenario: unique-insert\n    max_effects: 0\n", nil, "suite.yaml:3:18: max_effects 0 can never be met"},
+		{"http without a rule", "cases:\n  - http: {url: 'http://127.0.0.1:1/x'}\n", nil, "needs a success rule"},
+		{"valid http case", "cases:\n  - http: {url: 'http://127.0.0.1:1/x', success: {status: [200]}}\n", nil, "cannot fire HTTP cases yet"},
+		{"bad colour", "cases:\n  - scenario: unique-insert\n", []string{"--color", "sometimes"}, "--color"},
+		{"report directory missing", "cases:\n  - scenario: unique-insert\n", []string{"--junit", "/nonexistent/dir/r.xml"}, "does not exist"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			file := writeSuite(t, c.src)
+			out, errOut, code := execSuite(t, reg, nil, append([]string{"suite", file}, c.args...)...)
+			if code != ExitUsage {
+				t.Errorf("exit %d, want %d; stderr:\n%s", code, ExitUsage, errOut)
+			}
+			if !strings.Contains(errOut, c.want) {
+				t.Errorf("stderr does not say %q:\n%s", c.want, errOut)
+			}
+			if out != "" {
+				t.Errorf("stdout %q: nothing should run", out)
+			}
+		})
+	}
+	if builds != 0 {
+		t.Errorf("a backend was built %d times by suites that should not run", builds)
+	}
+	_, errOut, code := execSuite(t, reg, nil, "suite", filepath.Join(t.TempDir(), "missing.yaml"))
+	if code != ExitUsage || !strings.Contains(errOut, "cannot read the suite") {
+		t.Errorf("missing file: exit %d, %q", code, errOut)
+	}
+}
+
+func TestSuiteErrorShowsTheLine(t *testing.T) {
+	file := writeSuite(t, "cases:\n  - scenario: unique-insert\n    expect: sure\n")
+	_, errOut, _ := execSuite(t, memoryOnly(), nil, "suite", file)
+	want := file + ":3:13: unknown expectation \"sure\" — did you mean \"safe\"? (want catalog, safe, race, or max_effects: N)\n" +
+		"    3 |     expect: sure\n" +
+		"      |             ^\n"
+	if errOut != want {
+		t.Errorf("stderr:\n%s\nwant:\n%s", errOut, want)
+	}
+}
+
+func TestSuiteList(t *testing.T) {
+	builds := 0
+	t.Setenv("PG_PASSWORD", "hunter2")
+	file := writeSuite(t, `defaults:
+  attempts: 4
+  connections:
+    postgres: postgres://app:${PG_PASSWORD}@db.internal:5432/app
+cases:
+  - scenario: conditional-update
+    backend: postgres
+    prove: 1%
+    on_server:
+      - {match: Fake, expect: race, why: a server that does not keep its promise}
+  - scenario: memory-set
+    replicas: 3
+`)
+	out, errOut, code := execSuite(t, withStandIn(&builds), nil, "suite", "--list", file)
+	if code != ExitOK || builds != 0 {
+		t.Fatalf("exit %d, %d builds; stderr %s", code, builds, errOut)
+	}
+	for _, want := range []string{
+		"2 cases (listed, not run)",
+		"conditional-update", "4×≤299", "safe, prove ≤1%; race on Fake", "postgres://app:xxxxx@db.internal:5432/app (suite defaults)",
+		"memory-set (replicas=3)", "4×100 R=3", "race",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("listing lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out+errOut, "hunter2") {
+		t.Error("the listing shows the password")
+	}
+}
+
+// TestSuiteEndToEnd runs a suite on the memory backend with every report
+// at once, in a CI-like setting: stderr is not a terminal.
+func TestSuiteEndToEnd(t *testing.T) {
+	dir := t.TempDir()
+	file := writeSuite(t, `defaults:
+  attempts: 4
+  bursts: 20
+cases:
+  - {name: one replica, scenario: memory-set}
+  - {scenario: memory-set, replicas: 3, max_effects: 3}
+  - {scenario: check-then-write, expect: race}
+  - {scenario: conditional-update, prove: 10%}
+`)
+	junit, md, js := filepath.Join(dir, "r.xml"), filepath.Join(dir, "r.md"), filepath.Join(dir, "r.json")
+	out, errOut, code := execSuite(t, memoryOnly(), nil, "suite", file, "--junit", junit, "--markdown", md, "--json", js)
+	if code != ExitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	// One line per case as it finishes, no bars, no colour.
+	lines := strings.Split(strings.TrimSpace(errOut), "\n")
+	if len(lines) != 5 || !strings.HasPrefix(lines[1], "[1/4] ok    one replica on memory: SAFE") ||
+		!strings.HasPrefix(lines[4], "[4/4] ok    conditional-update on memory: SAFE") {
+		t.Errorf("log lines:\n%s", errOut)
+	}
+	if strings.Contains(out+errOut, "\x1b[") {
+		t.Error("colour codes in a CI log without --color always")
+	}
+	if !strings.Contains(out, "SCENARIO") || !strings.Contains(out, "memory-set (replicas=3)") {
+		t.Errorf("table:\n%s", out)
+	}
+
+	var doc struct {
+		Tests    int `xml:"tests,attr"`
+		Failures int `xml:"failures,attr"`
+		Suites   []struct {
+			Cases []struct {
+				ClassName string `xml:"classname,attr"`
+				Name      string `xml:"name,attr"`
+			} `xml:"testcase"`
+		} `xml:"testsuite"`
+	}
+	if err := xml.Unmarshal(readFile(t, junit), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Tests != 4 || doc.Failures != 0 || doc.Suites[0].Cases[0].ClassName != "memory" || doc.Suites[0].Cases[0].Name != "one replica" {
+		t.Errorf("junit: %+v", doc)
+	}
+	if m := string(readFile(t, md)); !strings.Contains(m, "**4 of 4 cases met their expectation.**") {
+		t.Errorf("markdown:\n%s", m)
+	}
+	var j report.Document
+	if err := json.Unmarshal(readFile(t, js), &j); err != nil {
+		t.Fatal(err)
+	}
+	prove := j.Runs[3]
+	if j.Schema != report.SchemaVersion || len(j.Runs) != 4 || prove.PlannedBursts != report.BurstsFor(0.10) ||
+		prove.Settings["prove"] != "10%" || prove.Verdict != report.Safe {
+		t.Errorf("json: schema %s, %d runs, prove case %+v", j.Schema, len(j.Runs), prove)
+	}
+}
+
+func TestSuiteColourOnlyWhenAsked(t *testing.T) {
+	file := writeSuite(t, "defaults: {attempts: 4, bursts: 5}\ncases:\n  - {scenario: check-then-write, expect: race}\n")
+	out, errOut, _ := execSuite(t, memoryOnly(), nil, "suite", "--color", "always", file)
+	if !strings.Contains(out, "\x1b[") || !strings.Contains(errOut, "\x1b[32mok") {
+		t.Errorf("--color always: no colour\n%s\n%s", out, errOut)
+	}
+}
+
+func TestSuiteExitCodes(t *testing.T) {
+	builds := 0
+	reg := withStandIn(&builds)
+	for _, c := range []struct {
+		name, src string
+		code      int
+	}{
+		{"met", "cases:\n  - {scenario: check-then-write, expect: race, attempts: 4, bursts: 10}\n", ExitOK},
+		{"violated", "cases:\n  - {scenario: check-then-write, expect: safe, attempts: 4, bursts: 10}\n", ExitViolated},
+		{"setup error", "defaults:\n  connections: {postgres: default}\ncases:\n  - {scenario: unique-insert, backend: postgres}\n  - {scenario: check-then-write, expect: safe, attempts: 4, bursts: 10}\n", ExitSetup},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out, errOut, code := execSuite(t, reg, nil, "suite", writeSuite(t, c.src))
+			if code != c.code {
+				t.Errorf("exit %d, want %d\n%s\n%s", code, c.code, out, errOut)
+			}
+		})
+	}
+	if builds != 1 {
+		t.Errorf("the stand-in was built %d times, want once", builds)
+	}
+}
+
+// TestSuiteVerdict pins the exit codes that depend on overlap, which a
+// real run cannot be made to produce on demand: an INCONCLUSIVE case under
+// --strict, and a SAFE case short of the bound it had to prove.
+func TestSuiteVerdict(t *testing.T) {
+	flat := &runner.Result{Attempts: 4, Allowed: 1, Planned: 3}
+	for i := range 3 {
+		flat.Bursts = append(flat.Bursts, runner.Burst{Index: i, Effects: 1, Allowed: 1, Overlap: 1})
+	}
+	inconclusive := report.Case{Scenario: "unique-insert", Backend: "memory", Expect: report.Expect{Kind: "safe"}, Result: flat}
+	ctx := context.Background()
+	if err := suiteVerdict(ctx, []report.Case{inconclusive}, 0); err != nil {
+		t.Errorf("inconclusive without --strict: %v", err)
+	}
+	inconclusive.Strict = true
+	if code := ExitCode(suiteVerdict(ctx, []report.Case{inconclusive}, 0)); code != ExitInconclusive {
+		t.Errorf("inconclusive with --strict: exit %d", code)
+	}
+	if code := ExitCode(suiteVerdict(ctx, nil, 1)); code != ExitInconclusive {
+		t.Errorf("unproven bound with --strict: exit %d", code)
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if code := ExitCode(suiteVerdict(cancelled, nil, 1)); code != ExitInterrupted {
+		t.Errorf("interrupted: exit %d", code)
+	}
+}
+
+func TestSuiteInterruptedWritesWhatFinished(t *testing.T) {
+	dir := t.TempDir()
+	file := writeSuite(t, "cases:\n  - {scenario: check-then-write, expect: race, bursts: 10000000}\n  - {scenario: unique-insert}\n")
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(200*time.Millisecond, cancel)
+	junit := filepath.Join(dir, "r.xml")
+	_, _, code := execSuite(t, memoryOnly(), ctx, "suite", file, "--junit", junit)
+	if code != ExitInterrupted {
+		t.Fatalf("exit %d, want %d", code, ExitInterrupted)
+	}
+	x := string(readFile(t, junit))
+	if !strings.Contains(x, `tests="1"`) || !strings.Contains(x, `type="INTERRUPTED"`) {
+		t.Errorf("the JUnit report does not show the interrupted case:\n%s", x)
+	}
+}
+
+func TestSuiteFromStdin(t *testing.T) {
+	io, out, errOut := Test()
+	io.In = strings.NewReader("cases:\n  - {scenario: unique-insert, attempts: 4, bursts: 5}\n")
+	root := NewCmdRoot(&Factory{IO: io, Registry: memoryOnly()})
+	root.SetArgs([]string{"suite", "-"})
+	if err := root.ExecuteContext(context.Background()); err != nil {
+		t.Fatalf("%v\n%s", err, errOut)
+	}
+	if !strings.Contains(out.String(), "unique-insert") {
+		t.Errorf("stdout:\n%s", out)
+	}
+}
+
+// TestCatalogSuiteCoversTheCatalog keeps testdata/suites/catalog.yaml, the
+// project's CI gate, in step with the built-in catalog: every scenario on
+// every backend that implements it, every demo variant, with the catalog's
+// own expectation (a server rule may replace it, with its reason).
+func TestCatalogSuiteCoversTheCatalog(t *testing.T) {
+	name := filepath.Join("..", "testdata", "suites", "catalog.yaml")
+	s, err := suite.Parse(name, readFile(t, name), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := builtin.Registry()
+	plans, err := s.Plans(reg, suite.Options{Local: localAddresses})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := func(scenario, backend, variant string, replicas, waves int) string {
+		return fmt.Sprintf("%s on %s (variant %q, %d replicas, %d waves)", scenario, backend, variant, replicas, waves)
+	}
+	have := map[string]bool{}
+	for _, p := range plans {
+		have[key(p.Case.Scenario, p.Case.Backend, p.Params.Variant, p.Config.Replicas, p.Config.Waves)] = true
+		if p.Config.Bursts < 50 || p.Config.Attempts < 4 {
+			t.Errorf("%s on %s: %d×%d is too small to be a gate", p.Case.Name, p.Case.Backend, p.Config.Attempts, p.Config.Bursts)
+		}
+		spec, _ := reg.Scenario(p.Case.Scenario)
+		if want := string(spec.Expect(p.Params)); p.Case.Expect.Kind != want {
+			t.Errorf("%s on %s expects %s, the catalog says %s", p.Case.Name, p.Case.Backend, p.Case.Expect, want)
+		}
+		for _, r := range p.OnServer {
+			if r.Why == "" || strings.EqualFold(r.Match, "mongodb") {
+				t.Errorf("%s on %s: a server rule must name a server other than MongoDB itself, with its reason: %+v", p.Case.Name, p.Case.Backend, r)
+			}
+		}
+	}
+	want := 0
+	for _, spec := range reg.Scenarios() {
+		demos := spec.Demo
+		if len(demos) == 0 {
+			demos = []scenarios.DemoCase{{}}
+		}
+		for _, b := range reg.BackendsOf(spec.Name) {
+			for _, d := range demos {
+				want++
+				if k := key(spec.Name, b, d.Variant, max(d.Replicas, 1), max(d.Waves, 1)); !have[k] {
+					t.Errorf("catalog.yaml lacks %s", k)
+				}
+			}
+		}
+	}
+	if len(plans) != want {
+		t.Errorf("catalog.yaml has %d cases, the catalog %d", len(plans), want)
+	}
+}
+
+func readFile(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
