@@ -12,7 +12,9 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/racetest/racetest/httpfire"
 	"github.com/racetest/racetest/report"
+	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/mongostore"
 	"github.com/racetest/racetest/scenarios/mysqlstore"
@@ -104,6 +106,10 @@ func runSuite(ctx context.Context, o *SuiteOptions) error {
 	if err != nil {
 		return err
 	}
+	f, err := httpFactory(o.Factory, o.File, plans)
+	if err != nil {
+		return suiteError(o.IO, err)
+	}
 	if o.List {
 		return listSuite(o.IO.Out, o.File, plans)
 	}
@@ -112,13 +118,16 @@ func runSuite(ctx context.Context, o *SuiteOptions) error {
 			return usageErrorf("%s %s: %v", flag, file, err)
 		}
 	}
-	if err := refuseHTTP(o.File, plans); err != nil {
-		return err
-	}
 	ps := make([]plan, len(plans))
 	for i, p := range plans {
 		ps[i] = plan{Case: p.Case, Params: p.Params, Config: p.Config}
-		ps[i].Case.Settings = settings(p.Case.Backend, p.Params, p.Config)
+		if p.HTTP != nil {
+			ps[i].Case.Settings = httpSettings(p)
+			ps[i].Case.Release = ps[i].Case.Settings["release"]
+			ps[i].Case.Lesson = httpLesson
+		} else {
+			ps[i].Case.Settings = settings(p.Case.Backend, p.Params, p.Config)
+		}
 		if p.Prove > 0 {
 			ps[i].Case.Settings["prove"] = formatBound(p.Prove)
 		}
@@ -129,8 +138,13 @@ func runSuite(ctx context.Context, o *SuiteOptions) error {
 	}
 	var done []report.Case
 	unproven := 0
-	cases := execute(ctx, o.Factory, ps, func(c report.Case) {
+	cases := execute(ctx, f, ps, func(c report.Case) {
 		p := plans[len(done)]
+		// Say what failed in the target's words, not the engine's.
+		var ce *httpfire.ConnectError
+		if errors.As(c.Err, &ce) {
+			c.Err = ce
+		}
 		c = p.Resolve(c)
 		if why, bad := p.Unproven(c); bad {
 			c.Result.Notes = append(c.Result.Notes, why)
@@ -226,20 +240,99 @@ func suiteError(io *IOStreams, err error) error {
 	return &exitError{code: ExitUsage, err: err, quiet: true}
 }
 
-// refuseHTTP stops a suite with HTTP cases before anything runs: this
-// racetest parses and checks them but has no HTTP engine to fire them.
-func refuseHTTP(file string, plans []suite.Plan) error {
-	var lines []string
-	for _, p := range plans {
-		if p.HTTP != nil {
-			lines = append(lines, fmt.Sprintf("%s:%d:%d: case %q is an http case: it is valid, but this racetest cannot fire HTTP cases yet",
-				file, p.Line, p.Column, p.Case.Name))
+// httpLesson is what an HTTP case teaches, whatever the endpoint.
+const httpLesson = "what the server says is a claim; only the effects check counts what happened"
+
+// httpConfig maps an HTTP case onto the HTTP engine's configuration, field
+// for field; the timeout, unless the case gives its own, is the case's
+// per-attempt timeout.
+func httpConfig(p suite.Plan) httpfire.Config {
+	h := p.HTTP
+	cfg := httpfire.Config{
+		Method: h.Method, URL: h.URL, Headers: h.Headers, Cookies: h.Cookies,
+		Body: h.Body, BodyFile: h.BodyFile, Effects: h.Effects, Release: httpfire.Release(h.Release),
+		Insecure: h.Insecure, Warmup: h.Warmup, Timeout: p.Config.Timeout,
+	}
+	if h.Success != nil {
+		cfg.Success = httpfire.Success{Status: h.Success.Status, Body: h.Success.Body}
+	}
+	if h.Timeout != "" {
+		if d, err := time.ParseDuration(h.Timeout); err == nil {
+			cfg.Timeout = d
 		}
 	}
-	if len(lines) == 0 {
-		return nil
+	return cfg
+}
+
+func httpSettings(p suite.Plan) map[string]string {
+	release := p.HTTP.Release
+	if release == "" {
+		release = string(httpfire.Barrier)
 	}
-	return usageError(errors.New(strings.Join(lines, "\n")))
+	s := map[string]string{"release": release, "run_id": p.Params.RunID}
+	if p.HTTP.Effects != "" {
+		s["effects"], _, _ = strings.Cut(p.HTTP.Effects, ":")
+	}
+	if p.Config.Allowed != 1 {
+		s["allowed"] = strconv.Itoa(p.Config.Allowed)
+	}
+	return s
+}
+
+// httpFactory returns the factory a suite runs with: the catalog, plus,
+// when the suite has HTTP cases, an "http" scenario on an "http" backend
+// whose build looks each case's engine configuration up by its run id. The
+// engine checks every configuration here, before anything runs: a problem
+// is a usage error at the case's place in the file.
+func httpFactory(base *Factory, file string, plans []suite.Plan) (*Factory, error) {
+	configs := map[string]httpfire.Config{}
+	var problems []string
+	for _, p := range plans {
+		if p.HTTP == nil {
+			continue
+		}
+		cfg := httpConfig(p)
+		if _, err := httpfire.New(cfg, p.Params); err != nil {
+			problems = append(problems, fmt.Sprintf("%s:%d:%d: case %q: %v", file, p.Line, p.Column, p.Case.Name, err))
+			continue
+		}
+		configs[p.Params.RunID] = cfg
+	}
+	if len(problems) > 0 {
+		return nil, errors.New(strings.Join(problems, "\n"))
+	}
+	if len(configs) == 0 {
+		return base, nil
+	}
+	reg := scenarios.NewRegistry()
+	for _, s := range base.Registry.Scenarios() {
+		reg.AddScenario(s)
+	}
+	for _, b := range base.Registry.Backends() {
+		reg.AddBackend(b)
+	}
+	for _, s := range base.Registry.Scenarios() {
+		for _, b := range base.Registry.BackendsOf(s.Name) {
+			if fac, err := base.Registry.Factory(s.Name, b); err == nil {
+				reg.Register(s.Name, b, fac)
+			}
+		}
+	}
+	if _, err := reg.Scenario("http"); err != nil {
+		reg.AddScenario(scenarios.Spec{Name: "http", Lesson: httpLesson,
+			Expect: func(scenarios.Params) scenarios.Expectation { return scenarios.ExpectSafe }})
+	}
+	if _, err := reg.Backend("http"); err != nil {
+		reg.AddBackend(scenarios.Backend{Name: "http", Summary: "an HTTP endpoint, fired at by the HTTP engine", Server: true})
+	}
+	reg.Register("http", "http", func(_ context.Context, p scenarios.Params) (runner.Target, error) {
+		cfg, ok := configs[p.RunID]
+		if !ok {
+			return nil, fmt.Errorf("no http case has run id %s", p.RunID)
+		}
+		return httpfire.New(cfg, p)
+	})
+	return &Factory{IO: base.IO, Registry: reg}, nil
 }
 
 // listSuite shows what would run, with which connection, and nothing runs.
@@ -272,9 +365,6 @@ func listSuite(w io.Writer, file string, plans []suite.Plan) error {
 		conn := "-"
 		if p.Conn.Value != "" {
 			conn = p.Conn.Value + " (" + p.Conn.Source + ")"
-		}
-		if p.HTTP != nil {
-			conn += " [http: not runnable yet]"
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", i+1, p.Case.Name, p.Case.Backend, shape, expect, conn)
 	}

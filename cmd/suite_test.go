@@ -6,12 +6,16 @@ import (
 	"encoding/xml"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/racetest/racetest/httpfire/httpfiretest"
 	"github.com/racetest/racetest/report"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
@@ -100,7 +104,8 @@ func TestSuiteBadInputExits2BeforeAnythingRuns(t *testing.T) {
 		{"no connection", "cases:\n  - scenario: unique-insert\n    backend: postgres\n", nil, "suite.yaml:3:14: the case runs on postgres, but no postgres connection is configured"},
 		{"max effects 0", "cases:\n  - scenario: unique-insert\n    max_effects: 0\n", nil, "suite.yaml:3:18: max_effects 0 can never be met"},
 		{"http without a rule", "cases:\n  - http: {url: 'http://127.0.0.1:1/x'}\n", nil, "needs a success rule"},
-		{"valid http case", "cases:\n  - http: {url: 'http://127.0.0.1:1/x', success: {status: [200]}}\n", nil, "cannot fire HTTP cases yet"},
+		{"http case the engine refuses", "cases:\n  - name: framed by hand\n    http: {url: 'http://127.0.0.1:1/x', headers: ['Content-Length: 3'], success: {status: [200]}}\n", nil,
+			`suite.yaml:2:5: case "framed by hand": header: Content-Length is set by racetest`},
 		{"bad colour", "cases:\n  - scenario: unique-insert\n", []string{"--color", "sometimes"}, "--color"},
 		{"report directory missing", "cases:\n  - scenario: unique-insert\n", []string{"--junit", "/nonexistent/dir/r.xml"}, "does not exist"},
 	} {
@@ -371,6 +376,82 @@ func TestCatalogSuiteCoversTheCatalog(t *testing.T) {
 	}
 	if len(plans) != want {
 		t.Errorf("catalog.yaml has %d cases, the catalog %d", len(plans), want)
+	}
+}
+
+// TestSuiteHTTPCases fires at real endpoints: one with the classic
+// check-then-write race, one that claims atomically, and one that is not
+// there; the effects come from the endpoint's own count.
+func TestSuiteHTTPCases(t *testing.T) {
+	racy := httptest.NewServer(httpfiretest.NewCheckThenWrite(2 * time.Millisecond))
+	defer racy.Close()
+	var mu sync.Mutex
+	claims := map[string]int{}
+	safe := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key := r.URL.Query().Get("key")
+		mu.Lock()
+		defer mu.Unlock()
+		if r.URL.Path == "/count" {
+			if claims[key] > 0 {
+				fmt.Fprintln(w, 1)
+			} else {
+				fmt.Fprintln(w, 0)
+			}
+			return
+		}
+		claims[key]++
+		if claims[key] > 1 {
+			w.WriteHeader(http.StatusConflict)
+		}
+	}))
+	defer safe.Close()
+	file := writeSuite(t, fmt.Sprintf(`defaults: {attempts: 6, bursts: 15}
+cases:
+  - name: save races
+    http:
+      method: POST
+      url: %[1]s/?key={{.Token}}
+      body: x
+      success: {status: [200]}
+      effects: "http:%[1]s/count?key={{.Token}}"
+    expect: race
+  - name: claim holds
+    http:
+      method: POST
+      url: %[2]s/?key={{.Key}}
+      success: {status: [2xx]}
+      effects: "http:%[2]s/count?key={{.Key}}"
+    expect: safe
+`, racy.URL, safe.URL))
+	dir := t.TempDir()
+	junit := filepath.Join(dir, "r.xml")
+	out, errOut, code := execSuite(t, memoryOnly(), nil, "suite", file, "--junit", junit)
+	if code != ExitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	for _, want := range []string{"[1/2] ok    save races on http", "RACE", "[2/2] ok    claim holds on http", "SAFE"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("log lacks %q:\n%s", want, errOut)
+		}
+	}
+	if x := string(readFile(t, junit)); !strings.Contains(x, `classname="http" name="save races"`) {
+		t.Errorf("junit:\n%s", x)
+	}
+	gone := writeSuite(t, "cases:\n  - http: {url: 'http://127.0.0.1:1/x', success: {status: [200]}}\n")
+	if _, errOut, code := execSuite(t, memoryOnly(), nil, "suite", gone); code != ExitSetup || !strings.Contains(errOut, "cannot connect to 127.0.0.1:1") {
+		t.Errorf("unreachable endpoint: exit %d, want %d\n%s", code, ExitSetup, errOut)
+	}
+}
+
+// TestExampleSuitesList checks every example suite down to the HTTP
+// engine's own validation, as --list does, without running anything.
+func TestExampleSuitesList(t *testing.T) {
+	names, _ := filepath.Glob(filepath.Join("..", "testdata", "suites", "*.yaml"))
+	for _, name := range names {
+		out, errOut, code := execSuite(t, builtin.Registry(), nil, "suite", "--list", name)
+		if code != ExitOK || !strings.Contains(out, "(listed, not run)") {
+			t.Errorf("%s: exit %d\n%s%s", name, code, out, errOut)
+		}
 	}
 }
 

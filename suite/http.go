@@ -150,7 +150,12 @@ func (c *checker) effects(path, spec string, params *scenarios.Params) {
 	switch kind {
 	case "sql":
 		backend, rest, _ = strings.Cut(rest, ":")
-		if backend != "mysql" && backend != "postgres" {
+		switch backend {
+		case "mysql", "mariadb":
+			backend = "mysql"
+		case "postgres", "postgresql", "pg":
+			backend = "postgres"
+		default:
 			c.fail(path, "effects sql:%s: the SQL backend is mysql or postgres (sql:postgres:SELECT count(*) …)", backend)
 			return
 		}

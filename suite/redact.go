@@ -1,7 +1,6 @@
 package suite
 
 import (
-	"net/url"
 	"regexp"
 	"strings"
 )
@@ -17,14 +16,21 @@ var (
 )
 
 // Redact hides the password of a connection string (URL or driver DSN) so
-// that it can be shown in a listing or a report.
+// that it can be shown in a listing or a report. Everything else is kept
+// as written: a URL is not re-encoded, so templates stay readable.
 func Redact(conn string) string {
-	if u, err := url.Parse(conn); err == nil && u.Scheme != "" && u.Host != "" {
-		if _, has := u.User.Password(); has {
-			u.User = url.UserPassword(u.User.Username(), redacted)
+	if i := strings.Index(conn, "://"); i >= 0 {
+		rest := conn[i+3:]
+		end := strings.IndexAny(rest, "/?#")
+		if end < 0 {
+			end = len(rest)
 		}
-		conn = u.String()
-		conn = strings.Replace(conn, ":"+url.QueryEscape(redacted)+"@", ":"+redacted+"@", 1)
+		authority := rest[:end]
+		if at := strings.LastIndexByte(authority, '@'); at >= 0 {
+			if colon := strings.IndexByte(authority[:at], ':'); colon >= 0 {
+				conn = conn[:i+3] + authority[:colon] + ":" + redacted + authority[at:] + rest[end:]
+			}
+		}
 	} else {
 		conn = dsnPassword.ReplaceAllString(conn, "${1}:"+redacted+"@")
 	}

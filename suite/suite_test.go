@@ -469,6 +469,8 @@ func TestRedact(t *testing.T) {
 		"redis://:pw@127.0.0.1:6379/0":                "redis://:xxxxx@127.0.0.1:6379/0",
 		"mongodb://h:27017/?authSource=x&password=pw": "mongodb://h:27017/?authSource=x&password=xxxxx",
 		"host=h user=u password=pw dbname=d":          "host=h user=u password=xxxxx dbname=d",
+		"http://h:8080/r/{{.Token}}?a=1":              "http://h:8080/r/{{.Token}}?a=1",
+		"mysql://u:p@ss@db:3306/x":                    "mysql://u:xxxxx@db:3306/x",
 	} {
 		if got := suite.Redact(in); got != want {
 			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
