@@ -218,7 +218,6 @@ func (s *h1Session) Attempt(ctx context.Context, subj runner.Subject, w *runner.
 		}
 		return b.outcome(runner.Outcome{Class: runner.Unknown, Err: fmt.Errorf("the server closed the connection before answering (the request may have run): %w", err)})
 	}
-	w.Mark("answered")
 	if resp.Close {
 		s.close()
 	}

@@ -231,7 +231,6 @@ func (s *h2Session) Attempt(ctx context.Context, subj runner.Subject, w *runner.
 		}
 		return b.outcome(runner.Outcome{Class: runner.Unknown, Err: fmt.Errorf("no response (the request may have run): %w", st.err)})
 	}
-	w.Mark("answered")
 	b.answer(st.status, st.header, "HTTP/2.0")
 	return b.outcome(s.a.t.c.rules.classify(st.status, st.body))
 }

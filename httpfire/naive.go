@@ -75,7 +75,6 @@ func (s naiveSession) Attempt(ctx context.Context, subj runner.Subject, w *runne
 	if err != nil {
 		return b.outcome(runner.Outcome{Class: runner.Unknown, Err: fmt.Errorf("reading the response body: %w", err)})
 	}
-	w.Mark("answered")
 	b.answer(resp.StatusCode, resp.Header, resp.Proto)
 	return b.outcome(s.t.c.rules.classify(resp.StatusCode, body))
 }

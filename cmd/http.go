@@ -1,0 +1,202 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/racetest/racetest/httpfire"
+	"github.com/racetest/racetest/report"
+	"github.com/racetest/racetest/runner"
+	"github.com/racetest/racetest/scenarios"
+	"github.com/spf13/cobra"
+)
+
+// HTTPOptions are the parsed flags of 'racetest http'.
+type HTTPOptions struct {
+	*Factory
+	// Config is the target as a suite file would state it.
+	Config   httpfire.Config
+	Data     string // -d: the body, or @FILE
+	Attempts int
+	Bursts   int
+	Allowed  int
+	Expect   string
+	Strict   bool
+	Format   string
+	Timeline bool
+	Conn     scenarios.Connections
+}
+
+// NewCmdHTTP builds 'racetest http'. Tests pass runF to capture the options.
+func NewCmdHTTP(f *Factory, runF func(context.Context, *HTTPOptions) error) *cobra.Command {
+	opts := &HTTPOptions{Factory: f}
+	var success string
+	c := &cobra.Command{
+		Use:   "http [METHOD] URL",
+		Short: "Fire bursts of simultaneous requests at an HTTP endpoint and check what really happened",
+		Long: `http fires N requests at one endpoint together, repeats the burst, and reports how many
+the server said succeeded and — with --effects — how many actually took effect, counted
+in the store after each burst. The URL, headers, body and effects check are Go templates:
+{{.Burst}}, {{.Attempt}}, {{.Token}} (random, fresh each burst), {{.RunID}}, {{.Key}}.
+
+Release modes (--release):
+  barrier        one warmed keep-alive connection per request; all write when the gate opens
+  last-byte      HTTP/1.1: each connection sends its request but the last byte before the
+                 gate; then one loop sends every last byte
+  single-packet  HTTP/2 (https with ALPN, or h2c for http://): all requests on one
+                 connection, each held back by its final DATA frame; the held frames
+                 leave in one write, in one TCP packet
+  naive          a fresh connection per request after the gate (for reference)
+
+Effects checks (--effects), run after each burst with the burst's template values:
+  sql:mysql:QUERY | sql:postgres:QUERY    a query returning a count (--mysql-dsn, --postgres-url)
+  redis:COMMAND                           a command returning a number or a list (--redis-url)
+  mongo:DB.COLLECTION:FILTER              a count of the documents matching the JSON filter
+  http:URL                                a GET whose body is a number (or {"count": n})`,
+		Example: `  racetest http POST 'http://127.0.0.1:8080/redeem?code={{.Token}}' -n 20 --release last-byte
+  racetest http POST https://localhost:8443/api/reward -k -H 'Authorization: Bearer t0k' \
+      -d '{"user": "u{{.Burst}}"}' --release single-packet \
+      --effects 'sql:postgres:SELECT count(*) FROM rewards WHERE user_id = '"'"'u{{.Burst}}'"'"''
+  racetest http POST 'http://127.0.0.1:8080/attempt?key={{.Token}}' --success 200 \
+      --effects 'http:http://127.0.0.1:8080/effects?key={{.Token}}' --expect race`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) < 1 || len(args) > 2 {
+				return usageErrorf("http takes [METHOD] URL, got %d arguments", len(args))
+			}
+			return nil
+		},
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.Config.URL = args[len(args)-1]
+			if len(args) == 2 {
+				if c.Flags().Changed("method") && !strings.EqualFold(opts.Config.Method, args[0]) {
+					return usageErrorf("two methods given: %s and -X %s", args[0], opts.Config.Method)
+				}
+				opts.Config.Method = args[0]
+			}
+			if success != "" {
+				opts.Config.Success.Status = strings.Split(success, ",")
+			}
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return runHTTP(c.Context(), opts)
+		},
+	}
+	fs := c.Flags()
+	cfg := &opts.Config
+	fs.StringVarP(&cfg.Method, "method", "X", "", "HTTP method (default GET, or POST with a body)")
+	fs.StringArrayVarP(&cfg.Headers, "header", "H", nil, "a request header, 'Name: value' (repeatable)")
+	fs.StringArrayVar(&cfg.Cookies, "cookie", nil, "a cookie, name=value (repeatable; sent in one Cookie header)")
+	fs.StringVarP(&opts.Data, "data", "d", "", "the request body, or @FILE to read it from a file")
+	fs.IntVarP(&opts.Attempts, "attempts", "n", runner.DefaultAttempts, "requests released together in each burst")
+	fs.IntVar(&opts.Bursts, "bursts", runner.DefaultBursts, "bursts to fire, each with fresh template values")
+	fs.StringVar(&success, "success", "", "status codes that mean the attempt executed, e.g. 200,201 or 2xx (default 2xx)")
+	fs.StringVar(&cfg.Success.Body, "success-body", "", "a regular expression the body of a successful response matches")
+	fs.StringVar(&cfg.Effects, "effects", "", "ground truth counted after each burst: sql:mysql:Q, sql:postgres:Q, redis:CMD, mongo:DB.COLL:FILTER or http:URL")
+	fs.IntVar(&opts.Allowed, "allowed", runner.DefaultAllowed, "effects per burst that are correct (1: exactly once)")
+	fs.StringVar((*string)(&cfg.Release), "release", string(httpfire.Barrier), "how a burst leaves: barrier, last-byte, single-packet or naive")
+	fs.BoolVarP(&cfg.Insecure, "insecure", "k", false, "skip TLS certificate verification (a local server with a self-signed certificate)")
+	fs.DurationVar(&cfg.Timeout, "timeout", httpfire.DefaultTimeout, "bound on connecting, on each request and on each effects check; a request past it counts as unknown")
+	fs.StringVar(&cfg.Warmup, "warmup", "", "a URL on the same host fetched once on each new HTTP/1.1 connection before it is used")
+	fs.StringVar(&opts.Expect, "expect", "safe", "what the run must show: safe, race, or max=N effects per burst")
+	fs.BoolVar(&opts.Strict, "strict", false, "fail (exit 4) when the bursts did not overlap enough to prove anything")
+	fs.StringVarP(&opts.Format, "format", "o", "table", "output format: "+strings.Join(report.Formats(), ", "))
+	fs.BoolVar(&opts.Timeline, "timeline", true, "draw the example burst of a RACE as a timeline (table format)")
+	registerConn(fs, &opts.Conn)
+	return c
+}
+
+func runHTTP(ctx context.Context, o *HTTPOptions) error {
+	reporter, err := report.Lookup(o.Format)
+	if err != nil {
+		return usageError(err)
+	}
+	expect, err := report.ParseExpect(o.Expect)
+	if err != nil {
+		return usageError(err)
+	}
+	for name, n := range map[string]int{"attempts": o.Attempts, "bursts": o.Bursts} {
+		if n < 1 {
+			return usageErrorf("--%s must be at least 1 (got %d)", name, n)
+		}
+	}
+	if o.Allowed < 0 {
+		return usageErrorf("--allowed cannot be negative (got %d)", o.Allowed)
+	}
+	if err := checkDurations(map[string]time.Duration{"timeout": o.Config.Timeout}); err != nil {
+		return err
+	}
+	cfg := o.Config
+	if file, ok := strings.CutPrefix(o.Data, "@"); ok {
+		cfg.BodyFile = file
+	} else {
+		cfg.Body = o.Data
+	}
+	p := scenarios.Params{RunID: scenarios.NewRunID(), Attempts: o.Attempts, Replicas: 1, Conn: o.Conn}
+	target, err := httpfire.New(cfg, p)
+	if err != nil {
+		return usageError(err)
+	}
+	rc := runner.NewConfig(runner.Attempts(o.Attempts), runner.Bursts(o.Bursts), runner.Allowed(o.Allowed), runner.Timeout(cfg.Timeout))
+	c := report.Case{
+		Name:     fmt.Sprintf("%s %s", methodOf(cfg), shortURL(cfg.URL)),
+		Scenario: "http",
+		Backend:  "http",
+		Lesson:   "what the server says is a claim; only the effects check counts what happened",
+		Expect:   expect,
+		Strict:   o.Strict,
+		Release:  string(target.Release()),
+		Settings: map[string]string{"release": string(target.Release()), "run_id": p.RunID},
+	}
+	if cfg.Effects != "" {
+		c.Settings["effects"], _, _ = strings.Cut(cfg.Effects, ":")
+	}
+	if o.Allowed != runner.DefaultAllowed {
+		c.Settings["allowed"] = strconv.Itoa(o.Allowed)
+	}
+	pr := newProgress(o.IO)
+	var done func()
+	rc.Progress, done = pr.track(c.Name, rc.Bursts)
+	c.Result, c.Err = runner.RunConfig(ctx, target, rc)
+	done()
+	pr.wait()
+	// Say what failed in the target's words, not the engine's ("open replica 0: ...").
+	var ce *httpfire.ConnectError
+	if errors.As(c.Err, &ce) {
+		c.Err = ce
+	}
+	var in *httpfire.InputError
+	if errors.As(c.Err, &in) {
+		return usageError(in)
+	}
+	cases := []report.Case{c}
+	if err := reporter(o.IO.Out, cases, report.Options{Color: o.IO.Color(), Timeline: o.Timeline, Version: version()}); err != nil {
+		return fmt.Errorf("writing the report: %w", err)
+	}
+	return verdictError(ctx, cases)
+}
+
+func methodOf(c httpfire.Config) string {
+	if c.Method != "" {
+		return strings.ToUpper(c.Method)
+	}
+	if c.Body != "" || c.BodyFile != "" {
+		return "POST"
+	}
+	return "GET"
+}
+
+// shortURL keeps a table row readable: the URL without its query.
+func shortURL(u string) string {
+	if i := strings.IndexByte(u, '?'); i >= 0 {
+		u = u[:i]
+	}
+	if len(u) > 48 {
+		u = u[:47] + "…"
+	}
+	return u
+}

@@ -1,0 +1,240 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/racetest/racetest/runner"
+	"github.com/racetest/racetest/scenarios"
+	"github.com/racetest/racetest/serve"
+	"github.com/spf13/cobra"
+)
+
+// ServeOptions are the parsed flags of 'racetest serve'.
+type ServeOptions struct {
+	*Factory
+	Scenario string
+	Backend  string
+	Addr     string
+	Workers  int
+	Timeout  time.Duration
+	Shape    shapeFlags
+	// Set by 'racetest run --processes' for the replicas it starts.
+	RunID    string
+	Attached bool
+	Replica  int
+	Replicas int
+}
+
+// NewCmdServe builds 'racetest serve': one replica of the application as an
+// HTTP server. Tests pass runF to capture the options.
+func NewCmdServe(f *Factory, runF func(context.Context, *ServeOptions) error) *cobra.Command {
+	opts := &ServeOptions{Factory: f}
+	c := &cobra.Command{
+		Use:   "serve SCENARIO",
+		Short: "Serve a scenario over HTTP: each POST /attempt is one attempt (the API server of the incident stories)",
+		Long: `serve runs one replica of the application under test as a small HTTP API: every
+POST /attempt performs the scenario's attempt once and answers 200 (executed), 409
+(declined), 503 (conflict), 500 (error) or 504 (unknown), with the outcome as JSON and
+the instant the request arrived in the X-Racetest-Arrival header. GET /effects counts
+what really happened, GET /arrivals lists when each attempt arrived. It speaks HTTP/1.1
+and HTTP/2 over cleartext (h2c), and stops cleanly on SIGTERM or Ctrl-C, dropping the
+tables or keys it made.`,
+		Example: `  racetest serve check-then-write --addr 127.0.0.1:8080
+  racetest http POST 'http://127.0.0.1:8080/attempt?key={{.Token}}' \
+      --effects 'http:http://127.0.0.1:8080/effects?key={{.Token}}' -n 20 --release last-byte
+  racetest serve conditional-update --backend postgres --addr :9000`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usageErrorf("serve takes one scenario (see 'racetest list'), got %d arguments", len(args))
+			}
+			return nil
+		},
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.Scenario = args[0]
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return runServe(c.Context(), opts)
+		},
+	}
+	fs := c.Flags()
+	fs.StringVarP(&opts.Backend, "backend", "b", "memory", "where the shared state lives (see 'racetest list')")
+	fs.StringVar(&opts.Addr, "addr", "127.0.0.1:8080", "address to listen on (HOST:PORT; port 0 picks a free one)")
+	fs.IntVar(&opts.Workers, "workers", runner.DefaultAttempts, "store connections to open up front (more open when more attempts arrive at once)")
+	fs.DurationVar(&opts.Timeout, "timeout", runner.DefaultTimeout, "per-attempt timeout; an attempt past it answers 504 (unknown)")
+	opts.Shape.registerParams(fs)
+	fs.StringVar(&opts.RunID, "run-id", "", "run id that names the store's objects (set by 'run --processes')")
+	fs.BoolVar(&opts.Attached, "attached", false, "started by 'run --processes': the parent owns the store and the subjects; stop when stdin closes")
+	fs.IntVar(&opts.Replica, "replica", 0, "this replica's number")
+	fs.IntVar(&opts.Replicas, "replicas", 1, "replicas in the run")
+	for _, name := range []string{"run-id", "attached", "replica", "replicas"} {
+		fs.MarkHidden(name)
+	}
+	return c
+}
+
+func runServe(ctx context.Context, o *ServeOptions) error {
+	if _, err := o.Registry.Factory(o.Scenario, o.Backend); err != nil {
+		return usageError(err)
+	}
+	if o.Workers < 1 {
+		return usageErrorf("--workers must be at least 1 (got %d)", o.Workers)
+	}
+	if err := checkDurations(map[string]time.Duration{"gap": o.Shape.Gap, "latency": o.Shape.Latency, "ttl": o.Shape.TTL, "timeout": o.Timeout}); err != nil {
+		return err
+	}
+	o.Shape.Attempts = o.Workers
+	p := o.Shape.params(max(o.Replicas, 1))
+	if o.RunID != "" {
+		p.RunID = o.RunID
+	}
+	if err := p.Validate(); err != nil {
+		return usageError(err)
+	}
+	ln, err := net.Listen("tcp", o.Addr)
+	if err != nil {
+		return setupError(fmt.Errorf("cannot listen on %s: %w — is another server on that port? choose one with --addr", o.Addr, err))
+	}
+	defer ln.Close()
+	target, err := o.Registry.Build(ctx, o.Scenario, o.Backend, p)
+	if err != nil {
+		return setupError(err)
+	}
+	name := o.Scenario + " on " + o.Backend
+	srv, err := serve.New(ctx, serve.Options{Target: target, Name: name, Replica: o.Replica, Workers: o.Workers, Attached: o.Attached, Timeout: o.Timeout})
+	if err != nil {
+		return setupError(fmt.Errorf("%s: %w", name, err))
+	}
+	// The first line says where: 'run --processes' reads it.
+	fmt.Fprintf(o.IO.Out, "listening on http://%s\n", ln.Addr())
+	if !o.Attached {
+		printServeHelp(o.IO.Out, name, ln.Addr().String(), p)
+	}
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: time.Minute}
+	hs.Protocols = new(http.Protocols)
+	hs.Protocols.SetHTTP1(true)
+	hs.Protocols.SetUnencryptedHTTP2(true)
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	orphaned := make(chan struct{})
+	if o.Attached {
+		// The parent holds our stdin: when it closes, the parent is gone.
+		go func() { io.Copy(io.Discard, o.IO.In); close(orphaned) }()
+	}
+	var serveErr error
+	select {
+	case <-ctx.Done():
+	case <-orphaned:
+	case serveErr = <-served:
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	hs.Shutdown(sctx)
+	cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer ccancel()
+	if err := srv.Close(cctx); err != nil {
+		fmt.Fprintf(o.IO.ErrOut, "racetest serve: cleanup failed, drop the run's objects (%s*) by hand: %v\n", p.Prefix(), err)
+	}
+	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
+		return setupError(fmt.Errorf("serving on %s: %w", ln.Addr(), serveErr))
+	}
+	// A stop asked for (SIGTERM, Ctrl-C) is this command's normal end.
+	return nil
+}
+
+func printServeHelp(w io.Writer, name, addr string, p scenarios.Params) {
+	fmt.Fprintf(w, `racetest serve: %s (pid %d); the store's objects are named %s*
+  POST /attempt?key=K     one attempt at subject K: 200 executed, 409 declined, 5xx error
+  GET  /effects?key=K     what really happened to K, counted in the store
+  GET  /arrivals?key=K    when each attempt at K arrived (Unix ns) and their spread
+try:
+  racetest http POST 'http://%s/attempt?key={{.Token}}' --effects 'http:http://%s/effects?key={{.Token}}' -n 20 --release last-byte
+`, name, os.Getpid(), p.Prefix(), addr, addr)
+}
+
+// processFactory returns a Factory whose registry builds pl's scenario as a
+// fleet of 'racetest serve' processes, one per replica.
+func processFactory(o *RunOptions, spec scenarios.Spec, pl *plan) (*Factory, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, setupError(fmt.Errorf("--processes starts racetest itself, and its path is unknown: %w", err))
+	}
+	backend, err := o.Registry.Backend(o.Backend)
+	if err != nil {
+		return nil, usageError(err)
+	}
+	base, shape, replicas := o.Registry, o.Shape, pl.Config.Replicas
+	// The embedded backend lives inside each process: there is no shared
+	// store for this process to count in.
+	perProcess := !backend.Server
+	reg := scenarios.NewRegistry()
+	reg.AddScenario(spec)
+	reg.AddBackend(backend)
+	reg.Register(spec.Name, backend.Name, func(ctx context.Context, p scenarios.Params) (runner.Target, error) {
+		var control runner.Target
+		if !perProcess {
+			var err error
+			if control, err = base.Build(ctx, spec.Name, backend.Name, p); err != nil {
+				return nil, err
+			}
+		}
+		return serve.NewFleet(serve.FleetOptions{
+			Executable: exe,
+			Args: func(replica, workers int) []string {
+				return serveArgs(spec.Name, backend.Name, p, shape, replica, replicas, workers)
+			},
+			Env:             connEnv(p.Conn),
+			Control:         control,
+			PerProcessStore: perProcess,
+			Timeout:         shape.Timeout,
+			Allowed:         pl.Config.Allowed,
+		})
+	})
+	pl.Case.Name = fmt.Sprintf("%s (%d %s)", spec.Name, replicas, map[bool]string{true: "processes", false: "process"}[replicas > 1])
+	if pl.Case.Settings == nil {
+		pl.Case.Settings = map[string]string{}
+	}
+	pl.Case.Settings["processes"] = strconv.Itoa(replicas)
+	return &Factory{IO: o.IO, Registry: reg}, nil
+}
+
+// serveArgs are the arguments of one replica process: the run's scenario
+// parameters, but no connection string (those go in the environment).
+func serveArgs(scenario, backend string, p scenarios.Params, s shapeFlags, replica, replicas, workers int) []string {
+	return []string{"serve", scenario, "--backend", backend, "--addr", "127.0.0.1:0",
+		"--attached", "--run-id", p.RunID, "--replica", strconv.Itoa(replica), "--replicas", strconv.Itoa(replicas),
+		"--workers", strconv.Itoa(max(workers, 1)), "--timeout", s.Timeout.String(),
+		"--gap", p.Gap.String(), "--latency", p.Latency.String(), "--ttl", p.TTL.String(),
+		"--seed", strconv.FormatInt(p.Seed, 10), "--isolation", p.Isolation, "--engine", p.Engine, "--variant", p.Variant,
+	}
+}
+
+// connEnv is this process's environment with the run's connection strings
+// in RACETEST_*, where a replica's flags read their defaults.
+func connEnv(c scenarios.Connections) []string {
+	set := map[string]string{
+		"RACETEST_REDIS_URL": c.RedisURL, "RACETEST_MYSQL_DSN": c.MySQLDSN,
+		"RACETEST_POSTGRES_URL": c.PostgresURL, "RACETEST_MONGO_URI": c.MongoURI,
+	}
+	var env []string
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); set[k] == "" {
+			env = append(env, kv)
+		}
+	}
+	for k, v := range set {
+		if v != "" {
+			env = append(env, k+"="+v)
+		}
+	}
+	return env
+}
