@@ -49,7 +49,7 @@ func BenchmarkRelease(b *testing.B) {
 					for range b.N {
 						ctw := httpfiretest.NewCheckThenWrite(window)
 						ctw.Spin = spin
-					ctw.Tail = tail
+						ctw.Tail = tail
 						srv := newServer(b, row.server, ctw)
 						target, err := httpfire.New(ctwConfig(srv, row.mode), params())
 						if err != nil {
