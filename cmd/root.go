@@ -90,6 +90,8 @@ many attempts actually executed — the races a one-click test never sees.`,
 		NewCmdDemo(f, nil),
 		NewCmdSuite(f, nil),
 		NewCmdExplain(f),
+		NewCmdHTTP(f, nil),
+		NewCmdServe(f, nil),
 		NewCmdVersion(f),
 	)
 	return root

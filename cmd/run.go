@@ -19,6 +19,10 @@ type RunOptions struct {
 	Strict   bool
 	Timeline bool
 	Shape    shapeFlags
+	// Processes runs each replica as a 'racetest serve' process (see serve.go).
+	Processes bool
+	// RestartBetween restarts the replicas between two waves: --waves 2 --deploy.
+	RestartBetween bool
 }
 
 // NewCmdRun builds 'racetest run'. Tests pass runF to capture the options.
@@ -59,6 +63,8 @@ func NewCmdRun(f *Factory, runF func(context.Context, *RunOptions) error) *cobra
 	fs.BoolVar(&opts.Strict, "strict", false, "fail (exit 4) when the bursts did not overlap enough to prove anything")
 	fs.BoolVar(&opts.Timeline, "timeline", true, "draw the example burst of a RACE as a timeline (table format)")
 	opts.Shape.register(fs, 16, 100)
+	fs.BoolVar(&opts.Processes, "processes", false, "run each replica as a real 'racetest serve' process; attempts reach them over HTTP, round-robin")
+	fs.BoolVar(&opts.RestartBetween, "restart-between", false, "restart the replicas between two waves at the same subject (a deploy): --waves 2 --deploy")
 	return c
 }
 
@@ -78,6 +84,9 @@ func runRun(ctx context.Context, o *RunOptions) error {
 	if err != nil {
 		return usageError(err)
 	}
+	if o.RestartBetween {
+		o.Shape.Deploy, o.Shape.Waves = true, max(o.Shape.Waves, 2)
+	}
 	if err := o.Shape.validate(); err != nil {
 		return err
 	}
@@ -93,7 +102,13 @@ func runRun(ctx context.Context, o *RunOptions) error {
 		},
 		Params: p, Config: cfg,
 	}
-	cases := execute(ctx, o.Factory, []plan{pl}, nil)
+	f := o.Factory
+	if o.Processes {
+		if f, err = processFactory(o, spec, &pl); err != nil {
+			return err
+		}
+	}
+	cases := execute(ctx, f, []plan{pl}, nil)
 	if err := reporter(o.IO.Out, cases, report.Options{
 		Color: o.IO.Color(), Timeline: o.Timeline, Version: version(),
 	}); err != nil {
