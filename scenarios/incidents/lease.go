@@ -35,8 +35,10 @@ type leaseConn interface {
 	// Acquire grants key to owner for ttl if it is free or expired, with a
 	// fencing token one higher than the last grant's.
 	Acquire(ctx context.Context, key, owner string, ttl time.Duration) (granted bool, token int64, err error)
-	// Done reports whether the resource has been written.
-	Done(ctx context.Context, key string) (bool, error)
+	// Done reports whether the resource has been written. Fenced, the check
+	// carries the token too: the store raises the highest token it has seen,
+	// so that no lower token can write after this check.
+	Done(ctx context.Context, key string, token int64, fenced bool) (bool, error)
 	// Write writes the resource; fenced, the store refuses a token lower
 	// than the highest it has accepted.
 	Write(ctx context.Context, key, owner string, token int64, fenced bool) (accepted bool, err error)
@@ -197,7 +199,7 @@ func (s *leaseSession) Attempt(ctx context.Context, subj runner.Subject, w *runn
 func (s *leaseSession) hold(ctx context.Context, key string, token int64, w *runner.Worker) runner.Outcome {
 	t := s.t
 	w.Mark("check")
-	done, err := s.c.Done(ctx, key)
+	done, err := s.c.Done(ctx, key, token, t.fencing())
 	if err != nil {
 		return runner.Failed(fmt.Errorf("check: %w", err))
 	}

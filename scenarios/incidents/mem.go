@@ -165,7 +165,7 @@ type memLease struct {
 
 type memResource struct {
 	writes    int   // accepted writes: the ground truth
-	lastToken int64 // the highest fencing token of an accepted write
+	lastToken int64 // the highest fencing token the resource has seen
 }
 
 func memLeaseBackend(_ context.Context, p scenarios.Params) (leaseBackend, error) {
@@ -200,7 +200,7 @@ func (m *memLeases) Writes(_ context.Context, key string) (int, error) {
 
 type memLeasePool struct{ m *memLeases }
 
-func (p memLeasePool) Conn(context.Context) (leaseConn, error) { return memLeaseConn{p.m}, nil }
+func (p memLeasePool) Conn(context.Context) (leaseConn, error) { return memLeaseConn(p), nil }
 func (memLeasePool) Close() error                              { return nil }
 
 type memLeaseConn struct{ m *memLeases }
@@ -222,11 +222,18 @@ func (c memLeaseConn) Acquire(ctx context.Context, key, owner string, ttl time.D
 	return granted, token, err
 }
 
-func (c memLeaseConn) Done(ctx context.Context, key string) (done bool, err error) {
+func (c memLeaseConn) Done(ctx context.Context, key string, token int64, fenced bool) (done bool, err error) {
 	m := c.m
 	err = roundTrip(ctx, m.latency, &m.mu, func() {
 		r := m.resources[key]
-		done = r != nil && r.writes > 0
+		if r == nil {
+			r = &memResource{}
+			m.resources[key] = r
+		}
+		if fenced {
+			r.lastToken = max(r.lastToken, token)
+		}
+		done = r.writes > 0
 	})
 	return done, err
 }

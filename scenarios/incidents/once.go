@@ -17,6 +17,10 @@ import (
 // claimed in the shared store with one set-if-absent-with-expiry. This file
 // is that pattern; alert.go and job.go are the two incidents' particulars.
 
+// externalRoundTrip is how long a call to the simulated external side (the
+// alert sink, the listing API) takes, on every backend: a local HTTP call.
+const externalRoundTrip = 200 * time.Microsecond
+
 // ClaimDeadline bounds a claim in the shared store. Past it the fix fails
 // open and acts anyway: 1.5 s, as in the incident.
 const ClaimDeadline = 1500 * time.Millisecond
@@ -111,12 +115,11 @@ type onceTarget struct {
 	p       scenarios.Params
 	variant string
 	claims  claimsBackend // nil when the variant keeps to replica memory
-	effects *tally        // the simulated external side (a call takes --latency)
+	effects *tally        // the simulated external side
 	base    time.Time     // the first window's start
 
 	mu         sync.Mutex
 	last       runner.Subject
-	lastAllow  int
 	bursts     int
 	total      int // effects over the run
 	allowed    int // allowed over the run
@@ -207,8 +210,8 @@ func (t *onceTarget) Notes() []string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	k := t.kind
-	notes := []string{fmt.Sprintf("%s: %ss counted by %s, not by the replicas; window %s",
-		k.scenario, k.effect, k.counter, human(k.window))}
+	notes := []string{fmt.Sprintf("%s: %ss counted by %s (a simulated %s call), not by the replicas; window %s",
+		k.scenario, k.effect, k.counter, externalRoundTrip, human(k.window))}
 	switch {
 	case t.claims == nil && t.variant == P0:
 		notes = append(notes, fmt.Sprintf("P0 skips the shared claim: allowed one %s per replica instance that saw it — %d of %d %ss allowed by policy",
@@ -316,7 +319,7 @@ func (s *onceSession) Attempt(ctx context.Context, subj runner.Subject, w *runne
 		}
 	}
 	w.Mark("act")
-	if err := t.effects.call(ctx, subj.Key, t.p.Latency); err != nil {
+	if err := t.effects.call(ctx, subj.Key, externalRoundTrip); err != nil {
 		return runner.Failed(fmt.Errorf("%s: %w", t.kind.effect, err))
 	}
 	return runner.Done()

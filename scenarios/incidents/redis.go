@@ -306,19 +306,28 @@ type redisClaimPool struct {
 	client *redis.Client
 }
 
-// Conn pins one connection for a worker, pinged now when the store is up;
-// a store that is down or hung is found out by the attempts, as in the
-// incident.
+// Conn pins one connection for a worker when the store is up, pinged now
+// so that dialling never serialises the attempts. When the store is down or
+// hung, calls go through the replica's pool as the incident's did: every
+// call takes a fresh connection and meets the dead port or the silence
+// again (a pinned connection, once timed out, would fail at once instead).
 func (p *redisClaimPool) Conn(ctx context.Context) (claimConn, error) {
+	if p.c.mode != storeUp {
+		return &redisClaimConn{cmd: unclosable{p.client}}, nil
+	}
 	cn := p.client.Conn()
-	if p.c.mode == storeUp {
-		if err := pingWithin(ctx, cn); err != nil {
-			cn.Close()
-			return nil, fmt.Errorf("redis: a replica could not connect to %s: %w", p.c.srv.redacted, err)
-		}
+	if err := pingWithin(ctx, cn); err != nil {
+		cn.Close()
+		return nil, fmt.Errorf("redis: a replica could not connect to %s: %w", p.c.srv.redacted, err)
 	}
 	return &redisClaimConn{cmd: cn}, nil
 }
+
+// unclosable shares the replica's pool between sessions: the pool closes
+// with the replica, not with a session.
+type unclosable struct{ *redis.Client }
+
+func (unclosable) Close() error { return nil }
 
 func (p *redisClaimPool) Close() error { return p.client.Close() }
 
@@ -351,7 +360,7 @@ end
 return 0`)
 
 // writeScript writes the resource; fenced (ARGV[2] = '1'), it refuses a
-// token lower than the highest it has accepted — the store checks, not the
+// token lower than the highest it has seen — the store checks, not the
 // writer.
 var writeScript = redis.NewScript(`
 local last = tonumber(redis.call('HGET', KEYS[1], 'last') or '0')
@@ -360,6 +369,16 @@ if ARGV[2] == '1' and token < last then return 0 end
 redis.call('HINCRBY', KEYS[1], 'writes', 1)
 if token > last then redis.call('HSET', KEYS[1], 'last', token) end
 return 1`)
+
+// checkScript reads whether the resource was written; fenced (ARGV[2] =
+// '1'), it first raises the highest token seen, so that no lower token can
+// write after this check.
+var checkScript = redis.NewScript(`
+if ARGV[2] == '1' then
+  local last = tonumber(redis.call('HGET', KEYS[1], 'last') or '0')
+  if tonumber(ARGV[1]) > last then redis.call('HSET', KEYS[1], 'last', ARGV[1]) end
+end
+return tonumber(redis.call('HGET', KEYS[1], 'writes') or '0')`)
 
 // compareAndDeleteScript deletes the lease only if owner still holds it.
 var compareAndDeleteScript = redis.NewScript(`
@@ -392,7 +411,7 @@ func leaseKeys(key string) (lease, fence, resource string) {
 }
 
 func (r *redisLeases) Prepare(ctx context.Context) error {
-	for _, s := range []*redis.Script{acquireScript, writeScript, compareAndDeleteScript} {
+	for _, s := range []*redis.Script{acquireScript, checkScript, writeScript, compareAndDeleteScript} {
 		if err := s.Load(ctx, r.admin).Err(); err != nil {
 			return fmt.Errorf("redis: could not load the lease scripts on %s: %w", r.srv.redacted, err)
 		}
@@ -457,12 +476,9 @@ func (c *redisLeaseConn) Acquire(ctx context.Context, key, owner string, ttl tim
 	return token > 0, token, nil
 }
 
-func (c *redisLeaseConn) Done(ctx context.Context, key string) (bool, error) {
+func (c *redisLeaseConn) Done(ctx context.Context, key string, token int64, fenced bool) (bool, error) {
 	_, _, res := leaseKeys(key)
-	n, err := c.cn.HGet(ctx, res, "writes").Int()
-	if errors.Is(err, redis.Nil) {
-		return false, nil
-	}
+	n, err := checkScript.Run(ctx, c.cn, []string{res}, token, boolArg(fenced)).Int()
 	return n > 0, err
 }
 

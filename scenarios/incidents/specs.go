@@ -195,10 +195,12 @@ release("lease:"+job)                           // DEL`,
 done and writes. The first wakes up, still believing it holds the lease, and writes too:
 two effects. Its release by plain DEL then removes whatever lease is there — the next
 holder's — so a third can take it while the second still works.`,
-			Fix: `Fencing (Kleppmann): each grant returns a token one higher than the last; every write
-carries it, and the store refuses a write whose token is lower than one it has already
-accepted — the late writer's token 1 loses to the second holder's 2. Release with
-compare-and-delete (delete only if the value is still mine).`,
+			Fix: `Fencing (Kleppmann): each grant returns a token one higher than the last; every request
+to the resource carries it, and the store refuses a write whose token is lower than one it
+has already seen — the late writer's token 1 loses to the second holder's 2. The check
+must carry it too: fence only the write, and a paused holder that wakes between the next
+holder's check and its write still gets in (writes in token order, both accepted). Release
+with compare-and-delete (delete only if the value is still mine).`,
 			Numbers: `naive: 2 writes in every burst (the paused holder and the next). fenced: exactly 1; the
 paused holder's write is "declined: fenced". The checks show the release trap on this
 backend: a plain delete frees the next holder's lease (a third is granted while it still

@@ -710,14 +710,22 @@ func (c *sqlLeaseConn) Acquire(ctx context.Context, key, owner string, ttl time.
 	return token > 0, token, nil
 }
 
-func (c *sqlLeaseConn) Done(ctx context.Context, key string) (bool, error) {
+func (c *sqlLeaseConn) Done(ctx context.Context, key string, token int64, fenced bool) (bool, error) {
+	if fenced {
+		// Raise the highest token seen before reading: from here on no
+		// lower token can write.
+		q := "UPDATE " + c.l.resource + " SET last_token = GREATEST(last_token, ?) WHERE name = ?"
+		if _, _, err := c.c.Exec(ctx, c.l.s.d.q(q), token, key); err != nil {
+			return false, err
+		}
+	}
 	var writes int
 	err := c.c.QueryRow(ctx, c.l.s.d.q("SELECT writes FROM "+c.l.resource+" WHERE name = ?"), key).Scan(&writes)
 	return writes > 0, err
 }
 
 // Write is one UPDATE; fenced, its WHERE lets the store refuse a token
-// lower than the highest it accepted.
+// lower than the highest it has seen.
 func (c *sqlLeaseConn) Write(ctx context.Context, key, _ string, token int64, fenced bool) (bool, error) {
 	query := "UPDATE " + c.l.resource + " SET writes = writes + 1, last_token = GREATEST(last_token, ?) WHERE name = ?"
 	args := []any{token, key}
