@@ -62,6 +62,10 @@ type Fleet struct {
 	started  []*process
 	cur      *runner.Subject
 	departed map[int]int // effects counted in processes already stopped (per burst)
+
+	attempts, failed atomic.Int64 // attempts, and those that failed with an error
+	burstOK          atomic.Int64 // attempts of the current burst that reached the scenario
+	firstErr         atomic.Value // string
 }
 
 // NewFleet returns a fleet; processes start when the runner opens replicas.
@@ -125,11 +129,16 @@ func (f *Fleet) stopAll() {
 
 func (f *Fleet) Open(ctx context.Context, replica, workers int) (runner.App, error) {
 	p, err := start(ctx, f.o, replica, workers)
+	if p != nil {
+		// Listed even when it failed to start: its pid is in the report.
+		f.mu.Lock()
+		f.started = append(f.started, p)
+		f.mu.Unlock()
+	}
 	if err != nil {
 		return nil, err
 	}
 	f.mu.Lock()
-	f.started = append(f.started, p)
 	f.live = append(f.live, p)
 	cur := f.cur
 	f.mu.Unlock()
@@ -149,6 +158,7 @@ func (f *Fleet) liveProcs() []*process {
 }
 
 func (f *Fleet) Reset(ctx context.Context, burst int) (runner.Subject, error) {
+	f.burstOK.Store(0)
 	var s runner.Subject
 	if f.o.PerProcessStore {
 		s = runner.Subject{Burst: burst}
@@ -186,6 +196,10 @@ func (f *Fleet) announce(ctx context.Context, p *process, s runner.Subject) (Sub
 }
 
 func (f *Fleet) Effects(ctx context.Context, s runner.Subject) (int, error) {
+	if f.burstOK.Load() == 0 {
+		first, _ := f.firstErr.Load().(string)
+		return 0, fmt.Errorf("no attempt of burst %d reached the scenario in the replica processes (first error: %s)", s.Burst, first)
+	}
 	if !f.o.PerProcessStore {
 		return f.o.Control.Effects(ctx, s)
 	}
@@ -217,6 +231,19 @@ func (f *Fleet) Allowed(s runner.Subject, outcomes [runner.NumClasses]int) int {
 	return f.o.Allowed
 }
 
+// Checks fails the run when attempts failed inside the replica processes:
+// an error there (a store the process could not use, a replica that died)
+// means the bursts did not test the pattern, whatever the effects say.
+func (f *Fleet) Checks(context.Context) []runner.Check {
+	n, failed := f.attempts.Load(), f.failed.Load()
+	c := runner.Check{Name: "attempts ran in the replica processes", OK: failed == 0,
+		Detail: fmt.Sprintf("%d of %d attempts failed with an error", failed, n)}
+	if first, _ := f.firstErr.Load().(string); failed > 0 {
+		c.Detail += " (first: " + first + "); the bursts prove nothing"
+	}
+	return []runner.Check{c}
+}
+
 func (f *Fleet) Notes() []string {
 	var notes []string
 	if n, ok := f.o.Control.(runner.Noter); ok {
@@ -224,7 +251,11 @@ func (f *Fleet) Notes() []string {
 	}
 	f.mu.Lock()
 	var procs []string
-	for _, p := range f.started {
+	for i, p := range f.started {
+		if i == 6 {
+			procs = append(procs, fmt.Sprintf("… %d processes in all (each deploy restarts them)", len(f.started)))
+			break
+		}
 		procs = append(procs, fmt.Sprintf("replica %d pid %d (%s)", p.replica, p.pid, p.addr))
 	}
 	f.mu.Unlock()
@@ -232,7 +263,7 @@ func (f *Fleet) Notes() []string {
 		notes = append(notes, "replicas ran as processes ('racetest serve'), attempts spread round-robin: "+strings.Join(procs, ", "))
 	}
 	if f.o.PerProcessStore {
-		notes = append(notes, "each memory-backed process has its own store and they share no state: only memory-set is meaningful here; the effects are summed over the processes")
+		notes = append(notes, "memory backend: each process has its own store and the processes share no state, so only memory-set (whose point that is) is meaningful here; the effects are summed over the processes")
 	}
 	return notes
 }
@@ -244,7 +275,7 @@ type fleetApp struct {
 }
 
 func (a *fleetApp) Session(ctx context.Context, worker int) (runner.Session, error) {
-	s := &fleetSession{p: a.p, worker: worker, client: &http.Client{
+	s := &fleetSession{f: a.f, p: a.p, worker: worker, client: &http.Client{
 		Transport: &http.Transport{MaxConnsPerHost: 1, MaxIdleConnsPerHost: 1, DisableCompression: true},
 		Timeout:   a.f.o.Timeout,
 	}}
@@ -281,12 +312,30 @@ func (a *fleetApp) Close() error {
 }
 
 type fleetSession struct {
+	f      *Fleet
 	p      *process
 	worker int
 	client *http.Client
 }
 
 func (s *fleetSession) Attempt(ctx context.Context, subj runner.Subject, w *runner.Worker) runner.Outcome {
+	o := s.attempt(ctx, subj, w)
+	s.f.attempts.Add(1)
+	switch o.Class {
+	case runner.Error, runner.Unknown:
+		if o.Class == runner.Error {
+			s.f.failed.Add(1)
+		}
+		if o.Err != nil {
+			s.f.firstErr.CompareAndSwap(nil, o.Err.Error())
+		}
+	default:
+		s.f.burstOK.Add(1)
+	}
+	return o
+}
+
+func (s *fleetSession) attempt(ctx context.Context, subj runner.Subject, w *runner.Worker) runner.Outcome {
 	var wrote atomic.Bool
 	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { wrote.Store(true) }})
 	u := fmt.Sprintf("%s/attempt?burst=%d&worker=%d&wave=%d", s.p.base, subj.Burst, w.ID, w.Wave)
@@ -376,17 +425,17 @@ func start(ctx context.Context, o FleetOptions, replica, workers int) (*process,
 		addr, ok := strings.CutPrefix(strings.TrimSpace(line), "listening on http://")
 		if !ok {
 			p.stop()
-			return nil, fmt.Errorf("replica %d (pid %d) did not say where it listens (first line %q)%s", replica, p.pid, line, p.stderr.says())
+			return p, fmt.Errorf("replica %d (pid %d) did not say where it listens (first line %q)%s", replica, p.pid, line, p.stderr.says())
 		}
 		p.addr, p.base = addr, "http://"+addr
 	case <-p.done:
-		return nil, fmt.Errorf("replica %d (pid %d) exited before it listened (%s)%s", replica, p.pid, cmd.ProcessState, p.stderr.says())
+		return p, fmt.Errorf("replica %d (pid %d) exited before it listened (%s)%s", replica, p.pid, cmd.ProcessState, p.stderr.says())
 	case <-timer.C:
 		p.stop()
-		return nil, fmt.Errorf("replica %d (pid %d) did not listen within %s%s", replica, p.pid, o.StartTimeout, p.stderr.says())
+		return p, fmt.Errorf("replica %d (pid %d) did not listen within %s%s", replica, p.pid, o.StartTimeout, p.stderr.says())
 	case <-ctx.Done():
 		p.stop()
-		return nil, context.Cause(ctx)
+		return p, context.Cause(ctx)
 	}
 	return p, nil
 }
