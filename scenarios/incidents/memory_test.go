@@ -239,3 +239,29 @@ func TestFencingMustCoverTheCheckMemory(t *testing.T) {
 	}
 	fencingInterleaving(t, lb, p)
 }
+
+// TestEffectsRefusedWithoutAReplica: a target whose replicas ran in other
+// processes (run --processes) cannot see sends counted by an in-process
+// sink; it must say so rather than count 0 and call the run SAFE.
+func TestEffectsRefusedWithoutAReplica(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct{ scenario, variant string }{{AlertDedupe, Fixed}, {JobWindow, Naive}, {RewardPayout, External}} {
+		p := memParams
+		p.RunID, p.Variant = scenarios.NewRunID(), c.variant
+		target, err := registry("memory").Build(ctx, c.scenario, "memory", p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := target.Prepare(ctx); err != nil {
+			t.Fatal(err)
+		}
+		s, err := target.Reset(ctx, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := target.Effects(ctx, s); err == nil || !strings.Contains(err.Error(), "without --processes") {
+			t.Errorf("%s (%s): Effects with no replica opened here: %v, want a refusal naming --processes", c.scenario, c.variant, err)
+		}
+		target.Cleanup(ctx)
+	}
+}

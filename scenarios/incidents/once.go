@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/racetest/racetest/runner"
@@ -20,6 +21,11 @@ import (
 // externalRoundTrip is how long a call to the simulated external side (the
 // alert sink, the listing API) takes, on every backend: a local HTTP call.
 const externalRoundTrip = 200 * time.Microsecond
+
+// scheduleStart is the first window of the simulated schedule. It is fixed,
+// not read from the clock, so that every process of a run names the same
+// windows.
+var scheduleStart = time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // ClaimDeadline bounds a claim in the shared store. Past it the fix fails
 // open and acts anyway: 1.5 s, as in the incident.
@@ -99,7 +105,7 @@ func onceFactory(k *onceKind, backend claimsFactory) scenarios.Factory {
 		if err != nil {
 			return nil, err
 		}
-		t := &onceTarget{kind: k, p: p, variant: v, effects: newTally(), base: time.Now().Truncate(k.window)}
+		t := &onceTarget{kind: k, p: p, variant: v, effects: newTally(), base: scheduleStart}
 		if k.claims(v) {
 			if t.claims, err = backend(ctx, p, k.mode(v)); err != nil {
 				return nil, err
@@ -117,6 +123,7 @@ type onceTarget struct {
 	claims  claimsBackend // nil when the variant keeps to replica memory
 	effects *tally        // the simulated external side
 	base    time.Time     // the first window's start
+	opened  atomic.Bool   // a replica ran in this process
 
 	mu         sync.Mutex
 	last       runner.Subject
@@ -176,6 +183,9 @@ func (t *onceTarget) Reset(_ context.Context, burst int) (runner.Subject, error)
 }
 
 func (t *onceTarget) Effects(_ context.Context, s runner.Subject) (int, error) {
+	if !t.opened.Load() {
+		return 0, errNoReplicaHere(t.kind.scenario, t.kind.effect+"s", t.kind.counter)
+	}
 	n := t.effects.count(s.Key)
 	t.mu.Lock()
 	t.bursts++
@@ -239,6 +249,7 @@ func (t *onceTarget) Checks(ctx context.Context) []runner.Check {
 }
 
 func (t *onceTarget) Open(ctx context.Context, _, workers int) (runner.App, error) {
+	t.opened.Store(true)
 	a := &onceApp{t: t, table: newDedupeTable(t.kind.prune(t.variant))}
 	if t.claims != nil {
 		pool, err := t.claims.Open(ctx, workers)
@@ -330,6 +341,15 @@ func claimWithin(ctx context.Context, c claimConn, key string, ttl time.Duration
 	cctx, cancel := context.WithTimeout(ctx, ClaimDeadline)
 	defer cancel()
 	return c.Claim(cctx, key, ttl)
+}
+
+// errNoReplicaHere is the answer of a target asked to count effects that
+// only the process running the replicas could have seen: the run's replicas
+// are other processes ('racetest run --processes'), and counting 0 here
+// would report a false SAFE.
+func errNoReplicaHere(scenario, what, counter string) error {
+	return fmt.Errorf("%s counts its %s in %s, inside the process whose replicas make them; no replica ran in this one, so it cannot count them — run it without --processes (its replicas are in-process apps, each with its own memory, which is what the incident needs)",
+		scenario, what, counter)
 }
 
 // tally counts effects per subject on the simulated external side.

@@ -103,6 +103,7 @@ type rewardTarget struct {
 	provider *provider // external variants: the simulated payment provider
 
 	declined atomic.Int64 // attempts told "already paid"
+	opened   atomic.Bool  // a replica ran in this process
 
 	mu                  sync.Mutex
 	bursts              int
@@ -168,6 +169,9 @@ func (t *rewardTarget) Effects(ctx context.Context, s runner.Subject) (int, erro
 }
 
 func (t *rewardTarget) counts(ctx context.Context, user string) (records, paid int, err error) {
+	if t.provider != nil && !t.opened.Load() {
+		return 0, 0, errNoReplicaHere(RewardPayout+" "+t.variant, "payments", "the simulated payment provider")
+	}
 	records, paid, err = t.ledger.Counts(ctx, user, rewardID)
 	if err != nil {
 		return 0, 0, fmt.Errorf("count the ledger of %s: %w", user, err)
@@ -224,6 +228,7 @@ func (t *rewardTarget) Notes() []string {
 }
 
 func (t *rewardTarget) Open(ctx context.Context, _, workers int) (runner.App, error) {
+	t.opened.Store(true)
 	pool, err := t.ledger.Open(ctx, workers)
 	if err != nil {
 		return nil, err

@@ -416,17 +416,20 @@ func (s *sqlServer) close() error {
 	return errors.Join(err, s.adminPool.Close())
 }
 
-// create makes table with columns, failing if it already exists: a run
-// never reuses (or later drops) a table it did not make.
-func (s *sqlServer) create(ctx context.Context, part, columns string) (string, error) {
-	name := s.p.Prefix() + part
+// table names part of the run's namespace. Names are known before Prepare,
+// so that a replica in another process, which never prepares, uses them too.
+func (s *sqlServer) table(part string) string { return s.p.Prefix() + part }
+
+// create makes table name with columns, failing if it already exists: a
+// run never reuses (or later drops) a table it did not make.
+func (s *sqlServer) create(ctx context.Context, name, columns string) error {
 	if err := s.exec(ctx, "CREATE TABLE "+name+" ("+columns+")"+s.opts); err != nil {
-		return "", fmt.Errorf("%s: could not create table %s on %s: %w", s.d.name, name, s.where, err)
+		return fmt.Errorf("%s: could not create table %s on %s: %w", s.d.name, name, s.where, err)
 	}
 	s.mu.Lock()
 	s.created = append(s.created, name)
 	s.mu.Unlock()
-	return name, nil
+	return nil
 }
 
 func (s *sqlServer) dropCreated(ctx context.Context) error {
@@ -495,7 +498,7 @@ func sqlLedgerBackend(d *dialect) ledgerFactory {
 		if err != nil {
 			return nil, err
 		}
-		return &sqlLedger{s: s, unique: unique}, nil
+		return &sqlLedger{s: s, unique: unique, records: s.table("reward_records"), payments: s.table("reward_payments")}, nil
 	}
 }
 
@@ -510,11 +513,10 @@ func (l *sqlLedger) Prepare(ctx context.Context) error {
 	if l.unique {
 		recordCols = cols + ", UNIQUE (user_id, reward_id)"
 	}
-	var err error
-	if l.records, err = s.create(ctx, "reward_records", recordCols); err != nil {
+	if err := s.create(ctx, l.records, recordCols); err != nil {
 		return err
 	}
-	if l.payments, err = s.create(ctx, "reward_payments", cols+index); err != nil {
+	if err := s.create(ctx, l.payments, cols+index); err != nil {
 		return err
 	}
 	if !s.d.inlineIndex {
@@ -532,6 +534,7 @@ func (l *sqlLedger) Prepare(ctx context.Context) error {
 	defer s.mu.Unlock()
 	cctx, cancel := context.WithTimeout(ctx, sqlOpTimeout)
 	defer cancel()
+	var err error
 	l.engine, l.transactional, err = s.d.engineOf(cctx, s.admin, l.records)
 	return err
 }
@@ -641,7 +644,7 @@ func sqlLeaseBackend(d *dialect) leaseFactory {
 		if err != nil {
 			return nil, err
 		}
-		return &sqlLeases{s: s}, nil
+		return &sqlLeases{s: s, leases: s.table("leases"), resource: s.table("lease_resource")}, nil
 	}
 }
 
@@ -650,12 +653,10 @@ var longAgo = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 
 func (l *sqlLeases) Prepare(ctx context.Context) error {
 	s := l.s
-	var err error
-	if l.leases, err = s.create(ctx, "leases", "name VARCHAR(64) PRIMARY KEY, owner VARCHAR(64) NULL, lock_until "+s.d.timestamp+" NOT NULL, fence BIGINT NOT NULL"); err != nil {
+	if err := s.create(ctx, l.leases, "name VARCHAR(64) PRIMARY KEY, owner VARCHAR(64) NULL, lock_until "+s.d.timestamp+" NOT NULL, fence BIGINT NOT NULL"); err != nil {
 		return err
 	}
-	l.resource, err = s.create(ctx, "lease_resource", "name VARCHAR(64) PRIMARY KEY, writes INT NOT NULL, last_token BIGINT NOT NULL")
-	return err
+	return s.create(ctx, l.resource, "name VARCHAR(64) PRIMARY KEY, writes INT NOT NULL, last_token BIGINT NOT NULL")
 }
 
 func (l *sqlLeases) Reset(ctx context.Context, key string) error {
