@@ -45,6 +45,9 @@ const connectTimeout = 3 * time.Second
 // of hanging it.
 const controlTimeout = 10 * time.Second
 
+// disconnectTimeout bounds closing a client (see disconnect).
+const disconnectTimeout = time.Second
+
 // Register adds the MongoDB backend and its scenarios to r.
 func Register(r *scenarios.Registry) {
 	r.AddBackend(scenarios.Backend{
@@ -205,7 +208,7 @@ func (c conn) connect(ctx context.Context, o *options.ClientOptions) (*mongo.Cli
 	pctx, cancel := context.WithTimeout(ctx, connectTimeout+time.Second)
 	defer cancel()
 	if err := client.Ping(pctx, readpref.Primary()); err != nil {
-		_ = client.Disconnect(context.WithoutCancel(ctx))
+		_ = disconnect(client)
 		return nil, c.connectError(err)
 	}
 	return client, nil
@@ -213,6 +216,11 @@ func (c conn) connect(ctx context.Context, o *options.ClientOptions) (*mongo.Cli
 
 // connectError names the host and the reason in one line.
 func (c conn) connectError(err error) error {
+	return c.unreachableError("mongo: cannot connect to", err)
+}
+
+// unreachableError is lead, the hosts, the reason, and what to check.
+func (c conn) unreachableError(lead string, err error) error {
 	hosts := "the server"
 	if cs, perr := connstring.Parse(c.uri); perr == nil && len(cs.Hosts) > 0 {
 		hosts = strings.Join(cs.Hosts, ",")
@@ -235,8 +243,8 @@ func (c conn) connectError(err error) error {
 		return fmt.Errorf("mongo: authentication to %s failed (%s) — check the user and password in --mongo-uri or RACETEST_MONGO_URI (%s): %w",
 			hosts, why, Redact(c.uri), scrub(err, c.uri))
 	}
-	return fmt.Errorf("mongo: cannot connect to %s (%s) — is the server running? set --mongo-uri or RACETEST_MONGO_URI (using %s): %w",
-		hosts, why, Redact(c.uri), scrub(err, c.uri))
+	return fmt.Errorf("%s %s (%s) — is the server running? set --mongo-uri or RACETEST_MONGO_URI (using %s): %w",
+		lead, hosts, why, Redact(c.uri), scrub(err, c.uri))
 }
 
 // reason is the innermost cause a person recognises: "connection refused",
@@ -312,6 +320,6 @@ func Probe(ctx context.Context, p scenarios.Params) (ServerInfo, error) {
 	if err != nil {
 		return ServerInfo{}, err
 	}
-	defer client.Disconnect(context.WithoutCancel(ctx))
+	defer disconnect(client)
 	return buildInfo(ctx, client.Database(c.database))
 }

@@ -2,10 +2,24 @@ package mongostore_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"net"
 	"os"
+	"reflect"
+	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/connstring"
+
+	"github.com/racetest/racetest/runner"
 
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/conformance"
@@ -67,4 +81,449 @@ func TestConformance(t *testing.T) {
 		}
 	}
 	conformance.Run(t, s)
+}
+
+// build makes scenario on the test server with a fresh run id; it returns
+// the target and the prefix of everything the run will make.
+func build(t *testing.T, p scenarios.Params, scenario string, attempts int) (runner.Target, string) {
+	t.Helper()
+	p.RunID = scenarios.NewRunID()
+	p.Attempts, p.Replicas = attempts, max(p.Replicas, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	tg, err := registry().Build(ctx, scenario, mongostore.Name, p)
+	if err != nil {
+		t.Fatalf("build %s: %v", scenario, err)
+	}
+	return tg, p.Prefix()
+}
+
+// client connects to the test server for the test's own bookkeeping.
+func client(t *testing.T, p scenarios.Params) *mongo.Database {
+	t.Helper()
+	uri := p.Conn.MongoURI
+	if uri == "" {
+		uri = mongostore.DefaultURI
+	}
+	c, err := mongo.Connect(options.Client().ApplyURI(uri))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Disconnect(context.Background()) })
+	db := mongostore.DefaultDatabase
+	if cs, err := connstring.Parse(uri); err == nil && cs.Database != "" {
+		db = cs.Database
+	}
+	return c.Database(db)
+}
+
+func TestOneActivePerUser(t *testing.T) {
+	p, info := server(t)
+	p.Variant = mongostore.VariantOneActive
+	tg, _ := build(t, p, scenarios.UniqueInsert, 8)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := runner.Run(ctx, tg, runner.Attempts(8), runner.Bursts(10))
+	if info.FerretDB() {
+		// FerretDB 1.x refuses partialFilterExpression: the run must stop at
+		// Prepare with an error that names the server and its limitation.
+		if err == nil {
+			t.Fatalf("%s accepted the partial unique index; mongodb-in-ci.md says it refuses it: update the expectation", info)
+		}
+		for _, want := range []string{"FerretDB", "partialFilterExpression", "238", "NotImplemented", "run this variant against MongoDB"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("error %q does not mention %q", err, want)
+			}
+		}
+		if res.CleanupErr != nil {
+			t.Errorf("cleanup after the refused index: %v", res.CleanupErr)
+		}
+		t.Logf("refused as expected: %v", err)
+		return
+	}
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	for _, b := range res.Bursts {
+		if b.Effects != 1 {
+			t.Errorf("burst %d: %d active documents for the user, want 1 (outcomes %v)", b.Index, b.Effects, b.Outcomes)
+		}
+	}
+	if len(res.Checks) != 1 || !res.Checks[0].OK {
+		t.Errorf("checks %+v, want one passing 'one active per user'", res.Checks)
+	}
+}
+
+// snapshot is every collection of db that this test did not make, with its
+// documents (raw bytes, by _id) and index specifications.
+func snapshot(t *testing.T, db *mongo.Database, names ...string) map[string][]string {
+	t.Helper()
+	ctx := context.Background()
+	out := map[string][]string{}
+	for _, name := range names {
+		cur, err := db.Collection(name).Find(ctx, bson.D{}, options.Find().SetSort(bson.D{{Key: "_id", Value: 1}}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var docs []bson.Raw
+		if err := cur.All(ctx, &docs); err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range docs {
+			out[name] = append(out[name], string(d))
+		}
+		specs, err := db.Collection(name).Indexes().ListSpecifications(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range specs {
+			out[name] = append(out[name], fmt.Sprintf("index %s %s unique=%v", s.Name, s.KeysDocument, s.Unique != nil && *s.Unique))
+		}
+	}
+	return out
+}
+
+func runCollections(t *testing.T, db *mongo.Database, prefix string) []string {
+	t.Helper()
+	names, err := db.ListCollectionNames(context.Background(), bson.D{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mine []string
+	for _, n := range names {
+		if strings.HasPrefix(n, prefix) {
+			mine = append(mine, n)
+		}
+	}
+	return mine
+}
+
+// TestOnlyWhatItMade: collections racetest did not make — one of the user's,
+// and one that looks like another run's — are identical after a normal run
+// and after a run cancelled mid-way, and the runs leave nothing behind.
+func TestOnlyWhatItMade(t *testing.T) {
+	p, _ := server(t)
+	db := client(t, p)
+	ctx := context.Background()
+	suffix := scenarios.NewRunID()
+	user, other := "orders_"+suffix, "racetest_"+suffix+"x_effects"
+	for _, name := range []string{user, other} {
+		coll := db.Collection(name)
+		if _, err := coll.InsertMany(ctx, []any{
+			bson.D{{Key: "_id", Value: 1}, {Key: "key", Value: "racetest_" + suffix + "_0"}, {Key: "status", Value: "issued"}},
+			bson.D{{Key: "_id", Value: 2}, {Key: "key", Value: "a"}, {Key: "n", Value: 3.5}, {Key: "at", Value: time.UnixMilli(1700000000000).UTC()}},
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := coll.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "key", Value: 1}}}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = coll.Drop(context.Background()) })
+	}
+	before := snapshot(t, db, user, other)
+
+	for _, sc := range []string{scenarios.CheckThenWrite, scenarios.ConditionalUpdate, scenarios.TTLLease} {
+		t.Run(sc+"/complete", func(t *testing.T) {
+			tg, prefix := build(t, p, sc, 4)
+			if _, err := runner.Run(ctx, tg, runner.Attempts(4), runner.Bursts(5)); err != nil {
+				t.Fatalf("run: %v", err)
+			}
+			if left := runCollections(t, db, prefix); len(left) > 0 {
+				t.Errorf("the run left %v behind", left)
+			}
+		})
+		t.Run(sc+"/cancelled", func(t *testing.T) {
+			tg, prefix := build(t, p, sc, 4)
+			cctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			res, err := runner.Run(cctx, tg, runner.Attempts(4), runner.Bursts(1000),
+				runner.OnProgress(func(pr runner.Progress) {
+					if pr.Done == 3 {
+						cancel()
+					}
+				}))
+			if !errors.Is(err, context.Canceled) || !res.Interrupted {
+				t.Fatalf("run: err %v, interrupted %v; want a cancelled run", err, res.Interrupted)
+			}
+			if res.CleanupErr != nil {
+				t.Errorf("cleanup after cancel: %v", res.CleanupErr)
+			}
+			if left := runCollections(t, db, prefix); len(left) > 0 {
+				t.Errorf("the cancelled run left %v behind", left)
+			}
+		})
+	}
+	if after := snapshot(t, db, user, other); !reflect.DeepEqual(before, after) {
+		t.Errorf("collections racetest did not make changed:\nbefore %q\nafter  %q", before, after)
+	}
+}
+
+// countingDial dials through net.Dialer, counting dials and keeping the
+// connections so a test can break them.
+type countingDial struct {
+	dials atomic.Int64
+	mu    sync.Mutex
+	conns []*breakable
+}
+
+func (d *countingDial) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	d.dials.Add(1)
+	c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	b := &breakable{Conn: c}
+	d.mu.Lock()
+	d.conns = append(d.conns, b)
+	d.mu.Unlock()
+	return b, nil
+}
+
+// breakAll makes every connection dialled so far fail its next write, as a
+// server that went away would.
+func (d *countingDial) breakAll() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, c := range d.conns {
+		c.broken.Store(true)
+	}
+}
+
+type breakable struct {
+	net.Conn
+	broken atomic.Bool
+}
+
+func (b *breakable) Write(p []byte) (int, error) {
+	if b.broken.Load() {
+		return 0, &net.OpError{Op: "write", Net: "tcp", Err: syscall.ECONNRESET}
+	}
+	return b.Conn.Write(p)
+}
+
+// TestDialHook: every connection of the run — the control client, each
+// replica's pool, the monitors — is dialled through Params.Dial, and the
+// pools are warm before the first burst: no attempt waits for a dial.
+func TestDialHook(t *testing.T) {
+	p, _ := server(t)
+	var d countingDial
+	p.Dial = d.dial
+	p.Replicas = 2
+	tg, _ := build(t, p, scenarios.CheckThenWrite, 6)
+	built := d.dials.Load()
+	if built == 0 {
+		t.Fatal("connecting to the server dialled nothing through Params.Dial")
+	}
+	var afterFirst int64
+	res, err := runner.Run(context.Background(), tg, runner.Attempts(6), runner.Replicas(2), runner.Bursts(10),
+		runner.OnProgress(func(pr runner.Progress) {
+			if pr.Done == 1 {
+				afterFirst = d.dials.Load()
+			}
+		}))
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	// Two replicas of 3 workers each: at least 6 pooled connections besides
+	// the control client's.
+	if opened := afterFirst - built; opened < 6 {
+		t.Errorf("%d connections dialled through Params.Dial for 2 replicas × 3 workers, want at least 6", opened)
+	}
+	if later := d.dials.Load() - afterFirst; later > 0 {
+		t.Errorf("%d connections were dialled after the first burst: the pools were not warm", later)
+	}
+	t.Logf("dials: %d to build, %d by the end of burst 1, %d in all; violations %d/%d",
+		built, afterFirst, d.dials.Load(), res.Violations(), len(res.Bursts))
+
+	// A Dial that fails must fail the run's connection: nothing bypasses it.
+	p.Dial = func(context.Context, string, string) (net.Conn, error) {
+		return nil, errors.New("dial refused by the test")
+	}
+	p.RunID = scenarios.NewRunID()
+	if _, err := registry().Build(context.Background(), scenarios.CheckThenWrite, mongostore.Name, p); err == nil {
+		t.Error("Build succeeded although Params.Dial refused every connection")
+	}
+}
+
+// TestClassifyErrors: in unique-insert, only the duplicate-key error is
+// "declined"; a connection that fails mid-attempt is an error.
+func TestClassifyErrors(t *testing.T) {
+	p, _ := server(t)
+	var d countingDial
+	p.Dial = d.dial
+	tg, _ := build(t, p, scenarios.UniqueInsert, 1)
+	ctx := context.Background()
+	if err := tg.Prepare(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := tg.Cleanup(context.Background()); err != nil {
+			t.Error(err)
+		}
+	}()
+	app, err := tg.Open(ctx, 0, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Close()
+	sess, err := app.Session(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	attempt := func(subj runner.Subject) runner.Outcome {
+		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		return sess.Attempt(actx, subj, &runner.Worker{})
+	}
+
+	subj, err := tg.Reset(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := attempt(subj); o.Class != runner.Executed {
+		t.Fatalf("first insert: %v %v, want executed", o.Class, o.Err)
+	}
+	o := attempt(subj)
+	if o.Class != runner.Declined || !mongo.IsDuplicateKeyError(o.Err) {
+		t.Fatalf("second insert: %v %v, want declined with a duplicate-key error", o.Class, o.Err)
+	}
+
+	// Break the worker's connections (the control client's too; it is not
+	// used again before Cleanup, which dials afresh if it must).
+	subj, err = tg.Reset(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.breakAll()
+	o = attempt(subj)
+	if o.Class != runner.Error {
+		t.Fatalf("insert on a broken connection: %v %v, want error (never declined)", o.Class, o.Err)
+	}
+	if mongo.IsDuplicateKeyError(o.Err) {
+		t.Fatalf("a network failure was taken for a duplicate key: %v", o.Err)
+	}
+	t.Logf("broken connection counted as error: %v", o.Err)
+}
+
+// TestUnreachable: an absent server is reported within seconds, in one
+// line that names the address and the cause and never the password.
+func TestUnreachable(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // a port that was free a moment ago: connection refused
+	p := scenarios.Params{RunID: scenarios.NewRunID(), Attempts: 2, Replicas: 1,
+		Conn: scenarios.Connections{MongoURI: "mongodb://racer:s3cr%40t-pw@" + addr + "/?directConnection=true"}}
+	start := time.Now()
+	_, err = registry().Build(context.Background(), scenarios.CheckThenWrite, mongostore.Name, p)
+	took := time.Since(start)
+	if err == nil {
+		t.Fatal("Build succeeded against a closed port")
+	}
+	msg := err.Error()
+	for _, want := range []string{"mongo: cannot connect to " + addr, "connection refused", "RACETEST_MONGO_URI", "racer:xxxxx@"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error %q does not contain %q", msg, want)
+		}
+	}
+	for _, secret := range []string{"s3cr", "s3cr%40t-pw", "s3cr@t-pw"} {
+		if strings.Contains(msg, secret) {
+			t.Errorf("error leaks the password (%q): %s", secret, msg)
+		}
+	}
+	// A guard against a hang, not a benchmark: the driver's own default
+	// would wait 30 s.
+	if took > 20*time.Second {
+		t.Errorf("took %s to report an unreachable server", took)
+	}
+	t.Logf("after %s: %v", took.Round(time.Millisecond), err)
+}
+
+func TestRedact(t *testing.T) {
+	for in, want := range map[string]string{
+		mongostore.DefaultURI:                                        mongostore.DefaultURI,
+		"mongodb://u:pw@h:27017/db":                                  "mongodb://u:xxxxx@h:27017/db",
+		"mongodb://u:p@ss/w:rd@h1:1,h2:2/db?replicaSet=rs":           "mongodb://u:xxxxx@h1:1,h2:2/db?replicaSet=rs",
+		"mongodb+srv://u:pw@cluster.example.com/?retryWrites=true":   "mongodb+srv://u:xxxxx@cluster.example.com/?retryWrites=true",
+		"mongodb://u@h/?authMechanism=MONGODB-X509":                  "mongodb://u@h/?authMechanism=MONGODB-X509",
+		"mongodb://h/?tlsCertificateKeyFilePassword=pw&tls=true":     "mongodb://h/?tlsCertificateKeyFilePassword=xxxxx&tls=true",
+		"mongodb://h/?authMechanismProperties=AWS_SESSION_TOKEN:tok": "mongodb://h/?authMechanismProperties=xxxxx",
+	} {
+		if got := mongostore.Redact(in); got != want {
+			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestServerName(t *testing.T) {
+	for _, c := range []struct {
+		info mongostore.ServerInfo
+		want string
+	}{
+		{mongostore.ServerInfo{Version: "7.0.14"}, "MongoDB 7.0.14"},
+		{mongostore.ServerInfo{Version: "7.0.42", FerretDBVersion: "v1.24.2"}, "FerretDB 1.24.2 (MongoDB 7.0.42 wire)"},
+		{mongostore.ServerInfo{Version: "7.0.42", FerretDBVersion: "unknown"}, "FerretDB (version unknown) (MongoDB 7.0.42 wire)"},
+	} {
+		if got := c.info.String(); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.info, got, c.want)
+		}
+		if c.info.FerretDB() != strings.HasPrefix(c.want, "FerretDB") {
+			t.Errorf("%+v: FerretDB() = %v", c.info, c.info.FerretDB())
+		}
+	}
+	p, info := server(t)
+	tg, _ := build(t, p, scenarios.MemorySet, 1)
+	defer tg.Cleanup(context.Background())
+	if got := tg.(runner.Describer).Server(); got != info.String() {
+		t.Errorf("Server() = %q, want %q", got, info.String())
+	}
+}
+
+// TestServerDiesMidRun: when the server goes away during a run, attempts
+// fail, the run stops with an error instead of hanging, the bursts that
+// finished are kept, and Cleanup names what it could not drop — and drops
+// it once the server is back.
+func TestServerDiesMidRun(t *testing.T) {
+	p, _ := server(t)
+	var d countingDial
+	var down atomic.Bool
+	p.Dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if down.Load() {
+			return nil, &net.OpError{Op: "dial", Net: network, Err: syscall.ECONNREFUSED}
+		}
+		return d.dial(ctx, network, addr)
+	}
+	tg, prefix := build(t, p, scenarios.CheckThenWrite, 4)
+	start := time.Now()
+	res, err := runner.Run(context.Background(), tg, runner.Attempts(4), runner.Bursts(1000), runner.Timeout(2*time.Second),
+		runner.OnProgress(func(pr runner.Progress) {
+			if pr.Done == 3 {
+				down.Store(true)
+				d.breakAll()
+			}
+		}))
+	took := time.Since(start)
+	if err == nil {
+		t.Fatalf("the run went on after the server went away (%d bursts)", len(res.Bursts))
+	}
+	if len(res.Bursts) < 3 {
+		t.Errorf("kept %d bursts, want the 3 that finished", len(res.Bursts))
+	}
+	if res.CleanupErr == nil || !strings.Contains(res.CleanupErr.Error(), prefix) {
+		t.Errorf("cleanup error %v does not name the run's collections (%s...)", res.CleanupErr, prefix)
+	}
+	if took > 45*time.Second { // a hang guard, not a benchmark
+		t.Errorf("took %s to give up on a server that went away", took)
+	}
+	t.Logf("after %s: %v; cleanup: %v", took.Round(time.Millisecond), err, res.CleanupErr)
+
+	down.Store(false)
+	if err := tg.Cleanup(context.Background()); err != nil {
+		t.Fatalf("cleanup once the server is back: %v", err)
+	}
+	if left := runCollections(t, client(t, p), prefix); len(left) > 0 {
+		t.Errorf("left behind: %v", left)
+	}
 }

@@ -15,6 +15,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/event"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/readpref"
+	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/topology"
 
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
@@ -60,7 +61,7 @@ func factory(k kind) scenarios.Factory {
 		defer cancel()
 		info, err := buildInfo(bctx, db)
 		if err != nil {
-			_ = client.Disconnect(context.WithoutCancel(ctx))
+			_ = disconnect(client)
 			return nil, err
 		}
 		return &target{kind: k, p: p, conn: c, control: client, db: db, server: info}, nil
@@ -128,7 +129,7 @@ func (t *target) Reset(ctx context.Context, burst int) (runner.Subject, error) {
 		ctx, cancel := context.WithTimeout(ctx, controlTimeout)
 		defer cancel()
 		if err := t.kind.reset(ctx, t, key); err != nil {
-			return runner.Subject{}, scrub(err, t.conn.uri)
+			return runner.Subject{}, t.lost(err)
 		}
 	}
 	return runner.Subject{Burst: burst, Key: key}, nil
@@ -138,7 +139,15 @@ func (t *target) Effects(ctx context.Context, s runner.Subject) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, controlTimeout)
 	defer cancel()
 	n, err := t.kind.effects(ctx, t, s.Key)
-	return n, scrub(err, t.conn.uri)
+	return n, t.lost(err)
+}
+
+// lost says in one line that the server went away mid-run, when it did.
+func (t *target) lost(err error) error {
+	if err == nil || !unreachable(err) {
+		return scrub(err, t.conn.uri)
+	}
+	return t.conn.unreachableError("mongo: lost the server mid-run: cannot reach", err)
 }
 
 // Cleanup drops exactly the collections Prepare made. It can be called again
@@ -157,24 +166,47 @@ func (t *target) Cleanup(ctx context.Context) error {
 		t.control, t.db = client, client.Database(t.conn.database)
 	}
 	var left []string
-	var errs []error
-	for _, name := range t.created {
-		dctx, cancel := context.WithTimeout(ctx, controlTimeout)
-		err := t.db.Collection(name).Drop(dctx)
-		cancel()
+	var failed error
+	for i, name := range t.created {
+		err := t.drop(ctx, name)
+		if mongo.IsNetworkError(err) {
+			// The driver empties the pool after a network error; a server
+			// that restarted mid-run answers on a fresh connection.
+			err = t.drop(ctx, name)
+		}
 		if err != nil {
-			left = append(left, name)
-			errs = append(errs, err)
+			failed = err
+			// One failure to reach the server says the rest would fail
+			// too, each after the whole server selection timeout.
+			if !unreachable(err) {
+				left = append(left, name)
+				continue
+			}
+			left = append(left, t.created[i:]...)
+			break
 		}
 	}
 	t.created = left
-	_ = t.control.Disconnect(ctx)
+	_ = disconnect(t.control)
 	t.control, t.db = nil, nil
 	if len(left) > 0 {
 		return fmt.Errorf("mongo: could not drop %s in database %s (drop them by hand): %w",
-			strings.Join(left, ", "), t.conn.database, scrub(errors.Join(errs...), t.conn.uri))
+			strings.Join(left, ", "), t.conn.database, scrub(failed, t.conn.uri))
 	}
 	return nil
+}
+
+// unreachable reports an error that says the server cannot be reached at
+// all, as opposed to one that refused a single command.
+func unreachable(err error) bool {
+	var sse topology.ServerSelectionError
+	return errors.As(err, &sse) || mongo.IsNetworkError(err) || errors.Is(err, context.DeadlineExceeded)
+}
+
+func (t *target) drop(ctx context.Context, name string) error {
+	ctx, cancel := context.WithTimeout(ctx, controlTimeout)
+	defer cancel()
+	return t.db.Collection(name).Drop(ctx)
 }
 
 // Server names the server as buildInfo reports it.
@@ -198,22 +230,19 @@ func (t *target) Notes() []string {
 			"read, change and replace a document without re-checking the filter, so they are not atomic under concurrency")
 	}
 	if t.kind.name == scenarios.ConditionalUpdate {
-		if r, e := t.redemptions.Load(), t.effectsSeen.Load(); r != e {
+		if r, e := t.redemptions.Load(), t.effectsSeen.Load(); r < e {
 			notes = append(notes, fmt.Sprintf("mongo: the coupons' $inc redemptions counters sum to %d, but %d redemptions took effect: "+
 				"the server lost %d concurrent $inc updates, so the effects are counted as documents, one per redemption", r, e, e-r))
 		}
 	}
-	notes = append(notes, fmt.Sprintf("mongo: one client per replica, its pool (%s) opened and pinged before the first burst; "+
-		"each attempt checks out one of those idle connections", "MaxPoolSize = MinPoolSize = workers"))
+	notes = append(notes, "mongo: one client per replica with one pooled connection per worker, all opened before the first burst; "+
+		"each attempt takes an idle one (the driver gives no connection of its own to a caller)")
 	return notes
 }
 
 // Open starts one replica: a client of its own whose pool holds one
 // connection per worker, all opened before the first burst.
 func (t *target) Open(ctx context.Context, replica, workers int) (runner.App, error) {
-	if clientPerWorker {
-		return &app{t: t, replica: replica, processing: map[string]bool{}}, nil
-	}
 	if err := t.checkConnectionLimit(ctx, workers); err != nil {
 		return nil, err
 	}
@@ -232,7 +261,7 @@ func (t *target) Open(ctx context.Context, replica, workers int) (runner.App, er
 	}
 	a := &app{t: t, replica: replica, client: client, db: client.Database(t.conn.database), processing: map[string]bool{}}
 	if err := warm(ctx, client, workers, &open); err != nil {
-		_ = client.Disconnect(context.WithoutCancel(ctx))
+		_ = disconnect(client)
 		return nil, t.limitError(ctx, workers, scrub(err, t.conn.uri))
 	}
 	return a, nil
@@ -325,13 +354,6 @@ type app struct {
 // Session pings once more, so that a worker starts the burst on a pool that
 // is known to answer.
 func (a *app) Session(ctx context.Context, worker int) (runner.Session, error) {
-	if clientPerWorker {
-		client, err := a.t.conn.connect(ctx, a.t.conn.options(1))
-		if err != nil {
-			return nil, err
-		}
-		return &session{a: a, t: a.t, db: client.Database(a.t.conn.database), own: client}, nil
-	}
 	pctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
 	if err := a.client.Ping(pctx, readpref.Primary()); err != nil {
@@ -340,13 +362,15 @@ func (a *app) Session(ctx context.Context, worker int) (runner.Session, error) {
 	return &session{a: a, t: a.t, db: a.db}, nil
 }
 
-func (a *app) Close() error {
-	if a.client == nil {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), controlTimeout)
+func (a *app) Close() error { return disconnect(a.client) }
+
+// disconnect closes a client's connections. Disconnect first tells the
+// server to end the client's sessions, a courtesy that waits for server
+// selection when the server is gone: a second is enough for it.
+func disconnect(c *mongo.Client) error {
+	ctx, cancel := context.WithTimeout(context.Background(), disconnectTimeout)
 	defer cancel()
-	return a.client.Disconnect(ctx)
+	return c.Disconnect(ctx)
 }
 
 // session is one worker's handle on its replica's pool.
@@ -354,21 +378,13 @@ type session struct {
 	a  *app
 	t  *target
 	db *mongo.Database
-	own *mongo.Client
 }
-
-var clientPerWorker = false
 
 func (s *session) Attempt(ctx context.Context, subj runner.Subject, w *runner.Worker) runner.Outcome {
 	return s.t.kind.attempt(ctx, s, subj, w)
 }
 
-func (s *session) Close() error {
-	if s.own != nil {
-		return s.own.Disconnect(context.Background())
-	}
-	return nil
-}
+func (s *session) Close() error { return nil }
 
 // count counts the documents of collection suffix that match filter.
 func (t *target) count(ctx context.Context, suffix string, filter bson.D) (int, error) {
