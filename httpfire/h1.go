@@ -213,8 +213,14 @@ func (s *h1Session) Attempt(ctx context.Context, subj runner.Subject, w *runner.
 			// Part of it reached the server, which may have acted on it.
 			return b.outcome(runner.Outcome{Class: runner.Unknown, Err: err})
 		}
-		if ctx.Err() != nil {
-			return b.outcome(runner.Outcome{Class: runner.Unknown, Err: fmt.Errorf("no response in time: %w", context.Cause(ctx))})
+		if ctx.Err() != nil || isTimeout(err) {
+			// The read deadline is the context's: it may expire a moment
+			// before the context says so.
+			cause := context.Cause(ctx)
+			if cause == nil {
+				cause = runner.ErrTimeout
+			}
+			return b.outcome(runner.Outcome{Class: runner.Unknown, Err: fmt.Errorf("no response in time: %w", cause)})
 		}
 		return b.outcome(runner.Outcome{Class: runner.Unknown, Err: fmt.Errorf("the server closed the connection before answering (the request may have run): %w", err)})
 	}
