@@ -161,16 +161,25 @@ try:
 `, name, os.Getpid(), p.Prefix(), addr, addr)
 }
 
+// serveExecutable is the racetest binary that replicas run: this one (a
+// test points it at a built racetest).
+var serveExecutable = os.Executable
+
 // processFactory returns a Factory whose registry builds pl's scenario as a
 // fleet of 'racetest serve' processes, one per replica.
 func processFactory(o *RunOptions, spec scenarios.Spec, pl *plan) (*Factory, error) {
-	exe, err := os.Executable()
+	exe, err := serveExecutable()
 	if err != nil {
 		return nil, setupError(fmt.Errorf("--processes starts racetest itself, and its path is unknown: %w", err))
 	}
 	backend, err := o.Registry.Backend(o.Backend)
 	if err != nil {
 		return nil, usageError(err)
+	}
+	if backend.Name == "mysql" {
+		// Its targets learn their table names in Prepare, which creates the
+		// tables: a second process cannot join a run another one prepared.
+		return nil, usageErrorf("--processes does not run on the mysql backend yet: each replica process would need the tables the run's Prepare created, and the backend can only create its own (use redis or postgres, or run mysql in-process)")
 	}
 	base, shape, replicas := o.Registry, o.Shape, pl.Config.Replicas
 	// The embedded backend lives inside each process: there is no shared
