@@ -28,6 +28,11 @@ type Config struct {
 	Progress func(Progress)
 	// Keep leaves what Prepare made in the store (Cleanup is not called).
 	Keep bool
+	// Release, when set, releases each wave at the wire instead of at the
+	// gate (see WireRelease).
+	Release WireRelease
+	// Notes are added to the run's report, after the target's own.
+	Notes []string
 }
 
 // Option sets one field of a Config.

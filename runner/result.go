@@ -27,6 +27,9 @@ type Result struct {
 	Interrupted bool
 	Stopped     bool // stopped early at a violation, as asked
 	Elapsed     time.Duration
+	// Release names how the attempts were released: GateRelease, or the
+	// wire release's name.
+	Release string
 	// CleanupErr is set when the run's namespaced objects could not be
 	// dropped; the report names it so the user can drop them by hand.
 	CleanupErr error
@@ -44,6 +47,9 @@ type Burst struct {
 	// such figure over the burst's waves).
 	Overlap  int
 	Duration time.Duration
+	// Wire counts, in a wire release, how the attempts' first requests left
+	// the client: held and released together, late, or not at all.
+	Wire WireCounts
 }
 
 // Violated reports whether the burst left more effects than allowed.

@@ -110,7 +110,9 @@ func RunConfig(ctx context.Context, t Target, cfg Config) (res *Result, err erro
 		}()
 	}
 
-	e := &engine{cfg: cfg, t: t, res: res}
+	e := &engine{cfg: cfg, t: t, res: res, rel: cfg.Release}
+	res.Release = cfg.ReleaseName()
+	defer e.addNotes()
 	defer e.closeFleet()
 	if err := e.openFleet(ctx); err != nil {
 		return res, interrupted(ctx, res, err)
@@ -170,11 +172,15 @@ type engine struct {
 	cfg      Config
 	t        Target
 	res      *Result
+	rel      WireRelease // nil: the gate
+	relErr   error       // why the wire release fell back to the gate
+	arm      []func()    // worker i's first mark arms its connection
 	apps     []App
 	sessions []Session
 	workers  []*Worker
 	outs     []Outcome
 	cur      []WorkerTrace // this burst's trace, reused between bursts
+	wire     WireCounts    // the last wave's, in a wire release
 	maxSeen  int
 }
 
@@ -197,13 +203,44 @@ func (e *engine) openFleet(ctx context.Context) error {
 		e.apps[i] = app
 	}
 	for i := range n {
-		s, err := e.apps[i%r].Session(ctx, i)
+		s, err := e.session(ctx, i)
 		if err != nil {
 			return fmt.Errorf("replica %d, worker %d: %w", i%r, i, err)
 		}
 		e.sessions[i] = s
 	}
+	if e.rel != nil {
+		if err := e.rel.Ready(n); err != nil {
+			e.relErr, e.rel = err, nil
+			e.res.Release = GateRelease
+		}
+	}
 	return nil
+}
+
+// session opens worker i's session; in a wire release, inside the worker's
+// claim window, so that its connections are known to be its own.
+func (e *engine) session(ctx context.Context, i int) (Session, error) {
+	app := e.apps[i%e.cfg.Replicas]
+	if e.rel == nil {
+		return app.Session(ctx, i)
+	}
+	end := e.rel.Claim(i)
+	defer end()
+	return app.Session(e.rel.Context(ctx, i), i)
+}
+
+// addNotes appends the run's own notes to the target's: the config's, and
+// how a wire release went.
+func (e *engine) addNotes() {
+	var extra []string
+	extra = append(extra, e.cfg.Notes...)
+	if e.cfg.Release != nil {
+		extra = append(extra, wireNote(e.cfg.Release.Name(), e.res.Bursts, e.relErr))
+	}
+	if len(extra) > 0 {
+		e.res.Notes = append(append([]string(nil), e.res.Notes...), extra...)
+	}
 }
 
 func (e *engine) closeFleet() {
@@ -241,6 +278,9 @@ func (e *engine) burst(ctx context.Context, index int) (Burst, error) {
 			return b, fmt.Errorf("burst %d: %w", index, err)
 		}
 		b.Spread = max(b.Spread, spread)
+		b.Wire.Held += e.wire.Held
+		b.Wire.Late += e.wire.Late
+		b.Wire.Silent += e.wire.Silent
 		if b.Overlap < 0 || overlap < b.Overlap {
 			b.Overlap = overlap
 		}
@@ -280,6 +320,9 @@ func (e *engine) countError(msg string) {
 
 // wave releases every worker at s together and waits for all of them.
 func (e *engine) wave(ctx context.Context, s Subject, wave int) (spread time.Duration, overlap int, err error) {
+	if e.rel != nil {
+		return e.wireWave(ctx, s, wave)
+	}
 	n := len(e.workers)
 	var ready, done sync.WaitGroup
 	ready.Add(n)
@@ -322,6 +365,12 @@ func (e *engine) wave(ctx context.Context, s Subject, wave int) (spread time.Dur
 		first, last = min(first, r), max(last, r)
 	}
 	overlap = inFlight(e.workers)
+	e.trace(wave)
+	return last - first, overlap, nil
+}
+
+// trace keeps the wave's marks for the burst's trace.
+func (e *engine) trace(wave int) {
 	for i, w := range e.workers {
 		tr := WorkerTrace{Worker: w.ID, Replica: w.Replica, Wave: wave, Outcome: e.outs[i].Class}
 		if err := e.outs[i].Err; err != nil {
@@ -336,7 +385,6 @@ func (e *engine) wave(ctx context.Context, s Subject, wave int) (spread time.Dur
 			e.cur = append(e.cur, tr)
 		}
 	}
-	return last - first, overlap, nil
 }
 
 func (e *engine) await(done *sync.WaitGroup) error {

@@ -94,10 +94,18 @@ type Worker struct {
 	Wave  int
 	base  time.Time
 	marks []Mark
+	// onFirstMark, set in a wire release, arms the worker's connection when
+	// its attempt begins its first step.
+	onFirstMark func()
 }
 
 // Mark records that the attempt reached step name now.
 func (w *Worker) Mark(name string) {
+	if w.onFirstMark != nil {
+		arm := w.onFirstMark
+		w.onFirstMark = nil
+		arm()
+	}
 	w.marks = append(w.marks, Mark{Name: name, At: time.Since(w.base)})
 }
 

@@ -1,0 +1,342 @@
+package release
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/racetest/racetest/runner"
+)
+
+// DefaultParkWait bounds how long a wave waits for its attempts to park
+// before the held bytes are written anyway. Attempts reach their park point
+// within a few milliseconds on a loaded machine; the bound only matters for an
+// attempt that never parks (an error before its first request, a request the
+// driver writes in pieces, a lock wait behind another worker's transaction).
+const DefaultParkWait = 100 * time.Millisecond
+
+// selfRelease is how long past the park wait a held request waits for the
+// release loop before it sends its last byte itself: a guard against a
+// releaser that is never called, so that no connection can hang.
+const selfRelease = 2 * time.Second
+
+// Slot states: a worker's connection holds back one request per wave, the
+// first one written once the attempt's first step began.
+const (
+	idle  uint32 = iota // requests pass through
+	armed               // the next request is held back
+	taken               // this wave's request was seen
+)
+
+// Wire is the last-byte release for one run: the dial hook that wraps every
+// connection the backend opens, and the runner.WireRelease that parks and
+// releases them. A connection belongs to the worker whose session dialled it
+// (or first wrote on it); connections of no worker (racetest's own setup and
+// counting, a driver's monitoring) are never held.
+type Wire struct {
+	dialer   net.Dialer
+	parkWait time.Duration
+	cut      framer
+
+	claiming atomic.Pointer[slot]
+
+	mu      sync.Mutex
+	slots   []*slot
+	open    bool // the wave's requests may still park
+	parked  []*park
+	pending int // workers of the wave neither parked nor finished
+	notify  chan struct{}
+}
+
+// NewWire returns a last-byte release for backend's protocol that waits at
+// most parkWait for a wave's attempts to park (DefaultParkWait when 0).
+func NewWire(backend string, parkWait time.Duration) *Wire {
+	if parkWait <= 0 {
+		parkWait = DefaultParkWait
+	}
+	cut := framers[backend]
+	if cut == nil {
+		cut = lastByte
+	}
+	return &Wire{parkWait: parkWait, cut: cut, notify: make(chan struct{}, 1)}
+}
+
+var _ runner.WireRelease = (*Wire)(nil)
+
+// slot is one worker's standing in the run and in the current wave.
+type slot struct {
+	worker int
+	state  atomic.Uint32
+	conns  atomic.Int32 // open connections bound to the worker
+
+	// The wave's outcome, under Wire.mu.
+	counted bool // parked or finished: no longer awaited
+	how     runner.Sending
+	at      time.Time
+}
+
+// park is one held request's tail: from the last byte of its first message.
+type park struct {
+	c    *conn
+	s    *slot
+	tail []byte
+	once atomic.Bool // who writes the byte: the loop, or the request itself
+	n    int
+	err  error
+	at   time.Time
+	wake chan struct{}
+}
+
+type workerKey struct{}
+
+// Name is the mode's name, for the report.
+func (w *Wire) Name() string { return string(LastByte) }
+
+// Dial dials addr and wraps the connection; it is the run's Params.Dial.
+func (w *Wire) Dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	nc, err := w.dialer.DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	c := &conn{Conn: nc, w: w}
+	if s, ok := ctx.Value(workerKey{}).(*slot); ok {
+		c.bind(s)
+	} else if s := w.claiming.Load(); s != nil {
+		c.bind(s)
+	}
+	return c, nil
+}
+
+func (w *Wire) slot(worker int) *slot {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for len(w.slots) <= worker {
+		w.slots = append(w.slots, &slot{worker: len(w.slots)})
+	}
+	return w.slots[worker]
+}
+
+// Context tags ctx with worker, so that a connection dialled with it is the
+// worker's.
+func (w *Wire) Context(ctx context.Context, worker int) context.Context {
+	return context.WithValue(ctx, workerKey{}, w.slot(worker))
+}
+
+// Claim opens worker's claim window; see runner.WireRelease.
+func (w *Wire) Claim(worker int) (end func()) {
+	s := w.slot(worker)
+	w.claiming.Store(s)
+	return func() { w.claiming.CompareAndSwap(s, nil) }
+}
+
+// Ready reports a worker that owns no connection: its requests could not be
+// told from another worker's, so nothing can be held for it.
+func (w *Wire) Ready(workers int) error {
+	for i := range workers {
+		if w.slot(i).conns.Load() == 0 {
+			return fmt.Errorf("worker %d has no connection of its own (the backend shares its connections among workers, or dials them outside the worker's session)", i)
+		}
+	}
+	return nil
+}
+
+// Begin starts a wave of n attempts.
+func (w *Wire) Begin(n int) {
+	w.slot(max(n-1, 0))
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, s := range w.slots {
+		s.state.Store(idle)
+		s.counted, s.how, s.at = false, runner.SentNothing, time.Time{}
+	}
+	w.pending, w.open = n, true
+	w.parked = w.parked[:0]
+	select {
+	case <-w.notify:
+	default:
+	}
+}
+
+// Arm holds back the next request worker writes.
+func (w *Wire) Arm(worker int) {
+	w.mu.Lock()
+	s := w.slots[worker]
+	w.mu.Unlock()
+	s.state.Store(armed)
+}
+
+// Finished says worker's attempt returned: the wave no longer waits for it.
+func (w *Wire) Finished(worker int) {
+	w.mu.Lock()
+	s := w.slots[worker]
+	s.state.CompareAndSwap(armed, idle)
+	if !s.counted {
+		s.counted = true
+		w.pending--
+	}
+	w.mu.Unlock()
+	w.signal()
+}
+
+func (w *Wire) signal() {
+	select {
+	case w.notify <- struct{}{}:
+	default:
+	}
+}
+
+// Release waits until every attempt of the wave has parked or finished, at
+// most the park wait (or until ctx ends), then writes every held byte in
+// one loop, and only then wakes the parked writers.
+func (w *Wire) Release(ctx context.Context) {
+	t := time.NewTimer(w.parkWait)
+	defer t.Stop()
+wait:
+	for {
+		w.mu.Lock()
+		pending := w.pending
+		w.mu.Unlock()
+		if pending <= 0 {
+			break
+		}
+		select {
+		case <-w.notify:
+		case <-t.C:
+			break wait
+		case <-ctx.Done():
+			break wait
+		}
+	}
+	w.mu.Lock()
+	w.open = false
+	parked := w.parked
+	w.mu.Unlock()
+	for _, pk := range parked {
+		if pk.once.CompareAndSwap(false, true) {
+			pk.n, pk.err = pk.c.Conn.Write(pk.tail)
+			pk.at = time.Now()
+		}
+	}
+	w.mu.Lock()
+	for _, pk := range parked {
+		if !pk.at.IsZero() {
+			pk.s.how, pk.s.at = runner.SentHeld, pk.at
+		}
+	}
+	w.mu.Unlock()
+	for _, pk := range parked {
+		close(pk.wake)
+	}
+}
+
+// Sent says how worker's first step left the client in the last wave.
+func (w *Wire) Sent(worker int) (time.Time, runner.Sending) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	s := w.slots[worker]
+	return s.at, s.how
+}
+
+// hold writes p up to the last byte of its first message, parks the rest
+// until the release loop writes it, and returns as a Write of p would. A
+// request that comes after the wave's release goes out at once and is
+// counted late.
+func (w *Wire) hold(c *conn, s *slot, p []byte) (int, error) {
+	head := p[:w.cut(p)]
+	if len(head) > 0 {
+		if n, err := c.Conn.Write(head); err != nil {
+			// Nothing complete went out: the attempt fails on its own.
+			w.settle(s, runner.SentNothing, time.Time{})
+			return n, err
+		}
+	}
+	// The driver may reuse p once Write returns; it does not return before
+	// the tail is written, but the loop writes from its own copy anyway.
+	pk := &park{c: c, s: s, tail: append([]byte(nil), p[len(head):]...), wake: make(chan struct{})}
+	w.mu.Lock()
+	if !w.open {
+		w.mu.Unlock()
+		n, err := c.Conn.Write(pk.tail)
+		w.settle(s, runner.SentLate, time.Now())
+		return len(head) + n, err
+	}
+	w.parked = append(w.parked, pk)
+	s.counted = true
+	w.pending--
+	w.mu.Unlock()
+	w.signal()
+
+	t := time.NewTimer(w.parkWait + selfRelease)
+	defer t.Stop()
+	select {
+	case <-pk.wake:
+	case <-t.C:
+		if pk.once.CompareAndSwap(false, true) {
+			pk.n, pk.err = c.Conn.Write(pk.tail)
+			w.settle(s, runner.SentLate, time.Now())
+			return len(head) + pk.n, pk.err
+		}
+		<-pk.wake
+	}
+	return len(head) + pk.n, pk.err
+}
+
+// settle records how s's request left, and stops the wave waiting for it.
+func (w *Wire) settle(s *slot, how runner.Sending, at time.Time) {
+	w.mu.Lock()
+	s.how, s.at = how, at
+	if !s.counted {
+		s.counted = true
+		w.pending--
+	}
+	w.mu.Unlock()
+	w.signal()
+}
+
+// conn is a connection of the run. Its writes pass through, except the one
+// request per wave that its worker's first step writes.
+type conn struct {
+	net.Conn
+	w      *Wire
+	slot   atomic.Pointer[slot]
+	closed atomic.Bool
+}
+
+func (c *conn) bind(s *slot) {
+	old := c.slot.Swap(s)
+	if old == s {
+		return
+	}
+	if c.closed.Load() {
+		c.slot.Store(nil)
+		return
+	}
+	s.conns.Add(1)
+	if old != nil {
+		old.conns.Add(-1)
+	}
+}
+
+func (c *conn) Write(p []byte) (int, error) {
+	if s := c.w.claiming.Load(); s != nil {
+		// A session's handshake or ping: the connection is that worker's.
+		c.bind(s)
+	}
+	s := c.slot.Load()
+	if s == nil || len(p) == 0 || s.state.Load() != armed || !s.state.CompareAndSwap(armed, taken) {
+		return c.Conn.Write(p)
+	}
+	return c.w.hold(c, s, p)
+}
+
+func (c *conn) Close() error {
+	if c.closed.CompareAndSwap(false, true) {
+		if s := c.slot.Swap(nil); s != nil {
+			s.conns.Add(-1)
+		}
+	}
+	return c.Conn.Close()
+}
