@@ -95,5 +95,8 @@
 // its validity; the effects are the most grants valid at one instant. A
 // check shows liveness: a holder that dies without releasing is refused to
 // others before the TTL and not after. On MongoDB one holder at a time; on
-// FerretDB 1.x the compare-and-set races like conditional-update.
+// FerretDB 1.x the takeover races like conditional-update. (Measured there:
+// the first grant of a lease that does not exist yet is safe — the upsert's
+// insert meets _id's uniqueness, one winner in 100 of 100 bursts at N=16 — so
+// a burst at a fresh key would hide the race that every later grant has.)
 package mongostore
