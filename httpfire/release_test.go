@@ -45,12 +45,12 @@ func newServer(t testing.TB, kind string, h http.Handler) *httptest.Server {
 
 func params() scenarios.Params { return scenarios.Params{RunID: scenarios.NewRunID()} }
 
-func ctwConfig(srv *httptest.Server, mode httpfire.Release) httpfire.Config {
+func ctwConfig(url string, mode httpfire.Release) httpfire.Config {
 	return httpfire.Config{
 		Method:  "POST",
-		URL:     srv.URL + "/?key={{.Token}}",
+		URL:     url + "/?key={{.Token}}",
 		Body:    `{"attempt": {{.Attempt}}}`,
-		Effects: "http:" + srv.URL + "/count?key={{.Token}}",
+		Effects: "http:" + url + "/count?key={{.Token}}",
 		Release: mode,
 		// The test servers' certificates are self-signed.
 		Insecure: true,
@@ -100,7 +100,7 @@ func TestReleaseModes(t *testing.T) {
 				ctw.ServeHTTP(w, r)
 			}))
 			const n, bursts = 6, 12
-			res, target := run(t, ctwConfig(srv, c.mode), n, bursts)
+			res, target := run(t, ctwConfig(srv.URL, c.mode), n, bursts)
 			if len(res.Bursts) != bursts {
 				t.Fatalf("%d bursts, want %d", len(res.Bursts), bursts)
 			}
@@ -151,7 +151,7 @@ func TestReleaseExposesRace(t *testing.T) {
 		t.Run(string(c.mode), func(t *testing.T) {
 			ctw := httpfiretest.NewCheckThenWrite(100 * time.Microsecond)
 			srv := newServer(t, c.server, ctw)
-			res, _ := run(t, ctwConfig(srv, c.mode), 8, 40)
+			res, _ := run(t, ctwConfig(srv.URL, c.mode), 8, 40)
 			if res.Violations() == 0 {
 				t.Errorf("no burst of %d exposed the 100µs check-then-write window (effects %+v)", len(res.Bursts), res.EffectsSummary())
 			}

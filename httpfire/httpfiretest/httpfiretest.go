@@ -63,28 +63,51 @@ func (c *CheckThenWrite) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	now := time.Now()
 	w.Header().Set(httpfire.ArrivalHeader, strconv.FormatInt(now.UnixNano(), 10))
+	if c.Spin {
+		c.spin(w, key, now)
+		return
+	}
+	written := !c.check(key, now)
+	time.Sleep(c.Window + c.Tail)
+	if written {
+		http.Error(w, "already written", http.StatusConflict)
+		return
+	}
+	fmt.Fprintln(w, "written")
+}
+
+// check records key's arrival at now and reports whether the key was free
+// then; if so, its write takes effect Window later.
+func (c *CheckThenWrite) check(key string, now time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.arrivals[key] = append(c.arrivals[key], now)
+	for _, at := range c.writes[key] {
+		if !at.After(now) {
+			return false
+		}
+	}
+	c.writes[key] = append(c.writes[key], now.Add(c.Window))
+	return true
+}
+
+// spin is the handler with a CPU-bound window.
+func (c *CheckThenWrite) spin(w http.ResponseWriter, key string, now time.Time) {
 	c.mu.Lock()
 	c.arrivals[key] = append(c.arrivals[key], now)
 	written := false
 	for _, at := range c.writes[key] {
 		written = written || !at.After(now)
 	}
-	if !written && !c.Spin {
-		c.writes[key] = append(c.writes[key], now.Add(c.Window))
-	}
 	c.mu.Unlock()
 	if written {
 		http.Error(w, "already written", http.StatusConflict)
 		return
 	}
-	if c.Spin {
-		Wait(c.Window)
-		c.mu.Lock()
-		c.writes[key] = append(c.writes[key], time.Now())
-		c.mu.Unlock()
-	} else {
-		time.Sleep(c.Window)
-	}
+	Wait(c.Window)
+	c.mu.Lock()
+	c.writes[key] = append(c.writes[key], time.Now())
+	c.mu.Unlock()
 	time.Sleep(c.Tail)
 	fmt.Fprintln(w, "written")
 }
