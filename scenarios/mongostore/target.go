@@ -117,10 +117,18 @@ func (t *target) create(ctx context.Context, suffix string, indexes ...mongo.Ind
 	return nil
 }
 
+// Prepare creates the run's collections. When it fails it drops what it had
+// made, since the runner calls Cleanup only after a successful Prepare.
 func (t *target) Prepare(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, controlTimeout)
+	pctx, cancel := context.WithTimeout(ctx, controlTimeout)
 	defer cancel()
-	return t.kind.prepare(ctx, t)
+	err := t.kind.prepare(pctx, t)
+	if err != nil {
+		if cerr := t.Cleanup(context.WithoutCancel(ctx)); cerr != nil {
+			return errors.Join(err, cerr)
+		}
+	}
+	return err
 }
 
 func (t *target) Reset(ctx context.Context, burst int) (runner.Subject, error) {
