@@ -190,7 +190,7 @@ func (s *leaseSession) Attempt(ctx context.Context, subj runner.Subject, w *runn
 		if time.Now().After(giveUp) {
 			return runner.Refused(errGaveUp)
 		}
-		if err := wait(ctx, t.poll()); err != nil {
+		if err := sleep(ctx, t.poll()); err != nil {
 			return runner.Failed(err)
 		}
 	}
@@ -209,7 +209,7 @@ func (s *leaseSession) hold(ctx context.Context, key string, token int64, w *run
 	}
 	if token == 1 {
 		w.Mark("pause")
-		if err := wait(ctx, t.pause()); err != nil {
+		if err := sleep(ctx, t.pause()); err != nil {
 			return runner.Failed(err)
 		}
 	}
@@ -228,6 +228,20 @@ func (s *leaseSession) hold(ctx context.Context, key string, token int64, w *run
 		return runner.Refused(fmt.Errorf("%w (token %d)", errFenced, token))
 	}
 	return runner.Done()
+}
+
+// sleep pauses for d on a timer. Pauses and polls need no microsecond
+// precision, and eight pollers finishing their waits with wait's spin would
+// take the CPU from the attempts on a small machine.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // Checks shows the release trap on this backend, with two holders scripted
@@ -272,7 +286,7 @@ func (t *leaseTarget) releaseReplay(ctx context.Context, compare bool) (detail s
 	if g, _, err := c.Acquire(ctx, key, "first", t.p.TTL); err != nil || !g {
 		return "", false, fmt.Errorf("the first holder could not take a free lease: %w", errors.Join(err, errNotValid))
 	}
-	if err := wait(ctx, t.pause()); err != nil {
+	if err := sleep(ctx, t.pause()); err != nil {
 		return "", false, err
 	}
 	// The second holder's TTL outlasts the check, so only a release can

@@ -450,7 +450,7 @@ func (t *rewardTarget) failedPaymentCheck(ctx context.Context) runner.Check {
 	engine, transactional := t.ledger.Engine()
 	c := runner.Check{Name: "a failed payment rolls the record back (" + engine + ")"}
 	if !transactional {
-		c.Name = "MyISAM keeps the record of a failed payment (" + engine + ")"
+		c.Name = "the transaction is ignored: a failed payment's record stays (" + engine + ")"
 	}
 	user := t.p.Prefix() + "chk-tx"
 	b := &rewardBurst{user: user}

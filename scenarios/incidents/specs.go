@@ -201,8 +201,9 @@ has already seen — the late writer's token 1 loses to the second holder's 2. T
 must carry it too: fence only the write, and a paused holder that wakes between the next
 holder's check and its write still gets in (writes in token order, both accepted). Release
 with compare-and-delete (delete only if the value is still mine).`,
-			Numbers: `naive: 2 writes in every burst (the paused holder and the next). fenced: exactly 1; the
-paused holder's write is "declined: fenced". The checks show the release trap on this
+			Numbers: `naive: 2 writes in most bursts (the paused holder and the next; a holder that stalls
+before its check finds the job done and writes nothing). fenced: exactly 1 in every
+burst; the paused holder's write is "declined: write refused". The checks show the release trap on this
 backend: a plain delete frees the next holder's lease (a third is granted while it still
 runs), compare-and-delete does not. Each burst lasts about 1.5 × --ttl: the pause is
 real, in process.`,

@@ -47,7 +47,7 @@ func TestMyISAMIgnoresTheTransaction(t *testing.T) {
 	p.Engine = "myisam"
 	res, _ := runCase(t, "mysql", RewardPayout, p, shape{variant: OneTransaction})
 	everyBurst(t, res, "want 1 payment", func(b runner.Burst) bool { return b.Effects == 1 })
-	c := checkOK(t, res, "MyISAM keeps the record of a failed payment")
+	c := checkOK(t, res, "the transaction is ignored: a failed payment's record stays (MyISAM)")
 	if !strings.Contains(c.Detail, "recorded 1, paid 0") {
 		t.Errorf("check detail %q does not show the record kept without a payment", c.Detail)
 	}
