@@ -90,7 +90,8 @@ type target struct {
 	redemptions, effectsSeen atomic.Int64
 }
 
-// coll is the run's collection named suffix, as the workers of client see it.
+// coll is the run's collection named suffix, through db: the control
+// client's or a replica's.
 func (t *target) coll(db *mongo.Database, suffix string) *mongo.Collection {
 	return db.Collection(t.p.Prefix() + suffix)
 }
@@ -122,6 +123,16 @@ func (t *target) create(ctx context.Context, suffix string, indexes ...mongo.Ind
 func (t *target) Prepare(ctx context.Context) error {
 	pctx, cancel := context.WithTimeout(ctx, controlTimeout)
 	defer cancel()
+	t.mu.Lock()
+	if t.control == nil { // a target used again after Cleanup
+		client, err := t.conn.connect(ctx, t.conn.options(0))
+		if err != nil {
+			t.mu.Unlock()
+			return err
+		}
+		t.control, t.db = client, client.Database(t.conn.database)
+	}
+	t.mu.Unlock()
 	err := t.kind.prepare(pctx, t)
 	if err != nil {
 		if cerr := t.Cleanup(context.WithoutCancel(ctx)); cerr != nil {
@@ -152,7 +163,8 @@ func (t *target) Effects(ctx context.Context, s runner.Subject) (int, error) {
 
 // lost says in one line that the server went away mid-run, when it did.
 func (t *target) lost(err error) error {
-	if err == nil || !unreachable(err) {
+	var sse topology.ServerSelectionError
+	if err == nil || !errors.As(err, &sse) && !mongo.IsNetworkError(err) {
 		return scrub(err, t.conn.uri)
 	}
 	return t.conn.unreachableError("mongo: lost the server mid-run: cannot reach", err)
