@@ -71,6 +71,11 @@ type Config struct {
 	// Warmup is a URL on the same host fetched once on every new HTTP/1.1
 	// connection, before it is used for a burst.
 	Warmup string `yaml:"warmup,omitempty" json:"warmup,omitempty"`
+	// Setup is a request made before each burst, outside its timing, to
+	// create the burst's subject: "METHOD URL" (a template), or a URL alone
+	// for a POST — e.g. "POST http://host/coupons?code={{.Token}}". It must
+	// answer 2xx.
+	Setup string `yaml:"setup,omitempty" json:"setup,omitempty"`
 }
 
 // Success decides that an attempt executed. With both fields set, both must
@@ -121,6 +126,8 @@ type compiled struct {
 	hasBody  bool
 	rules    rules
 	warmup   *url.URL
+	setup    *template.Template // nil: no setup request
+	setupM   string
 	timeout  time.Duration
 	scheme   string // http or https
 	host     string // as in the Host header
@@ -223,6 +230,26 @@ func compile(c Config) (*compiled, error) {
 			return nil, inputErrorf("warmup", "%s must be on the target's host (%s://%s): it warms the connections the burst uses", w.Redacted(), u.Scheme, u.Host)
 		}
 		cc.warmup = w
+	}
+	if c.Setup != "" {
+		method, raw, ok := strings.Cut(strings.TrimSpace(c.Setup), " ")
+		if !ok {
+			method, raw = "POST", method
+		}
+		cc.setupM = strings.ToUpper(method)
+		if !httpguts.ValidHeaderFieldName(cc.setupM) {
+			return nil, inputErrorf("setup", "%q is not an HTTP method (want \"METHOD URL\" or a URL)", method)
+		}
+		if cc.setup, err = parseTemplate("setup", strings.TrimSpace(raw)); err != nil {
+			return nil, err
+		}
+		u, err := execute(cc.setup, Vars{RunID: "sample", Key: "racetest_sample_0", Token: "0000000000000000"})
+		if err != nil {
+			return nil, err
+		}
+		if _, err := parseTarget("setup", u); err != nil {
+			return nil, err
+		}
 	}
 	if cc.release == SinglePacket && len(body) > maxSinglePacketBody {
 		return nil, inputErrorf("body", "single-packet holds each request's body in the connection's flow-control window: keep it under %d bytes (got %d), or use --release last-byte", maxSinglePacketBody, len(body))

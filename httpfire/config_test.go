@@ -42,6 +42,8 @@ func TestCompileRejectsBadInput(t *testing.T) {
 		{"effects mongo filter", Config{URL: "http://h/", Effects: "mongo:db.c:{bad"}, "not JSON"},
 		{"effects url", Config{URL: "http://h/", Effects: "http:not a url"}, "http://"},
 		{"host from template", Config{URL: "http://h{{.Attempt}}/"}, ""},
+		{"setup method", Config{URL: "http://h/", Setup: "P@ST http://h/"}, "not an HTTP method"},
+		{"setup url", Config{URL: "http://h/", Setup: "PUT h/x"}, "http://"},
 		{"warmup elsewhere", Config{URL: "http://h/", Warmup: "http://other/"}, "target's host"},
 	}
 	for _, c := range cases {

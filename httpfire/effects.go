@@ -369,61 +369,80 @@ func (c *mongoCheck) close() error {
 // httpCheck GETs a URL whose body is the count: a plain number, or a JSON
 // object with one numeric field ({"count": 2}).
 type httpCheck struct {
-	t      *Target
-	url    *template.Template
-	client *http.Client
+	t   *Target
+	url *template.Template
 }
 
 func (c *httpCheck) describe() string { return "http GET " + c.url.Root.String() }
 
-func (c *httpCheck) open(context.Context) error {
-	c.client = &http.Client{
-		Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: c.t.c.cfg.Insecure}}, //nolint:gosec // asked for
-		Timeout:   c.t.c.timeout,
-	}
-	return nil
-}
+func (c *httpCheck) open(context.Context) error { return nil }
 
 func (c *httpCheck) count(ctx context.Context, v Vars) (int, error) {
 	raw, err := execute(c.url, v)
 	if err != nil {
 		return 0, err
 	}
-	req, err := http.NewRequestWithContext(ctx, "GET", raw, nil)
+	body, err := c.t.aside(ctx, "GET", raw, v)
 	if err != nil {
 		return 0, err
 	}
-	// Only the credentials of the burst's requests go along: an effects
-	// endpoint behind the same login needs them, and nothing else.
-	for _, h := range c.t.c.headers {
+	n, err := countFromBody(body)
+	if err != nil {
+		return 0, fmt.Errorf("GET %s: %w", redactURL(raw), err)
+	}
+	return n, nil
+}
+
+func (c *httpCheck) close() error { return nil }
+
+// aside makes a request beside the bursts (a setup, an effects check) with
+// an ordinary client and the burst's credentials — its Authorization
+// header and cookies, nothing else — and returns the body of a 2xx answer.
+func (t *Target) aside(ctx context.Context, method, raw string, v Vars) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, method, raw, nil)
+	if err != nil {
+		return nil, err
+	}
+	for _, h := range t.c.headers {
 		if strings.EqualFold(h.name, "Authorization") {
 			val, err := execute(h.value, v)
 			if err != nil {
-				return 0, err
+				return nil, err
 			}
 			req.Header.Set("Authorization", val)
 		}
 	}
-	if c.t.c.cookie != "" {
-		req.Header.Set("Cookie", c.t.c.cookie)
+	if t.c.cookie != "" {
+		req.Header.Set("Cookie", t.c.cookie)
 	}
-	resp, err := c.client.Do(req)
+	req.Header.Set("User-Agent", userAgent)
+	resp, err := t.asideClient().Do(req)
 	if err != nil {
-		return 0, err
+		return nil, fmt.Errorf("%s %s: %w", method, redactURL(raw), errUnwrapURL(err))
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("GET %s: HTTP %d, want 200 with a number", req.URL.Redacted(), resp.StatusCode)
+	if resp.StatusCode/100 != 2 {
+		return nil, fmt.Errorf("%s %s: HTTP %d %s", method, redactURL(raw), resp.StatusCode, truncate(strings.TrimSpace(string(body)), 80))
 	}
-	n, err := countFromBody(body)
-	if err != nil {
-		return 0, fmt.Errorf("GET %s: %w", req.URL.Redacted(), err)
+	return body, nil
+}
+
+func (t *Target) asideClient() *http.Client {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.client == nil {
+		t.client = &http.Client{
+			Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: t.c.cfg.Insecure}}, //nolint:gosec // asked for
+			Timeout:   t.c.timeout,
+			// A setup or effects endpoint that redirects is answered as is.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		}
 	}
-	return n, nil
+	return t.client
 }
 
 func countFromBody(body []byte) (int, error) {
@@ -446,9 +465,3 @@ func countFromBody(body []byte) (int, error) {
 	return 0, fmt.Errorf("the body %q is neither a number nor a JSON object with one numeric field", truncate(s, 60))
 }
 
-func (c *httpCheck) close() error {
-	if c.client != nil {
-		c.client.CloseIdleConnections()
-	}
-	return nil
-}

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -205,5 +206,46 @@ func TestTemplatesReachTheServer(t *testing.T) {
 	}
 	if len(attempts) != 3 || attempts["a0"] != 2 {
 		t.Errorf("attempt headers %v: want a0, a1, a2 twice each", attempts)
+	}
+}
+
+// A setup request creates each burst's subject before the burst, outside
+// its timing; a setup that fails stops the run.
+func TestSetupRequest(t *testing.T) {
+	var mu sync.Mutex
+	coupons := map[string]bool{}
+	srv := newServer(t, plainH1, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		code := r.URL.Query().Get("code")
+		mu.Lock()
+		defer mu.Unlock()
+		switch r.URL.Path {
+		case "/coupons":
+			if r.Method != "PUT" || code == "bad" {
+				http.Error(w, "no", http.StatusBadRequest)
+				return
+			}
+			coupons[code] = true
+		case "/redeem":
+			if !coupons[code] {
+				http.Error(w, "no such coupon", http.StatusNotFound)
+				return
+			}
+			delete(coupons, code)
+		}
+	}))
+	cfg := httpfire.Config{Method: "POST", URL: srv.URL + "/redeem?code={{.Token}}", Setup: "PUT " + srv.URL + "/coupons?code={{.Token}}", Release: httpfire.LastByte}
+	res, _ := run(t, cfg, 4, 5)
+	for _, b := range res.Bursts {
+		if b.Outcomes[runner.Executed] != 1 || b.Outcomes[runner.Declined] != 3 {
+			t.Errorf("burst %d: outcomes %v, want one redemption of the coupon made for it", b.Index, b.Outcomes)
+		}
+	}
+	cfg.Setup = "PUT " + srv.URL + "/coupons?code=bad"
+	target, err := httpfire.New(cfg, params())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runner.Run(context.Background(), target, runner.Attempts(2), runner.Bursts(1)); err == nil || !strings.Contains(err.Error(), "setup request: PUT") || !strings.Contains(err.Error(), "HTTP 400") {
+		t.Errorf("err = %v", err)
 	}
 }

@@ -49,7 +49,7 @@ func (c *compiled) render(v Vars) (rendered, error) {
 			return r, err
 		}
 		if !httpguts.ValidHeaderFieldValue(v) {
-			return r, inputErrorf("header", "the value of %s has characters a header cannot carry: %q", h.name, v)
+			return r, inputErrorf("header", "the value of %s has characters a header cannot carry (a newline or a control character)", h.name)
 		}
 		r.headers = append(r.headers, [2]string{h.name, v})
 	}

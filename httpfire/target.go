@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/http"
 	"sort"
 	"strconv"
 	"strings"
@@ -25,6 +26,7 @@ type Target struct {
 
 	mu       sync.Mutex
 	sessions map[armer]struct{}
+	client   *http.Client // for requests beside the bursts (setup, effects)
 
 	st stats
 }
@@ -78,6 +80,11 @@ func (t *Target) Prepare(ctx context.Context) error {
 
 // Cleanup closes the effects check's connection. The run made nothing to drop.
 func (t *Target) Cleanup(context.Context) error {
+	t.mu.Lock()
+	if t.client != nil {
+		t.client.CloseIdleConnections()
+	}
+	t.mu.Unlock()
 	if t.effects != nil {
 		return t.effects.close()
 	}
@@ -128,6 +135,17 @@ func (t *Target) Reset(ctx context.Context, index int) (runner.Subject, error) {
 		return runner.Subject{}, err
 	}
 	v := Vars{Burst: index, Token: hex.EncodeToString(tok[:]), RunID: t.p.RunID, Key: t.p.Prefix() + strconv.Itoa(index)}
+	if t.c.setup != nil {
+		raw, err := execute(t.c.setup, v)
+		if err == nil {
+			ctx, cancel := context.WithTimeout(ctx, t.c.timeout)
+			_, err = t.aside(ctx, t.c.setupM, raw, v)
+			cancel()
+		}
+		if err != nil {
+			return runner.Subject{}, fmt.Errorf("setup request: %w", err)
+		}
+	}
 	b := newBurst(v)
 	t.mu.Lock()
 	live := make([]armer, 0, len(t.sessions))
