@@ -18,7 +18,15 @@ import (
 // A framer returns len(p)-1 (the write's last byte) when p does not parse as
 // its protocol, a TLS record for instance: a record is decrypted only once
 // it is whole, so its last byte holds everything back.
-type framer func(p []byte) int
+//
+// hidden reports a request the driver makes on its own behalf before the
+// attempt's statement (a prepare, a statement close, a ping): it goes out at
+// once and the connection stays armed for the statement itself. Holding the
+// prepare would release the prepares together, and the statements a round
+// trip later, each on its own.
+type framer func(p []byte) (cut int, hidden bool)
+
+func lastByteOnly(p []byte) (int, bool) { return lastByte(p), false }
 
 func lastByte(p []byte) int { return len(p) - 1 }
 
@@ -32,42 +40,92 @@ func cutAt(p []byte, end int) int {
 
 // postgresFirst frames PostgreSQL frontend messages: a type byte, then a
 // big-endian length that counts itself but not the type byte.
-func postgresFirst(p []byte) int {
+//
+// A write without an Execute, a simple Query or a FunctionCall (Parse and
+// Describe then Sync: pgx preparing a statement it will cache) runs nothing.
+func postgresFirst(p []byte) (int, bool) {
 	if len(p) < 5 || !isUpperASCII(p[0]) {
-		return lastByte(p)
+		return lastByte(p), false
 	}
 	n := int(binary.BigEndian.Uint32(p[1:5]))
 	if n < 4 {
-		return lastByte(p)
+		return lastByte(p), false
 	}
-	return cutAt(p, 1+n)
+	return cutAt(p, 1+n), !postgresRuns(p)
+}
+
+// postgresRuns reports whether the messages in p execute anything. A write
+// it cannot walk to the end is taken to run something.
+func postgresRuns(p []byte) bool {
+	for i := 0; i < len(p); {
+		if i+5 > len(p) {
+			return true
+		}
+		switch p[i] {
+		case 'E', 'Q', 'F':
+			return true
+		case 'P', 'D', 'S', 'C', 'H':
+		default:
+			return true
+		}
+		n := int(binary.BigEndian.Uint32(p[i+1 : i+5]))
+		if n < 4 {
+			return true
+		}
+		i += 1 + n
+	}
+	return false
 }
 
 func isUpperASCII(b byte) bool { return b >= 'A' && b <= 'Z' || b >= 'a' && b <= 'z' }
 
 // mysqlFirst frames MySQL packets: a 3-byte little-endian payload length
 // and a sequence number, then the payload.
-func mysqlFirst(p []byte) int {
-	if len(p) < 4 {
-		return lastByte(p)
+//
+// COM_STMT_PREPARE, COM_STMT_CLOSE, COM_STMT_RESET and COM_PING are the
+// driver's own (go-sql-driver prepares, executes and closes every statement
+// with arguments unless interpolateParams is set).
+func mysqlFirst(p []byte) (int, bool) {
+	if len(p) < 5 {
+		return lastByte(p), false
 	}
 	n := int(p[0]) | int(p[1])<<8 | int(p[2])<<16
-	return cutAt(p, 4+n)
+	cut := cutAt(p, 4+n)
+	if cut != 4+n-1 {
+		return cut, false
+	}
+	switch p[4] {
+	case comPing, comStmtPrepare, comStmtClose, comStmtReset:
+		return cut, true
+	}
+	return cut, false
 }
+
+// MySQL command bytes.
+const (
+	comPing        = 0x0e
+	comStmtPrepare = 0x16
+	comStmtClose   = 0x19
+	comStmtReset   = 0x1a
+)
 
 // mongoFirst frames MongoDB wire messages: a little-endian int32 total
 // length first.
-func mongoFirst(p []byte) int {
+func mongoFirst(p []byte) (int, bool) {
 	if len(p) < 16 {
-		return lastByte(p)
+		return lastByte(p), false
 	}
-	return cutAt(p, int(int32(binary.LittleEndian.Uint32(p[:4]))))
+	return cutAt(p, int(int32(binary.LittleEndian.Uint32(p[:4])))), false
 }
 
 // respFirst frames Redis commands: a RESP array of bulk strings
 // (*<n>\r\n then n times $<len>\r\n<bytes>\r\n), or an inline command
 // ending in \n.
-func respFirst(p []byte) int {
+func respFirst(p []byte) (int, bool) {
+	return respCut(p), false
+}
+
+func respCut(p []byte) int {
 	if len(p) == 0 || p[0] != '*' {
 		if i := bytes.IndexByte(p, '\n'); i >= 0 {
 			return cutAt(p, i+1)

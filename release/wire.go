@@ -40,6 +40,8 @@ type Wire struct {
 	dialer   net.Dialer
 	parkWait time.Duration
 	cut      framer
+	// held, when set (by tests), sees every request held back.
+	held func(worker int, request []byte)
 
 	claiming atomic.Pointer[slot]
 
@@ -59,7 +61,7 @@ func NewWire(backend string, parkWait time.Duration) *Wire {
 	}
 	cut := framers[backend]
 	if cut == nil {
-		cut = lastByte
+		cut = lastByteOnly
 	}
 	return &Wire{parkWait: parkWait, cut: cut, notify: make(chan struct{}, 1)}
 }
@@ -245,7 +247,15 @@ func (w *Wire) Sent(worker int) (time.Time, runner.Sending) {
 // request that comes after the wave's release goes out at once and is
 // counted late.
 func (w *Wire) hold(c *conn, s *slot, p []byte) (int, error) {
-	head := p[:w.cut(p)]
+	cut, hidden := w.cut(p)
+	if hidden {
+		s.state.CompareAndSwap(taken, armed)
+		return c.Conn.Write(p)
+	}
+	head := p[:cut]
+	if w.held != nil {
+		w.held(s.worker, p)
+	}
 	if len(head) > 0 {
 		if n, err := c.Conn.Write(head); err != nil {
 			// Nothing complete went out: the attempt fails on its own.

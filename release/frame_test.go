@@ -1,0 +1,80 @@
+package release
+
+import (
+	"encoding/binary"
+	"testing"
+)
+
+func pgMsg(typ byte, body string) []byte {
+	m := []byte{typ, 0, 0, 0, 0}
+	binary.BigEndian.PutUint32(m[1:], uint32(4+len(body)))
+	return append(m, body...)
+}
+
+func TestPostgresFirstCutsInsideTheFirstMessage(t *testing.T) {
+	parse := pgMsg('P', "\x00SELECT 1\x00\x00\x00")
+	batch := append(append(append(append([]byte(nil), parse...), pgMsg('B', "\x00\x00\x00\x00\x00\x00\x00")...), pgMsg('E', "\x00\x00\x00\x00\x00")...), pgMsg('S', "")...)
+	cut, hidden := postgresFirst(batch)
+	if cut != len(parse)-1 || hidden {
+		t.Errorf("Parse/Bind/Execute/Sync: cut %d hidden %v, want %d (the Parse message's last byte), not hidden", cut, hidden, len(parse)-1)
+	}
+	prepare := append(append(append([]byte(nil), parse...), pgMsg('D', "S\x00")...), pgMsg('S', "")...)
+	if _, hidden := postgresFirst(prepare); !hidden {
+		t.Error("Parse/Describe/Sync (a prepare) is not hidden; it runs nothing and must not be what is held")
+	}
+	query := pgMsg('Q', "begin\x00")
+	if cut, hidden := postgresFirst(query); cut != len(query)-1 || hidden {
+		t.Errorf("simple Query: cut %d hidden %v, want its last byte", cut, hidden)
+	}
+	tls := []byte{0x17, 3, 3, 0, 5, 1, 2, 3, 4, 5}
+	if cut, _ := postgresFirst(tls); cut != len(tls)-1 {
+		t.Errorf("TLS record: cut %d, want the last byte", cut)
+	}
+}
+
+func TestMySQLFirst(t *testing.T) {
+	query := append([]byte{9, 0, 0, 0, 0x03}, "SELECT 1"...)
+	two := append(append([]byte(nil), query...), query...)
+	if cut, hidden := mysqlFirst(two); cut != len(query)-1 || hidden {
+		t.Errorf("two COM_QUERY packets: cut %d hidden %v, want %d", cut, hidden, len(query)-1)
+	}
+	prepare := append([]byte{9, 0, 0, 0, comStmtPrepare}, "SELECT ?"...)
+	if _, hidden := mysqlFirst(prepare); !hidden {
+		t.Error("COM_STMT_PREPARE is not hidden")
+	}
+	execute := []byte{5, 0, 0, 0, 0x17, 1, 0, 0, 0}
+	if _, hidden := mysqlFirst(execute); hidden {
+		t.Error("COM_STMT_EXECUTE is hidden; it is the statement")
+	}
+	tls := []byte{0x17, 3, 3, 0, 5, 1, 2, 3, 4, 5}
+	if cut, hidden := mysqlFirst(tls); cut != len(tls)-1 || hidden {
+		t.Errorf("TLS record: cut %d hidden %v, want the last byte", cut, hidden)
+	}
+}
+
+func TestRESPFirst(t *testing.T) {
+	get := "*2\r\n$3\r\nGET\r\n$1\r\nk\r\n"
+	set := "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n"
+	if cut, _ := respFirst([]byte(get + set)); cut != len(get)-1 {
+		t.Errorf("pipeline: cut %d, want %d (end of the first command)", cut, len(get)-1)
+	}
+	partial := "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$100\r\nvvv"
+	if cut, _ := respFirst([]byte(partial)); cut != len(partial)-1 {
+		t.Errorf("a command cut short by the buffer: cut %d, want the write's last byte", cut)
+	}
+	if cut, _ := respFirst([]byte("PING\r\n")); cut != 5 {
+		t.Errorf("inline command: cut %d, want 5", cut)
+	}
+}
+
+func TestMongoFirst(t *testing.T) {
+	msg := make([]byte, 40)
+	binary.LittleEndian.PutUint32(msg, 30)
+	if cut, _ := mongoFirst(msg); cut != 29 {
+		t.Errorf("cut %d, want 29", cut)
+	}
+	binary.LittleEndian.PutUint32(msg, 4000)
+	if cut, _ := mongoFirst(msg); cut != len(msg)-1 {
+		t.Errorf("length past the write: cut %d, want the last byte", cut)
+	}
+}

@@ -1,0 +1,421 @@
+package release
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/racetest/racetest/runner"
+	"github.com/racetest/racetest/scenarios"
+	"github.com/racetest/racetest/scenarios/builtin"
+	"github.com/racetest/racetest/scenarios/conformance"
+	"github.com/racetest/racetest/scenarios/mysqlstore"
+	"github.com/racetest/racetest/scenarios/pgstore"
+	"github.com/racetest/racetest/scenarios/redisstore"
+)
+
+// patientWait is long enough that, even on a loaded machine, every attempt
+// parks before it: tests then count, they never time.
+const patientWait = 3 * time.Second
+
+func conns() scenarios.Connections {
+	return scenarios.Connections{
+		RedisURL:    os.Getenv("RACETEST_REDIS_URL"),
+		MySQLDSN:    os.Getenv("RACETEST_MYSQL_DSN"),
+		PostgresURL: os.Getenv("RACETEST_POSTGRES_URL"),
+	}
+}
+
+// heldLog records every request a wire held back, by worker.
+type heldLog struct {
+	mu   sync.Mutex
+	reqs map[int][][]byte
+}
+
+func (l *heldLog) record(worker int, p []byte) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.reqs == nil {
+		l.reqs = map[int][][]byte{}
+	}
+	l.reqs[worker] = append(l.reqs[worker], bytes.Clone(p))
+}
+
+func (l *heldLog) all() [][]byte {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out [][]byte
+	for _, rs := range l.reqs {
+		out = append(out, rs...)
+	}
+	return out
+}
+
+// build makes scenario on backend with the wire as its dial hook, or skips
+// when the server is absent.
+func build(t *testing.T, w *Wire, scenario, backend string, n int) runner.Target {
+	t.Helper()
+	p := scenarios.Params{RunID: scenarios.NewRunID(), Attempts: n, Replicas: 1, Conn: conns(), Dial: w.Dial}
+	tg, err := builtin.Registry().Build(context.Background(), scenario, backend, p)
+	if err != nil {
+		var unknown *scenarios.UnknownError
+		if errors.As(err, &unknown) {
+			t.Fatal(err)
+		}
+		conformance.Unavailable(t, backend, err)
+	}
+	return tg
+}
+
+func run(t *testing.T, tg runner.Target, w *Wire, n, bursts int) *runner.Result {
+	t.Helper()
+	res, err := runner.Run(context.Background(), tg, runner.Attempts(n), runner.Bursts(bursts), runner.Release(w))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.CleanupErr != nil {
+		t.Error(res.CleanupErr)
+	}
+	if c, ok := tg.(interface{ Close() error }); ok {
+		c.Close()
+	}
+	return res
+}
+
+// What is held back is each attempt's own first statement — not a BEGIN the
+// driver sends before the first step, not a prepare, not racetest's setup
+// or counting — on every built-in scenario of every wire backend, with the
+// drivers racetest ships. Every attempt that sends a request is held, none
+// goes out late, and the scenarios still count what they should.
+func TestHeldRequestIsTheFirstStep(t *testing.T) {
+	first := map[string]map[string]string{
+		"redis": {
+			scenarios.MemorySet: "rpush", scenarios.CheckThenWrite: "exists", scenarios.ConditionalUpdate: "evalsha",
+			scenarios.UniqueInsert: "set", scenarios.TTLLease: "evalsha",
+		},
+		"mysql": {
+			scenarios.MemorySet: "INSERT INTO", scenarios.CheckThenWrite: "SELECT id FROM", scenarios.ConditionalUpdate: "UPDATE",
+			scenarios.UniqueInsert: "INSERT INTO", scenarios.TTLLease: "UPDATE",
+		},
+		"postgres": {
+			scenarios.MemorySet: "INSERT INTO", scenarios.CheckThenWrite: "SELECT id FROM", scenarios.ConditionalUpdate: "UPDATE",
+			scenarios.UniqueInsert: "INSERT INTO", scenarios.TTLLease: "WITH taken AS",
+		},
+	}
+	const n, bursts = 4, 5
+	for _, backend := range []string{"redis", "mysql", "postgres"} {
+		for _, scenario := range []string{scenarios.MemorySet, scenarios.CheckThenWrite, scenarios.ConditionalUpdate, scenarios.UniqueInsert, scenarios.TTLLease} {
+			t.Run(backend+"/"+scenario, func(t *testing.T) {
+				w := NewWire(backend, patientWait)
+				log := &heldLog{}
+				w.held = log.record
+				tg := build(t, w, scenario, backend, n)
+				res := run(t, tg, w, n, bursts)
+				want := first[backend][scenario]
+				reqs := log.all()
+				if len(reqs) == 0 {
+					t.Fatal("nothing was held back")
+				}
+				for _, r := range reqs {
+					if !bytes.Contains(bytes.ToLower(r), bytes.ToLower([]byte(want))) {
+						t.Errorf("held %q, want the attempt's first statement (%s)", printable(r), want)
+					}
+				}
+				for _, b := range res.Bursts {
+					if b.Wire.Late != 0 || b.Wire.Held+b.Wire.Silent != n || b.Wire.Held == 0 {
+						t.Errorf("burst %d: %+v, want every attempt that sent a request held, none late", b.Index, b.Wire)
+					}
+					if b.Outcomes[runner.Error]+b.Outcomes[runner.Unknown] > 0 {
+						t.Errorf("burst %d: outcomes %v, errors %v", b.Index, b.Outcomes, res.Errors)
+					}
+				}
+				if res.Release != "last-byte" || !strings.Contains(strings.Join(res.Notes, "\n"), "release: last-byte") {
+					t.Errorf("release %q, notes %q: the report must say the run was released at the wire", res.Release, res.Notes)
+				}
+				if scenario != scenarios.MemorySet && scenario != scenarios.CheckThenWrite && res.Violations() != 0 {
+					t.Errorf("%d bursts over the allowance on a safe scenario", res.Violations())
+				}
+			})
+		}
+	}
+}
+
+func printable(p []byte) string {
+	return strings.Map(func(r rune) rune {
+		if r < 32 || r > 126 {
+			return '.'
+		}
+		return r
+	}, string(p))
+}
+
+// Every worker owns exactly the connections its session opened; racetest's
+// own connection (setup, counting) belongs to no worker and is never held.
+func TestWorkersOwnTheirConnections(t *testing.T) {
+	for _, backend := range []string{"redis", "mysql", "postgres"} {
+		t.Run(backend, func(t *testing.T) {
+			const n = 6
+			w := NewWire(backend, patientWait)
+			tg := build(t, w, scenarios.ConditionalUpdate, backend, n)
+			var owned []int32
+			probe := &probeTarget{Target: tg, after: func() {
+				for i := range n {
+					owned = append(owned, w.slot(i).conns.Load())
+				}
+			}}
+			run(t, probe, w, n, 1)
+			for i, c := range owned {
+				// go-redis keeps spare idle connections it dialled in the
+				// background; one of them may fall in a worker's window.
+				if c < 1 || backend != "redis" && c != 1 {
+					t.Errorf("worker %d owns %d connections, want its own one", i, c)
+				}
+			}
+		})
+	}
+}
+
+// probeTarget calls after once the first burst's subject is reset, when the
+// fleet is open.
+type probeTarget struct {
+	runner.Target
+	after func()
+	once  sync.Once
+}
+
+func (p *probeTarget) Reset(ctx context.Context, burst int) (runner.Subject, error) {
+	p.once.Do(p.after)
+	return p.Target.Reset(ctx, burst)
+}
+
+// misbehave wraps a real target so that chosen workers misbehave.
+type misbehave struct {
+	runner.Target
+	attempt func(ctx context.Context, s runner.Session, subj runner.Subject, w *runner.Worker) runner.Outcome
+}
+
+func (m *misbehave) Open(ctx context.Context, replica, workers int) (runner.App, error) {
+	a, err := m.Target.Open(ctx, replica, workers)
+	return &misApp{a, m}, err
+}
+
+type misApp struct {
+	runner.App
+	m *misbehave
+}
+
+func (a *misApp) Session(ctx context.Context, worker int) (runner.Session, error) {
+	s, err := a.App.Session(ctx, worker)
+	return &misSession{s, a.m}, err
+}
+
+type misSession struct {
+	runner.Session
+	m *misbehave
+}
+
+func (s *misSession) Attempt(ctx context.Context, subj runner.Subject, w *runner.Worker) runner.Outcome {
+	return s.m.attempt(ctx, s.Session, subj, w)
+}
+
+// An attempt that fails before its first request never parks; the others
+// must not wait for it (the wait here is far longer than the test).
+func TestAttemptThatNeverWritesDoesNotHoldTheBurst(t *testing.T) {
+	const n = 4
+	w := NewWire("redis", time.Hour)
+	tg := build(t, w, scenarios.ConditionalUpdate, "redis", n)
+	m := &misbehave{Target: tg, attempt: func(ctx context.Context, s runner.Session, subj runner.Subject, wk *runner.Worker) runner.Outcome {
+		if wk.ID == 0 {
+			wk.Mark("act")
+			return runner.Failed(errors.New("refused before writing"))
+		}
+		return s.Attempt(ctx, subj, wk)
+	}}
+	done := make(chan *runner.Result, 1)
+	go func() { done <- run(t, m, w, n, 3) }()
+	select {
+	case res := <-done:
+		for _, b := range res.Bursts {
+			if b.Wire != (runner.WireCounts{Held: n - 1, Silent: 1}) {
+				t.Errorf("burst %d: %+v, want %d held and the failed attempt silent", b.Index, b.Wire, n-1)
+			}
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the burst waited for an attempt that had already returned")
+	}
+}
+
+// An attempt that reaches its request only after the bounded wait is sent
+// late, on its own; the others were released without it and the report
+// counts it as not synchronized.
+func TestLateAttemptIsReleasedWithoutAndCounted(t *testing.T) {
+	const n = 3
+	w := NewWire("mysql", 300*time.Millisecond)
+	tg := build(t, w, scenarios.UniqueInsert, "mysql", n)
+	m := &misbehave{Target: tg, attempt: func(ctx context.Context, s runner.Session, subj runner.Subject, wk *runner.Worker) runner.Outcome {
+		if wk.ID == 0 {
+			wk.Mark("stall")
+			time.Sleep(1500 * time.Millisecond)
+		}
+		return s.Attempt(ctx, subj, wk)
+	}}
+	res := run(t, m, w, n, 2)
+	for _, b := range res.Bursts {
+		if b.Wire != (runner.WireCounts{Held: n - 1, Late: 1}) {
+			t.Errorf("burst %d: %+v, want %d held and 1 late", b.Index, b.Wire, n-1)
+		}
+		if b.Effects != 1 || b.Outcomes[runner.Error] != 0 {
+			t.Errorf("burst %d: %d effects, outcomes %v: the late request must still run normally", b.Index, b.Effects, b.Outcomes)
+		}
+	}
+	if note := strings.Join(res.Notes, "\n"); !strings.Contains(note, "2 were not synchronized") {
+		t.Errorf("notes %q, want them to count the late attempts", note)
+	}
+}
+
+// A request bigger than the driver's write buffer goes out in several
+// writes: the first is held, the rest follow once it is released, and the
+// server gets the whole request intact.
+func TestRequestInSeveralWrites(t *testing.T) {
+	w := NewWire("redis", patientWait)
+	opt, err := redis.ParseURL(orDefault(os.Getenv("RACETEST_REDIS_URL"), redisstore.DefaultURL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt.Dialer = w.Dial
+	cl := redis.NewClient(opt)
+	defer cl.Close()
+	ctx := w.Context(context.Background(), 0)
+	end := w.Claim(0)
+	cn := cl.Conn()
+	err = cn.Ping(ctx).Err()
+	end()
+	if err != nil {
+		conformance.Unavailable(t, "redis", err)
+	}
+	defer cn.Close()
+	key := "racetest_" + scenarios.NewRunID() + "_big"
+	defer cl.Del(context.Background(), key)
+	big := strings.Repeat("0123456789abcdef", 1<<16) // 1 MiB
+	w.Begin(1)
+	w.Arm(0)
+	errc := make(chan error, 1)
+	go func() {
+		errc <- cn.Set(ctx, key, big, time.Minute).Err()
+		w.Finished(0)
+	}()
+	w.Release(context.Background())
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	if _, how := w.Sent(0); how != runner.SentHeld {
+		t.Errorf("sent %v, want held", how)
+	}
+	got, err := cl.Get(context.Background(), key).Result()
+	if err != nil || got != big {
+		t.Fatalf("the server holds %d bytes (err %v), want the %d sent", len(got), err, len(big))
+	}
+}
+
+// With interpolateParams=false go-sql-driver prepares each statement with
+// arguments in a round trip of its own: the prepare goes out at once and
+// the execute is what is held.
+func TestMySQLPrepareIsNotHeld(t *testing.T) {
+	w := NewWire("mysql", patientWait)
+	log := &heldLog{}
+	w.held = log.record
+	cfg, err := mysqlstore.Config(os.Getenv("RACETEST_MYSQL_DSN"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.InterpolateParams = false
+	cfg.DialFunc = w.Dial
+	connector, err := mysql.NewConnector(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := sql.OpenDB(connector)
+	defer db.Close()
+	ctx := w.Context(context.Background(), 0)
+	conn, err := db.Conn(ctx)
+	if err == nil {
+		err = conn.PingContext(ctx)
+	}
+	if err != nil {
+		conformance.Unavailable(t, "mysql", err)
+	}
+	defer conn.Close()
+	var got int
+	heldOnce(t, w, func() error { return conn.QueryRowContext(ctx, "SELECT ? + 1", 41).Scan(&got) })
+	if got != 42 {
+		t.Errorf("SELECT 41 + 1 = %d", got)
+	}
+	reqs := log.all()
+	if len(reqs) != 1 || len(reqs[0]) < 5 || reqs[0][4] != 0x17 {
+		t.Errorf("held %q, want one COM_STMT_EXECUTE (0x17), not the prepare", reqs)
+	}
+}
+
+// pgx's default exec mode prepares a new statement (Parse, Describe, Sync)
+// before it binds and executes it: the execute is what is held.
+func TestPostgresPrepareIsNotHeld(t *testing.T) {
+	w := NewWire("postgres", patientWait)
+	log := &heldLog{}
+	w.held = log.record
+	cfg, err := pgx.ParseConfig(orDefault(os.Getenv("RACETEST_POSTGRES_URL"), pgstore.DefaultURL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.DialFunc = w.Dial
+	ctx := w.Context(context.Background(), 0)
+	c, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		conformance.Unavailable(t, "postgres", err)
+	}
+	defer c.Close(context.Background())
+	var got int
+	heldOnce(t, w, func() error { return c.QueryRow(ctx, "SELECT $1::int + 1", 41).Scan(&got) })
+	if got != 42 {
+		t.Errorf("SELECT 41 + 1 = %d", got)
+	}
+	reqs := log.all()
+	if len(reqs) != 1 || reqs[0][0] != 'B' {
+		t.Errorf("held %q, want one Bind/Execute, not the Parse/Describe of the prepare", reqs)
+	}
+}
+
+// heldOnce runs f as worker 0's attempt in a one-worker wave.
+func heldOnce(t *testing.T, w *Wire, f func() error) {
+	t.Helper()
+	w.Begin(1)
+	w.Arm(0)
+	errc := make(chan error, 1)
+	go func() {
+		errc <- f()
+		w.Finished(0)
+	}()
+	w.Release(context.Background())
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	if _, how := w.Sent(0); how != runner.SentHeld {
+		t.Errorf("sent %v, want held", how)
+	}
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
