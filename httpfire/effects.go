@@ -464,4 +464,3 @@ func countFromBody(body []byte) (int, error) {
 	}
 	return 0, fmt.Errorf("the body %q is neither a number nor a JSON object with one numeric field", truncate(s, 60))
 }
-
