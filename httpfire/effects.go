@@ -17,7 +17,10 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5"
+	"github.com/racetest/racetest/scenarios/mongostore"
 	"github.com/racetest/racetest/scenarios/mysqlstore"
+	"github.com/racetest/racetest/scenarios/pgstore"
+	"github.com/racetest/racetest/scenarios/redisstore"
 	"github.com/redis/go-redis/v9"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -33,11 +36,11 @@ type effectsCheck interface {
 	close() error
 }
 
-// Default servers of the effects checks, as for the scenario backends.
+// The effects checks default to the scenario backends' servers.
 const (
-	defaultPostgresURL = "postgres://postgres@127.0.0.1:5432/test"
-	defaultRedisURL    = "redis://127.0.0.1:6379/0"
-	defaultMongoURI    = "mongodb://127.0.0.1:27017"
+	defaultPostgresURL = pgstore.DefaultURL
+	defaultRedisURL    = redisstore.DefaultURL
+	defaultMongoURI    = mongostore.DefaultURI
 )
 
 const effectsKinds = "sql:mysql:QUERY, sql:postgres:QUERY, redis:COMMAND, mongo:DB.COLLECTION:FILTER or http:URL"
