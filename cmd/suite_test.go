@@ -279,19 +279,25 @@ func TestSuiteVerdict(t *testing.T) {
 	}
 	inconclusive := report.Case{Scenario: "unique-insert", Backend: "memory", Expect: report.Expect{Kind: "safe"}, Result: flat}
 	ctx := context.Background()
-	if err := suiteVerdict(ctx, []report.Case{inconclusive}, 0); err != nil {
+	if err := verdictError(ctx, []report.Case{inconclusive}); err != nil {
 		t.Errorf("inconclusive without --strict: %v", err)
 	}
 	inconclusive.Strict = true
-	if code := ExitCode(suiteVerdict(ctx, []report.Case{inconclusive}, 0)); code != ExitInconclusive {
+	if code := ExitCode(verdictError(ctx, []report.Case{inconclusive})); code != ExitInconclusive {
 		t.Errorf("inconclusive with --strict: exit %d", code)
 	}
-	if code := ExitCode(suiteVerdict(ctx, nil, 1)); code != ExitInconclusive {
+	// Every burst overlapped, but 3 bursts cannot prove ≤1%.
+	overlapped := &runner.Result{Attempts: 4, Allowed: 1, Planned: 3}
+	for i := range 3 {
+		overlapped.Bursts = append(overlapped.Bursts, runner.Burst{Index: i, Effects: 1, Allowed: 1, Overlap: 4})
+	}
+	unproven := report.Case{Scenario: "unique-insert", Backend: "memory", Expect: report.Expect{Kind: "safe"}, Prove: 0.01, Strict: true, Result: overlapped}
+	if code := ExitCode(verdictError(ctx, []report.Case{unproven})); code != ExitInconclusive {
 		t.Errorf("unproven bound with --strict: exit %d", code)
 	}
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
-	if code := ExitCode(suiteVerdict(cancelled, nil, 1)); code != ExitInterrupted {
+	if code := ExitCode(verdictError(cancelled, []report.Case{unproven})); code != ExitInterrupted {
 		t.Errorf("interrupted: exit %d", code)
 	}
 }

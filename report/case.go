@@ -72,8 +72,11 @@ type Case struct {
 	// Settings are the run's knobs worth showing (gap, latency, isolation…).
 	Settings map[string]string
 	Release  string
-	Result   *runner.Result
-	Err      error
+	// Prove, when set, is the violation rate a SAFE run must bound at 95%;
+	// a run whose overlapping bursts were too few to bound it is INCONCLUSIVE.
+	Prove  float64
+	Result *runner.Result
+	Err    error
 }
 
 // Assessment is the verdict on a case and whether it met its expectation.
@@ -135,6 +138,11 @@ func Assess(c Case) (a Assessment) {
 	default:
 		a.Verdict = Safe
 		a.Upper = UpperBound(0, a.Overlapped)
+		if c.Prove > 0 && a.Upper > c.Prove {
+			a.Verdict = Inconclusive
+			a.Why = fmt.Sprintf("asked to prove a violation rate ≤%s at 95%%, but only %d of %d bursts overlapped, which proves ≤%s",
+				percent(c.Prove), a.Overlapped, a.Bursts, percent(a.Upper))
+		}
 	}
 	a.Met, a.Why = met(c, r, a)
 	return a

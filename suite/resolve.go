@@ -27,21 +27,6 @@ func (p Plan) Resolve(c report.Case) report.Case {
 	return c
 }
 
-// Unproven says whether a case that asked to prove a bound came out SAFE
-// without reaching it: some bursts never overlapped, and only overlapped
-// bursts count. It is INCONCLUSIVE in spirit, and --strict fails it.
-func (p Plan) Unproven(c report.Case) (string, bool) {
-	if p.Prove == 0 || c.Expect.Kind != "safe" {
-		return "", false
-	}
-	a := report.Assess(c)
-	if a.Verdict != report.Safe || a.Upper <= p.Prove {
-		return "", false
-	}
-	return fmt.Sprintf("asked to prove a violation rate ≤%s at 95%%, but only %d of %d bursts overlapped, which proves ≤%s",
-		formatRate(p.Prove), a.Overlapped, a.Bursts, formatRate(a.Upper)), true
-}
-
 func formatRate(x float64) string {
 	s := fmt.Sprintf("%.2f", x*100)
 	s = strings.TrimRight(strings.TrimRight(s, "0"), ".")

@@ -452,12 +452,18 @@ func TestUnproven(t *testing.T) {
 		}
 		return r
 	}
-	if why, bad := p.Unproven(report.Case{Expect: p.Case.Expect, Result: res(n)}); bad {
-		t.Errorf("every burst overlapped, yet unproven: %s", why)
+	if p.Prove != 0.05 {
+		t.Fatalf("plan.Prove = %v, want 0.05", p.Prove)
 	}
-	why, bad := p.Unproven(report.Case{Expect: p.Case.Expect, Result: res(n * 3 / 4)})
-	if !bad || !strings.Contains(why, "only") {
-		t.Errorf("a quarter of the bursts did not overlap: want unproven, got %v %q", bad, why)
+	proving := func(r *runner.Result) report.Assessment {
+		return report.Assess(report.Case{Expect: p.Case.Expect, Prove: p.Prove, Result: r})
+	}
+	if a := proving(res(n)); a.Verdict != report.Safe {
+		t.Errorf("every burst overlapped, yet %s: %s", a.Verdict, a.Why)
+	}
+	a := proving(res(n * 3 / 4))
+	if a.Verdict != report.Inconclusive || !strings.Contains(a.Why, "only") {
+		t.Errorf("a quarter of the bursts did not overlap: want INCONCLUSIVE, got %s %q", a.Verdict, a.Why)
 	}
 }
 
