@@ -18,6 +18,8 @@ type DemoOptions struct {
 	Timeline bool
 	Strict   bool
 	Shape    shapeFlags
+	// burstsSet: --bursts was given, so it applies to every row.
+	burstsSet bool
 }
 
 // NewCmdDemo builds 'racetest demo': every built-in scenario, naive to safe,
@@ -32,6 +34,7 @@ func NewCmdDemo(f *Factory, runF func(context.Context, *DemoOptions) error) *cob
   racetest demo --format json`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
+			opts.burstsSet = c.Flags().Changed("bursts")
 			if runF != nil {
 				return runF(c.Context(), opts)
 			}
@@ -75,7 +78,7 @@ func runDemo(ctx context.Context, o *DemoOptions) error {
 			return usageError(err)
 		}
 	}
-	title := fmt.Sprintf("racetest demo — %d runs on %s, %d attempts released together × %d bursts each",
+	title := fmt.Sprintf("racetest demo — %d runs on %s, %d attempts released together, up to %d bursts each",
 		len(plans), o.Backend, o.Shape.Attempts, o.Shape.Bursts)
 	if o.Backend == "memory" {
 		title += fmt.Sprintf(", simulated round trip %s", o.Shape.Latency)
@@ -110,6 +113,9 @@ func demoPlan(o *DemoOptions, spec scenarios.Spec, dc scenarios.DemoCase) plan {
 		name += " (" + dc.Label + ")"
 	}
 	cfg := o.Shape.config(spec, replicas, waves, deploy)
+	if dc.Bursts > 0 && !o.burstsSet {
+		cfg.Bursts = min(cfg.Bursts, dc.Bursts)
+	}
 	return plan{
 		Case: report.Case{
 			Name: name, Scenario: spec.Name, Backend: o.Backend, Lesson: spec.Lesson,

@@ -34,22 +34,23 @@ func Table(w io.Writer, cases []Case, o Options) error {
 		fmt.Fprintln(w)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "SCENARIO\tBACKEND\tN×BURSTS\tEFFECTS min/med/max\tOVER LIMIT\tOVERLAP med\tSPREAD med\tVERDICT\tEXPECTED")
+	fmt.Fprintln(tw, "SCENARIO\tBACKEND\tN×BURSTS\tEFFECTS min/med/max\tALLOWED\tOVER LIMIT\tOVERLAP med\tSPREAD med\tVERDICT\tEXPECTED")
 	as := make([]Assessment, len(cases))
 	for i, c := range cases {
 		a := Assess(c)
 		as[i] = a
-		n, effects, overlap, spread := "-", "-", "-", "-"
+		n, effects, allowed, overlap, spread := "-", "-", "-", "-", "-"
 		if r := c.Result; r != nil && len(r.Bursts) > 0 {
 			n = fmt.Sprintf("%d×%d", r.Attempts, len(r.Bursts))
 			e := r.EffectsSummary()
 			effects = fmt.Sprintf("%d/%d/%d", e.Min, e.Median, e.Max)
+			allowed = allowance(r)
 			overlap = fmt.Sprintf("%d/%d", r.OverlapSummary().Median, r.Attempts)
 			spread = human(r.SpreadSummary().Median)
 		}
 		over := fmt.Sprintf("%d/%d", a.Violations, a.Bursts)
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
-			displayName(c), c.Backend, n, effects, over, overlap, spread,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+			displayName(c), c.Backend, n, effects, allowed, over, overlap, spread,
 			paint(verdictColor(a.Verdict), verdictCell(a)), expectCell(c, a, paint))
 	}
 	if err := tw.Flush(); err != nil {
@@ -67,6 +68,19 @@ func Table(w io.Writer, cases []Case, o Options) error {
 		}
 	}
 	return nil
+}
+
+// allowance is the effects allowed per burst: one number, or the range when
+// a scenario's policy allowed more in some bursts (a fail-open send).
+func allowance(r *runner.Result) string {
+	lo, hi := r.Bursts[0].Allowed, r.Bursts[0].Allowed
+	for _, b := range r.Bursts {
+		lo, hi = min(lo, b.Allowed), max(hi, b.Allowed)
+	}
+	if lo == hi {
+		return fmt.Sprint(lo)
+	}
+	return fmt.Sprintf("%d–%d", lo, hi)
 }
 
 func displayName(c Case) string {
@@ -133,12 +147,12 @@ func details(w io.Writer, c Case, a Assessment, o Options, shared []string, pain
 		}
 	}
 	if a.Verdict == Race && r != nil {
-		lines = append(lines, fmt.Sprintf("%d of %d bursts left more than %d effect(s) (worst: %d); 95%% upper bound on the rate %s",
-			a.Violations, a.Bursts, r.Allowed, r.EffectsSummary().Max, percent(a.Upper)))
+		lines = append(lines, fmt.Sprintf("%d of %d bursts left more effects than allowed (%s; worst: %d); 95%% upper bound on the rate %s",
+			a.Violations, a.Bursts, allowance(r), r.EffectsSummary().Max, percent(a.Upper)))
 	}
 	if a.Verdict == Safe && r != nil {
-		lines = append(lines, fmt.Sprintf("0 of %d overlapping bursts exceeded %d effect(s): violation rate ≤%s at 95%%",
-			a.Overlapped, r.Allowed, percent(a.Upper)))
+		lines = append(lines, fmt.Sprintf("0 of %d overlapping bursts left more effects than allowed (%s): violation rate ≤%s at 95%%",
+			a.Overlapped, allowance(r), percent(a.Upper)))
 	}
 	if r != nil {
 		if r.Server != "" {

@@ -22,7 +22,10 @@ type Target interface {
 	// Effects counts, in the store itself, how many times the guarded action
 	// took effect on s. This is the ground truth of a burst.
 	Effects(ctx context.Context, s Subject) (int, error)
-	// Cleanup drops exactly what Prepare made.
+	// Cleanup drops exactly what Prepare made. It is called only after a
+	// successful Prepare: a Prepare that fails half-way drops what it made
+	// itself, since only it knows which objects are its own (a name that
+	// already existed must never be dropped).
 	Cleanup(ctx context.Context) error
 }
 

@@ -41,6 +41,9 @@ type DemoCase struct {
 	Waves    int
 	Deploy   bool
 	Variant  string
+	// Bursts, when set, caps the bursts of this row in the demo (a row
+	// whose bursts wait out a TTL would otherwise dominate its time).
+	Bursts int
 }
 
 // Story is the explain text, in the order a trainer tells it.

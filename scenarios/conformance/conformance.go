@@ -102,8 +102,12 @@ func runCase(t *testing.T, s Suite, spec scenarios.Spec, dc scenarios.DemoCase) 
 	if err != nil {
 		t.Fatalf("build: %v", err)
 	}
+	bursts := s.Bursts
+	if dc.Bursts > 0 {
+		bursts = min(bursts, dc.Bursts)
+	}
 	res, err := runner.Run(ctx, target,
-		runner.Attempts(s.Attempts), runner.Bursts(s.Bursts), runner.Replicas(p.Replicas),
+		runner.Attempts(s.Attempts), runner.Bursts(bursts), runner.Replicas(p.Replicas),
 		runner.Waves(max(dc.Waves, 1)), runner.Deploy(dc.Deploy), runner.Allowed(spec.Allowed))
 	if err != nil {
 		t.Fatalf("run: %v", err)
@@ -111,8 +115,8 @@ func runCase(t *testing.T, s Suite, spec scenarios.Spec, dc scenarios.DemoCase) 
 	if res.CleanupErr != nil {
 		t.Errorf("cleanup: %v", res.CleanupErr)
 	}
-	if len(res.Bursts) != s.Bursts {
-		t.Fatalf("ran %d bursts, want %d", len(res.Bursts), s.Bursts)
+	if len(res.Bursts) != bursts {
+		t.Fatalf("ran %d bursts, want %d", len(res.Bursts), bursts)
 	}
 	for _, c := range res.Checks {
 		if !c.OK {

@@ -210,8 +210,9 @@ real, in process.`,
 		},
 		Expect: raceFor(Naive),
 		Demo: []scenarios.DemoCase{
-			{Label: "no fencing", Variant: Naive},
-			{Label: "fencing token checked by the store", Variant: Fenced},
+			// Each burst waits out a real pause of 1.5 × TTL: 30 bursts keep the demo short.
+			{Label: "no fencing", Variant: Naive, Bursts: 30},
+			{Label: "fencing token checked by the store", Variant: Fenced, Bursts: 30},
 		},
 	}
 }
