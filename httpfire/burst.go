@@ -46,9 +46,9 @@ type burst struct {
 	executed atomic.Int32
 	failed   atomic.Int32 // error or unknown: no claim either way
 
+	sentFirst, sentLast atomic.Int64 // Unix ns; 0 until the first send
+
 	mu             sync.Mutex
-	sentFirst      time.Time
-	sentLast       time.Time
 	arriveFirst    int64
 	arriveLast     int64
 	arrivals       int
@@ -97,16 +97,22 @@ func (b *burst) release() {
 }
 
 // sent records that a request (or a connection's held frames) started to
-// leave at t.
+// leave at t. Lock-free: a worker calls it beside its write, and a lock
+// here would delay the writes it measures.
 func (b *burst) sent(t time.Time) {
-	b.mu.Lock()
-	if b.sentFirst.IsZero() || t.Before(b.sentFirst) {
-		b.sentFirst = t
+	ns := t.UnixNano()
+	for {
+		cur := b.sentFirst.Load()
+		if (cur != 0 && cur <= ns) || b.sentFirst.CompareAndSwap(cur, ns) {
+			break
+		}
 	}
-	if t.After(b.sentLast) {
-		b.sentLast = t
+	for {
+		cur := b.sentLast.Load()
+		if cur >= ns || b.sentLast.CompareAndSwap(cur, ns) {
+			break
+		}
 	}
-	b.mu.Unlock()
 }
 
 // answer records one response.
@@ -146,9 +152,8 @@ func (b *burst) outcome(o runner.Outcome) runner.Outcome {
 }
 
 func (b *burst) clientSpread() (time.Duration, bool) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.sentLast.Sub(b.sentFirst), !b.sentFirst.IsZero()
+	first := b.sentFirst.Load()
+	return time.Duration(b.sentLast.Load() - first), first != 0
 }
 
 func (b *burst) serverSpread() (time.Duration, bool) {

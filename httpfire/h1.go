@@ -162,9 +162,10 @@ func (s *h1Session) prepare(ctx context.Context, b *burst, hold bool) error {
 // fire writes the held bytes: from the release loop, or from the attempt.
 func (s *h1Session) fire(at time.Time) {
 	defer close(s.fired)
-	s.burst.sent(at)
 	s.conn.SetWriteDeadline(at.Add(s.t.c.timeout))
+	at = time.Now()
 	_, err := s.conn.Write(s.held)
+	s.burst.sent(at)
 	s.conn.SetWriteDeadline(time.Time{})
 	if err != nil {
 		s.sendErr = err

@@ -179,8 +179,9 @@ func (a *h2App) armLocked(ctx context.Context, b *burst) error {
 // fire writes every held final frame of the app's streams in one write, so
 // that they share a TCP segment.
 func (a *h2App) fire(at time.Time) {
+	err := a.conn.writeRaw(a.held)
 	a.burst.sent(at)
-	if err := a.conn.writeRaw(a.held); err != nil {
+	if err != nil {
 		a.conn.fail(fmt.Errorf("releasing the held frames: %w", err))
 	}
 }
