@@ -1,0 +1,435 @@
+// Package bench measures how well each release mode exposes a race: on the
+// same servers, in one run, with the modes interleaved chunk by chunk so that
+// a noisy machine weighs on all of them alike.
+//
+// Two targets per backend:
+//
+//   - check-then-write, the shipped scenario with no injected gap, released
+//     by the gate and by last-byte through the runner, and by a naive
+//     launcher (a goroutine per attempt on a fresh pool with the driver's
+//     defaults, no warm-up, no gate) running the same statements;
+//   - a calibration target: each attempt is one statement that stamps its
+//     arrival with the server's clock (MySQL NOW(6), PostgreSQL
+//     statement_timestamp(), Redis TIME). It gives each mode's server-side
+//     arrival spread, and its resolution: a check-then-write whose write
+//     lands W µs after its check is exposed when the second attempt's check
+//     arrives less than W after the first's. Applied to the server's own
+//     stamps, the window is exact to the microsecond; the narrowest window
+//     exposed in at least half of the bursts at N=2 is the mode's resolution.
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/racetest/racetest/release"
+	"github.com/racetest/racetest/runner"
+	"github.com/racetest/racetest/scenarios"
+)
+
+// Modes, in the order the table shows them.
+const (
+	Naive    = "naive"
+	Gate     = string(release.Gate)
+	LastByte = string(release.LastByte)
+)
+
+// Modes lists the modes the bench compares.
+func Modes() []string { return []string{Naive, Gate, LastByte} }
+
+// Defaults of the default run (about three to five minutes on a two-core
+// machine).
+var (
+	DefaultBackends = []string{"redis", "mysql", "postgres"}
+	DefaultAttempts = []int{2, 8, 32}
+	DefaultWindows  = []time.Duration{2 * time.Microsecond, 5 * time.Microsecond, 10 * time.Microsecond,
+		20 * time.Microsecond, 50 * time.Microsecond, 100 * time.Microsecond, 200 * time.Microsecond,
+		500 * time.Microsecond, time.Millisecond, 2 * time.Millisecond}
+)
+
+const (
+	DefaultBursts = 200
+	DefaultChunk  = 20
+)
+
+// Config is one bench run.
+type Config struct {
+	Backends []string
+	Attempts []int
+	// Bursts of check-then-write, and of the calibration target, per
+	// backend, N and mode.
+	Bursts int
+	// Chunk is how many bursts one mode fires before the next mode's turn.
+	Chunk int
+	// Windows are the calibration windows the resolution is judged at.
+	Windows  []time.Duration
+	Conn     scenarios.Connections
+	Registry *scenarios.Registry
+	// Progress, when set, hears what the bench is doing.
+	Progress func(string)
+}
+
+func (c *Config) defaults() {
+	if len(c.Backends) == 0 {
+		c.Backends = DefaultBackends
+	}
+	if len(c.Attempts) == 0 {
+		c.Attempts = DefaultAttempts
+	}
+	if c.Bursts <= 0 {
+		c.Bursts = DefaultBursts
+	}
+	if c.Chunk <= 0 {
+		c.Chunk = DefaultChunk
+	}
+	if len(c.Windows) == 0 {
+		c.Windows = DefaultWindows
+	}
+}
+
+// Row is one backend × scenario × N × mode of the table.
+type Row struct {
+	Backend, Server, Scenario string
+	N                         int
+	Mode                      string
+	Bursts, Exposed           int
+	// Spread and Overlap are medians over the bursts, client-side.
+	Spread  time.Duration
+	Overlap int
+	// Arrival is the median server-side arrival spread, measured on the
+	// calibration target at the same N; -1 when not measured.
+	Arrival time.Duration
+	// Wire sums how last-byte's attempts left the client.
+	Wire runner.WireCounts
+	// Errors counts attempts that failed.
+	Errors int
+}
+
+// Share is the exposed share of bursts.
+func (r Row) Share() float64 { return share(r.Exposed, r.Bursts) }
+
+func share(k, n int) float64 {
+	if n == 0 {
+		return 0
+	}
+	return float64(k) / float64(n)
+}
+
+// Resolution is one backend × mode at N=2 on the calibration target.
+type Resolution struct {
+	Backend, Mode string
+	// Exposed and Bursts by window, in Config.Windows order.
+	Exposed, Bursts []int
+	// Narrowest is the narrowest window exposed in at least half of its
+	// bursts; -1 when none was.
+	Narrowest time.Duration
+	// Gap is the median arrival gap of the two attempts.
+	Gap time.Duration
+}
+
+// Report is what a bench run found.
+type Report struct {
+	Config      Config
+	Rows        []Row
+	Resolutions []Resolution
+	Servers     map[string]string
+	Elapsed     time.Duration
+	// Skipped names backends whose server did not answer, with why.
+	Skipped map[string]string
+}
+
+// Run carries out the bench. A backend whose server does not answer is
+// skipped (and named); ctx ends the run between chunks.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	cfg.defaults()
+	start := time.Now()
+	rep := &Report{Config: cfg, Servers: map[string]string{}, Skipped: map[string]string{}}
+	for _, b := range cfg.Backends {
+		if err := runBackend(ctx, &cfg, rep, b); err != nil {
+			if ctx.Err() != nil {
+				return rep, context.Cause(ctx)
+			}
+			var skip *skipError
+			if errors.As(err, &skip) {
+				rep.Skipped[b] = skip.Error()
+				continue
+			}
+			return rep, fmt.Errorf("%s: %w", b, err)
+		}
+	}
+	rep.Elapsed = time.Since(start)
+	return rep, nil
+}
+
+// skipError is a server that could not be reached.
+type skipError struct{ err error }
+
+func (e *skipError) Error() string { return e.err.Error() }
+func (e *skipError) Unwrap() error { return e.err }
+
+func openStore(ctx context.Context, backend string, conn scenarios.Connections, prefix string) (store, error) {
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	switch backend {
+	case "redis":
+		return newRedisStore(cctx, conn.RedisURL, prefix)
+	case "mysql":
+		return newMySQLStore(cctx, conn.MySQLDSN, prefix)
+	case "postgres":
+		return newPGStore(cctx, conn.PostgresURL, prefix)
+	}
+	return nil, fmt.Errorf("the bench runs on redis, mysql and postgres, not %q", backend)
+}
+
+// cell is one backend × N: its targets, pools and tallies.
+type cell struct {
+	cfg     *Config
+	backend string
+	n       int
+	st      store
+	wire    *release.Wire // the shipped scenario's last-byte release
+	calWire *release.Wire // the calibration target's
+	ctw     map[string]*reused
+	cal     map[string]*calTarget
+	naive   naivePool
+	naiveAt int // bursts the naive launcher fired so far
+	rows    map[string]*tally
+	calRows map[string]*tally
+}
+
+// tally accumulates one mode's bursts.
+type tally struct {
+	bursts, exposed, errors int
+	spreads                 []time.Duration
+	overlaps                []int
+	wire                    runner.WireCounts
+	cal                     []calBurst
+}
+
+func runBackend(ctx context.Context, cfg *Config, rep *Report, backend string) error {
+	prefix := "racetest_" + scenarios.NewRunID() + "_bench_"
+	st, err := openStore(ctx, backend, cfg.Conn, prefix)
+	if err != nil {
+		return &skipError{err}
+	}
+	defer st.close()
+	if err := st.prepare(ctx); err != nil {
+		st.cleanup(context.WithoutCancel(ctx))
+		return err
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		if err := st.cleanup(cctx); err != nil && cfg.Progress != nil {
+			cfg.Progress(err.Error())
+		}
+	}()
+	for _, n := range cfg.Attempts {
+		if cfg.Progress != nil {
+			cfg.Progress(fmt.Sprintf("%s N=%d", backend, n))
+		}
+		c := &cell{cfg: cfg, backend: backend, n: n, st: st, rows: map[string]*tally{}, calRows: map[string]*tally{}}
+		err := c.run(ctx, rep)
+		c.close(ctx)
+		if err != nil {
+			return err
+		}
+		c.report(rep)
+	}
+	return nil
+}
+
+func (c *cell) close(ctx context.Context) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	for _, t := range c.ctw {
+		t.drop(cctx)
+	}
+	if c.naive != nil {
+		c.naive.close()
+	}
+}
+
+func (c *cell) run(ctx context.Context, rep *Report) error {
+	c.wire = release.NewWire(c.backend, 0)
+	c.calWire = release.NewWire(c.backend, 0)
+	c.ctw = map[string]*reused{}
+	for mode, dial := range map[string]dialFunc{Gate: nil, LastByte: c.wire.Dial} {
+		p := scenarios.Params{RunID: scenarios.NewRunID(), Attempts: c.n, Replicas: 1, Conn: c.cfg.Conn, Dial: dial}
+		t, err := c.cfg.Registry.Build(ctx, scenarios.CheckThenWrite, c.backend, p)
+		if err != nil {
+			return &skipError{err}
+		}
+		c.ctw[mode] = &reused{Target: t}
+	}
+	c.cal = map[string]*calTarget{}
+	for mode, dial := range map[string]dialFunc{Naive: nil, Gate: nil, LastByte: c.calWire.Dial} {
+		c.cal[mode] = &calTarget{st: c.st, dial: dial, tag: fmt.Sprintf("%s-%d", mode, c.n)}
+	}
+	var err error
+	if c.naive, err = c.st.naive(ctx); err != nil {
+		return err
+	}
+	for _, m := range Modes() {
+		c.rows[m], c.calRows[m] = &tally{}, &tally{}
+	}
+	rounds := (c.cfg.Bursts + c.cfg.Chunk - 1) / c.cfg.Chunk
+	modes := Modes()
+	for r := range rounds {
+		chunk := min(c.cfg.Chunk, c.cfg.Bursts-r*c.cfg.Chunk)
+		for i := range modes {
+			// The order turns each round: no mode always follows another.
+			mode := modes[(i+r)%len(modes)]
+			if ctx.Err() != nil {
+				return context.Cause(ctx)
+			}
+			if err := c.checkThenWrite(ctx, mode, chunk, rep); err != nil {
+				return fmt.Errorf("check-then-write, N=%d, %s: %w", c.n, mode, err)
+			}
+			if err := c.calibrate(ctx, mode, chunk); err != nil {
+				return fmt.Errorf("calibration target, N=%d, %s: %w", c.n, mode, err)
+			}
+		}
+	}
+	return nil
+}
+
+func (c *cell) checkThenWrite(ctx context.Context, mode string, bursts int, rep *Report) error {
+	t := c.rows[mode]
+	if mode == Naive {
+		for range bursts {
+			token := fmt.Sprintf("naive-%d-%d", c.n, c.naiveAt)
+			c.naiveAt++
+			spread, overlap, errs := naiveBurst(ctx, c.n, func(ctx context.Context, worker int) error {
+				return c.naive.checkThenWrite(ctx, token, worker)
+			})
+			effects, err := c.st.effects(ctx, token)
+			if err != nil {
+				return err
+			}
+			t.add(effects > 1, spread, overlap, errs)
+		}
+		return nil
+	}
+	tg := c.ctw[mode]
+	opts := []runner.Option{runner.Attempts(c.n), runner.Bursts(bursts), runner.Keep(true)}
+	if mode == LastByte {
+		opts = append(opts, runner.Release(c.wire))
+	}
+	res, err := runner.Run(ctx, tg, opts...)
+	tg.offset += len(res.Bursts)
+	if err != nil {
+		return err
+	}
+	rep.Servers[c.backend] = res.Server
+	for _, b := range res.Bursts {
+		t.add(b.Violated(), b.Spread, b.Overlap, b.Outcomes[runner.Error]+b.Outcomes[runner.Unknown])
+		t.wire.Held += b.Wire.Held
+		t.wire.Late += b.Wire.Late
+		t.wire.Silent += b.Wire.Silent
+	}
+	return nil
+}
+
+func (c *cell) calibrate(ctx context.Context, mode string, bursts int) error {
+	t := c.calRows[mode]
+	ct := c.cal[mode]
+	if mode == Naive {
+		for range bursts {
+			key := ct.key(0)
+			ct.offset++
+			spread, overlap, errs := naiveBurst(ctx, c.n, func(ctx context.Context, _ int) error {
+				return c.naive.arrive(ctx, key)
+			})
+			stamps, err := c.st.stamps(ctx, key)
+			if err != nil {
+				return err
+			}
+			t.add(false, spread, overlap, errs)
+			t.cal = append(t.cal, stamps)
+		}
+		return nil
+	}
+	opts := []runner.Option{runner.Attempts(c.n), runner.Bursts(bursts), runner.Keep(true)}
+	if mode == LastByte {
+		opts = append(opts, runner.Release(c.calWire))
+	}
+	ct.seen = ct.seen[:0]
+	res, err := runner.Run(ctx, ct, opts...)
+	ct.offset += len(res.Bursts)
+	if err != nil {
+		return err
+	}
+	for _, b := range res.Bursts {
+		t.add(b.Violated(), b.Spread, b.Overlap, b.Outcomes[runner.Error]+b.Outcomes[runner.Unknown])
+		t.wire.Held += b.Wire.Held
+		t.wire.Late += b.Wire.Late
+		t.wire.Silent += b.Wire.Silent
+	}
+	t.cal = append(t.cal, ct.seen...)
+	return nil
+}
+
+func (t *tally) add(exposed bool, spread time.Duration, overlap, errs int) {
+	t.bursts++
+	if exposed {
+		t.exposed++
+	}
+	t.spreads = append(t.spreads, spread)
+	t.overlaps = append(t.overlaps, overlap)
+	t.errors += errs
+}
+
+// arrival is the median server-side spread of the bursts in which every
+// attempt arrived.
+func (t *tally) arrival(n int) time.Duration {
+	var xs []time.Duration
+	for _, b := range t.cal {
+		if len(b) == n {
+			xs = append(xs, b.spread())
+		}
+	}
+	if len(xs) == 0 {
+		return -1
+	}
+	return median(xs)
+}
+
+func (c *cell) report(rep *Report) {
+	for _, m := range Modes() {
+		t := c.rows[m]
+		rep.Rows = append(rep.Rows, Row{
+			Backend: c.backend, Server: rep.Servers[c.backend], Scenario: scenarios.CheckThenWrite, N: c.n, Mode: m,
+			Bursts: t.bursts, Exposed: t.exposed, Spread: median(t.spreads), Overlap: median(t.overlaps),
+			Arrival: c.calRows[m].arrival(c.n), Wire: t.wire, Errors: t.errors,
+		})
+	}
+	if c.n != 2 {
+		return
+	}
+	for _, m := range Modes() {
+		t := c.calRows[m]
+		res := Resolution{Backend: c.backend, Mode: m, Narrowest: -1, Gap: t.arrival(2),
+			Exposed: make([]int, len(c.cfg.Windows)), Bursts: make([]int, len(c.cfg.Windows))}
+		for _, b := range t.cal {
+			if len(b) != 2 {
+				continue // an attempt failed: no pair to judge
+			}
+			for i, w := range c.cfg.Windows {
+				res.Bursts[i]++
+				if b.executed(w) > 1 {
+					res.Exposed[i]++
+				}
+			}
+		}
+		for i, w := range c.cfg.Windows {
+			if res.Bursts[i] > 0 && 2*res.Exposed[i] >= res.Bursts[i] {
+				res.Narrowest = w
+				break
+			}
+		}
+		rep.Resolutions = append(rep.Resolutions, res)
+	}
+}

@@ -1,0 +1,197 @@
+package bench
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/racetest/racetest/scenarios/mysqlstore"
+)
+
+// mysqlArrival is the statement's start by the server's clock, in µs since
+// the epoch: NOW(6) is fixed when the statement starts, before any lock wait.
+const mysqlArrival = "CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED)"
+
+type mysqlStore struct {
+	cfg   *mysql.Config
+	admin *sql.DB
+	cal   string // calibration table
+	ctw   string // the naive launcher's check-then-write table
+	made  []string
+}
+
+func newMySQLStore(ctx context.Context, dsn, prefix string) (*mysqlStore, error) {
+	cfg, err := mysqlstore.Config(dsn)
+	if err != nil {
+		return nil, err
+	}
+	s := &mysqlStore{cfg: cfg, cal: prefix + "cal", ctw: prefix + "naive"}
+	if s.admin, err = s.db(nil); err != nil {
+		return nil, err
+	}
+	s.admin.SetMaxOpenConns(2)
+	if err := s.admin.PingContext(ctx); err != nil {
+		s.admin.Close()
+		return nil, fmt.Errorf("mysql: %s does not answer: %w", cfg.Addr, err)
+	}
+	return s, nil
+}
+
+// db opens a pool with racetest's settings (one round trip per statement,
+// arguments interpolated), dialling through dial when set.
+func (s *mysqlStore) db(dial dialFunc) (*sql.DB, error) {
+	cfg := s.cfg.Clone()
+	if dial != nil {
+		cfg.DialFunc = dial
+	}
+	c, err := mysql.NewConnector(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return sql.OpenDB(c), nil
+}
+
+func (s *mysqlStore) prepare(ctx context.Context) error {
+	for _, t := range []struct{ name, def string }{
+		// MEMORY: no redo log to flush at each commit, so the bursts are
+		// quick. The stamp is taken before the table lock is.
+		{s.cal, "id BIGINT AUTO_INCREMENT PRIMARY KEY, k VARCHAR(64) NOT NULL, at_us BIGINT NOT NULL, KEY idx_k (k)) ENGINE=MEMORY"},
+		// As mysqlstore's check-then-write table.
+		{s.ctw, "id BIGINT AUTO_INCREMENT PRIMARY KEY, token VARCHAR(64) NOT NULL, worker INT NOT NULL, KEY idx_token (token)) ENGINE=InnoDB"},
+	} {
+		if _, err := s.admin.ExecContext(ctx, "CREATE TABLE `"+t.name+"` ("+t.def); err != nil {
+			return fmt.Errorf("mysql: create table %s: %w", t.name, err)
+		}
+		s.made = append(s.made, t.name)
+	}
+	return nil
+}
+
+func (s *mysqlStore) arriveStmt() string {
+	return "INSERT INTO `" + s.cal + "` (k, at_us) VALUES (?, " + mysqlArrival + ")"
+}
+
+func (s *mysqlStore) stamps(ctx context.Context, key string) ([]int64, error) {
+	rows, err := s.admin.QueryContext(ctx, "SELECT at_us FROM `"+s.cal+"` WHERE k = ? ORDER BY at_us", key)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []int64
+	for rows.Next() {
+		var t int64
+		if err := rows.Scan(&t); err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}
+
+func (s *mysqlStore) effects(ctx context.Context, token string) (n int, err error) {
+	err = s.admin.QueryRowContext(ctx, "SELECT COUNT(*) FROM `"+s.ctw+"` WHERE token = ?", token).Scan(&n)
+	return n, err
+}
+
+func (s *mysqlStore) open(_ context.Context, dial dialFunc, workers int) (calApp, error) {
+	db, err := s.db(dial)
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(workers)
+	db.SetMaxIdleConns(workers)
+	return &mysqlApp{s: s, db: db}, nil
+}
+
+type mysqlApp struct {
+	s  *mysqlStore
+	db *sql.DB
+}
+
+func (a *mysqlApp) session(ctx context.Context) (calSession, error) {
+	c, err := a.db.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.PingContext(ctx); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return &mysqlSession{stmt: a.s.arriveStmt(), c: c}, nil
+}
+
+func (a *mysqlApp) close() { a.db.Close() }
+
+type mysqlSession struct {
+	stmt string
+	c    *sql.Conn
+}
+
+func (m *mysqlSession) arrive(ctx context.Context, key string) error {
+	_, err := m.c.ExecContext(ctx, m.stmt, key)
+	return err
+}
+
+func (m *mysqlSession) close() { m.c.Close() }
+
+// naive is database/sql with go-sql-driver's defaults: a pool that opens
+// connections on demand and keeps two idle, and every statement with
+// arguments prepared, executed and closed (interpolateParams off).
+func (s *mysqlStore) naive(context.Context) (naivePool, error) {
+	cfg := s.cfg.Clone()
+	cfg.InterpolateParams = false
+	c, err := mysql.NewConnector(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &mysqlNaive{s: s, db: sql.OpenDB(c)}, nil
+}
+
+type mysqlNaive struct {
+	s  *mysqlStore
+	db *sql.DB
+}
+
+// checkThenWrite is mysqlstore's check-then-write: in a transaction, SELECT
+// the token, and INSERT it when absent.
+func (m *mysqlNaive) checkThenWrite(ctx context.Context, token string, worker int) error {
+	tx, err := m.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	var id int64
+	err = tx.QueryRowContext(ctx, "SELECT id FROM `"+m.s.ctw+"` WHERE token = ? LIMIT 1", token).Scan(&id)
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, "INSERT INTO `"+m.s.ctw+"` (token, worker) VALUES (?, ?)", token, worker); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+func (m *mysqlNaive) arrive(ctx context.Context, key string) error {
+	_, err := m.db.ExecContext(ctx, m.s.arriveStmt(), key)
+	return err
+}
+
+func (m *mysqlNaive) close() { m.db.Close() }
+
+func (s *mysqlStore) cleanup(ctx context.Context) error {
+	for _, t := range s.made {
+		if _, err := s.admin.ExecContext(ctx, "DROP TABLE IF EXISTS `"+t+"`"); err != nil {
+			return fmt.Errorf("mysql: could not drop the bench's table %s — drop it by hand: %w", t, err)
+		}
+	}
+	s.made = nil
+	return nil
+}
+
+func (s *mysqlStore) close() { s.admin.Close() }

@@ -1,0 +1,94 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// naiveBurst fires n attempts the way a hand-written race test does: a
+// goroutine per attempt, started one after another, no warm-up and no gate.
+// Each attempt's "release" is its goroutine's start; the spread and overlap
+// are measured as the runner measures its own.
+func naiveBurst(ctx context.Context, n int, attempt func(ctx context.Context, worker int) error) (spread time.Duration, overlap int, errs int) {
+	starts := make([]time.Time, n)
+	ends := make([]time.Time, n)
+	failed := make([]bool, n)
+	var wg sync.WaitGroup
+	wg.Add(n)
+	for i := range n {
+		go func() {
+			defer wg.Done()
+			starts[i] = time.Now()
+			failed[i] = attempt(ctx, i) != nil
+			ends[i] = time.Now()
+		}()
+	}
+	wg.Wait()
+	first, last := starts[0], starts[0]
+	for i := range n {
+		if starts[i].Before(first) {
+			first = starts[i]
+		}
+		if starts[i].After(last) {
+			last = starts[i]
+		}
+		if failed[i] {
+			errs++
+		}
+	}
+	return last.Sub(first), inFlight(starts, ends), errs
+}
+
+// inFlight is the most intervals [start, end] open at one instant; touching
+// is not overlapping.
+func inFlight(starts, ends []time.Time) int {
+	type edge struct {
+		at    time.Time
+		delta int
+	}
+	edges := make([]edge, 0, 2*len(starts))
+	for i := range starts {
+		edges = append(edges, edge{starts[i], +1}, edge{ends[i], -1})
+	}
+	sort.Slice(edges, func(i, j int) bool {
+		if !edges[i].at.Equal(edges[j].at) {
+			return edges[i].at.Before(edges[j].at)
+		}
+		return edges[i].delta < edges[j].delta
+	})
+	cur, most := 0, 0
+	for _, e := range edges {
+		cur += e.delta
+		most = max(most, cur)
+	}
+	return most
+}
+
+func median[T int | time.Duration](xs []T) T {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := append([]T(nil), xs...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[len(s)/2]
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+// parseStamps reads stamps kept as decimal strings, and sorts them.
+func parseStamps(v []string) ([]int64, error) {
+	out := make([]int64, len(v))
+	for i, s := range v {
+		t, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("reading the arrival stamp %q: %w", s, err)
+		}
+		out[i] = t
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out, nil
+}

@@ -1,0 +1,218 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/racetest/racetest/scenarios/pgstore"
+)
+
+// pgArrival is the statement's arrival by the server's clock, in µs since
+// the epoch: statement_timestamp() is when the server received the command
+// message, before any lock wait.
+const pgArrival = "(extract(epoch FROM statement_timestamp()) * 1000000)::bigint"
+
+type pgStore struct {
+	url   string
+	cfg   *pgx.ConnConfig
+	admin *pgx.Conn
+	cal   string
+	ctw   string
+	made  []string
+}
+
+func newPGStore(ctx context.Context, url, prefix string) (*pgStore, error) {
+	if url == "" {
+		url = pgstore.DefaultURL
+	}
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: bad URL %s: %w", pgstore.Redact(url), err)
+	}
+	s := &pgStore{url: url, cfg: cfg, cal: prefix + "cal", ctw: prefix + "naive"}
+	if s.admin, err = pgx.ConnectConfig(ctx, s.config(nil)); err != nil {
+		return nil, fmt.Errorf("postgres: cannot connect to %s: %w", pgstore.Redact(url), err)
+	}
+	return s, nil
+}
+
+// config is racetest's: each statement one Query message (the simple
+// protocol, so that the arrival is that message's), and commits that do not
+// wait for the disk, so that the bursts are quick.
+func (s *pgStore) config(dial dialFunc) *pgx.ConnConfig {
+	c := s.cfg.Copy()
+	c.DefaultQueryExecMode = pgx.QueryExecModeSimpleProtocol
+	if c.RuntimeParams == nil {
+		c.RuntimeParams = map[string]string{}
+	}
+	c.RuntimeParams["synchronous_commit"] = "off"
+	c.RuntimeParams["application_name"] = "racetest bench"
+	if dial != nil {
+		c.DialFunc = dial
+	}
+	return c
+}
+
+func (s *pgStore) prepare(ctx context.Context) error {
+	for _, t := range []struct{ name, ddl string }{
+		{s.cal, "CREATE UNLOGGED TABLE " + s.cal + " (k text NOT NULL, at_us bigint NOT NULL)"},
+		// As pgstore's effects table.
+		{s.ctw, "CREATE TABLE " + s.ctw + " (id bigserial PRIMARY KEY, k text NOT NULL, worker int NOT NULL)"},
+	} {
+		if _, err := s.admin.Exec(ctx, t.ddl); err != nil {
+			return fmt.Errorf("postgres: create table %s: %w", t.name, err)
+		}
+		s.made = append(s.made, t.name)
+	}
+	for _, t := range []string{s.cal, s.ctw} {
+		if _, err := s.admin.Exec(ctx, "CREATE INDEX ON "+t+" (k)"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *pgStore) arriveStmt() string {
+	return "INSERT INTO " + s.cal + " (k, at_us) VALUES ($1::text, " + pgArrival + ")"
+}
+
+func (s *pgStore) stamps(ctx context.Context, key string) ([]int64, error) {
+	rows, err := s.admin.Query(ctx, "SELECT at_us FROM "+s.cal+" WHERE k = $1 ORDER BY at_us", key)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[int64])
+}
+
+func (s *pgStore) effects(ctx context.Context, token string) (n int, err error) {
+	err = s.admin.QueryRow(ctx, "SELECT count(*) FROM "+s.ctw+" WHERE k = $1", token).Scan(&n)
+	return n, err
+}
+
+func (s *pgStore) open(_ context.Context, dial dialFunc, _ int) (calApp, error) {
+	return &pgApp{s: s, cfg: s.config(dial)}, nil
+}
+
+type pgApp struct {
+	s   *pgStore
+	cfg *pgx.ConnConfig
+}
+
+func (a *pgApp) session(ctx context.Context) (calSession, error) {
+	c, err := pgx.ConnectConfig(ctx, a.cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &pgSession{stmt: a.s.arriveStmt(), c: c}, nil
+}
+
+func (a *pgApp) close() {}
+
+type pgSession struct {
+	stmt string
+	c    *pgx.Conn
+}
+
+func (p *pgSession) arrive(ctx context.Context, key string) error {
+	_, err := p.c.Exec(ctx, p.stmt, key)
+	return err
+}
+
+func (p *pgSession) close() { p.c.Close(context.Background()) }
+
+// naive is a pool as database/sql's default behaves (connections opened on
+// demand, two kept idle) of connections with pgx's defaults, which prepare
+// and cache each new statement in a round trip of its own. (pgxpool is not
+// among racetest's dependencies.)
+func (s *pgStore) naive(context.Context) (naivePool, error) {
+	return &pgNaive{s: s, cfg: s.cfg.Copy()}, nil
+}
+
+type pgNaive struct {
+	s   *pgStore
+	cfg *pgx.ConnConfig
+
+	mu   sync.Mutex
+	idle []*pgx.Conn
+}
+
+func (p *pgNaive) get(ctx context.Context) (*pgx.Conn, error) {
+	p.mu.Lock()
+	if n := len(p.idle); n > 0 {
+		c := p.idle[n-1]
+		p.idle = p.idle[:n-1]
+		p.mu.Unlock()
+		return c, nil
+	}
+	p.mu.Unlock()
+	return pgx.ConnectConfig(ctx, p.cfg)
+}
+
+func (p *pgNaive) put(c *pgx.Conn) {
+	p.mu.Lock()
+	if len(p.idle) < 2 && !c.IsClosed() {
+		p.idle = append(p.idle, c)
+		c = nil
+	}
+	p.mu.Unlock()
+	if c != nil {
+		c.Close(context.Background())
+	}
+}
+
+// checkThenWrite is pgstore's check-then-write, written plainly: BEGIN,
+// SELECT, INSERT when absent, COMMIT.
+func (p *pgNaive) checkThenWrite(ctx context.Context, token string, worker int) error {
+	c, err := p.get(ctx)
+	if err != nil {
+		return err
+	}
+	defer p.put(c)
+	return pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
+		var id int64
+		err := tx.QueryRow(ctx, "SELECT id FROM "+p.s.ctw+" WHERE k = $1 LIMIT 1", token).Scan(&id)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		_, err = tx.Exec(ctx, "INSERT INTO "+p.s.ctw+" (k, worker) VALUES ($1, $2)", token, worker)
+		return err
+	})
+}
+
+func (p *pgNaive) arrive(ctx context.Context, key string) error {
+	c, err := p.get(ctx)
+	if err != nil {
+		return err
+	}
+	defer p.put(c)
+	_, err = c.Exec(ctx, p.s.arriveStmt(), key)
+	return err
+}
+
+func (p *pgNaive) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.idle {
+		c.Close(context.Background())
+	}
+	p.idle = nil
+}
+
+func (s *pgStore) cleanup(ctx context.Context) error {
+	for _, t := range s.made {
+		if _, err := s.admin.Exec(ctx, "DROP TABLE IF EXISTS "+t); err != nil {
+			return fmt.Errorf("postgres: could not drop the bench's table %s — drop it by hand: %w", t, err)
+		}
+	}
+	s.made = nil
+	return nil
+}
+
+func (s *pgStore) close() { s.admin.Close(context.Background()) }

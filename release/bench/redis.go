@@ -1,0 +1,156 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
+
+	"github.com/racetest/racetest/scenarios/redisstore"
+)
+
+// stampScript is the calibration attempt on Redis: push the server's
+// clock (TIME, µs) to the burst's list. A script runs alone, so a second
+// arrival is stamped only once the first one's script is done: Redis cannot
+// show two arrivals closer than one such script's run time.
+var stampScript = redis.NewScript(`
+local t = redis.call('TIME')
+return redis.call('RPUSH', KEYS[1], t[1] .. string.format('%06d', tonumber(t[2])))
+`)
+
+type redisStore struct {
+	opt    *redis.Options
+	prefix string
+	admin  *redis.Client
+}
+
+func newRedisStore(ctx context.Context, url, prefix string) (*redisStore, error) {
+	if url == "" {
+		url = redisstore.DefaultURL
+	}
+	opt, err := redis.ParseURL(url)
+	if err != nil {
+		return nil, fmt.Errorf("redis: bad URL %s: %w", redisstore.Redact(url), err)
+	}
+	s := &redisStore{opt: opt, prefix: prefix}
+	s.admin = redis.NewClient(s.options(nil, 2))
+	if err := s.admin.Ping(ctx).Err(); err != nil {
+		s.admin.Close()
+		return nil, fmt.Errorf("redis: %s does not answer: %w", s.opt.Addr, err)
+	}
+	return s, nil
+}
+
+// options are racetest's own: no retries, no identity handshake, the
+// context's deadline on the socket (as redisstore sets them).
+func (s *redisStore) options(dial dialFunc, size int) *redis.Options {
+	o := *s.opt
+	o.PoolSize, o.MaxIdleConns = size, size
+	o.MaxRetries = -1
+	o.ContextTimeoutEnabled = true
+	o.DisableIdentity = true
+	o.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+	if dial != nil {
+		o.Dialer = dial
+	}
+	return &o
+}
+
+func (s *redisStore) prepare(ctx context.Context) error {
+	return stampScript.Load(ctx, s.admin).Err()
+}
+
+func (s *redisStore) calKey(key string) string   { return s.prefix + "cal:" + key }
+func (s *redisStore) ctwKey(token string) string { return s.prefix + "ctw:" + token }
+
+func (s *redisStore) stamps(ctx context.Context, key string) ([]int64, error) {
+	v, err := s.admin.LRange(ctx, s.calKey(key), 0, -1).Result()
+	if err != nil {
+		return nil, err
+	}
+	return parseStamps(v)
+}
+
+func (s *redisStore) effects(ctx context.Context, token string) (int, error) {
+	n, err := s.admin.LLen(ctx, s.ctwKey(token)).Result()
+	return int(n), err
+}
+
+func (s *redisStore) open(_ context.Context, dial dialFunc, workers int) (calApp, error) {
+	return &redisApp{s: s, cl: redis.NewClient(s.options(dial, workers))}, nil
+}
+
+type redisApp struct {
+	s  *redisStore
+	cl *redis.Client
+}
+
+func (a *redisApp) session(ctx context.Context) (calSession, error) {
+	cn := a.cl.Conn()
+	if err := cn.Ping(ctx).Err(); err != nil {
+		cn.Close()
+		return nil, err
+	}
+	return &redisSession{s: a.s, cn: cn}, nil
+}
+
+func (a *redisApp) close() { a.cl.Close() }
+
+type redisSession struct {
+	s  *redisStore
+	cn *redis.Conn
+}
+
+func (r *redisSession) arrive(ctx context.Context, key string) error {
+	return stampScript.Run(ctx, r.cn, []string{r.s.calKey(key)}).Err()
+}
+
+func (r *redisSession) close() { r.cn.Close() }
+
+// naive is a client with go-redis's defaults.
+func (s *redisStore) naive(context.Context) (naivePool, error) {
+	o := *s.opt
+	return &redisNaive{s: s, cl: redis.NewClient(&o)}, nil
+}
+
+type redisNaive struct {
+	s  *redisStore
+	cl *redis.Client
+}
+
+// checkThenWrite is redisstore's check-then-write: EXISTS, then RPUSH.
+func (r *redisNaive) checkThenWrite(ctx context.Context, token string, worker int) error {
+	n, err := r.cl.Exists(ctx, r.s.ctwKey(token)).Result()
+	if err != nil || n > 0 {
+		return err
+	}
+	return r.cl.RPush(ctx, r.s.ctwKey(token), worker).Err()
+}
+
+func (r *redisNaive) arrive(ctx context.Context, key string) error {
+	return stampScript.Run(ctx, r.cl, []string{r.s.calKey(key)}).Err()
+}
+
+func (r *redisNaive) close() { r.cl.Close() }
+
+func (s *redisStore) cleanup(ctx context.Context) error {
+	iter := s.admin.Scan(ctx, 0, s.prefix+"*", 500).Iterator()
+	var keys []string
+	for iter.Next(ctx) {
+		keys = append(keys, iter.Val())
+	}
+	if err := iter.Err(); err != nil {
+		return fmt.Errorf("redis: listing the bench's keys %s*: %w", s.prefix, err)
+	}
+	for len(keys) > 0 {
+		n := min(len(keys), 500)
+		if err := s.admin.Del(ctx, keys[:n]...).Err(); err != nil {
+			return fmt.Errorf("redis: deleting the bench's keys %s*: %w", s.prefix, err)
+		}
+		keys = keys[n:]
+	}
+	return nil
+}
+
+func (s *redisStore) close() { s.admin.Close() }

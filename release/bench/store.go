@@ -1,0 +1,185 @@
+package bench
+
+import (
+	"context"
+	"net"
+	"time"
+
+	"github.com/racetest/racetest/runner"
+)
+
+// dialFunc is scenarios.DialFunc; nil dials with the driver's own dialer.
+type dialFunc = func(ctx context.Context, network, addr string) (net.Conn, error)
+
+// store is one server's part of the benchmark, all of it under the run's
+// prefix: the calibration table (or keys and script), the naive launcher's
+// check-then-write table, and the pools that reach them.
+type store interface {
+	// prepare creates the calibration and naive tables.
+	prepare(ctx context.Context) error
+	// open is one replica's pool for the calibration target, dialling
+	// through dial; each session holds one connection of it.
+	open(ctx context.Context, dial dialFunc, workers int) (calApp, error)
+	// stamps returns the arrival of each attempt at key, in µs of the
+	// server's clock.
+	stamps(ctx context.Context, key string) ([]int64, error)
+	// naive opens a fresh pool with the driver's defaults, as a hand-written
+	// race test would.
+	naive(ctx context.Context) (naivePool, error)
+	// effects counts the naive check-then-write's rows for token.
+	effects(ctx context.Context, token string) (int, error)
+	cleanup(ctx context.Context) error
+	close()
+}
+
+type calApp interface {
+	session(ctx context.Context) (calSession, error)
+	close()
+}
+
+// calSession is one worker's connection to the calibration target.
+type calSession interface {
+	// arrive is the calibration attempt: one statement that stamps its
+	// arrival at key with the server's clock.
+	arrive(ctx context.Context, key string) error
+	close()
+}
+
+// naivePool is a default pool, shared by a naive launcher's goroutines.
+type naivePool interface {
+	// checkThenWrite runs the scenario's statements: read token, and if
+	// absent, write it.
+	checkThenWrite(ctx context.Context, token string, worker int) error
+	arrive(ctx context.Context, key string) error
+	close()
+}
+
+// calTarget is the calibration target as the runner drives it: each attempt
+// stamps its arrival with the server's clock. It is prepared once by the
+// bench and reused by every chunk.
+type calTarget struct {
+	st     store
+	dial   dialFunc
+	tag    string
+	offset int
+	// seen collects each burst's arrival stamps.
+	seen []calBurst
+}
+
+// calBurst is one burst's arrivals, in µs of the server's clock, sorted.
+type calBurst []int64
+
+// spread is first to last arrival.
+func (b calBurst) spread() time.Duration {
+	if len(b) == 0 {
+		return 0
+	}
+	return time.Duration(b[len(b)-1]-b[0]) * time.Microsecond
+}
+
+// executed is how many attempts of a check-then-write whose write lands
+// window after its check would have executed: the first, and every attempt
+// whose check arrived before the first one's write. The window is applied to
+// the server's own stamps, so it is exact to the microsecond.
+func (b calBurst) executed(window time.Duration) int {
+	if len(b) == 0 {
+		return 0
+	}
+	n := 1
+	for _, t := range b[1:] {
+		if time.Duration(t-b[0])*time.Microsecond < window {
+			n++
+		}
+	}
+	return n
+}
+
+func (t *calTarget) key(burst int) string { return t.tag + ":" + itoa(t.offset+burst) }
+
+func (t *calTarget) Prepare(context.Context) error { return nil }
+func (t *calTarget) Cleanup(context.Context) error { return nil }
+
+func (t *calTarget) Reset(_ context.Context, burst int) (runner.Subject, error) {
+	return runner.Subject{Burst: burst, Key: t.key(burst)}, nil
+}
+
+// Effects records the burst's stamps; the count it returns is the arrivals,
+// which the bench does not judge as effects.
+func (t *calTarget) Effects(ctx context.Context, s runner.Subject) (int, error) {
+	st, err := t.st.stamps(ctx, s.Key)
+	if err != nil {
+		return 0, err
+	}
+	t.seen = append(t.seen, st)
+	return len(st), nil
+}
+
+func (t *calTarget) Open(ctx context.Context, _ int, workers int) (runner.App, error) {
+	a, err := t.st.open(ctx, t.dial, workers)
+	if err != nil {
+		return nil, err
+	}
+	return calRunnerApp{a}, nil
+}
+
+type calRunnerApp struct{ a calApp }
+
+func (a calRunnerApp) Session(ctx context.Context, _ int) (runner.Session, error) {
+	s, err := a.a.session(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return calRunnerSession{s}, nil
+}
+
+func (a calRunnerApp) Close() error { a.a.close(); return nil }
+
+type calRunnerSession struct{ s calSession }
+
+func (s calRunnerSession) Attempt(ctx context.Context, subj runner.Subject, w *runner.Worker) runner.Outcome {
+	w.Mark("check")
+	if err := s.s.arrive(ctx, subj.Key); err != nil {
+		return runner.Failed(err)
+	}
+	return runner.Done()
+}
+
+func (s calRunnerSession) Close() error { s.s.close(); return nil }
+
+// reused lets one shipped scenario target serve every chunk of a cell:
+// prepared once, its subjects numbered on from chunk to chunk, dropped by the
+// bench at the end.
+type reused struct {
+	runner.Target
+	prepared bool
+	offset   int
+}
+
+func (r *reused) Prepare(ctx context.Context) error {
+	if r.prepared {
+		return nil
+	}
+	if err := r.Target.Prepare(ctx); err != nil {
+		return err
+	}
+	r.prepared = true
+	return nil
+}
+
+func (r *reused) Reset(ctx context.Context, burst int) (runner.Subject, error) {
+	return r.Target.Reset(ctx, r.offset+burst)
+}
+
+func (r *reused) Cleanup(context.Context) error { return nil }
+
+// drop cleans up what Prepare made, once, at the end of the bench.
+func (r *reused) drop(ctx context.Context) error {
+	var err error
+	if r.prepared {
+		err = r.Target.Cleanup(ctx)
+	}
+	if c, ok := r.Target.(interface{ Close() error }); ok {
+		c.Close()
+	}
+	return err
+}
