@@ -26,9 +26,3 @@ func (p Plan) Resolve(c report.Case) report.Case {
 	}
 	return c
 }
-
-func formatRate(x float64) string {
-	s := fmt.Sprintf("%.2f", x*100)
-	s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
-	return s + "%"
-}

@@ -39,12 +39,12 @@ func TestRedact(t *testing.T) {
 }
 
 // buildErr builds a target of unique-insert against conn and returns the error.
-func buildErr(t *testing.T, conn string) (error, time.Duration) {
+func buildErr(t *testing.T, conn string) (time.Duration, error) {
 	t.Helper()
 	p := scenarios.Params{RunID: scenarios.NewRunID(), Conn: scenarios.Connections{PostgresURL: conn}}
 	start := time.Now()
 	_, err := factory(scenarioNamed(t, scenarios.UniqueInsert))(context.Background(), p)
-	return err, time.Since(start)
+	return time.Since(start), err
 }
 
 func assertOneRedactedLine(t *testing.T, err error, wants ...string) {
@@ -73,7 +73,7 @@ func TestUnreachableFailsFastAndRedacted(t *testing.T) {
 	}
 	addr := l.Addr().String()
 	l.Close() // a port nobody listens on: connection refused
-	err, took := buildErr(t, "postgres://alice:s3cret@"+addr+"/test?sslmode=disable")
+	took, err := buildErr(t, "postgres://alice:s3cret@"+addr+"/test?sslmode=disable")
 	assertOneRedactedLine(t, err, "cannot connect to "+addr, "connection refused", "RACETEST_POSTGRES_URL", "--postgres-url")
 	if took > 3*time.Second {
 		t.Errorf("took %s to fail", took)
@@ -94,13 +94,13 @@ func TestUnreachableFailsFastAndRedacted(t *testing.T) {
 			defer c.Close()
 		}
 	}()
-	err, took = buildErr(t, "postgres://alice:s3cret@"+hung.Addr().String()+"/test?sslmode=disable&connect_timeout=1")
+	took, err = buildErr(t, "postgres://alice:s3cret@"+hung.Addr().String()+"/test?sslmode=disable&connect_timeout=1")
 	assertOneRedactedLine(t, err, "cannot connect to "+hung.Addr().String(), "no answer within 1s")
 	if took > 4*time.Second {
 		t.Errorf("took %s to fail against a silent server (connect_timeout=1)", took)
 	}
 
-	err, _ = buildErr(t, "postgres://alice:s3cret@[::1/x")
+	_, err = buildErr(t, "postgres://alice:s3cret@[::1/x")
 	assertOneRedactedLine(t, err, "cannot parse", "xxxxx")
 }
 
@@ -135,7 +135,7 @@ func fakeServer(t *testing.T, code, message string) string {
 
 func TestAuthFailureNamesUserNotPassword(t *testing.T) {
 	addr := fakeServer(t, codeInvalidPassword, `password authentication failed for user "alice"`)
-	err, _ := buildErr(t, "postgres://alice:s3cret@"+addr+"/test?sslmode=disable")
+	_, err := buildErr(t, "postgres://alice:s3cret@"+addr+"/test?sslmode=disable")
 	assertOneRedactedLine(t, err, `refused user "alice"`, "28P01", "password", "RACETEST_POSTGRES_URL")
 	var pe *pgconn.PgError
 	if !errors.As(err, &pe) || pe.Code != codeInvalidPassword {
@@ -147,7 +147,7 @@ func TestUnknownDatabase(t *testing.T) {
 	p := serverParams(t)
 	cfg, _ := pgx.ParseConfig(testURL())
 	u := "postgres://" + cfg.User + ":s3cret@" + net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port))) + "/racetest_nosuchdb_" + p.RunID + "?sslmode=disable"
-	err, _ := buildErr(t, u)
+	_, err := buildErr(t, u)
 	assertOneRedactedLine(t, err, "database \"racetest_nosuchdb_"+p.RunID+"\" does not exist", "createdb")
 }
 
