@@ -89,7 +89,7 @@ func runDemo(ctx context.Context, o *DemoOptions) error {
 	}
 	cases := execute(ctx, o.Factory, plans, nil)
 	if err := reporter(o.IO.Out, cases, report.Options{
-		Color: o.IO.Color(), Timeline: o.Timeline, Version: version(), Title: title,
+		Color: o.IO.Color(), Timeline: o.Timeline, Version: version(), Title: title, Brief: true,
 	}); err != nil {
 		return fmt.Errorf("writing the report: %w", err)
 	}

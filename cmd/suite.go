@@ -152,7 +152,7 @@ func runSuite(ctx context.Context, o *SuiteOptions) error {
 	cases = done[:len(cases)]
 
 	title := fmt.Sprintf("racetest suite %s — %d of %d cases", o.File, len(cases), len(plans))
-	ropts := report.Options{Color: color, Timeline: o.Timeline, Version: version(), Title: title}
+	ropts := report.Options{Color: color, Timeline: o.Timeline, Version: version(), Title: title, Brief: true}
 	if err := report.Table(o.IO.Out, cases, ropts); err != nil {
 		return fmt.Errorf("writing the table: %w", err)
 	}

@@ -18,6 +18,9 @@ type Options struct {
 	Version string
 	// Title is a line printed above the table.
 	Title string
+	// Brief leaves out the details of cases whose row says it all (SAFE as
+	// expected, with no check, error or note of their own): for many cases.
+	Brief bool
 }
 
 // Reporter writes cases in one format.

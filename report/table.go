@@ -141,6 +141,9 @@ func lessons(w io.Writer, cases []Case, paint func(string, string) string) {
 func details(w io.Writer, c Case, a Assessment, o Options, shared []string, paint func(string, string) string) {
 	var lines []string
 	r := c.Result
+	if o.Brief && quiet(c, a, shared) {
+		return
+	}
 	if !a.Met || a.Verdict == Inconclusive || a.Verdict == Failed {
 		if a.Why != "" {
 			lines = append(lines, a.Why)
@@ -198,6 +201,21 @@ func details(w io.Writer, c Case, a Assessment, o Options, shared []string, pain
 			fmt.Fprintln(w, "  "+l)
 		}
 	}
+}
+
+// quiet reports whether a case's row says all there is to say: SAFE as
+// expected, with no check, error or note of its own.
+func quiet(c Case, a Assessment, shared []string) bool {
+	r := c.Result
+	if r == nil || !a.Met || a.Verdict != Safe || len(r.Checks) > 0 || len(r.Errors) > 0 || r.CleanupErr != nil || r.Stopped {
+		return false
+	}
+	for _, n := range r.Notes {
+		if !slices.Contains(shared, n) {
+			return false
+		}
+	}
+	return true
 }
 
 // sharedNotes are the notes every case of several carries: printed once,
