@@ -527,7 +527,7 @@ func (c *h2Conn) onHeaders(f *http2.MetaHeadersFrame) {
 			st.status = code
 			st.header = http.Header{}
 			for _, hf := range f.RegularFields() {
-				st.header.Add(http.CanonicalHeaderKey(hf.Name), hf.Value)
+				st.header.Add(hf.Name, hf.Value)
 			}
 		}
 	}

@@ -21,7 +21,7 @@ import (
 type naiveApp struct{ t *Target }
 
 func (a naiveApp) Session(context.Context, int) (runner.Session, error) {
-	return naiveSession{a.t}, nil
+	return naiveSession(a), nil
 }
 func (naiveApp) Close() error { return nil }
 
