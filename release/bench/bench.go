@@ -8,9 +8,9 @@
 //     by the gate and by last-byte through the runner, and by a naive
 //     launcher (a goroutine per attempt on a fresh pool with the driver's
 //     defaults, no warm-up, no gate) running the same statements;
-//   - a calibration target: each attempt is one statement that stamps its
-//     arrival with the server's clock (MySQL NOW(6), PostgreSQL
-//     statement_timestamp(), Redis TIME). It gives each mode's server-side
+//   - a calibration target: each attempt is one request that reads the
+//     server's clock as the server starts on it (MySQL SELECT NOW(6),
+//     PostgreSQL SELECT statement_timestamp(), Redis TIME). It gives each mode's server-side
 //     arrival spread, and its resolution: a check-then-write whose write
 //     lands W µs after its check is exposed when the second attempt's check
 //     arrives less than W after the first's. Applied to the server's own
@@ -266,7 +266,7 @@ func (c *cell) run(ctx context.Context, rep *Report) error {
 	}
 	c.cal = map[string]*calTarget{}
 	for mode, dial := range map[string]dialFunc{Naive: nil, Gate: nil, LastByte: c.calWire.Dial} {
-		c.cal[mode] = &calTarget{st: c.st, dial: dial, tag: fmt.Sprintf("%s-%d", mode, c.n)}
+		c.cal[mode] = &calTarget{st: c.st, dial: dial}
 	}
 	var err error
 	if c.naive, err = c.st.naive(ctx); err != nil {
@@ -338,17 +338,18 @@ func (c *cell) calibrate(ctx context.Context, mode string, bursts int) error {
 	ct := c.cal[mode]
 	if mode == Naive {
 		for range bursts {
-			key := ct.key(0)
-			ct.offset++
+			ct.Reset(ctx, 0)
 			spread, overlap, errs := naiveBurst(ctx, c.n, func(ctx context.Context, _ int) error {
-				return c.naive.arrive(ctx, key)
-			})
-			stamps, err := c.st.stamps(ctx, key)
-			if err != nil {
+				at, err := c.naive.arrive(ctx)
+				if err == nil {
+					ct.stamp(at)
+				}
 				return err
-			}
+			})
+			ct.seen = ct.seen[:0]
+			ct.Effects(ctx, runner.Subject{})
 			t.add(false, spread, overlap, errs)
-			t.cal = append(t.cal, stamps)
+			t.cal = append(t.cal, ct.seen...)
 		}
 		return nil
 	}
@@ -358,7 +359,6 @@ func (c *cell) calibrate(ctx context.Context, mode string, bursts int) error {
 	}
 	ct.seen = ct.seen[:0]
 	res, err := runner.Run(ctx, ct, opts...)
-	ct.offset += len(res.Bursts)
 	if err != nil {
 		return err
 	}

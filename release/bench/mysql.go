@@ -18,7 +18,6 @@ const mysqlArrival = "CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED)"
 type mysqlStore struct {
 	cfg   *mysql.Config
 	admin *sql.DB
-	cal   string // calibration table
 	ctw   string // the naive launcher's check-then-write table
 	made  []string
 }
@@ -28,7 +27,7 @@ func newMySQLStore(ctx context.Context, dsn, prefix string) (*mysqlStore, error)
 	if err != nil {
 		return nil, err
 	}
-	s := &mysqlStore{cfg: cfg, cal: prefix + "cal", ctw: prefix + "naive"}
+	s := &mysqlStore{cfg: cfg, ctw: prefix + "naive"}
 	if s.admin, err = s.db(nil); err != nil {
 		return nil, err
 	}
@@ -56,9 +55,6 @@ func (s *mysqlStore) db(dial dialFunc) (*sql.DB, error) {
 
 func (s *mysqlStore) prepare(ctx context.Context) error {
 	for _, t := range []struct{ name, def string }{
-		// MEMORY: no redo log to flush at each commit, so the bursts are
-		// quick. The stamp is taken before the table lock is.
-		{s.cal, "id BIGINT AUTO_INCREMENT PRIMARY KEY, k VARCHAR(64) NOT NULL, at_us BIGINT NOT NULL, KEY idx_k (k)) ENGINE=MEMORY"},
 		// As mysqlstore's check-then-write table.
 		{s.ctw, "id BIGINT AUTO_INCREMENT PRIMARY KEY, token VARCHAR(64) NOT NULL, worker INT NOT NULL, KEY idx_token (token)) ENGINE=InnoDB"},
 	} {
@@ -70,26 +66,9 @@ func (s *mysqlStore) prepare(ctx context.Context) error {
 	return nil
 }
 
-func (s *mysqlStore) arriveStmt() string {
-	return "INSERT INTO `" + s.cal + "` (k, at_us) VALUES (?, " + mysqlArrival + ")"
-}
-
-func (s *mysqlStore) stamps(ctx context.Context, key string) ([]int64, error) {
-	rows, err := s.admin.QueryContext(ctx, "SELECT at_us FROM `"+s.cal+"` WHERE k = ? ORDER BY at_us", key)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []int64
-	for rows.Next() {
-		var t int64
-		if err := rows.Scan(&t); err != nil {
-			return nil, err
-		}
-		out = append(out, t)
-	}
-	return out, rows.Err()
-}
+// mysqlArriveStmt reads NOW(6), which the server fixes when the statement
+// starts.
+const mysqlArriveStmt = "SELECT " + mysqlArrival
 
 func (s *mysqlStore) effects(ctx context.Context, token string) (n int, err error) {
 	err = s.admin.QueryRowContext(ctx, "SELECT COUNT(*) FROM `"+s.ctw+"` WHERE token = ?", token).Scan(&n)
@@ -120,19 +99,16 @@ func (a *mysqlApp) session(ctx context.Context) (calSession, error) {
 		c.Close()
 		return nil, err
 	}
-	return &mysqlSession{stmt: a.s.arriveStmt(), c: c}, nil
+	return &mysqlSession{c: c}, nil
 }
 
 func (a *mysqlApp) close() { a.db.Close() }
 
-type mysqlSession struct {
-	stmt string
-	c    *sql.Conn
-}
+type mysqlSession struct{ c *sql.Conn }
 
-func (m *mysqlSession) arrive(ctx context.Context, key string) error {
-	_, err := m.c.ExecContext(ctx, m.stmt, key)
-	return err
+func (m *mysqlSession) arrive(ctx context.Context) (at int64, err error) {
+	err = m.c.QueryRowContext(ctx, mysqlArriveStmt).Scan(&at)
+	return at, err
 }
 
 func (m *mysqlSession) close() { m.c.Close() }
@@ -177,9 +153,9 @@ func (m *mysqlNaive) checkThenWrite(ctx context.Context, token string, worker in
 	return tx.Commit()
 }
 
-func (m *mysqlNaive) arrive(ctx context.Context, key string) error {
-	_, err := m.db.ExecContext(ctx, m.s.arriveStmt(), key)
-	return err
+func (m *mysqlNaive) arrive(ctx context.Context) (at int64, err error) {
+	err = m.db.QueryRowContext(ctx, mysqlArriveStmt).Scan(&at)
+	return at, err
 }
 
 func (m *mysqlNaive) close() { m.db.Close() }

@@ -2,9 +2,7 @@ package bench
 
 import (
 	"context"
-	"fmt"
 	"sort"
-	"strconv"
 	"sync"
 	"time"
 )
@@ -75,20 +73,4 @@ func median[T int | time.Duration](xs []T) T {
 	s := append([]T(nil), xs...)
 	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
 	return s[len(s)/2]
-}
-
-func itoa(i int) string { return strconv.Itoa(i) }
-
-// parseStamps reads stamps kept as decimal strings, and sorts them.
-func parseStamps(v []string) ([]int64, error) {
-	out := make([]int64, len(v))
-	for i, s := range v {
-		t, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("reading the arrival stamp %q: %w", s, err)
-		}
-		out[i] = t
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
-	return out, nil
 }

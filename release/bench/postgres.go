@@ -20,7 +20,6 @@ type pgStore struct {
 	url   string
 	cfg   *pgx.ConnConfig
 	admin *pgx.Conn
-	cal   string
 	ctw   string
 	made  []string
 }
@@ -33,7 +32,7 @@ func newPGStore(ctx context.Context, url, prefix string) (*pgStore, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: bad URL %s: %w", pgstore.Redact(url), err)
 	}
-	s := &pgStore{url: url, cfg: cfg, cal: prefix + "cal", ctw: prefix + "naive"}
+	s := &pgStore{url: url, cfg: cfg, ctw: prefix + "naive"}
 	if s.admin, err = pgx.ConnectConfig(ctx, s.config(nil)); err != nil {
 		return nil, fmt.Errorf("postgres: cannot connect to %s: %w", pgstore.Redact(url), err)
 	}
@@ -59,7 +58,6 @@ func (s *pgStore) config(dial dialFunc) *pgx.ConnConfig {
 
 func (s *pgStore) prepare(ctx context.Context) error {
 	for _, t := range []struct{ name, ddl string }{
-		{s.cal, "CREATE UNLOGGED TABLE " + s.cal + " (k text NOT NULL, at_us bigint NOT NULL)"},
 		// As pgstore's effects table.
 		{s.ctw, "CREATE TABLE " + s.ctw + " (id bigserial PRIMARY KEY, k text NOT NULL, worker int NOT NULL)"},
 	} {
@@ -68,25 +66,13 @@ func (s *pgStore) prepare(ctx context.Context) error {
 		}
 		s.made = append(s.made, t.name)
 	}
-	for _, t := range []string{s.cal, s.ctw} {
-		if _, err := s.admin.Exec(ctx, "CREATE INDEX ON "+t+" (k)"); err != nil {
-			return err
-		}
-	}
-	return nil
+	_, err := s.admin.Exec(ctx, "CREATE INDEX ON "+s.ctw+" (k)")
+	return err
 }
 
-func (s *pgStore) arriveStmt() string {
-	return "INSERT INTO " + s.cal + " (k, at_us) VALUES ($1::text, " + pgArrival + ")"
-}
-
-func (s *pgStore) stamps(ctx context.Context, key string) ([]int64, error) {
-	rows, err := s.admin.Query(ctx, "SELECT at_us FROM "+s.cal+" WHERE k = $1 ORDER BY at_us", key)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, pgx.RowTo[int64])
-}
+// pgArriveStmt reads statement_timestamp(): when the server received the
+// command message.
+const pgArriveStmt = "SELECT " + pgArrival
 
 func (s *pgStore) effects(ctx context.Context, token string) (n int, err error) {
 	err = s.admin.QueryRow(ctx, "SELECT count(*) FROM "+s.ctw+" WHERE k = $1", token).Scan(&n)
@@ -107,19 +93,16 @@ func (a *pgApp) session(ctx context.Context) (calSession, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &pgSession{stmt: a.s.arriveStmt(), c: c}, nil
+	return &pgSession{c: c}, nil
 }
 
 func (a *pgApp) close() {}
 
-type pgSession struct {
-	stmt string
-	c    *pgx.Conn
-}
+type pgSession struct{ c *pgx.Conn }
 
-func (p *pgSession) arrive(ctx context.Context, key string) error {
-	_, err := p.c.Exec(ctx, p.stmt, key)
-	return err
+func (p *pgSession) arrive(ctx context.Context) (at int64, err error) {
+	err = p.c.QueryRow(ctx, pgArriveStmt).Scan(&at)
+	return at, err
 }
 
 func (p *pgSession) close() { p.c.Close(context.Background()) }
@@ -186,14 +169,14 @@ func (p *pgNaive) checkThenWrite(ctx context.Context, token string, worker int) 
 	})
 }
 
-func (p *pgNaive) arrive(ctx context.Context, key string) error {
+func (p *pgNaive) arrive(ctx context.Context) (at int64, err error) {
 	c, err := p.get(ctx)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer p.put(c)
-	_, err = c.Exec(ctx, p.s.arriveStmt(), key)
-	return err
+	err = c.QueryRow(ctx, pgArriveStmt).Scan(&at)
+	return at, err
 }
 
 func (p *pgNaive) close() {

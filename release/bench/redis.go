@@ -10,15 +10,6 @@ import (
 	"github.com/racetest/racetest/scenarios/redisstore"
 )
 
-// stampScript is the calibration attempt on Redis: push the server's
-// clock (TIME, µs) to the burst's list. A script runs alone, so a second
-// arrival is stamped only once the first one's script is done: Redis cannot
-// show two arrivals closer than one such script's run time.
-var stampScript = redis.NewScript(`
-local t = redis.call('TIME')
-return redis.call('RPUSH', KEYS[1], t[1] .. string.format('%06d', tonumber(t[2])))
-`)
-
 type redisStore struct {
 	opt    *redis.Options
 	prefix string
@@ -57,20 +48,9 @@ func (s *redisStore) options(dial dialFunc, size int) *redis.Options {
 	return &o
 }
 
-func (s *redisStore) prepare(ctx context.Context) error {
-	return stampScript.Load(ctx, s.admin).Err()
-}
+func (s *redisStore) prepare(context.Context) error { return nil }
 
-func (s *redisStore) calKey(key string) string   { return s.prefix + "cal:" + key }
 func (s *redisStore) ctwKey(token string) string { return s.prefix + "ctw:" + token }
-
-func (s *redisStore) stamps(ctx context.Context, key string) ([]int64, error) {
-	v, err := s.admin.LRange(ctx, s.calKey(key), 0, -1).Result()
-	if err != nil {
-		return nil, err
-	}
-	return parseStamps(v)
-}
 
 func (s *redisStore) effects(ctx context.Context, token string) (int, error) {
 	n, err := s.admin.LLen(ctx, s.ctwKey(token)).Result()
@@ -102,8 +82,12 @@ type redisSession struct {
 	cn *redis.Conn
 }
 
-func (r *redisSession) arrive(ctx context.Context, key string) error {
-	return stampScript.Run(ctx, r.cn, []string{r.s.calKey(key)}).Err()
+// arrive is TIME: Redis reads its clock as it runs the command. The server
+// runs commands one after another, so two arrivals are never seen closer
+// than one command's run.
+func (r *redisSession) arrive(ctx context.Context) (int64, error) {
+	t, err := r.cn.Time(ctx).Result()
+	return t.UnixMicro(), err
 }
 
 func (r *redisSession) close() { r.cn.Close() }
@@ -128,8 +112,9 @@ func (r *redisNaive) checkThenWrite(ctx context.Context, token string, worker in
 	return r.cl.RPush(ctx, r.s.ctwKey(token), worker).Err()
 }
 
-func (r *redisNaive) arrive(ctx context.Context, key string) error {
-	return stampScript.Run(ctx, r.cl, []string{r.s.calKey(key)}).Err()
+func (r *redisNaive) arrive(ctx context.Context) (int64, error) {
+	t, err := r.cl.Time(ctx).Result()
+	return t.UnixMicro(), err
 }
 
 func (r *redisNaive) close() { r.cl.Close() }

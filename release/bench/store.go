@@ -3,6 +3,8 @@ package bench
 import (
 	"context"
 	"net"
+	"sort"
+	"sync"
 	"time"
 
 	"github.com/racetest/racetest/runner"
@@ -11,18 +13,15 @@ import (
 // dialFunc is scenarios.DialFunc; nil dials with the driver's own dialer.
 type dialFunc = func(ctx context.Context, network, addr string) (net.Conn, error)
 
-// store is one server's part of the benchmark, all of it under the run's
-// prefix: the calibration table (or keys and script), the naive launcher's
-// check-then-write table, and the pools that reach them.
+// store is one server's part of the benchmark: the naive launcher's
+// check-then-write table (under the run's prefix), and the pools of the
+// calibration target and of the naive launcher.
 type store interface {
-	// prepare creates the calibration and naive tables.
+	// prepare creates the naive launcher's table.
 	prepare(ctx context.Context) error
 	// open is one replica's pool for the calibration target, dialling
 	// through dial; each session holds one connection of it.
 	open(ctx context.Context, dial dialFunc, workers int) (calApp, error)
-	// stamps returns the arrival of each attempt at key, in µs of the
-	// server's clock.
-	stamps(ctx context.Context, key string) ([]int64, error)
 	// naive opens a fresh pool with the driver's defaults, as a hand-written
 	// race test would.
 	naive(ctx context.Context) (naivePool, error)
@@ -39,9 +38,9 @@ type calApp interface {
 
 // calSession is one worker's connection to the calibration target.
 type calSession interface {
-	// arrive is the calibration attempt: one statement that stamps its
-	// arrival at key with the server's clock.
-	arrive(ctx context.Context, key string) error
+	// arrive is the calibration attempt: one request that reads the server's
+	// clock when the server starts on it, in µs since the epoch.
+	arrive(ctx context.Context) (int64, error)
 	close()
 }
 
@@ -50,20 +49,25 @@ type naivePool interface {
 	// checkThenWrite runs the scenario's statements: read token, and if
 	// absent, write it.
 	checkThenWrite(ctx context.Context, token string, worker int) error
-	arrive(ctx context.Context, key string) error
+	arrive(ctx context.Context) (int64, error)
 	close()
 }
 
 // calTarget is the calibration target as the runner drives it: each attempt
-// stamps its arrival with the server's clock. It is prepared once by the
-// bench and reused by every chunk.
+// reads the server's clock as the server starts on it.
 type calTarget struct {
-	st     store
-	dial   dialFunc
-	tag    string
-	offset int
+	st   store
+	dial dialFunc
+	mu   sync.Mutex
+	cur  calBurst
 	// seen collects each burst's arrival stamps.
 	seen []calBurst
+}
+
+func (t *calTarget) stamp(at int64) {
+	t.mu.Lock()
+	t.cur = append(t.cur, at)
+	t.mu.Unlock()
 }
 
 // calBurst is one burst's arrivals, in µs of the server's clock, sorted.
@@ -94,24 +98,26 @@ func (b calBurst) executed(window time.Duration) int {
 	return n
 }
 
-func (t *calTarget) key(burst int) string { return t.tag + ":" + itoa(t.offset+burst) }
-
 func (t *calTarget) Prepare(context.Context) error { return nil }
 func (t *calTarget) Cleanup(context.Context) error { return nil }
 
 func (t *calTarget) Reset(_ context.Context, burst int) (runner.Subject, error) {
-	return runner.Subject{Burst: burst, Key: t.key(burst)}, nil
+	t.mu.Lock()
+	t.cur = nil
+	t.mu.Unlock()
+	return runner.Subject{Burst: burst}, nil
 }
 
 // Effects records the burst's stamps; the count it returns is the arrivals,
 // which the bench does not judge as effects.
-func (t *calTarget) Effects(ctx context.Context, s runner.Subject) (int, error) {
-	st, err := t.st.stamps(ctx, s.Key)
-	if err != nil {
-		return 0, err
-	}
-	t.seen = append(t.seen, st)
-	return len(st), nil
+func (t *calTarget) Effects(context.Context, runner.Subject) (int, error) {
+	t.mu.Lock()
+	b := t.cur
+	t.cur = nil
+	t.mu.Unlock()
+	sort.Slice(b, func(i, j int) bool { return b[i] < b[j] })
+	t.seen = append(t.seen, b)
+	return len(b), nil
 }
 
 func (t *calTarget) Open(ctx context.Context, _ int, workers int) (runner.App, error) {
@@ -119,28 +125,36 @@ func (t *calTarget) Open(ctx context.Context, _ int, workers int) (runner.App, e
 	if err != nil {
 		return nil, err
 	}
-	return calRunnerApp{a}, nil
+	return calRunnerApp{a, t}, nil
 }
 
-type calRunnerApp struct{ a calApp }
+type calRunnerApp struct {
+	a calApp
+	t *calTarget
+}
 
 func (a calRunnerApp) Session(ctx context.Context, _ int) (runner.Session, error) {
 	s, err := a.a.session(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return calRunnerSession{s}, nil
+	return calRunnerSession{s, a.t}, nil
 }
 
 func (a calRunnerApp) Close() error { a.a.close(); return nil }
 
-type calRunnerSession struct{ s calSession }
+type calRunnerSession struct {
+	s calSession
+	t *calTarget
+}
 
-func (s calRunnerSession) Attempt(ctx context.Context, subj runner.Subject, w *runner.Worker) runner.Outcome {
+func (s calRunnerSession) Attempt(ctx context.Context, _ runner.Subject, w *runner.Worker) runner.Outcome {
 	w.Mark("check")
-	if err := s.s.arrive(ctx, subj.Key); err != nil {
+	at, err := s.s.arrive(ctx)
+	if err != nil {
 		return runner.Failed(err)
 	}
+	s.t.stamp(at)
 	return runner.Done()
 }
 
@@ -171,6 +185,21 @@ func (r *reused) Reset(ctx context.Context, burst int) (runner.Subject, error) {
 }
 
 func (r *reused) Cleanup(context.Context) error { return nil }
+
+// Server and Notes pass the scenario's own through.
+func (r *reused) Server() string {
+	if d, ok := r.Target.(runner.Describer); ok {
+		return d.Server()
+	}
+	return ""
+}
+
+func (r *reused) Notes() []string {
+	if n, ok := r.Target.(runner.Noter); ok {
+		return n.Notes()
+	}
+	return nil
+}
 
 // drop cleans up what Prepare made, once, at the end of the bench.
 func (r *reused) drop(ctx context.Context) error {
