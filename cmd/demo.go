@@ -43,7 +43,7 @@ func NewCmdDemo(f *Factory, runF func(context.Context, *DemoOptions) error) *cob
 	}
 	fs := c.Flags()
 	fs.StringVarP(&opts.Backend, "backend", "b", "memory", "where the shared state lives (see 'racetest list')")
-	fs.StringVarP(&opts.Format, "format", "o", "table", "output format: table or json")
+	fs.StringVarP(&opts.Format, "format", "o", "table", "output format: table, json, junit or markdown")
 	fs.BoolVar(&opts.Timeline, "timeline", true, "draw the example burst of each RACE as a timeline (table format)")
 	fs.BoolVar(&opts.Strict, "strict", false, "fail (exit 4) when a SAFE scenario's bursts did not overlap enough to prove anything")
 	opts.Shape.register(fs, 8, 100)

@@ -58,7 +58,7 @@ func NewCmdRun(f *Factory, runF func(context.Context, *RunOptions) error) *cobra
 	}
 	fs := c.Flags()
 	fs.StringVarP(&opts.Backend, "backend", "b", "memory", "where the shared state lives (see 'racetest list')")
-	fs.StringVarP(&opts.Format, "format", "o", "table", "output format: table or json")
+	fs.StringVarP(&opts.Format, "format", "o", "table", "output format: table, json, junit or markdown")
 	fs.StringVar(&opts.Expect, "expect", "safe", "what the run must show: safe, race, or max=N effects per burst")
 	fs.BoolVar(&opts.Strict, "strict", false, "fail (exit 4) when the bursts did not overlap enough to prove anything")
 	fs.BoolVar(&opts.Timeline, "timeline", true, "draw the example burst of a RACE as a timeline (table format)")
