@@ -419,3 +419,35 @@ func orDefault(s, def string) string {
 	}
 	return s
 }
+
+// mongo's pool is shared by a replica's workers: forced onto it, the wire
+// finds no connection of a worker's own and the run falls back to the gate,
+// saying so. (release.New does not even try; this is the runner's own
+// check.) Should the backend give each worker a connection one day, the
+// attempts must then be held, and the report say that instead.
+func TestMongoIsReleasedAtTheWireOrSaysWhyNot(t *testing.T) {
+	const n = 4
+	w := NewWire("mongo", patientWait)
+	p := scenarios.Params{RunID: scenarios.NewRunID(), Attempts: n, Replicas: 1, Dial: w.Dial,
+		Conn: scenarios.Connections{MongoURI: os.Getenv("RACETEST_MONGO_URI")}}
+	tg, err := builtin.Registry().Build(context.Background(), scenarios.ConditionalUpdate, "mongo", p)
+	if err != nil {
+		conformance.Unavailable(t, "mongo", err)
+	}
+	res := run(t, tg, w, n, 3)
+	note := strings.Join(res.Notes, "\n")
+	switch res.Release {
+	case "gate":
+		if !strings.Contains(note, "release: last-byte was asked for, but") {
+			t.Errorf("fell back to the gate without saying so: notes %q", res.Notes)
+		}
+	case "last-byte":
+		for _, b := range res.Bursts {
+			if b.Wire.Late != 0 || b.Wire.Held == 0 {
+				t.Errorf("burst %d: %+v", b.Index, b.Wire)
+			}
+		}
+	default:
+		t.Errorf("release %q", res.Release)
+	}
+}
