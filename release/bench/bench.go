@@ -22,6 +22,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"runtime"
+	"strings"
 	"time"
 
 	"github.com/racetest/racetest/release"
@@ -43,7 +46,7 @@ func Modes() []string { return []string{Naive, Gate, LastByte} }
 // machine).
 var (
 	DefaultBackends = []string{"redis", "mysql", "postgres"}
-	DefaultAttempts = []int{2, 8, 32}
+	DefaultAttempts = []int{2, 8, 16, 32}
 	DefaultWindows  = []time.Duration{2 * time.Microsecond, 5 * time.Microsecond, 10 * time.Microsecond,
 		20 * time.Microsecond, 50 * time.Microsecond, 100 * time.Microsecond, 200 * time.Microsecond,
 		500 * time.Microsecond, time.Millisecond, 2 * time.Millisecond}
@@ -138,6 +141,13 @@ type Report struct {
 	Elapsed     time.Duration
 	// Skipped names backends whose server did not answer, with why.
 	Skipped map[string]string
+	// CPUs and the load average before and after: a loaded machine delays
+	// the servers' own threads, whatever the release.
+	CPUs                  int
+	LoadBefore, LoadAfter string
+	// Prefixes are the namespaces of everything the bench made, by backend:
+	// all of it is dropped at the end.
+	Prefixes map[string][]string
 }
 
 // Run carries out the bench. A backend whose server does not answer is
@@ -145,7 +155,9 @@ type Report struct {
 func Run(ctx context.Context, cfg Config) (*Report, error) {
 	cfg.defaults()
 	start := time.Now()
-	rep := &Report{Config: cfg, Servers: map[string]string{}, Skipped: map[string]string{}}
+	rep := &Report{Config: cfg, Servers: map[string]string{}, Skipped: map[string]string{}, Prefixes: map[string][]string{},
+		CPUs: runtime.NumCPU(), LoadBefore: loadAverage()}
+	defer func() { rep.LoadAfter = loadAverage() }()
 	for _, b := range cfg.Backends {
 		if err := runBackend(ctx, &cfg, rep, b); err != nil {
 			if ctx.Err() != nil {
@@ -210,6 +222,7 @@ type tally struct {
 
 func runBackend(ctx context.Context, cfg *Config, rep *Report, backend string) error {
 	prefix := "racetest_" + scenarios.NewRunID() + "_bench_"
+	rep.Prefixes[backend] = append(rep.Prefixes[backend], prefix)
 	st, err := openStore(ctx, backend, cfg.Conn, prefix)
 	if err != nil {
 		return &skipError{err}
@@ -232,6 +245,9 @@ func runBackend(ctx context.Context, cfg *Config, rep *Report, backend string) e
 		}
 		c := &cell{cfg: cfg, backend: backend, n: n, st: st, rows: map[string]*tally{}, calRows: map[string]*tally{}}
 		err := c.run(ctx, rep)
+		for _, t := range c.ctw {
+			rep.Prefixes[backend] = append(rep.Prefixes[backend], t.prefix)
+		}
 		c.close(ctx)
 		if err != nil {
 			return err
@@ -262,7 +278,7 @@ func (c *cell) run(ctx context.Context, rep *Report) error {
 		if err != nil {
 			return &skipError{err}
 		}
-		c.ctw[mode] = &reused{Target: t}
+		c.ctw[mode] = &reused{Target: t, prefix: p.Prefix()}
 	}
 	c.cal = map[string]*calTarget{}
 	for mode, dial := range map[string]dialFunc{Naive: nil, Gate: nil, LastByte: c.calWire.Dial} {
@@ -432,4 +448,18 @@ func (c *cell) report(rep *Report) {
 		}
 		rep.Resolutions = append(rep.Resolutions, res)
 	}
+}
+
+// loadAverage is the 1-minute load average, or "" where /proc/loadavg is
+// not there.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return ""
+	}
+	return f[0]
 }

@@ -165,6 +165,7 @@ func (s calRunnerSession) Close() error { s.s.close(); return nil }
 // bench at the end.
 type reused struct {
 	runner.Target
+	prefix   string
 	prepared bool
 	offset   int
 }

@@ -22,6 +22,9 @@ func (r *Report) Print(w io.Writer) {
 		}
 	}
 	fmt.Fprintf(w, "servers: %s\n", strings.Join(servers, ", "))
+	if r.LoadBefore != "" {
+		fmt.Fprintf(w, "machine: %d CPUs, load average %s before and %s after\n", r.CPUs, r.LoadBefore, r.LoadAfter)
+	}
 	for _, b := range sortedKeys(r.Skipped) {
 		fmt.Fprintf(w, "skipped %s: %s\n", b, r.Skipped[b])
 	}
