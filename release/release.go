@@ -80,7 +80,14 @@ var wireBackends = map[string]bool{"redis": true, "mysql": true, "postgres": tru
 var why = map[string]string{
 	"memory": "the memory backend has no wire: its attempts never leave the process",
 	"mongo":  "the mongo backend shares one connection pool among a replica's workers, so one worker's request cannot be told from another's",
+	// 'run --processes': the attempts go over HTTP to 'racetest serve'
+	// replicas, whose own database connections are not the workers'.
+	Processes: "with --processes the attempts reach the replicas over HTTP, and the replicas' database connections are not the workers' own",
 }
+
+// Processes is the backend name to pass to New for a run whose replicas are
+// processes.
+const Processes = "processes"
 
 // Plan is a release mode made ready for one run on one backend.
 type Plan struct {
@@ -113,7 +120,7 @@ func New(mode, backend string) (*Plan, error) {
 			reason = fmt.Sprintf("backend %s does not dial through racetest's connection hook", backend)
 		}
 		p.Mode = Gate
-		p.Warning = fmt.Sprintf("release %s does not apply here: %s; released through the gate instead", m, reason)
+		p.Warning = fmt.Sprintf("%s does not apply here: %s; released through the gate instead", m, reason)
 		return p, nil
 	}
 	p.Wire = NewWire(backend, 0)
