@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -40,6 +41,7 @@ type Wire struct {
 	dialer   net.Dialer
 	parkWait time.Duration
 	cut      framer
+	writers  int // threads that write the held tails at once
 	// held, when set (by tests), sees every request held back.
 	held func(worker int, request []byte)
 
@@ -63,7 +65,7 @@ func NewWire(backend string, parkWait time.Duration) *Wire {
 	if cut == nil {
 		cut = lastByteOnly
 	}
-	return &Wire{parkWait: parkWait, cut: cut, notify: make(chan struct{}, 1)}
+	return &Wire{parkWait: parkWait, cut: cut, writers: runtime.GOMAXPROCS(0), notify: make(chan struct{}, 1)}
 }
 
 var _ runner.WireRelease = (*Wire)(nil)
@@ -216,12 +218,7 @@ wait:
 	w.open = false
 	parked := w.parked
 	w.mu.Unlock()
-	for _, pk := range parked {
-		if pk.once.CompareAndSwap(false, true) {
-			pk.n, pk.err = pk.c.Conn.Write(pk.tail)
-			pk.at = time.Now()
-		}
-	}
+	w.writeAll(parked)
 	w.mu.Lock()
 	for _, pk := range parked {
 		if !pk.at.IsZero() {
@@ -231,6 +228,66 @@ wait:
 	w.mu.Unlock()
 	for _, pk := range parked {
 		close(pk.wake)
+	}
+}
+
+// writeAll writes every held tail. One thread writes one tail every few
+// µs (each write on loopback also runs the receiver's side of TCP and wakes
+// the server): a server that starts on the first request before the second
+// lands may finish it first. Redis then served the first connection's next
+// command before the second's first one in 4-7% of bursts at N=2, and a
+// server thread woken by the loop's thread tends to wait for that CPU. So
+// the tails are shared among up to GOMAXPROCS threads that spin on one flag
+// and write at once: measured here, interleaved, Redis check-then-write at
+// N=2 went from 371-390/400 exposed to 399-400/400, and MySQL and
+// PostgreSQL were no worse.
+func (w *Wire) writeAll(parked []*park) {
+	k := min(w.writers, len(parked))
+	if k < 2 {
+		for _, pk := range parked {
+			w.write(pk)
+		}
+		return
+	}
+	share := func(g int) []*park { return parked[g*len(parked)/k : (g+1)*len(parked)/k] }
+	var ready atomic.Int32
+	var start atomic.Bool
+	var wg sync.WaitGroup
+	for g := 1; g < k; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ready.Add(1)
+			for !start.Load() {
+			}
+			for _, pk := range share(g) {
+				w.write(pk)
+			}
+		}()
+	}
+	// A helper the machine does not run in time leaves its share to this
+	// loop: whoever comes first writes a tail, once.
+	deadline := time.Now().Add(helperWait)
+	for ready.Load() < int32(k-1) && time.Now().Before(deadline) {
+	}
+	start.Store(true)
+	for _, pk := range share(0) {
+		w.write(pk)
+	}
+	for _, pk := range parked {
+		w.write(pk)
+	}
+	wg.Wait()
+}
+
+// helperWait bounds how long the release waits for its helper threads to
+// spin up before it writes their tails itself.
+const helperWait = 200 * time.Microsecond
+
+func (w *Wire) write(pk *park) {
+	if pk.once.CompareAndSwap(false, true) {
+		pk.n, pk.err = pk.c.Conn.Write(pk.tail)
+		pk.at = time.Now()
 	}
 }
 
