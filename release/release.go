@@ -6,12 +6,17 @@
 //     pre-dialled connection and parks on one gate, which opens once. Works on
 //     every backend, the embedded one included.
 //   - last-byte: each worker starts its attempt at once; its connection sends
-//     the first request of the attempt's first step except its final byte and
-//     parks; when every attempt has parked (or a bounded wait ran out) one loop
-//     writes every final byte. The requests are then complete at the server
-//     within microseconds of each other, whatever the Go scheduler did. It
-//     needs a backend whose driver dials through scenarios.Params.Dial and
-//     gives each worker a connection of its own.
+//     the first request of the attempt's first step (the first request written
+//     after the attempt's first w.Mark) except the final byte of its first
+//     protocol message, and parks; when every attempt has parked (or a bounded
+//     wait ran out) the held bytes are written at once, by one loop per CPU.
+//     The requests are then complete at the server within microseconds of each
+//     other, whatever the Go scheduler did. A driver's own round trips (a
+//     prepare, a ping, a statement close) pass and the request after them is
+//     held. It needs a backend whose driver dials through
+//     scenarios.Params.Dial and gives each worker a connection of its own.
+//
+// A Plan, and its Wire, serve one run at a time.
 //
 // A run asks for a mode with New, which falls back to the gate, with a
 // warning, where the mode does not apply:

@@ -20,7 +20,7 @@ import (
 const DefaultParkWait = 100 * time.Millisecond
 
 // selfRelease is how long past the park wait a held request waits for the
-// release loop before it sends its last byte itself: a guard against a
+// release before it sends its tail itself: a guard against a
 // releaser that is never called, so that no connection can hang.
 const selfRelease = 2 * time.Second
 
@@ -193,8 +193,8 @@ func (w *Wire) signal() {
 }
 
 // Release waits until every attempt of the wave has parked or finished, at
-// most the park wait (or until ctx ends), then writes every held byte in
-// one loop, and only then wakes the parked writers.
+// most the park wait (or until ctx ends), then writes every held tail (see
+// writeAll), and only then wakes the parked writers.
 func (w *Wire) Release(ctx context.Context) {
 	t := time.NewTimer(w.parkWait)
 	defer t.Stop()
