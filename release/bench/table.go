@@ -43,7 +43,7 @@ func (r *Report) Print(w io.Writer) {
 	}
 	tw.Flush()
 	fmt.Fprintln(w, `  SPREAD: first to last attempt released, client-side (naive: goroutine starts; gate: gate open to
-          each worker running; last-byte: each request's last byte written). OVERLAP: most attempts in
+          each worker running; last-byte: each held write returned, an upper bound). OVERLAP: most attempts in
           flight at once. ARRIVAL: first to last arrival by the server's clock (MySQL NOW(6), PostgreSQL
           statement_timestamp(), Redis TIME), measured on the calibration target at the same N and mode.
           NOT SYNCED: last-byte attempts whose request missed the release and went out late.`)
