@@ -88,6 +88,7 @@ func TestBadInputIsAUsageError(t *testing.T) {
 		{[]string{"explain", "nope"}, `unknown scenario "nope"`},
 		{[]string{"frobnicate"}, "unknown command"},
 		{[]string{"run", "check-then-write", "--deploy"}, "--waves 2"},
+		{[]string{"run", "check-then-write", "--release", "sideways"}, "--release"},
 	} {
 		out, errOut, code := execCmd(t, false, c.args...)
 		if code != ExitUsage {
@@ -199,5 +200,22 @@ func TestInterruptedRunExits130(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "interrupted after") {
 		t.Errorf("the report does not say what finished:\n%s", out)
+	}
+}
+
+func TestReleaseFallsBackLoudly(t *testing.T) {
+	out, errOut, code := execCmd(t, false, "run", "check-then-write", "-n", "4", "--bursts", "5", "--expect", "race", "--release", "last-byte", "-o", "json")
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(errOut, "warning") || !strings.Contains(errOut, "gate") {
+		t.Errorf("no warning that memory falls back to the gate: %q", errOut)
+	}
+	var doc report.Document
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Runs[0].Release != "gate" || !strings.Contains(strings.Join(doc.Runs[0].Notes, "\n"), "gate") {
+		t.Errorf("report says release %q, notes %q; want the gate, said in a note", doc.Runs[0].Release, doc.Runs[0].Notes)
 	}
 }

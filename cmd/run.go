@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/racetest/racetest/release"
 	"github.com/racetest/racetest/report"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/spf13/cobra"
@@ -23,6 +24,8 @@ type RunOptions struct {
 	Processes bool
 	// RestartBetween restarts the replicas between two waves: --waves 2 --deploy.
 	RestartBetween bool
+	// Release is how the attempts leave the client: gate or last-byte.
+	Release string
 }
 
 // NewCmdRun builds 'racetest run'. Tests pass runF to capture the options.
@@ -34,7 +37,8 @@ func NewCmdRun(f *Factory, runF func(context.Context, *RunOptions) error) *cobra
 		Example: `  racetest run check-then-write
   racetest run memory-set --replicas 3
   racetest run conditional-update --backend postgres -n 32 --bursts 500
-  racetest run check-then-write --expect race --format json`,
+  racetest run check-then-write --expect race --format json
+  racetest run check-then-write --backend redis -n 2 --release last-byte`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return usageErrorf("run takes one scenario (see 'racetest list'), got %d arguments", len(args))
@@ -65,6 +69,7 @@ func NewCmdRun(f *Factory, runF func(context.Context, *RunOptions) error) *cobra
 	opts.Shape.register(fs, 16, 100)
 	fs.BoolVar(&opts.Processes, "processes", false, "run each replica as a real 'racetest serve' process; attempts reach them over HTTP, round-robin")
 	fs.BoolVar(&opts.RestartBetween, "restart-between", false, "restart the replicas between two waves at the same subject (a deploy): --waves 2 --deploy")
+	fs.StringVar(&opts.Release, "release", string(release.Default), "how each burst's attempts are released: gate, or last-byte (each first request held back by its last byte, all released in one loop; redis, mysql, postgres)")
 	return c
 }
 
@@ -90,15 +95,31 @@ func runRun(ctx context.Context, o *RunOptions) error {
 	if err := o.Shape.validate(); err != nil {
 		return err
 	}
+	releaseOn := o.Backend
+	if o.Processes {
+		releaseOn = release.Processes
+	}
+	rel, err := release.New(o.Release, releaseOn)
+	if err != nil {
+		return usageError(fmt.Errorf("--release: %w", err))
+	}
+	if rel.Warning != "" {
+		fmt.Fprintln(o.IO.ErrOut, "racetest: warning: "+rel.Warning)
+	}
 	p := o.Shape.params(o.Shape.Replicas)
 	if err := p.Validate(); err != nil {
 		return usageError(err)
 	}
+	p.Dial = rel.Dial
 	cfg := o.Shape.config(spec, o.Shape.Replicas, o.Shape.Waves, o.Shape.Deploy)
+	for _, opt := range rel.Options() {
+		opt(&cfg)
+	}
 	pl := plan{
 		Case: report.Case{
 			Name: spec.Name, Scenario: spec.Name, Backend: o.Backend, Lesson: spec.Lesson,
 			Expect: expect, Strict: o.Strict, Settings: settings(o.Backend, p, cfg),
+			Release: string(rel.Mode),
 		},
 		Params: p, Config: cfg,
 	}

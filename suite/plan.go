@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/racetest/racetest/release"
 	"github.com/racetest/racetest/report"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
@@ -227,6 +228,9 @@ func (c *checker) plan(path string, k *Case) (Plan, bool) {
 		c.fail(path, "deploy restarts replicas between waves: add waves: 2 or more")
 	}
 	if k.HTTP != nil {
+		if k.Release != nil {
+			c.fail(path+".release", "an HTTP case releases its requests by http.release (barrier, last-byte, single-packet, naive): move it there")
+		}
 		c.httpCase(path, k, sh, &p)
 	} else {
 		c.scenarioCase(path, k, sh, &p)
@@ -286,6 +290,17 @@ func (c *checker) scenarioCase(path string, k *Case, sh shape, p *Plan) {
 		runner.Waves(sh.waves), runner.Deploy(sh.deploy), runner.Allowed(spec.Allowed),
 		runner.Timeout(sh.timeout), runner.Keep(sh.keep || c.o.Keep),
 	)
+	// A mode that does not apply to the backend falls back to the gate; the
+	// run's notes say so (Plan.Options), never silently.
+	rel, err := release.New(sh.release, b.Name)
+	if err != nil {
+		c.fail(path+".release", "%v", err)
+		return
+	}
+	params.Dial = rel.Dial
+	for _, opt := range rel.Options() {
+		opt(&cfg)
+	}
 	if !c.prove(path, k, expect, &cfg, p) {
 		return
 	}
@@ -304,7 +319,7 @@ func (c *checker) scenarioCase(path string, k *Case, sh shape, p *Plan) {
 	}
 	p.Case = report.Case{
 		Name: name, Scenario: spec.Name, Backend: b.Name, Lesson: spec.Lesson,
-		Expect: expect, Strict: c.o.Strict,
+		Expect: expect, Strict: c.o.Strict, Release: string(rel.Mode),
 	}
 	p.Params, p.Config, p.OnServer = params, cfg, rules
 }
@@ -517,6 +532,7 @@ type shape struct {
 	gap, latency, ttl, timeout        time.Duration
 	seed                              int64
 	isolation, engine, variant        string
+	release                           string
 }
 
 // shape checks the knobs written at path (defaults or one case).
@@ -534,6 +550,11 @@ func (c *checker) shape(path string, sh Shape) {
 	} {
 		if n.v != nil && *n.v < n.min {
 			c.fail(path+"."+n.key, "%s must be at least %d (got %d)%s", n.key, n.min, *n.v, n.why)
+		}
+	}
+	if sh.Release != nil {
+		if _, err := release.ParseMode(*sh.Release); err != nil {
+			c.fail(path+".release", "%v", err)
 		}
 	}
 	for _, d := range []struct {
@@ -600,6 +621,7 @@ func (c *checker) merged(k Shape) shape {
 		variant:   strOr(k.Variant, nil),
 		isolation: strOr(k.Isolation, d.Isolation),
 		engine:    strOr(k.Engine, d.Engine),
+		release:   strOr(k.Release, d.Release),
 	}
 	if k.Seed != nil {
 		sh.seed = *k.Seed

@@ -60,6 +60,10 @@ type Shape struct {
 	Variant   *string `yaml:"variant"`
 	// Keep leaves the run's namespaced objects in the store.
 	Keep *bool `yaml:"keep"`
+	// Release is how a scenario's attempts leave the client: gate
+	// (default) or last-byte (redis, mysql, postgres). An HTTP case sets
+	// its own under http.release.
+	Release *string `yaml:"release"`
 }
 
 // Connections are the servers' addresses, by backend. The word "default"

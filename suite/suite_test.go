@@ -483,3 +483,20 @@ func TestRedact(t *testing.T) {
 		}
 	}
 }
+
+func TestReleaseMode(t *testing.T) {
+	ps, err := plans(t, "defaults:\n  connections: {redis: default}\ncases:\n  - {scenario: check-then-write, backend: redis, release: last-byte}\n  - {scenario: check-then-write, release: last-byte}\n", suite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ps[0].Case.Release != "last-byte" || ps[0].Params.Dial == nil {
+		t.Errorf("redis last-byte: release %q, dial set %v", ps[0].Case.Release, ps[0].Params.Dial != nil)
+	}
+	// memory has no wire: the gate, with a note saying so.
+	if ps[1].Case.Release != "gate" || ps[1].Params.Dial != nil || len(ps[1].Config.Notes) == 0 {
+		t.Errorf("memory last-byte: release %q, dial set %v, notes %q", ps[1].Case.Release, ps[1].Params.Dial != nil, ps[1].Config.Notes)
+	}
+	if _, err := plans(t, "cases:\n  - {scenario: check-then-write, release: sideways}\n", suite.Options{}); err == nil || !strings.Contains(err.Error(), "sideways") {
+		t.Errorf("unknown mode: err = %v", err)
+	}
+}
