@@ -333,15 +333,17 @@ func (e *engine) wave(ctx context.Context, s Subject, wave int) (spread time.Dur
 		w.Wave = wave
 		go func(i int, w *Worker, sess Session) {
 			defer done.Done()
-			ready.Done()
-			<-gate
-			w.base = base
-			w.marks = w.marks[:0]
-			w.Mark("released")
+			// Everything that can be done before the gate is: after it, a
+			// worker should do nothing but its attempt.
 			actx, cancel := ctx, context.CancelFunc(nil)
 			if e.cfg.Timeout > 0 {
 				actx, cancel = context.WithTimeoutCause(ctx, e.cfg.Timeout, ErrTimeout)
 			}
+			w.marks = w.marks[:0]
+			ready.Done()
+			<-gate
+			w.base = base
+			w.Mark("released")
 			o := sess.Attempt(actx, s, w)
 			if o.Class == Error && errors.Is(context.Cause(actx), ErrTimeout) {
 				o = Outcome{Class: Unknown, Err: o.Err}
