@@ -89,6 +89,7 @@ func TestBadInputIsAUsageError(t *testing.T) {
 		{[]string{"frobnicate"}, "unknown command"},
 		{[]string{"run", "check-then-write", "--deploy"}, "--waves 2"},
 		{[]string{"run", "check-then-write", "--release", "sideways"}, "--release"},
+		{[]string{"run", "check-then-write", "--variant", "sideways"}, `no variant "sideways"`},
 	} {
 		out, errOut, code := execCmd(t, false, c.args...)
 		if code != ExitUsage {

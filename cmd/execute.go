@@ -54,6 +54,18 @@ func execute(ctx context.Context, f *Factory, plans []plan, each func(report.Cas
 	return cases
 }
 
+// badParam returns the first case a backend refused for a parameter, as a
+// usage error: a run whose only case never began reports nothing else.
+func badParam(cases []report.Case) error {
+	for _, c := range cases {
+		var bad *scenarios.ParamError
+		if errors.As(c.Err, &bad) {
+			return usageError(fmt.Errorf("%s on %s: %w", c.Scenario, c.Backend, bad))
+		}
+	}
+	return nil
+}
+
 // verdictError turns the cases' assessments into the command's error, and
 // so its exit code: interrupted, then setup errors, then violated
 // expectations, then (with --strict) inconclusive runs.
@@ -62,9 +74,13 @@ func verdictError(ctx context.Context, cases []report.Case) error {
 	violated, inconclusive := 0, 0
 	for _, c := range cases {
 		a := report.Assess(c)
+		var bad *scenarios.ParamError
 		switch {
 		case a.Interrupted || errors.Is(c.Err, context.Canceled):
 			return context.Canceled
+		case errors.As(c.Err, &bad):
+			// A backend refused a parameter before the run began: bad input.
+			return usageError(fmt.Errorf("%s on %s: %w", c.Scenario, c.Backend, bad))
 		case c.Err != nil:
 			setup = append(setup, fmt.Sprintf("%s on %s: %v", c.Scenario, c.Backend, c.Err))
 		case !a.Met && a.Verdict == report.Inconclusive:

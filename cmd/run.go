@@ -130,6 +130,9 @@ func runRun(ctx context.Context, o *RunOptions) error {
 		}
 	}
 	cases := execute(ctx, f, []plan{pl}, nil)
+	if err := badParam(cases); err != nil {
+		return err
+	}
 	if err := reporter(o.IO.Out, cases, report.Options{
 		Color: o.IO.Color(), Timeline: o.Timeline, Version: version(),
 	}); err != nil {

@@ -122,6 +122,16 @@ func NewRunID() string {
 // Prefix is the namespace every object of the run starts with.
 func (p Params) Prefix() string { return "racetest_" + p.RunID + "_" }
 
+// ParamError is a parameter a backend cannot use (an unknown variant,
+// isolation level or engine): bad input, not a failing server.
+type ParamError struct{ Err error }
+
+func (e *ParamError) Error() string { return e.Err.Error() }
+func (e *ParamError) Unwrap() error { return e.Err }
+
+// BadParam marks err as a ParamError.
+func BadParam(err error) error { return &ParamError{Err: err} }
+
 // Validate reports parameters no backend could use.
 func (p Params) Validate() error {
 	switch {

@@ -76,6 +76,6 @@ func (vs variants) pick(scenario, asked string) (string, error) {
 	if slices.Contains(vs, asked) {
 		return asked, nil
 	}
-	return "", fmt.Errorf("%s has no variant %q; use --variant with one of: %s (see 'racetest explain %s')",
-		scenario, asked, strings.Join(vs, ", "), scenario)
+	return "", scenarios.BadParam(fmt.Errorf("%s has no variant %q; use --variant with one of: %s (see 'racetest explain %s')",
+		scenario, asked, strings.Join(vs, ", "), scenario))
 }

@@ -35,6 +35,9 @@ func factory(name string, attempt attemptFunc) scenarios.Factory {
 		if err := p.Validate(); err != nil {
 			return nil, err
 		}
+		if p.Variant != "" {
+			return nil, scenarios.BadParam(fmt.Errorf("memory: %s has no variant %q on the embedded store; drop --variant", name, p.Variant))
+		}
 		if p.TTL == 0 {
 			p.TTL = scenarios.DefaultTTL
 		}

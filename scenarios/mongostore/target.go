@@ -46,7 +46,7 @@ func factory(k kind) scenarios.Factory {
 			if k.name == scenarios.UniqueInsert {
 				known = VariantOneActive
 			}
-			return nil, fmt.Errorf("mongo: %s has no variant %q (known: %s)", k.name, p.Variant, known)
+			return nil, scenarios.BadParam(fmt.Errorf("mongo: %s has no variant %q (known: %s)", k.name, p.Variant, known))
 		}
 		c, err := newConn(p)
 		if err != nil {

@@ -39,7 +39,7 @@ func EngineName(engine string) (string, error) {
 	if e, ok := engines[strings.ToLower(engine)]; ok {
 		return e, nil
 	}
-	return "", fmt.Errorf("mysql: unknown --engine %q (known: innodb, myisam, aria)", engine)
+	return "", scenarios.BadParam(fmt.Errorf("mysql: unknown --engine %q (known: innodb, myisam, aria)", engine))
 }
 
 // IsolationLevel returns the SQL spelling of --isolation ("" is the server's
@@ -52,7 +52,7 @@ func IsolationLevel(isolation string) (string, error) {
 	if l, ok := isolationLevels[key]; ok {
 		return l, nil
 	}
-	return "", fmt.Errorf("mysql: unknown --isolation %q (known: read-uncommitted, read-committed, repeatable-read, serializable)", isolation)
+	return "", scenarios.BadParam(fmt.Errorf("mysql: unknown --isolation %q (known: read-uncommitted, read-committed, repeatable-read, serializable)", isolation))
 }
 
 // ServerInfo is what the server says it is.

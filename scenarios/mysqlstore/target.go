@@ -62,7 +62,7 @@ func factory(name string, k kind) scenarios.Factory {
 			if len(k.variants) > 0 {
 				known = strings.Join(k.variants, ", ")
 			}
-			return nil, fmt.Errorf("mysql: %s has no variant %q (known: %s)", name, p.Variant, known)
+			return nil, scenarios.BadParam(fmt.Errorf("mysql: %s has no variant %q (known: %s)", name, p.Variant, known))
 		}
 		st, err := Open(ctx, p)
 		if err != nil {

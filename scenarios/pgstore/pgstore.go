@@ -95,7 +95,7 @@ func Config(conn string, p scenarios.Params) (*pgx.ConnConfig, error) {
 	if p.Isolation != "" {
 		lvl, ok := isolations[p.Isolation]
 		if !ok {
-			return nil, fmt.Errorf("postgres: unknown isolation level %q — use read-committed, repeatable-read, serializable or read-uncommitted (or leave it empty for the server default)", p.Isolation)
+			return nil, scenarios.BadParam(fmt.Errorf("postgres: unknown isolation level %q — use read-committed, repeatable-read, serializable or read-uncommitted (or leave it empty for the server default)", p.Isolation))
 		}
 		// Sent in the startup message, so it costs no round trip and
 		// applies to single-statement attempts as well as to transactions.

@@ -74,9 +74,9 @@ func factory(sc scenario) scenarios.Factory {
 		}
 		if !sc.accepts(p.Variant) {
 			if len(sc.variants) == 0 {
-				return nil, fmt.Errorf("postgres: %s has no variants (got %q) — leave the variant empty", sc.name, p.Variant)
+				return nil, scenarios.BadParam(fmt.Errorf("postgres: %s has no variants (got %q) — leave the variant empty", sc.name, p.Variant))
 			}
-			return nil, fmt.Errorf("postgres: %s has no variant %q — use one of: %s", sc.name, p.Variant, strings.Join(sc.variants, ", "))
+			return nil, scenarios.BadParam(fmt.Errorf("postgres: %s has no variant %q — use one of: %s", sc.name, p.Variant, strings.Join(sc.variants, ", ")))
 		}
 		if p.TTL == 0 {
 			p.TTL = scenarios.DefaultTTL

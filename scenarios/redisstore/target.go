@@ -52,7 +52,7 @@ func factory(k kind) scenarios.Factory {
 			return nil, err
 		}
 		if p.Variant != "" {
-			return nil, fmt.Errorf("redis: %s has no variant %q on Redis (it has none); drop --variant", k.scenario, p.Variant)
+			return nil, scenarios.BadParam(fmt.Errorf("redis: %s has no variant %q on Redis (it has none); drop --variant", k.scenario, p.Variant))
 		}
 		if p.TTL == 0 {
 			p.TTL = scenarios.DefaultTTL
