@@ -165,14 +165,15 @@ func (e *UnknownError) Error() string {
 			e.For, e.Name, strings.Join(e.Known, ", "))
 	}
 	msg := fmt.Sprintf("unknown %s %q", e.Kind, e.Name)
-	if s := suggest(e.Name, e.Known); s != "" {
+	if s := Suggest(e.Name, e.Known); s != "" {
 		msg += fmt.Sprintf(" — did you mean %q?", s)
 	}
 	return msg + fmt.Sprintf(" (known: %s; see 'racetest list')", strings.Join(e.Known, ", "))
 }
 
-// suggest returns the known name closest to name, if it is close enough.
-func suggest(name string, known []string) string {
+// Suggest returns the known name closest to name, if it is close enough to
+// be what the user meant ("did you mean …?"), or "".
+func Suggest(name string, known []string) string {
 	best, bestD := "", len(name)/2+2
 	sorted := append([]string(nil), known...)
 	sort.Strings(sorted)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/racetest/racetest/scenarios"
 	"reflect"
 	"sort"
 	"strings"
@@ -260,35 +261,7 @@ func knownKeys() []string {
 
 // suggest returns the known word closest to w, if it is close enough to be
 // what was meant.
-func suggest(w string, known []string) string {
-	best, bestD := "", len(w)/2+1
-	for _, k := range known {
-		if d := levenshtein(strings.ToLower(w), k); d < bestD {
-			best, bestD = k, d
-		}
-	}
-	return best
-}
-
-func levenshtein(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
-}
+func suggest(w string, known []string) string { return scenarios.Suggest(strings.ToLower(w), known) }
 
 // normalizeBreaks makes every line break \n: \r\n and a lone \r are
 // line breaks to YAML too.

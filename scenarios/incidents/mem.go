@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"sync"
 	"time"
 
 	"github.com/racetest/racetest/scenarios"
+	"github.com/racetest/racetest/scenarios/memstore"
 )
 
 // The embedded backend's side of each incident: small in-process stores with
@@ -19,34 +19,9 @@ import (
 // unreachable, as a refused connection would.
 var errStoreDown = errors.New("store unreachable (simulated: connection refused)")
 
-// timerSlack is how late a Go timer may fire on Linux; below it, wait spins.
-const timerSlack = 1500 * time.Microsecond
-
-// wait pauses for d, honouring ctx. A timer covers all but the last
-// timerSlack and a yielding spin the rest, so that a 200µs round trip takes
-// 200µs and not a millisecond.
-func wait(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	deadline := time.Now().Add(d)
-	if d > timerSlack {
-		t := time.NewTimer(d - timerSlack)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		}
-	}
-	for i := 0; time.Now().Before(deadline); i++ {
-		if i%64 == 0 && ctx.Err() != nil {
-			return ctx.Err()
-		}
-		runtime.Gosched()
-	}
-	return nil
-}
+// wait is the embedded store's precise pause (memstore.Wait): Go timers wake
+// with about a millisecond of granularity here, far coarser than a round trip.
+func wait(ctx context.Context, d time.Duration) error { return memstore.Wait(ctx, d) }
 
 // roundTrip runs op under mu between the two halves of a simulated round
 // trip: the change is atomic at the "server", and the caller learns of it

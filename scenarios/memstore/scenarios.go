@@ -124,7 +124,7 @@ func (session) Close() error { return nil }
 
 var errAlready = fmt.Errorf("already done")
 
-func sleep(ctx context.Context, d time.Duration) error { return wait(ctx, d) }
+func sleep(ctx context.Context, d time.Duration) error { return Wait(ctx, d) }
 
 // memorySet: check and mark in the replica's own memory, correctly locked
 // inside the replica; then the guarded action writes to the shared store.

@@ -10,6 +10,8 @@ import (
 	"runtime"
 	"sync"
 	"time"
+
+	"github.com/racetest/racetest/scenarios"
 )
 
 // ErrDuplicate is the store's unique-constraint violation.
@@ -30,7 +32,7 @@ type Store struct {
 	rows   map[string]int    // rows written per key (the effects of inserts)
 	values map[string]string // one value per key (status columns, flags)
 	leases map[string]lease
-	grants map[string][]grant
+	grants map[string][]scenarios.Grant
 }
 
 type lease struct {
@@ -38,8 +40,6 @@ type lease struct {
 	until time.Time
 	fence int64
 }
-
-type grant struct{ from, until time.Time }
 
 // NewStore returns an empty store with the given simulated round trip.
 func NewStore(latency time.Duration) *Store {
@@ -49,7 +49,7 @@ func NewStore(latency time.Duration) *Store {
 		rows:    map[string]int{},
 		values:  map[string]string{},
 		leases:  map[string]lease{},
-		grants:  map[string][]grant{},
+		grants:  map[string][]scenarios.Grant{},
 	}
 }
 
@@ -84,16 +84,16 @@ func (s *Store) roundTrip() time.Duration {
 	return time.Duration(float64(s.latency) * f)
 }
 
-func (s *Store) wait(ctx context.Context, d time.Duration) error { return wait(ctx, d) }
+func (s *Store) wait(ctx context.Context, d time.Duration) error { return Wait(ctx, d) }
 
 // timerSlack is how late a timer may fire here: Go's timers wake with about
 // a millisecond of granularity on Linux, far coarser than a local round trip.
 const timerSlack = 1500 * time.Microsecond
 
-// wait pauses for d, honouring ctx. A timer covers all but the last
+// Wait pauses for d, honouring ctx. A timer covers all but the last
 // timerSlack; the rest is a yielding spin, so that a 200µs round trip takes
 // 200µs and not a millisecond.
-func wait(ctx context.Context, d time.Duration) error {
+func Wait(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return ctx.Err()
 	}
@@ -173,7 +173,7 @@ func (s *Store) Acquire(ctx context.Context, key, owner string, ttl time.Duratio
 		}
 		fence = l.fence + 1
 		s.leases[key] = lease{owner: owner, until: now.Add(ttl), fence: fence}
-		s.grants[key] = append(s.grants[key], grant{from: now, until: now.Add(ttl)})
+		s.grants[key] = append(s.grants[key], scenarios.Grant{From: now, Until: now.Add(ttl)})
 		ok = true
 	})
 	return ok, fence, err
@@ -183,19 +183,8 @@ func (s *Store) Acquire(ctx context.Context, key, owner string, ttl time.Duratio
 // instant: more than one means two holders at once.
 func (s *Store) Holders(key string) int {
 	s.mu.Lock()
-	gs := append([]grant(nil), s.grants[key]...)
-	s.mu.Unlock()
-	most := 0
-	for _, g := range gs {
-		n := 0
-		for _, h := range gs {
-			if !h.from.After(g.from) && h.until.After(g.from) {
-				n++
-			}
-		}
-		most = max(most, n)
-	}
-	return most
+	defer s.mu.Unlock()
+	return scenarios.MostHolders(s.grants[key])
 }
 
 // Drop forgets everything under key.

@@ -186,24 +186,11 @@ func countHolders(ctx context.Context, t *target, key string) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("mongo: read grants of %s: %w", key, err)
 	}
-	var gs []struct {
-		From  time.Time `bson:"from"`
-		Until time.Time `bson:"until"`
-	}
+	var gs []scenarios.Grant
 	if err := cur.All(ctx, &gs); err != nil {
 		return 0, fmt.Errorf("mongo: read grants of %s: %w", key, err)
 	}
-	most := 0
-	for _, g := range gs {
-		n := 0
-		for _, h := range gs {
-			if !h.From.After(g.From) && h.Until.After(g.From) {
-				n++
-			}
-		}
-		most = max(most, n)
-	}
-	return most, nil
+	return scenarios.MostHolders(gs), nil
 }
 
 // Checks verifies what counting effects cannot: a lease's liveness, and that

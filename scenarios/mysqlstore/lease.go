@@ -103,11 +103,10 @@ func (t *target) holders(ctx context.Context, name string) (int, error) {
 		return 0, err
 	}
 	defer rows.Close()
-	type grant struct{ from, until time.Time }
-	var gs []grant
+	var gs []scenarios.Grant
 	for rows.Next() {
-		var g grant
-		if err := rows.Scan(&g.from, &g.until); err != nil {
+		var g scenarios.Grant
+		if err := rows.Scan(&g.From, &g.Until); err != nil {
 			return 0, err
 		}
 		gs = append(gs, g)
@@ -115,17 +114,7 @@ func (t *target) holders(ctx context.Context, name string) (int, error) {
 	if err := rows.Err(); err != nil {
 		return 0, err
 	}
-	most := 0
-	for _, g := range gs {
-		n := 0
-		for _, h := range gs {
-			if !h.from.After(g.from) && h.until.After(g.from) {
-				n++
-			}
-		}
-		most = max(most, n)
-	}
-	return most, nil
+	return scenarios.MostHolders(gs), nil
 }
 
 // Checks verifies the lease's liveness on the server's clock: a holder that
