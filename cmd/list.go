@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -73,6 +74,15 @@ func NewCmdExplain(f *Factory) *cobra.Command {
 				fmt.Fprintln(w, wrap(part.text, "    "))
 			}
 			fmt.Fprintf(w, "Runs on: %s\n", strings.Join(f.Registry.BackendsOf(s.Name), ", "))
+			var variants []string
+			for _, dc := range s.Demo {
+				if dc.Variant != "" && !slices.Contains(variants, dc.Variant) {
+					variants = append(variants, dc.Variant)
+				}
+			}
+			if len(variants) > 0 {
+				fmt.Fprintf(w, "Variants: %s (--variant)\n", strings.Join(variants, ", "))
+			}
 			fmt.Fprintf(w, "Try it:  racetest run %s\n", s.Name)
 			return nil
 		},
