@@ -9,6 +9,7 @@ import (
 
 	"github.com/racetest/racetest/report"
 	"github.com/racetest/racetest/scenarios"
+	"github.com/racetest/racetest/scenarios/builtin"
 	"github.com/racetest/racetest/scenarios/memstore"
 )
 
@@ -218,5 +219,23 @@ func TestReleaseFallsBackLoudly(t *testing.T) {
 	}
 	if doc.Runs[0].Release != "gate" || !strings.Contains(strings.Join(doc.Runs[0].Notes, "\n"), "gate") {
 		t.Errorf("report says release %q, notes %q; want the gate, said in a note", doc.Runs[0].Release, doc.Runs[0].Notes)
+	}
+}
+
+func TestUnreachableServerIsASetupError(t *testing.T) {
+	io, out, errOut := Test()
+	f := &Factory{IO: io, Registry: builtin.Registry()}
+	root := NewCmdRoot(f)
+	root.SetArgs([]string{"run", "unique-insert", "-b", "mysql", "--mysql-dsn", "root:s3cret@tcp(127.0.0.1:1)/test"})
+	err := root.ExecuteContext(context.Background())
+	printError(io, err)
+	if code := ExitCode(err); code != ExitSetup {
+		t.Fatalf("exit %d, want %d: %v", code, ExitSetup, err)
+	}
+	if out.Len() != 0 {
+		t.Errorf("nothing ran, yet stdout has %q", out.String())
+	}
+	if msg := errOut.String(); !strings.Contains(msg, "127.0.0.1:1") || !strings.Contains(msg, "--mysql-dsn") || strings.Contains(msg, "s3cret") {
+		t.Errorf("stderr should name the address and the flag, never the password: %q", msg)
 	}
 }

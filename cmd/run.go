@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/racetest/racetest/release"
@@ -132,6 +133,10 @@ func runRun(ctx context.Context, o *RunOptions) error {
 	cases := execute(ctx, f, []plan{pl}, nil)
 	if err := badParam(cases); err != nil {
 		return err
+	}
+	if c := cases[0]; o.Format == "table" && c.Err != nil && (c.Result == nil || len(c.Result.Bursts) == 0) && !errors.Is(c.Err, context.Canceled) {
+		// Nothing ran: a table of dashes would only repeat the error.
+		return setupError(c.Err)
 	}
 	if err := reporter(o.IO.Out, cases, report.Options{
 		Color: o.IO.Color(), Timeline: o.Timeline, Version: version(),
