@@ -52,11 +52,20 @@ type Options struct {
 	Workers int
 	// Attached: a parent process owns the run. It prepares and cleans up
 	// the store and announces each burst's subject; this replica only
-	// attempts. Otherwise the replica prepares the store itself, makes a
-	// burst's subject on its first attempt, and cleans up on Close.
+	// attempts (after Attach, when the target is an Attacher). Otherwise
+	// the replica prepares the store itself, makes a burst's subject on its
+	// first attempt, and cleans up on Close.
 	Attached bool
 	// Timeout bounds each attempt (0: none); past it the attempt is unknown.
 	Timeout time.Duration
+}
+
+// Attacher is a target that must find what its parent's Prepare made before
+// an attached replica can attempt (MySQL checks its tables exist). Attach
+// neither creates nor, later, drops anything: the parent owns the store.
+// Targets whose names derive from the run id alone need no Attach.
+type Attacher interface {
+	Attach(ctx context.Context) error
 }
 
 // keepBursts bounds the subjects and arrivals a replica remembers.
@@ -89,7 +98,7 @@ type entry struct {
 	err  error
 }
 
-// New prepares the store (unless attached), opens the replica and its first
+// New prepares the store (or, attached, attaches to it), opens the replica and its first
 // sessions.
 func New(ctx context.Context, o Options) (*Server, error) {
 	if o.Workers < 1 {
@@ -100,6 +109,10 @@ func New(ctx context.Context, o Options) (*Server, error) {
 	if !o.Attached {
 		if err := o.Target.Prepare(ctx); err != nil {
 			return nil, fmt.Errorf("prepare: %w", err)
+		}
+	} else if a, ok := o.Target.(Attacher); ok {
+		if err := a.Attach(ctx); err != nil {
+			return nil, fmt.Errorf("attach to the run's store: %w", err)
 		}
 	}
 	app, err := o.Target.Open(ctx, o.Replica, o.Workers)

@@ -3,6 +3,7 @@ package serve_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -155,5 +156,69 @@ func TestSubjectRoundTrip(t *testing.T) {
 	}
 	if _, _, err := (serve.SubjectJSON{Data: &serve.DataJSON{Kind: "int", Value: json.RawMessage(`"x"`)}}).Decode(); err == nil {
 		t.Error("bad data decoded")
+	}
+}
+
+// attachRecorder is a target whose replicas must attach: it records which
+// of Prepare, Attach and Cleanup a replica called.
+type attachRecorder struct {
+	runner.Target
+	mu        sync.Mutex
+	calls     []string
+	attachErr error
+}
+
+func (a *attachRecorder) record(name string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.calls = append(a.calls, name)
+}
+
+func (a *attachRecorder) Prepare(ctx context.Context) error {
+	a.record("prepare")
+	return a.Target.Prepare(ctx)
+}
+
+func (a *attachRecorder) Cleanup(ctx context.Context) error {
+	a.record("cleanup")
+	return a.Target.Cleanup(ctx)
+}
+
+func (a *attachRecorder) Attach(context.Context) error {
+	a.record("attach")
+	return a.attachErr
+}
+
+// An attached replica attaches to its parent's store and never prepares or
+// cleans it up; a replica alone prepares and cleans up, and never attaches.
+// A failed attach stops the replica with the target's words.
+func TestAttachedReplicaAttaches(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		attached bool
+		err      error
+		want     string
+	}{
+		{true, nil, "attach"},
+		{false, nil, "prepare cleanup"},
+		{true, errors.New("table racetest_x_t does not exist"), "attach"},
+	} {
+		target, err := registry().Build(ctx, scenarios.MemorySet, "memory", scenarios.Params{RunID: scenarios.NewRunID()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := &attachRecorder{Target: target, attachErr: c.err}
+		srv, err := serve.New(ctx, serve.Options{Target: rec, Workers: 1, Attached: c.attached})
+		switch {
+		case c.err != nil && (err == nil || !strings.Contains(err.Error(), "does not exist")):
+			t.Errorf("attach failed with %v, but New returned %v", c.err, err)
+		case c.err == nil && err != nil:
+			t.Fatal(err)
+		case err == nil:
+			srv.Close(ctx)
+		}
+		if got := strings.Join(rec.calls, " "); got != c.want {
+			t.Errorf("attached=%v, attach error %v: calls %q, want %q", c.attached, c.err, got, c.want)
+		}
 	}
 }

@@ -20,6 +20,9 @@
 // myisam or aria) and are dropped at the end of the run — only those. The
 // report names the engine the server really used, read back from
 // information_schema, and says when it ignores transactions (MyISAM, Aria).
+// A replica process of 'run --processes' (serve --attached) creates no
+// table: its target's Attach finds the tables of the run id it was given,
+// fails when one is missing, and leaves dropping them to the parent.
 // --isolation (read-uncommitted, read-committed, repeatable-read,
 // serializable) is set on every worker's session with SET SESSION
 // TRANSACTION ISOLATION LEVEL; the report names the level in force.
@@ -94,7 +97,8 @@
 //
 // # For other scenarios
 //
-// Store (Open, CreateTable, EngineOf, OpenPool, Session, DropTables, Notes)
-// and the classifiers (IsDuplicate, IsConflict, Classify, ClassifyInsert)
-// are exported for scenarios built on this backend.
+// Store (Open, CreateTable, AttachTable, EngineOf, OpenPool, Session,
+// DropTables, Notes) and the classifiers (IsDuplicate, IsConflict,
+// Classify, ClassifyInsert) are exported for scenarios built on this
+// backend.
 package mysqlstore

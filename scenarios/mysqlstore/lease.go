@@ -16,15 +16,11 @@ import (
 // it was valid for, so that the store itself tells whether two grants were
 // ever valid at once.
 var ttlLease = kind{
-	prepare: func(ctx context.Context, t *target) (err error) {
-		t.table, err = t.st.CreateTable(ctx, "ttl_lease",
-			"name VARCHAR(64) PRIMARY KEY, owner VARCHAR(64) NOT NULL, granted_at DATETIME(6) NULL, lock_until DATETIME(6) NOT NULL, fence BIGINT NOT NULL DEFAULT 0")
-		if err != nil {
-			return err
+	tables: func(*target) []tableDef {
+		return []tableDef{
+			{"ttl_lease", "name VARCHAR(64) PRIMARY KEY, owner VARCHAR(64) NOT NULL, granted_at DATETIME(6) NULL, lock_until DATETIME(6) NOT NULL, fence BIGINT NOT NULL DEFAULT 0"},
+			{"ttl_lease_grants", "id BIGINT AUTO_INCREMENT PRIMARY KEY, name VARCHAR(64) NOT NULL, owner VARCHAR(64) NOT NULL, fence BIGINT NOT NULL, granted_at DATETIME(6) NOT NULL, lock_until DATETIME(6) NOT NULL, KEY idx_name (name)"},
 		}
-		t.grants, err = t.st.CreateTable(ctx, "ttl_lease_grants",
-			"id BIGINT AUTO_INCREMENT PRIMARY KEY, name VARCHAR(64) NOT NULL, owner VARCHAR(64) NOT NULL, fence BIGINT NOT NULL, granted_at DATETIME(6) NOT NULL, lock_until DATETIME(6) NOT NULL, KEY idx_name (name)")
-		return err
 	},
 	reset: func(ctx context.Context, t *target, burst int) (runner.Subject, error) {
 		s := runner.Subject{Burst: burst, Key: t.token(burst)}

@@ -17,11 +17,8 @@ var errAlready = errors.New("already done")
 // nothing but the pattern itself decides how many rows there are.
 const effectsTable = "id BIGINT AUTO_INCREMENT PRIMARY KEY, token VARCHAR(64) NOT NULL, worker INT NOT NULL, KEY idx_token (token)"
 
-func prepareEffects(part string) func(ctx context.Context, t *target) error {
-	return func(ctx context.Context, t *target) (err error) {
-		t.table, err = t.st.CreateTable(ctx, part, effectsTable)
-		return err
-	}
+func effects(part string) func(t *target) []tableDef {
+	return func(*target) []tableDef { return []tableDef{{part, effectsTable}} }
 }
 
 func countTokenRows(ctx context.Context, t *target, s runner.Subject) (int, error) {
@@ -31,7 +28,7 @@ func countTokenRows(ctx context.Context, t *target, s runner.Subject) (int, erro
 // memorySet keeps the "processing" set in the replica's memory, correctly
 // locked inside the replica; the guarded action then inserts its row.
 var memorySet = kind{
-	prepare: prepareEffects("memory_set"),
+	tables: effects("memory_set"),
 	attempt: func(ctx context.Context, t *target, s *session, subj runner.Subject, w *runner.Worker) runner.Outcome {
 		a := s.a
 		w.Mark("check")
@@ -58,7 +55,7 @@ var memorySet = kind{
 // transaction, as careful code does, which on its own protects nothing.
 var checkThenWrite = kind{
 	variants: []string{"plain", "for-update"},
-	prepare:  prepareEffects("check_then_write"),
+	tables:   effects("check_then_write"),
 	attempt: func(ctx context.Context, t *target, s *session, subj runner.Subject, w *runner.Worker) runner.Outcome {
 		check := "SELECT id FROM `" + t.table + "` WHERE token = ? LIMIT 1"
 		if t.p.Variant == "for-update" {
@@ -104,10 +101,9 @@ var checkThenWrite = kind{
 // UPDATE itself counts its effect in the row (redemptions), so a second
 // change would show in the store even if both attempts thought they won.
 var conditionalUpdate = kind{
-	prepare: func(ctx context.Context, t *target) (err error) {
-		t.table, err = t.st.CreateTable(ctx, "conditional_update",
-			"id BIGINT PRIMARY KEY, status VARCHAR(16) NOT NULL, redeemed_by INT NULL, redemptions INT NOT NULL DEFAULT 0")
-		return err
+	tables: func(*target) []tableDef {
+		return []tableDef{{"conditional_update",
+			"id BIGINT PRIMARY KEY, status VARCHAR(16) NOT NULL, redeemed_by INT NULL, redemptions INT NOT NULL DEFAULT 0"}}
 	},
 	reset: func(ctx context.Context, t *target, burst int) (runner.Subject, error) {
 		id := int64(burst) + 1
@@ -156,14 +152,12 @@ func ActivePerUserTable(server ServerInfo) string {
 // means "already done".
 var uniqueInsert = kind{
 	variants: []string{VariantActivePerUser},
-	prepare: func(ctx context.Context, t *target) (err error) {
+	tables: func(t *target) []tableDef {
 		if t.p.Variant == VariantActivePerUser {
-			t.table, err = t.st.CreateTable(ctx, "unique_insert_active", ActivePerUserTable(t.st.Server()))
-			return err
+			return []tableDef{{"unique_insert_active", ActivePerUserTable(t.st.Server())}}
 		}
-		t.table, err = t.st.CreateTable(ctx, "unique_insert",
-			"id BIGINT AUTO_INCREMENT PRIMARY KEY, token VARCHAR(64) NOT NULL, worker INT NOT NULL, UNIQUE KEY uq_token (token)")
-		return err
+		return []tableDef{{"unique_insert",
+			"id BIGINT AUTO_INCREMENT PRIMARY KEY, token VARCHAR(64) NOT NULL, worker INT NOT NULL, UNIQUE KEY uq_token (token)"}}
 	},
 	reset: func(_ context.Context, t *target, burst int) (runner.Subject, error) {
 		return runner.Subject{Burst: burst, Key: t.token(burst), Data: int64(burst) + 1}, nil

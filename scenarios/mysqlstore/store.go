@@ -3,6 +3,7 @@ package mysqlstore
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -240,6 +241,29 @@ func (s *Store) CreateTable(ctx context.Context, part, definition string) (strin
 	s.tables = append(s.tables, name)
 	s.mu.Unlock()
 	engine, tx, err := s.EngineOf(ctx, name)
+	if err != nil {
+		return "", err
+	}
+	s.mu.Lock()
+	s.engineOf[name], s.txEngine[name] = engine, tx
+	s.mu.Unlock()
+	return name, nil
+}
+
+// AttachTable finds the run's existing table part, made by another
+// process's CreateTable for the same run id: a replica process of
+// 'run --processes' attaches to its parent's tables. The table is not
+// recorded for DropTables (the process that created it drops it), and a
+// missing table is an error, never created here.
+func (s *Store) AttachTable(ctx context.Context, part string) (string, error) {
+	name := s.Table(part)
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	engine, tx, err := s.EngineOf(ctx, name)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", fmt.Errorf("mysql: table %s does not exist in database %s at %s — a replica attaches only to the tables its parent prepared for run id %s; did the parent stop, or point at another database?",
+			name, s.cfg.DBName, s.Addr(), s.p.RunID)
+	}
 	if err != nil {
 		return "", err
 	}

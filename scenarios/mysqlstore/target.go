@@ -41,7 +41,10 @@ func Register(r *scenarios.Registry) {
 type kind struct {
 	// variants lists the accepted --variant values besides "".
 	variants []string
-	prepare  func(ctx context.Context, t *target) error
+	// tables are the scenario's tables, the main one first (ttl-lease's
+	// grants second). Their names derive from the run id alone, so that a
+	// replica process finds the tables its parent created.
+	tables func(t *target) []tableDef
 	// reset makes the burst's subject; nil means a fresh token and no row.
 	reset   func(ctx context.Context, t *target, burst int) (runner.Subject, error)
 	attempt func(ctx context.Context, t *target, s *session, subj runner.Subject, w *runner.Worker) runner.Outcome
@@ -72,6 +75,10 @@ func factory(name string, k kind) scenarios.Factory {
 	}
 }
 
+// tableDef is one table a scenario needs: the part of its name after the
+// run's prefix, and its columns and keys.
+type tableDef struct{ part, definition string }
+
 // target is one scenario on one MySQL or MariaDB database.
 type target struct {
 	name   string
@@ -82,8 +89,28 @@ type target struct {
 	grants string // ttl-lease's record of every grant
 }
 
+// use records the names of the scenario's tables, in kind.tables' order.
+func (t *target) use(names []string) {
+	t.table = names[0]
+	if len(names) > 1 {
+		t.grants = names[1]
+	}
+}
+
 func (t *target) Prepare(ctx context.Context) error {
-	if err := t.k.prepare(ctx, t); err != nil {
+	err := func() error {
+		var names []string
+		for _, d := range t.k.tables(t) {
+			name, err := t.st.CreateTable(ctx, d.part, d.definition)
+			if err != nil {
+				return err
+			}
+			names = append(names, name)
+		}
+		t.use(names)
+		return nil
+	}()
+	if err != nil {
 		// The runner cleans up only after a successful Prepare: drop what
 		// was made before the failure here.
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opTimeout)
@@ -94,6 +121,23 @@ func (t *target) Prepare(ctx context.Context) error {
 		t.st.Close()
 		return err
 	}
+	return nil
+}
+
+// Attach is Prepare for a replica process of 'run --processes' (serve
+// --attached): it finds the tables its parent's Prepare created for the
+// same run id, and neither creates them nor, at Cleanup, drops them. A
+// table missing is an error: the replica never makes its own.
+func (t *target) Attach(ctx context.Context) error {
+	var names []string
+	for _, d := range t.k.tables(t) {
+		name, err := t.st.AttachTable(ctx, d.part)
+		if err != nil {
+			return err
+		}
+		names = append(names, name)
+	}
+	t.use(names)
 	return nil
 }
 
@@ -136,6 +180,9 @@ func (t *target) Notes() []string {
 }
 
 func (t *target) Open(_ context.Context, replica, workers int) (runner.App, error) {
+	if t.table == "" {
+		return nil, fmt.Errorf("mysql: %s opened before its tables were prepared or attached (call Prepare, or Attach in a replica process)", t.name)
+	}
 	db, err := t.st.OpenPool(max(workers, 1))
 	if err != nil {
 		return nil, err
