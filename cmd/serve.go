@@ -176,11 +176,6 @@ func processFactory(o *RunOptions, spec scenarios.Spec, pl *plan) (*Factory, err
 	if err != nil {
 		return nil, usageError(err)
 	}
-	if backend.Name == "mysql" {
-		// Its targets learn their table names in Prepare, which creates the
-		// tables: a second process cannot join a run another one prepared.
-		return nil, usageErrorf("--processes does not run on the mysql backend yet: each replica process would need the tables the run's Prepare created, and the backend can only create its own (use redis or postgres, or run mysql in-process)")
-	}
 	base, shape, replicas := o.Registry, o.Shape, pl.Config.Replicas
 	// The embedded backend lives inside each process: there is no shared
 	// store for this process to count in.

@@ -125,7 +125,6 @@ func TestServeBadInput(t *testing.T) {
 		{[]string{"serve", "no-such"}, ExitUsage, "unknown scenario"},
 		{[]string{"serve", "memory-set", "--workers", "0"}, ExitUsage, "--workers"},
 		{[]string{"serve", "memory-set", "--addr", ln.Addr().String()}, ExitSetup, "cannot listen"},
-		{[]string{"run", "memory-set", "--processes", "--backend", "mysql"}, ExitUsage, ""},
 	} {
 		_, errOut, code := execCmd(t, false, c.args...)
 		if code != c.code || !strings.Contains(errOut, c.want) {
