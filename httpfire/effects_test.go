@@ -76,7 +76,8 @@ func TestEffectsRedis(t *testing.T) {
 		t.Fatal(err)
 	}
 	client := redis.NewClient(opt)
-	defer client.Close()
+	// Cleanups run last-in first-out: the client closes after the keys are gone.
+	t.Cleanup(func() { client.Close() })
 	ctx := context.Background()
 	if err := client.Ping(ctx).Err(); err != nil {
 		conformance.Unavailable(t, "redis", err)
@@ -106,7 +107,7 @@ func TestEffectsMySQL(t *testing.T) {
 		t.Fatal(err)
 	}
 	db := sql.OpenDB(conn)
-	defer db.Close()
+	t.Cleanup(func() { db.Close() }) // after the table is dropped
 	ctx := context.Background()
 	if err := db.PingContext(ctx); err != nil {
 		conformance.Unavailable(t, "mysql", err)
@@ -134,7 +135,7 @@ func TestEffectsPostgres(t *testing.T) {
 	if err != nil {
 		conformance.Unavailable(t, "postgres", err)
 	}
-	defer conn.Close(ctx)
+	t.Cleanup(func() { conn.Close(context.Background()) }) // after the table is dropped
 	p := params()
 	p.Conn.PostgresURL = url
 	table := p.Prefix() + "saves"
@@ -177,7 +178,7 @@ func TestEffectsMongo(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	defer client.Disconnect(ctx)
+	t.Cleanup(func() { client.Disconnect(context.Background()) }) // after the collection is dropped
 	if err := client.Ping(ctx, nil); err != nil {
 		conformance.Unavailable(t, "mongo", err)
 	}

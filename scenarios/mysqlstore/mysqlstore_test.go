@@ -182,13 +182,19 @@ func TestExistingTableWithRunNameNotDropped(t *testing.T) {
 	if _, err := db.Exec("CREATE TABLE `" + name + "` (id INT PRIMARY KEY)"); err != nil {
 		t.Fatal(err)
 	}
-	st, _ := Open(context.Background(), p)
-	defer st.Close()
-	t.Cleanup(func() { st.DB().Exec("DROP TABLE IF EXISTS `" + name + "`") })
+	st, err := Open(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One cleanup, in order: a deferred Close would run before it and leak the table.
+	t.Cleanup(func() {
+		st.DB().Exec("DROP TABLE IF EXISTS `" + name + "`")
+		st.Close()
+	})
 	if _, err := db.Exec("INSERT INTO `" + name + "` VALUES (7)"); err != nil {
 		t.Fatal(err)
 	}
-	_, err := runner.Run(context.Background(), tg, runner.Attempts(2), runner.Bursts(1))
+	_, err = runner.Run(context.Background(), tg, runner.Attempts(2), runner.Bursts(1))
 	if err == nil || !strings.Contains(err.Error(), "already exists") {
 		t.Fatalf("run over an existing table: err = %v, want 'already exists'", err)
 	}
