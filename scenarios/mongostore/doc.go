@@ -29,8 +29,18 @@
 // the overlap was the same (median N of N at N=2, 8, 16 and 64) and the
 // release spread no better (median 76 µs vs 56 µs at N=2, 2.9 ms vs 2.5 ms
 // at N=64), at the cost of a monitor per worker; so a client per replica it is.
-// Every connection — pools, monitors, racetest's own control client — is
-// dialled through Params.Dial when it is set (options.Client().SetDialer).
+//
+// Except under a wire release (Params.Dial set: --release last-byte), which
+// must know whose connection a request goes on: there each worker's session
+// opens a client of its own with one connection (MaxPoolSize = MinPoolSize =
+// 1), pinged inside the worker's claim window, and the server is polled
+// rather than streamed unless the URI says otherwise, so that each client
+// has one monitor connection, not two. The replicas stay what they were:
+// memory-set's set is still one per replica. Every connection — pools,
+// monitors, racetest's own control client — is dialled through Params.Dial
+// when it is set (options.Client().SetDialer); a monitor's connection only
+// ever sends hello, which the release never takes for a worker's, so it is
+// never held.
 //
 // # Collections
 //

@@ -198,6 +198,25 @@ func (c conn) options(size int) *options.ClientOptions {
 	return o
 }
 
+// ownConnections reports whether each worker opens a client of its own:
+// when the run dials through a hook (a wire release), which must know whose
+// connection a request goes on.
+func (c conn) ownConnections() bool { return c.dial != nil }
+
+// workerOptions are one worker's client: one connection, kept open. The
+// server is polled rather than streamed (unless the URI says otherwise), so
+// that the client's monitoring holds one connection, not two: the driver
+// streams heartbeats on one and measures round trips on another. A
+// monitor's connection only ever sends hello, which the wire release never
+// takes for a worker's (see release's anonymous writes).
+func (c conn) workerOptions() *options.ClientOptions {
+	o := c.options(1)
+	if o.ServerMonitoringMode == nil {
+		o.SetServerMonitoringMode(options.ServerMonitoringModePoll)
+	}
+	return o
+}
+
 // connect makes a client and pings the server, failing within a few seconds
 // with one clear, redacted line when the server cannot be reached.
 func (c conn) connect(ctx context.Context, o *options.ClientOptions) (*mongo.Client, error) {

@@ -303,9 +303,10 @@ func (b *breakable) Write(p []byte) (int, error) {
 	return b.Conn.Write(p)
 }
 
-// TestDialHook: every connection of the run — the control client, each
-// replica's pool, the monitors — is dialled through Params.Dial, and the
-// pools are warm before the first burst: no attempt waits for a dial.
+// TestDialHook: every connection of the run — the control client, the
+// workers' (with a dial hook, each worker's own client), the monitors — is
+// dialled through Params.Dial, and all are open before the first burst: no
+// attempt waits for a dial.
 func TestDialHook(t *testing.T) {
 	p, _ := server(t)
 	var d countingDial
@@ -344,6 +345,29 @@ func TestDialHook(t *testing.T) {
 	p.RunID = scenarios.NewRunID()
 	if _, err := registry().Build(context.Background(), scenarios.CheckThenWrite, mongostore.Name, p); err == nil {
 		t.Error("Build succeeded although Params.Dial refused every connection")
+	}
+}
+
+// With a dial hook each worker has a client of its own, but the replicas
+// stay replicas: memory-set's set is one per replica, so a burst executes at
+// most once per replica, as the store counts it.
+func TestWorkerClientsKeepReplicas(t *testing.T) {
+	p, _ := server(t)
+	var d countingDial
+	p.Dial = d.dial
+	p.Replicas = 2
+	tg, _ := build(t, p, scenarios.MemorySet, 6)
+	res, err := runner.Run(context.Background(), tg, runner.Attempts(6), runner.Replicas(2), runner.Bursts(10))
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	for _, b := range res.Bursts {
+		if b.Effects < 1 || b.Effects > 2 {
+			t.Errorf("burst %d: %d effects, want 1 or 2 (one per replica at most); outcomes %v", b.Index, b.Effects, b.Outcomes)
+		}
+	}
+	if !strings.Contains(strings.Join(res.Notes, "\n"), "one client per worker") {
+		t.Errorf("notes %q do not say each worker has a client of its own", res.Notes)
 	}
 }
 

@@ -255,14 +255,30 @@ func (t *target) Notes() []string {
 				"the server lost %d concurrent $inc updates, so the effects are counted as documents, one per redemption", r, e, e-r))
 		}
 	}
-	notes = append(notes, "mongo: one client per replica with one pooled connection per worker, all opened before the first burst; "+
-		"each attempt takes an idle one (the driver gives no connection of its own to a caller)")
+	if t.conn.ownConnections() {
+		notes = append(notes, "mongo: one client per worker with a single connection, opened and pinged before the first burst, "+
+			"so that a wire release can hold each worker's own request")
+	} else {
+		notes = append(notes, "mongo: one client per replica with one pooled connection per worker, all opened before the first burst; "+
+			"each attempt takes an idle one (the driver gives no connection of its own to a caller)")
+	}
 	return notes
 }
 
 // Open starts one replica: a client of its own whose pool holds one
-// connection per worker, all opened before the first burst.
+// connection per worker, all opened before the first burst. With a dial hook
+// (a wire release) each worker's session opens a client of its own instead
+// (see app.Session): the driver hands a pooled connection to whichever
+// caller comes, so a replica's shared pool cannot say which worker wrote a
+// request.
 func (t *target) Open(ctx context.Context, replica, workers int) (runner.App, error) {
+	if t.conn.ownConnections() {
+		// Each worker's client has its connection and its monitor's.
+		if err := t.checkConnectionLimit(ctx, 2*workers); err != nil {
+			return nil, err
+		}
+		return &app{t: t, replica: replica, processing: map[string]bool{}}, nil
+	}
 	if err := t.checkConnectionLimit(ctx, workers); err != nil {
 		return nil, err
 	}
@@ -360,7 +376,8 @@ func (t *target) connections(ctx context.Context) (available, current int64, ok 
 	return doc.Connections.Available, doc.Connections.Current, true
 }
 
-// app is one replica: its client and pool, and, for memory-set, its memory.
+// app is one replica: its client and pool (nil when each worker has its
+// own), and, for memory-set, its memory.
 type app struct {
 	t       *target
 	replica int
@@ -372,8 +389,17 @@ type app struct {
 }
 
 // Session pings once more, so that a worker starts the burst on a pool that
-// is known to answer.
+// is known to answer. When each worker has a client of its own, Session
+// opens it: its one connection is dialled and pinged here, inside the
+// worker's claim window, so that the wire release knows it for the worker's.
 func (a *app) Session(ctx context.Context, worker int) (runner.Session, error) {
+	if a.client == nil {
+		client, err := a.t.conn.connect(ctx, a.t.conn.workerOptions())
+		if err != nil {
+			return nil, err
+		}
+		return &session{a: a, t: a.t, db: client.Database(a.t.conn.database), own: client}, nil
+	}
 	pctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
 	if err := a.client.Ping(pctx, readpref.Primary()); err != nil {
@@ -382,7 +408,12 @@ func (a *app) Session(ctx context.Context, worker int) (runner.Session, error) {
 	return &session{a: a, t: a.t, db: a.db}, nil
 }
 
-func (a *app) Close() error { return disconnect(a.client) }
+func (a *app) Close() error {
+	if a.client == nil {
+		return nil
+	}
+	return disconnect(a.client)
+}
 
 // disconnect closes a client's connections. Disconnect first tells the
 // server to end the client's sessions, a courtesy that waits for server
@@ -393,18 +424,25 @@ func disconnect(c *mongo.Client) error {
 	return c.Disconnect(ctx)
 }
 
-// session is one worker's handle on its replica's pool.
+// session is one worker's handle on its replica's pool, or on its own
+// client.
 type session struct {
-	a  *app
-	t  *target
-	db *mongo.Database
+	a   *app
+	t   *target
+	db  *mongo.Database
+	own *mongo.Client // the worker's own client, nil on the replica's pool
 }
 
 func (s *session) Attempt(ctx context.Context, subj runner.Subject, w *runner.Worker) runner.Outcome {
 	return s.t.kind.attempt(ctx, s, subj, w)
 }
 
-func (s *session) Close() error { return nil }
+func (s *session) Close() error {
+	if s.own == nil {
+		return nil
+	}
+	return disconnect(s.own)
+}
 
 // count counts the documents of collection suffix that match filter.
 func (t *target) count(ctx context.Context, suffix string, filter bson.D) (int, error) {
