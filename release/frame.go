@@ -110,12 +110,75 @@ const (
 )
 
 // mongoFirst frames MongoDB wire messages: a little-endian int32 total
-// length first.
+// length first. A handshake or heartbeat (hello), a ping, an authentication
+// step or an endSessions is the driver's own.
 func mongoFirst(p []byte) (int, bool) {
 	if len(p) < 16 {
 		return lastByte(p), false
 	}
-	return cutAt(p, int(int32(binary.LittleEndian.Uint32(p[:4])))), false
+	cut := cutAt(p, int(int32(binary.LittleEndian.Uint32(p[:4]))))
+	switch mongoCommand(p) {
+	case "hello", "isMaster", "ismaster", "ping", "saslStart", "saslContinue", "endSessions":
+		return cut, true
+	}
+	return cut, false
+}
+
+// mongoAnonymous reports a message that says nothing about whose connection
+// it is on: a hello, which every connection sends first and the driver's
+// monitors send alone (their heartbeat and round-trip probes). A monitor
+// dialled or probing while a worker's session is being opened is then not
+// taken for the worker's.
+func mongoAnonymous(p []byte) bool {
+	switch mongoCommand(p) {
+	case "hello", "isMaster", "ismaster":
+		return true
+	}
+	return false
+}
+
+// MongoDB opcodes.
+const (
+	opQuery = 2004 // legacy; the driver's first hello goes as one
+	opMsg   = 2013
+)
+
+// mongoCommand returns the command name of the first message in p — the
+// first key of an OP_MSG body, or of an OP_QUERY on a $cmd collection — or
+// "" when p holds something else (OP_COMPRESSED: the driver never compresses
+// a hello or an authentication step).
+func mongoCommand(p []byte) string {
+	if len(p) < 21 {
+		return ""
+	}
+	var doc []byte
+	switch binary.LittleEndian.Uint32(p[12:16]) {
+	case opMsg:
+		if p[20] != 0 { // the body section comes first
+			return ""
+		}
+		doc = p[21:]
+	case opQuery:
+		name := p[20:]
+		end := bytes.IndexByte(name, 0)
+		if end < 0 || !bytes.HasSuffix(name[:end], []byte(".$cmd")) || len(name) < end+9 {
+			return ""
+		}
+		doc = name[end+9:] // after the name's NUL, numberToSkip, numberToReturn
+	default:
+		return ""
+	}
+	// A BSON document: int32 length, then elements of a type byte and a
+	// NUL-terminated key.
+	if len(doc) < 6 || doc[4] == 0 {
+		return ""
+	}
+	key := doc[5:]
+	end := bytes.IndexByte(key, 0)
+	if end < 0 {
+		return ""
+	}
+	return string(key[:end])
 }
 
 // respFirst frames Redis commands: a RESP array of bulk strings
@@ -161,6 +224,14 @@ func respInt(p []byte, i int) (int, int, bool) {
 		return 0, 0, false
 	}
 	return n, i + end + 2, true
+}
+
+// anonymous, by backend name, reports a write that does not tell whose
+// connection it is on: it does not claim the connection for the worker whose
+// session is being opened, and a connection dialled in a claim window waits
+// for its first other write to be claimed.
+var anonymous = map[string]func(p []byte) bool{
+	"mongo": mongoAnonymous,
 }
 
 // framers by backend name; other backends hold the write's last byte.

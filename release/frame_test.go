@@ -78,3 +78,70 @@ func TestMongoFirst(t *testing.T) {
 		t.Errorf("length past the write: cut %d, want the last byte", cut)
 	}
 }
+
+// opMsgCommand is an OP_MSG whose body is {name: 1, $db: "admin"}.
+func opMsgCommand(name string) []byte {
+	var doc []byte
+	doc = append(doc, 0, 0, 0, 0)
+	doc = append(doc, 0x10) // int32
+	doc = append(doc, name...)
+	doc = append(doc, 0, 1, 0, 0, 0)
+	doc = append(doc, 0x02) // string
+	doc = append(doc, "$db"...)
+	doc = append(doc, 0, 6, 0, 0, 0)
+	doc = append(doc, "admin"...)
+	doc = append(doc, 0, 0)
+	binary.LittleEndian.PutUint32(doc, uint32(len(doc)))
+	msg := make([]byte, 16, 21+len(doc))
+	binary.LittleEndian.PutUint32(msg[4:], 7)
+	binary.LittleEndian.PutUint32(msg[12:], opMsg)
+	msg = append(msg, 0, 0, 0, 0, 0) // flagBits, body section
+	msg = append(msg, doc...)
+	binary.LittleEndian.PutUint32(msg, uint32(len(msg)))
+	return msg
+}
+
+// opQueryCommand is a legacy OP_QUERY of {name: 1} on admin.$cmd, as the
+// driver sends its first hello.
+func opQueryCommand(name string) []byte {
+	full := opMsgCommand(name)
+	doc := full[21:]
+	msg := make([]byte, 16, 64+len(doc))
+	binary.LittleEndian.PutUint32(msg[12:], opQuery)
+	msg = append(msg, 0, 0, 0, 0)
+	msg = append(msg, "admin.$cmd"...)
+	msg = append(msg, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff)
+	msg = append(msg, doc...)
+	binary.LittleEndian.PutUint32(msg, uint32(len(msg)))
+	return msg
+}
+
+// The driver's own commands go out at once and leave the connection armed;
+// an attempt's command is held at the last byte of its first message. Only a
+// hello leaves a connection unclaimed.
+func TestMongoCommands(t *testing.T) {
+	for name, want := range map[string]struct{ hidden, anonymous bool }{
+		"find": {}, "insert": {}, "findAndModify": {}, "update": {},
+		"hello": {true, true}, "isMaster": {true, true}, "ismaster": {true, true},
+		"ping": {true, false}, "saslStart": {true, false}, "endSessions": {true, false},
+	} {
+		for _, msg := range [][]byte{opMsgCommand(name), opQueryCommand(name)} {
+			if got := mongoCommand(msg); got != name {
+				t.Errorf("mongoCommand = %q, want %q", got, name)
+			}
+			two := append(append([]byte(nil), msg...), opMsgCommand("find")...)
+			cut, hidden := mongoFirst(two)
+			if cut != len(msg)-1 || hidden != want.hidden {
+				t.Errorf("%s: cut %d hidden %v, want %d %v", name, cut, hidden, len(msg)-1, want.hidden)
+			}
+			if got := mongoAnonymous(msg); got != want.anonymous {
+				t.Errorf("%s: anonymous %v, want %v", name, got, want.anonymous)
+			}
+		}
+	}
+	compressed := opMsgCommand("hello")
+	binary.LittleEndian.PutUint32(compressed[12:], 2012)
+	if mongoCommand(compressed) != "" || mongoAnonymous(compressed) {
+		t.Error("an OP_COMPRESSED message read as a hello")
+	}
+}

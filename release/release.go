@@ -79,12 +79,11 @@ func ParseMode(name string) (Mode, error) {
 
 // wireBackends are the backends whose every worker connection is dialled
 // through Params.Dial and owned by one worker, so that last-byte applies.
-var wireBackends = map[string]bool{"redis": true, "mysql": true, "postgres": true}
+var wireBackends = map[string]bool{"redis": true, "mysql": true, "postgres": true, "mongo": true}
 
 // why says, for a backend last-byte does not apply to, why not.
 var why = map[string]string{
 	"memory": "the memory backend has no wire: its attempts never leave the process",
-	"mongo":  "the mongo backend shares one connection pool among a replica's workers, so one worker's request cannot be told from another's",
 	// 'run --processes': the attempts go over HTTP to 'racetest serve'
 	// replicas, whose own database connections are not the workers'.
 	Processes: "with --processes the attempts reach the replicas over HTTP, and the replicas' database connections are not the workers' own",

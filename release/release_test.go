@@ -35,7 +35,7 @@ func TestNewGateNeedsNoHook(t *testing.T) {
 }
 
 func TestNewLastByteOnWireBackends(t *testing.T) {
-	for _, b := range []string{"redis", "mysql", "postgres"} {
+	for _, b := range []string{"redis", "mysql", "postgres", "mongo"} {
 		p, err := release.New("last-byte", b)
 		if err != nil {
 			t.Fatal(err)
@@ -54,7 +54,7 @@ func TestNewLastByteOnWireBackends(t *testing.T) {
 // run's report (a note), never silently.
 func TestNewFallsBackWithAWarning(t *testing.T) {
 	for backend, reason := range map[string]string{
-		"memory": "no wire", "mongo": "shares one connection pool", "http": "does not dial through",
+		"memory": "no wire", "http": "does not dial through",
 	} {
 		p, err := release.New("last-byte", backend)
 		if err != nil {

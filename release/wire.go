@@ -36,12 +36,16 @@ const (
 // connection the backend opens, and the runner.WireRelease that parks and
 // releases them. A connection belongs to the worker whose session dialled it
 // (or first wrote on it); connections of no worker (racetest's own setup and
-// counting, a driver's monitoring) are never held.
+// counting, a driver's monitoring) are never held. Where a protocol's
+// monitors dial in the background while a session is being opened (mongo's
+// heartbeat), a connection is claimed by its first write that is not a
+// monitor's (see anonymous), never by its dial.
 type Wire struct {
 	dialer   net.Dialer
 	parkWait time.Duration
 	cut      framer
-	writers  int // threads that write the held tails at once
+	anon     func(p []byte) bool // nil: every write claims
+	writers  int                 // threads that write the held tails at once
 	// held, when set (by tests), sees every request held back.
 	held func(worker int, request []byte)
 
@@ -65,7 +69,7 @@ func NewWire(backend string, parkWait time.Duration) *Wire {
 	if cut == nil {
 		cut = lastByteOnly
 	}
-	return &Wire{parkWait: parkWait, cut: cut, writers: runtime.GOMAXPROCS(0), notify: make(chan struct{}, 1)}
+	return &Wire{parkWait: parkWait, cut: cut, anon: anonymous[backend], writers: runtime.GOMAXPROCS(0), notify: make(chan struct{}, 1)}
 }
 
 var _ runner.WireRelease = (*Wire)(nil)
@@ -108,7 +112,7 @@ func (w *Wire) Dial(ctx context.Context, network, addr string) (net.Conn, error)
 	c := &conn{Conn: nc, w: w}
 	if s, ok := ctx.Value(workerKey{}).(*slot); ok {
 		c.bind(s)
-	} else if s := w.claiming.Load(); s != nil {
+	} else if s := w.claiming.Load(); s != nil && w.anon == nil {
 		c.bind(s)
 	}
 	return c, nil
@@ -388,7 +392,7 @@ func (c *conn) bind(s *slot) {
 }
 
 func (c *conn) Write(p []byte) (int, error) {
-	if s := c.w.claiming.Load(); s != nil {
+	if s := c.w.claiming.Load(); s != nil && (c.w.anon == nil || !c.w.anon(p)) {
 		// A session's handshake or ping: the connection is that worker's.
 		c.bind(s)
 	}
