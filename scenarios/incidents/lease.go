@@ -233,16 +233,7 @@ func (s *leaseSession) hold(ctx context.Context, key string, token int64, w *run
 // sleep pauses for d on a timer. Pauses and polls need no microsecond
 // precision, and eight pollers finishing their waits with wait's spin would
 // take the CPU from the attempts on a small machine.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func sleep(ctx context.Context, d time.Duration) error { return scenarios.Sleep(ctx, d) }
 
 // Checks shows the release trap on this backend, with two holders scripted
 // in turn: the first pauses past its TTL, the second takes the lease, the

@@ -2,7 +2,6 @@ package incidents
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -51,24 +50,9 @@ func parseRedis(p scenarios.Params) (*redisServer, error) {
 	opt.DisableIdentity = true
 	opt.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 	if p.Dial != nil {
-		opt.Dialer = dialRedisVia(p.Dial, opt.TLSConfig)
+		opt.Dialer = redisstore.DialVia(p.Dial, opt.TLSConfig)
 	}
 	return &redisServer{opt: opt, redacted: redisstore.Redact(raw)}, nil
-}
-
-func dialRedisVia(dial scenarios.DialFunc, cfg *tls.Config) func(context.Context, string, string) (net.Conn, error) {
-	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		nc, err := dial(ctx, network, addr)
-		if err != nil || cfg == nil {
-			return nc, err
-		}
-		tc := tls.Client(nc, cfg.Clone())
-		if err := tc.HandshakeContext(ctx); err != nil {
-			nc.Close()
-			return nil, err
-		}
-		return tc, nil
-	}
 }
 
 // client opens a pool of poolSize connections to addr ("" means the URL's).

@@ -37,19 +37,7 @@ func kinds() []kind {
 
 var errAlready = errors.New("already done")
 
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return nil
-	}
-	tm := time.NewTimer(d)
-	defer tm.Stop()
-	select {
-	case <-tm.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func sleep(ctx context.Context, d time.Duration) error { return scenarios.Sleep(ctx, d) }
 
 // keyIndex is a plain (not unique) index on key: it keeps the check's read
 // cheap without deciding anything.

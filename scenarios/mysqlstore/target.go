@@ -252,19 +252,7 @@ func (s *session) Close() error {
 }
 
 // pause waits out the run's --gap between check and act.
-func pause(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return nil
-	}
-	tm := time.NewTimer(d)
-	defer tm.Stop()
-	select {
-	case <-tm.C:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
-}
+func pause(ctx context.Context, d time.Duration) error { return scenarios.Sleep(ctx, d) }
 
 func contains(xs []string, x string) bool {
 	for _, y := range xs {

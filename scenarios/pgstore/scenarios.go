@@ -104,19 +104,7 @@ var (
 	errMemoryTaken = errors.New("already processing in this replica")
 )
 
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return nil
-	}
-	tm := time.NewTimer(d)
-	defer tm.Stop()
-	select {
-	case <-tm.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func sleep(ctx context.Context, d time.Duration) error { return scenarios.Sleep(ctx, d) }
 
 // --- memory-set and check-then-write: rows in an effects table ---
 

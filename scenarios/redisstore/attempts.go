@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/racetest/racetest/runner"
+	"github.com/racetest/racetest/scenarios"
 )
 
 var (
@@ -169,16 +170,4 @@ func (s *session) fail(ctx context.Context, op string, err error) runner.Outcome
 	return runner.Failed(e)
 }
 
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
-}
+func sleep(ctx context.Context, d time.Duration) error { return scenarios.Sleep(ctx, d) }

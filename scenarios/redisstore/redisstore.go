@@ -125,7 +125,7 @@ func (c *conn) options(poolSize int, warm bool) *redis.Options {
 	opt.DisableIdentity = true
 	opt.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 	if c.dial != nil {
-		opt.Dialer = dialVia(c.dial, opt.TLSConfig)
+		opt.Dialer = DialVia(c.dial, opt.TLSConfig)
 	}
 	return opt
 }
@@ -156,9 +156,9 @@ func (c *conn) cliArgs() string {
 	return args
 }
 
-// dialVia dials through the run's Dial hook. go-redis applies TLS only in its
+// DialVia dials through the run's Dial hook. go-redis applies TLS only in its
 // own dialer, so a rediss:// URL gets its handshake here.
-func dialVia(dial scenarios.DialFunc, cfg *tls.Config) func(context.Context, string, string) (net.Conn, error) {
+func DialVia(dial scenarios.DialFunc, cfg *tls.Config) func(context.Context, string, string) (net.Conn, error) {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		nc, err := dial(ctx, network, addr)
 		if err != nil || cfg == nil {
