@@ -108,6 +108,9 @@ func demoPlan(o *DemoOptions, spec scenarios.Spec, dc scenarios.DemoCase) plan {
 	if dc.Variant != "" {
 		p.Variant = dc.Variant
 	}
+	if dc.Gap > 0 && p.Gap == 0 {
+		p.Gap = dc.Gap
+	}
 	name := spec.Name
 	if dc.Label != "" {
 		name += " (" + dc.Label + ")"

@@ -44,6 +44,10 @@ type DemoCase struct {
 	// Bursts, when set, caps the bursts of this row in the demo (a row
 	// whose bursts wait out a TTL would otherwise dominate its time).
 	Bursts int
+	// Gap, when set and the user gave none, is the row's delay between
+	// check and act: a guarded action that takes a moment, so that the
+	// attempts a lock turned away were in flight while it ran.
+	Gap time.Duration
 }
 
 // Story is the explain text, in the order a trainer tells it.

@@ -202,6 +202,10 @@ func (c *checker) expand(path string, k *Case) []*Case {
 		if d.Variant != "" {
 			v.Variant = &d.Variant
 		}
+		if d.Gap > 0 && k.Gap == nil && c.s.File.Defaults.Gap == nil {
+			gap := d.Gap.String()
+			v.Gap = &gap
+		}
 		out = append(out, &v)
 	}
 	return out

@@ -54,6 +54,9 @@ func TestConformance(t *testing.T) {
 		Registry: registry(),
 		Backend:  redisstore.Name,
 		Params:   scenarios.Params{Conn: scenarios.Connections{RedisURL: testURL()}, TTL: scenarios.DefaultTTL},
+		// A Redis attempt is one ~30µs round trip; under load the gate's spread
+		// (100–300µs at N=8) left half the bursts without overlap, proving nothing.
+		Release: "last-byte",
 	})
 }
 
