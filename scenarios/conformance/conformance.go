@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/racetest/racetest/release"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
 )
@@ -41,11 +40,13 @@ type Suite struct {
 	Override map[string]Override
 	// Skip names scenarios not to run here, with the reason.
 	Skip map[string]string
-	// Release is the release mode ("" or "gate", "last-byte"). A backend
-	// whose attempts are one short round trip (Redis) may need last-byte for
-	// its bursts to overlap on a loaded machine; SAFE is asserted only for
-	// bursts that overlapped, so the mode decides what the suite can prove.
-	Release string
+	// Release, when set, makes a fresh release for one run: the dial hook
+	// and the runner options (release.New gives both; this package cannot
+	// import it, since release's own tests use this suite). A backend whose
+	// attempts are one short round trip (Redis) may need last-byte for its
+	// bursts to overlap on a loaded machine; SAFE is asserted only for bursts
+	// that overlapped, so the release decides what the suite can prove.
+	Release func(t *testing.T) (scenarios.DialFunc, []runner.Option)
 }
 
 // Override is a server's measured behaviour where it differs from the catalog.
@@ -107,20 +108,12 @@ func runCase(t *testing.T, s Suite, spec scenarios.Spec, dc scenarios.DemoCase) 
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	mode := s.Release
-	if spec.Name == scenarios.MemorySet {
-		// Its race is decided in the replica's memory, before the wire: only
-		// the gate releases that decision; the losers never write a byte.
-		mode = ""
+	var relOpts []runner.Option
+	// memory-set's race is decided in the replica's memory, before the wire:
+	// only the gate releases that decision; the losers never write a byte.
+	if s.Release != nil && spec.Name != scenarios.MemorySet {
+		p.Dial, relOpts = s.Release(t)
 	}
-	rel, err := release.New(mode, s.Backend)
-	if err != nil {
-		t.Fatalf("release: %v", err)
-	}
-	if rel.Warning != "" {
-		t.Logf("release: %s", rel.Warning)
-	}
-	p.Dial = rel.Dial
 	target, err := s.Registry.Build(ctx, spec.Name, s.Backend, p)
 	if err != nil {
 		t.Fatalf("build: %v", err)
@@ -132,7 +125,7 @@ func runCase(t *testing.T, s Suite, spec scenarios.Spec, dc scenarios.DemoCase) 
 	opts := append([]runner.Option{
 		runner.Attempts(s.Attempts), runner.Bursts(bursts), runner.Replicas(p.Replicas),
 		runner.Waves(max(dc.Waves, 1)), runner.Deploy(dc.Deploy), runner.Allowed(spec.Allowed),
-	}, rel.Options()...)
+	}, relOpts...)
 	res, err := runner.Run(ctx, target, opts...)
 	if err != nil {
 		t.Fatalf("run: %v", err)
