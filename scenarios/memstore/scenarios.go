@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/racetest/racetest/runner"
@@ -101,15 +100,14 @@ func (t *target) Notes() []string {
 }
 
 func (t *target) Open(_ context.Context, replica, _ int) (runner.App, error) {
-	return &app{t: t, replica: replica, processing: map[string]bool{}}, nil
+	return &app{t: t, replica: replica}, nil
 }
 
 // app is one replica: its memory is the processing set of memory-set.
 type app struct {
-	t          *target
-	replica    int
-	mu         sync.Mutex
-	processing map[string]bool
+	t       *target
+	replica int
+	memory  scenarios.ReplicaMemory
 }
 
 func (a *app) Session(context.Context, int) (runner.Session, error) { return session{a}, nil }
@@ -130,13 +128,9 @@ func sleep(ctx context.Context, d time.Duration) error { return Wait(ctx, d) }
 // inside the replica; then the guarded action writes to the shared store.
 func memorySet(ctx context.Context, t *target, a *app, s runner.Subject, w *runner.Worker) runner.Outcome {
 	w.Mark("check")
-	a.mu.Lock()
-	if a.processing[s.Key] {
-		a.mu.Unlock()
+	if !a.memory.Claim(s.Key) {
 		return runner.Refused(errAlready)
 	}
-	a.processing[s.Key] = true
-	a.mu.Unlock()
 	if err := sleep(ctx, t.p.Gap); err != nil {
 		return runner.Failed(err)
 	}

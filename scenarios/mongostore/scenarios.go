@@ -96,13 +96,9 @@ func (s *session) effect(ctx context.Context, key string, w *runner.Worker) erro
 func memorySet(ctx context.Context, s *session, subj runner.Subject, w *runner.Worker) runner.Outcome {
 	w.Mark("check")
 	a := s.a
-	a.mu.Lock()
-	if a.processing[subj.Key] {
-		a.mu.Unlock()
+	if !a.memory.Claim(subj.Key) {
 		return runner.Refused(errAlready)
 	}
-	a.processing[subj.Key] = true
-	a.mu.Unlock()
 	if err := sleep(ctx, s.t.p.Gap); err != nil {
 		return runner.Failed(err)
 	}

@@ -277,7 +277,7 @@ func (t *target) Open(ctx context.Context, replica, workers int) (runner.App, er
 		if err := t.checkConnectionLimit(ctx, 2*workers); err != nil {
 			return nil, err
 		}
-		return &app{t: t, replica: replica, processing: map[string]bool{}}, nil
+		return &app{t: t, replica: replica}, nil
 	}
 	if err := t.checkConnectionLimit(ctx, workers); err != nil {
 		return nil, err
@@ -295,7 +295,7 @@ func (t *target) Open(ctx context.Context, replica, workers int) (runner.App, er
 	if err != nil {
 		return nil, err
 	}
-	a := &app{t: t, replica: replica, client: client, db: client.Database(t.conn.database), processing: map[string]bool{}}
+	a := &app{t: t, replica: replica, client: client, db: client.Database(t.conn.database)}
 	if err := warm(ctx, client, workers, &open); err != nil {
 		_ = disconnect(client)
 		return nil, t.limitError(ctx, workers, scrub(err, t.conn.uri))
@@ -384,8 +384,8 @@ type app struct {
 	client  *mongo.Client
 	db      *mongo.Database
 
-	mu         sync.Mutex
-	processing map[string]bool
+	// memory is memory-set's processing set: this replica's own.
+	memory scenarios.ReplicaMemory
 }
 
 // Session pings once more, so that a worker starts the burst on a pool that

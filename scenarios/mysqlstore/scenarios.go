@@ -32,13 +32,9 @@ var memorySet = kind{
 	attempt: func(ctx context.Context, t *target, s *session, subj runner.Subject, w *runner.Worker) runner.Outcome {
 		a := s.a
 		w.Mark("check")
-		a.mu.Lock()
-		if a.processing[subj.Key] {
-			a.mu.Unlock()
+		if !a.memory.Claim(subj.Key) {
 			return runner.Refused(errAlready)
 		}
-		a.processing[subj.Key] = true
-		a.mu.Unlock()
 		if err := pause(ctx, t.p.Gap); err != nil {
 			return runner.Failed(err)
 		}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/racetest/racetest/runner"
@@ -187,7 +186,7 @@ func (t *target) Open(_ context.Context, replica, workers int) (runner.App, erro
 	if err != nil {
 		return nil, err
 	}
-	return &app{t: t, replica: replica, db: db, processing: map[string]bool{}}, nil
+	return &app{t: t, replica: replica, db: db}, nil
 }
 
 // count runs a COUNT(*) (or any one-integer query) over the admin pool.
@@ -203,8 +202,8 @@ type app struct {
 	replica int
 	db      *sql.DB
 
-	mu         sync.Mutex
-	processing map[string]bool
+	// memory is memory-set's processing set: this replica's own.
+	memory scenarios.ReplicaMemory
 }
 
 func (a *app) Session(ctx context.Context, worker int) (runner.Session, error) {

@@ -133,13 +133,9 @@ func countEffects(ctx context.Context, t *target, c *pgx.Conn, s runner.Subject)
 func memorySet(ctx context.Context, s *session, subj runner.Subject, w *runner.Worker) runner.Outcome {
 	a := s.a
 	w.Mark("check")
-	a.mu.Lock()
-	if a.processing[subj.Key] {
-		a.mu.Unlock()
+	if !a.memory.Claim(subj.Key) {
 		return runner.Refused(errMemoryTaken)
 	}
-	a.processing[subj.Key] = true
-	a.mu.Unlock()
 	if err := sleep(ctx, s.t.p.Gap); err != nil {
 		return runner.Failed(err)
 	}

@@ -289,15 +289,15 @@ func (t *target) Effects(ctx context.Context, s runner.Subject) (int, error) {
 // Open starts one replica: its own memory (memory-set's processing set) and
 // its own connections, one per worker, dialled by Session.
 func (t *target) Open(_ context.Context, replica, _ int) (runner.App, error) {
-	return &app{t: t, replica: replica, processing: map[string]bool{}}, nil
+	return &app{t: t, replica: replica}, nil
 }
 
 type app struct {
 	t       *target
 	replica int
 
-	mu         sync.Mutex
-	processing map[string]bool
+	// memory is memory-set's processing set: this replica's own.
+	memory scenarios.ReplicaMemory
 }
 
 // Session dials worker's own connection and checks it with a round trip
@@ -321,12 +321,7 @@ func (a *app) Session(ctx context.Context, worker int) (runner.Session, error) {
 	return &session{a: a, t: a.t, c: c}, nil
 }
 
-func (a *app) Close() error {
-	a.mu.Lock()
-	a.processing = map[string]bool{}
-	a.mu.Unlock()
-	return nil
-}
+func (a *app) Close() error { return nil }
 
 type session struct {
 	a *app

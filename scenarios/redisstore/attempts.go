@@ -55,13 +55,9 @@ return 1
 func memorySet(ctx context.Context, s *session, k keys, w *runner.Worker) runner.Outcome {
 	w.Mark("check")
 	a := s.app
-	a.mu.Lock()
-	if a.processing[k.subject] {
-		a.mu.Unlock()
+	if !a.memory.Claim(k.subject) {
 		return runner.Refused(errAlready)
 	}
-	a.processing[k.subject] = true
-	a.mu.Unlock()
 	if err := sleep(ctx, a.t.p.Gap); err != nil {
 		return runner.Failed(err)
 	}

@@ -265,7 +265,7 @@ func (t *target) opError(what string, err error) error {
 // Open starts one replica: its own pool, sized to its workers, and its own
 // memory (the processing set of memory-set).
 func (t *target) Open(_ context.Context, replica, workers int) (runner.App, error) {
-	return &app{t: t, replica: replica, client: t.c.client(max(workers, 1), true), processing: map[string]bool{}}, nil
+	return &app{t: t, replica: replica, client: t.c.client(max(workers, 1), true)}, nil
 }
 
 // app is one replica of the application.
@@ -274,8 +274,8 @@ type app struct {
 	replica int
 	client  *redis.Client
 
-	mu         sync.Mutex
-	processing map[string]bool
+	// memory is memory-set's processing set: this replica's own.
+	memory scenarios.ReplicaMemory
 }
 
 // Session gives worker its own connection, dialled and pinged now so that
