@@ -5,8 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"sort"
@@ -47,19 +45,7 @@ func targetMain(kind string) int {
 		}
 		url, stop = ws.URL, ws.Close
 	} else {
-		srv := httptest.NewUnstartedServer(ctw)
-		switch kind {
-		case tlsH2:
-			srv.EnableHTTP2 = true
-			srv.StartTLS()
-		case h2c:
-			srv.Config.Protocols = new(http.Protocols)
-			srv.Config.Protocols.SetHTTP1(true)
-			srv.Config.Protocols.SetUnencryptedHTTP2(true)
-			srv.Start()
-		default:
-			srv.Start()
-		}
+		srv := startServer(kind, ctw)
 		url, stop = srv.URL, srv.Close
 	}
 	fmt.Println(url)

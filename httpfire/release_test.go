@@ -25,10 +25,15 @@ const (
 
 func newServer(t testing.TB, kind string, h http.Handler) *httptest.Server {
 	t.Helper()
+	srv := startServer(kind, h)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// startServer starts h speaking kind's protocol (plain HTTP/1.1 by default).
+func startServer(kind string, h http.Handler) *httptest.Server {
 	srv := httptest.NewUnstartedServer(h)
 	switch kind {
-	case plainH1:
-		srv.Start()
 	case tlsH1:
 		srv.StartTLS()
 	case tlsH2:
@@ -39,8 +44,9 @@ func newServer(t testing.TB, kind string, h http.Handler) *httptest.Server {
 		srv.Config.Protocols.SetHTTP1(true)
 		srv.Config.Protocols.SetUnencryptedHTTP2(true)
 		srv.Start()
+	default:
+		srv.Start()
 	}
-	t.Cleanup(srv.Close)
 	return srv
 }
 
