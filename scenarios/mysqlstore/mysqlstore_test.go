@@ -114,7 +114,9 @@ func TestPreexistingTableUntouched(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
+	// Closed in a cleanup registered first, so it runs after the drop below
+	// (a deferred Close would run before it and leave the table behind).
+	t.Cleanup(func() { st.Close() })
 	db := st.DB()
 	// Named like a user's table, not with a run prefix, and dropped by the
 	// test itself.
@@ -122,7 +124,11 @@ func TestPreexistingTableUntouched(t *testing.T) {
 	if _, err := db.Exec("CREATE TABLE `" + own + "` (id INT PRIMARY KEY, token VARCHAR(64), status VARCHAR(16)) ENGINE=InnoDB"); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { db.Exec("DROP TABLE IF EXISTS `" + own + "`") })
+	t.Cleanup(func() {
+		if _, err := db.Exec("DROP TABLE IF EXISTS `" + own + "`"); err != nil {
+			t.Errorf("drop %s: %v", own, err)
+		}
+	})
 	if _, err := db.Exec("INSERT INTO `"+own+"` VALUES (1, ?, 'issued'), (2, 'racetest_x_1', 'redeemed')", p.Prefix()+"0"); err != nil {
 		t.Fatal(err)
 	}
@@ -496,14 +502,18 @@ func TestTooManyConnections(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
+	t.Cleanup(func() { st.Close() }) // after the DROP USER below
 	cfg, _ := Config(p.Conn.MySQLDSN)
 	user := "racetest_" + p.RunID
 	host := "%"
 	if _, err := st.DB().Exec(fmt.Sprintf("CREATE USER '%s'@'%s' WITH MAX_USER_CONNECTIONS 3", user, host)); err != nil {
 		t.Skipf("cannot create a user with a connection limit here: %v", err)
 	}
-	t.Cleanup(func() { st.DB().Exec(fmt.Sprintf("DROP USER '%s'@'%s'", user, host)) })
+	t.Cleanup(func() {
+		if _, err := st.DB().Exec(fmt.Sprintf("DROP USER '%s'@'%s'", user, host)); err != nil {
+			t.Errorf("drop user %s: %v", user, err)
+		}
+	})
 	if _, err := st.DB().Exec(fmt.Sprintf("GRANT ALL ON `%s`.* TO '%s'@'%s'", cfg.DBName, user, host)); err != nil {
 		t.Fatal(err)
 	}
