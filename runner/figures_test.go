@@ -186,6 +186,9 @@ func TestErrorKindsAreCapped(t *testing.T) {
 type scriptedWire struct {
 	*fakeWire
 	offsets [][]time.Duration // [wave][worker]
+	// silent workers send nothing once their first step began; late ones
+	// send theirs on their own.
+	silent, late map[int]bool
 
 	mu       sync.Mutex
 	wave     int
@@ -234,9 +237,12 @@ func (s *scriptedWire) done(worker int) <-chan struct{} {
 func (s *scriptedWire) Sent(worker int) (time.Time, Sending) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.silent[worker] {
+		return time.Time{}, SentNothing
+	}
 	if s.offsets != nil {
 		how := SentHeld
-		if worker == len(s.offsets[s.wave])-1 {
+		if s.late[worker] {
 			how = SentLate
 		}
 		return s.begun.Add(s.offsets[s.wave][worker]), how
@@ -252,6 +258,7 @@ func TestSpreadIsTheWidestWave(t *testing.T) {
 		{2 * ms, 9 * ms, 4 * ms}, // 7ms from first to last
 		{5 * ms, 3 * ms, 4 * ms}, // 2ms
 	})
+	wire.late = map[int]bool{2: true}
 	c := newCounter()
 	c.attempt = func(_ context.Context, s Subject, w *Worker) Outcome {
 		w.Mark("act")
@@ -361,5 +368,229 @@ func TestOverlappedAndSummaries(t *testing.T) {
 	}
 	if got := (&Result{}).EffectsSummary(); got != (Summary[int]{}) {
 		t.Errorf("empty summary %+v, want zeros", got)
+	}
+}
+
+// The report's wire line counts every attempt of the run by how its first
+// request left, and says in how many bursts some went out late.
+func TestWireNote(t *testing.T) {
+	bursts := []Burst{
+		{Wire: WireCounts{Held: 3}},
+		{Wire: WireCounts{Held: 2, Late: 1}},
+		{Wire: WireCounts{Held: 1, Late: 1, Silent: 1}},
+	}
+	got := wireNote("last-byte", bursts, nil)
+	want := "release: last-byte — 6 of 9 attempts held back the last byte of their first request and were released together" +
+		"; 2 were not synchronized: their request went out late, on its own (in 2 of 3 bursts)" +
+		"; 1 sent no request once their first step began"
+	if got != want {
+		t.Errorf("note\n%s\nwant\n%s", got, want)
+	}
+	got = wireNote("last-byte", bursts[:1], nil)
+	if want := "release: last-byte — 3 of 3 attempts held back the last byte of their first request and were released together"; got != want {
+		t.Errorf("note\n%s\nwant\n%s", got, want)
+	}
+	if !bursts[0].Wire.Synchronized() || bursts[1].Wire.Synchronized() {
+		t.Error("Synchronized: a wave with a late attempt is not synchronized, one without is")
+	}
+}
+
+// An attempt that sent nothing on the wire is released, on its timeline,
+// at its first step, or at the wave's start when it took none; only the
+// attempts that sent a request count in the spread.
+func TestSilentAttemptsInAWireRelease(t *testing.T) {
+	ms := time.Millisecond
+	wire := newScriptedWire([][]time.Duration{{2 * ms, 5 * ms, 0, 0}})
+	wire.silent = map[int]bool{2: true, 3: true}
+	wire.late = map[int]bool{1: true}
+	c := newCounter()
+	c.attempt = func(_ context.Context, s Subject, w *Worker) Outcome {
+		switch w.ID {
+		case 3:
+			return Refused(errors.New("refused in memory")) // no step at all
+		case 2:
+			w.Mark("check") // a step, but nothing written
+			return Refused(errors.New("refused in memory"))
+		}
+		w.Mark("act")
+		time.Sleep(8 * ms)
+		return Done()
+	}
+	res, err := Run(context.Background(), c, Attempts(4), Bursts(1), Release(wire))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := res.Bursts[0]
+	if b.Spread != 3*ms {
+		t.Errorf("spread %s, want 3ms: from the first to the last request that left", b.Spread)
+	}
+	if b.Wire != (WireCounts{Held: 1, Late: 1, Silent: 2}) {
+		t.Errorf("wire %+v, want 1 held, 1 late, 2 silent", b.Wire)
+	}
+	for _, w := range res.Example.Workers {
+		rel := w.Marks[0]
+		switch w.Worker {
+		case 3:
+			if rel.At != 0 || len(w.Marks) != 2 {
+				t.Errorf("worker 3 marks %v, want released at 0 then done", w.Marks)
+			}
+		case 2:
+			if rel.At != w.Marks[1].At || w.Marks[1].Name != "check" {
+				t.Errorf("worker 2 marks %v, want released at its check", w.Marks)
+			}
+		}
+	}
+}
+
+// When no attempt sent anything, the spread is that of their first steps.
+func TestAllSilentSpreadIsTheFirstSteps(t *testing.T) {
+	wire := newScriptedWire(nil)
+	wire.silent = map[int]bool{0: true, 1: true, 2: true}
+	c := newCounter()
+	c.attempt = func(_ context.Context, s Subject, w *Worker) Outcome {
+		time.Sleep(time.Duration(w.ID) * time.Millisecond)
+		w.Mark("check")
+		return Refused(errors.New("refused in memory"))
+	}
+	res, err := Run(context.Background(), c, Attempts(3), Bursts(1), Release(wire))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, last := time.Duration(1<<62), time.Duration(0)
+	for _, w := range res.Example.Workers {
+		first, last = min(first, w.Marks[0].At), max(last, w.Marks[0].At)
+	}
+	if got := res.Bursts[0].Spread; got != last-first || got < 2*time.Millisecond {
+		t.Errorf("spread %s, want %s: the first steps' first-to-last (at least 2ms)", got, last-first)
+	}
+}
+
+// memoryTarget is memory-set in miniature: each replica keeps the subjects
+// it has processed in its own memory, so a restart forgets them.
+type memoryTarget struct {
+	*counter
+	mu       sync.Mutex
+	workers  []int // the workers argument of each Open, in order
+	sessions int   // open sessions
+}
+
+type memoryApp struct {
+	t    *memoryTarget
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+type memorySession struct{ a *memoryApp }
+
+func (m *memoryTarget) Open(_ context.Context, _ int, workers int) (App, error) {
+	m.mu.Lock()
+	m.workers = append(m.workers, workers)
+	m.mu.Unlock()
+	m.opens.Add(1)
+	return &memoryApp{t: m, seen: map[string]bool{}}, nil
+}
+
+func (a *memoryApp) Session(context.Context, int) (Session, error) {
+	a.t.mu.Lock()
+	a.t.sessions++
+	a.t.mu.Unlock()
+	return &memorySession{a}, nil
+}
+func (a *memoryApp) Close() error { a.t.closes.Add(1); return nil }
+
+func (s *memorySession) Close() error {
+	s.a.t.mu.Lock()
+	s.a.t.sessions--
+	s.a.t.mu.Unlock()
+	return nil
+}
+
+func (s *memorySession) Attempt(_ context.Context, sub Subject, w *Worker) Outcome {
+	w.Mark("check")
+	s.a.mu.Lock()
+	defer s.a.mu.Unlock()
+	if s.a.seen[sub.Key] {
+		return Refused(errors.New("already processing"))
+	}
+	s.a.seen[sub.Key] = true
+	s.a.t.counter.mu.Lock()
+	s.a.t.effects[sub.Key]++
+	s.a.t.counter.mu.Unlock()
+	return Done()
+}
+
+// A deploy between waves wipes every replica's memory, so the second wave
+// runs the action again: that is memory-set's lesson, and the runner must
+// restart the replicas exactly between waves, not before the first.
+func TestDeployWipesMemoryBetweenWaves(t *testing.T) {
+	for _, tc := range []struct {
+		deploy bool
+		want   int
+	}{{true, 2}, {false, 1}} {
+		m := &memoryTarget{counter: newCounter()}
+		res, err := Run(context.Background(), m, Attempts(3), Bursts(2), Waves(2), Deploy(tc.deploy))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := res.EffectsSummary(); got.Min != tc.want || got.Max != tc.want {
+			t.Errorf("deploy=%v: effects %+v per burst, want %d", tc.deploy, got, tc.want)
+		}
+		if m.sessions != 0 {
+			t.Errorf("deploy=%v: %d sessions left open", tc.deploy, m.sessions)
+		}
+	}
+}
+
+// Each replica is opened for the workers that use it (worker i uses
+// replica i mod R), so it can size its pool to them.
+func TestReplicaPoolsFitTheirWorkers(t *testing.T) {
+	m := &memoryTarget{counter: newCounter()}
+	if _, err := Run(context.Background(), m, Attempts(7), Bursts(1), Replicas(3)); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(m.workers) != "[3 2 2]" {
+		t.Errorf("replicas opened for %v workers, want [3 2 2] (7 workers over 3 replicas)", m.workers)
+	}
+	if m.sessions != 0 || m.opens.Load() != m.closes.Load() {
+		t.Errorf("%d sessions left open; %d replicas opened, %d closed", m.sessions, m.opens.Load(), m.closes.Load())
+	}
+}
+
+// The smallest shape is valid; one below it in any field is not, and the
+// error names the field.
+func TestValidateBoundaries(t *testing.T) {
+	if _, err := Run(context.Background(), newCounter(),
+		Attempts(1), Bursts(1), Replicas(1), Waves(1), Allowed(0), Timeout(0)); err != nil {
+		t.Errorf("the smallest valid shape was refused: %v", err)
+	}
+	for _, tc := range []struct {
+		opt  Option
+		want string
+	}{
+		{Attempts(0), "attempts must be at least 1 (got 0)"},
+		{Bursts(0), "bursts must be at least 1 (got 0)"},
+		{Replicas(0), "replicas must be at least 1 (got 0)"},
+		{Waves(0), "waves must be at least 1 (got 0)"},
+		{Allowed(-1), "allowed effects cannot be negative (got -1)"},
+		{Timeout(-time.Second), "timeout cannot be negative (got -1s)"},
+	} {
+		c := newCounter()
+		_, err := Run(context.Background(), c, tc.opt)
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("err = %v, want %q", err, tc.want)
+		}
+		if c.prepared {
+			t.Errorf("%s: the target was prepared for a run that cannot be carried out", tc.want)
+		}
+	}
+}
+
+func TestClassNames(t *testing.T) {
+	var got []string
+	for _, c := range Classes() {
+		got = append(got, c.String())
+	}
+	if fmt.Sprint(got) != "[executed declined conflict error unknown]" || Class(NumClasses).String() != "class(5)" {
+		t.Errorf("class names %v, %s", got, Class(NumClasses))
 	}
 }
