@@ -68,7 +68,9 @@ func badParam(cases []report.Case) error {
 
 // verdictError turns the cases' assessments into the command's error, and
 // so its exit code: interrupted, then setup errors, then violated
-// expectations, then (with --strict) inconclusive runs.
+// expectations (exit 1), then runs that failed only for want of proof
+// (INCONCLUSIVE under --strict, or in a suite: exit 4). This is the one
+// place a verdict becomes an exit code.
 func verdictError(ctx context.Context, cases []report.Case) error {
 	var setup []string
 	violated, inconclusive := 0, 0
@@ -83,7 +85,7 @@ func verdictError(ctx context.Context, cases []report.Case) error {
 			return usageError(fmt.Errorf("%s on %s: %w", c.Scenario, c.Backend, bad))
 		case c.Err != nil:
 			setup = append(setup, fmt.Sprintf("%s on %s: %v", c.Scenario, c.Backend, c.Err))
-		case !a.Met && a.Verdict == report.Inconclusive:
+		case !a.Met && a.Unproven:
 			inconclusive++
 		case !a.Met:
 			violated++
@@ -97,7 +99,7 @@ func verdictError(ctx context.Context, cases []report.Case) error {
 	case violated > 0:
 		return &exitError{code: ExitViolated, err: fmt.Errorf("%d of %d runs did not meet their expectation", violated, len(cases))}
 	case inconclusive > 0:
-		return &exitError{code: ExitInconclusive, err: fmt.Errorf("%d of %d runs were inconclusive (--strict)", inconclusive, len(cases))}
+		return &exitError{code: ExitInconclusive, err: fmt.Errorf("%d of %d runs were inconclusive: nothing was proven, and --strict fails that", inconclusive, len(cases))}
 	}
 	return nil
 }

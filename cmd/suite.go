@@ -27,12 +27,14 @@ import (
 // SuiteOptions are the parsed flags of 'racetest suite' and its dependencies.
 type SuiteOptions struct {
 	*Factory
-	File     string
-	Strict   bool
-	List     bool
-	JUnit    string
-	Markdown string
-	JSON     string
+	File   string
+	Strict bool
+	// AllowInconclusive lets a case that proved nothing pass.
+	AllowInconclusive bool
+	List              bool
+	JUnit             string
+	Markdown          string
+	JSON              string
 	// Color is auto, always or never.
 	Color    string
 	Timeline bool
@@ -51,8 +53,9 @@ their options, each with an expectation: safe, race, max_effects: N, or prove: 1
 non-zero when any expectation is not met. The whole file is checked before anything runs.
 
 Exit codes: 0 every expectation met; 1 an expectation violated; 2 the suite or the flags are
-wrong (nothing ran); 3 a backend could not be reached or set up; 4 with --strict, a case proved
-nothing (INCONCLUSIVE); 130 interrupted.
+wrong (nothing ran); 3 a backend could not be reached or set up; 4 a case proved nothing
+(INCONCLUSIVE), unless the case says allow_inconclusive: true or --allow-inconclusive is given;
+130 interrupted.
 
 A server backend runs only where its connection is configured: the case's own connection, then
 the flag (--mysql-dsn, …), then defaults.connections in the file, then the environment
@@ -75,7 +78,8 @@ the flag (--mysql-dsn, …), then defaults.connections in the file, then the env
 		},
 	}
 	fs := c.Flags()
-	fs.BoolVar(&opts.Strict, "strict", false, "fail (exit 4) when a case's bursts did not overlap enough to prove anything")
+	fs.BoolVar(&opts.Strict, "strict", false, "fail (exit 4) every INCONCLUSIVE case, even one with allow_inconclusive: true (without it a suite already fails those without)")
+	fs.BoolVar(&opts.AllowInconclusive, "allow-inconclusive", false, "let cases that proved nothing (INCONCLUSIVE) pass; by default a gate fails them (exit 4)")
 	fs.BoolVar(&opts.List, "list", false, "show what would run, and with which connections, without running anything")
 	fs.StringVar(&opts.JUnit, "junit", "", "write a JUnit XML report to `FILE`")
 	fs.StringVar(&opts.Markdown, "markdown", "", "write a Markdown summary to `FILE` (e.g. $GITHUB_STEP_SUMMARY)")
@@ -209,7 +213,7 @@ func loadSuite(o *SuiteOptions) ([]suite.Plan, error) {
 		return nil, suiteError(o.IO, err)
 	}
 	plans, err := s.Plans(o.Registry, suite.Options{
-		Conn: o.Conn, Env: os.LookupEnv, Strict: o.Strict, Keep: o.Keep, Dir: dir, Local: localAddresses,
+		Conn: o.Conn, Env: os.LookupEnv, Strict: o.Strict, AllowInconclusive: o.AllowInconclusive, Keep: o.Keep, Dir: dir, Local: localAddresses,
 	})
 	if err != nil {
 		return nil, suiteError(o.IO, err)
@@ -235,7 +239,7 @@ func httpConfig(p suite.Plan) httpfire.Config {
 	cfg := httpfire.Config{
 		Method: h.Method, URL: h.URL, Headers: h.Headers, Cookies: h.Cookies,
 		Body: h.Body, BodyFile: h.BodyFile, Effects: h.Effects, Release: httpfire.Release(h.Release),
-		Insecure: h.Insecure, Warmup: h.Warmup, Timeout: p.Config.Timeout,
+		Insecure: h.Insecure, Warmup: h.Warmup, Setup: h.Setup, Timeout: p.Config.Timeout,
 	}
 	if h.Success != nil {
 		cfg.Success = httpfire.Success{Status: h.Success.Status, Body: h.Success.Body}
@@ -419,7 +423,7 @@ func (l *caseLog) line(c report.Case) {
 	a := report.Assess(c)
 	status, code := "ok", "\x1b[32m"
 	switch {
-	case a.Verdict == report.Failed && !a.Interrupted:
+	case a.Verdict == report.Errored && !a.Interrupted:
 		status, code = "ERROR", "\x1b[31m"
 	case !a.Met:
 		status, code = "FAIL", "\x1b[31m"

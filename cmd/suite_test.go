@@ -275,7 +275,7 @@ func TestSuiteExitCodes(t *testing.T) {
 func TestSuiteVerdict(t *testing.T) {
 	flat := &runner.Result{Attempts: 4, Allowed: 1, Planned: 3}
 	for i := range 3 {
-		flat.Bursts = append(flat.Bursts, runner.Burst{Index: i, Effects: 1, Allowed: 1, Overlap: 1})
+		flat.Bursts = append(flat.Bursts, runner.Burst{Index: i, Effects: 1, Allowed: 1, Overlap: 1, Outcomes: [runner.NumClasses]int{1, 3}})
 	}
 	inconclusive := report.Case{Scenario: "unique-insert", Backend: "memory", Expect: report.Expect{Kind: "safe"}, Result: flat}
 	ctx := context.Background()
@@ -289,7 +289,7 @@ func TestSuiteVerdict(t *testing.T) {
 	// Every burst overlapped, but 3 bursts cannot prove ≤1%.
 	overlapped := &runner.Result{Attempts: 4, Allowed: 1, Planned: 3}
 	for i := range 3 {
-		overlapped.Bursts = append(overlapped.Bursts, runner.Burst{Index: i, Effects: 1, Allowed: 1, Overlap: 4})
+		overlapped.Bursts = append(overlapped.Bursts, runner.Burst{Index: i, Effects: 1, Allowed: 1, Overlap: 4, Outcomes: [runner.NumClasses]int{1, 3}})
 	}
 	unproven := report.Case{Scenario: "unique-insert", Backend: "memory", Expect: report.Expect{Kind: "safe"}, Prove: 0.01, Strict: true, Result: overlapped}
 	if code := ExitCode(verdictError(ctx, []report.Case{unproven})); code != ExitInconclusive {
@@ -356,7 +356,7 @@ func TestCatalogSuiteCoversTheCatalog(t *testing.T) {
 			t.Errorf("%s on %s: %d×%d is too small to be a gate", p.Case.Name, p.Case.Backend, p.Config.Attempts, p.Config.Bursts)
 		}
 		spec, _ := reg.Scenario(p.Case.Scenario)
-		if want := string(spec.Expect(p.Params)); p.Case.Expect.Kind != want {
+		if want := string(spec.Expect(p.Params)); string(p.Case.Expect.Kind) != want {
 			t.Errorf("%s on %s expects %s, the catalog says %s", p.Case.Name, p.Case.Backend, p.Case.Expect, want)
 		}
 		for _, r := range p.OnServer {

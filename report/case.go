@@ -19,45 +19,87 @@ type Verdict string
 const (
 	// Race: some burst left more effects than allowed.
 	Race Verdict = "RACE"
-	// Safe: no burst exceeded the allowance, and the bursts really overlapped.
+	// Lost: some burst left fewer effects than required while an attempt
+	// claimed it was done — a user told "already paid" who was never paid.
+	Lost Verdict = "LOST"
+	// Safe: no burst left the allowed range, and enough bursts put the
+	// guard to the test (the action took effect, two attempts overlapped).
 	Safe Verdict = "SAFE"
-	// Inconclusive: no violation, but the attempts did not overlap enough to
-	// mean anything.
+	// Inconclusive: no violation, but too few bursts tested anything.
 	Inconclusive Verdict = "INCONCLUSIVE"
-	// Failed: the run could not be carried out; nothing is claimed.
-	Failed Verdict = "ERROR"
+	// Errored: the run could not be carried out; nothing is claimed.
+	Errored Verdict = "ERROR"
+)
+
+// ExpectKind is what kind of outcome a run is expected to show.
+type ExpectKind string
+
+const (
+	// ExpectSafe: the verdict must be SAFE (the default).
+	ExpectSafe ExpectKind = "safe"
+	// ExpectRace: the verdict must be RACE: the naive pattern must break.
+	ExpectRace ExpectKind = "race"
+	// ExpectLost: the verdict must be LOST: the pattern loses the action.
+	ExpectLost ExpectKind = "lost"
+	// ExpectMax: no burst over Max effects, none under the run's floor.
+	ExpectMax ExpectKind = "max"
+	// ExpectRange: every burst between Min and Max effects.
+	ExpectRange ExpectKind = "range"
 )
 
 // Expect is what the user (or the catalog) expects of a run.
 type Expect struct {
-	// Kind is "safe", "race" or "max" (at most Max effects per burst).
-	Kind string
-	Max  int
+	Kind     ExpectKind
+	Min, Max int
 }
 
-// ParseExpect reads "safe", "race" or "max=N".
+// ParseExpect reads "safe", "race", "lost", "max=N" or "range=MIN-MAX".
 func ParseExpect(s string) (Expect, error) {
-	switch {
-	case s == "safe" || s == "race":
-		return Expect{Kind: s}, nil
-	case strings.HasPrefix(s, "max="):
-		n, err := strconv.Atoi(strings.TrimPrefix(s, "max="))
+	switch k, arg, _ := strings.Cut(s, "="); ExpectKind(k) {
+	case ExpectSafe, ExpectRace, ExpectLost:
+		if arg == "" {
+			return Expect{Kind: ExpectKind(k)}, nil
+		}
+	case ExpectMax:
+		n, err := strconv.Atoi(arg)
 		if err != nil || n < 1 {
 			return Expect{}, fmt.Errorf("expectation %q: max=N needs a whole number N of at least 1", s)
 		}
-		return Expect{Kind: "max", Max: n}, nil
+		return Expect{Kind: ExpectMax, Max: n}, nil
+	case ExpectRange:
+		lo, hi, err := ParseRange(arg)
+		if err != nil {
+			return Expect{}, fmt.Errorf("expectation %q: %w", s, err)
+		}
+		return Expect{Kind: ExpectRange, Min: lo, Max: hi}, nil
 	}
-	return Expect{}, fmt.Errorf("unknown expectation %q (want safe, race or max=N)", s)
+	return Expect{}, fmt.Errorf("unknown expectation %q (want safe, race, lost, max=N or range=MIN-MAX)", s)
+}
+
+// ParseRange reads "N" (exactly N) or "MIN-MAX" effects per burst.
+func ParseRange(s string) (lo, hi int, err error) {
+	a, b, isRange := strings.Cut(strings.TrimSpace(s), "-")
+	lo, err1 := strconv.Atoi(strings.TrimSpace(a))
+	hi, err2 := lo, error(nil)
+	if isRange {
+		hi, err2 = strconv.Atoi(strings.TrimSpace(b))
+	}
+	if err1 != nil || err2 != nil || lo < 0 || hi < lo {
+		return 0, 0, fmt.Errorf("%q is not a count of effects: write N or MIN-MAX with 0 <= MIN <= MAX (e.g. 1 or 0-1)", s)
+	}
+	return lo, hi, nil
 }
 
 func (e Expect) String() string {
-	if e.Kind == "max" {
+	switch e.Kind {
+	case ExpectMax:
 		return "max=" + strconv.Itoa(e.Max)
+	case ExpectRange:
+		return fmt.Sprintf("range=%d-%d", e.Min, e.Max)
+	case "":
+		return string(ExpectSafe)
 	}
-	if e.Kind == "" {
-		return "safe"
-	}
-	return e.Kind
+	return string(e.Kind)
 }
 
 // Case is one scenario × backend run with what was expected of it.
@@ -81,71 +123,140 @@ type Case struct {
 
 // Assessment is the verdict on a case and whether it met its expectation.
 type Assessment struct {
-	Verdict    Verdict
+	Verdict Verdict
+	// Violations counts the bursts outside the allowed range: over it for
+	// RACE, under it for LOST.
 	Violations int
 	Bursts     int
 	Overlapped int
+	// Tested counts the bursts that put the guard to the test: the action
+	// took effect and two answered attempts overlapped. SAFE rests on them.
+	Tested int
 	// Rate is Violations/Bursts; Upper is its 95% upper bound. For a SAFE
-	// verdict both are computed over the overlapped bursts, the only ones
-	// that could have shown a race.
+	// verdict both are computed over the tested bursts, the only ones that
+	// could have shown a race.
 	Rate, Upper float64
 	Met         bool
+	// Unproven: the expectation failed only because the run was
+	// INCONCLUSIVE under --strict (exit 4, not 1).
+	Unproven bool
 	// Why explains an unmet expectation, an error or an inconclusive run.
 	Why         string
 	Interrupted bool
 }
 
-// MinOverlappedShare is the share of bursts in which at least two attempts
-// must have been in flight at one instant for a run without violations to
-// count as SAFE rather than INCONCLUSIVE.
-const MinOverlappedShare = 0.5
+// MinTestedShare is the share of bursts that must have put the guard to
+// the test (Burst.Tested) for a run without violations to count as SAFE
+// rather than INCONCLUSIVE.
+const MinTestedShare = 0.5
 
 // Assess decides a case's verdict and checks it against the expectation.
 func Assess(c Case) (a Assessment) {
 	r := c.Result
 	if r != nil {
 		a.Bursts = len(r.Bursts)
-		a.Violations = r.Violations()
 		a.Overlapped = r.Overlapped()
+		a.Tested = r.Tested()
 		a.Interrupted = r.Interrupted
 	}
-	interrupted := a.Interrupted || errors.Is(c.Err, context.Canceled)
-	if interrupted {
+	if a.Interrupted || errors.Is(c.Err, context.Canceled) {
 		// Report what finished; the expectation is not met by a run cut short.
 		a.Interrupted = true
 		c.Err = nil
 		defer func() {
-			a.Met = false
+			a.Met, a.Unproven = false, false
 			a.Why = "interrupted after " + plural(a.Bursts, "burst") + " of " + plural(planned(r), "planned burst")
 		}()
 	}
 	switch {
 	case c.Err != nil:
-		a.Verdict, a.Why = Failed, c.Err.Error()
+		a.Verdict, a.Why = Errored, c.Err.Error()
 		return a
 	case a.Bursts == 0:
-		a.Verdict, a.Why = Failed, "no burst completed"
+		a.Verdict, a.Why = Errored, "no burst completed"
 		return a
-	case a.Violations > 0:
-		a.Verdict = Race
+	}
+	a.Verdict, a.Violations, a.Why = verdict(r, a.Tested)
+	switch a.Verdict {
+	case Race, Lost:
 		a.Rate = float64(a.Violations) / float64(a.Bursts)
 		a.Upper = UpperBound(a.Violations, a.Bursts)
-	case r.Attempts < 2 || float64(a.Overlapped) < MinOverlappedShare*float64(a.Bursts):
-		a.Verdict = Inconclusive
-		a.Upper = UpperBound(0, a.Overlapped)
-		a.Why = fmt.Sprintf("only %d of %d bursts had two attempts in flight at once (need %.0f%%)",
-			a.Overlapped, a.Bursts, MinOverlappedShare*100)
 	default:
-		a.Verdict = Safe
-		a.Upper = UpperBound(0, a.Overlapped)
-		if c.Prove > 0 && a.Upper > c.Prove {
-			a.Verdict = Inconclusive
-			a.Why = fmt.Sprintf("asked to prove a violation rate ≤%s at 95%%, but only %d of %d bursts overlapped, which proves ≤%s",
-				percent(c.Prove), a.Overlapped, a.Bursts, percent(a.Upper))
+		a.Upper = UpperBound(0, a.Tested)
+	}
+	if a.Verdict == Safe && c.Prove > 0 && a.Upper > c.Prove {
+		a.Verdict = Inconclusive
+		a.Why = fmt.Sprintf("asked to prove a violation rate ≤%s at 95%%, but only %d of %d bursts were tested, which proves ≤%s",
+			percent(c.Prove), a.Tested, a.Bursts, percent(a.Upper))
+	}
+	a.Met, a.Unproven, a.Why = met(c, r, a)
+	return a
+}
+
+// verdict is what the bursts show, before any expectation: a burst over
+// its allowance is a RACE, one under its floor LOST; otherwise SAFE when
+// enough bursts tested the guard, else INCONCLUSIVE with the reason.
+func verdict(r *runner.Result, tested int) (Verdict, int, string) {
+	if n := r.Violations(); n > 0 {
+		return Race, n, ""
+	}
+	if n := r.Lost(); n > 0 {
+		return Lost, n, ""
+	}
+	if r.Attempts < 2 {
+		return Inconclusive, 0, "one attempt per burst can never race: use -n 2 or more"
+	}
+	if float64(tested) < MinTestedShare*float64(len(r.Bursts)) {
+		return Inconclusive, 0, untested(r, tested)
+	}
+	return Safe, 0, ""
+}
+
+// untested says in one line why too few bursts tested the guard.
+func untested(r *runner.Result, tested int) string {
+	var noEffect, apart, unanswered int
+	for _, b := range r.Bursts {
+		switch {
+		case b.Tested():
+		case b.Effects == 0:
+			noEffect++
+		case b.Overlap < 2:
+			apart++
+		default:
+			unanswered++
 		}
 	}
-	a.Met, a.Why = met(c, r, a)
-	return a
+	n := len(r.Bursts)
+	if noEffect == n {
+		return fmt.Sprintf("0 of %d bursts executed anything: %s", n, nothingRan(r))
+	}
+	if apart == n-tested {
+		return fmt.Sprintf("only %d of %d bursts had two attempts in flight at once (need %.0f%%)",
+			tested, n, MinTestedShare*100)
+	}
+	return fmt.Sprintf("only %d of %d bursts put the guard to the test (need %.0f%%): %d took no effect, %d never had two attempts in flight at once, %d had fewer than two answered attempts",
+		tested, n, MinTestedShare*100, noEffect, apart, unanswered)
+}
+
+// nothingRan is the cause of a run in which no burst took effect.
+func nothingRan(r *runner.Result) string {
+	if r.Diagnosis != "" {
+		return r.Diagnosis
+	}
+	out := r.Outcomes()
+	total := 0
+	for _, n := range out {
+		total += n
+	}
+	switch {
+	case total > 0 && out[runner.Unknown] == total && r.Timeout > 0:
+		return "every attempt timed out after " + human(r.Timeout)
+	case total > 0 && out[runner.Unknown] == total:
+		return "every attempt timed out"
+	case total > 0 && out[runner.Error]+out[runner.Unknown] == total:
+		return fmt.Sprintf("every attempt failed (%s)", strings.TrimPrefix(strings.Join(topErrors(r.Errors, 1), ""), "error "))
+	}
+	return outcomes(r)
 }
 
 func planned(r *runner.Result) int {
@@ -155,34 +266,69 @@ func planned(r *runner.Result) int {
 	return r.Planned
 }
 
-func met(c Case, r *runner.Result, a Assessment) (bool, string) {
+// met checks the assessment against the expectation: whether it was met,
+// whether it failed only for want of proof (strict on INCONCLUSIVE), and why.
+func met(c Case, r *runner.Result, a Assessment) (ok, unproven bool, why string) {
 	for _, ch := range r.Checks {
 		if !ch.OK {
-			return false, "check failed: " + ch.Name + ": " + ch.Detail
+			what := "check failed: "
+			if ch.Bug {
+				what = "the known bug did not show: "
+			}
+			return false, false, what + ch.Name + ": " + ch.Detail
 		}
 	}
 	switch c.Expect.Kind {
-	case "race":
+	case ExpectRace:
 		if a.Verdict != Race {
-			return false, fmt.Sprintf("expected RACE, but no burst of %d exceeded %d effect(s)", a.Bursts, r.Allowed)
+			return false, false, fmt.Sprintf("expected RACE, but no burst of %d exceeded %s (%s)", a.Bursts, plural(r.Allowed, "effect"), found(a))
 		}
-	case "max":
-		worst := r.EffectsSummary().Max
-		if worst > c.Expect.Max {
-			return false, fmt.Sprintf("expected at most %d effect(s) per burst, the worst burst had %d", c.Expect.Max, worst)
+		return true, false, a.Why
+	case ExpectLost:
+		if a.Verdict != Lost {
+			return false, false, fmt.Sprintf("expected LOST, but no burst of %d left fewer than %s while an attempt claimed it done (%s)", a.Bursts, plural(r.Required, "effect"), found(a))
+		}
+		return true, false, a.Why
+	case ExpectMax, ExpectRange:
+		lo, hi := c.Expect.Min, c.Expect.Max
+		if c.Expect.Kind == ExpectMax {
+			lo = -1 // the run's own floor applies (LOST below)
+		}
+		e := r.EffectsSummary()
+		switch {
+		case e.Max > hi:
+			return false, false, fmt.Sprintf("expected at most %s per burst, the worst burst had %d", plural(hi, "effect"), e.Max)
+		case lo >= 0 && e.Min < lo:
+			return false, false, fmt.Sprintf("expected at least %s per burst, a burst had %d", plural(lo, "effect"), e.Min)
+		case lo < 0 && a.Verdict == Lost:
+			return false, false, lostWhy(r, a)
 		}
 	default:
 		switch a.Verdict {
 		case Race:
-			return false, fmt.Sprintf("expected SAFE, but %d of %d bursts left more than %d effect(s) (worst %d)",
-				a.Violations, a.Bursts, r.Allowed, r.EffectsSummary().Max)
-		case Inconclusive:
-			if c.Strict {
-				return false, a.Why
-			}
+			return false, false, fmt.Sprintf("expected SAFE, but %d of %d bursts left more than %s (worst %d)",
+				a.Violations, a.Bursts, plural(r.Allowed, "effect"), r.EffectsSummary().Max)
+		case Lost:
+			return false, false, lostWhy(r, a)
 		}
 	}
-	return true, a.Why
+	if a.Verdict == Inconclusive && c.Strict {
+		return false, true, a.Why
+	}
+	return true, false, a.Why
+}
+
+func lostWhy(r *runner.Result, a Assessment) string {
+	return fmt.Sprintf("expected SAFE, but %d of %d bursts left fewer than %s (fewest %d) while an attempt claimed it done",
+		a.Violations, a.Bursts, plural(r.Required, "effect"), r.EffectsSummary().Min)
+}
+
+// found names the verdict, and an inconclusive run's reason.
+func found(a Assessment) string {
+	if a.Why != "" {
+		return string(a.Verdict) + ": " + a.Why
+	}
+	return "found " + string(a.Verdict)
 }
 
 func plural(n int, word string) string {

@@ -19,12 +19,12 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 func fixedCases() []Case {
 	us := func(n int) time.Duration { return time.Duration(n) * time.Microsecond }
 	race := &runner.Result{
-		Attempts: 3, Replicas: 1, Waves: 1, Allowed: 1, Planned: 4,
+		Attempts: 3, Replicas: 1, Waves: 1, Allowed: 1, Required: 1, Planned: 4,
 		Bursts: []runner.Burst{
-			{Index: 0, Effects: 3, Allowed: 1, Outcomes: [runner.NumClasses]int{3, 0, 0, 0, 0}, Spread: us(12), Overlap: 3},
-			{Index: 1, Effects: 2, Allowed: 1, Outcomes: [runner.NumClasses]int{2, 1, 0, 0, 0}, Spread: us(20), Overlap: 3},
-			{Index: 2, Effects: 1, Allowed: 1, Outcomes: [runner.NumClasses]int{1, 2, 0, 0, 0}, Spread: us(9), Overlap: 2},
-			{Index: 3, Effects: 3, Allowed: 1, Outcomes: [runner.NumClasses]int{3, 0, 0, 0, 0}, Spread: us(15), Overlap: 3},
+			{Index: 0, Effects: 3, Allowed: 1, Required: 1, Outcomes: [runner.NumClasses]int{3, 0, 0, 0, 0}, Spread: us(12), Overlap: 3},
+			{Index: 1, Effects: 2, Allowed: 1, Required: 1, Outcomes: [runner.NumClasses]int{2, 1, 0, 0, 0}, Spread: us(20), Overlap: 3},
+			{Index: 2, Effects: 1, Allowed: 1, Required: 1, Outcomes: [runner.NumClasses]int{1, 2, 0, 0, 0}, Spread: us(9), Overlap: 2},
+			{Index: 3, Effects: 3, Allowed: 1, Required: 1, Outcomes: [runner.NumClasses]int{3, 0, 0, 0, 0}, Spread: us(15), Overlap: 3},
 		},
 		Example: &runner.Trace{Burst: 0, Effects: 3, Allowed: 1, Workers: []runner.WorkerTrace{
 			{Worker: 0, Outcome: runner.Executed, Marks: []runner.Mark{{Name: "released", At: 0}, {Name: "check", At: us(2)}, {Name: "act", At: us(210)}, {Name: "done", At: us(415)}}},
@@ -37,10 +37,10 @@ func fixedCases() []Case {
 		Elapsed: 5 * time.Millisecond,
 	}
 	safe := &runner.Result{
-		Attempts: 3, Replicas: 1, Waves: 1, Allowed: 1, Planned: 2,
+		Attempts: 3, Replicas: 1, Waves: 1, Allowed: 1, Required: 1, Planned: 2,
 		Bursts: []runner.Burst{
-			{Index: 0, Effects: 1, Allowed: 1, Outcomes: [runner.NumClasses]int{1, 1, 0, 1, 0}, Spread: us(8), Overlap: 3},
-			{Index: 1, Effects: 1, Allowed: 1, Outcomes: [runner.NumClasses]int{1, 2, 0, 0, 0}, Spread: us(10), Overlap: 2},
+			{Index: 0, Effects: 1, Allowed: 1, Required: 1, Outcomes: [runner.NumClasses]int{1, 1, 0, 1, 0}, Spread: us(8), Overlap: 3},
+			{Index: 1, Effects: 1, Allowed: 1, Required: 1, Outcomes: [runner.NumClasses]int{1, 2, 0, 0, 0}, Spread: us(10), Overlap: 2},
 		},
 		Errors:  map[string]int{"connection reset by peer": 1},
 		Checks:  []runner.Check{{Name: "lease liveness", OK: true, Detail: "granted after 51ms (TTL 50ms)"}},
@@ -118,7 +118,7 @@ func TestAssess(t *testing.T) {
 	for i, want := range []struct {
 		v   Verdict
 		met bool
-	}{{Race, true}, {Safe, true}, {Failed, false}} {
+	}{{Race, true}, {Safe, true}, {Errored, false}} {
 		a := Assess(cs[i])
 		if a.Verdict != want.v || a.Met != want.met {
 			t.Errorf("case %d: verdict %s met %v, want %s %v (%s)", i, a.Verdict, a.Met, want.v, want.met, a.Why)

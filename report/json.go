@@ -34,6 +34,7 @@ type RunJSON struct {
 	Waves          int               `json:"waves"`
 	Deploy         bool              `json:"deploy"`
 	Allowed        int               `json:"allowed"`
+	Required       int               `json:"required"`
 	Expect         string            `json:"expect"`
 	Verdict        Verdict           `json:"verdict"`
 	ExpectationMet bool              `json:"expectation_met"`
@@ -42,6 +43,7 @@ type RunJSON struct {
 	ViolationRate  float64           `json:"violation_rate"`
 	UpperBound95   float64           `json:"upper_bound_95"`
 	Overlapped     int               `json:"overlapped_bursts"`
+	Tested         int               `json:"tested_bursts"`
 	Effects        Stat              `json:"effects"`
 	Overlap        Stat              `json:"overlap"`
 	SpreadMicros   StatF             `json:"spread_us"`
@@ -111,7 +113,7 @@ func runJSON(c Case) RunJSON {
 	j := RunJSON{
 		Name: displayName(c), Scenario: c.Scenario, Backend: c.Backend, Settings: c.Settings, Release: c.Release,
 		Expect: c.Expect.String(), Verdict: a.Verdict, ExpectationMet: a.Met, Why: a.Why,
-		Violations: a.Violations, ViolationRate: a.Rate, UpperBound95: a.Upper, Overlapped: a.Overlapped,
+		Violations: a.Violations, ViolationRate: a.Rate, UpperBound95: a.Upper, Overlapped: a.Overlapped, Tested: a.Tested,
 		Bursts: a.Bursts, Interrupted: a.Interrupted, Outcomes: map[string]int{},
 	}
 	if c.Err != nil {
@@ -122,7 +124,7 @@ func runJSON(c Case) RunJSON {
 		return j
 	}
 	j.Server, j.Attempts, j.PlannedBursts, j.Replicas = r.Server, r.Attempts, r.Planned, r.Replicas
-	j.Waves, j.Deploy, j.Allowed = r.Waves, r.Deploy, r.Allowed
+	j.Waves, j.Deploy, j.Allowed, j.Required = r.Waves, r.Deploy, r.Allowed, r.Required
 	e, o, s := r.EffectsSummary(), r.OverlapSummary(), r.SpreadSummary()
 	j.Effects = Stat{e.Min, e.Median, e.Max}
 	j.Overlap = Stat{o.Min, o.Median, o.Max}

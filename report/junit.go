@@ -108,8 +108,8 @@ func junitSuiteOf(c Case, o Options) junitSuite {
 	}
 	headline, report := xmlSafe(Headline(c)), xmlSafe(bugReport(c, a))
 	switch {
-	case a.Verdict == Failed && !a.Interrupted:
-		tc.Error = &junitMessage{Type: string(Failed), Message: headline, Body: report}
+	case a.Verdict == Errored && !a.Interrupted:
+		tc.Error = &junitMessage{Type: string(Errored), Message: headline, Body: report}
 		s.Errors = 1
 	case !a.Met:
 		typ := string(a.Verdict)
@@ -149,10 +149,12 @@ func junitProperties(c Case, a Assessment, o Options) []junitProperty {
 	add("violation_rate", strconv.FormatFloat(a.Rate, 'g', 4, 64))
 	add("upper_bound_95", strconv.FormatFloat(a.Upper, 'g', 4, 64))
 	add("overlapped_bursts", a.Overlapped)
+	add("tested_bursts", a.Tested)
 	if r := c.Result; r != nil {
 		add("planned_bursts", r.Planned)
 		add("attempts_per_burst", r.Attempts)
 		add("allowed", r.Allowed)
+		add("required", r.Required)
 		if len(r.Bursts) > 0 {
 			e, ov, sp := r.EffectsSummary(), r.OverlapSummary(), r.SpreadSummary()
 			add("effects_min", e.Min)
@@ -212,7 +214,7 @@ func bugReport(c Case, a Assessment) string {
 	}
 	line("Expected: %s.", expectText(c, r))
 	line("Found: %s.", foundText(c, a))
-	if a.Why != "" && !a.Met && a.Verdict != Failed {
+	if a.Why != "" && !a.Met && a.Verdict != Errored {
 		line("Why it fails: %s.", strings.TrimSuffix(a.Why, "."))
 	}
 	if r != nil {
@@ -222,11 +224,7 @@ func bugReport(c Case, a Assessment) string {
 			line("Note: %s", n)
 		}
 		for _, ch := range r.Checks {
-			mark := "ok"
-			if !ch.OK {
-				mark = "FAILED"
-			}
-			line("Check %s: %s — %s", ch.Name, mark, ch.Detail)
+			line("Check %s: %s — %s", ch.Name, checkMark(ch), ch.Detail)
 		}
 		for _, e := range topErrors(r.Errors, 3) {
 			line("%s", e)
@@ -249,19 +247,30 @@ func expectText(c Case, r *runner.Result) string {
 	if r != nil {
 		allowed = r.Allowed
 	}
-	switch c.Expect.Kind {
-	case "race":
-		return fmt.Sprintf("RACE (some burst leaves more than %s)", plural(allowed, "effect"))
-	case "max":
-		return fmt.Sprintf("at most %s per burst", plural(c.Expect.Max, "effect"))
+	required := min(1, allowed)
+	if r != nil {
+		required = r.Required
 	}
-	return fmt.Sprintf("SAFE (never more than %s per burst)", plural(allowed, "effect"))
+	switch c.Expect.Kind {
+	case ExpectRace:
+		return fmt.Sprintf("RACE (some burst leaves more than %s)", plural(allowed, "effect"))
+	case ExpectLost:
+		return fmt.Sprintf("LOST (some burst leaves fewer than %s while an attempt claims it done)", plural(required, "effect"))
+	case ExpectMax:
+		return fmt.Sprintf("at most %s per burst", plural(c.Expect.Max, "effect"))
+	case ExpectRange:
+		return fmt.Sprintf("%d to %d effects per burst", c.Expect.Min, c.Expect.Max)
+	}
+	if required == allowed {
+		return fmt.Sprintf("SAFE (exactly %s per burst)", plural(allowed, "effect"))
+	}
+	return fmt.Sprintf("SAFE (%d to %d effects per burst)", required, allowed)
 }
 
 func foundText(c Case, a Assessment) string {
 	r := c.Result
 	switch {
-	case a.Verdict == Failed && !a.Interrupted:
+	case a.Verdict == Errored && !a.Interrupted:
 		return "nothing: the run could not be carried out: " + a.Why
 	case r == nil || len(r.Bursts) == 0:
 		return "no burst completed"
@@ -272,9 +281,12 @@ func foundText(c Case, a Assessment) string {
 	case Race:
 		found = fmt.Sprintf("RACE — %d of %d bursts left more than %s (%s, 95%% upper bound %s); worst was burst #%d with %s",
 			a.Violations, a.Bursts, plural(r.Allowed, "effect"), percent(a.Rate), percent(a.Upper), worst.Index, plural(worst.Effects, "effect"))
+	case Lost:
+		found = fmt.Sprintf("LOST — %d of %d bursts left fewer than %s while an attempt claimed it done (%s, 95%% upper bound %s); the fewest was %s",
+			a.Violations, a.Bursts, plural(r.Required, "effect"), percent(a.Rate), percent(a.Upper), plural(r.EffectsSummary().Min, "effect"))
 	case Safe:
-		found = fmt.Sprintf("SAFE — 0 of %d overlapping bursts exceeded %s (violation rate ≤%s at 95%%); worst burst had %s",
-			a.Overlapped, plural(r.Allowed, "effect"), percent(a.Upper), plural(worst.Effects, "effect"))
+		found = fmt.Sprintf("SAFE — 0 of %d tested bursts left the allowed range (violation rate ≤%s at 95%%); worst burst had %s",
+			a.Tested, percent(a.Upper), plural(worst.Effects, "effect"))
 	case Inconclusive:
 		found = fmt.Sprintf("INCONCLUSIVE — no violation in %d bursts, but %s", a.Bursts, a.Why)
 	default:

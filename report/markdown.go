@@ -29,7 +29,7 @@ func Markdown(w io.Writer, cases []Case, o Options) error {
 	} else {
 		fmt.Fprintf(&b, "**%d of %d cases did not meet their expectation.**\n\n", len(cases)-met, len(cases))
 	}
-	b.WriteString("| | Case | Backend | Server | N × bursts | Over limit | Worst burst | Verdict | Expected |\n")
+	b.WriteString("| | Case | Backend | Server | N × bursts | Violated | Worst burst | Verdict | Expected |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
 	for i, c := range cases {
 		a := as[i]
@@ -60,6 +60,11 @@ func Markdown(w io.Writer, cases []Case, o Options) error {
 			fmt.Fprintf(&b, "%d of %d bursts left more than %s (%s; 95%% upper bound %s); the worst, burst #%d, left %d.\n",
 				a.Violations, a.Bursts, plural(r.Allowed, "effect"), percent(a.Rate), percent(a.Upper), w.Index, w.Effects)
 		}
+		if a.Verdict == Lost && c.Result != nil {
+			r := c.Result
+			fmt.Fprintf(&b, "%d of %d bursts left fewer than %s while an attempt claimed it done (%s; 95%% upper bound %s); the fewest left %d.\n",
+				a.Violations, a.Bursts, plural(r.Required, "effect"), percent(a.Rate), percent(a.Upper), r.EffectsSummary().Min)
+		}
 		if c.Lesson != "" {
 			fmt.Fprintf(&b, "\n> **Lesson:** %s\n", mdEscape(c.Lesson))
 		}
@@ -81,7 +86,7 @@ func Headline(c Case) string {
 		where += " (" + c.Result.Server + ")"
 	}
 	switch {
-	case a.Verdict == Failed && !a.Interrupted:
+	case a.Verdict == Errored && !a.Interrupted:
 		return where + " could not run: " + a.Why
 	case !a.Met && a.Verdict == Inconclusive:
 		return where + ": INCONCLUSIVE under --strict, " + a.Why
@@ -99,7 +104,7 @@ func Headline(c Case) string {
 
 func mdMark(a Assessment) string {
 	switch {
-	case a.Verdict == Failed && !a.Interrupted:
+	case a.Verdict == Errored && !a.Interrupted:
 		return "⛔"
 	case !a.Met:
 		return "❌"

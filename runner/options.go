@@ -9,17 +9,21 @@ const (
 	DefaultReplicas = 1
 	DefaultWaves    = 1
 	DefaultAllowed  = 1
+	DefaultRequired = 1
 	DefaultTimeout  = 10 * time.Second
 )
 
 // Config is a run's shape. Build it with New and the options below.
 type Config struct {
-	Attempts int           // N: attempts per wave
-	Bursts   int           // T: bursts, each with a fresh subject
-	Replicas int           // R: application instances; worker i uses replica i mod R
-	Waves    int           // waves of N attempts per burst, all at the same subject
-	Deploy   bool          // restart every replica between waves (their memory is wiped)
-	Allowed  int           // effects per subject that are correct
+	Attempts int  // N: attempts per wave
+	Bursts   int  // T: bursts, each with a fresh subject
+	Replicas int  // R: application instances; worker i uses replica i mod R
+	Waves    int  // waves of N attempts per burst, all at the same subject
+	Deploy   bool // restart every replica between waves (their memory is wiped)
+	Allowed  int  // the most effects per subject that are correct
+	// Required is the fewest effects per subject that are correct: exactly
+	// once has a floor, and a payment that never happened is a failure too.
+	Required int
 	Timeout  time.Duration // per attempt; 0 means none
 	// StopOnViolation ends the run at the first burst over the allowance.
 	StopOnViolation bool
@@ -55,6 +59,10 @@ func Deploy(on bool) Option { return func(c *Config) { c.Deploy = on } }
 
 // Allowed sets how many effects per subject are correct.
 func Allowed(n int) Option { return func(c *Config) { c.Allowed = n } }
+
+// Required sets the fewest effects per subject that are correct (0 where no
+// effect at all is a correct outcome).
+func Required(n int) Option { return func(c *Config) { c.Required = n } }
 
 // Timeout bounds each attempt; an attempt past it counts as Unknown.
 func Timeout(d time.Duration) Option { return func(c *Config) { c.Timeout = d } }

@@ -12,6 +12,10 @@ type Result struct {
 	Waves    int
 	Deploy   bool
 	Allowed  int
+	// Required is the fewest effects per burst that are correct.
+	Required int
+	// Timeout is the per-attempt timeout the run used (0: none).
+	Timeout time.Duration
 	// Planned is the number of bursts asked for; len(Bursts) may be fewer
 	// when the run was interrupted or stopped at a violation.
 	Planned int
@@ -20,8 +24,11 @@ type Result struct {
 	// such burst): the one a timeline should show.
 	Example *Trace
 	// Errors counts distinct error messages seen in attempts (capped).
-	Errors      map[string]int
-	Server      string
+	Errors map[string]int
+	Server string
+	// Diagnosis is the target's one-line account of why no attempt took
+	// effect, when it can tell ("no request succeeded: 404 ×800").
+	Diagnosis   string
 	Notes       []string
 	Checks      []Check
 	Interrupted bool
@@ -40,6 +47,7 @@ type Burst struct {
 	Index    int
 	Effects  int
 	Allowed  int
+	Required int
 	Outcomes [NumClasses]int
 	// Spread is the time from the first to the last worker released.
 	Spread time.Duration
@@ -54,6 +62,26 @@ type Burst struct {
 
 // Violated reports whether the burst left more effects than allowed.
 func (b Burst) Violated() bool { return b.Effects > b.Allowed }
+
+// Lost reports whether the burst left fewer effects than required while
+// some attempt claimed the action was done (executed, or declined as
+// "already done"): a user told "paid" or "already paid" and never paid.
+// A burst whose every attempt failed or timed out claimed nothing; it
+// only tested nothing.
+func (b Burst) Lost() bool {
+	return b.Effects < b.Required && b.Outcomes[Executed]+b.Outcomes[Declined] > 0
+}
+
+// Answered is how many attempts the guard decided: executed, declined or
+// refused with a conflict. Errors and timeouts decided nothing.
+func (b Burst) Answered() int {
+	return b.Outcomes[Executed] + b.Outcomes[Declined] + b.Outcomes[Conflict]
+}
+
+// Tested reports whether the burst put the guard to the test: the guarded
+// action took effect, at least two attempts were in flight at one instant,
+// and at least two got an answer. Only such bursts can support SAFE.
+func (b Burst) Tested() bool { return b.Effects > 0 && b.Overlap >= 2 && b.Answered() >= 2 }
 
 // Trace is every worker's marks in one burst, for a timeline.
 type Trace struct {
@@ -78,6 +106,28 @@ func (r *Result) Violations() int {
 	n := 0
 	for _, b := range r.Bursts {
 		if b.Violated() {
+			n++
+		}
+	}
+	return n
+}
+
+// Lost counts the bursts under their floor (see Burst.Lost).
+func (r *Result) Lost() int {
+	n := 0
+	for _, b := range r.Bursts {
+		if b.Lost() {
+			n++
+		}
+	}
+	return n
+}
+
+// Tested counts the bursts that put the guard to the test (Burst.Tested).
+func (r *Result) Tested() int {
+	n := 0
+	for _, b := range r.Bursts {
+		if b.Tested() {
 			n++
 		}
 	}

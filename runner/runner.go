@@ -42,6 +42,9 @@ func (c *Config) Validate() error {
 	if c.Allowed < 0 {
 		return &ConfigError{fmt.Sprintf("allowed effects cannot be negative (got %d)", c.Allowed)}
 	}
+	if c.Required < 0 || c.Required > c.Allowed {
+		return &ConfigError{fmt.Sprintf("required effects must be between 0 and the %d allowed (got %d)", c.Allowed, c.Required)}
+	}
 	if c.Timeout < 0 {
 		return &ConfigError{fmt.Sprintf("timeout cannot be negative (got %s)", c.Timeout)}
 	}
@@ -56,6 +59,7 @@ func NewConfig(opts ...Option) Config {
 		Replicas: DefaultReplicas,
 		Waves:    DefaultWaves,
 		Allowed:  DefaultAllowed,
+		Required: DefaultRequired,
 		Timeout:  DefaultTimeout,
 	}
 	for _, o := range opts {
@@ -98,6 +102,8 @@ func RunConfig(ctx context.Context, t Target, cfg Config) (res *Result, err erro
 		Waves:    cfg.Waves,
 		Deploy:   cfg.Deploy,
 		Allowed:  cfg.Allowed,
+		Required: cfg.Required,
+		Timeout:  cfg.Timeout,
 		Planned:  cfg.Bursts,
 		Errors:   map[string]int{},
 		Bursts:   make([]Burst, 0, min(cfg.Bursts, 1<<16)),
@@ -161,6 +167,9 @@ func describe(t Target, res *Result) {
 	}
 	if n, ok := t.(Noter); ok {
 		res.Notes = n.Notes()
+	}
+	if d, ok := t.(Diagnoser); ok {
+		res.Diagnosis = d.Diagnose()
 	}
 }
 
@@ -309,6 +318,8 @@ func (e *engine) burst(ctx context.Context, index int) (Burst, error) {
 	if a, ok := e.t.(Allowancer); ok {
 		b.Allowed = a.Allowed(s, b.Outcomes)
 	}
+	// A policy that allows nothing in a burst also requires nothing.
+	b.Required = min(e.cfg.Required, b.Allowed)
 	if e.res.Example == nil || b.Effects > e.maxSeen {
 		e.maxSeen = b.Effects
 		e.res.Example = e.snapshot(b)

@@ -74,6 +74,12 @@ type (
 	Checker interface {
 		Checks(ctx context.Context) []Check
 	}
+	// Diagnoser says in one line why no attempt took effect, when the
+	// target can tell better than the outcome counts ("no request
+	// succeeded: 404 ×800 — is the URL right?"). "" when it cannot.
+	Diagnoser interface {
+		Diagnose() string
+	}
 	// Noter adds lines the report should show (the simulated latency, the
 	// table engine the server really used).
 	Noter interface {
@@ -83,9 +89,14 @@ type (
 
 // Check is one property a target verified besides counting effects.
 type Check struct {
-	Name   string `json:"name"`
+	Name string `json:"name"`
+	// OK: the property held — or, for a Bug check, the bug showed.
 	OK     bool   `json:"ok"`
 	Detail string `json:"detail"`
+	// Bug marks a check that demonstrates a known bug of the variant under
+	// test (a dedupe table that prunes by age): OK means the bug showed as
+	// the story says, which reports read as "bug shown", never as "ok".
+	Bug bool `json:"bug,omitempty"`
 }
 
 // Worker is one attempt's runner-side state. A Session marks the steps of

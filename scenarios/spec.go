@@ -16,6 +16,9 @@ type Expectation string
 const (
 	ExpectSafe Expectation = "safe"
 	ExpectRace Expectation = "race"
+	// ExpectLost: some burst leaves fewer effects than required while an
+	// attempt claims it done (a failure swallowed as "already done").
+	ExpectLost Expectation = "lost"
 )
 
 // Spec is a scenario as a person reads it: its name, its lesson, its story,

@@ -110,7 +110,7 @@ func (c *checker) httpCase(path string, k *Case, sh shape, p *Plan) {
 		return
 	}
 	expect, ok := c.expectation(path, k.Expectation, report.Expect{}, sh)
-	if ok && expect.Kind == "max" && expect.Max < allowed {
+	if ok && expect.Kind == report.ExpectMax && expect.Max < allowed {
 		c.fail(path+".max_effects", "max_effects %d is below allowed %d: the correct outcome would fail", expect.Max, allowed)
 	}
 	if k.Connection != "" {
@@ -137,7 +137,7 @@ func (c *checker) httpCase(path string, k *Case, sh shape, p *Plan) {
 	params.RunID, params.Attempts, params.Replicas, params.Seed = scenarios.NewRunID(), sh.attempts, sh.replicas, sh.seed
 	p.HTTP = &h
 	p.Params = params
-	p.Case = report.Case{Name: name, Scenario: "http", Backend: "http", Expect: expect, Strict: c.o.Strict}
+	p.Case = report.Case{Name: name, Scenario: "http", Backend: "http", Expect: expect, Strict: c.strict(k)}
 	p.Config, p.OnServer = cfg, rules
 	p.Conn = Conn{Value: Redact(h.URL), Source: "case"}
 }

@@ -20,8 +20,12 @@ type Options struct {
 	Conn scenarios.Connections
 	// Env reads the RACETEST_* variables a server backend falls back to.
 	Env LookupEnv
-	// Strict makes an INCONCLUSIVE case fail its expectation.
+	// Strict makes every INCONCLUSIVE case fail its expectation, even one
+	// that allows it.
 	Strict bool
+	// AllowInconclusive lets INCONCLUSIVE cases pass. Without it (or a
+	// case's allow_inconclusive), a gate fails a case that proved nothing.
+	AllowInconclusive bool
 	// Keep leaves every run's namespaced objects in the store.
 	Keep bool
 	// Dir is the directory relative paths in the suite (body_file) are
@@ -284,7 +288,7 @@ func (c *checker) scenarioCase(path string, k *Case, sh shape, p *Plan) {
 	} else if k.Connection != "" {
 		c.fail(path+".connection", "backend %s runs in racetest's own process and takes no connection", b.Name)
 	}
-	catalog := report.Expect{Kind: string(spec.Expect(params))}
+	catalog := report.Expect{Kind: report.ExpectKind(spec.Expect(params))}
 	expect, ok := c.expectation(path, k.Expectation, catalog, sh)
 	if !ok {
 		return
@@ -312,7 +316,7 @@ func (c *checker) scenarioCase(path string, k *Case, sh shape, p *Plan) {
 	if !ok {
 		return
 	}
-	if expect.Kind == "max" && expect.Max >= sh.attempts*sh.waves {
+	if expect.Kind == report.ExpectMax && expect.Max >= sh.attempts*sh.waves {
 		c.fail(path+".max_effects", "max_effects %d can never fail: a burst makes at most %d attempts; lower it below %d",
 			expect.Max, sh.attempts*sh.waves, sh.attempts*sh.waves)
 		return
@@ -323,9 +327,15 @@ func (c *checker) scenarioCase(path string, k *Case, sh shape, p *Plan) {
 	}
 	p.Case = report.Case{
 		Name: name, Scenario: spec.Name, Backend: b.Name, Lesson: spec.Lesson,
-		Expect: expect, Strict: c.o.Strict, Release: string(rel.Mode),
+		Expect: expect, Strict: c.strict(k), Release: string(rel.Mode),
 	}
 	p.Params, p.Config, p.OnServer = params, cfg, rules
+}
+
+// strict reports whether an INCONCLUSIVE run fails the case: by default,
+// since a gate must not pass what proved nothing.
+func (c *checker) strict(k *Case) bool {
+	return c.o.Strict || !(c.o.AllowInconclusive || k.AllowInconclusive)
 }
 
 // expectation reads a case's expectation; catalog is what the catalog
@@ -339,21 +349,21 @@ func (c *checker) expectation(path string, e Expectation, catalog report.Expect,
 		c.fail(path+".max_effects", "max_effects %d can never be met: every burst of a do-once pattern lets at least one attempt through (use max_effects: 1 or expect: safe)", *e.MaxEffects)
 		return report.Expect{}, false
 	case e.MaxEffects != nil:
-		return report.Expect{Kind: "max", Max: *e.MaxEffects}, true
+		return report.Expect{Kind: report.ExpectMax, Max: *e.MaxEffects}, true
 	}
 	switch e.Expect {
-	case "safe", "race":
-		return report.Expect{Kind: e.Expect}, true
+	case "safe", "race", "lost":
+		return report.Expect{Kind: report.ExpectKind(e.Expect)}, true
 	case "", "catalog":
 		if catalog.Kind == "" {
-			return report.Expect{Kind: "safe"}, true
+			return report.Expect{Kind: report.ExpectSafe}, true
 		}
 		return catalog, true
 	case "max":
 		c.fail(path+".expect", "expect: max needs max_effects: N")
 	default:
-		msg := fmt.Sprintf("unknown expectation %q (want catalog, safe, race, or max_effects: N)", e.Expect)
-		if sug := suggest(e.Expect, []string{"catalog", "safe", "race"}); sug != "" {
+		msg := fmt.Sprintf("unknown expectation %q (want catalog, safe, race, lost, or max_effects: N)", e.Expect)
+		if sug := suggest(e.Expect, []string{"catalog", "safe", "race", "lost"}); sug != "" {
 			msg = fmt.Sprintf("unknown expectation %q — did you mean %q? (want catalog, safe, race, or max_effects: N)", e.Expect, sug)
 		}
 		c.fail(path+".expect", "%s", msg)
@@ -376,7 +386,7 @@ func (c *checker) prove(path string, k *Case, expect report.Expect, cfg *runner.
 			k.Prove, report.BurstsFor(bound))
 		return false
 	}
-	if expect.Kind != "safe" {
+	if expect.Kind != report.ExpectSafe {
 		c.fail(path+".prove", "prove bounds the rate of violations of a case expected safe; this case expects %s", expect)
 		return false
 	}

@@ -100,9 +100,13 @@ type Case struct {
 	// OnServer replaces the expectation when the server the run measured
 	// matches: a wire-compatible server that really behaves differently.
 	OnServer []ServerExpect `yaml:"on_server"`
+	// AllowInconclusive lets this case pass when it proved nothing: a
+	// gate fails an INCONCLUSIVE case unless it says so (or the command
+	// line gives --allow-inconclusive).
+	AllowInconclusive bool `yaml:"allow_inconclusive"`
 }
 
-// Expectation is what a run must show: expect (catalog, safe or race) or
+// Expectation is what a run must show: expect (catalog, safe, race or lost) or
 // max_effects, not both. Neither means the catalog's expectation.
 type Expectation struct {
 	Expect     string `yaml:"expect"`
@@ -145,6 +149,9 @@ type HTTP struct {
 	Timeout string `yaml:"timeout"`
 	// Warmup is a URL on the same host fetched once per new connection.
 	Warmup string `yaml:"warmup"`
+	// Setup is a request made before each burst to create its subject:
+	// "METHOD URL" or a URL (POST); it must answer 2xx.
+	Setup string `yaml:"setup"`
 	// Allowed is how many effects per burst are correct (default 1).
 	Allowed *int `yaml:"allowed"`
 }

@@ -444,7 +444,7 @@ func TestUnproven(t *testing.T) {
 	res := func(overlapped int) *runner.Result {
 		r := &runner.Result{Attempts: 8, Allowed: 1, Planned: n}
 		for i := range n {
-			b := runner.Burst{Index: i, Effects: 1, Allowed: 1, Overlap: 1}
+			b := runner.Burst{Index: i, Effects: 1, Allowed: 1, Overlap: 1, Outcomes: [runner.NumClasses]int{1, 7}}
 			if i < overlapped {
 				b.Overlap = 8
 			}

@@ -140,6 +140,7 @@ func alertChecks(ctx context.Context, t *onceTarget) []runner.Check {
 			{
 				Name: "prune by age forgets a 24h alert under load",
 				OK:   byAge == 2,
+				Bug:  true,
 				Detail: fmt.Sprintf("a 24h alert at 09:00, 600 other alerts at 09:20 (the %d-key cap prunes entries older than %s), the same alert at 09:20:01: sent %d time(s)",
 					tableCap, human(pruneAge), byAge),
 			},

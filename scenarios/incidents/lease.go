@@ -240,13 +240,13 @@ func sleep(ctx context.Context, d time.Duration) error { return scenarios.Sleep(
 // first releases late.
 func (t *leaseTarget) Checks(ctx context.Context) []runner.Check {
 	return []runner.Check{
-		t.releaseCheck(ctx, false, "a plain delete frees the next holder's lease"),
-		t.releaseCheck(ctx, true, "compare-and-delete leaves the next holder's lease"),
+		t.releaseCheck(ctx, false, "a plain delete frees the next holder's lease", true),
+		t.releaseCheck(ctx, true, "compare-and-delete leaves the next holder's lease", false),
 	}
 }
 
-func (t *leaseTarget) releaseCheck(ctx context.Context, compare bool, name string) runner.Check {
-	c := runner.Check{Name: name}
+func (t *leaseTarget) releaseCheck(ctx context.Context, compare bool, name string, bug bool) runner.Check {
+	c := runner.Check{Name: name, Bug: bug}
 	detail, ok, err := t.releaseReplay(ctx, compare)
 	if err != nil {
 		c.Detail = err.Error()

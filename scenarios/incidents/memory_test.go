@@ -153,8 +153,9 @@ func TestRewardPayoutMemory(t *testing.T) {
 	})
 	t.Run("swallow-all misreports an injected failure", func(t *testing.T) {
 		res, _ := runCase(t, "memory", RewardPayout, memParams, shape{variant: SwallowErrors})
-		everyBurst(t, res, "want 0 payments (0 allowed) and every attempt told already paid", func(b runner.Burst) bool {
-			return b.Effects == 0 && b.Allowed == 0 && b.Outcomes[runner.Declined] == 8
+		// The user is owed one payment and told "already paid": too few.
+		everyBurst(t, res, "want 0 payments of 1 required, every attempt told already paid (a lost burst)", func(b runner.Burst) bool {
+			return b.Effects == 0 && b.Required == 1 && b.Outcomes[runner.Declined] == 8 && b.Lost()
 		})
 		checkOK(t, res, "swallow-all reports an injected failure")
 	})

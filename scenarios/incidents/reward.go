@@ -182,16 +182,6 @@ func (t *rewardTarget) counts(ctx context.Context, user string) (records, paid i
 	return records, paid, nil
 }
 
-// Allowed is one payment per user, except where a failure was injected into
-// the record insert: nothing was recorded, so nothing may be paid. What is
-// wrong there is the answer the user got, which the outcomes and the check
-// show.
-func (t *rewardTarget) Allowed(s runner.Subject, _ [runner.NumClasses]int) int {
-	if s.Data.(*rewardBurst).inject {
-		return 0
-	}
-	return 1
-}
 
 func (t *rewardTarget) Notes() []string {
 	t.mu.Lock()
@@ -210,7 +200,7 @@ func (t *rewardTarget) Notes() []string {
 			t.bursts, t.paid, t.recorded, diff, trade, t.overPaid, t.underPaid))
 	}
 	if n := t.declined.Load(); t.variant == SwallowErrors && n > 0 {
-		notes = append(notes, fmt.Sprintf("swallow-errors: a NOT NULL failure was injected into every record insert, so 0 payments is right; but %d attempts were told \"already paid\" instead of an error", n))
+		notes = append(notes, fmt.Sprintf("swallow-errors: a NOT NULL failure was injected into every record insert, so nothing could be paid; %d attempts were told \"already paid\" instead of an error: each burst's user was told paid and never paid (LOST)", n))
 	}
 	if t.provider != nil {
 		dropped, replayed := t.provider.stats()
@@ -421,7 +411,7 @@ func (t *rewardTarget) injectedFailureCheck(ctx context.Context) runner.Check {
 	out, err := t.scripted(ctx, t.variant, &rewardBurst{user: user, inject: true})
 	c := runner.Check{Name: "only the duplicate-key error means \"already paid\""}
 	if t.variant == SwallowErrors {
-		c.Name = "swallow-all reports an injected failure as \"already paid\""
+		c.Name, c.Bug = "swallow-all reports an injected failure as \"already paid\"", true
 	}
 	if err != nil {
 		c.Detail = err.Error()

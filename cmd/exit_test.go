@@ -1,0 +1,194 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/racetest/racetest/runner"
+	"github.com/racetest/racetest/scenarios"
+)
+
+// TestExitNumbers pins the documented exit codes literally: scripts and CI
+// configurations test these numbers, so a renumbering is a breaking change.
+func TestExitNumbers(t *testing.T) {
+	for got, want := range map[int]int{ExitOK: 0, ExitViolated: 1, ExitUsage: 2, ExitSetup: 3, ExitInconclusive: 4, ExitInterrupted: 130} {
+		if got != want {
+			t.Errorf("exit code %d, documented as %d", got, want)
+		}
+	}
+	for err, want := range map[error]int{
+		nil:                               0,
+		&exitError{code: 1}:               1,
+		usageErrorf("bad"):                2,
+		setupError(errors.New("down")):    3,
+		&exitError{code: 4}:               4,
+		context.Canceled:                  130,
+		errors.New("cobra: unknown flag"): 2,
+	} {
+		if got := ExitCode(err); got != want {
+			t.Errorf("ExitCode(%v) = %d, want %d", err, got, want)
+		}
+	}
+}
+
+// scripted is a target whose bursts end as its verdict says, so that each
+// verdict can meet each expectation: "safe" (one executes, the rest are
+// declined), "race" (all execute), "lost" (all told "already done", none
+// executes), "inconclusive" (every attempt times out).
+type scripted struct{ verdict string }
+
+func (s scripted) Prepare(context.Context) error { return nil }
+func (s scripted) Cleanup(context.Context) error { return nil }
+func (s scripted) Open(context.Context, int, int) (runner.App, error) {
+	return s, nil
+}
+func (s scripted) Session(context.Context, int) (runner.Session, error) { return s, nil }
+func (s scripted) Close() error                                         { return nil }
+func (s scripted) Reset(_ context.Context, burst int) (runner.Subject, error) {
+	return runner.Subject{Burst: burst, Key: fmt.Sprint(burst), Data: new(int32)}, nil
+}
+func (s scripted) Attempt(ctx context.Context, subj runner.Subject, w *runner.Worker) runner.Outcome {
+	w.Mark("act")
+	// Long enough for the attempts to overlap on a loaded machine.
+	time.Sleep(3 * time.Millisecond)
+	switch s.verdict {
+	case "race":
+		return runner.Done()
+	case "lost":
+		return runner.Refused(errors.New("already done"))
+	case "inconclusive":
+		return runner.Failed(runner.ErrTimeout)
+	}
+	if w.ID == 0 {
+		return runner.Done()
+	}
+	return runner.Refused(errors.New("already done"))
+}
+func (s scripted) Effects(context.Context, runner.Subject) (int, error) {
+	switch s.verdict {
+	case "race":
+		return 4, nil
+	case "safe":
+		return 1, nil
+	}
+	return 0, nil
+}
+
+var scriptedVerdicts = []string{"safe", "race", "lost", "inconclusive"}
+
+// scriptedRegistry has one scenario per verdict, "v-safe" …, each in the
+// demo with the catalog expectation given by expect.
+func scriptedRegistry(expect scenarios.Expectation) *scenarios.Registry {
+	r := scenarios.NewRegistry()
+	r.AddBackend(scenarios.Backend{Name: "memory"})
+	for _, v := range scriptedVerdicts {
+		r.AddScenario(scenarios.Spec{Name: "v-" + v, Lesson: v, Demo: []scenarios.DemoCase{{}},
+			Expect: func(scenarios.Params) scenarios.Expectation { return expect }})
+		r.Register("v-"+v, "memory", func(context.Context, scenarios.Params) (runner.Target, error) { return scripted{v}, nil })
+	}
+	return r
+}
+
+func execWith(t *testing.T, reg *scenarios.Registry, args ...string) (string, string, int) {
+	t.Helper()
+	io, out, errOut := Test()
+	root := NewCmdRoot(&Factory{IO: io, Registry: reg})
+	root.SetArgs(args)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err := root.ExecuteContext(ctx)
+	printError(io, err)
+	return out.String(), errOut.String(), ExitCode(err)
+}
+
+// exitMatrix is every verdict × expectation × strict → exit code, for run
+// and suite; demo and http check the rows their expectations can express.
+var exitMatrix = map[string]map[string][2]int{ // verdict → expectation → [plain, --strict]
+	"safe":         {"safe": {0, 0}, "race": {1, 1}, "lost": {1, 1}, "max=1": {0, 0}, "range=1-1": {0, 0}},
+	"race":         {"safe": {1, 1}, "race": {0, 0}, "lost": {1, 1}, "max=1": {1, 1}, "range=0-4": {0, 0}},
+	"lost":         {"safe": {1, 1}, "race": {1, 1}, "lost": {0, 0}, "max=1": {1, 1}, "range=1-1": {1, 1}},
+	"inconclusive": {"safe": {0, 4}, "race": {1, 1}, "lost": {1, 1}, "max=1": {0, 4}, "range=0-1": {0, 4}},
+}
+
+// exitReason is what stderr must say for a non-zero exit.
+var exitReason = map[int]string{1: "did not meet their expectation", 4: "inconclusive"}
+
+func TestRunExitMatrix(t *testing.T) {
+	reg := scriptedRegistry(scenarios.ExpectSafe)
+	for v, row := range exitMatrix {
+		for exp, codes := range row {
+			for i, strict := range []bool{false, true} {
+				args := []string{"run", "v-" + v, "-n", "4", "--bursts", "4", "--expect", exp}
+				if strict {
+					args = append(args, "--strict")
+				}
+				out, errOut, code := execWith(t, reg, args...)
+				if code != codes[i] {
+					t.Errorf("%s: exit %d, want %d\n%s%s", strings.Join(args, " "), code, codes[i], out, errOut)
+				}
+				if r := exitReason[code]; r != "" && !strings.Contains(errOut, r) {
+					t.Errorf("%s: exit %d, stderr %q does not say %q", strings.Join(args, " "), code, errOut, r)
+				}
+			}
+		}
+	}
+}
+
+func TestDemoExitMatrix(t *testing.T) {
+	for _, exp := range []scenarios.Expectation{scenarios.ExpectSafe, scenarios.ExpectRace, scenarios.ExpectLost} {
+		reg := scriptedRegistry(exp)
+		for _, v := range scriptedVerdicts {
+			// demo runs every scenario: keep one, the verdict under test.
+			one := scenarios.NewRegistry()
+			one.AddBackend(scenarios.Backend{Name: "memory"})
+			spec, _ := reg.Scenario("v-" + v)
+			one.AddScenario(spec)
+			f, _ := reg.Factory("v-"+v, "memory")
+			one.Register(spec.Name, "memory", f)
+			for i, strict := range []bool{false, true} {
+				args := []string{"demo", "-n", "4", "--bursts", "4"}
+				if strict {
+					args = append(args, "--strict")
+				}
+				_, errOut, code := execWith(t, one, args...)
+				if want := exitMatrix[v][string(exp)][i]; code != want {
+					t.Errorf("demo of a %s run, catalog expects %s, strict %v: exit %d, want %d (%s)", v, exp, strict, code, want, errOut)
+				}
+			}
+		}
+	}
+}
+
+func TestSuiteExitMatrix(t *testing.T) {
+	reg := scriptedRegistry(scenarios.ExpectSafe)
+	dir := t.TempDir()
+	for v, row := range exitMatrix {
+		for exp, codes := range row {
+			key := "expect: " + exp
+			if m, ok := strings.CutPrefix(exp, "max="); ok {
+				key = "max_effects: " + m
+			} else if strings.HasPrefix(exp, "range=") {
+				continue // suites state a range through allowed: (HTTP cases)
+			}
+			file := filepath.Join(dir, v+"-"+exp+".yaml")
+			yaml := fmt.Sprintf("defaults: {attempts: 4, bursts: 4}\ncases:\n  - scenario: v-%s\n    %s\n", v, key)
+			if err := os.WriteFile(file, []byte(yaml), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			// A suite is a gate: INCONCLUSIVE fails it by default, unless allowed.
+			want := codes[1]
+			if _, errOut, code := execWith(t, reg, "suite", file); code != want {
+				t.Errorf("suite, %s run, %s: exit %d, want %d (%s)", v, key, code, want, errOut)
+			}
+			if _, errOut, code := execWith(t, reg, "suite", "--allow-inconclusive", file); code != codes[0] {
+				t.Errorf("suite --allow-inconclusive, %s run, %s: exit %d, want %d (%s)", v, key, code, codes[0], errOut)
+			}
+		}
+	}
+}
