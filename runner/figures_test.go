@@ -560,7 +560,7 @@ func TestReplicaPoolsFitTheirWorkers(t *testing.T) {
 // error names the field.
 func TestValidateBoundaries(t *testing.T) {
 	if _, err := Run(context.Background(), newCounter(),
-		Attempts(1), Bursts(1), Replicas(1), Waves(1), Allowed(0), Timeout(0)); err != nil {
+		Attempts(1), Bursts(1), Replicas(1), Waves(1), Allowed(0), Required(0), Timeout(0)); err != nil {
 		t.Errorf("the smallest valid shape was refused: %v", err)
 	}
 	for _, tc := range []struct {
@@ -572,6 +572,8 @@ func TestValidateBoundaries(t *testing.T) {
 		{Replicas(0), "replicas must be at least 1 (got 0)"},
 		{Waves(0), "waves must be at least 1 (got 0)"},
 		{Allowed(-1), "allowed effects cannot be negative (got -1)"},
+		{Required(-1), "required effects must be between 0 and the 1 allowed (got -1)"},
+		{Required(2), "required effects must be between 0 and the 1 allowed (got 2)"},
 		{Timeout(-time.Second), "timeout cannot be negative (got -1s)"},
 	} {
 		c := newCounter()
