@@ -17,8 +17,8 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5"
+	"github.com/racetest/racetest/internal/sqldb"
 	"github.com/racetest/racetest/scenarios/mongostore"
-	"github.com/racetest/racetest/scenarios/mysqlstore"
 	"github.com/racetest/racetest/scenarios/pgstore"
 	"github.com/racetest/racetest/scenarios/redisstore"
 	"github.com/redis/go-redis/v9"
@@ -71,7 +71,7 @@ func parseEffects(spec string, t *Target) (effectsCheck, error) {
 		}
 		switch driver {
 		case "mysql", "mariadb":
-			cfg, err := mysqlstore.Config(conn.MySQLDSN)
+			cfg, err := sqldb.MySQLConfig(conn.MySQLDSN)
 			if err != nil {
 				return nil, &InputError{Field: "mysql-dsn", Err: err}
 			}

@@ -14,10 +14,10 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5"
 	"github.com/racetest/racetest/httpfire"
+	"github.com/racetest/racetest/internal/sqldb"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/conformance"
-	"github.com/racetest/racetest/scenarios/mysqlstore"
 	"github.com/redis/go-redis/v9"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -98,7 +98,7 @@ func TestEffectsRedis(t *testing.T) {
 
 func TestEffectsMySQL(t *testing.T) {
 	dsn := os.Getenv("RACETEST_MYSQL_DSN")
-	cfg, err := mysqlstore.Config(dsn)
+	cfg, err := sqldb.MySQLConfig(dsn)
 	if err != nil {
 		t.Fatal(err)
 	}

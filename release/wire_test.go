@@ -17,11 +17,11 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/racetest/racetest/internal/sqldb"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/builtin"
 	"github.com/racetest/racetest/scenarios/conformance"
-	"github.com/racetest/racetest/scenarios/mysqlstore"
 	"github.com/racetest/racetest/scenarios/pgstore"
 	"github.com/racetest/racetest/scenarios/redisstore"
 )
@@ -360,7 +360,7 @@ func TestMySQLPrepareIsNotHeld(t *testing.T) {
 	w := NewWire("mysql", patientWait)
 	log := &heldLog{}
 	w.held = log.record
-	cfg, err := mysqlstore.Config(os.Getenv("RACETEST_MYSQL_DSN"))
+	cfg, err := sqldb.MySQLConfig(os.Getenv("RACETEST_MYSQL_DSN"))
 	if err != nil {
 		t.Fatal(err)
 	}

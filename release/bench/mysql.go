@@ -8,7 +8,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"github.com/racetest/racetest/scenarios/mysqlstore"
+	"github.com/racetest/racetest/internal/sqldb"
 )
 
 // mysqlArrival is the statement's start by the server's clock, in µs since
@@ -23,7 +23,7 @@ type mysqlStore struct {
 }
 
 func newMySQLStore(ctx context.Context, dsn, prefix string) (*mysqlStore, error) {
-	cfg, err := mysqlstore.Config(dsn)
+	cfg, err := sqldb.MySQLConfig(dsn)
 	if err != nil {
 		return nil, err
 	}

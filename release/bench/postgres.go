@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/racetest/racetest/internal/sqldb"
 	"github.com/racetest/racetest/scenarios/pgstore"
 )
 
@@ -30,11 +31,11 @@ func newPGStore(ctx context.Context, url, prefix string) (*pgStore, error) {
 	}
 	cfg, err := pgx.ParseConfig(url)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: bad URL %s: %w", pgstore.Redact(url), err)
+		return nil, fmt.Errorf("postgres: bad URL %s: %w", sqldb.RedactPostgres(url), err)
 	}
 	s := &pgStore{url: url, cfg: cfg, ctw: prefix + "naive"}
 	if s.admin, err = pgx.ConnectConfig(ctx, s.config(nil)); err != nil {
-		return nil, fmt.Errorf("postgres: cannot connect to %s: %w", pgstore.Redact(url), err)
+		return nil, fmt.Errorf("postgres: cannot connect to %s: %w", sqldb.RedactPostgres(url), err)
 	}
 	return s, nil
 }

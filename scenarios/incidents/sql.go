@@ -5,104 +5,37 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
-
+	"github.com/racetest/racetest/internal/sqldb"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/mysqlstore"
-	"github.com/racetest/racetest/scenarios/pgstore"
 )
 
-// sqlOpTimeout bounds racetest's own statements (setup, reset, counting), so
-// that a server that dies mid-run fails them rather than hanging them.
-const sqlOpTimeout = 15 * time.Second
-
-// sqlConn is one connection, or a transaction on it, whatever the driver:
-// database/sql for MySQL, pgx for PostgreSQL (pgx's database/sql adapter
-// would pull in a pool package the module does not carry).
-type sqlConn interface {
-	// Exec runs a statement and returns the rows it changed and, where the
-	// driver reports one, the id it inserted.
-	Exec(ctx context.Context, query string, args ...any) (changed, lastID int64, err error)
-	// QueryRow runs a query for one row; no row scans as sql.ErrNoRows.
-	QueryRow(ctx context.Context, query string, args ...any) rowScanner
-}
-
-type rowScanner interface{ Scan(dest ...any) error }
-
-type sqlSession interface {
-	sqlConn
-	Begin(ctx context.Context) (sqlTx, error)
-	Close() error
-}
-
-type sqlTx interface {
-	sqlConn
-	Commit(ctx context.Context) error
-	Rollback(ctx context.Context) error
-}
-
-// sqlPool is one replica's connections.
-type sqlPool interface {
-	Conn(ctx context.Context) (sqlSession, error)
-	Close() error
-}
-
-// dialect is what differs between MySQL/MariaDB and PostgreSQL for the
-// incidents' few tables and statements.
+// dialect is what the incidents' few tables and statements need beyond the
+// one SQL layer (sqldb): DDL spellings and the lease grant.
 type dialect struct {
-	name string
-	hint string
-	// connect parses the run's connection string and returns a way to open
-	// pools, and the server's address for messages (never a password).
-	connect func(p scenarios.Params) (open func(workers int) sqlPool, where string, err error)
-	version string // the query naming the server
+	sqldb.Dialect
+	// connString picks the run's connection string for the dialect.
+	connString func(p scenarios.Params) string
 	// tableOptions ends every CREATE TABLE (the storage engine).
 	tableOptions func(p scenarios.Params) (string, error)
 	inlineIndex  bool // MySQL declares indexes in CREATE TABLE
 	autoID       string
 	timestamp    string
 	// acquire grants a lease: it returns the token, or 0.
-	acquire func(ctx context.Context, q sqlConn, table, key, owner string, ttl time.Duration) (int64, error)
+	acquire func(ctx context.Context, q sqldb.Querier, table, key, owner string, ttl time.Duration) (int64, error)
 	// insertID inserts and returns the new row's id.
-	insertID func(ctx context.Context, q sqlConn, query string, args ...any) (int64, error)
-	// ph is the n-th placeholder (1-based).
-	ph          func(n int) string
-	isDuplicate func(error) bool
-	isConflict  func(error) bool
+	insertID func(ctx context.Context, q sqldb.Querier, query string, args ...any) (int64, error)
 	// engineOf reads the engine a table really uses, and whether it
 	// honours transactions.
-	engineOf func(ctx context.Context, q sqlConn, table string) (string, bool, error)
+	engineOf func(ctx context.Context, q sqldb.Querier, table string) (string, bool, error)
 }
 
 var mysqlDialect = &dialect{
-	name: "mysql",
-	hint: "set --mysql-dsn or RACETEST_MYSQL_DSN",
-	connect: func(p scenarios.Params) (func(int) sqlPool, string, error) {
-		cfg, err := mysqlstore.Config(p.Conn.MySQLDSN)
-		if err != nil {
-			return nil, "", err
-		}
-		if p.Dial != nil {
-			cfg.DialFunc = p.Dial
-		}
-		conn, err := mysql.NewConnector(cfg)
-		if err != nil {
-			return nil, "", fmt.Errorf("mysql: bad connection settings for %s: %w", cfg.Addr, err)
-		}
-		return func(workers int) sqlPool {
-			db := sql.OpenDB(conn)
-			db.SetMaxOpenConns(max(workers, 1))
-			db.SetMaxIdleConns(max(workers, 1))
-			return stdPool{db}
-		}, cfg.Addr, nil
-	},
-	version: "SELECT VERSION()",
+	Dialect:    sqldb.MySQL,
+	connString: func(p scenarios.Params) string { return p.Conn.MySQLDSN },
 	tableOptions: func(p scenarios.Params) (string, error) {
 		e, err := mysqlstore.EngineName(p.Engine)
 		if err != nil {
@@ -113,7 +46,7 @@ var mysqlDialect = &dialect{
 	inlineIndex: true,
 	autoID:      "BIGINT AUTO_INCREMENT PRIMARY KEY",
 	timestamp:   "DATETIME(6)",
-	acquire: func(ctx context.Context, q sqlConn, table, key, owner string, ttl time.Duration) (int64, error) {
+	acquire: func(ctx context.Context, q sqldb.Querier, table, key, owner string, ttl time.Duration) (int64, error) {
 		// LAST_INSERT_ID(expr) hands the new token back in the same round
 		// trip as the grant.
 		n, token, err := q.Exec(ctx, "UPDATE "+table+" SET owner = ?, lock_until = NOW(6) + INTERVAL ? MICROSECOND, fence = LAST_INSERT_ID(fence + 1) WHERE name = ? AND lock_until < NOW(6)",
@@ -123,48 +56,20 @@ var mysqlDialect = &dialect{
 		}
 		return token, nil
 	},
-	insertID: func(ctx context.Context, q sqlConn, query string, args ...any) (int64, error) {
+	insertID: func(ctx context.Context, q sqldb.Querier, query string, args ...any) (int64, error) {
 		_, id, err := q.Exec(ctx, query, args...)
 		return id, err
 	},
-	ph: func(int) string { return "?" },
-	isDuplicate: func(err error) bool {
-		var me *mysql.MySQLError
-		return errors.As(err, &me) && me.Number == 1062
-	},
-	isConflict: func(err error) bool {
-		var me *mysql.MySQLError
-		return errors.As(err, &me) && me.Number == 1213
-	},
-	engineOf: func(ctx context.Context, q sqlConn, table string) (string, bool, error) {
-		var engine string
-		var tx sql.NullString
-		err := q.QueryRow(ctx,
-			`SELECT t.ENGINE, e.TRANSACTIONS FROM information_schema.TABLES t
-			 LEFT JOIN information_schema.ENGINES e ON e.ENGINE = t.ENGINE
-			 WHERE t.TABLE_SCHEMA = DATABASE() AND t.TABLE_NAME = ?`, table).Scan(&engine, &tx)
-		if err != nil {
-			return "", false, fmt.Errorf("mysql: reading the engine of %s from information_schema.TABLES: %w", table, err)
-		}
-		return engine, tx.String == "YES", nil
-	},
+	engineOf: sqldb.MySQLEngineOf,
 }
 
 var pgDialect = &dialect{
-	name: "postgres",
-	hint: "set --postgres-url or RACETEST_POSTGRES_URL",
-	connect: func(p scenarios.Params) (func(int) sqlPool, string, error) {
-		cfg, err := pgstore.Config(p.Conn.PostgresURL, p)
-		if err != nil {
-			return nil, "", err
-		}
-		return func(int) sqlPool { return pgPool{cfg} }, fmt.Sprintf("%s:%d", cfg.Host, cfg.Port), nil
-	},
-	version:      "SELECT 'PostgreSQL ' || current_setting('server_version')",
+	Dialect:      sqldb.Postgres,
+	connString:   func(p scenarios.Params) string { return p.Conn.PostgresURL },
 	tableOptions: func(scenarios.Params) (string, error) { return "", nil },
 	autoID:       "BIGSERIAL PRIMARY KEY",
 	timestamp:    "TIMESTAMPTZ",
-	acquire: func(ctx context.Context, q sqlConn, table, key, owner string, ttl time.Duration) (int64, error) {
+	acquire: func(ctx context.Context, q sqldb.Querier, table, key, owner string, ttl time.Duration) (int64, error) {
 		// clock_timestamp(), not now(): now() is the transaction's start.
 		var token int64
 		err := q.QueryRow(ctx, "UPDATE "+table+" SET owner = $1, lock_until = clock_timestamp() + $2::bigint * interval '1 microsecond', fence = fence + 1 WHERE name = $3 AND lock_until < clock_timestamp() RETURNING fence",
@@ -174,185 +79,30 @@ var pgDialect = &dialect{
 		}
 		return token, err
 	},
-	insertID: func(ctx context.Context, q sqlConn, query string, args ...any) (int64, error) {
+	insertID: func(ctx context.Context, q sqldb.Querier, query string, args ...any) (int64, error) {
 		var id int64
 		err := q.QueryRow(ctx, query+" RETURNING id", args...).Scan(&id)
 		return id, err
 	},
-	ph: func(n int) string { return fmt.Sprintf("$%d", n) },
-	isDuplicate: func(err error) bool {
-		var pe *pgconn.PgError
-		return errors.As(err, &pe) && pe.Code == "23505"
-	},
-	isConflict: func(err error) bool {
-		var pe *pgconn.PgError
-		return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01")
-	},
-	engineOf: func(context.Context, sqlConn, string) (string, bool, error) {
+	engineOf: func(context.Context, sqldb.Querier, string) (string, bool, error) {
 		return "PostgreSQL", true, nil
 	},
 }
 
-// ---- database/sql (MySQL) ----
-
-type stdPool struct{ db *sql.DB }
-
-func (p stdPool) Conn(ctx context.Context) (sqlSession, error) {
-	c, err := p.db.Conn(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if err := c.PingContext(ctx); err != nil {
-		c.Close()
-		return nil, err
-	}
-	return &stdSession{stdConn: stdConn{c}, c: c}, nil
-}
-
-func (p stdPool) Close() error { return p.db.Close() }
-
-type stdQuerier interface {
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
-
-type stdConn struct{ q stdQuerier }
-
-func (c stdConn) Exec(ctx context.Context, query string, args ...any) (int64, int64, error) {
-	res, err := c.q.ExecContext(ctx, query, args...)
-	if err != nil {
-		return 0, 0, err
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return 0, 0, err
-	}
-	id, _ := res.LastInsertId()
-	return n, id, nil
-}
-
-func (c stdConn) QueryRow(ctx context.Context, query string, args ...any) rowScanner {
-	return c.q.QueryRowContext(ctx, query, args...)
-}
-
-type stdSession struct {
-	stdConn
-	c *sql.Conn
-}
-
-func (s *stdSession) Close() error { return s.c.Close() }
-
-func (s *stdSession) Begin(ctx context.Context) (sqlTx, error) {
-	tx, err := s.c.BeginTx(ctx, nil)
-	if err != nil {
-		return nil, err
-	}
-	return stdTx{stdConn{tx}, tx}, nil
-}
-
-type stdTx struct {
-	stdConn
-	tx *sql.Tx
-}
-
-func (t stdTx) Commit(context.Context) error   { return t.tx.Commit() }
-func (t stdTx) Rollback(context.Context) error { return t.tx.Rollback() }
-
-// ---- pgx (PostgreSQL) ----
-
-// pgPool dials one connection per worker; the runner closes each.
-type pgPool struct{ cfg *pgx.ConnConfig }
-
-func (p pgPool) Conn(ctx context.Context) (sqlSession, error) {
-	c, err := pgx.ConnectConfig(ctx, p.cfg.Copy())
-	if err != nil {
-		return nil, err
-	}
-	return &pgSession{pgConn: pgConn{c}, c: c}, nil
-}
-
-func (pgPool) Close() error { return nil }
-
-type pgQuerier interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
-
-type pgConn struct{ q pgQuerier }
-
-func (c pgConn) Exec(ctx context.Context, query string, args ...any) (int64, int64, error) {
-	tag, err := c.q.Exec(ctx, query, args...)
-	return tag.RowsAffected(), 0, err
-}
-
-func (c pgConn) QueryRow(ctx context.Context, query string, args ...any) rowScanner {
-	return pgRow{c.q.QueryRow(ctx, query, args...)}
-}
-
-// pgRow makes pgx's "no rows" the database/sql one, so callers test one.
-type pgRow struct{ r pgx.Row }
-
-func (r pgRow) Scan(dest ...any) error {
-	err := r.r.Scan(dest...)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return sql.ErrNoRows
-	}
-	return err
-}
-
-type pgSession struct {
-	pgConn
-	c *pgx.Conn
-}
-
-func (s *pgSession) Close() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	return s.c.Close(ctx)
-}
-
-func (s *pgSession) Begin(ctx context.Context) (sqlTx, error) {
-	tx, err := s.c.Begin(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return pgTx{pgConn{tx}, tx}, nil
-}
-
-type pgTx struct {
-	pgConn
-	tx pgx.Tx
-}
-
-func (t pgTx) Commit(ctx context.Context) error   { return t.tx.Commit(ctx) }
-func (t pgTx) Rollback(ctx context.Context) error { return t.tx.Rollback(ctx) }
+// name is the backend's name in messages ("mysql", "postgres").
+func (d *dialect) name() string { return string(d.Dialect) }
 
 // q rewrites a statement written with ? placeholders for the dialect.
-func (d *dialect) q(query string) string {
-	if d.ph(1) == "?" {
-		return query
-	}
-	var b strings.Builder
-	n := 0
-	for _, r := range query {
-		if r == '?' {
-			n++
-			b.WriteString(d.ph(n))
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
+func (d *dialect) q(query string) string { return d.Rebind(query) }
 
 // wrap marks the errors the patterns read: a duplicate key and a conflict.
 func (d *dialect) wrap(err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case d.isDuplicate(err):
+	case sqldb.IsDuplicate(err):
 		return fmt.Errorf("%w: %w", errDuplicate, err)
-	case d.isConflict(err):
+	case sqldb.IsConflict(err):
 		return fmt.Errorf("%w: %w", errConflict, err)
 	}
 	return err
@@ -361,17 +111,13 @@ func (d *dialect) wrap(err error) error {
 // sqlServer is one run's hold on a SQL server: its own connection for setup
 // and counting, and the tables it created (and will drop: those, no others).
 type sqlServer struct {
-	d     *dialect
-	p     scenarios.Params
-	open  func(workers int) sqlPool
-	where string
-	name  string
-	opts  string
+	d    *dialect
+	p    scenarios.Params
+	db   *sqldb.DB
+	opts string
 
-	mu        sync.Mutex // racetest's own statements, one at a time
-	adminPool sqlPool
-	admin     sqlSession
-	created   []string
+	mu      sync.Mutex // guards created
+	created []string
 }
 
 func connectSQL(ctx context.Context, d *dialect, p scenarios.Params) (*sqlServer, error) {
@@ -379,42 +125,18 @@ func connectSQL(ctx context.Context, d *dialect, p scenarios.Params) (*sqlServer
 	if err != nil {
 		return nil, err
 	}
-	open, where, err := d.connect(p)
+	db, err := sqldb.Open(ctx, d.Dialect, d.connString(p), sqldb.Options{
+		Dial: p.Dial, AppName: "racetest " + p.RunID, Isolation: sqldb.Isolation(p.Isolation)})
 	if err != nil {
 		return nil, err
 	}
-	s := &sqlServer{d: d, p: p, open: open, where: where, opts: opts, adminPool: open(1)}
-	cctx, cancel := context.WithTimeout(ctx, sqlOpTimeout)
-	defer cancel()
-	if s.admin, err = s.adminPool.Conn(cctx); err != nil {
-		s.adminPool.Close()
-		return nil, fmt.Errorf("%s: cannot connect to %s: %w — is the server running? %s", d.name, where, err, d.hint)
-	}
-	var version string
-	if err := s.admin.QueryRow(cctx, d.version).Scan(&version); err == nil {
-		s.name = serverName(version)
-	}
-	return s, nil
+	return &sqlServer{d: d, p: p, db: db, opts: opts}, nil
 }
 
-// serverName turns "10.11.6-MariaDB-0+deb12u1" into "MariaDB 10.11.6".
-func serverName(version string) string {
-	if f := strings.Fields(version); len(f) >= 2 && f[0] == "PostgreSQL" {
-		return f[0] + " " + f[1]
-	}
-	num, rest, _ := strings.Cut(version, "-")
-	if strings.Contains(strings.ToLower(rest), "mariadb") {
-		return "MariaDB " + num
-	}
-	return "MySQL " + num
-}
+func (s *sqlServer) close() error { return s.db.Close() }
 
-func (s *sqlServer) close() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	err := s.admin.Close()
-	return errors.Join(err, s.adminPool.Close())
-}
+// name names the server ("MariaDB 10.11.19").
+func (s *sqlServer) name() string { return s.db.Server() }
 
 // table names part of the run's namespace. Names are known before Prepare,
 // so that a replica in another process, which never prepares, uses them too.
@@ -424,7 +146,7 @@ func (s *sqlServer) table(part string) string { return s.p.Prefix() + part }
 // run never reuses (or later drops) a table it did not make.
 func (s *sqlServer) create(ctx context.Context, name, columns string) error {
 	if err := s.exec(ctx, "CREATE TABLE "+name+" ("+columns+")"+s.opts); err != nil {
-		return fmt.Errorf("%s: could not create table %s on %s: %w", s.d.name, name, s.where, err)
+		return fmt.Errorf("%s: could not create table %s on %s: %w", s.d.name(), name, s.db.Addr(), err)
 	}
 	s.mu.Lock()
 	s.created = append(s.created, name)
@@ -440,7 +162,7 @@ func (s *sqlServer) dropCreated(ctx context.Context) error {
 	var errs []error
 	for _, t := range tables {
 		if err := s.exec(ctx, "DROP TABLE IF EXISTS "+t); err != nil {
-			errs = append(errs, fmt.Errorf("%s: could not drop %s on %s (drop it by hand): %w", s.d.name, t, s.where, err))
+			errs = append(errs, fmt.Errorf("%s: could not drop %s on %s (drop it by hand): %w", s.d.name(), t, s.db.Addr(), err))
 		}
 	}
 	return errors.Join(errs...)
@@ -448,38 +170,24 @@ func (s *sqlServer) dropCreated(ctx context.Context) error {
 
 // conn takes one connection from pool, pinged now so that connection setup
 // never serialises the attempts.
-func (s *sqlServer) conn(ctx context.Context, pool sqlPool) (sqlSession, error) {
-	cctx, cancel := context.WithTimeout(ctx, sqlOpTimeout)
+func (s *sqlServer) conn(ctx context.Context, pool sqldb.Pool) (sqldb.Conn, error) {
+	cctx, cancel := context.WithTimeout(ctx, sqldb.AdminTimeout)
 	defer cancel()
 	c, err := pool.Conn(cctx)
 	if err != nil {
-		return nil, fmt.Errorf("%s: a replica could not connect to %s: %w", s.d.name, s.where, err)
+		return nil, fmt.Errorf("%s: a replica could not connect to %s: %w", s.d.name(), s.db.Addr(), err)
 	}
 	return c, nil
 }
 
 // exec runs one of racetest's own statements (written with ?).
 func (s *sqlServer) exec(ctx context.Context, query string, args ...any) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	cctx, cancel := context.WithTimeout(ctx, sqlOpTimeout)
-	defer cancel()
-	_, _, err := s.admin.Exec(cctx, s.d.q(query), args...)
-	return err
+	return s.db.Exec(ctx, query, args...)
 }
 
 // count reads one number (written with ?); no row is 0.
 func (s *sqlServer) count(ctx context.Context, query string, args ...any) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	cctx, cancel := context.WithTimeout(ctx, sqlOpTimeout)
-	defer cancel()
-	var n sql.NullInt64
-	err := s.admin.QueryRow(cctx, s.d.q(query), args...).Scan(&n)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, nil
-	}
-	return int(n.Int64), err
+	return s.db.Count(ctx, query, args...)
 }
 
 // ---- ledger (reward-payout) ----
@@ -526,21 +234,19 @@ func (l *sqlLedger) Prepare(ctx context.Context) error {
 		}
 		for _, t := range tables {
 			if err := s.exec(ctx, "CREATE INDEX ON "+t+" (user_id)"); err != nil {
-				return fmt.Errorf("%s: could not index %s: %w", s.d.name, t, err)
+				return fmt.Errorf("%s: could not index %s: %w", s.d.name(), t, err)
 			}
 		}
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	cctx, cancel := context.WithTimeout(ctx, sqlOpTimeout)
-	defer cancel()
-	var err error
-	l.engine, l.transactional, err = s.d.engineOf(cctx, s.admin, l.records)
-	return err
+	return s.db.Admin(ctx, func(ctx context.Context, q sqldb.Querier) error {
+		var err error
+		l.engine, l.transactional, err = s.d.engineOf(ctx, q, l.records)
+		return err
+	})
 }
 
 func (l *sqlLedger) Engine() (string, bool)            { return l.engine, l.transactional }
-func (l *sqlLedger) Server() string                    { return l.s.name }
+func (l *sqlLedger) Server() string                    { return l.s.name() }
 func (l *sqlLedger) Close() error                      { return l.s.close() }
 func (l *sqlLedger) Cleanup(ctx context.Context) error { return l.s.dropCreated(ctx) }
 
@@ -553,12 +259,12 @@ func (l *sqlLedger) Counts(ctx context.Context, user, reward string) (records, p
 }
 
 func (l *sqlLedger) Open(_ context.Context, workers int) (ledgerPool, error) {
-	return &sqlLedgerPool{l: l, pool: l.s.open(workers)}, nil
+	return &sqlLedgerPool{l: l, pool: l.s.db.Pool(workers)}, nil
 }
 
 type sqlLedgerPool struct {
 	l    *sqlLedger
-	pool sqlPool
+	pool sqldb.Pool
 }
 
 func (p *sqlLedgerPool) Conn(ctx context.Context) (ledgerConn, error) {
@@ -573,7 +279,7 @@ func (p *sqlLedgerPool) Close() error { return p.pool.Close() }
 
 type sqlLedgerOps struct {
 	l *sqlLedger
-	q sqlConn
+	q sqldb.Querier
 }
 
 func (o sqlLedgerOps) HasRecord(ctx context.Context, user, reward string) (bool, error) {
@@ -599,13 +305,13 @@ func (o sqlLedgerOps) Pay(ctx context.Context, user, reward string, amount *int)
 
 type sqlLedgerConn struct {
 	sqlLedgerOps
-	c sqlSession
+	c sqldb.Conn
 }
 
 func (c *sqlLedgerConn) Close() error { return c.c.Close() }
 
 func (c *sqlLedgerConn) Begin(ctx context.Context) (ledgerTx, error) {
-	tx, err := c.c.Begin(ctx)
+	tx, err := c.c.Begin(ctx, "")
 	if err != nil {
 		return nil, c.l.s.d.wrap(err)
 	}
@@ -614,19 +320,19 @@ func (c *sqlLedgerConn) Begin(ctx context.Context) (ledgerTx, error) {
 
 type sqlLedgerTx struct {
 	sqlLedgerOps
-	tx sqlTx
+	tx sqldb.Tx
 }
 
 // Commit and Rollback run even when the attempt's context has ended, so a
 // transaction is never left open on a pooled connection.
 func (t *sqlLedgerTx) Commit() error {
-	ctx, cancel := context.WithTimeout(context.Background(), sqlOpTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), sqldb.AdminTimeout)
 	defer cancel()
 	return t.l.s.d.wrap(t.tx.Commit(ctx))
 }
 
 func (t *sqlLedgerTx) Rollback() error {
-	ctx, cancel := context.WithTimeout(context.Background(), sqlOpTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), sqldb.AdminTimeout)
 	defer cancel()
 	return t.tx.Rollback(ctx)
 }
@@ -661,10 +367,10 @@ func (l *sqlLeases) Prepare(ctx context.Context) error {
 
 func (l *sqlLeases) Reset(ctx context.Context, key string) error {
 	if err := l.s.exec(ctx, "INSERT INTO "+l.leases+" (name, owner, lock_until, fence) VALUES (?, NULL, ?, 0)", key, longAgo); err != nil {
-		return fmt.Errorf("%s: could not create lease %s: %w", l.s.d.name, key, err)
+		return fmt.Errorf("%s: could not create lease %s: %w", l.s.d.name(), key, err)
 	}
 	if err := l.s.exec(ctx, "INSERT INTO "+l.resource+" (name, writes, last_token) VALUES (?, 0, 0)", key); err != nil {
-		return fmt.Errorf("%s: could not create resource %s: %w", l.s.d.name, key, err)
+		return fmt.Errorf("%s: could not create resource %s: %w", l.s.d.name(), key, err)
 	}
 	return nil
 }
@@ -675,15 +381,15 @@ func (l *sqlLeases) Writes(ctx context.Context, key string) (int, error) {
 
 func (l *sqlLeases) Cleanup(ctx context.Context) error { return l.s.dropCreated(ctx) }
 func (l *sqlLeases) Close() error                      { return l.s.close() }
-func (l *sqlLeases) Server() string                    { return l.s.name }
+func (l *sqlLeases) Server() string                    { return l.s.name() }
 
 func (l *sqlLeases) Open(_ context.Context, workers int) (leasePool, error) {
-	return &sqlLeasePool{l: l, pool: l.s.open(workers)}, nil
+	return &sqlLeasePool{l: l, pool: l.s.db.Pool(workers)}, nil
 }
 
 type sqlLeasePool struct {
 	l    *sqlLeases
-	pool sqlPool
+	pool sqldb.Pool
 }
 
 func (p *sqlLeasePool) Conn(ctx context.Context) (leaseConn, error) {
@@ -698,7 +404,7 @@ func (p *sqlLeasePool) Close() error { return p.pool.Close() }
 
 type sqlLeaseConn struct {
 	l *sqlLeases
-	c sqlSession
+	c sqldb.Conn
 }
 
 func (c *sqlLeaseConn) Close() error { return c.c.Close() }

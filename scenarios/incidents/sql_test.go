@@ -24,7 +24,7 @@ func needSQL(t *testing.T, d *dialect) (scenarios.Params, *sqlServer) {
 	defer cancel()
 	s, err := connectSQL(ctx, d, p)
 	if err != nil {
-		conformance.Unavailable(t, d.name, err)
+		conformance.Unavailable(t, d.name(), err)
 	}
 	t.Cleanup(func() { s.close() })
 	return p, s
@@ -65,26 +65,26 @@ func TestInnoDBRollsBackTheRecord(t *testing.T) {
 // TestRewardPayoutSQL asserts each variant's outcome on both SQL servers.
 func TestRewardPayoutSQL(t *testing.T) {
 	for _, d := range []*dialect{mysqlDialect, pgDialect} {
-		t.Run(d.name, func(t *testing.T) {
+		t.Run(d.name(), func(t *testing.T) {
 			p, _ := needSQL(t, d)
-			res, _ := runCase(t, d.name, RewardPayout, p, shape{variant: CheckThenPay})
+			res, _ := runCase(t, d.name(), RewardPayout, p, shape{variant: CheckThenPay})
 			if res.Violations() == 0 {
 				t.Errorf("check-then-pay: no burst paid twice in %d", len(res.Bursts))
 			}
-			res, _ = runCase(t, d.name, RewardPayout, p, shape{variant: UniqueRecord})
+			res, _ = runCase(t, d.name(), RewardPayout, p, shape{variant: UniqueRecord})
 			everyBurst(t, res, "unique: want 1 payment", func(b runner.Burst) bool { return b.Effects == 1 })
 			c := checkOK(t, res, "only the duplicate-key error")
 			if !strings.Contains(c.Detail, "the attempt was error") {
 				t.Errorf("the injected NOT NULL failure was not an error: %s", c.Detail)
 			}
-			res, _ = runCase(t, d.name, RewardPayout, p, shape{variant: SwallowErrors})
+			res, _ = runCase(t, d.name(), RewardPayout, p, shape{variant: SwallowErrors})
 			everyBurst(t, res, "swallow: want 0 payments, all told already paid", func(b runner.Burst) bool {
 				return b.Effects == 0 && b.Outcomes[runner.Declined] == 8
 			})
-			res, _ = runCase(t, d.name, RewardPayout, p, shape{variant: External})
+			res, _ = runCase(t, d.name(), RewardPayout, p, shape{variant: External})
 			everyBurst(t, res, "external: want 2 payments at the provider", func(b runner.Burst) bool { return b.Effects == 2 })
 			noteWith(t, res, "over-pay")
-			res, _ = runCase(t, d.name, RewardPayout, p, shape{variant: ExternalIdempotent})
+			res, _ = runCase(t, d.name(), RewardPayout, p, shape{variant: ExternalIdempotent})
 			everyBurst(t, res, "idempotent: want 1 payment", func(b runner.Burst) bool { return b.Effects == 1 })
 		})
 	}
@@ -92,7 +92,7 @@ func TestRewardPayoutSQL(t *testing.T) {
 
 func TestFencingMustCoverTheCheckSQL(t *testing.T) {
 	for _, d := range []*dialect{mysqlDialect, pgDialect} {
-		t.Run(d.name, func(t *testing.T) {
+		t.Run(d.name(), func(t *testing.T) {
 			p, _ := needSQL(t, d)
 			lb, err := sqlLeaseBackend(d)(context.Background(), p)
 			if err != nil {
@@ -108,7 +108,7 @@ func TestFencingMustCoverTheCheckSQL(t *testing.T) {
 // neither reused nor dropped, and a run drops every table it made.
 func TestSQLTouchesOnlyItsTables(t *testing.T) {
 	for _, d := range []*dialect{mysqlDialect, pgDialect} {
-		t.Run(d.name, func(t *testing.T) {
+		t.Run(d.name(), func(t *testing.T) {
 			p, s := needSQL(t, d)
 			ctx := context.Background()
 			squatter := p.Prefix() + "reward_records"
@@ -116,7 +116,7 @@ func TestSQLTouchesOnlyItsTables(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer s.exec(ctx, "DROP TABLE IF EXISTS "+squatter)
-			target, err := registry(d.name).Build(ctx, RewardPayout, d.name, p)
+			target, err := registry(d.name()).Build(ctx, RewardPayout, d.name(), p)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -130,7 +130,7 @@ func TestSQLTouchesOnlyItsTables(t *testing.T) {
 
 			p.RunID = scenarios.NewRunID()
 			for _, sc := range []string{RewardPayout, LeasePause} {
-				target, err := registry(d.name).Build(ctx, sc, d.name, p)
+				target, err := registry(d.name()).Build(ctx, sc, d.name(), p)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -141,7 +141,7 @@ func TestSQLTouchesOnlyItsTables(t *testing.T) {
 				}
 			}
 			schema := "DATABASE()"
-			if d.name == "postgres" {
+			if d.name() == "postgres" {
 				schema = "current_schema()"
 			}
 			left, err := s.count(ctx, "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = "+schema+" AND table_name LIKE ?", strings.ReplaceAll(p.Prefix(), "_", `\_`)+"%")

@@ -12,8 +12,9 @@
 // interpolateParams=true (one round trip per statement, no hidden prepare)
 // and a 3 s dial timeout unless timeout= is given. Every replica has its own
 // pool sized to its workers; every worker holds one connection, dialled and
-// pinged before the first burst. Passwords never appear in messages: see
-// Redact.
+// pinged before the first burst. Parsing, redaction, error numbers and
+// their classification are the one SQL layer's (internal/sqldb); passwords
+// never appear in messages.
 //
 // Tables live in the database the DSN names, are called
 // racetest_<run id>_<scenario>, are created with ENGINE=InnoDB (or --engine
@@ -98,7 +99,6 @@
 // # For other scenarios
 //
 // Store (Open, CreateTable, AttachTable, EngineOf, OpenPool, Session,
-// DropTables, Notes) and the classifiers (IsDuplicate, IsConflict,
-// Classify, ClassifyInsert) are exported for scenarios built on this
-// backend.
+// DropTables, Notes) is exported for scenarios built on this backend; the
+// classifiers (sqldb.Classify, sqldb.ClassifyInsert) are the SQL layer's.
 package mysqlstore

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/racetest/racetest/internal/sqldb"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
 )
@@ -31,7 +32,7 @@ var ttlLease = kind{
 		granted, err := t.acquire(ctx, s.conn, subj.Key, owner, w)
 		switch {
 		case err != nil:
-			return Classify(err)
+			return sqldb.Classify(err)
 		case !granted:
 			return runner.Refused(errors.New("lease held by another worker"))
 		}

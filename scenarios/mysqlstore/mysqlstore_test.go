@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/racetest/racetest/internal/sqldb"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/conformance"
@@ -219,15 +220,15 @@ func TestUniqueInsertOtherErrorsAreErrors(t *testing.T) {
 		inject string // run against the table after Prepare, before the bursts
 		number uint16
 	}{
-		{"dropped table", "DROP TABLE `%s`", ErrNoSuchTable},
-		{"value too long", "ALTER TABLE `%s` MODIFY token VARCHAR(4) NOT NULL", ErrDataTooLong},
+		{"dropped table", "DROP TABLE `%s`", sqldb.ErrNoSuchTable},
+		{"value too long", "ALTER TABLE `%s` MODIFY token VARCHAR(4) NOT NULL", sqldb.ErrDataTooLong},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			q := p
 			q.RunID = scenarios.NewRunID()
 			tg := build(t, scenarios.UniqueInsert, q)
 			inject := &injector{target: tg, stmt: tc.inject}
-			if tc.number == ErrDataTooLong {
+			if tc.number == sqldb.ErrDataTooLong {
 				var mode string
 				if err := tg.st.DB().QueryRow("SELECT @@SESSION.sql_mode").Scan(&mode); err != nil || !strings.Contains(mode, "STRICT") {
 					t.Skipf("sql_mode %q is not strict: the server truncates instead of refusing", mode)
@@ -303,7 +304,7 @@ func (s recordingSession) Attempt(ctx context.Context, subj runner.Subject, w *r
 	switch o.Class {
 	case runner.Error:
 		s.i.errors++
-		s.i.number = Number(o.Err)
+		s.i.number = sqldb.MySQLNumber(o.Err)
 	case runner.Declined:
 		s.i.declined++
 	}
@@ -329,7 +330,7 @@ func TestActivePerUser(t *testing.T) {
 	if err := insert(); err != nil {
 		t.Fatalf("first active row: %v", err)
 	}
-	if err := insert(); !IsDuplicate(err) {
+	if err := insert(); !sqldb.IsDuplicate(err) {
 		t.Fatalf("second active row: err = %v, want duplicate key 1062", err)
 	}
 	if _, err := db.Exec("UPDATE `" + tg.table + "` SET active = 0 WHERE user_id = 42"); err != nil {
@@ -503,7 +504,7 @@ func TestTooManyConnections(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() }) // after the DROP USER below
-	cfg, _ := Config(p.Conn.MySQLDSN)
+	cfg, _ := sqldb.MySQLConfig(p.Conn.MySQLDSN)
 	user := "racetest_" + p.RunID
 	host := "%"
 	if _, err := st.DB().Exec(fmt.Sprintf("CREATE USER '%s'@'%s' WITH MAX_USER_CONNECTIONS 3", user, host)); err != nil {
@@ -521,8 +522,8 @@ func TestTooManyConnections(t *testing.T) {
 	q.Conn.MySQLDSN = fmt.Sprintf("%s@%s(%s)/%s", user, cfg.Net, cfg.Addr, cfg.DBName)
 	tg := build(t, scenarios.ConditionalUpdate, q)
 	_, err = runner.Run(context.Background(), tg, runner.Attempts(6), runner.Bursts(1))
-	var ce *ConnectError
-	if !errors.As(err, &ce) || Number(err) != ErrUserLimitReached {
+	var ce *sqldb.ConnectError
+	if !errors.As(err, &ce) || sqldb.MySQLNumber(err) != sqldb.ErrUserLimitReached {
 		t.Fatalf("err = %v, want a ConnectError for 1226", err)
 	}
 	msg := ce.Error()
@@ -548,7 +549,7 @@ func TestTooManyConnections(t *testing.T) {
 	q.Attempts = limit + 10
 	tg = build(t, scenarios.ConditionalUpdate, q)
 	_, err = runner.Run(context.Background(), tg, runner.Attempts(q.Attempts), runner.Bursts(1))
-	if !errors.As(err, &ce) || Number(err) != ErrConCount {
+	if !errors.As(err, &ce) || sqldb.MySQLNumber(err) != sqldb.ErrConCount {
 		t.Fatalf("err = %v, want a ConnectError for 1040", err)
 	}
 	if !strings.Contains(ce.Error(), fmt.Sprintf("@@max_connections = %d", limit)) {
@@ -561,7 +562,7 @@ func TestTooManyConnections(t *testing.T) {
 // seconds, never the password.
 func TestConnectFailures(t *testing.T) {
 	p := serverParams(t)
-	cfg, _ := Config(p.Conn.MySQLDSN)
+	cfg, _ := sqldb.MySQLConfig(p.Conn.MySQLDSN)
 	silent, err := net.Listen("tcp", "127.0.0.1:0") // accepts, never speaks
 	if err != nil {
 		t.Fatal(err)

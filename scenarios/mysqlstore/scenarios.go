@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/racetest/racetest/internal/sqldb"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
 )
@@ -40,7 +41,7 @@ var memorySet = kind{
 		}
 		w.Mark("act")
 		if _, err := s.conn.ExecContext(ctx, "INSERT INTO `"+t.table+"` (token, worker) VALUES (?, ?)", subj.Key, w.ID); err != nil {
-			return Classify(err)
+			return sqldb.Classify(err)
 		}
 		return runner.Done()
 	},
@@ -59,7 +60,7 @@ var checkThenWrite = kind{
 		}
 		tx, err := s.conn.BeginTx(ctx, nil)
 		if err != nil {
-			return Classify(err)
+			return sqldb.Classify(err)
 		}
 		defer tx.Rollback() // after Commit it does nothing
 		w.Mark("check")
@@ -68,19 +69,19 @@ var checkThenWrite = kind{
 		case err == nil:
 			return runner.Refused(errAlready)
 		case !errors.Is(err, sql.ErrNoRows):
-			return Classify(err)
+			return sqldb.Classify(err)
 		}
 		if err := pause(ctx, t.p.Gap); err != nil {
 			return runner.Failed(err)
 		}
 		w.Mark("act")
 		if _, err := tx.ExecContext(ctx, "INSERT INTO `"+t.table+"` (token, worker) VALUES (?, ?)", subj.Key, w.ID); err != nil {
-			return Classify(err)
+			return sqldb.Classify(err)
 		}
 		// The effect exists only once committed: a serialization failure
 		// may still come here.
 		if err := tx.Commit(); err != nil {
-			return Classify(err)
+			return sqldb.Classify(err)
 		}
 		return runner.Done()
 	},
@@ -113,7 +114,7 @@ var conditionalUpdate = kind{
 		res, err := s.conn.ExecContext(ctx, "UPDATE `"+t.table+"` SET status = 'redeemed', redeemed_by = ?, redemptions = redemptions + 1 WHERE id = ? AND status = 'issued'",
 			w.ID, subj.Data)
 		if err != nil {
-			return Classify(err)
+			return sqldb.Classify(err)
 		}
 		n, err := res.RowsAffected()
 		switch {
@@ -138,7 +139,7 @@ const VariantActivePerUser = scenarios.VariantOneActive
 
 // ActivePerUserTable is the definition of the one-active-per-user table on
 // server: inactive rows have active_user NULL, which a unique key ignores.
-func ActivePerUserTable(server ServerInfo) string {
+func ActivePerUserTable(server sqldb.ServerInfo) string {
 	return "id BIGINT AUTO_INCREMENT PRIMARY KEY, user_id BIGINT NOT NULL, active TINYINT NOT NULL, worker INT NOT NULL, " +
 		"active_user BIGINT AS (IF(active = 1, user_id, NULL)) " + server.StoredColumn() + ", " +
 		"UNIQUE KEY uq_active_user (active_user), KEY idx_user (user_id)"
@@ -167,7 +168,7 @@ var uniqueInsert = kind{
 			_, err = s.conn.ExecContext(ctx, "INSERT INTO `"+t.table+"` (token, worker) VALUES (?, ?)", subj.Key, w.ID)
 		}
 		if err != nil {
-			return ClassifyInsert(err)
+			return sqldb.ClassifyInsert(err)
 		}
 		return runner.Done()
 	},

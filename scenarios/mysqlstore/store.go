@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/racetest/racetest/internal/sqldb"
 	"github.com/racetest/racetest/scenarios"
 )
 
@@ -19,20 +20,12 @@ import (
 // that dies mid-run makes them fail, never hang.
 const (
 	connectTimeout = 10 * time.Second
-	opTimeout      = 15 * time.Second
+	opTimeout      = sqldb.AdminTimeout
 )
 
 // Engines racetest may create tables with: --engine picks from this list
 // and nothing else, so no user text ever reaches the SQL.
 var engines = map[string]string{"": "InnoDB", "innodb": "InnoDB", "myisam": "MyISAM", "aria": "Aria"}
-
-// Isolation levels by --isolation name, as the SQL statement spells them.
-var isolationLevels = map[string]string{
-	"read-uncommitted": "READ UNCOMMITTED",
-	"read-committed":   "READ COMMITTED",
-	"repeatable-read":  "REPEATABLE READ",
-	"serializable":     "SERIALIZABLE",
-}
 
 // EngineName returns the canonical storage engine for --engine ("" is
 // InnoDB), or an error naming the ones racetest knows.
@@ -46,60 +39,11 @@ func EngineName(engine string) (string, error) {
 // IsolationLevel returns the SQL spelling of --isolation ("" is the server's
 // default, returned as ""), or an error naming the known levels.
 func IsolationLevel(isolation string) (string, error) {
-	if isolation == "" {
-		return "", nil
+	l, err := sqldb.ParseIsolation(isolation)
+	if err != nil {
+		return "", scenarios.BadParam(fmt.Errorf("mysql: unknown --isolation %q (known: read-uncommitted, read-committed, repeatable-read, serializable)", isolation))
 	}
-	key := strings.ToLower(strings.NewReplacer("_", "-", " ", "-").Replace(isolation))
-	if l, ok := isolationLevels[key]; ok {
-		return l, nil
-	}
-	return "", scenarios.BadParam(fmt.Errorf("mysql: unknown --isolation %q (known: read-uncommitted, read-committed, repeatable-read, serializable)", isolation))
-}
-
-// ServerInfo is what the server says it is.
-type ServerInfo struct {
-	Product string // "MariaDB", "MySQL", "TiDB"
-	Version string // "10.11.19"
-	Raw     string // VERSION() as reported: "10.11.19-MariaDB-0+deb12u1"
-}
-
-func (s ServerInfo) String() string { return s.Product + " " + s.Version }
-
-// IsMariaDB reports whether the server is MariaDB, whose SQL differs from
-// MySQL 8's in places (PERSISTENT generated columns, tx_isolation).
-func (s ServerInfo) IsMariaDB() bool { return s.Product == "MariaDB" }
-
-// StoredColumn is the keyword for a generated column kept in the row, which
-// a unique key can cover: PERSISTENT on MariaDB, STORED on MySQL.
-func (s ServerInfo) StoredColumn() string {
-	if s.IsMariaDB() {
-		return "PERSISTENT"
-	}
-	return "STORED"
-}
-
-var leadingVersion = regexp.MustCompile(`^[0-9]+(\.[0-9]+)*`)
-
-// ParseVersion reads SELECT VERSION()'s answer.
-func ParseVersion(raw string) ServerInfo {
-	// MariaDB before 11 sent "5.5.5-" in the handshake for old clients;
-	// strip it should a proxy pass it through.
-	v := strings.TrimPrefix(raw, "5.5.5-")
-	info := ServerInfo{Product: "MySQL", Version: leadingVersion.FindString(v), Raw: raw}
-	lower := strings.ToLower(v)
-	switch {
-	case strings.Contains(lower, "mariadb"):
-		info.Product = "MariaDB"
-	case strings.Contains(lower, "-tidb-"):
-		info.Product = "TiDB"
-		if _, after, ok := strings.Cut(v, "-TiDB-v"); ok {
-			info.Version = leadingVersion.FindString(after)
-		}
-	}
-	if info.Version == "" {
-		info.Version = v
-	}
-	return info
+	return l.SQL(), nil
 }
 
 // Store is one run's handle on a MySQL or MariaDB database: a small admin
@@ -109,7 +53,7 @@ type Store struct {
 	p      scenarios.Params
 	cfg    *mysql.Config
 	admin  *sql.DB
-	server ServerInfo
+	server sqldb.ServerInfo
 	engine string // canonical engine asked for
 	level  string // isolation level to set per session ("" = default)
 
@@ -133,7 +77,7 @@ func Open(ctx context.Context, p scenarios.Params) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := Config(p.Conn.MySQLDSN)
+	cfg, err := sqldb.MySQLConfig(p.Conn.MySQLDSN)
 	if err != nil {
 		return nil, err
 	}
@@ -159,15 +103,15 @@ func Open(ctx context.Context, p scenarios.Params) (*Store, error) {
 	defer cancel()
 	if err := s.admin.PingContext(cctx); err != nil {
 		s.admin.Close()
-		return nil, connectError(cfg, err, nil, 0)
+		return nil, sqldb.ExplainMySQL(cfg, err, nil, 0)
 	}
 	var version string
 	if err := s.admin.QueryRowContext(cctx, "SELECT VERSION()").Scan(&version); err != nil {
 		s.admin.Close()
-		return nil, fmt.Errorf("mysql: reading the server version at %s: %w", describeAddr(cfg), err)
+		return nil, fmt.Errorf("mysql: reading the server version at %s: %w", sqldb.MySQLAddr(cfg), err)
 	}
-	s.server = ParseVersion(version)
-	if s.defaultLevel, err = readIsolation(cctx, s.admin); err != nil {
+	s.server = sqldb.ParseMySQLVersion(version)
+	if s.defaultLevel, err = sqldb.MySQLIsolation(cctx, sqldb.Std(s.admin)); err != nil {
 		s.admin.Close()
 		return nil, err
 	}
@@ -177,7 +121,7 @@ func Open(ctx context.Context, p scenarios.Params) (*Store, error) {
 func (s *Store) openDB() (*sql.DB, error) {
 	c, err := mysql.NewConnector(s.cfg)
 	if err != nil {
-		return nil, fmt.Errorf("mysql: bad connection settings for %s: %w", describeAddr(s.cfg), err)
+		return nil, fmt.Errorf("mysql: bad connection settings for %s: %w", sqldb.MySQLAddr(s.cfg), err)
 	}
 	db := sql.OpenDB(c)
 	// A replica's connections live for the whole run: recycling one would
@@ -187,13 +131,13 @@ func (s *Store) openDB() (*sql.DB, error) {
 }
 
 // Server is the product and version the server reports.
-func (s *Store) Server() ServerInfo { return s.server }
+func (s *Store) Server() sqldb.ServerInfo { return s.server }
 
 // Params are the run's parameters.
 func (s *Store) Params() scenarios.Params { return s.p }
 
 // Addr names the server (host:port), for messages.
-func (s *Store) Addr() string { return describeAddr(s.cfg) }
+func (s *Store) Addr() string { return sqldb.MySQLAddr(s.cfg) }
 
 // DB is the admin pool, for setup and for counting effects. Attempts use
 // their own sessions (OpenPool, Session).
@@ -229,10 +173,10 @@ func (s *Store) CreateTable(ctx context.Context, part, definition string) (strin
 	// made by this run, and is neither used nor dropped.
 	stmt := fmt.Sprintf("CREATE TABLE `%s` (%s) ENGINE=%s", name, definition, s.engine)
 	if _, err := s.admin.ExecContext(ctx, stmt); err != nil {
-		switch Number(err) {
-		case 1050:
+		switch sqldb.MySQLNumber(err) {
+		case sqldb.ErrTableExists:
 			return "", fmt.Errorf("mysql: table %s already exists — racetest never uses or drops a table it did not create; run again for a new run id: %w", name, err)
-		case ErrUnknownStorageEng:
+		case sqldb.ErrUnknownStorageEng:
 			return "", fmt.Errorf("mysql: %s has no %s storage engine — pick another --engine: %w", s.server, s.engine, err)
 		}
 		return "", fmt.Errorf("mysql: create table %s: %w", name, err)
@@ -278,15 +222,7 @@ func (s *Store) AttachTable(ctx context.Context, part string) (string, error) {
 // may substitute its default, and MyISAM accepts BEGIN and ROLLBACK while
 // ignoring them: only the catalogue tells.
 func (s *Store) EngineOf(ctx context.Context, table string) (engine string, transactional bool, err error) {
-	var tx sql.NullString
-	err = s.admin.QueryRowContext(ctx,
-		`SELECT t.ENGINE, e.TRANSACTIONS FROM information_schema.TABLES t
-		 LEFT JOIN information_schema.ENGINES e ON e.ENGINE = t.ENGINE
-		 WHERE t.TABLE_SCHEMA = DATABASE() AND t.TABLE_NAME = ?`, table).Scan(&engine, &tx)
-	if err != nil {
-		return "", false, fmt.Errorf("mysql: reading the engine of %s from information_schema: %w", table, err)
-	}
-	return engine, tx.String == "YES", nil
+	return sqldb.MySQLEngineOf(ctx, sqldb.Std(s.admin), table)
 }
 
 // Tables lists the tables this run created, in order.
@@ -350,7 +286,7 @@ func (s *Store) Session(ctx context.Context, db *sql.DB) (*sql.Conn, error) {
 		}
 	}
 	if err != nil {
-		return nil, connectError(s.cfg, err, s.limit, s.need())
+		return nil, sqldb.ExplainMySQL(s.cfg, err, s.limit, s.need())
 	}
 	if s.level != "" {
 		// The statement form works on MariaDB and MySQL 8 alike; the
@@ -364,7 +300,7 @@ func (s *Store) Session(ctx context.Context, db *sql.DB) (*sql.Conn, error) {
 	known := s.sessionLevel != ""
 	s.mu.Unlock()
 	if !known {
-		level, err := readIsolation(ctx, conn)
+		level, err := sqldb.MySQLIsolation(ctx, sqldb.Std(conn))
 		if err != nil {
 			conn.Close()
 			return nil, err
@@ -394,25 +330,6 @@ func (s *Store) limit(variable string) string {
 		return "unknown: " + err.Error()
 	}
 	return v
-}
-
-type queryer interface {
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
-
-// readIsolation reads the session's isolation level. MySQL 8 knows only
-// transaction_isolation, MariaDB 10.11 only tx_isolation (db-semantics
-// trap 7): try one, then the other.
-func readIsolation(ctx context.Context, q queryer) (string, error) {
-	var level string
-	err := q.QueryRowContext(ctx, "SELECT @@SESSION.transaction_isolation").Scan(&level)
-	if Number(err) == ErrUnknownSystemVar {
-		err = q.QueryRowContext(ctx, "SELECT @@SESSION.tx_isolation").Scan(&level)
-	}
-	if err != nil {
-		return "", fmt.Errorf("mysql: reading the isolation level: %w", err)
-	}
-	return level, nil
 }
 
 // Notes says what the server really did with the run's settings: the

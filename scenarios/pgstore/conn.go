@@ -12,32 +12,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/racetest/racetest/runner"
+	"github.com/racetest/racetest/internal/sqldb"
 )
-
-// SQLSTATE codes racetest reads.
-const (
-	codeUniqueViolation      = "23505"
-	codeSerializationFailure = "40001"
-	codeDeadlockDetected     = "40P01"
-	codeTooManyConnections   = "53300"
-	codeInvalidPassword      = "28P01"
-	codeInvalidAuthorization = "28000"
-	codeUnknownDatabase      = "3D000"
-	codeInsufficientPrivs    = "42501"
-	codeCannotConnectNow     = "57P03"
-)
-
-// connError is a failure told in one line for the user. Error is the
-// redacted message; Unwrap keeps the driver's error for errors.As and
-// errors.Is, without printing its wall of detail.
-type connError struct {
-	msg string
-	err error
-}
-
-func (e *connError) Error() string { return e.msg }
-func (e *connError) Unwrap() error { return e.err }
 
 // limits are the server's connection limits as the probe read them, for the
 // too-many-connections message.
@@ -67,7 +43,7 @@ func (t *target) release(c *pgx.Conn) {
 	if c == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), sqldb.CloseTimeout)
 	defer cancel()
 	_ = c.Close(ctx)
 	t.open.Add(-1)
@@ -80,31 +56,31 @@ func (t *target) explain(ctx context.Context, err error) error {
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
 		switch pe.Code {
-		case codeTooManyConnections:
+		case sqldb.CodeTooManyConnections:
 			return t.tooMany(pe, err)
-		case codeInvalidPassword, codeInvalidAuthorization:
-			return &connError{err: err, msg: fmt.Sprintf(
+		case sqldb.CodeInvalidPassword, sqldb.CodeInvalidAuthorization:
+			return &sqldb.ConnectError{Err: err, Msg: fmt.Sprintf(
 				"postgres: %s refused user %q: %s (SQLSTATE %s) — check the user and password; %s",
 				t.addr, t.cfg.User, pe.Message, pe.Code, hint)}
-		case codeUnknownDatabase:
-			return &connError{err: err, msg: fmt.Sprintf(
+		case sqldb.CodeUnknownDatabase:
+			return &sqldb.ConnectError{Err: err, Msg: fmt.Sprintf(
 				"postgres: database %q does not exist on %s — create it (createdb %s) or name another; %s",
 				t.cfg.Database, t.addr, t.cfg.Database, hint)}
-		case codeInsufficientPrivs:
-			return &connError{err: err, msg: fmt.Sprintf(
+		case sqldb.CodeInsufficientPrivs:
+			return &sqldb.ConnectError{Err: err, Msg: fmt.Sprintf(
 				"postgres: user %q may not connect to database %q on %s: %s — grant CONNECT or name another database; %s",
 				t.cfg.User, t.cfg.Database, t.addr, pe.Message, hint)}
-		case codeCannotConnectNow:
-			return &connError{err: err, msg: fmt.Sprintf(
+		case sqldb.CodeCannotConnectNow:
+			return &sqldb.ConnectError{Err: err, Msg: fmt.Sprintf(
 				"postgres: %s is not accepting connections yet (%s) — wait for it to finish starting and retry", t.addr, pe.Message)}
 		}
-		return &connError{err: err, msg: fmt.Sprintf(
+		return &sqldb.ConnectError{Err: err, Msg: fmt.Sprintf(
 			"postgres: %s refused the connection: %s (SQLSTATE %s); %s", t.addr, pe.Message, pe.Code, hint)}
 	}
 	if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return &connError{err: err, msg: fmt.Sprintf("postgres: connecting to %s was interrupted", t.addr)}
+		return &sqldb.ConnectError{Err: err, Msg: fmt.Sprintf("postgres: connecting to %s was interrupted", t.addr)}
 	}
-	return &connError{err: err, msg: fmt.Sprintf(
+	return &sqldb.ConnectError{Err: err, Msg: fmt.Sprintf(
 		"postgres: cannot connect to %s (%s) — is the server running? %s", t.addr, t.dialReason(err), hint)}
 }
 
@@ -120,7 +96,7 @@ func (t *target) dialReason(err error) string {
 	case errors.As(err, &dns):
 		return fmt.Sprintf("host %q not found", dns.Name)
 	case errors.As(err, &op):
-		return Redact(op.Err.Error())
+		return sqldb.RedactPostgres(op.Err.Error())
 	}
 	// The innermost error: ConnectError's own text repeats the config.
 	for {
@@ -130,7 +106,7 @@ func (t *target) dialReason(err error) string {
 		}
 		err = next
 	}
-	return Redact(err.Error())
+	return sqldb.RedactPostgres(err.Error())
 }
 
 // tooMany is the one line for SQLSTATE 53300: which limit the server
@@ -167,7 +143,7 @@ func (t *target) tooMany(pe *pgconn.PgError, err error) error {
 		msg = fmt.Sprintf("%s — max_connections is %d minus %d reserved (superuser_reserved_connections%s), so %d are open to user %q%s — run fewer attempts%s, or raise max_connections in postgresql.conf and restart the server",
 			head, l.maxConnections, l.superReserved+l.reserved, reservedNote(l.reserved), open, l.user, held, fit(open))
 	}
-	return &connError{err: err, msg: msg}
+	return &sqldb.ConnectError{Err: err, Msg: msg}
 }
 
 func reservedNote(reserved int) string {
@@ -188,28 +164,11 @@ func (t *target) otherClients(ours int64) int {
 	if t.admin == nil || t.admin.IsClosed() {
 		return -1
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), sqldb.CloseTimeout)
 	defer cancel()
 	var n int
 	if err := t.admin.QueryRow(ctx, "SELECT count(*)::int FROM pg_stat_activity WHERE backend_type = 'client backend'").Scan(&n); err != nil {
 		return -1
 	}
 	return max(n-int(ours), 0)
-}
-
-// classify turns an attempt's error into its outcome: serialization
-// failures and deadlocks are the store asking for a retry; everything else
-// is an error (or unknown, on a timeout). The duplicate-key refusal is read
-// by unique-insert itself, never here.
-func classify(err error) runner.Outcome {
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) && (pe.Code == codeSerializationFailure || pe.Code == codeDeadlockDetected) {
-		return runner.Retry(err)
-	}
-	return runner.Failed(err)
-}
-
-func isDuplicate(err error) bool {
-	var pe *pgconn.PgError
-	return errors.As(err, &pe) && pe.Code == codeUniqueViolation
 }

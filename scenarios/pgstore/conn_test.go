@@ -15,28 +15,10 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgproto3"
 
+	"github.com/racetest/racetest/internal/sqldb"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
 )
-
-func TestRedact(t *testing.T) {
-	for _, c := range []struct{ in, want string }{
-		{"postgres://alice:s3cret@db:5432/app?sslmode=disable", "postgres://alice:xxxxx@db:5432/app?sslmode=disable"},
-		{"postgresql://alice:s3cret@db/app?password=s3cret", "postgresql://alice:xxxxx@db/app?password=xxxxx"},
-		{"postgres://alice@db/app", "postgres://alice@db/app"},
-		{"host=db user=alice password=s3cret dbname=app", "host=db user=alice password=xxxxx dbname=app"},
-		{"host=db password = 's3 cr\\'et' dbname=app", "host=db password = xxxxx dbname=app"},
-		{"postgres://alice:s3cret@db:notaport/app", "postgres://alice:xxxxx@db:notaport/app"},
-	} {
-		got := Redact(c.in)
-		if got != c.want {
-			t.Errorf("Redact(%q) = %q, want %q", c.in, got, c.want)
-		}
-		if strings.Contains(got, "s3") {
-			t.Errorf("Redact(%q) leaks the password: %q", c.in, got)
-		}
-	}
-}
 
 // buildErr builds a target of unique-insert against conn and returns the error.
 func buildErr(t *testing.T, conn string) (time.Duration, error) {
@@ -134,11 +116,11 @@ func fakeServer(t *testing.T, code, message string) string {
 }
 
 func TestAuthFailureNamesUserNotPassword(t *testing.T) {
-	addr := fakeServer(t, codeInvalidPassword, `password authentication failed for user "alice"`)
+	addr := fakeServer(t, sqldb.CodeInvalidPassword, `password authentication failed for user "alice"`)
 	_, err := buildErr(t, "postgres://alice:s3cret@"+addr+"/test?sslmode=disable")
 	assertOneRedactedLine(t, err, `refused user "alice"`, "28P01", "password", "RACETEST_POSTGRES_URL")
 	var pe *pgconn.PgError
-	if !errors.As(err, &pe) || pe.Code != codeInvalidPassword {
+	if !errors.As(err, &pe) || pe.Code != sqldb.CodeInvalidPassword {
 		t.Errorf("the driver's error is not kept for errors.As: %v", err)
 	}
 }
@@ -201,7 +183,7 @@ func TestTooManyConnections(t *testing.T) {
 		t.Errorf("cleanup: %v", res.CleanupErr)
 	}
 	var pe *pgconn.PgError
-	if !errors.As(err, &pe) || pe.Code != codeTooManyConnections {
+	if !errors.As(err, &pe) || pe.Code != sqldb.CodeTooManyConnections {
 		t.Fatalf("error is not 53300: %v", err)
 	}
 	want := "max_connections is " + strconv.Itoa(maxConn)
@@ -213,14 +195,14 @@ func TestTooManyConnections(t *testing.T) {
 func TestTooManyMessageNonSuperuser(t *testing.T) {
 	tg := &target{addr: "db:5432", limits: limits{maxConnections: 100, superReserved: 3, user: "app", roleLimit: -1, dbLimit: -1}}
 	tg.open.Store(96)
-	pe := &pgconn.PgError{Code: codeTooManyConnections, Message: "remaining connection slots are reserved for non-replication superuser connections"}
+	pe := &pgconn.PgError{Code: sqldb.CodeTooManyConnections, Message: "remaining connection slots are reserved for non-replication superuser connections"}
 	msg := tg.tooMany(pe, pe).Error()
 	for _, w := range []string{"connection 97 of this run", "max_connections is 100 minus 3 reserved", "97 are open to user \"app\"", "run fewer attempts", "raise max_connections"} {
 		if !strings.Contains(msg, w) {
 			t.Errorf("message lacks %q: %s", w, msg)
 		}
 	}
-	role := &pgconn.PgError{Code: codeTooManyConnections, Message: `too many connections for role "app"`}
+	role := &pgconn.PgError{Code: sqldb.CodeTooManyConnections, Message: `too many connections for role "app"`}
 	tg.limits.roleLimit = 10
 	if msg := tg.tooMany(role, role).Error(); !strings.Contains(msg, "at most 10 connections") || !strings.Contains(msg, `ALTER ROLE "app" CONNECTION LIMIT`) {
 		t.Errorf("role limit message: %s", msg)

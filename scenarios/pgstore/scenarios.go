@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/racetest/racetest/internal/sqldb"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
 )
@@ -141,7 +142,7 @@ func memorySet(ctx context.Context, s *session, subj runner.Subject, w *runner.W
 	}
 	w.Mark("act")
 	if err := recordEffect(ctx, s, subj, w); err != nil {
-		return classify(fmt.Errorf("insert effect: %w", err))
+		return sqldb.Classify(fmt.Errorf("insert effect: %w", err))
 	}
 	return runner.Done()
 }
@@ -175,7 +176,7 @@ func checkThenWrite(ctx context.Context, s *session, subj runner.Subject, w *run
 	}
 	if err != nil {
 		s.rollback(ctx)
-		return classify(fmt.Errorf("check: %w", err))
+		return sqldb.Classify(fmt.Errorf("check: %w", err))
 	}
 	if found {
 		s.rollback(ctx)
@@ -188,7 +189,7 @@ func checkThenWrite(ctx context.Context, s *session, subj runner.Subject, w *run
 	w.Mark("act")
 	if err := recordEffect(ctx, s, subj, w); err != nil {
 		s.rollback(ctx)
-		return classify(fmt.Errorf("insert effect: %w", err))
+		return sqldb.Classify(fmt.Errorf("insert effect: %w", err))
 	}
 	return s.commit(ctx)
 }
@@ -218,7 +219,7 @@ func redeemCoupon(ctx context.Context, s *session, subj runner.Subject, w *runne
 	case errors.Is(err, pgx.ErrNoRows):
 		return runner.Refused(errNotIssued)
 	case err != nil:
-		return classify(fmt.Errorf("redeem: %w", err))
+		return sqldb.Classify(fmt.Errorf("redeem: %w", err))
 	}
 	return runner.Done()
 }
@@ -266,11 +267,11 @@ func uniqueInsert(ctx context.Context, s *session, subj runner.Subject, w *runne
 	switch {
 	case err == nil:
 		return runner.Done()
-	case isDuplicate(err):
+	case sqldb.IsDuplicate(err):
 		// Only the unique violation means "already done".
 		return runner.Refused(err)
 	}
-	return classify(fmt.Errorf("insert: %w", err))
+	return sqldb.Classify(fmt.Errorf("insert: %w", err))
 }
 
 func countUnique(ctx context.Context, t *target, c *pgx.Conn, s runner.Subject) (n int64, err error) {
@@ -336,7 +337,7 @@ func takeLease(ctx context.Context, s *session, subj runner.Subject, w *runner.W
 	_, ok, err := acquire(ctx, s.c, s.t.n, subj.Key, owner, s.t.p.TTL)
 	switch {
 	case err != nil:
-		return classify(fmt.Errorf("take lease: %w", err))
+		return sqldb.Classify(fmt.Errorf("take lease: %w", err))
 	case !ok:
 		return runner.Refused(errLeaseHeld)
 	}

@@ -3,14 +3,13 @@ package pgstore
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/racetest/racetest/internal/sqldb"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
 )
@@ -132,28 +131,6 @@ func TestUniqueInsertCountsOtherErrorsAsErrors(t *testing.T) {
 	}
 }
 
-func TestClassify(t *testing.T) {
-	pg := func(code string) error { return fmt.Errorf("insert: %w", &pgconn.PgError{Code: code, Message: "m"}) }
-	for _, c := range []struct {
-		err  error
-		want runner.Class
-	}{
-		{pg(codeSerializationFailure), runner.Conflict},
-		{pg(codeDeadlockDetected), runner.Conflict},
-		{pg("23514"), runner.Error},
-		{pg(codeUniqueViolation), runner.Error}, // only unique-insert reads 23505, itself
-		{errors.New("connection reset"), runner.Error},
-		{fmt.Errorf("commit: %w", context.DeadlineExceeded), runner.Unknown},
-	} {
-		if got := classify(c.err).Class; got != c.want {
-			t.Errorf("classify(%v) = %s, want %s", c.err, got, c.want)
-		}
-	}
-	if !isDuplicate(pg(codeUniqueViolation)) || isDuplicate(pg("23514")) || isDuplicate(errors.New("duplicate key")) {
-		t.Error("isDuplicate must match SQLSTATE 23505 and nothing else")
-	}
-}
-
 // Under SERIALIZABLE, check-then-write lets one attempt through and the
 // others fail with 40001 (at the read, the insert or the commit). Only
 // commits count as executed, so executed equals the effects in the store.
@@ -221,7 +198,7 @@ func TestOneActivePerUser(t *testing.T) {
 		t.Fatalf("first active sanction: %s (%v), want executed", o.Class, o.Err)
 	}
 	o := sess.Attempt(ctx, subj, w)
-	if o.Class != runner.Declined || !isDuplicate(o.Err) {
+	if o.Class != runner.Declined || !sqldb.IsDuplicate(o.Err) {
 		t.Fatalf("second active sanction: %s (%v), want declined by 23505", o.Class, o.Err)
 	}
 	c := rawConn(t)
@@ -280,18 +257,6 @@ func TestServerAndIsolationNamed(t *testing.T) {
 	p.Variant = "fenced"
 	if _, err := factory(scenarioNamed(t, scenarios.CheckThenWrite))(context.Background(), p); err == nil || !strings.Contains(err.Error(), "for-update") {
 		t.Errorf("unknown variant: %v, want an error listing the variants", err)
-	}
-}
-
-func TestServerName(t *testing.T) {
-	for _, c := range []struct{ version, sv, want string }{
-		{"PostgreSQL 15.20 (Debian 15.20-0+deb12u1) on x86_64-pc-linux-gnu, compiled by gcc", "15.20 (Debian 15.20-0+deb12u1)", "PostgreSQL 15.20"},
-		{"PostgreSQL 16.4 on aarch64-unknown-linux-musl, compiled by gcc", "16.4", "PostgreSQL 16.4"},
-		{"CockroachDB CCL v23.1.11 (x86_64-pc-linux-gnu, built 2023/09/27)", "13.0.0", "CockroachDB CCL v23.1.11"},
-	} {
-		if got := serverName(c.version, c.sv); got != c.want {
-			t.Errorf("serverName(%q) = %q, want %q", c.version, got, c.want)
-		}
 	}
 }
 

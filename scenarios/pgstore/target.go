@@ -3,15 +3,14 @@ package pgstore
 import (
 	"context"
 	"fmt"
-	"net"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/racetest/racetest/internal/sqldb"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
 )
@@ -19,10 +18,10 @@ import (
 const (
 	// adminTimeout bounds each setup, reset and counting statement, so a
 	// server that stops answering ends the run instead of hanging it.
-	adminTimeout = 15 * time.Second
+	adminTimeout = sqldb.AdminTimeout
 	// closeTimeout bounds goodbyes and rollbacks, which must not hold up a
 	// run that is already failing.
-	closeTimeout = 2 * time.Second
+	closeTimeout = sqldb.CloseTimeout
 )
 
 // target is one scenario on PostgreSQL for one run.
@@ -85,22 +84,15 @@ func factory(sc scenario) scenarios.Factory {
 		if err != nil {
 			return nil, err
 		}
-		t := &target{sc: sc, p: p, cfg: cfg, addr: address(cfg), n: newNames(p.Prefix()), begin: "BEGIN"}
-		if lvl, ok := isolations[p.Isolation]; ok {
-			t.begin = "BEGIN ISOLATION LEVEL " + strings.ToUpper(string(lvl))
+		t := &target{sc: sc, p: p, cfg: cfg, addr: sqldb.PostgresAddr(cfg), n: newNames(p.Prefix()), begin: "BEGIN"}
+		if lvl, _ := sqldb.ParseIsolation(p.Isolation); lvl != "" {
+			t.begin = "BEGIN ISOLATION LEVEL " + lvl.SQL()
 		}
 		if err := t.probe(ctx); err != nil {
 			return nil, err
 		}
 		return t, nil
 	}
-}
-
-func address(cfg *pgx.ConnConfig) string {
-	if strings.HasPrefix(cfg.Host, "/") {
-		return cfg.Host
-	}
-	return net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port)))
 }
 
 // probe connects once, so that a wrong URL or a missing server fails the
@@ -126,22 +118,8 @@ func (t *target) probe(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("postgres: %s answered the connection but not a query on its settings: %w", t.addr, err)
 	}
-	t.server = serverName(version, serverVersion)
+	t.server = sqldb.PostgresServerName(version, serverVersion)
 	return nil
-}
-
-// serverName is "PostgreSQL 15.20" for PostgreSQL, and the product as
-// version() names it for a wire-compatible server.
-func serverName(version, serverVersion string) string {
-	if strings.HasPrefix(version, "PostgreSQL ") {
-		if f := strings.Fields(serverVersion); len(f) > 0 {
-			return "PostgreSQL " + f[0]
-		}
-	}
-	if i := strings.IndexAny(version, "(,"); i > 0 {
-		version = version[:i]
-	}
-	return strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(version), " on"))
 }
 
 // Server names the server the run measured.
@@ -374,7 +352,7 @@ func (s *session) commit(ctx context.Context) runner.Outcome {
 	tag, err := s.c.Exec(ctx, "COMMIT")
 	if err != nil {
 		s.rollback(ctx)
-		return classify(fmt.Errorf("commit: %w", err))
+		return sqldb.Classify(fmt.Errorf("commit: %w", err))
 	}
 	if tag.String() != "COMMIT" {
 		return runner.Failed(fmt.Errorf("commit: the server rolled the transaction back (%s)", tag))

@@ -1,4 +1,4 @@
-package mysqlstore
+package sqldb
 
 import (
 	"errors"
@@ -23,24 +23,24 @@ func TestConfigAcceptsBothForms(t *testing.T) {
 		{"mysql://root@localhost/test", "root", "", "localhost:3306", "test"},
 		{"mariadb://u:p%2Fq@[::1]:3306/x", "u", "p/q", "[::1]:3306", "x"},
 	} {
-		cfg, err := Config(tc.conn)
+		cfg, err := MySQLConfig(tc.conn)
 		if err != nil {
-			t.Errorf("Config(%q): %v", Redact(tc.conn), err)
+			t.Errorf("MySQLConfig(%q): %v", RedactMySQL(tc.conn), err)
 			continue
 		}
 		if cfg.User != tc.user || cfg.Passwd != tc.pass || cfg.Addr != tc.addr || cfg.DBName != tc.dbname {
-			t.Errorf("Config(%q) = user %q addr %q db %q, want %q %q %q", Redact(tc.conn), cfg.User, cfg.Addr, cfg.DBName, tc.user, tc.addr, tc.dbname)
+			t.Errorf("MySQLConfig(%q) = user %q addr %q db %q, want %q %q %q", RedactMySQL(tc.conn), cfg.User, cfg.Addr, cfg.DBName, tc.user, tc.addr, tc.dbname)
 		}
 		// Settings racetest depends on, whatever the user wrote.
-		if !cfg.ParseTime || cfg.ClientFoundRows || !cfg.InterpolateParams || cfg.Timeout != DialTimeout {
-			t.Errorf("Config(%q): parseTime=%v clientFoundRows=%v interpolateParams=%v timeout=%s",
-				Redact(tc.conn), cfg.ParseTime, cfg.ClientFoundRows, cfg.InterpolateParams, cfg.Timeout)
+		if !cfg.ParseTime || cfg.ClientFoundRows || !cfg.InterpolateParams || cfg.Timeout != MySQLDialTimeout {
+			t.Errorf("MySQLConfig(%q): parseTime=%v clientFoundRows=%v interpolateParams=%v timeout=%s",
+				RedactMySQL(tc.conn), cfg.ParseTime, cfg.ClientFoundRows, cfg.InterpolateParams, cfg.Timeout)
 		}
 	}
 }
 
 func TestConfigForcesChangedRows(t *testing.T) {
-	cfg, err := Config("root@tcp(127.0.0.1:3306)/test?clientFoundRows=true&timeout=1s")
+	cfg, err := MySQLConfig("root@tcp(127.0.0.1:3306)/test?clientFoundRows=true&timeout=1s")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,9 +61,9 @@ func TestConfigErrorsHidePassword(t *testing.T) {
 		"mysql://app:" + secret + "@db:3306", // no database
 		"app:" + secret + "@tcp(db:3306)/",   // no database
 	} {
-		_, err := Config(conn)
+		_, err := MySQLConfig(conn)
 		if err == nil {
-			t.Errorf("Config(%q) accepted it", Redact(conn))
+			t.Errorf("MySQLConfig(%q) accepted it", RedactMySQL(conn))
 			continue
 		}
 		if strings.Contains(err.Error(), secret) {
@@ -81,8 +81,8 @@ func TestRedact(t *testing.T) {
 		{"mysql://app@db/shop", "mysql://app@db/shop"},
 		{"mysql://app:" + secret + "@db:port/shop", "mysql://app:xxxxx@db:port/shop"},
 	} {
-		if got := Redact(tc.in); got != tc.want {
-			t.Errorf("Redact(%q) = %q, want %q", tc.in, got, tc.want)
+		if got := RedactMySQL(tc.in); got != tc.want {
+			t.Errorf("RedactMySQL(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
 }
@@ -96,33 +96,12 @@ func TestParseVersion(t *testing.T) {
 		"8.4.0-0ubuntu0.24.04.1":     "MySQL 8.4.0",
 		"8.0.11-TiDB-v7.5.1":         "TiDB 7.5.1",
 	} {
-		if got := ParseVersion(raw).String(); got != want {
-			t.Errorf("ParseVersion(%q) = %q, want %q", raw, got, want)
+		if got := ParseMySQLVersion(raw).String(); got != want {
+			t.Errorf("ParseMySQLVersion(%q) = %q, want %q", raw, got, want)
 		}
 	}
-	if ParseVersion("10.11.19-MariaDB").StoredColumn() != "PERSISTENT" || ParseVersion("8.0.36").StoredColumn() != "STORED" {
+	if ParseMySQLVersion("10.11.19-MariaDB").StoredColumn() != "PERSISTENT" || ParseMySQLVersion("8.0.36").StoredColumn() != "STORED" {
 		t.Error("generated-column keyword does not follow the server flavour")
-	}
-}
-
-func TestOptionsAllowList(t *testing.T) {
-	for _, e := range []string{"", "InnoDB", "myisam", "ARIA"} {
-		if _, err := EngineName(e); err != nil {
-			t.Errorf("EngineName(%q): %v", e, err)
-		}
-	}
-	for _, e := range []string{"MEMORY", "InnoDB; DROP TABLE x", "myisam "} {
-		if _, err := EngineName(e); err == nil {
-			t.Errorf("EngineName(%q) accepted", e)
-		}
-	}
-	for in, want := range map[string]string{"": "", "read-committed": "READ COMMITTED", "REPEATABLE_READ": "REPEATABLE READ", "serializable": "SERIALIZABLE"} {
-		if got, err := IsolationLevel(in); err != nil || got != want {
-			t.Errorf("IsolationLevel(%q) = %q, %v; want %q", in, got, err, want)
-		}
-	}
-	if _, err := IsolationLevel("snapshot"); err == nil {
-		t.Error(`IsolationLevel("snapshot") accepted`)
 	}
 }
 
@@ -154,7 +133,7 @@ func TestClassify(t *testing.T) {
 }
 
 func TestConnectErrorMessages(t *testing.T) {
-	cfg, err := Config("app:" + secret + "@tcp(db:3306)/shop")
+	cfg, err := MySQLConfig("app:" + secret + "@tcp(db:3306)/shop")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +146,7 @@ func TestConnectErrorMessages(t *testing.T) {
 		{&mysql.MySQLError{Number: 1045, Message: "Access denied for user 'app'@'x' (using password: YES)"}, []string{"wrong user or password", `"app"`, "db:3306", "--mysql-dsn"}},
 		{&mysql.MySQLError{Number: 1049, Message: "Unknown database 'shop'"}, []string{`database "shop" does not exist`, "CREATE DATABASE"}},
 	} {
-		msg := connectError(cfg, tc.err, limit, 202).Error()
+		msg := ExplainMySQL(cfg, tc.err, limit, 202).Error()
 		for _, w := range tc.want {
 			if !strings.Contains(msg, w) {
 				t.Errorf("message %q lacks %q", msg, w)
@@ -176,7 +155,7 @@ func TestConnectErrorMessages(t *testing.T) {
 		if strings.Contains(msg, secret) || strings.Contains(msg, "\n") {
 			t.Errorf("message is not one redacted line: %q", msg)
 		}
-		if !errors.Is(connectError(cfg, tc.err, limit, 202), tc.err) {
+		if !errors.Is(ExplainMySQL(cfg, tc.err, limit, 202), tc.err) {
 			t.Errorf("connect error does not wrap %v", tc.err)
 		}
 	}
