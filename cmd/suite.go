@@ -106,7 +106,7 @@ func runSuite(ctx context.Context, o *SuiteOptions) error {
 	if err != nil {
 		return err
 	}
-	plans, err := loadSuite(o)
+	plans, err := loadSuite(ctx, o)
 	if err != nil {
 		return err
 	}
@@ -117,10 +117,8 @@ func runSuite(ctx context.Context, o *SuiteOptions) error {
 	if o.List {
 		return listSuite(o.IO.Out, o.File, plans)
 	}
-	for flag, file := range map[string]string{"--junit": o.JUnit, "--markdown": o.Markdown, "--json": o.JSON} {
-		if err := checkWritable(file); err != nil {
-			return usageErrorf("%s %s: %v", flag, file, err)
-		}
+	if err := checkOutputs(suiteInputs(o.File, plans), []output{{"--junit", o.JUnit}, {"--markdown", o.Markdown}, {"--json", o.JSON}}); err != nil {
+		return err
 	}
 	ps := make([]plan, len(plans))
 	for i, p := range plans {
@@ -187,38 +185,73 @@ func runSuite(ctx context.Context, o *SuiteOptions) error {
 }
 
 // loadSuite reads, parses and checks the suite: every problem is a usage
-// error printed at its place in the file, and nothing runs.
-func loadSuite(o *SuiteOptions) ([]suite.Plan, error) {
+// error printed at its place in the file, and nothing runs. Ctrl-C stops
+// it at any moment, even inside the YAML library or a read of a standard
+// input that never ends.
+func loadSuite(ctx context.Context, o *SuiteOptions) ([]suite.Plan, error) {
+	type loaded struct {
+		plans []suite.Plan
+		err   error
+	}
+	done := make(chan loaded, 1)
+	go func() {
+		plans, err := readSuite(o)
+		done <- loaded{plans, err}
+	}()
+	select {
+	case <-ctx.Done():
+		return nil, context.Canceled
+	case l := <-done:
+		var es suite.Errors
+		if errors.As(l.err, &es) {
+			return nil, suiteError(o.IO, l.err)
+		}
+		return l.plans, l.err
+	}
+}
+
+// readSuite does loadSuite's work; it prints nothing, since loadSuite may
+// have returned already.
+func readSuite(o *SuiteOptions) ([]suite.Plan, error) {
 	var (
 		data []byte
 		err  error
 		dir  string
 	)
+	name := o.File
 	if o.File == "-" {
-		data, err = io.ReadAll(o.IO.In)
+		name = "<stdin>"
+		data, err = suite.Read(name, o.IO.In)
 		dir = "."
 	} else {
-		data, err = os.ReadFile(o.File)
+		data, err = suite.ReadFile(o.File)
 		dir = filepath.Dir(o.File)
 	}
 	if err != nil {
 		return nil, usageErrorf("cannot read the suite: %w", err)
 	}
-	name := o.File
-	if name == "-" {
-		name = "<stdin>"
-	}
 	s, err := suite.Parse(name, data, os.LookupEnv)
 	if err != nil {
-		return nil, suiteError(o.IO, err)
+		return nil, err
 	}
-	plans, err := s.Plans(o.Registry, suite.Options{
+	return s.Plans(o.Registry, suite.Options{
 		Conn: o.Conn, Env: os.LookupEnv, Strict: o.Strict, AllowInconclusive: o.AllowInconclusive, Keep: o.Keep, Dir: dir, Local: localAddresses,
 	})
-	if err != nil {
-		return nil, suiteError(o.IO, err)
+}
+
+// suiteInputs names the files a suite run reads: the suite itself and the
+// HTTP bodies it names.
+func suiteInputs(file string, plans []suite.Plan) map[string]string {
+	in := map[string]string{}
+	if file != "-" {
+		in["the suite file"] = file
 	}
-	return plans, nil
+	for _, p := range plans {
+		if p.HTTP != nil && p.HTTP.BodyFile != "" {
+			in[fmt.Sprintf("the body_file of case %q", p.Case.Name)] = p.HTTP.BodyFile
+		}
+	}
+	return in
 }
 
 // suiteError prints a suite's problems as they are (file:line:col first,
@@ -391,18 +424,6 @@ func checkWritable(file string) error {
 		return fmt.Errorf("%s is not a directory", dir)
 	}
 	return nil
-}
-
-func writeReport(file string, r report.Reporter, cases []report.Case, o report.Options) error {
-	f, err := os.Create(file)
-	if err != nil {
-		return err
-	}
-	if err := r(f, cases, o); err != nil {
-		f.Close()
-		return fmt.Errorf("%s: %w", file, err)
-	}
-	return f.Close()
 }
 
 // caseLog prints one line per case as it finishes, for a CI log (stderr

@@ -34,6 +34,13 @@ func FuzzParse(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
+	// Issue 11's hostile files: the alias bomb, deep nesting, and what
+	// /dev/zero gives (its first 64 KiB; a whole 4 MiB seed would slow
+	// every mutation, and TestReadStopsAtTheCap covers the cap).
+	f.Add([]byte(billionLaughs()))
+	f.Add([]byte(strings.Repeat("[", 100_000)))
+	f.Add([]byte(strings.Repeat("- ", 1_000)))
+	f.Add(make([]byte, 64<<10))
 	reg := registry()
 	dir := f.TempDir()
 	vars := env(map[string]string{"DSN": "root@tcp(127.0.0.1:3306)/test", "EMPTY": ""})

@@ -21,27 +21,46 @@ type Suite struct {
 	Name string
 	File File
 	ast  *ast.File
-	// lines are the source lines, for error excerpts.
-	lines []string
+	// src is the text, its line breaks made \n, for error excerpts.
+	src string
 }
 
 // Parse reads a suite: YAML syntax, unknown or repeated keys, value types,
 // and ${ENV} expansion in every string (env looks variables up). It checks
 // nothing that needs the catalog or a server: Plans does that.
+//
+// A file past the limits (MaxFileSize, MaxDepth, MaxValues, MaxRun) is
+// refused before the YAML library reads it, or for aliases before anything
+// is decoded, so that no file can take the memory of the machine it is
+// checked on.
 func Parse(name string, data []byte, env LookupEnv) (s *Suite, err error) {
+	s = &Suite{Name: name}
+	if len(data) > MaxFileSize {
+		return nil, Errors{s.errorf(0, 0, "%s", tooBig(len(data)))}
+	}
 	// YAML breaks lines at \r\n and a lone \r as at \n; the YAML library
 	// miscounts lines after a comment ended by \r\n (found by FuzzParse),
 	// so every line break is made \n first and positions stay true.
-	data = []byte(normalizeBreaks(string(data)))
-	s = &Suite{Name: name, lines: strings.Split(string(data), "\n")}
+	s.src = normalizeBreaks(string(data))
+	data = []byte(s.src)
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, Errors{s.errorf(0, 0, "the suite is empty: it needs a list of cases (see 'racetest suite --help')")}
+	}
+	if le := prescan(data); le != nil {
+		return nil, Errors{s.errorf(le.line, le.col, "%s", le.msg)}
 	}
 	f, err := parseYAML(data)
 	if err != nil {
 		return nil, Errors{s.yamlError(err)}
 	}
 	s.ast = f
+	if over := countExpanded(f); over != nil {
+		line, col := 0, 0
+		if tk := over.GetToken(); tk != nil && tk.Position != nil {
+			line, col = tk.Position.Line, tk.Position.Column
+		}
+		return nil, Errors{s.errorf(line, col, "with its aliases expanded the file holds more than %d keys and values, past this point (an alias bomb?): a suite file holds at most %d", MaxValues, MaxValues)}
+	}
 	if len(f.Docs) > 1 {
 		line, col := 0, 0
 		tk := f.Docs[1].Start
@@ -88,10 +107,39 @@ func decodeYAML(data []byte, v any) (err error) {
 
 func (s *Suite) errorf(line, col int, format string, a ...any) *Error {
 	e := &Error{File: s.Name, Line: line, Column: col, Msg: fmt.Sprintf(format, a...)}
-	if line > 0 && line <= len(s.lines) {
-		e.source = s.lines[line-1]
-	}
+	e.source = sourceLine(s.src, line)
 	return e
+}
+
+// sourceLine returns line n (1-based) of src, or "" when there is none.
+func sourceLine(src string, n int) string {
+	if n < 1 {
+		return ""
+	}
+	for ; n > 1; n-- {
+		i := strings.IndexByte(src, '\n')
+		if i < 0 {
+			return ""
+		}
+		src = src[i+1:]
+	}
+	if i := strings.IndexByte(src, '\n'); i >= 0 {
+		src = src[:i]
+	}
+	return src
+}
+
+// tooBig says that a file of size bytes is past MaxFileSize.
+func tooBig(size int) string {
+	return fmt.Sprintf("the file is %s; a suite file may be at most %d MiB (a suite is a few kilobytes: is this the right file?)",
+		humanSize(int64(size)), MaxFileSize>>20)
+}
+
+func humanSize(n int64) string {
+	if n < 1<<20 {
+		return fmt.Sprintf("%d bytes", n)
+	}
+	return fmt.Sprintf("%.1f MiB (%d bytes)", float64(n)/(1<<20), n)
 }
 
 // errorAt is an error about the value at a YAML path ("$.cases[2].backend").

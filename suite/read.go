@@ -1,0 +1,72 @@
+package suite
+
+import (
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+)
+
+// ReadFile reads a suite file: a regular file of at most MaxFileSize
+// bytes. A device (/dev/zero), a named pipe or a directory is refused
+// before it is opened for reading, since reading one may never end.
+func ReadFile(name string) ([]byte, error) {
+	st, err := os.Stat(name)
+	if err != nil {
+		return nil, err
+	}
+	if err := regular(name, st); err != nil {
+		return nil, err
+	}
+	if st.Size() > MaxFileSize {
+		return nil, fmt.Errorf("%s: %s", name, tooBig(int(min(st.Size(), 1<<40))))
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	// The file may have been swapped since the Stat: check again what was
+	// opened, and read no further than the cap whatever it says.
+	if st2, err := f.Stat(); err != nil {
+		return nil, err
+	} else if err := regular(name, st2); err != nil {
+		return nil, err
+	}
+	return Read(name, f)
+}
+
+// Read reads a suite from r (standard input, for "-"), at most
+// MaxFileSize bytes of it: past that, it stops reading and refuses.
+func Read(name string, r io.Reader) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, MaxFileSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxFileSize {
+		return nil, fmt.Errorf("%s holds more than %d MiB: a suite file may be at most %d MiB (a suite is a few kilobytes: is this the right input?)",
+			name, MaxFileSize>>20, MaxFileSize>>20)
+	}
+	return data, nil
+}
+
+func regular(name string, st fs.FileInfo) error {
+	m := st.Mode()
+	if m.IsRegular() {
+		return nil
+	}
+	what := "not a regular file"
+	switch {
+	case m.IsDir():
+		what = "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		what = "a named pipe (FIFO)"
+	case m&fs.ModeSocket != 0:
+		what = "a socket"
+	case m&fs.ModeCharDevice != 0:
+		what = "a character device"
+	case m&fs.ModeDevice != 0:
+		what = "a device"
+	}
+	return fmt.Errorf("%s is %s, not a suite file: give the path of a YAML file (or - to read the suite from standard input)", name, what)
+}
