@@ -1,12 +1,15 @@
 package suite_test
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/racetest/racetest/report"
 	"github.com/racetest/racetest/runner"
+	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/suite"
 )
 
@@ -212,5 +215,55 @@ func TestServerRuleNeedsAServer(t *testing.T) {
 	}
 	if c := ps[0].Resolve(report.Case{Expect: ps[0].Case.Expect}); c.Expect.Kind != "safe" {
 		t.Errorf("a case with no result became %s", c.Expect)
+	}
+}
+
+// Mistakes a suite author can make, each refused at its place with what to
+// do instead.
+func TestPlanRefusesContradictions(t *testing.T) {
+	for _, tc := range []struct {
+		name, src string
+		line, col int
+		msg       string
+	}{
+		{"release on an http case", "cases:\n  - http: {url: http://x}\n    release: last-byte\n", 3, 14, "move it there"},
+		{"expect max without a number", "cases:\n  - scenario: check-then-write\n    expect: max\n", 3, 13, "expect: max needs max_effects: N"},
+		{"on_server expect catalog", "defaults:\n  connections: {mongo: default}\ncases:\n  - scenario: conditional-update\n    backend: mongo\n    on_server:\n      - {match: FerretDB, expect: catalog, why: x}\n",
+			7, 35, "expect: catalog here would change nothing"},
+		{"on_server without match", "cases:\n  - scenario: conditional-update\n    on_server:\n      - {match: ' ', expect: race, why: x}\n", 4, 9, "on_server needs match:"},
+		{"on_server without expectation", "cases:\n  - scenario: conditional-update\n    on_server:\n      - {match: FerretDB, why: x}\n", 4, 9, `on_server for "FerretDB" needs expect: or max_effects:`},
+		{"on_server with a bad expectation", "cases:\n  - scenario: conditional-update\n    on_server:\n      - {match: FerretDB, expect: raec, why: x}\n", 4, 35, `did you mean "race"?`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := plans(t, tc.src, suite.Options{})
+			if err == nil {
+				t.Fatal("no error")
+			}
+			e := firstError(t, err)
+			if e.Line != tc.line || e.Column != tc.col || !strings.Contains(e.Msg, tc.msg) {
+				t.Errorf("got %d:%d %q, want %d:%d containing %q", e.Line, e.Column, e.Msg, tc.line, tc.col, tc.msg)
+			}
+		})
+	}
+}
+
+// A scenario the catalog knows but a backend does not implement is refused
+// at the case's backend, naming the backends that do.
+func TestPlanRefusesAScenarioTheBackendLacks(t *testing.T) {
+	reg := registry()
+	reg.AddBackend(scenarios.Backend{Name: "partial"})
+	reg.Register(scenarios.UniqueInsert, "partial", func(context.Context, scenarios.Params) (runner.Target, error) {
+		return nil, errors.New("stand-in")
+	})
+	s, err := suite.Parse("s.yaml", []byte("cases:\n  - scenario: check-then-write\n    backend: partial\n"), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Plans(reg, suite.Options{})
+	if err == nil {
+		t.Fatal("a scenario the backend does not implement was planned")
+	}
+	if e := firstError(t, err); e.Line != 3 || !strings.Contains(e.Msg, "partial") {
+		t.Errorf("got %d %q, want line 3 naming the backend", e.Line, e.Msg)
 	}
 }
