@@ -8,7 +8,6 @@ import (
 
 	"github.com/racetest/racetest/examples/redeem"
 	"github.com/racetest/racetest/race"
-	"github.com/racetest/racetest/runner"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -110,7 +109,7 @@ func TestRedeemPostgres(t *testing.T) {
 
 // redisCase fires Redeem (picked by which) at fresh coupon codes, each
 // worker with a client (and a connection) of its own.
-func redisCase(t *testing.T, opt *redis.Options, which func(*redeem.Redis) redeemer) race.Case {
+func redisCase(t *testing.T, opt *redis.Options, dial dialFunc, which func(*redeem.Redis) redeemer) race.Case {
 	admin := redis.NewClient(opt)
 	keys := prefix(t)
 	t.Cleanup(func() {
@@ -130,10 +129,13 @@ func redisCase(t *testing.T, opt *redis.Options, which func(*redeem.Redis) redee
 	svc := &redeem.Redis{Client: admin, Prefix: keys}
 	return race.Case{
 		Attempts: attempts, Bursts: bursts,
-		Subject:  func(_ context.Context, b race.Burst) (any, error) { return b.Token(), nil },
+		Subject: func(_ context.Context, b race.Burst) (any, error) { return b.Token(), nil },
 		Session: func(ctx context.Context, worker int) (any, error) {
 			o := *opt
-			o.PoolSize, o.MinIdleConns = 1, 1
+			o.PoolSize, o.MinIdleConns = 1, 0
+			if dial != nil {
+				o.Dialer = dial
+			}
 			c := redis.NewClient(&o)
 			if err := c.Ping(ctx).Err(); err != nil {
 				c.Close()
@@ -146,7 +148,6 @@ func redisCase(t *testing.T, opt *redis.Options, which func(*redeem.Redis) redee
 			return race.From(which(mine)(ctx, code.(string), w.Step), redeem.ErrAlreadyRedeemed)
 		},
 		Effects: func(ctx context.Context, code any) (int, error) { return svc.Redemptions(ctx, code.(string)) },
-		Options: []runner.Option{},
 	}
 }
 
@@ -155,9 +156,9 @@ func fixedRedis(s *redeem.Redis) redeemer { return s.RedeemFixed }
 
 func TestRedeemRedis(t *testing.T) {
 	t.Run("naive", func(t *testing.T) {
-		race.ExpectRace(t, redisCase(t, redisOptions(t), naiveRedis))
+		race.ExpectRace(t, redisCase(t, redisOptions(t), nil, naiveRedis))
 	})
 	t.Run("fixed", func(t *testing.T) {
-		race.Test(t, redisCase(t, redisOptions(t), fixedRedis))
+		race.Test(t, redisCase(t, redisOptions(t), nil, fixedRedis))
 	})
 }
