@@ -17,7 +17,7 @@ import (
 // measured rates); the fixed one's SAFE bound over 60 bursts is ≤4.9%.
 const (
 	attempts = 8
-	bursts   = 60
+	bursts   = 40
 )
 
 // sqlService is one worker's handle: the service over a connection of its
