@@ -347,3 +347,48 @@ func TestFrom(t *testing.T) {
 		t.Errorf("Declined message = %q", msg)
 	}
 }
+
+// holdActs keeps every worker at its "act" step until all n reached it: the
+// interleaving "every check before any write", chosen rather than hoped for.
+type holdActs struct {
+	n       int
+	mu      sync.Mutex
+	arrived int
+	open    chan struct{}
+}
+
+func (h *holdActs) Step(ctx context.Context, _ int, step string) {
+	if step != "act" {
+		return
+	}
+	h.mu.Lock()
+	open := h.open
+	if h.arrived++; h.arrived == h.n {
+		close(h.open)
+		h.arrived, h.open = 0, make(chan struct{})
+	}
+	h.mu.Unlock()
+	select {
+	case <-open:
+	case <-ctx.Done():
+	}
+}
+
+func (h *holdActs) Done(int) {}
+
+// Worker.Step reaches a scheduler passed in Options: with every check
+// held before any write, the naive Redeem pays N times in every burst.
+func TestStepReachesTheScheduler(t *testing.T) {
+	c := newCoupons()
+	c.rtt = 0
+	cs := c.caseFor(c.naive)
+	cs.Attempts, cs.Bursts = 4, 10
+	cs.Options = []runner.Option{runner.Schedule(&holdActs{n: 4, open: make(chan struct{})})}
+	rep, err := Run(t.Context(), cs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := rep.Result.EffectsSummary(); s.Min != 4 || s.Max != 4 {
+		t.Errorf("effects per burst %d..%d, want 4 in every burst (the scheduler holds each act until all checked)", s.Min, s.Max)
+	}
+}
