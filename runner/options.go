@@ -37,6 +37,9 @@ type Config struct {
 	Release WireRelease
 	// Notes are added to the run's report, after the target's own.
 	Notes []string
+	// Scheduler, when set, decides when attempts cross their steps (see
+	// Worker.Step).
+	Scheduler Scheduler
 }
 
 // Option sets one field of a Config.
@@ -72,6 +75,9 @@ func StopOnViolation(on bool) Option { return func(c *Config) { c.StopOnViolatio
 
 // OnProgress sets the progress callback.
 func OnProgress(f func(Progress)) Option { return func(c *Config) { c.Progress = f } }
+
+// Schedule lets s order the attempts' steps (see Scheduler).
+func Schedule(s Scheduler) Option { return func(c *Config) { c.Scheduler = s } }
 
 // Keep leaves the run's namespaced objects in the store.
 func Keep(on bool) Option { return func(c *Config) { c.Keep = on } }

@@ -149,6 +149,9 @@ func (e *engine) wireWave(ctx context.Context, s Subject, wave int) (spread time
 				cancel()
 			}
 			w.onFirstMark = nil
+			if w.sched != nil {
+				w.sched.Done(i)
+			}
 			rel.Finished(i)
 			w.Mark("done")
 			e.outs[i] = o

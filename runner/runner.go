@@ -204,7 +204,7 @@ func (e *engine) openFleet(ctx context.Context) error {
 	if len(e.workers) == 0 {
 		e.workers = make([]*Worker, n)
 		for i := range e.workers {
-			e.workers[i] = &Worker{ID: i, Replica: i % r, marks: make([]Mark, 0, 8)}
+			e.workers[i] = &Worker{ID: i, Replica: i % r, marks: make([]Mark, 0, 8), sched: e.cfg.Scheduler}
 		}
 		e.outs = make([]Outcome, n)
 	}
@@ -367,6 +367,9 @@ func (e *engine) wave(ctx context.Context, s Subject, wave int) (spread time.Dur
 			}
 			if cancel != nil {
 				cancel()
+			}
+			if w.sched != nil {
+				w.sched.Done(i)
 			}
 			w.Mark("done")
 			e.outs[i] = o

@@ -111,6 +111,7 @@ type Worker struct {
 	// onFirstMark, set in a wire release, arms the worker's connection when
 	// its attempt begins its first step.
 	onFirstMark func()
+	sched       Scheduler
 }
 
 // Mark records that the attempt reached step name now.
@@ -121,6 +122,27 @@ func (w *Worker) Mark(name string) {
 		arm()
 	}
 	w.marks = append(w.marks, Mark{Name: name, At: time.Since(w.base)})
+}
+
+// Step marks that the attempt begins step name, after the run's Scheduler
+// (if any) let it: a step boundary is where an interleaving can be chosen.
+// Without a Scheduler it is Mark.
+func (w *Worker) Step(ctx context.Context, name string) {
+	if w.sched != nil {
+		w.sched.Step(ctx, w.ID, name)
+	}
+	w.Mark(name)
+}
+
+// Scheduler decides when attempts cross their step boundaries. Step is
+// called on the attempt's goroutine before the step's mark and may block, to
+// hold one worker back while others go on: that is how an explorer of
+// interleavings orders the steps of a burst ("both checks before either
+// write"). Done tells it an attempt returned, so that it waits no more for
+// that worker. Step must return when ctx ends.
+type Scheduler interface {
+	Step(ctx context.Context, worker int, step string)
+	Done(worker int)
 }
 
 // Since returns how long ago the burst's gate opened.

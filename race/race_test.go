@@ -1,0 +1,394 @@
+package race
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/racetest/racetest/runner"
+)
+
+// fakeT is a testing.TB that records what a user would see. Methods race
+// does not call are left to the nil embedded TB: calling one panics.
+type fakeT struct {
+	testing.TB
+	name    string
+	ctx     context.Context
+	mu      sync.Mutex
+	errs    []string
+	logs    []string
+	stopped bool
+}
+
+func newFakeT(t *testing.T) *fakeT { return &fakeT{name: "TestRedeem/naive", ctx: t.Context()} }
+
+func (f *fakeT) Helper()                  {}
+func (f *fakeT) Name() string             { return f.name }
+func (f *fakeT) Context() context.Context { return f.ctx }
+func (f *fakeT) Errorf(format string, args ...any) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.errs = append(f.errs, fmt.Sprintf(format, args...))
+}
+func (f *fakeT) Logf(format string, args ...any) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.logs = append(f.logs, fmt.Sprintf(format, args...))
+}
+func (f *fakeT) Fatalf(format string, args ...any) { f.Errorf(format, args...); f.FailNow() }
+func (f *fakeT) FailNow() {
+	f.mu.Lock()
+	f.stopped = true
+	f.mu.Unlock()
+	runtime.Goexit()
+}
+func (f *fakeT) failed() bool    { return len(f.errs) > 0 }
+func (f *fakeT) errText() string { return strings.Join(f.errs, "\n") }
+func (f *fakeT) logText() string { return strings.Join(f.logs, "\n") }
+
+// call runs check as a test body would, so that FailNow's Goexit ends only
+// it.
+func call(f *fakeT, check func(testing.TB, Case) *Report, c Case) *Report {
+	var rep *Report
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		rep = check(f, c)
+	}()
+	<-done
+	return rep
+}
+
+// coupons is an in-memory store: every access locked (the Go race
+// detector is silent), each operation a round trip.
+type coupons struct {
+	mu      sync.Mutex
+	used    map[string]bool
+	effects map[string]int
+	rtt     time.Duration
+}
+
+var errUsed = errors.New("already redeemed")
+
+func newCoupons() *coupons {
+	return &coupons{used: map[string]bool{}, effects: map[string]int{}, rtt: 300 * time.Microsecond}
+}
+
+func (c *coupons) naive(w *Worker, code string) error {
+	w.Step("check")
+	time.Sleep(c.rtt)
+	c.mu.Lock()
+	used := c.used[code]
+	c.mu.Unlock()
+	if used {
+		return errUsed
+	}
+	w.Step("act")
+	time.Sleep(c.rtt)
+	c.mu.Lock()
+	c.used[code] = true
+	c.effects[code]++
+	c.mu.Unlock()
+	return nil
+}
+
+func (c *coupons) fixed(w *Worker, code string) error {
+	w.Step("act")
+	time.Sleep(c.rtt)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.used[code] {
+		return errUsed
+	}
+	c.used[code] = true
+	c.effects[code]++
+	return nil
+}
+
+func (c *coupons) caseFor(redeem func(*Worker, string) error) Case {
+	return Case{
+		Attempts: 8, Bursts: 40,
+		Subject: func(_ context.Context, b Burst) (any, error) { return b.Token(), nil },
+		Attempt: func(_ context.Context, s any, w *Worker) Outcome { return From(redeem(w, s.(string)), errUsed) },
+		Effects: func(_ context.Context, s any) (int, error) {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			return c.effects[s.(string)], nil
+		},
+	}
+}
+
+func wantIn(t *testing.T, what, text string, subs ...string) {
+	t.Helper()
+	for _, s := range subs {
+		if !strings.Contains(text, s) {
+			t.Errorf("%s lacks %q:\n%s", what, s, text)
+		}
+	}
+}
+
+func TestNaiveFailsWithTableTimelineAndReproduce(t *testing.T) {
+	f := newFakeT(t)
+	c := newCoupons()
+	rep := call(f, Test, c.caseFor(c.naive))
+	if !f.failed() || !f.stopped {
+		t.Fatalf("Test passed a check-then-write (failed=%v stopped=%v); logs:\n%s", f.failed(), f.stopped, f.logText())
+	}
+	if rep != nil {
+		t.Errorf("Test returned after FailNow")
+	}
+	msg := f.errText()
+	wantIn(t, "the failure", msg,
+		"race: RACE: expected SAFE, but ", " of 40 bursts left more than 1 effect(s)",
+		"SCENARIO", "TestRedeem/naive", "RACE", // the table
+		"timeline of burst", "check@", "act@", // the worst burst, with the steps
+		"reproduce: (cd ", "go test -race -count=1 -v -run '^TestRedeem$/^naive$' .)")
+	if strings.Contains(msg, "-short") {
+		t.Errorf("a run without -short says it was short:\n%s", msg)
+	}
+}
+
+func TestFixedPasses(t *testing.T) {
+	f := newFakeT(t)
+	c := newCoupons()
+	rep := call(f, Test, c.caseFor(c.fixed))
+	if f.failed() {
+		t.Fatalf("Test failed a conditional write:\n%s", f.errText())
+	}
+	if rep == nil || rep.Verdict != Safe || rep.Bursts != 40 || rep.Violations != 0 {
+		t.Fatalf("report = %+v, want SAFE over 40 bursts", rep)
+	}
+	wantIn(t, "the log", f.logText(), "race: SAFE", "≤") // the bound
+	// The store says one redemption per coupon, and the outcomes agree.
+	out := rep.Result.Outcomes()
+	if out[runner.Executed] != 40 || out[runner.Declined] != 40*7 {
+		t.Errorf("outcomes %v, want 40 executed and 280 declined (errUsed maps to declined)", out)
+	}
+}
+
+func TestExpectRace(t *testing.T) {
+	t.Run("shown", func(t *testing.T) {
+		f := newFakeT(t)
+		c := newCoupons()
+		call(f, ExpectRace, c.caseFor(c.naive))
+		if f.failed() {
+			t.Fatalf("ExpectRace failed on a check-then-write:\n%s", f.errText())
+		}
+		wantIn(t, "the log", f.logText(), "RACE shown, as expected:", "of 40 bursts", "timeline of burst")
+	})
+	t.Run("not shown", func(t *testing.T) {
+		f := newFakeT(t)
+		c := newCoupons()
+		call(f, ExpectRace, c.caseFor(c.fixed))
+		if !f.failed() || !f.stopped {
+			t.Fatal("ExpectRace passed on a conditional write")
+		}
+		wantIn(t, "the failure", f.errText(),
+			"ExpectRace: this test demonstrates a known bug, but the race did not show",
+			"no burst of 40 exceeded 1 effect(s)", "make this a race.Test", "reproduce:")
+	})
+}
+
+func TestInconclusiveFailsUnlessAllowed(t *testing.T) {
+	c := newCoupons()
+	one := c.caseFor(c.fixed)
+	one.Attempts = 1 // one attempt per burst: nothing can overlap
+	f := newFakeT(t)
+	call(f, Test, one)
+	if !f.failed() {
+		t.Fatal("an INCONCLUSIVE run passed Test")
+	}
+	wantIn(t, "the failure", f.errText(), "race: INCONCLUSIVE: ", "proves nothing", "AllowInconclusive")
+
+	one.AllowInconclusive = true
+	f = newFakeT(t)
+	rep := call(f, Test, one)
+	if f.failed() || rep.Verdict != Inconclusive {
+		t.Fatalf("AllowInconclusive: failed=%v verdict=%v\n%s", f.failed(), rep.Verdict, f.errText())
+	}
+}
+
+func TestRunErrorsFailWithTheCause(t *testing.T) {
+	c := newCoupons()
+	bad := c.caseFor(c.fixed)
+	bad.Subject = func(_ context.Context, b Burst) (any, error) {
+		if b.Index == 3 {
+			return nil, errors.New("insert coupon: connection refused")
+		}
+		return b.Token(), nil
+	}
+	f := newFakeT(t)
+	call(f, Test, bad)
+	wantIn(t, "the failure", f.errText(), "the run could not be carried out", "burst 3: reset: subject: insert coupon: connection refused")
+}
+
+func TestIncompleteCaseSaysWhatIsMissing(t *testing.T) {
+	f := newFakeT(t)
+	call(f, Test, Case{Subject: func(context.Context, Burst) (any, error) { return "x", nil }})
+	if !f.stopped {
+		t.Fatal("an incomplete case did not stop the test")
+	}
+	wantIn(t, "the failure", f.errText(), "Attempt, Effects must be set")
+
+	f = newFakeT(t)
+	c := newCoupons()
+	neg := c.caseFor(c.fixed)
+	neg.Bursts = -1
+	call(f, Test, neg)
+	wantIn(t, "the failure", f.errText(), "cannot be negative")
+}
+
+func TestShortRunsFewerBursts(t *testing.T) {
+	if err := flag.Set("test.short", "true"); err != nil {
+		t.Fatal(err)
+	}
+	defer flag.Set("test.short", fmt.Sprint(testing.Short()))
+	c := newCoupons()
+	for _, tc := range []struct{ bursts, short, want int }{{200, 0, 40}, {50, 0, 20}, {10, 0, 10}, {200, 7, 7}} {
+		cs := c.caseFor(c.fixed)
+		cs.Bursts, cs.ShortBursts = tc.bursts, tc.short
+		f := newFakeT(t)
+		rep := call(f, Test, cs)
+		if rep == nil || len(rep.Result.Bursts) != tc.want {
+			t.Errorf("Bursts %d ShortBursts %d under -short: ran %v, want %d\n%s", tc.bursts, tc.short, rep, tc.want, f.errText())
+		}
+	}
+	f := newFakeT(t)
+	call(f, Test, c.caseFor(c.naive))
+	wantIn(t, "a failure under -short", f.errText(), "This run was under -short, with fewer bursts.")
+}
+
+// Each worker gets a session of its own, made before the first burst (not
+// per attempt), and closed after the last.
+func TestSessionPerWorker(t *testing.T) {
+	var made, closed atomic.Int32
+	var attemptsBeforeAllSessions atomic.Int32
+	c := newCoupons()
+	cs := c.caseFor(c.fixed)
+	cs.Attempts, cs.Bursts = 4, 5
+	cs.Session = func(_ context.Context, worker int) (any, error) {
+		made.Add(1)
+		return &conn{worker: worker, closed: &closed}, nil
+	}
+	inner := cs.Attempt
+	cs.Attempt = func(ctx context.Context, s any, w *Worker) Outcome {
+		if made.Load() != 4 {
+			attemptsBeforeAllSessions.Add(1)
+		}
+		if got := w.Session.(*conn).worker; got != w.ID {
+			return From(fmt.Errorf("worker %d got worker %d's session", w.ID, got))
+		}
+		return inner(ctx, s, w)
+	}
+	rep, err := Run(t.Context(), cs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if made.Load() != 4 || closed.Load() != 4 || attemptsBeforeAllSessions.Load() != 0 {
+		t.Errorf("sessions made %d, closed %d, attempts before all were made %d; want 4, 4, 0",
+			made.Load(), closed.Load(), attemptsBeforeAllSessions.Load())
+	}
+	if n := rep.Result.Outcomes()[runner.Error]; n != 0 {
+		t.Errorf("%d attempts errored: %v", n, rep.Result.Errors)
+	}
+}
+
+type conn struct {
+	worker int
+	closed *atomic.Int32
+}
+
+func (c *conn) Close() error { c.closed.Add(1); return nil }
+
+func TestPanickingAttemptIsAnError(t *testing.T) {
+	c := newCoupons()
+	cs := c.caseFor(c.fixed)
+	cs.Attempts, cs.Bursts = 2, 2
+	cs.Attempt = func(context.Context, any, *Worker) Outcome { panic("nil map") }
+	rep, err := Run(t.Context(), cs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := rep.Result.Outcomes()[runner.Error]; n != 4 || rep.Result.Errors["attempt panicked: nil map"] != 4 {
+		t.Errorf("errors %d %v, want 4 'attempt panicked: nil map'", n, rep.Result.Errors)
+	}
+}
+
+func TestFrom(t *testing.T) {
+	mine := errors.New("coupon already used")
+	for _, tc := range []struct {
+		err  error
+		want runner.Class
+	}{
+		{nil, runner.Executed},
+		{ErrDeclined, runner.Declined},
+		{Declined("lease held by w3"), runner.Declined},
+		{fmt.Errorf("redeem: %w", mine), runner.Declined},
+		{context.DeadlineExceeded, runner.Unknown},
+		{fmt.Errorf("query: %w", context.DeadlineExceeded), runner.Unknown},
+		{errors.New("connection reset"), runner.Error},
+		{context.Canceled, runner.Error},
+	} {
+		if got := From(tc.err, mine).Class; got != tc.want {
+			t.Errorf("From(%v) = %v, want %v", tc.err, got, tc.want)
+		}
+	}
+	if got := From(mine).Class; got != runner.Error {
+		t.Errorf("From(own sentinel) without naming it = %v, want error (never taken for 'already done')", got)
+	}
+	if msg := Declined("lease held by w3").Error(); msg != "declined: lease held by w3" {
+		t.Errorf("Declined message = %q", msg)
+	}
+}
+
+// holdActs keeps every worker at its "act" step until all n reached it: the
+// interleaving "every check before any write", chosen rather than hoped for.
+type holdActs struct {
+	n       int
+	mu      sync.Mutex
+	arrived int
+	open    chan struct{}
+}
+
+func (h *holdActs) Step(ctx context.Context, _ int, step string) {
+	if step != "act" {
+		return
+	}
+	h.mu.Lock()
+	open := h.open
+	if h.arrived++; h.arrived == h.n {
+		close(h.open)
+		h.arrived, h.open = 0, make(chan struct{})
+	}
+	h.mu.Unlock()
+	select {
+	case <-open:
+	case <-ctx.Done():
+	}
+}
+
+func (h *holdActs) Done(int) {}
+
+// Worker.Step reaches a scheduler passed in Options: with every check
+// held before any write, the naive Redeem pays N times in every burst.
+func TestStepReachesTheScheduler(t *testing.T) {
+	c := newCoupons()
+	c.rtt = 0
+	cs := c.caseFor(c.naive)
+	cs.Attempts, cs.Bursts = 4, 10
+	cs.Options = []runner.Option{runner.Schedule(&holdActs{n: 4, open: make(chan struct{})})}
+	rep, err := Run(t.Context(), cs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := rep.Result.EffectsSummary(); s.Min != 4 || s.Max != 4 {
+		t.Errorf("effects per burst %d..%d, want 4 in every burst (the scheduler holds each act until all checked)", s.Min, s.Max)
+	}
+}

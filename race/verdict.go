@@ -1,0 +1,62 @@
+package race
+
+import (
+	"bytes"
+
+	"github.com/racetest/racetest/report"
+	"github.com/racetest/racetest/runner"
+)
+
+// This file is the package's whole use of report: the verdict, and the
+// table a failing test prints, come from the same code as racetest's own.
+
+// Verdict is what a run shows: RACE, SAFE, INCONCLUSIVE or ERROR.
+type Verdict = report.Verdict
+
+// The verdicts, as report defines them.
+const (
+	Race         = report.Race
+	Safe         = report.Safe
+	Inconclusive = report.Inconclusive
+	// Error: the run could not be carried out; nothing is claimed.
+	Error = report.Failed
+)
+
+// expectation is what a test wants of its case.
+type expectation int
+
+const (
+	wantSafe expectation = iota
+	wantRace
+)
+
+// assessed is a run judged against an expectation.
+type assessed struct {
+	verdict    Verdict
+	met        bool
+	why        string
+	violations int
+	bursts     int
+}
+
+func reportCase(name string, res *runner.Result, err error, want expectation, strict bool) report.Case {
+	c := report.Case{Name: name, Scenario: name, Backend: "go", Result: res, Err: err, Strict: strict,
+		Expect: report.Expect{Kind: "safe"}}
+	if want == wantRace {
+		c.Expect.Kind = "race"
+	}
+	return c
+}
+
+func assess(name string, res *runner.Result, err error, want expectation, strict bool) assessed {
+	a := report.Assess(reportCase(name, res, err, want, strict))
+	return assessed{verdict: a.Verdict, met: a.Met, why: a.Why, violations: a.Violations, bursts: a.Bursts}
+}
+
+// table is the run as racetest prints it: the row, why an expectation
+// failed, notes, errors, and the worst burst's timeline.
+func table(name string, res *runner.Result, err error, want expectation, strict bool) string {
+	var b bytes.Buffer
+	_ = report.Table(&b, []report.Case{reportCase(name, res, err, want, strict)}, report.Options{Timeline: true})
+	return b.String()
+}
