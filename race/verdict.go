@@ -10,16 +10,19 @@ import (
 // This file is the package's whole use of report: the verdict, and the
 // table a failing test prints, come from the same code as racetest's own.
 
-// Verdict is what a run shows: RACE, SAFE, INCONCLUSIVE or ERROR.
+// Verdict is what a run shows: RACE, LOST, SAFE, INCONCLUSIVE or ERROR.
 type Verdict = report.Verdict
 
 // The verdicts, as report defines them.
 const (
-	Race         = report.Race
+	Race = report.Race
+	// Lost: some burst left fewer effects than required (the action never
+	// happened where it had to).
+	Lost         = report.Lost
 	Safe         = report.Safe
 	Inconclusive = report.Inconclusive
 	// Error: the run could not be carried out; nothing is claimed.
-	Error = report.Failed
+	Error = report.Errored
 )
 
 // expectation is what a test wants of its case.
@@ -41,9 +44,9 @@ type assessed struct {
 
 func reportCase(name string, res *runner.Result, err error, want expectation, strict bool) report.Case {
 	c := report.Case{Name: name, Scenario: name, Backend: "go", Result: res, Err: err, Strict: strict,
-		Expect: report.Expect{Kind: "safe"}}
+		Expect: report.Expect{Kind: report.ExpectSafe}}
 	if want == wantRace {
-		c.Expect.Kind = "race"
+		c.Expect.Kind = report.ExpectRace
 	}
 	return c
 }
