@@ -146,7 +146,7 @@ func TestNaiveFailsWithTableTimelineAndReproduce(t *testing.T) {
 	}
 	msg := f.errText()
 	wantIn(t, "the failure", msg,
-		"race: RACE: expected SAFE, but ", " of 40 bursts left more than 1 effect(s)",
+		"race: RACE: expected SAFE, but ", " of 40 bursts left more than 1 effect",
 		"SCENARIO", "TestRedeem/naive", "RACE", // the table
 		"timeline of burst", "check@", "act@", // the worst burst, with the steps
 		"reproduce: (cd ", "go test -race -count=1 -v -run '^TestRedeem$/^naive$' .)")
@@ -192,7 +192,7 @@ func TestExpectRace(t *testing.T) {
 		}
 		wantIn(t, "the failure", f.errText(),
 			"ExpectRace: this test demonstrates a known bug, but the race did not show",
-			"no burst of 40 exceeded 1 effect(s)", "make this a race.Test", "reproduce:")
+			"no burst of 40 exceeded 1 effect", "make this a race.Test", "reproduce:")
 	})
 }
 
