@@ -41,7 +41,7 @@ func execute(ctx context.Context, f *Factory, plans []plan, each func(report.Cas
 			cfg.Progress, done = pr.track(c.Name, cfg.Bursts)
 			c.Result, c.Err = runner.RunConfig(ctx, target, cfg)
 			done()
-			if cl, ok := target.(interface{ Close() error }); ok {
+			if cl, ok := target.(runner.Closer); ok {
 				cl.Close()
 			}
 		}

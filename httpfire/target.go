@@ -17,6 +17,14 @@ import (
 	"github.com/racetest/racetest/scenarios"
 )
 
+// The engine contract, and the optional parts this target promises:
+// checked here so a changed signature fails the build, not the report.
+var (
+	_ runner.Target    = (*Target)(nil)
+	_ runner.Describer = (*Target)(nil)
+	_ runner.Noter     = (*Target)(nil)
+)
+
 // Target fires a run's bursts at one HTTP endpoint. Build it with New; it is
 // a runner.Target, and also a runner.Noter, Describer and Checker.
 type Target struct {

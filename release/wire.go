@@ -235,16 +235,11 @@ wait:
 	}
 }
 
-// writeAll writes every held tail. One thread writes one tail every few
-// µs (each write on loopback also runs the receiver's side of TCP and wakes
-// the server): a server that starts on the first request before the second
-// lands may finish it first. Redis then served the first connection's next
-// command before the second's first one in 4-7% of bursts at N=2, and a
-// server thread woken by the loop's thread tends to wait for that CPU. So
-// the tails are shared among up to GOMAXPROCS threads that spin on one flag
-// and write at once: measured here, interleaved, Redis check-then-write at
-// N=2 went from 371-390/400 exposed to 399-400/400, and MySQL and
-// PostgreSQL were no worse.
+// writeAll writes every held tail. One thread writing them one after the
+// other gives a server that starts on the first request time to finish it
+// before the last lands, and a server thread woken by that thread waits for
+// its CPU. So the tails are shared among up to GOMAXPROCS threads that spin
+// on one flag and write at once (docs/measurements.md has the figures).
 func (w *Wire) writeAll(parked []*park) {
 	k := min(w.writers, len(parked))
 	if k < 2 {

@@ -89,7 +89,7 @@ func run(t *testing.T, tg runner.Target, w *Wire, n, bursts int) *runner.Result 
 	if res.CleanupErr != nil {
 		t.Error(res.CleanupErr)
 	}
-	if c, ok := tg.(interface{ Close() error }); ok {
+	if c, ok := tg.(runner.Closer); ok {
 		c.Close()
 	}
 	return res

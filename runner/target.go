@@ -85,6 +85,13 @@ type (
 	Noter interface {
 		Notes() []string
 	}
+	// Closer releases what a target holds for its whole life (its own
+	// connection for setup and counting). Whoever built the target closes
+	// it once, after Cleanup — or instead of it when Prepare never ran or
+	// the tables belong to another process.
+	Closer interface {
+		Close() error
+	}
 )
 
 // Check is one property a target verified besides counting effects.

@@ -20,6 +20,13 @@ import (
 	"github.com/racetest/racetest/runner"
 )
 
+// The engine contract, and the optional parts this target promises:
+// checked here so a changed signature fails the build, not the report.
+var (
+	_ runner.Target = (*Fleet)(nil)
+	_ runner.Closer = (*Fleet)(nil)
+)
+
 // FleetOptions configure a Fleet.
 type FleetOptions struct {
 	// Executable and Args start replica number replica, which serves
@@ -111,7 +118,7 @@ func (f *Fleet) Cleanup(ctx context.Context) error {
 // Close stops any process still running and closes the control target.
 func (f *Fleet) Close() error {
 	f.stopAll()
-	if c, ok := f.o.Control.(interface{ Close() error }); ok {
+	if c, ok := f.o.Control.(runner.Closer); ok {
 		return c.Close()
 	}
 	return nil

@@ -193,7 +193,7 @@ func (s *Server) cleanup(ctx context.Context) error {
 	if !s.o.Attached {
 		err = s.o.Target.Cleanup(ctx)
 	}
-	if c, ok := s.o.Target.(interface{ Close() error }); ok {
+	if c, ok := s.o.Target.(runner.Closer); ok {
 		c.Close()
 	}
 	return err

@@ -208,7 +208,7 @@ func (r *reused) drop(ctx context.Context) error {
 	if r.prepared {
 		err = r.Target.Cleanup(ctx)
 	}
-	if c, ok := r.Target.(interface{ Close() error }); ok {
+	if c, ok := r.Target.(runner.Closer); ok {
 		c.Close()
 	}
 	return err

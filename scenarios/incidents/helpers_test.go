@@ -49,7 +49,7 @@ func runCase(t *testing.T, backend, scenario string, p scenarios.Params, sh shap
 		t.Fatalf("build %s on %s: %v", scenario, backend, err)
 	}
 	t.Cleanup(func() {
-		if c, ok := target.(interface{ Close() error }); ok {
+		if c, ok := target.(runner.Closer); ok {
 			c.Close()
 		}
 	})

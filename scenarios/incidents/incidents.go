@@ -17,6 +17,7 @@ package incidents
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -67,6 +68,22 @@ func Register(r *scenarios.Registry) {
 
 // variants lists a scenario's variants; the first is the default.
 type variants []string
+
+// variantsOf lists the keys of patterns, the default first and the others
+// in name order: a scenario whose variants are a map of patterns accepts
+// exactly its keys.
+func variantsOf[P any](def string, patterns map[string]P) variants {
+	if _, ok := patterns[def]; !ok {
+		panic("incidents: default variant " + def + " has no pattern")
+	}
+	vs := variants{def}
+	for _, k := range slices.Sorted(maps.Keys(patterns)) {
+		if k != def {
+			vs = append(vs, k)
+		}
+	}
+	return vs
+}
 
 // pick returns the variant p asks for, or an error naming the valid ones.
 func (vs variants) pick(scenario, asked string) (string, error) {

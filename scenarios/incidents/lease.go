@@ -12,6 +12,16 @@ import (
 	"github.com/racetest/racetest/scenarios"
 )
 
+// The engine contract, and the optional parts this target promises:
+// checked here so a changed signature fails the build, not the report.
+var (
+	_ runner.Target    = (*leaseTarget)(nil)
+	_ runner.Describer = (*leaseTarget)(nil)
+	_ runner.Noter     = (*leaseTarget)(nil)
+	_ runner.Checker   = (*leaseTarget)(nil)
+	_ runner.Closer    = (*leaseTarget)(nil)
+)
+
 // leaseBackend is a lease service with fencing tokens and the resource it
 // protects, both in one store.
 type leaseBackend interface {

@@ -266,3 +266,32 @@ func TestEffectsRefusedWithoutAReplica(t *testing.T) {
 		target.Cleanup(ctx)
 	}
 }
+
+// TestRewardVariantsAreThePatterns: --variant accepts exactly the keys of
+// rewardPatterns, check-then-pay first, and the error lists them all.
+func TestRewardVariantsAreThePatterns(t *testing.T) {
+	p := memParams
+	p.RunID, p.Variant = "x2", "no-such"
+	_, err := registry("memory").Build(context.Background(), RewardPayout, "memory", p)
+	if err == nil {
+		t.Fatal("an unknown variant was accepted")
+	}
+	for v := range rewardPatterns {
+		if !strings.Contains(err.Error(), v) {
+			t.Errorf("the error %q does not list %s", err, v)
+		}
+		p.Variant = v
+		target, err := registry("memory").Build(context.Background(), RewardPayout, "memory", p)
+		if err != nil {
+			t.Errorf("variant %s: %v", v, err)
+			continue
+		}
+		if rt := target.(*rewardTarget); rt.variant != v || (rt.provider != nil) != (v == External || v == ExternalIdempotent) {
+			t.Errorf("variant %s built as %s (provider %v)", v, rt.variant, rt.provider != nil)
+		}
+		target.(runner.Closer).Close()
+	}
+	if vs := variantsOf(CheckThenPay, rewardPatterns); vs[0] != CheckThenPay || len(vs) != len(rewardPatterns) {
+		t.Errorf("variants %v: want check-then-pay first and every pattern once", vs)
+	}
+}

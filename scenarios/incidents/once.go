@@ -13,6 +13,17 @@ import (
 	"github.com/racetest/racetest/scenarios"
 )
 
+// The engine contract, and the optional parts this target promises:
+// checked here so a changed signature fails the build, not the report.
+var (
+	_ runner.Target     = (*onceTarget)(nil)
+	_ runner.Describer  = (*onceTarget)(nil)
+	_ runner.Noter      = (*onceTarget)(nil)
+	_ runner.Checker    = (*onceTarget)(nil)
+	_ runner.Allowancer = (*onceTarget)(nil)
+	_ runner.Closer     = (*onceTarget)(nil)
+)
+
 // alert-dedupe and job-window are one pattern told twice: "at most once per
 // window", remembered first in each replica's memory (a dedupe table), then
 // claimed in the shared store with one set-if-absent-with-expiry. This file

@@ -144,7 +144,7 @@ func TestRedisTouchesOnlyItsKeys(t *testing.T) {
 		if err != nil || res.CleanupErr != nil {
 			t.Fatalf("%s: run %v, cleanup %v", sc.name, err, res.CleanupErr)
 		}
-		target.(interface{ Close() error }).Close()
+		target.(runner.Closer).Close()
 		left, err := cl.Keys(ctx, pp.Prefix()+"*").Result()
 		if err != nil {
 			t.Fatal(err)

@@ -13,6 +13,16 @@ import (
 	"github.com/racetest/racetest/scenarios"
 )
 
+// The engine contract, and the optional parts this target promises:
+// checked here so a changed signature fails the build, not the report.
+var (
+	_ runner.Target    = (*rewardTarget)(nil)
+	_ runner.Describer = (*rewardTarget)(nil)
+	_ runner.Noter     = (*rewardTarget)(nil)
+	_ runner.Checker   = (*rewardTarget)(nil)
+	_ runner.Closer    = (*rewardTarget)(nil)
+)
+
 // rewardID is the reward every burst's user claims.
 const rewardID = "welcome-bonus"
 
@@ -78,17 +88,17 @@ func rewardFactory(backend ledgerFactory) scenarios.Factory {
 		if err := p.Validate(); err != nil {
 			return nil, err
 		}
-		v, err := rewardVariants.pick(RewardPayout, p.Variant)
+		v, err := variantsOf(CheckThenPay, rewardPatterns).pick(RewardPayout, p.Variant)
 		if err != nil {
 			return nil, err
 		}
-		unique := v != CheckThenPay && v != RecordThenPay
-		lb, err := backend(ctx, p, unique)
+		pat := rewardPatterns[v]
+		lb, err := backend(ctx, p, pat.unique)
 		if err != nil {
 			return nil, err
 		}
-		t := &rewardTarget{p: p, variant: v, ledger: lb}
-		if v == External || v == ExternalIdempotent {
+		t := &rewardTarget{p: p, variant: v, pattern: pat, ledger: lb}
+		if pat.external {
 			t.provider = newProvider()
 		}
 		return t, nil
@@ -99,6 +109,7 @@ func rewardFactory(backend ledgerFactory) scenarios.Factory {
 type rewardTarget struct {
 	p        scenarios.Params
 	variant  string
+	pattern  rewardPattern
 	ledger   ledgerBackend
 	provider *provider // external variants: the simulated payment provider
 
@@ -140,7 +151,7 @@ func (t *rewardTarget) Server() string { return t.ledger.Server() }
 
 func (t *rewardTarget) Reset(_ context.Context, burst int) (runner.Subject, error) {
 	user := t.p.Prefix() + "u" + strconv.Itoa(burst)
-	b := &rewardBurst{user: user, inject: t.variant == SwallowErrors}
+	b := &rewardBurst{user: user, inject: t.pattern.inject}
 	if t.provider != nil {
 		t.provider.dropNextResponse(user)
 	}
@@ -181,7 +192,6 @@ func (t *rewardTarget) counts(ctx context.Context, user string) (records, paid i
 	}
 	return records, paid, nil
 }
-
 
 func (t *rewardTarget) Notes() []string {
 	t.mu.Lock()
@@ -262,92 +272,154 @@ var errAlreadyPaid = errors.New("already paid")
 
 func (s *rewardSession) Attempt(ctx context.Context, subj runner.Subject, w *runner.Worker) runner.Outcome {
 	t := s.a.t
-	o := s.attempt(ctx, t.variant, subj.Data.(*rewardBurst), w)
+	o := t.pattern.attempt(ctx, s, subj.Data.(*rewardBurst), w)
 	if o.Class == runner.Declined {
 		t.declined.Add(1)
 	}
 	return o
 }
 
-func (s *rewardSession) attempt(ctx context.Context, variant string, b *rewardBurst, w *runner.Worker) runner.Outcome {
-	amount := rewardAmount
-	recordAmount := &amount
+// rewardPattern is one variant of reward-payout: how its attempt pays, and
+// what it needs from the store and checks besides the effect count.
+type rewardPattern struct {
+	attempt func(ctx context.Context, s *rewardSession, b *rewardBurst, w *runner.Worker) runner.Outcome
+	// unique: the records table has UNIQUE(user_id, reward_id).
+	unique bool
+	// external: payments go to the simulated payment provider.
+	external bool
+	// inject: every burst's record insert fails (a NOT NULL violation).
+	inject bool
+	checks func(ctx context.Context, t *rewardTarget) []runner.Check
+}
+
+// rewardPatterns are reward-payout's variants; their keys are what
+// --variant accepts.
+var rewardPatterns = map[string]rewardPattern{
+	CheckThenPay:       {attempt: checkThenPay},
+	RecordThenPay:      {attempt: recordThenPay},
+	UniqueRecord:       {attempt: uniqueRecord, unique: true, checks: injectedFailure},
+	SwallowErrors:      {attempt: swallowErrors, unique: true, inject: true, checks: injectedFailure},
+	OneTransaction:     {attempt: oneTransaction, unique: true, checks: failedPayment},
+	External:           {attempt: payThroughProvider(false), unique: true, external: true},
+	ExternalIdempotent: {attempt: payThroughProvider(true), unique: true, external: true},
+}
+
+func recordAmount(b *rewardBurst) *int {
 	if b.inject {
-		recordAmount = nil
+		return nil
 	}
+	amount := rewardAmount
+	return &amount
+}
+
+// checkThenPay reads whether the user was paid, then pays and records: two
+// attempts both read "not yet".
+func checkThenPay(ctx context.Context, s *rewardSession, b *rewardBurst, w *runner.Worker) runner.Outcome {
+	return checkFirst(ctx, s, b, w, false)
+}
+
+// recordThenPay is checkThenPay writing the record before paying: still no
+// constraint, so still twice.
+func recordThenPay(ctx context.Context, s *rewardSession, b *rewardBurst, w *runner.Worker) runner.Outcome {
+	return checkFirst(ctx, s, b, w, true)
+}
+
+func checkFirst(ctx context.Context, s *rewardSession, b *rewardBurst, w *runner.Worker, recordFirst bool) runner.Outcome {
 	c := s.c
-	switch variant {
-	case CheckThenPay, RecordThenPay:
-		w.Mark("check")
-		has, err := c.HasRecord(ctx, b.user, rewardID)
-		if err != nil {
+	amount := rewardAmount
+	w.Mark("check")
+	has, err := c.HasRecord(ctx, b.user, rewardID)
+	if err != nil {
+		return classify(err)
+	}
+	if has {
+		return runner.Refused(errAlreadyPaid)
+	}
+	steps := []func() error{
+		func() error { w.Mark("pay"); return c.Pay(ctx, b.user, rewardID, &amount) },
+		func() error { w.Mark("record"); _, err := c.Record(ctx, b.user, rewardID, recordAmount(b)); return err },
+	}
+	if recordFirst {
+		steps[0], steps[1] = steps[1], steps[0]
+	}
+	for _, step := range steps {
+		if err := step(); err != nil {
 			return classify(err)
 		}
-		if has {
+	}
+	return runner.Done()
+}
+
+// uniqueRecord lets the unique key decide: only its duplicate-key error
+// means "already paid".
+func uniqueRecord(ctx context.Context, s *rewardSession, b *rewardBurst, w *runner.Worker) runner.Outcome {
+	return recordThenPayOnce(ctx, s, b, w, false)
+}
+
+// swallowErrors is uniqueRecord with the bug: every failure of the insert
+// reads as "already paid".
+func swallowErrors(ctx context.Context, s *rewardSession, b *rewardBurst, w *runner.Worker) runner.Outcome {
+	return recordThenPayOnce(ctx, s, b, w, true)
+}
+
+func recordThenPayOnce(ctx context.Context, s *rewardSession, b *rewardBurst, w *runner.Worker, swallow bool) runner.Outcome {
+	c := s.c
+	w.Mark("record")
+	_, err := c.Record(ctx, b.user, rewardID, recordAmount(b))
+	switch {
+	case err != nil && swallow:
+		return runner.Refused(fmt.Errorf("%w (the insert failed: %v)", errAlreadyPaid, err))
+	case errors.Is(err, errDuplicate):
+		return runner.Refused(errAlreadyPaid)
+	case err != nil:
+		return classify(err)
+	}
+	w.Mark("pay")
+	amount := rewardAmount
+	if err := c.Pay(ctx, b.user, rewardID, &amount); err != nil {
+		return classify(err)
+	}
+	return runner.Done()
+}
+
+// oneTransaction records and pays in one transaction: a failed payment
+// rolls the record back, on an engine that honours transactions.
+func oneTransaction(ctx context.Context, s *rewardSession, b *rewardBurst, w *runner.Worker) runner.Outcome {
+	tx, err := s.c.Begin(ctx)
+	if err != nil {
+		return classify(err)
+	}
+	w.Mark("record")
+	if _, err := tx.Record(ctx, b.user, rewardID, recordAmount(b)); err != nil {
+		tx.Rollback()
+		if errors.Is(err, errDuplicate) {
 			return runner.Refused(errAlreadyPaid)
 		}
-		steps := []func() error{
-			func() error { w.Mark("pay"); return c.Pay(ctx, b.user, rewardID, &amount) },
-			func() error { w.Mark("record"); _, err := c.Record(ctx, b.user, rewardID, recordAmount); return err },
-		}
-		if variant == RecordThenPay {
-			steps[0], steps[1] = steps[1], steps[0]
-		}
-		for _, step := range steps {
-			if err := step(); err != nil {
-				return classify(err)
-			}
-		}
-		return runner.Done()
+		return classify(err)
+	}
+	w.Mark("pay")
+	amount := rewardAmount
+	payAmount := &amount
+	if b.failPayOnce.CompareAndSwap(true, false) {
+		payAmount = nil
+	}
+	if err := tx.Pay(ctx, b.user, rewardID, payAmount); err != nil {
+		tx.Rollback()
+		return classify(fmt.Errorf("payment failed, rolled back: %w", err))
+	}
+	if err := tx.Commit(); err != nil {
+		return classify(err)
+	}
+	return runner.Done()
+}
 
-	case UniqueRecord, SwallowErrors:
+// payThroughProvider records, then pays through the provider, whose first answer
+// is lost; idempotent sends a key derived from the record, so the retry is
+// answered without paying again.
+func payThroughProvider(idempotent bool) func(ctx context.Context, s *rewardSession, b *rewardBurst, w *runner.Worker) runner.Outcome {
+	return func(ctx context.Context, s *rewardSession, b *rewardBurst, w *runner.Worker) runner.Outcome {
 		w.Mark("record")
-		_, err := c.Record(ctx, b.user, rewardID, recordAmount)
-		switch {
-		case err != nil && variant == SwallowErrors:
-			// The bug: every failure reads as "already paid".
-			return runner.Refused(fmt.Errorf("%w (the insert failed: %v)", errAlreadyPaid, err))
-		case errors.Is(err, errDuplicate):
-			return runner.Refused(errAlreadyPaid)
-		case err != nil:
-			return classify(err)
-		}
-		w.Mark("pay")
-		if err := c.Pay(ctx, b.user, rewardID, &amount); err != nil {
-			return classify(err)
-		}
-		return runner.Done()
-
-	case OneTransaction:
-		tx, err := c.Begin(ctx)
-		if err != nil {
-			return classify(err)
-		}
-		w.Mark("record")
-		if _, err := tx.Record(ctx, b.user, rewardID, recordAmount); err != nil {
-			tx.Rollback()
-			if errors.Is(err, errDuplicate) {
-				return runner.Refused(errAlreadyPaid)
-			}
-			return classify(err)
-		}
-		w.Mark("pay")
-		payAmount := &amount
-		if b.failPayOnce.CompareAndSwap(true, false) {
-			payAmount = nil
-		}
-		if err := tx.Pay(ctx, b.user, rewardID, payAmount); err != nil {
-			tx.Rollback()
-			return classify(fmt.Errorf("payment failed, rolled back: %w", err))
-		}
-		if err := tx.Commit(); err != nil {
-			return classify(err)
-		}
-		return runner.Done()
-
-	case External, ExternalIdempotent:
-		w.Mark("record")
-		id, err := c.Record(ctx, b.user, rewardID, recordAmount)
+		id, err := s.c.Record(ctx, b.user, rewardID, recordAmount(b))
 		if errors.Is(err, errDuplicate) {
 			return runner.Refused(errAlreadyPaid)
 		}
@@ -355,17 +427,16 @@ func (s *rewardSession) attempt(ctx context.Context, variant string, b *rewardBu
 			return classify(err)
 		}
 		key := ""
-		if variant == ExternalIdempotent {
+		if idempotent {
 			key = "reward-record-" + strconv.FormatInt(id, 10) + "-" + b.user
 		}
 		w.Mark("pay")
-		calls, err := payExternal(ctx, s.a.http, s.a.t.provider.URL(), payRequest{User: b.user, Reward: rewardID, Amount: amount}, key)
+		calls, err := payExternal(ctx, s.a.http, s.a.t.provider.URL(), payRequest{User: b.user, Reward: rewardID, Amount: rewardAmount}, key)
 		if err != nil {
 			return runner.Failed(fmt.Errorf("after %d calls: %w", calls, err))
 		}
 		return runner.Done()
 	}
-	return runner.Failed(fmt.Errorf("reward-payout: variant %q has no attempt", variant))
 }
 
 // classify maps a store error to its outcome: a conflict asks for a retry,
@@ -378,17 +449,23 @@ func classify(err error) runner.Outcome {
 }
 
 func (t *rewardTarget) Checks(ctx context.Context) []runner.Check {
-	switch t.variant {
-	case UniqueRecord, SwallowErrors:
-		return []runner.Check{t.injectedFailureCheck(ctx)}
-	case OneTransaction:
-		return []runner.Check{t.failedPaymentCheck(ctx)}
+	if t.pattern.checks == nil {
+		return nil
 	}
-	return nil
+	return t.pattern.checks(ctx, t)
 }
 
-// scripted runs one attempt of variant at a fresh user, outside the bursts.
-func (t *rewardTarget) scripted(ctx context.Context, variant string, b *rewardBurst) (runner.Outcome, error) {
+func injectedFailure(ctx context.Context, t *rewardTarget) []runner.Check {
+	return []runner.Check{t.injectedFailureCheck(ctx)}
+}
+
+func failedPayment(ctx context.Context, t *rewardTarget) []runner.Check {
+	return []runner.Check{t.failedPaymentCheck(ctx)}
+}
+
+// scripted runs one attempt of the run's variant at a fresh user, outside
+// the bursts.
+func (t *rewardTarget) scripted(ctx context.Context, b *rewardBurst) (runner.Outcome, error) {
 	pool, err := t.ledger.Open(ctx, 1)
 	if err != nil {
 		return runner.Outcome{}, err
@@ -400,7 +477,7 @@ func (t *rewardTarget) scripted(ctx context.Context, variant string, b *rewardBu
 	}
 	defer c.Close()
 	s := &rewardSession{a: &rewardApp{t: t, pool: pool}, c: c}
-	return s.attempt(ctx, variant, b, &runner.Worker{}), nil
+	return t.pattern.attempt(ctx, s, b, &runner.Worker{}), nil
 }
 
 // injectedFailureCheck makes the record insert fail with a NOT NULL
@@ -408,7 +485,7 @@ func (t *rewardTarget) scripted(ctx context.Context, variant string, b *rewardBu
 // variant calls it "already paid" although nothing was recorded or paid.
 func (t *rewardTarget) injectedFailureCheck(ctx context.Context) runner.Check {
 	user := t.p.Prefix() + "chk-inject"
-	out, err := t.scripted(ctx, t.variant, &rewardBurst{user: user, inject: true})
+	out, err := t.scripted(ctx, &rewardBurst{user: user, inject: true})
 	c := runner.Check{Name: "only the duplicate-key error means \"already paid\""}
 	if t.variant == SwallowErrors {
 		c.Name, c.Bug = "swallow-all reports an injected failure as \"already paid\"", true
@@ -445,7 +522,7 @@ func (t *rewardTarget) failedPaymentCheck(ctx context.Context) runner.Check {
 	user := t.p.Prefix() + "chk-tx"
 	b := &rewardBurst{user: user}
 	b.failPayOnce.Store(true)
-	first, err := t.scripted(ctx, OneTransaction, b)
+	first, err := t.scripted(ctx, b)
 	if err != nil {
 		c.Detail = err.Error()
 		return c
@@ -455,7 +532,7 @@ func (t *rewardTarget) failedPaymentCheck(ctx context.Context) runner.Check {
 		c.Detail = err.Error()
 		return c
 	}
-	retry, err := t.scripted(ctx, OneTransaction, b)
+	retry, err := t.scripted(ctx, b)
 	if err != nil {
 		c.Detail = err.Error()
 		return c

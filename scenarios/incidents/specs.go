@@ -34,10 +34,9 @@ const (
 )
 
 var (
-	alertVariants  = variants{Naive, Fixed, FailOpen, FailOpenHang, P0}
-	jobVariants    = variants{Naive, Fixed, StoreDown}
-	rewardVariants = variants{CheckThenPay, RecordThenPay, UniqueRecord, SwallowErrors, OneTransaction, External, ExternalIdempotent}
-	leaseVariants  = variants{Naive, Fenced}
+	alertVariants = variants{Naive, Fixed, FailOpen, FailOpenHang, P0}
+	jobVariants   = variants{Naive, Fixed, StoreDown}
+	leaseVariants = variants{Naive, Fenced}
 )
 
 // Specs returns the incident scenarios' specs in demo order.

@@ -120,7 +120,7 @@ func TestSQLTouchesOnlyItsTables(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer target.(interface{ Close() error }).Close()
+			defer target.(runner.Closer).Close()
 			if _, err := runner.Run(ctx, target, runner.Attempts(2), runner.Bursts(1)); err == nil || !strings.Contains(err.Error(), "could not create table") {
 				t.Errorf("run over an existing table: %v, want a create error", err)
 			}
@@ -135,7 +135,7 @@ func TestSQLTouchesOnlyItsTables(t *testing.T) {
 					t.Fatal(err)
 				}
 				res, err := runner.Run(ctx, target, runner.Attempts(2), runner.Bursts(2))
-				target.(interface{ Close() error }).Close()
+				target.(runner.Closer).Close()
 				if err != nil || res.CleanupErr != nil {
 					t.Fatalf("%s: %v, cleanup %v", sc, err, res.CleanupErr)
 				}

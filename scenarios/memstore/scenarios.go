@@ -10,6 +10,14 @@ import (
 	"github.com/racetest/racetest/scenarios"
 )
 
+// The engine contract, and the optional parts this target promises:
+// checked here so a changed signature fails the build, not the report.
+var (
+	_ runner.Target  = (*target)(nil)
+	_ runner.Noter   = (*target)(nil)
+	_ runner.Checker = (*target)(nil)
+)
+
 // Name is the embedded backend's name.
 const Name = "memory"
 

@@ -25,10 +25,8 @@
 // dialled together rather than two at a time) — and every attempt then takes
 // an idle connection that is already dialled and authenticated. A test proves
 // no connection is dialled after the first burst. A client per worker (pool
-// of one) was measured against this on FerretDB, check-then-write, 200 bursts:
-// the overlap was the same (median N of N at N=2, 8, 16 and 64) and the
-// release spread no better (median 76 µs vs 56 µs at N=2, 2.9 ms vs 2.5 ms
-// at N=64), at the cost of a monitor per worker; so a client per replica it is.
+// of one) gave the same overlap and no better release spread, at the cost of
+// a monitor per worker (docs/measurements.md); so a client per replica it is.
 //
 // Except under a wire release (Params.Dial set: --release last-byte), which
 // must know whose connection a request goes on: there each worker's session
@@ -105,8 +103,8 @@
 // its validity; the effects are the most grants valid at one instant. A
 // check shows liveness: a holder that dies without releasing is refused to
 // others before the TTL and not after. On MongoDB one holder at a time; on
-// FerretDB 1.x the takeover races like conditional-update. (Measured there:
-// the first grant of a lease that does not exist yet is safe — the upsert's
-// insert meets _id's uniqueness, one winner in 100 of 100 bursts at N=16 — so
-// a burst at a fresh key would hide the race that every later grant has.)
+// FerretDB 1.x the takeover races like conditional-update. (There the first
+// grant of a lease that does not exist yet is safe — the upsert's insert
+// meets _id's uniqueness — so a burst at a fresh key would hide the race that
+// every later grant has; docs/measurements.md.)
 package mongostore

@@ -15,6 +15,14 @@ import (
 	"github.com/racetest/racetest/scenarios"
 )
 
+// The engine contract, and the optional parts this target promises:
+// checked here so a changed signature fails the build, not the report.
+var (
+	_ runner.Target    = (*target)(nil)
+	_ runner.Describer = (*target)(nil)
+	_ runner.Noter     = (*target)(nil)
+)
+
 const (
 	// adminTimeout bounds each setup, reset and counting statement, so a
 	// server that stops answering ends the run instead of hanging it.

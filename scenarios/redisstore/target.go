@@ -15,6 +15,14 @@ import (
 	"github.com/racetest/racetest/scenarios"
 )
 
+// The engine contract, and the optional parts this target promises:
+// checked here so a changed signature fails the build, not the report.
+var (
+	_ runner.Target    = (*target)(nil)
+	_ runner.Describer = (*target)(nil)
+	_ runner.Noter     = (*target)(nil)
+)
+
 // kind is one scenario on Redis: its attempt and the scripts it runs.
 type kind struct {
 	scenario string
