@@ -128,6 +128,9 @@ func runHTTP(ctx context.Context, o *HTTPOptions) error {
 	if o.Allowed < 0 {
 		return usageErrorf("--allowed cannot be negative (got %d)", o.Allowed)
 	}
+	if err := checkBurstMemory(o.Attempts, "http"); err != nil {
+		return err
+	}
 	if err := checkDurations(map[string]time.Duration{"timeout": o.Config.Timeout}); err != nil {
 		return err
 	}
