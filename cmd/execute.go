@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/racetest/racetest/internal/printable"
 	"github.com/racetest/racetest/report"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
@@ -41,7 +42,7 @@ func execute(ctx context.Context, f *Factory, plans []plan, each func(report.Cas
 		} else {
 			cfg := p.Config
 			var done func()
-			cfg.Progress, done = pr.track(c.Name, cfg.Bursts)
+			cfg.Progress, done = pr.track(printable.Line(c.Name), cfg.Bursts)
 			c.Result, c.Err = runner.RunConfig(ctx, target, cfg)
 			done()
 			if cl, ok := target.(interface{ Close() error }); ok {

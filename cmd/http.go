@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/racetest/racetest/httpfire"
+	"github.com/racetest/racetest/internal/printable"
 	"github.com/racetest/racetest/report"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
@@ -147,7 +148,7 @@ func runHTTP(ctx context.Context, o *HTTPOptions) error {
 	}
 	rc := runner.NewConfig(runner.Attempts(o.Attempts), runner.Bursts(o.Bursts), runner.Allowed(o.Allowed), runner.Timeout(cfg.Timeout))
 	c := report.Case{
-		Name:     fmt.Sprintf("%s %s", methodOf(cfg), shortURL(cfg.URL)),
+		Name:     printable.Line(fmt.Sprintf("%s %s", methodOf(cfg), shortURL(cfg.URL))),
 		Scenario: "http",
 		Backend:  "http",
 		Lesson:   "what the server says is a claim; only the effects check counts what happened",
