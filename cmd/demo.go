@@ -58,7 +58,7 @@ func runDemo(ctx context.Context, o *DemoOptions) error {
 	if err != nil {
 		return usageError(err)
 	}
-	if err := o.Shape.validate(); err != nil {
+	if err := o.Shape.validate(o.Backend); err != nil {
 		return err
 	}
 	var plans []plan

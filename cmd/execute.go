@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/racetest/racetest/internal/printable"
 	"github.com/racetest/racetest/report"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
@@ -32,19 +35,24 @@ func execute(ctx context.Context, f *Factory, plans []plan, each func(report.Cas
 			break
 		}
 		c := p.Case
+		end := inFlight.begin(c.Backend, p.Params.RunID)
 		target, err := f.Registry.Build(ctx, c.Scenario, c.Backend, p.Params)
 		if err != nil {
 			c.Err = err
 		} else {
 			cfg := p.Config
 			var done func()
-			cfg.Progress, done = pr.track(c.Name, cfg.Bursts)
+			cfg.Progress, done = pr.track(printable.Line(c.Name), cfg.Bursts)
 			c.Result, c.Err = runner.RunConfig(ctx, target, cfg)
 			done()
 			if cl, ok := target.(runner.Closer); ok {
 				cl.Close()
 			}
+			if cfg.Keep && c.Result != nil && (c.Backend == "memory" || keptObjects[c.Backend] != "") {
+				c.Result.Notes = append(c.Result.Notes, keptNote(c.Backend, p.Params.RunID))
+			}
 		}
+		end()
 		cases = append(cases, c)
 		if each != nil {
 			each(c)
@@ -52,6 +60,66 @@ func execute(ctx context.Context, f *Factory, plans []plan, each func(report.Cas
 	}
 	pr.wait()
 	return cases
+}
+
+// keptNote names what --keep left in the store, and how to drop it.
+func keptNote(backend, runID string) string {
+	what, ok := keptObjects[backend]
+	if !ok {
+		return fmt.Sprintf("--keep: the %s backend keeps the run's state in this process: it is gone when racetest exits", backend)
+	}
+	return fmt.Sprintf("--keep: kept the %s named racetest_%s_* on %s; drop them with 'racetest clean --backend %s --run-id %s'",
+		what, runID, backend, backend, runID)
+}
+
+// keptObjects says what a server backend's runs create.
+var keptObjects = map[string]string{
+	"redis": "keys", "mysql": "tables", "postgres": "tables", "mongo": "collections",
+}
+
+// inFlight are the runs under way on server backends, so that a second
+// Ctrl-C can say what may be left behind.
+var inFlight = &runs{ids: map[string]string{}}
+
+type runs struct {
+	mu  sync.Mutex
+	ids map[string]string // run id → backend
+}
+
+// begin records a run until the returned func is called.
+func (r *runs) begin(backend, runID string) (end func()) {
+	if _, server := keptObjects[backend]; !server || runID == "" {
+		return func() {}
+	}
+	r.mu.Lock()
+	r.ids[runID] = backend
+	r.mu.Unlock()
+	return func() {
+		r.mu.Lock()
+		delete(r.ids, runID)
+		r.mu.Unlock()
+	}
+}
+
+// leftovers says what runs under way may leave, and how to remove it.
+func (r *runs) leftovers() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.ids) == 0 {
+		return "No run was under way on a server: nothing is left behind."
+	}
+	ids := make([]string, 0, len(r.ids))
+	for id := range r.ids {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	var b strings.Builder
+	for _, id := range ids {
+		backend := r.ids[id]
+		fmt.Fprintf(&b, "\n  the %s named racetest_%s_* may remain on %s: see them with 'racetest clean --backend %s --run-id %s --dry-run', drop them without --dry-run",
+			keptObjects[backend], id, backend, backend, id)
+	}
+	return "What the interrupted run made may remain:" + b.String()
 }
 
 // badParam returns the first case a backend refused for a parameter, as a

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/racetest/racetest/httpfire"
+	"github.com/racetest/racetest/internal/printable"
 	"github.com/racetest/racetest/report"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
@@ -128,6 +129,9 @@ func runHTTP(ctx context.Context, o *HTTPOptions) error {
 	if o.Allowed < 0 {
 		return usageErrorf("--allowed cannot be negative (got %d)", o.Allowed)
 	}
+	if err := checkBurstMemory(o.Attempts, "http"); err != nil {
+		return err
+	}
 	if err := checkDurations(map[string]time.Duration{"timeout": o.Config.Timeout}); err != nil {
 		return err
 	}
@@ -144,7 +148,7 @@ func runHTTP(ctx context.Context, o *HTTPOptions) error {
 	}
 	rc := runner.NewConfig(runner.Attempts(o.Attempts), runner.Bursts(o.Bursts), runner.Allowed(o.Allowed), runner.Timeout(cfg.Timeout))
 	c := report.Case{
-		Name:     fmt.Sprintf("%s %s", methodOf(cfg), shortURL(cfg.URL)),
+		Name:     printable.Line(fmt.Sprintf("%s %s", methodOf(cfg), shortURL(cfg.URL))),
 		Scenario: "http",
 		Backend:  "http",
 		Lesson:   "what the server says is a claim; only the effects check counts what happened",

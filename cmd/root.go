@@ -5,11 +5,14 @@ package cmd
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strings"
 	"syscall"
 
+	"github.com/racetest/racetest/internal/printable"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/builtin"
 	"github.com/racetest/racetest/scenarios/redisstore"
@@ -38,16 +41,34 @@ type Factory struct {
 
 // Main runs racetest with the process's arguments and returns its exit code.
 func Main() int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	// go-redis logs failed dials to stderr on its own; our errors say it better.
 	redisstore.QuietDriverLog()
 	f := &Factory{IO: System(), Registry: builtin.Registry()}
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go watchInterrupts(sigs, cancel, f.IO.ErrOut, os.Exit)
 	root := NewCmdRoot(f)
 	root.SetArgs(os.Args[1:])
 	err := root.ExecuteContext(ctx)
 	printError(f.IO, err)
 	return ExitCode(err)
+}
+
+// watchInterrupts turns the first Ctrl-C (or SIGTERM) into a cancelled
+// context: the run stops after the burst in flight, reports what finished
+// and drops what it made. A second one ends the process at once, for a
+// cleanup that waits on a stuck server: it says what may be left behind
+// and how to remove it.
+func watchInterrupts(sigs <-chan os.Signal, cancel func(), w io.Writer, exit func(int)) {
+	<-sigs
+	cancel()
+	fmt.Fprintln(w, "racetest: interrupted: finishing the burst in flight and dropping what the run made (Ctrl-C again to quit at once)")
+	<-sigs
+	fmt.Fprintln(w, "racetest: interrupted again: quitting without waiting for the cleanup. "+inFlight.leftovers())
+	exit(ExitInterrupted)
 }
 
 // printError prints err for a person, unless the command's own output already
@@ -63,7 +84,7 @@ func printError(io *IOStreams, err error) {
 		fmt.Fprintln(io.ErrOut, "racetest: interrupted")
 		return
 	}
-	fmt.Fprintln(io.ErrOut, "racetest: "+err.Error())
+	fmt.Fprintln(io.ErrOut, "racetest: "+printable.Text(err.Error()))
 	if ExitCode(err) == ExitUsage {
 		fmt.Fprintln(io.ErrOut, "Run 'racetest --help' for usage.")
 	}
@@ -84,6 +105,7 @@ many attempts actually executed — the races a one-click test never sees.`,
 	root.SetOut(f.IO.Out)
 	root.SetErr(f.IO.ErrOut)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
+	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error { return checkConnFlags(c.Flags()) }
 	root.AddCommand(
 		NewCmdList(f),
 		NewCmdRun(f, nil),
@@ -95,7 +117,31 @@ many attempts actually executed — the races a one-click test never sees.`,
 		NewCmdServe(f, nil),
 		NewCmdVersion(f),
 	)
+	strictCompletion(root)
 	return root
+}
+
+// strictCompletion makes 'racetest completion SHELL' refuse a shell it
+// does not know (cobra shows its help and exits 0).
+func strictCompletion(root *cobra.Command) {
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() != "completion" {
+			continue
+		}
+		var shells []string
+		for _, sh := range c.Commands() {
+			shells = append(shells, sh.Name())
+		}
+		known := strings.Join(shells, ", ")
+		c.Args = cobra.ArbitraryArgs
+		c.RunE = func(_ *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usageErrorf("completion needs a shell: %s (e.g. racetest completion bash)", known)
+			}
+			return usageErrorf("completion: unknown shell %q: racetest knows %s", printable.Line(args[0]), known)
+		}
+	}
 }
 
 // NewCmdVersion prints racetest's version.

@@ -93,7 +93,7 @@ func runRun(ctx context.Context, o *RunOptions) error {
 	if o.RestartBetween {
 		o.Shape.Deploy, o.Shape.Waves = true, max(o.Shape.Waves, 2)
 	}
-	if err := o.Shape.validate(); err != nil {
+	if err := o.Shape.validate(o.Backend); err != nil {
 		return err
 	}
 	releaseOn := o.Backend

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/racetest/racetest/httpfire"
+	"github.com/racetest/racetest/internal/printable"
 	"github.com/racetest/racetest/report"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
@@ -120,6 +121,11 @@ func runSuite(ctx context.Context, o *SuiteOptions) error {
 	if err := checkOutputs(suiteInputs(o.File, plans), []output{{"--junit", o.JUnit}, {"--markdown", o.Markdown}, {"--json", o.JSON}}); err != nil {
 		return err
 	}
+	for _, p := range plans {
+		if err := checkBurstMemory(p.Config.Attempts, p.Case.Backend); err != nil {
+			return usageError(fmt.Errorf("%s:%d:%d: case %q: %w", o.File, p.Line, p.Column, p.Case.Name, err))
+		}
+	}
 	ps := make([]plan, len(plans))
 	for i, p := range plans {
 		ps[i] = plan{Case: p.Case, Params: p.Params, Config: p.Config}
@@ -137,7 +143,7 @@ func runSuite(ctx context.Context, o *SuiteOptions) error {
 	}
 	log := caseLog{w: o.IO.ErrOut, on: !o.IO.ErrTTY, color: color && o.Color == "always", total: len(plans)}
 	if log.on {
-		fmt.Fprintf(o.IO.ErrOut, "racetest suite %s: %d cases\n", o.File, len(plans))
+		fmt.Fprintf(o.IO.ErrOut, "racetest suite %s: %d cases\n", printable.Line(o.File), len(plans))
 	}
 	var done []report.Case
 	cases := execute(ctx, f, ps, func(c report.Case) {
@@ -153,9 +159,9 @@ func runSuite(ctx context.Context, o *SuiteOptions) error {
 	})
 	cases = done[:len(cases)]
 
-	title := fmt.Sprintf("racetest suite %s — %d of %d cases", o.File, len(cases), len(plans))
+	title := fmt.Sprintf("racetest suite %s — %d of %d cases", printable.Line(o.File), len(cases), len(plans))
 	ropts := report.Options{Color: color, Timeline: o.Timeline, Version: version(), Title: title, Brief: true}
-	if err := report.Table(o.IO.Out, cases, ropts); err != nil {
+	if err := report.Table(o.IO.Out, printableNames(cases), ropts); err != nil {
 		return fmt.Errorf("writing the table: %w", err)
 	}
 	ropts.Color = false
@@ -257,7 +263,7 @@ func suiteInputs(file string, plans []suite.Plan) map[string]string {
 // suiteError prints a suite's problems as they are (file:line:col first,
 // which editors and CI logs link), and exits 2 without a usage hint.
 func suiteError(io *IOStreams, err error) error {
-	fmt.Fprintln(io.ErrOut, err.Error())
+	fmt.Fprintln(io.ErrOut, printable.Text(err.Error()))
 	return &exitError{code: ExitUsage, err: err, quiet: true}
 }
 
@@ -464,5 +470,18 @@ func (l *caseLog) line(c report.Case) {
 		}
 	}
 	width := len(strconv.Itoa(l.total))
-	fmt.Fprintf(l.w, "[%*d/%d] %s %s%s\n", width, l.n, l.total, status, report.Headline(c), elapsed)
+	fmt.Fprintf(l.w, "[%*d/%d] %s %s%s\n", width, l.n, l.total, status, printable.Line(report.Headline(c)), elapsed)
+}
+
+// printableNames returns cases whose names a terminal shows as written:
+// a case name is the suite author's text, and a control character or a
+// bidi override in it could rewrite or hide a line of the table. The
+// files (JSON, JUnit, Markdown) keep the names as they are.
+func printableNames(cases []report.Case) []report.Case {
+	out := make([]report.Case, len(cases))
+	for i, c := range cases {
+		c.Name = printable.Line(c.Name)
+		out[i] = c
+	}
+	return out
 }

@@ -180,6 +180,9 @@ func atTheLimits() map[string]string {
 		"64 levels": strings.Repeat("[", 63) + strings.Repeat("]", 63),
 		"aliases to 9,900 values": "a: &a [" + strings.Repeat("x,", 98) + "x]\n" +
 			"cases: [" + strings.Repeat("*a,", 97) + "]\n",
+		// Decoded in full, then refused by Plans: an unknown scenario.
+		"900 cases from one alias": "cases:\n  - &c {name: n, scenario: nosuch, attempts: 2, bursts: 1}\n" +
+			strings.Repeat("  - *c\n", 900),
 	}
 }
 

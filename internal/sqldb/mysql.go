@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/racetest/racetest/scenarios"
 )
 
 // Server error numbers racetest reads. SQLState is often empty on errors
@@ -102,7 +104,9 @@ func MySQLConfig(conn string) (*mysql.Config, error) {
 		}
 	}
 	if err != nil {
-		return nil, err
+		// A DSN that cannot be parsed is bad input (exit 2), not a server
+		// that failed.
+		return nil, scenarios.BadParam(err)
 	}
 	// Time columns (lock_until, granted_at) come back as time.Time.
 	cfg.ParseTime = true
@@ -122,7 +126,7 @@ func MySQLConfig(conn string) (*mysql.Config, error) {
 		cfg.Timeout = MySQLDialTimeout
 	}
 	if cfg.DBName == "" {
-		return nil, fmt.Errorf("mysql: no database named in %s — racetest creates its tables in one database: add it, e.g. %s", RedactMySQL(conn), DefaultMySQLDSN)
+		return nil, scenarios.BadParam(fmt.Errorf("mysql: no database named in %s — racetest creates its tables in one database: add it, e.g. %s", RedactMySQL(conn), DefaultMySQLDSN))
 	}
 	return cfg, nil
 }

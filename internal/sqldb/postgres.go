@@ -12,6 +12,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/racetest/racetest/scenarios"
 )
 
 // SQLSTATE codes racetest reads. This is the one place they are written.
@@ -72,11 +74,13 @@ func PostgresConfig(conn string, o Options) (*pgx.ConnConfig, error) {
 	if err != nil {
 		// pgconn's ParseConfigError already hides the password; the message
 		// is rebuilt anyway so that nothing but the redacted form is printed.
-		return nil, &ConnectError{
+		// A connection string that cannot be parsed is bad input (exit 2),
+		// not a server that failed.
+		return nil, scenarios.BadParam(&ConnectError{
 			Msg: fmt.Sprintf("postgres: cannot parse connection string %s — expected postgres://user@host:5432/database?sslmode=disable (%s)",
 				RedactPostgres(conn), parseReason(err)),
 			Err: err,
-		}
+		})
 	}
 	if cfg.ConnectTimeout == 0 {
 		cfg.ConnectTimeout = PostgresConnectTimeout

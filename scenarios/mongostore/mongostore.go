@@ -165,7 +165,7 @@ func newConn(p scenarios.Params) (conn, error) {
 	}
 	cs, err := connstring.ParseAndValidate(uri)
 	if err != nil {
-		return conn{}, fmt.Errorf("mongo: invalid URI %s: %w — check --mongo-uri or RACETEST_MONGO_URI", Redact(uri), scrub(err, uri))
+		return conn{}, scenarios.BadParam(fmt.Errorf("mongo: invalid URI %s: %w — check --mongo-uri or RACETEST_MONGO_URI", Redact(uri), scrub(err, uri)))
 	}
 	db := cs.Database
 	if db == "" {

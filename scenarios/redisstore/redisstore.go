@@ -88,8 +88,8 @@ func parseConn(p scenarios.Params) (*conn, error) {
 		}
 		// url.Error repeats the URL as given, password included: keep only
 		// the scrubbed text, never the error value itself.
-		return nil, fmt.Errorf("redis: cannot use the URL %s: %s — %s to a URL like %s",
-			Redact(raw), scrub(strings.ReplaceAll(err.Error(), raw, Redact(raw)), pw), flagHint, DefaultURL)
+		return nil, scenarios.BadParam(fmt.Errorf("redis: cannot use the URL %s: %s — %s to a URL like %s",
+			Redact(raw), scrub(strings.ReplaceAll(err.Error(), raw, Redact(raw)), pw), flagHint, DefaultURL))
 	}
 	return &conn{raw: raw, password: opt.Password, addr: opt.Addr, dial: p.Dial}, nil
 }
