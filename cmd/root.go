@@ -92,6 +92,8 @@ many attempts actually executed — the races a one-click test never sees.`,
 		NewCmdBench(f, nil),
 		NewCmdExplain(f),
 		NewCmdHTTP(f, nil),
+		NewCmdSQL(f, nil),
+		NewCmdRedis(f, nil),
 		NewCmdServe(f, nil),
 		NewCmdVersion(f),
 	)

@@ -31,9 +31,10 @@ type Stmt struct {
 	Text string
 	// Args are the command and its arguments (Redis dialect).
 	Args []string
-	// Gset says the values of the reply are kept: the store must return
-	// them (a query rather than an exec).
-	Gset bool
+	// Query says the values of the reply are needed (a \gset, the count
+	// of an effects script): the store must return them, a query rather
+	// than an exec.
+	Query bool
 }
 
 // Reply is what the store answered to one statement.
@@ -126,10 +127,13 @@ type Exec struct {
 	vars   map[string]string
 	pc     int
 	txLine int // line of the BEGIN of the open transaction, 0 when none
+	txText string
 	done   bool
 	out    runner.Outcome
 	last   Reply
-	buf    strings.Builder
+	// queryLast asks for the values of the last statement's reply.
+	queryLast bool
+	buf       strings.Builder
 }
 
 // Start begins a run of s on conn with d's template values. vars, when not
@@ -158,6 +162,10 @@ func (e *Exec) Next() *Step {
 // Outcome is the run's outcome once it is done: executed when it reached
 // the end of the script.
 func (e *Exec) Outcome() runner.Outcome { return e.out }
+
+// QueryLast asks for the values of the reply to the script's last
+// statement (an effects script's count), as a \gset would.
+func (e *Exec) QueryLast() { e.queryLast = true }
 
 // Vars are the run's variables.
 func (e *Exec) Vars() map[string]string { return e.vars }
@@ -223,8 +231,8 @@ func (e *Exec) Step(ctx context.Context) {
 	if e.pc >= len(e.s.Steps) && !e.done {
 		e.done = true
 		if e.txLine > 0 {
-			e.fail(ctx, runner.Failed(&ScriptError{Pos: Pos{File: e.s.Name, Line: e.txLine}, Text: "BEGIN",
-				Msg: "the script ended inside this transaction — end it with COMMIT (or ROLLBACK)"}))
+			e.fail(ctx, runner.Failed(&ScriptError{Pos: Pos{File: e.s.Name, Line: e.txLine}, Text: e.txText,
+				Msg: "the script ended inside this transaction — end it with COMMIT or ROLLBACK (EXEC or DISCARD)"}))
 		}
 	}
 }
@@ -242,7 +250,7 @@ func (e *Exec) fail(ctx context.Context, o runner.Outcome) {
 }
 
 func (e *Exec) statement(ctx context.Context, st *Step) {
-	stmt := Stmt{Gset: st.Gset}
+	stmt := Stmt{Query: st.Gset || e.queryLast && st == e.s.lastStatement()}
 	var err error
 	if e.s.Dialect == Redis {
 		stmt.Args = make([]string, len(st.parts))
@@ -259,6 +267,9 @@ func (e *Exec) statement(ctx context.Context, st *Step) {
 		if err == nil {
 			stmt.Text = e.interpolate(stmt.Text)
 		}
+	}
+	if err == nil && (e.s.Dialect == Redis && stmt.Args[0] == "" || e.s.Dialect == SQL && strings.Trim(stmt.Text, " \t\r\n;") == "") {
+		err = errors.New("the statement is empty once its templates are expanded — check the {{…}} in it")
 	}
 	if err != nil {
 		e.fail(ctx, runner.Failed(&ScriptError{Pos: st.Pos, Text: st.Text, Msg: err.Error()}))
@@ -286,7 +297,7 @@ func (e *Exec) statement(ctx context.Context, st *Step) {
 	e.vars["ROW_COUNT"] = strconv.FormatInt(reply.Rows, 10)
 	switch st.Tx {
 	case TxBegin:
-		e.txLine = st.Pos.Line
+		e.txLine, e.txText = st.Pos.Line, st.Text
 	case TxEnd:
 		e.txLine = 0
 	}

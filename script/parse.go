@@ -76,8 +76,8 @@ type Tx uint8
 
 const (
 	TxNone  Tx = iota
-	TxBegin    // BEGIN, START TRANSACTION
-	TxEnd      // COMMIT, END, ROLLBACK (not ROLLBACK TO SAVEPOINT)
+	TxBegin    // BEGIN, START TRANSACTION; MULTI
+	TxEnd      // COMMIT, END, ROLLBACK (not ROLLBACK TO SAVEPOINT); EXEC, DISCARD
 )
 
 // Step is one instruction of a compiled script.
@@ -497,6 +497,13 @@ func (p *parser) addStatement(text string, parts []string, line, col int, gset b
 	}
 	if p.s.Dialect == SQL {
 		st.Tx = txOf(text)
+	} else {
+		switch strings.ToUpper(parts[0]) {
+		case "MULTI":
+			st.Tx = TxBegin
+		case "EXEC", "DISCARD":
+			st.Tx = TxEnd
+		}
 	}
 	p.s.Steps = append(p.s.Steps, st)
 	return nil

@@ -74,7 +74,7 @@ func TestNaiveRedeemTakesTheBranchTheCountSays(t *testing.T) {
 		inserted bool
 	}{{"0", runner.Executed, true}, {"1", runner.Declined, false}} {
 		f := &fakeConn{answer: func(st Stmt) (Reply, error) {
-			if st.Gset {
+			if st.Query {
 				return Reply{Columns: []string{"used"}, Values: []string{tc.used}, Rows: 1}, nil
 			}
 			return Reply{Rows: 1}, nil
