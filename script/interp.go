@@ -253,14 +253,15 @@ func (e *Exec) statement(ctx context.Context, st *Step) {
 	stmt := Stmt{Query: st.Gset || e.queryLast && st == e.s.lastStatement()}
 	var err error
 	if e.s.Dialect == Redis {
-		stmt.Args = make([]string, len(st.parts))
-		for i, pc := range st.parts {
-			if stmt.Args[i], err = e.expand(pc); err == nil {
-				stmt.Args[i], err = e.redisArg(stmt.Args[i])
+		var line string
+		if line, err = e.expand(st.parts[0]); err == nil {
+			var serr *splitErr
+			if stmt.Args, _, serr = splitRedis(line); serr != nil {
+				err = fmt.Errorf("once its templates are expanded, the command %q does not split into arguments: %s", line, serr.msg)
 			}
-			if err != nil {
-				break
-			}
+		}
+		for i := 0; err == nil && i < len(stmt.Args); i++ {
+			stmt.Args[i], err = e.redisArg(stmt.Args[i])
 		}
 	} else {
 		stmt.Text, err = e.expand(st.parts[0])
@@ -268,7 +269,7 @@ func (e *Exec) statement(ctx context.Context, st *Step) {
 			stmt.Text = e.interpolate(stmt.Text)
 		}
 	}
-	if err == nil && (e.s.Dialect == Redis && stmt.Args[0] == "" || e.s.Dialect == SQL && strings.Trim(stmt.Text, " \t\r\n;") == "") {
+	if err == nil && (e.s.Dialect == Redis && (len(stmt.Args) == 0 || stmt.Args[0] == "") || e.s.Dialect == SQL && strings.Trim(stmt.Text, " \t\r\n;") == "") {
 		err = errors.New("the statement is empty once its templates are expanded — check the {{…}} in it")
 	}
 	if err != nil {

@@ -404,7 +404,13 @@ func (p *parser) redis(src string) error {
 			}
 			gsetName = arg
 		}
-		if err := p.addStatement(trimmed, args, line, col, gset != "", gsetName); err != nil {
+		// The command is kept whole and split after its templates are
+		// expanded, so that a template may span arguments ({{if}} … {{end}}).
+		cmd := trimmed
+		if gset != "" {
+			cmd = strings.TrimRight(trimmed[:strings.LastIndex(trimmed, gset)], " \t")
+		}
+		if err := p.addStatement(cmd, []string{cmd}, line, col, gset != "", gsetName); err != nil {
 			return err
 		}
 	}
@@ -498,7 +504,8 @@ func (p *parser) addStatement(text string, parts []string, line, col int, gset b
 	if p.s.Dialect == SQL {
 		st.Tx = txOf(text)
 	} else {
-		switch strings.ToUpper(parts[0]) {
+		first, _, _ := strings.Cut(text, " ")
+		switch strings.ToUpper(first) {
 		case "MULTI":
 			st.Tx = TxBegin
 		case "EXEC", "DISCARD":
