@@ -134,4 +134,3 @@ func TestEffectsMustCount(t *testing.T) {
 		t.Fatalf("effects returning text: %v, want a script error", err)
 	}
 }
-
