@@ -14,6 +14,7 @@ import (
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/script"
+	"github.com/racetest/racetest/suite"
 )
 
 // ScriptOptions are the parsed flags of 'racetest sql' and 'racetest redis'.
@@ -231,4 +232,55 @@ func scriptRunError(err error) error {
 		return usageError(bad)
 	}
 	return nil
+}
+
+// scriptFactory returns the factory a suite runs with: f, plus, when the
+// suite has script cases, a "script" scenario on their backends whose build
+// looks each case's scripts up by its run id.
+func scriptFactory(f *Factory, plans []suite.Plan) *Factory {
+	scripts := map[string]script.Scripts{}
+	for _, p := range plans {
+		if p.Script != nil {
+			scripts[p.Params.RunID] = p.Script.Scripts
+		}
+	}
+	if len(scripts) == 0 {
+		return f
+	}
+	reg := f.Registry.Clone()
+	reg.AddScenario(scenarios.Spec{Name: suite.ScriptScenario, Lesson: "your own statements: the effects query counts what happened",
+		Expect: func(scenarios.Params) scenarios.Expectation { return scenarios.ExpectSafe }})
+	for _, d := range []script.Dialect{script.SQL, script.Redis} {
+		for _, b := range script.Backends[d] {
+			if _, err := reg.Backend(b); err != nil {
+				reg.AddBackend(scenarios.Backend{Name: b, Server: true})
+			}
+			reg.Register(suite.ScriptScenario, b, func(ctx context.Context, p scenarios.Params) (runner.Target, error) {
+				sc, ok := scripts[p.RunID]
+				if !ok {
+					return nil, fmt.Errorf("no script case has run id %s", p.RunID)
+				}
+				store, err := script.Open(ctx, b, p)
+				if err != nil {
+					return nil, err
+				}
+				fmt.Fprintf(f.IO.ErrOut, "racetest: running scripts on %s\n", store.Where())
+				for _, line := range sc.Describe() {
+					fmt.Fprintln(f.IO.ErrOut, "  "+line)
+				}
+				return script.New(store, sc, p.RunID)
+			})
+		}
+	}
+	return &Factory{IO: f.IO, Registry: reg}
+}
+
+// scriptCaseError makes a script case that failed through its own fault a
+// usage error (exit 2), as 'racetest sql' does.
+func scriptCaseError(c report.Case) report.Case {
+	var re *script.RunError
+	if errors.As(c.Err, &re) && re.Script {
+		c.Err = scenarios.BadParam(re)
+	}
+	return c
 }

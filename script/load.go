@@ -66,6 +66,7 @@ func (s Spec) Load(dir string, d Dialect, field func(name string) string) (Scrip
 		if p.Statements() == 0 {
 			return sc, fmt.Errorf("%s (%s) has no statement: it would do nothing", where, name)
 		}
+		p.Inline = !strings.HasPrefix(x.value, "@")
 		*x.dst = p
 	}
 	return sc, nil
@@ -130,7 +131,7 @@ func (sc Scripts) Describe() []string {
 			}
 		}
 		line := fmt.Sprintf("%-9s %s (%d %s)", x.role, x.s.Name, n, unit)
-		if strings.HasPrefix(x.s.Name, "--") || x.s.Name == x.role {
+		if x.s.Inline {
 			line = fmt.Sprintf("%-9s %s", x.role, oneLine(first))
 			if n > 1 {
 				line += fmt.Sprintf(" … (%d %s)", n, unit)

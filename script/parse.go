@@ -119,6 +119,8 @@ type Script struct {
 	Name    string
 	Dialect Dialect
 	Steps   []Step
+	// Inline is set for a script given as text rather than @FILE.
+	Inline bool
 }
 
 // Statements counts the steps that reach the store.
