@@ -1,7 +1,7 @@
 package suite
 
 import (
-		"fmt"
+	"fmt"
 	"slices"
 	"strings"
 

@@ -54,12 +54,12 @@ func TestScriptCases(t *testing.T) {
 	}
 
 	for src, want := range map[string]string{
-		"cases:\n  - backend: mysql\n    connection: default\n    sql:\n      attempt: \"@s/bad.sql\"\n      effects: \"SELECT 1;\"\n": "s/bad.sql:2:1: unknown meta-command \\nope",
-		"cases:\n  - backend: redis\n    connection: default\n    sql:\n      attempt: \"SELECT 1;\"\n      effects: \"SELECT 1;\"\n": "a sql: case runs on backend postgres or mysql",
-		"cases:\n  - backend: postgres\n    connection: default\n    sql:\n      attempt: \"SELECT 1;\"\n": "$.cases[0].sql.effects is required",
-		"cases:\n  - scenario: check-then-write\n    redis:\n      attempt: \"GET a\"\n      effects: \"GET a\"\n": "keep one",
+		"cases:\n  - backend: mysql\n    connection: default\n    sql:\n      attempt: \"@s/bad.sql\"\n      effects: \"SELECT 1;\"\n":                            "s/bad.sql:2:1: unknown meta-command \\nope",
+		"cases:\n  - backend: redis\n    connection: default\n    sql:\n      attempt: \"SELECT 1;\"\n      effects: \"SELECT 1;\"\n":                             "a sql: case runs on backend postgres or mysql",
+		"cases:\n  - backend: postgres\n    connection: default\n    sql:\n      attempt: \"SELECT 1;\"\n":                                                        "$.cases[0].sql.effects is required",
+		"cases:\n  - scenario: check-then-write\n    redis:\n      attempt: \"GET a\"\n      effects: \"GET a\"\n":                                                "keep one",
 		"cases:\n  - backend: postgres\n    connection: default\n    variant: for-update\n    sql:\n      attempt: \"SELECT 1;\"\n      effects: \"SELECT 1;\"\n": "not variant",
-		"cases:\n  - connection: default\n    redis:\n      attempt: \"GET {{.Nope}}\"\n      effects: \"GET a\"\n": "$.cases[0].redis.attempt:1:5: template",
+		"cases:\n  - connection: default\n    redis:\n      attempt: \"GET {{.Nope}}\"\n      effects: \"GET a\"\n":                                               "$.cases[0].redis.attempt:1:5: template",
 	} {
 		_, err := plans(t, src, o)
 		if err == nil || !strings.Contains(err.Error(), want) {
