@@ -3,6 +3,7 @@ package script
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"strings"
@@ -73,15 +74,33 @@ func (p *myPool) Session(ctx context.Context, _ int) (SessionConn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &myConn{c: c}, nil
+	return &myConn{c: c, pool: p}, nil
 }
 
 func (p *myPool) Close() error { return p.db.Close() }
 
-// myConn is one dedicated connection.
-type myConn struct{ c *sql.Conn }
+// myConn is one dedicated connection. A worker's connection broken by a
+// timeout is replaced, from its pool, before its next statement.
+type myConn struct {
+	c    *sql.Conn
+	pool *myPool // nil for racetest's own connection
+	bad  bool
+}
 
-func (c *myConn) Exec(ctx context.Context, st Stmt) (Reply, error) {
+func (c *myConn) Exec(ctx context.Context, st Stmt) (r Reply, err error) {
+	if c.bad && c.pool != nil {
+		c.c.Close()
+		n, err := c.pool.s.st.Session(ctx, c.pool.db)
+		if err != nil {
+			return Reply{}, err
+		}
+		c.c, c.bad = n, false
+	}
+	defer func() {
+		if err != nil && (ctx.Err() != nil || errors.Is(err, driver.ErrBadConn) || errors.Is(err, mysql.ErrInvalidConn) || errors.Is(err, sql.ErrConnDone)) {
+			c.bad = true
+		}
+	}()
 	text := strings.TrimRight(st.Text, " \t\r\n;")
 	if !st.Query {
 		res, err := c.c.ExecContext(ctx, text)
@@ -100,7 +119,7 @@ func (c *myConn) Exec(ctx context.Context, st Stmt) (Reply, error) {
 	if err != nil {
 		return Reply{}, err
 	}
-	r := Reply{}
+	r = Reply{}
 	vals := make([]sql.NullString, len(cols))
 	ptrs := make([]any, len(cols))
 	for i := range vals {
