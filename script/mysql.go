@@ -87,18 +87,28 @@ type myConn struct {
 	bad  bool
 }
 
+// renew replaces a worker's broken connection with a fresh session.
+func (c *myConn) renew(ctx context.Context) error {
+	c.c.Close()
+	n, err := c.pool.s.st.Session(context.WithoutCancel(ctx), c.pool.db)
+	if err != nil {
+		return err
+	}
+	c.c, c.bad = n, false
+	return nil
+}
+
 func (c *myConn) Exec(ctx context.Context, st Stmt) (r Reply, err error) {
-	if c.bad && c.pool != nil {
-		c.c.Close()
-		n, err := c.pool.s.st.Session(ctx, c.pool.db)
-		if err != nil {
+	if c.bad {
+		if err := c.renew(ctx); err != nil {
 			return Reply{}, err
 		}
-		c.c, c.bad = n, false
 	}
 	defer func() {
-		if err != nil && (ctx.Err() != nil || errors.Is(err, driver.ErrBadConn) || errors.Is(err, mysql.ErrInvalidConn) || errors.Is(err, sql.ErrConnDone)) {
+		if err != nil && c.pool != nil && (ctx.Err() != nil || errors.Is(err, driver.ErrBadConn) || errors.Is(err, mysql.ErrInvalidConn) || errors.Is(err, sql.ErrConnDone)) {
+			// Renewed now, on the lost attempt's time rather than the next one's.
 			c.bad = true
+			_ = c.renew(ctx)
 		}
 	}()
 	text := strings.TrimRight(st.Text, " \t\r\n;")

@@ -125,14 +125,34 @@ type pgConn struct {
 
 func (c *pgConn) Exec(ctx context.Context, st Stmt) (Reply, error) {
 	if c.c.IsClosed() {
-		// A timed-out attempt cancels its query, and pgx closes the
-		// connection: the worker takes a new one.
-		n, err := c.s.connect(ctx)
-		if err != nil {
+		if err := c.redial(ctx); err != nil {
 			return Reply{}, err
 		}
-		c.c = n.c
 	}
+	r, err := c.exec(ctx, st)
+	if err != nil && c.c.IsClosed() {
+		// A timed-out attempt cancels its query and pgx closes the
+		// connection: take a new one now, on the lost attempt's time
+		// rather than the next one's.
+		_ = c.redial(ctx)
+	}
+	return r, err
+}
+
+// redial replaces a closed connection, within the connect timeout of its
+// own (the values of ctx, such as a wire release's worker, are kept).
+func (c *pgConn) redial(ctx context.Context) error {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.s.cfg.ConnectTimeout)
+	defer cancel()
+	n, err := c.s.connect(cctx)
+	if err != nil {
+		return err
+	}
+	c.c = n.c
+	return nil
+}
+
+func (c *pgConn) exec(ctx context.Context, st Stmt) (Reply, error) {
 	res, err := c.c.PgConn().Exec(ctx, strings.TrimRight(st.Text, " \t\r\n;")).ReadAll()
 	if err != nil {
 		return Reply{}, err
