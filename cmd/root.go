@@ -94,6 +94,7 @@ many attempts actually executed — the races a one-click test never sees.`,
 		NewCmdHTTP(f, nil),
 		NewCmdSQL(f, nil),
 		NewCmdRedis(f, nil),
+		NewCmdMongo(f, nil),
 		NewCmdServe(f, nil),
 		NewCmdVersion(f),
 	)

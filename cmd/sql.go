@@ -61,6 +61,17 @@ func NewCmdRedis(f *Factory, runF func(context.Context, *ScriptOptions) error) *
 	return c
 }
 
+// NewCmdMongo builds 'racetest mongo': the user's own database commands.
+func NewCmdMongo(f *Factory, runF func(context.Context, *ScriptOptions) error) *cobra.Command {
+	c := newCmdScript(f, script.Mongo, runF)
+	c.Use = "mongo --attempt JSON|@FILE --effects JSON|@FILE"
+	c.Short = "Fire bursts of your own MongoDB commands (JSON documents) and count, with your count, what really ran"
+	c.Example = `  racetest mongo --attempt @redeem.mongo \
+    --effects '{"count": "redemptions", "query": {"code": "{{.Token}}"}}' \
+    --teardown '{"drop": "redemptions"}'`
+	return c
+}
+
 func newCmdScript(f *Factory, d script.Dialect, runF func(context.Context, *ScriptOptions) error) *cobra.Command {
 	opts := &ScriptOptions{Factory: f, Dialect: d}
 	c := &cobra.Command{
@@ -78,7 +89,7 @@ func newCmdScript(f *Factory, d script.Dialect, runF func(context.Context, *Scri
 		fs.StringVarP(&opts.Backend, "backend", "b", "", "the SQL server: postgres or mysql (MySQL and MariaDB)")
 		fs.StringVar(&opts.Isolation, "isolation", "", "read-uncommitted, read-committed, repeatable-read or serializable for every worker's session (default: the server's)")
 	} else {
-		opts.Backend = "redis"
+		opts.Backend = d.String()
 	}
 	fs.StringVar(&opts.Scripts.Setup, "setup", "", "run once before the first burst (inline or @FILE; template {{.RunID}})")
 	fs.StringVar(&opts.Scripts.Subject, "subject", "", "run before each burst, outside its timing: make the subject {{.Token}} names")
@@ -250,7 +261,7 @@ func scriptFactory(f *Factory, plans []suite.Plan) *Factory {
 	reg := f.Registry.Clone()
 	reg.AddScenario(scenarios.Spec{Name: suite.ScriptScenario, Lesson: "your own statements: the effects query counts what happened",
 		Expect: func(scenarios.Params) scenarios.Expectation { return scenarios.ExpectSafe }})
-	for _, d := range []script.Dialect{script.SQL, script.Redis} {
+	for _, d := range []script.Dialect{script.SQL, script.Redis, script.Mongo} {
 		for _, b := range script.Backends[d] {
 			if _, err := reg.Backend(b); err != nil {
 				reg.AddBackend(scenarios.Backend{Name: b, Server: true})

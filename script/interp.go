@@ -2,8 +2,10 @@ package script
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -263,13 +265,18 @@ func (e *Exec) statement(ctx context.Context, st *Step) {
 		for i := 0; err == nil && i < len(stmt.Args); i++ {
 			stmt.Args[i], err = e.redisArg(stmt.Args[i])
 		}
+	} else if e.s.Dialect == Mongo {
+		stmt.Text, err = e.expand(st.parts[0])
+		if err == nil {
+			stmt.Text, err = e.mongoVars(stmt.Text)
+		}
 	} else {
 		stmt.Text, err = e.expand(st.parts[0])
 		if err == nil {
 			stmt.Text = e.interpolate(stmt.Text)
 		}
 	}
-	if err == nil && (e.s.Dialect == Redis && (len(stmt.Args) == 0 || stmt.Args[0] == "") || e.s.Dialect == SQL && strings.Trim(stmt.Text, " \t\r\n;") == "") {
+	if err == nil && (e.s.Dialect == Redis && (len(stmt.Args) == 0 || stmt.Args[0] == "") || e.s.Dialect != Redis && strings.Trim(stmt.Text, " \t\r\n;{}") == "") {
 		err = errors.New("the statement is empty once its templates are expanded — check the {{…}} in it")
 	}
 	if err != nil {
@@ -310,6 +317,12 @@ func (e *Exec) statement(ctx context.Context, st *Step) {
 }
 
 func (e *Exec) gset(st *Step, r Reply) error {
+	if e.s.Dialect == Mongo {
+		for i, c := range r.Columns {
+			e.vars[st.GsetName+c] = r.Values[i]
+		}
+		return nil
+	}
 	if e.s.Dialect == Redis {
 		v := ""
 		if len(r.Values) > 0 {
@@ -509,4 +522,26 @@ func IsScriptError(err error) bool {
 	}
 	var st *StatementError
 	return errors.As(err, &st) && st.Schema
+}
+
+var mongoVar = regexp.MustCompile(`":'?([A-Za-z_][A-Za-z0-9_]*)'?"`)
+
+// mongoVars replaces a JSON string that is exactly ":name" by the
+// variable's value, as a JSON string.
+func (e *Exec) mongoVars(text string) (string, error) {
+	var missing string
+	out := mongoVar.ReplaceAllStringFunc(text, func(m string) string {
+		name := mongoVar.FindStringSubmatch(m)[1]
+		v, ok := e.vars[name]
+		if !ok {
+			missing = name
+			return m
+		}
+		b, _ := json.Marshal(v)
+		return string(b)
+	})
+	if missing != "" {
+		return "", fmt.Errorf("variable %s is not set — set it with \\gset on an earlier command", missing)
+	}
+	return out, nil
 }

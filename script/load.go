@@ -17,7 +17,7 @@ type Spec struct {
 }
 
 // Backends lists the backends each dialect runs on.
-var Backends = map[Dialect][]string{SQL: {"postgres", "mysql"}, Redis: {"redis"}}
+var Backends = map[Dialect][]string{SQL: {"postgres", "mysql"}, Redis: {"redis"}, Mongo: {"mongo"}}
 
 // DialectOf is the dialect of backend's scripts.
 func DialectOf(backend string) (Dialect, bool) {
@@ -101,8 +101,10 @@ func Open(ctx context.Context, backend string, p scenarios.Params) (Store, error
 		return OpenMySQL(ctx, p)
 	case "redis":
 		return OpenRedis(ctx, p)
+	case "mongo":
+		return OpenMongo(ctx, p)
 	}
-	return nil, scenarios.BadParam(fmt.Errorf("scripts run on postgres, mysql or redis, not %q", backend))
+	return nil, scenarios.BadParam(fmt.Errorf("scripts run on postgres, mysql, redis or mongo, not %q", backend))
 }
 
 // Describe lists the scripts for the banner printed before the first burst.
@@ -117,7 +119,7 @@ func (sc Scripts) Describe() []string {
 		}
 		n := x.s.Statements()
 		unit := "statements"
-		if x.s.Dialect == Redis {
+		if x.s.Dialect != SQL {
 			unit = "commands"
 		}
 		if n == 1 {

@@ -17,11 +17,16 @@ const (
 	SQL Dialect = iota
 	// Redis: one command per line, its arguments split as redis-cli does.
 	Redis
+	// Mongo: database commands written as JSON documents.
+	Mongo
 )
 
 func (d Dialect) String() string {
-	if d == Redis {
+	switch d {
+	case Redis:
 		return "redis"
+	case Mongo:
+		return "mongo"
 	}
 	return "sql"
 }
@@ -162,9 +167,12 @@ func (s Scope) fields() []string {
 func Parse(name, src string, d Dialect, scope Scope, where string) (*Script, error) {
 	p := &parser{s: &Script{Name: name, Dialect: d}, scope: scope, where: where}
 	var err error
-	if d == Redis {
+	switch d {
+	case Redis:
 		err = p.redis(src)
-	} else {
+	case Mongo:
+		err = p.mongo(src)
+	default:
 		err = p.sql(src)
 	}
 	if err != nil {
@@ -503,9 +511,10 @@ func (p *parser) addStatement(text string, parts []string, line, col int, gset b
 		}
 		st.parts = append(st.parts, pc)
 	}
-	if p.s.Dialect == SQL {
+	switch p.s.Dialect {
+	case SQL:
 		st.Tx = txOf(text)
-	} else {
+	case Redis:
 		first, _, _ := strings.Cut(text, " ")
 		switch strings.ToUpper(first) {
 		case "MULTI":

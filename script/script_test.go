@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"go.mongodb.org/mongo-driver/v2/bson"
+
 	"github.com/racetest/racetest/runner"
 )
 
@@ -340,4 +342,53 @@ func TestSleep(t *testing.T) {
 	if o := s.Start(&fakeConn{}, Data{}, nil).Run(ctx, nil); o.Class != runner.Error {
 		t.Errorf("a cancelled sleep: %v", o.Class)
 	}
+}
+
+func TestMongoScript(t *testing.T) {
+	s := mustParse(t, `# find, then insert
+{"findAndModify": "coupons", "query": {"code": "{{.Token}}", "used": false},
+ "update": {"$set": {"used": true}}} \gset fm_
+\if :fm_lastErrorObject_n = 0
+  \decline
+\endif
+{"insert": "r", "documents": [{"code": "{{.Token}}", "by": ":fm_value_code", "attempt": {{.Attempt}}}]}
+`, Mongo)
+	if len(s.Steps) != 4 || s.Steps[0].Pos.Line != 2 || !s.Steps[0].Gset || s.Steps[0].GsetName != "fm_" {
+		t.Fatalf("steps %+v", s.Steps)
+	}
+	f := &fakeConn{answer: func(st Stmt) (Reply, error) {
+		if strings.Contains(st.Text, "findAndModify") {
+			return mongoReplyFor(t, `{"lastErrorObject": {"n": 1, "updatedExisting": true}, "value": {"code": "c1", "used": false}, "ok": 1}`), nil
+		}
+		return Reply{Rows: 1}, nil
+	}}
+	o := s.Start(f, Data{Token: "c1", Attempt: 4}, nil).Run(context.Background(), nil)
+	if o.Class != runner.Executed || len(f.sent) != 2 {
+		t.Fatalf("outcome %v %v, sent %q", o.Class, o.Err, f.sent)
+	}
+	if want := `{"insert": "r", "documents": [{"code": "c1", "by": "c1", "attempt": 4}]}`; f.sent[1] != want {
+		t.Errorf("sent %s, want %s", f.sent[1], want)
+	}
+	for src, want := range map[string]string{
+		"{\"find\": \"c\",\n \"filter\": {\"a\": 1}\n": "redeem.sql:1:1: the document does not close",
+		"{\"find\": c}\n":             "redeem.sql:1:1: not a JSON document",
+		"find c\n":                    "redeem.sql:1:1: a command is a JSON document",
+		"{\"find\": \"c\"} \\gsett\n": `only \gset may follow`,
+		"{\"find\": \"{{.Nope}}\"}\n": "Nope",
+		"{}\n":                        "names no command",
+	} {
+		_, err := Parse("redeem.sql", src, Mongo, ScopeAttempt, "--attempt")
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want …%s…", src, err, want)
+		}
+	}
+}
+
+func mongoReplyFor(t *testing.T, ext string) Reply {
+	t.Helper()
+	var raw bson.Raw
+	if err := bson.UnmarshalExtJSON([]byte(ext), false, &raw); err != nil {
+		t.Fatal(err)
+	}
+	return mongoReply(raw)
 }

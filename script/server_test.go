@@ -21,6 +21,7 @@ func open(t *testing.T, backend string) (Store, scenarios.Params) {
 	t.Helper()
 	p := scenarios.Params{RunID: scenarios.NewRunID(), Attempts: 8, Replicas: 1, Conn: scenarios.Connections{
 		PostgresURL: os.Getenv("RACETEST_POSTGRES_URL"), MySQLDSN: os.Getenv("RACETEST_MYSQL_DSN"), RedisURL: os.Getenv("RACETEST_REDIS_URL"),
+		MongoURI: os.Getenv("RACETEST_MONGO_URI"),
 	}}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -33,8 +34,14 @@ func open(t *testing.T, backend string) (Store, scenarios.Params) {
 }
 
 func exampleSpec(backend, attempt string) Spec {
-	if backend == "redis" {
+	switch backend {
+	case "redis":
 		return Spec{Attempt: "@" + attempt + ".redis", Effects: "SCARD redeemed:{{.Token}}", Teardown: "@drop.redis"}
+	case "mongo":
+		if attempt == "conditional" {
+			attempt = "unique"
+		}
+		return Spec{Setup: "@schema.mongo", Attempt: "@" + attempt + ".mongo", Effects: "@count.mongo", Teardown: "@drop.mongo"}
 	}
 	return Spec{Setup: "@schema.sql", Subject: "@coupon.sql", Attempt: "@" + attempt + ".sql", Effects: "@count.sql", Teardown: "@drop.sql"}
 }
@@ -57,7 +64,7 @@ func runSpec(t *testing.T, backend string, spec Spec, bursts int) (*runner.Resul
 }
 
 func TestExamplesOnServers(t *testing.T) {
-	for _, backend := range []string{"postgres", "mysql", "redis"} {
+	for _, backend := range []string{"postgres", "mysql", "redis", "mongo"} {
 		t.Run(backend, func(t *testing.T) {
 			// Naive: one burst of 8 over the limit suffices; it races in
 			// most bursts (98/100 on MariaDB, 76/100 on Redis at N=16), so

@@ -165,6 +165,10 @@ func (t *Target) Effects(ctx context.Context, s runner.Subject) (int, error) {
 	if err != nil {
 		return 0, runError("--effects", err)
 	}
+	if t.sc.Effects.Dialect == Mongo {
+		// A count's n, an update's n, a find's documents.
+		return int(r.Rows), nil
+	}
 	v := ""
 	if len(r.Values) > 0 {
 		v = strings.TrimSpace(r.Values[0])

@@ -94,6 +94,7 @@ type Case struct {
 	// SQL and Redis are cases of the user's own scripts (see Scripts).
 	SQL         *Scripts `yaml:"sql"`
 	Redis       *Scripts `yaml:"redis"`
+	Mongo       *Scripts `yaml:"mongo"`
 	Shape       `yaml:",inline"`
 	Expectation `yaml:",inline"`
 	// Prove asks for a bound on the violation rate instead of a burst

@@ -41,6 +41,8 @@ func (k *Case) script() (key string, s *Scripts, d script.Dialect) {
 		return "sql", k.SQL, script.SQL
 	case k.Redis != nil:
 		return "redis", k.Redis, script.Redis
+	case k.Mongo != nil:
+		return "mongo", k.Mongo, script.Mongo
 	}
 	return "", nil, 0
 }
@@ -48,14 +50,14 @@ func (k *Case) script() (key string, s *Scripts, d script.Dialect) {
 func (c *checker) scriptCase(path string, k *Case, sh shape, p *Plan) {
 	key, s, d := k.script()
 	sp := path + "." + key
-	if k.SQL != nil && k.Redis != nil || k.HTTP != nil || k.Scenario != "" {
-		c.fail(path, "a case is one of: a scenario on a backend, an http target, sql: or redis: scripts — keep one")
+	if scripts := btoi(k.SQL != nil) + btoi(k.Redis != nil) + btoi(k.Mongo != nil); scripts > 1 || k.HTTP != nil || k.Scenario != "" {
+		c.fail(path, "a case is one of: a scenario on a backend, an http target, sql:, redis: or mongo: scripts — keep one")
 		return
 	}
 	backend := k.Backend
 	switch {
-	case d == script.Redis && backend == "":
-		backend = "redis"
+	case d != script.SQL && backend == "":
+		backend = script.Backends[d][0]
 	case backend == "" || !slices.Contains(script.Backends[d], backend):
 		c.fail(path+".backend", "a %s: case runs on backend %s (got %q)", key, strings.Join(script.Backends[d], " or "), backend)
 		return
@@ -88,7 +90,7 @@ func (c *checker) scriptCase(path string, k *Case, sh shape, p *Plan) {
 		return
 	}
 	params := scenarios.Params{RunID: scenarios.NewRunID(), Attempts: sh.attempts, Replicas: 1}
-	if backend != "redis" {
+	if d == script.SQL {
 		params.Isolation = sh.isolation
 	}
 	conn, ok := c.connection(path, k.Connection, backend, "the case")
@@ -123,4 +125,11 @@ func (c *checker) scriptCase(path string, k *Case, sh shape, p *Plan) {
 	p.Params, p.Config, p.OnServer = params, cfg, rules
 	p.Case = report.Case{Name: name, Scenario: ScriptScenario, Backend: backend, Expect: expect, Strict: c.o.Strict,
 		Release: string(rel.Mode)}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
