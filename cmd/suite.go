@@ -115,6 +115,7 @@ func runSuite(ctx context.Context, o *SuiteOptions) error {
 	if err != nil {
 		return suiteError(o.IO, err)
 	}
+	f = scriptFactory(f, plans)
 	if o.List {
 		return listSuite(o.IO.Out, o.File, plans)
 	}
@@ -153,6 +154,7 @@ func runSuite(ctx context.Context, o *SuiteOptions) error {
 		if errors.As(c.Err, &ce) {
 			c.Err = ce
 		}
+		c = scriptCaseError(c)
 		c = p.Resolve(c)
 		done = append(done, c)
 		log.line(c)
@@ -331,20 +333,7 @@ func httpFactory(base *Factory, file string, plans []suite.Plan) (*Factory, erro
 	if len(configs) == 0 {
 		return base, nil
 	}
-	reg := scenarios.NewRegistry()
-	for _, s := range base.Registry.Scenarios() {
-		reg.AddScenario(s)
-	}
-	for _, b := range base.Registry.Backends() {
-		reg.AddBackend(b)
-	}
-	for _, s := range base.Registry.Scenarios() {
-		for _, b := range base.Registry.BackendsOf(s.Name) {
-			if fac, err := base.Registry.Factory(s.Name, b); err == nil {
-				reg.Register(s.Name, b, fac)
-			}
-		}
-	}
+	reg := base.Registry.Clone()
 	if _, err := reg.Scenario("http"); err != nil {
 		reg.AddScenario(scenarios.Spec{Name: "http", Lesson: httpLesson,
 			Expect: func(scenarios.Params) scenarios.Expectation { return scenarios.ExpectSafe }})

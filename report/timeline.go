@@ -32,6 +32,10 @@ func Timeline(w io.Writer, t *runner.Trace) {
 	end = max(end, time.Microsecond)
 	fmt.Fprintf(w, "timeline of burst %d: %d effect(s), %d allowed; R released  c check  a act  D done\n",
 		t.Burst, t.Effects, t.Allowed)
+	steps := scriptSteps(t)
+	if len(steps.names) > 0 {
+		fmt.Fprintf(w, "steps: %s\n", steps.legend())
+	}
 	endLabel := human(end)
 	fmt.Fprintf(w, "%-12s |0%s%s| %s\n", "worker",
 		strings.Repeat(" ", max(timelineWidth-utf8.RuneCountInString(endLabel)-1, 0)), endLabel, "outcome")
@@ -56,6 +60,10 @@ func Timeline(w io.Writer, t *runner.Trace) {
 		for _, m := range wt.Marks {
 			col := int(int64(m.At) * int64(timelineWidth-1) / int64(end))
 			col = min(max(col, 0), timelineWidth-1)
+			if r, ok := steps.runes[m.Name]; ok {
+				axis[col] = r
+				continue
+			}
 			axis[col] = markRune(m.Name, axis[col])
 		}
 		label := fmt.Sprintf("w%d r%d", wt.Worker, wt.Replica)
@@ -111,4 +119,50 @@ func shorten(s string, n int) string {
 		return string(r[:n-1]) + "…"
 	}
 	return s
+}
+
+// stepSymbols name a script's steps on the axis, in order of first use.
+const stepSymbols = "123456789befghijkmnopqstuvwxyz"
+
+// steps maps the marks of a script's statements ("redeem.sql:4") to one
+// symbol each, so the axis shows which statements interleaved.
+type steps struct {
+	names []string
+	runes map[string]rune
+}
+
+func scriptSteps(t *runner.Trace) steps {
+	s := steps{runes: map[string]rune{}}
+	for _, wt := range t.Workers {
+		for _, m := range wt.Marks {
+			if _, seen := s.runes[m.Name]; seen || !isStepName(m.Name) || len(s.names) == len(stepSymbols) {
+				continue
+			}
+			s.runes[m.Name] = rune(stepSymbols[len(s.names)])
+			s.names = append(s.names, m.Name)
+		}
+	}
+	return s
+}
+
+func (s steps) legend() string {
+	parts := make([]string, len(s.names))
+	for i, n := range s.names {
+		parts[i] = fmt.Sprintf("%c %s", s.runes[n], n)
+	}
+	return strings.Join(parts, "  ")
+}
+
+// isStepName reports whether a mark names a script's line: file:line.
+func isStepName(name string) bool {
+	i := strings.LastIndexByte(name, ':')
+	if i <= 0 || i == len(name)-1 {
+		return false
+	}
+	for _, c := range name[i+1:] {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }

@@ -33,6 +33,16 @@ type Registry struct {
 // NewRegistry returns an empty registry.
 func NewRegistry() *Registry { return &Registry{impls: map[[2]string]Factory{}} }
 
+// Clone returns a copy of r that can be added to without changing r.
+func (r *Registry) Clone() *Registry {
+	c := &Registry{specs: append([]Spec(nil), r.specs...), backends: append([]Backend(nil), r.backends...),
+		impls: make(map[[2]string]Factory, len(r.impls))}
+	for k, f := range r.impls {
+		c.impls[k] = f
+	}
+	return c
+}
+
 // AddScenario adds a scenario's spec. It panics on a duplicate name: the
 // catalog is a programming decision, not input.
 func (r *Registry) AddScenario(s Spec) {

@@ -46,6 +46,8 @@ type Plan struct {
 	// HTTP is set for an HTTP case; Params then holds no scenario, and
 	// Config the shape (attempts, bursts, timeout).
 	HTTP *HTTP
+	// Script is set for a script case (sql: or redis:).
+	Script *ScriptCase
 	// Prove is the violation rate the case must prove it stays under, at
 	// 95% (0: none asked; Config.Bursts was computed from it).
 	Prove float64
@@ -225,8 +227,12 @@ func (c *checker) plan(path string, k *Case) (Plan, bool) {
 	case k.HTTP != nil && (k.Scenario != "" || k.Backend != ""):
 		c.fail(path, "a case is either a scenario on a backend or an http target, not both: remove scenario/backend or http")
 		return p, false
+	case k.SQL != nil || k.Redis != nil || k.Mongo != nil:
+		c.shape(path, k.Shape)
+		c.scriptCase(path, k, c.merged(k.Shape), &p)
+		return p, len(c.errs) == before
 	case k.HTTP == nil && k.Scenario == "":
-		c.fail(path, "the case names no scenario: add scenario: (one of %s) or an http: target",
+		c.fail(path, "the case names no scenario: add scenario: (one of %s), an http: target, or sql:, redis: or mongo: scripts",
 			strings.Join(scenarioNames(c.reg), ", "))
 		return p, false
 	}

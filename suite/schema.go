@@ -89,8 +89,12 @@ type Case struct {
 	// the catalog's expectation: a gate that follows the catalog as it grows.
 	Demo bool `yaml:"demo"`
 	// Connection overrides the backend's connection for this case alone.
-	Connection  string `yaml:"connection"`
-	HTTP        *HTTP  `yaml:"http"`
+	Connection string `yaml:"connection"`
+	HTTP       *HTTP  `yaml:"http"`
+	// SQL and Redis are cases of the user's own scripts (see Scripts).
+	SQL         *Scripts `yaml:"sql"`
+	Redis       *Scripts `yaml:"redis"`
+	Mongo       *Scripts `yaml:"mongo"`
 	Shape       `yaml:",inline"`
 	Expectation `yaml:",inline"`
 	// Prove asks for a bound on the violation rate instead of a burst

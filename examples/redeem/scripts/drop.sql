@@ -1,0 +1,2 @@
+DROP TABLE IF EXISTS redemptions_{{.RunID}};
+DROP TABLE IF EXISTS coupons_{{.RunID}};

@@ -1,0 +1,248 @@
+package script
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/mongo/readpref"
+	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/connstring"
+
+	"github.com/racetest/racetest/runner"
+	"github.com/racetest/racetest/scenarios"
+	"github.com/racetest/racetest/scenarios/mongostore"
+)
+
+// moStore runs scripts of database commands on MongoDB (or FerretDB):
+// each document is sent with RunCommand on the URI's database.
+type moStore struct {
+	uri, db string
+	dial    scenarios.DialFunc
+	admin   *moConn
+	server  mongostore.ServerInfo
+}
+
+// OpenMongo connects racetest's own client to p.Conn.MongoURI.
+func OpenMongo(ctx context.Context, p scenarios.Params) (Store, error) {
+	uri := p.Conn.MongoURI
+	if uri == "" {
+		uri = mongostore.DefaultURI
+	}
+	cs, err := connstring.ParseAndValidate(uri)
+	if err != nil {
+		return nil, scenarios.BadParam(fmt.Errorf("mongo: invalid URI %s — check --mongo-uri or RACETEST_MONGO_URI", mongostore.Redact(uri)))
+	}
+	s := &moStore{uri: uri, db: cs.Database, dial: p.Dial}
+	if s.db == "" {
+		s.db = mongostore.DefaultDatabase
+	}
+	if s.admin, err = s.open(ctx); err != nil {
+		return nil, err
+	}
+	var info struct {
+		Version         string `bson:"version"`
+		FerretDBVersion string `bson:"ferretdbVersion"`
+	}
+	if err := s.admin.db.RunCommand(ctx, bson.D{{Key: "buildInfo", Value: 1}}).Decode(&info); err == nil {
+		s.server = mongostore.ServerInfo{Version: info.Version, FerretDBVersion: info.FerretDBVersion}
+	}
+	return s, nil
+}
+
+type dialFunc scenarios.DialFunc
+
+func (d dialFunc) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	return d(ctx, network, addr)
+}
+
+// open makes a client of one connection, polled rather than streamed so
+// that its monitor holds no second connection, and pings it.
+func (s *moStore) open(ctx context.Context) (*moConn, error) {
+	o := options.Client().ApplyURI(s.uri).SetAppName("racetest").SetMaxPoolSize(1).SetMinPoolSize(1)
+	if o.ServerSelectionTimeout == nil {
+		o.SetServerSelectionTimeout(3 * time.Second)
+	}
+	if o.ConnectTimeout == nil {
+		o.SetConnectTimeout(3 * time.Second)
+	}
+	if o.ServerMonitoringMode == nil {
+		o.SetServerMonitoringMode(options.ServerMonitoringModePoll)
+	}
+	if s.dial != nil {
+		o.SetDialer(dialFunc(s.dial))
+	}
+	cl, err := mongo.Connect(o)
+	if err != nil {
+		return nil, fmt.Errorf("mongo: cannot use %s — check --mongo-uri or RACETEST_MONGO_URI", mongostore.Redact(s.uri))
+	}
+	pctx, cancel := context.WithTimeout(ctx, 4*time.Second)
+	defer cancel()
+	if err := cl.Ping(pctx, readpref.Primary()); err != nil {
+		_ = cl.Disconnect(context.Background())
+		return nil, fmt.Errorf("mongo: cannot connect to %s — is the server running? set --mongo-uri or RACETEST_MONGO_URI", mongostore.Redact(s.uri))
+	}
+	return &moConn{cl: cl, db: cl.Database(s.db)}, nil
+}
+
+func (s *moStore) Server() string { return s.server.String() }
+func (s *moStore) Where() string {
+	return fmt.Sprintf("%s at %s, database %s", s.Server(), mongostore.Redact(s.uri), s.db)
+}
+func (s *moStore) Admin() Conn { return s.admin }
+func (s *moStore) Notes() []string {
+	if s.server.FerretDB() {
+		return []string{"mongo: FerretDB runs findAndModify and conditional updates as a read and a replace, not atomically: a RACE there may be FerretDB's, not your pattern's"}
+	}
+	return nil
+}
+func (s *moStore) Close() error { return s.admin.Close() }
+
+func (s *moStore) Open(context.Context, int) (Pool, error) { return moPool{s}, nil }
+
+type moPool struct{ s *moStore }
+
+// Session gives the worker a client of its own, so that a wire release
+// knows whose connection each request goes on.
+func (p moPool) Session(ctx context.Context, _ int) (SessionConn, error) { return p.s.open(ctx) }
+func (moPool) Close() error                                              { return nil }
+
+type moConn struct {
+	cl *mongo.Client
+	db *mongo.Database
+}
+
+// writeError is a write the server refused inside an ok reply
+// (writeErrors): a duplicate key, say.
+type writeError struct {
+	Code int
+	Msg  string
+}
+
+func (e *writeError) Error() string { return fmt.Sprintf("write error %d: %s", e.Code, e.Msg) }
+
+func (c *moConn) Exec(ctx context.Context, st Stmt) (Reply, error) {
+	var cmd bson.D
+	if err := bson.UnmarshalExtJSON([]byte(st.Text), false, &cmd); err != nil {
+		return Reply{}, &badCommand{err}
+	}
+	raw, err := c.db.RunCommand(ctx, cmd).Raw()
+	if err != nil {
+		return Reply{}, err
+	}
+	if we, ok := raw.Lookup("writeErrors").ArrayOK(); ok {
+		if vals, err := we.Values(); err == nil && len(vals) > 0 {
+			if d, ok := vals[0].DocumentOK(); ok {
+				code, _ := d.Lookup("code").AsInt64OK()
+				msg, _ := d.Lookup("errmsg").StringValueOK()
+				return Reply{}, &writeError{Code: int(code), Msg: msg}
+			}
+		}
+	}
+	return mongoReply(raw), nil
+}
+
+// badCommand is a document that stopped being JSON once its variables were
+// put in.
+type badCommand struct{ err error }
+
+func (e *badCommand) Error() string { return "not a JSON document: " + e.err.Error() }
+
+// mongoReply flattens a reply for \gset: nested fields joined by '_'
+// (value_status, lastErrorObject_n). A find's reply is its first document,
+// as a query's row is in SQL. ROW_COUNT is the reply's n (insert, update,
+// delete, count), lastErrorObject.n (findAndModify), or the documents a
+// find returned.
+func mongoReply(raw bson.Raw) Reply {
+	r := Reply{Rows: 1}
+	if batch, ok := raw.Lookup("cursor", "firstBatch").ArrayOK(); ok {
+		vals, _ := batch.Values()
+		r.Rows = int64(len(vals))
+		if len(vals) > 0 {
+			if d, ok := vals[0].DocumentOK(); ok {
+				flatten(&r, "", d)
+			}
+		}
+		return r
+	}
+	flatten(&r, "", raw)
+	if n, ok := raw.Lookup("n").AsInt64OK(); ok {
+		r.Rows = n
+	} else if n, ok := raw.Lookup("lastErrorObject", "n").AsInt64OK(); ok {
+		r.Rows = n
+	}
+	return r
+}
+
+func flatten(r *Reply, prefix string, d bson.Raw) {
+	elems, _ := d.Elements()
+	for _, e := range elems {
+		key := prefix + e.Key()
+		v := e.Value()
+		if sub, ok := v.DocumentOK(); ok {
+			flatten(r, key+"_", sub)
+			continue
+		}
+		r.Columns = append(r.Columns, key)
+		r.Values = append(r.Values, bsonText(v))
+	}
+}
+
+func bsonText(v bson.RawValue) string {
+	switch v.Type {
+	case bson.TypeString:
+		return v.StringValue()
+	case bson.TypeNull, bson.TypeUndefined:
+		return ""
+	case bson.TypeBoolean:
+		return strconv.FormatBool(v.Boolean())
+	case bson.TypeInt32, bson.TypeInt64:
+		n, _ := v.AsInt64OK()
+		return strconv.FormatInt(n, 10)
+	case bson.TypeDouble:
+		return strconv.FormatFloat(v.Double(), 'g', -1, 64)
+	}
+	return strings.Trim(v.String(), `"`)
+}
+
+// Classify: E11000 is a refusal; WriteConflict (112) and a transient
+// transaction error ask for a retry; any other error the server sent is
+// the command's own, save those of a server that cannot serve now.
+func (c *moConn) Classify(err error) (runner.Class, bool) {
+	var we *writeError
+	if errors.As(err, &we) {
+		if we.Code == 11000 {
+			return runner.Declined, false
+		}
+		return runner.Error, true
+	}
+	if mongo.IsDuplicateKeyError(err) {
+		return runner.Declined, false
+	}
+	var bc *badCommand
+	if errors.As(err, &bc) {
+		return runner.Error, true
+	}
+	var ce mongo.CommandError
+	if errors.As(err, &ce) {
+		if ce.Code == 112 || ce.HasErrorLabel("TransientTransactionError") {
+			return runner.Conflict, false
+		}
+		return runner.Error, !ce.HasErrorLabel("NetworkError") && !ce.HasErrorLabel("RetryableWriteError")
+	}
+	return runner.Error, false
+}
+
+func (c *moConn) Rollback(context.Context) error { return nil }
+
+func (c *moConn) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	return c.cl.Disconnect(ctx)
+}

@@ -1,0 +1,189 @@
+package script
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/racetest/racetest/internal/sqldb"
+	"github.com/racetest/racetest/runner"
+	"github.com/racetest/racetest/scenarios"
+	"github.com/racetest/racetest/scenarios/mysqlstore"
+)
+
+// myStore runs scripts on MySQL or MariaDB through mysqlstore's Store: its
+// connections, isolation level and connection-limit messages. Statements
+// without arguments go over the text protocol, one COM_QUERY each.
+type myStore struct {
+	st    *mysqlstore.Store
+	admin *myConn
+	db    string
+	user  string
+}
+
+// OpenMySQL connects racetest's own connection to the server of
+// p.Conn.MySQLDSN (through p.Dial).
+func OpenMySQL(ctx context.Context, p scenarios.Params) (Store, error) {
+	cfg, err := sqldb.MySQLConfig(p.Conn.MySQLDSN)
+	if err != nil {
+		return nil, scenarios.BadParam(err)
+	}
+	st, err := mysqlstore.Open(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	c, err := st.DB().Conn(ctx)
+	if err != nil {
+		st.Close()
+		return nil, fmt.Errorf("mysql: taking racetest's own connection to %s: %w", st.Addr(), err)
+	}
+	return &myStore{st: st, admin: &myConn{c: c}, db: cfg.DBName, user: cfg.User}, nil
+}
+
+func (s *myStore) Server() string { return s.st.Server().String() }
+func (s *myStore) Where() string {
+	return fmt.Sprintf("%s at %s, database %s, user %s", s.Server(), s.st.Addr(), s.db, s.user)
+}
+func (s *myStore) Admin() Conn     { return s.admin }
+func (s *myStore) Notes() []string { return s.st.Notes() }
+func (s *myStore) Close() error {
+	s.admin.Close()
+	return s.st.Close()
+}
+
+func (s *myStore) Open(_ context.Context, workers int) (Pool, error) {
+	db, err := s.st.OpenPool(workers)
+	if err != nil {
+		return nil, err
+	}
+	return &myPool{s: s, db: db}, nil
+}
+
+type myPool struct {
+	s  *myStore
+	db *sql.DB
+}
+
+func (p *myPool) Session(ctx context.Context, _ int) (SessionConn, error) {
+	c, err := p.s.st.Session(ctx, p.db)
+	if err != nil {
+		return nil, err
+	}
+	return &myConn{c: c, pool: p}, nil
+}
+
+func (p *myPool) Close() error { return p.db.Close() }
+
+// myConn is one dedicated connection. A worker's connection broken by a
+// timeout is replaced, from its pool, before its next statement.
+type myConn struct {
+	c    *sql.Conn
+	pool *myPool // nil for racetest's own connection
+	bad  bool
+}
+
+// renew replaces a worker's broken connection with a fresh session.
+func (c *myConn) renew(ctx context.Context) error {
+	c.c.Close()
+	n, err := c.pool.s.st.Session(context.WithoutCancel(ctx), c.pool.db)
+	if err != nil {
+		return err
+	}
+	c.c, c.bad = n, false
+	return nil
+}
+
+func (c *myConn) Exec(ctx context.Context, st Stmt) (r Reply, err error) {
+	if c.bad {
+		if err := c.renew(ctx); err != nil {
+			return Reply{}, err
+		}
+	}
+	defer func() {
+		if err != nil && c.pool != nil && (ctx.Err() != nil || errors.Is(err, driver.ErrBadConn) || errors.Is(err, mysql.ErrInvalidConn) || errors.Is(err, sql.ErrConnDone)) {
+			// Renewed now, on the lost attempt's time rather than the next one's.
+			c.bad = true
+			_ = c.renew(ctx)
+		}
+	}()
+	text := strings.TrimRight(st.Text, " \t\r\n;")
+	if !st.Query {
+		res, err := c.c.ExecContext(ctx, text)
+		if err != nil {
+			return Reply{}, err
+		}
+		n, _ := res.RowsAffected()
+		return Reply{Rows: n}, nil
+	}
+	rows, err := c.c.QueryContext(ctx, text)
+	if err != nil {
+		return Reply{}, err
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return Reply{}, err
+	}
+	r = Reply{}
+	vals := make([]sql.NullString, len(cols))
+	ptrs := make([]any, len(cols))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	for rows.Next() {
+		r.Rows++
+		if r.Rows > 1 {
+			continue
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return Reply{}, err
+		}
+		r.Columns = cols
+		for _, v := range vals {
+			r.Values = append(r.Values, v.String)
+		}
+	}
+	return r, rows.Err()
+}
+
+// Classify reads the server's error number: 1062 is a refusal; 1213, 1020
+// and SQLSTATE 40001 ask for a retry (sqldb's rules). Any other error
+// the server raised about the statement is the statement's own, save those
+// of a server under strain (lock wait timeout, connection limits, a server
+// shutting down).
+func (c *myConn) Classify(err error) (runner.Class, bool) {
+	switch {
+	case sqldb.IsDuplicate(err):
+		return runner.Declined, false
+	case sqldb.IsConflict(err):
+		return runner.Conflict, false
+	}
+	var me *mysql.MySQLError
+	if !errors.As(err, &me) {
+		return runner.Error, false
+	}
+	switch me.Number {
+	case sqldb.ErrLockWaitTimeout, sqldb.ErrConCount, sqldb.ErrTooManyUserConns, sqldb.ErrUserLimitReached,
+		1053 /* server shutdown */, 1077 /* normal shutdown */, 1152 /* aborted connection */, 1317 /* query interrupted */, 3024 /* max execution time */ :
+		return runner.Error, false
+	}
+	return runner.Error, me.Number < 2000
+}
+
+// QuoteLiteral quotes for MySQL's default sql_mode, where a backslash
+// escapes.
+func (c *myConn) QuoteLiteral(s string) string {
+	return "'" + strings.NewReplacer(`\`, `\\`, "'", "''").Replace(s) + "'"
+}
+
+func (c *myConn) Rollback(ctx context.Context) error {
+	_, err := c.c.ExecContext(ctx, "ROLLBACK")
+	return err
+}
+
+func (c *myConn) Close() error { return c.c.Close() }

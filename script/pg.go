@@ -1,0 +1,210 @@
+package script
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/racetest/racetest/internal/sqldb"
+	"github.com/racetest/racetest/runner"
+	"github.com/racetest/racetest/scenarios"
+	"github.com/racetest/racetest/scenarios/pgstore"
+)
+
+// pgStore runs scripts on PostgreSQL. Statements go over the simple query
+// protocol, one Query message each: values come back as text, for \gset,
+// and a last-byte release holds back exactly the statement.
+type pgStore struct {
+	cfg    *pgx.ConnConfig
+	addr   string
+	server string
+	level  string
+	admin  *pgConn
+}
+
+// OpenPostgres connects racetest's own connection to the server of
+// p.Conn.PostgresURL (through p.Dial) and reads what the banner names.
+func OpenPostgres(ctx context.Context, p scenarios.Params) (Store, error) {
+	cfg, err := pgstore.Config(p.Conn.PostgresURL, p)
+	if err != nil {
+		return nil, err
+	}
+	s := &pgStore{cfg: cfg, addr: pgAddr(cfg)}
+	c, err := s.connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s.admin = c
+	qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	r := c.c.PgConn().Exec(qctx, "SELECT version(), current_setting('server_version'), current_setting('transaction_isolation')")
+	res, err := r.ReadAll()
+	if err != nil || len(res) == 0 || len(res[0].Rows) == 0 {
+		c.Close()
+		return nil, fmt.Errorf("postgres: %s answered the connection but not a query on its version: %v", s.addr, err)
+	}
+	row := res[0].Rows[0]
+	s.server = sqldb.PostgresServerName(string(row[0]), string(row[1]))
+	s.level = string(row[2])
+	return s, nil
+}
+
+func pgAddr(cfg *pgx.ConnConfig) string {
+	if strings.HasPrefix(cfg.Host, "/") {
+		return cfg.Host
+	}
+	return net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port)))
+}
+
+func (s *pgStore) connect(ctx context.Context) (*pgConn, error) {
+	c, err := pgx.ConnectConfig(ctx, s.cfg)
+	if err != nil {
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) {
+			return nil, fmt.Errorf("postgres: %s refused the connection: %s (SQLSTATE %s) — set --postgres-url or RACETEST_POSTGRES_URL: %w", s.addr, pe.Message, pe.Code, pe)
+		}
+		return nil, fmt.Errorf("postgres: cannot connect to %s as %q, database %q (%s) — is the server running? set --postgres-url or RACETEST_POSTGRES_URL",
+			s.addr, s.cfg.User, s.cfg.Database, sqldb.RedactPostgres(innermost(err).Error()))
+	}
+	return &pgConn{c: c, s: s}, nil
+}
+
+func innermost(err error) error {
+	for {
+		next := errors.Unwrap(err)
+		if next == nil {
+			return err
+		}
+		err = next
+	}
+}
+
+func (s *pgStore) Server() string { return s.server }
+func (s *pgStore) Where() string {
+	return fmt.Sprintf("%s at %s, database %s, user %s", s.server, s.addr, s.cfg.Database, s.cfg.User)
+}
+func (s *pgStore) Admin() Conn { return s.admin }
+func (s *pgStore) Notes() []string {
+	return []string{fmt.Sprintf("postgres: isolation level %s (set by --isolation, else the server's default)", s.level)}
+}
+func (s *pgStore) Close() error { return s.admin.Close() }
+
+func (s *pgStore) Open(context.Context, int) (Pool, error) { return pgPool{s}, nil }
+
+type pgPool struct{ s *pgStore }
+
+func (p pgPool) Session(ctx context.Context, _ int) (SessionConn, error) {
+	cctx, cancel := context.WithTimeout(ctx, p.s.cfg.ConnectTimeout+2*time.Second)
+	defer cancel()
+	c, err := p.s.connect(cctx)
+	if err != nil {
+		return nil, err
+	}
+	// The first statement of a fresh connection is no slower than the others.
+	if err := c.c.Ping(cctx); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("postgres: a new connection to %s did not answer a ping: %w", p.s.addr, err)
+	}
+	return c, nil
+}
+
+func (pgPool) Close() error { return nil }
+
+// pgConn is one connection.
+type pgConn struct {
+	c *pgx.Conn
+	s *pgStore
+}
+
+func (c *pgConn) Exec(ctx context.Context, st Stmt) (Reply, error) {
+	if c.c.IsClosed() {
+		if err := c.redial(ctx); err != nil {
+			return Reply{}, err
+		}
+	}
+	r, err := c.exec(ctx, st)
+	if err != nil && c.c.IsClosed() {
+		// A timed-out attempt cancels its query and pgx closes the
+		// connection: take a new one now, on the lost attempt's time
+		// rather than the next one's.
+		_ = c.redial(ctx)
+	}
+	return r, err
+}
+
+// redial replaces a closed connection, within the connect timeout of its
+// own (the values of ctx, such as a wire release's worker, are kept).
+func (c *pgConn) redial(ctx context.Context) error {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.s.cfg.ConnectTimeout)
+	defer cancel()
+	n, err := c.s.connect(cctx)
+	if err != nil {
+		return err
+	}
+	c.c = n.c
+	return nil
+}
+
+func (c *pgConn) exec(ctx context.Context, st Stmt) (Reply, error) {
+	res, err := c.c.PgConn().Exec(ctx, strings.TrimRight(st.Text, " \t\r\n;")).ReadAll()
+	if err != nil {
+		return Reply{}, err
+	}
+	if len(res) == 0 {
+		return Reply{}, nil
+	}
+	last := res[len(res)-1]
+	r := Reply{Rows: last.CommandTag.RowsAffected()}
+	if len(last.FieldDescriptions) > 0 {
+		r.Rows = int64(len(last.Rows))
+		if len(last.Rows) > 0 {
+			for i, f := range last.FieldDescriptions {
+				r.Columns = append(r.Columns, f.Name)
+				r.Values = append(r.Values, string(last.Rows[0][i]))
+			}
+		}
+	}
+	return r, nil
+}
+
+// Classify reads the SQLSTATE: 23505 is a refusal, 40001 and 40P01 ask for
+// a retry. Classes 42 (syntax, undefined objects), 22 (bad data), 23
+// (other constraints), 0A and 2B-3F are the statement's own doing.
+func (c *pgConn) Classify(err error) (runner.Class, bool) {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) {
+		return runner.Error, false
+	}
+	switch {
+	case sqldb.IsDuplicate(err):
+		return runner.Declined, false
+	case sqldb.IsConflict(err):
+		return runner.Conflict, false
+	}
+	switch pe.Code[:2] {
+	case "42", "22", "23", "0A", "2B", "2D", "2F", "34", "3D", "3F", "25", "P0":
+		return runner.Error, true
+	}
+	return runner.Error, false
+}
+
+func (c *pgConn) Rollback(ctx context.Context) error {
+	if c.c.IsClosed() || c.c.PgConn().TxStatus() == 'I' {
+		return nil
+	}
+	_, err := c.c.PgConn().Exec(ctx, "ROLLBACK").ReadAll()
+	return err
+}
+
+func (c *pgConn) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	return c.c.Close(ctx)
+}

@@ -1,0 +1,143 @@
+package script
+
+import (
+	"context"
+	"errors"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/racetest/racetest/runner"
+	"github.com/racetest/racetest/scenarios"
+	"github.com/racetest/racetest/scenarios/conformance"
+)
+
+// The examples' scripts, run through the engine on each server: the naive
+// redeem must show a race, the conditional one never.
+
+const examples = "../examples/redeem/scripts"
+
+func open(t *testing.T, backend string) (Store, scenarios.Params) {
+	t.Helper()
+	p := scenarios.Params{RunID: scenarios.NewRunID(), Attempts: 8, Replicas: 1, Conn: scenarios.Connections{
+		PostgresURL: os.Getenv("RACETEST_POSTGRES_URL"), MySQLDSN: os.Getenv("RACETEST_MYSQL_DSN"), RedisURL: os.Getenv("RACETEST_REDIS_URL"),
+		MongoURI: os.Getenv("RACETEST_MONGO_URI"),
+	}}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st, err := Open(ctx, backend, p)
+	if err != nil {
+		conformance.Unavailable(t, backend, err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st, p
+}
+
+func exampleSpec(backend, attempt string) Spec {
+	switch backend {
+	case "redis":
+		return Spec{Attempt: "@" + attempt + ".redis", Effects: "SCARD redeemed:{{.Token}}", Teardown: "@drop.redis"}
+	case "mongo":
+		if attempt == "conditional" {
+			attempt = "unique"
+		}
+		return Spec{Setup: "@schema.mongo", Attempt: "@" + attempt + ".mongo", Effects: "@count.mongo", Teardown: "@drop.mongo"}
+	}
+	return Spec{Setup: "@schema.sql", Subject: "@coupon.sql", Attempt: "@" + attempt + ".sql", Effects: "@count.sql", Teardown: "@drop.sql"}
+}
+
+func runSpec(t *testing.T, backend string, spec Spec, bursts int) (*runner.Result, error) {
+	t.Helper()
+	st, p := open(t, backend)
+	d, _ := DialectOf(backend)
+	sc, err := spec.Load(examples, d, func(n string) string { return "--" + n })
+	if err != nil {
+		t.Fatalf("load: %v", err)
+	}
+	tg, err := New(st, sc, p.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	return runner.Run(ctx, tg, runner.Attempts(8), runner.Bursts(bursts))
+}
+
+func TestExamplesOnServers(t *testing.T) {
+	for _, backend := range []string{"postgres", "mysql", "redis", "mongo"} {
+		t.Run(backend, func(t *testing.T) {
+			// Naive: one burst of 8 over the limit suffices; it races in
+			// most bursts (98/100 on MariaDB, 76/100 on Redis at N=16), so
+			// 40 bursts without one would be a broken example.
+			res, err := runSpec(t, backend, exampleSpec(backend, "naive"), 40)
+			if err != nil {
+				t.Fatalf("naive: %v", err)
+			}
+			if res.CleanupErr != nil {
+				t.Errorf("naive teardown: %v", res.CleanupErr)
+			}
+			if res.Violations() == 0 {
+				t.Errorf("naive redeem: no burst over the limit in %d", len(res.Bursts))
+			}
+			res, err = runSpec(t, backend, exampleSpec(backend, "conditional"), 20)
+			if err != nil {
+				t.Fatalf("conditional: %v", err)
+			}
+			if res.Violations() != 0 {
+				t.Errorf("conditional redeem: %d bursts over the limit", res.Violations())
+			}
+			for _, b := range res.Bursts {
+				if b.Effects != 1 || b.Outcomes[runner.Executed] != 1 || b.Outcomes[runner.Declined] != 7 {
+					t.Fatalf("conditional redeem, burst %d: %d effects, outcomes %v; want 1 effect, 1 executed and 7 declined", b.Index, b.Effects, b.Outcomes)
+				}
+			}
+		})
+	}
+}
+
+func TestFirstBurstStopsABrokenScript(t *testing.T) {
+	for _, tc := range []struct {
+		backend, attempt string
+		script           bool
+		line             int
+	}{
+		{"postgres", "SELECT 1;\nINSERT INTO no_such_table_{{.RunID}} VALUES (1);\n", true, 2},
+		{"mysql", "SELECT 1;\nINSERT INTO no_such_table_{{.RunID}} VALUES (1);\n", true, 2},
+		{"redis", "GET a\nNOSUCHCOMMAND {{.Token}}\n", true, 2},
+		{"postgres", "SELECT 1 AS a WHERE false \\gset\n", true, 1},
+	} {
+		t.Run(tc.backend, func(t *testing.T) {
+			effects := "SELECT 0;"
+			if tc.backend == "redis" {
+				effects = "EXISTS x:{{.Token}}"
+			}
+			res, err := runSpec(t, tc.backend, Spec{Attempt: tc.attempt, Effects: effects}, 5)
+			var re *RunError
+			if !errors.As(err, &re) || re.Script != tc.script {
+				t.Fatalf("error %v, want a RunError with Script=%v", err, tc.script)
+			}
+			var se *StatementError
+			var sc *ScriptError
+			line := 0
+			if errors.As(err, &se) {
+				line = se.Pos.Line
+			} else if errors.As(err, &sc) {
+				line = sc.Pos.Line
+			}
+			if line != tc.line {
+				t.Errorf("error %v names line %d, want %d", err, line, tc.line)
+			}
+			if len(res.Bursts) != 0 {
+				t.Errorf("%d bursts counted after a broken first burst", len(res.Bursts))
+			}
+		})
+	}
+}
+
+func TestEffectsMustCount(t *testing.T) {
+	_, err := runSpec(t, "postgres", Spec{Attempt: "SELECT 1;", Effects: "SELECT 'many';"}, 2)
+	var re *RunError
+	if !errors.As(err, &re) || !re.Script {
+		t.Fatalf("effects returning text: %v, want a script error", err)
+	}
+}

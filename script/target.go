@@ -1,0 +1,288 @@
+package script
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/racetest/racetest/runner"
+)
+
+// Store is a database as scripts reach it: racetest's own connection for
+// the setup, subject, effects and teardown scripts, and one connection of
+// its own per worker.
+type Store interface {
+	// Server names the server ("PostgreSQL 15.20").
+	Server() string
+	// Where names the server's address and database, for the banner.
+	Where() string
+	// Admin is the connection the once-per-run and once-per-burst scripts use.
+	Admin() Conn
+	// Open starts one replica for workers workers.
+	Open(ctx context.Context, workers int) (Pool, error)
+	// Notes are what the report should say about the server's settings.
+	Notes() []string
+	Close() error
+}
+
+// Pool is one replica's connections.
+type Pool interface {
+	// Session dials and warms worker's own connection.
+	Session(ctx context.Context, worker int) (SessionConn, error)
+	Close() error
+}
+
+// SessionConn is a worker's connection.
+type SessionConn interface {
+	Conn
+	Close() error
+}
+
+// Scripts are the five scripts of a run; all but Attempt and Effects may
+// be nil.
+type Scripts struct {
+	Setup, Subject, Attempt, Effects, Teardown *Script
+}
+
+// Target runs scripts as a runner.Target: Setup in Prepare, Subject in
+// Reset, Attempt in each attempt, Effects to count, Teardown in Cleanup.
+// It creates and drops nothing of its own.
+type Target struct {
+	store Store
+	sc    Scripts
+	runID string
+	admin sync.Mutex // the admin connection serves one script at a time
+
+	mu    sync.Mutex
+	first []runner.Outcome // the first burst's outcomes, by worker
+}
+
+var (
+	_ runner.Target    = (*Target)(nil)
+	_ runner.Describer = (*Target)(nil)
+	_ runner.Noter     = (*Target)(nil)
+)
+
+// New makes a target of sc on store. runID fills {{.RunID}}; tokens are
+// "<runID>-<burst>".
+func New(store Store, sc Scripts, runID string) (*Target, error) {
+	if sc.Attempt == nil || sc.Effects == nil {
+		return nil, errors.New("script: an attempt and an effects script are required")
+	}
+	return &Target{store: store, sc: sc, runID: runID}, nil
+}
+
+// Token is the subject's name in burst b: unique across runs, since the
+// user's tables outlive them.
+func (t *Target) Token(b int) string { return t.runID + "-" + strconv.Itoa(b) }
+
+// Server names the server.
+func (t *Target) Server() string { return t.store.Server() }
+
+// Notes are the store's notes.
+func (t *Target) Notes() []string { return t.store.Notes() }
+
+// Close closes racetest's own connection.
+func (t *Target) Close() error { return t.store.Close() }
+
+// RunError is a failure of the setup, subject, effects or teardown script,
+// or of the first burst's attempts: the run stops and gives no verdict.
+type RunError struct {
+	// What failed: "--setup", "the first burst", …
+	What string
+	Err  error
+	// Script reports a failure of the script's own (a statement the
+	// server refused as written, a variable never set): bad input, exit 2.
+	// Otherwise the server failed: exit 3.
+	Script bool
+}
+
+func (e *RunError) Error() string { return e.What + ": " + e.Err.Error() }
+func (e *RunError) Unwrap() error { return e.Err }
+
+func runError(what string, err error) error {
+	var se *SyntaxError
+	return &RunError{What: what, Err: err, Script: IsScriptError(err) || errors.As(err, &se)}
+}
+
+// once runs a whole script on the admin connection and returns its last
+// reply, or the error that stopped it.
+func (t *Target) once(ctx context.Context, s *Script, d Data) (Reply, error) {
+	t.admin.Lock()
+	defer t.admin.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, adminTimeout)
+	defer cancel()
+	e := s.Start(t.store.Admin(), d, nil)
+	e.QueryLast()
+	o := e.Run(ctx, nil)
+	if o.Class != runner.Executed {
+		if o.Err == nil {
+			o.Err = errors.New(o.Class.String())
+		}
+		return Reply{}, o.Err
+	}
+	return e.Last(), nil
+}
+
+// adminTimeout bounds each setup, subject, effects and teardown script.
+const adminTimeout = 30 * time.Second
+
+// Prepare runs the setup script.
+func (t *Target) Prepare(ctx context.Context) error {
+	if t.sc.Setup == nil {
+		return nil
+	}
+	if _, err := t.once(ctx, t.sc.Setup, Data{RunID: t.runID}); err != nil {
+		return runError("--setup (the teardown script was not run: drop what the setup made before it failed yourself)", err)
+	}
+	return nil
+}
+
+// Reset runs the subject script for burst b.
+func (t *Target) Reset(ctx context.Context, b int) (runner.Subject, error) {
+	s := runner.Subject{Burst: b, Key: t.Token(b)}
+	if t.sc.Subject != nil {
+		if _, err := t.once(ctx, t.sc.Subject, Data{RunID: t.runID, Token: s.Key, Burst: b}); err != nil {
+			return s, runError("--subject", err)
+		}
+	}
+	return s, nil
+}
+
+// Effects checks the first burst for a script that cannot work, then runs
+// the effects script: its last statement's first value is the count.
+func (t *Target) Effects(ctx context.Context, s runner.Subject) (int, error) {
+	if s.Burst == 0 {
+		if err := t.checkFirst(); err != nil {
+			return 0, err
+		}
+	}
+	r, err := t.once(ctx, t.sc.Effects, Data{RunID: t.runID, Token: s.Key, Burst: s.Burst})
+	if err != nil {
+		return 0, runError("--effects", err)
+	}
+	if t.sc.Effects.Dialect == Mongo {
+		// A count's n, an update's n, a find's documents.
+		return int(r.Rows), nil
+	}
+	v := ""
+	if len(r.Values) > 0 {
+		v = strings.TrimSpace(r.Values[0])
+	}
+	if v == "" && t.sc.Effects.Dialect == Redis {
+		return 0, nil // a key that does not exist holds nothing
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		last := t.sc.Effects.lastStatement()
+		return 0, &RunError{What: "--effects", Script: true, Err: &ScriptError{Pos: last.Pos, Text: last.Text,
+			Msg: fmt.Sprintf("the effects script must end with a query that returns one whole number (a count), got %q", v)}}
+	}
+	return n, nil
+}
+
+func (s *Script) lastStatement() *Step {
+	for i := len(s.Steps) - 1; i >= 0; i-- {
+		if s.Steps[i].Kind == Statement {
+			return &s.Steps[i]
+		}
+	}
+	return &Step{Pos: Pos{File: s.Name, Line: 1}}
+}
+
+// checkFirst stops the run after a first burst that shows the script
+// cannot work: a failure of the script's own in any attempt, or one
+// statement failing in every attempt.
+func (t *Target) checkFirst() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	allFailed := len(t.first) > 0
+	var firstFail *StatementError
+	for _, o := range t.first {
+		var se *ScriptError
+		if errors.As(o.Err, &se) {
+			return &RunError{What: "the first burst", Err: se, Script: true}
+		}
+		var st *StatementError
+		if o.Class != runner.Error || !errors.As(o.Err, &st) {
+			allFailed = false
+			continue
+		}
+		if firstFail == nil {
+			firstFail = st
+		}
+	}
+	if allFailed && firstFail != nil {
+		why := "the server refused it"
+		if firstFail.Schema {
+			why = "the statement, as written, does not fit the schema or the server's language"
+		}
+		return &RunError{What: fmt.Sprintf("the first burst: every attempt (%d of %d) failed; %s", len(t.first), len(t.first), why),
+			Err: firstFail, Script: firstFail.Schema}
+	}
+	return nil
+}
+
+func (t *Target) record(worker int, o runner.Outcome) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for len(t.first) <= worker {
+		t.first = append(t.first, runner.Outcome{Class: runner.Executed})
+	}
+	t.first[worker] = o
+}
+
+// Cleanup runs the teardown script.
+func (t *Target) Cleanup(ctx context.Context) error {
+	if t.sc.Teardown == nil {
+		return nil
+	}
+	if _, err := t.once(ctx, t.sc.Teardown, Data{RunID: t.runID}); err != nil {
+		return runError("--teardown", err)
+	}
+	return nil
+}
+
+// Open starts one replica.
+func (t *Target) Open(ctx context.Context, _ int, workers int) (runner.App, error) {
+	p, err := t.store.Open(ctx, workers)
+	if err != nil {
+		return nil, err
+	}
+	return &app{t: t, pool: p}, nil
+}
+
+type app struct {
+	t    *Target
+	pool Pool
+}
+
+func (a *app) Session(ctx context.Context, worker int) (runner.Session, error) {
+	c, err := a.pool.Session(ctx, worker)
+	if err != nil {
+		return nil, err
+	}
+	return &session{t: a.t, conn: c}, nil
+}
+
+func (a *app) Close() error { return a.pool.Close() }
+
+type session struct {
+	t    *Target
+	conn SessionConn
+}
+
+func (s *session) Attempt(ctx context.Context, subj runner.Subject, w *runner.Worker) runner.Outcome {
+	d := Data{RunID: s.t.runID, Token: subj.Key, Burst: subj.Burst, Attempt: w.ID}
+	o := s.t.sc.Attempt.Start(s.conn, d, nil).Run(ctx, w.Mark)
+	if subj.Burst == 0 {
+		s.t.record(w.ID, o)
+	}
+	return o
+}
+
+func (s *session) Close() error { return s.conn.Close() }

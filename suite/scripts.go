@@ -1,0 +1,135 @@
+package suite
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/racetest/racetest/release"
+	"github.com/racetest/racetest/report"
+	"github.com/racetest/racetest/runner"
+	"github.com/racetest/racetest/scenarios"
+	"github.com/racetest/racetest/script"
+)
+
+// Scripts are a case of the user's own statements or commands, as
+// 'racetest sql' and 'racetest redis' run them: each field inline text or
+// @FILE, a file relative to the suite file.
+type Scripts struct {
+	Setup    string `yaml:"setup"`
+	Subject  string `yaml:"subject"`
+	Attempt  string `yaml:"attempt"`
+	Effects  string `yaml:"effects"`
+	Teardown string `yaml:"teardown"`
+	// Allowed is how many effects per burst are correct (default 1).
+	Allowed *int `yaml:"allowed"`
+}
+
+// ScriptCase is a script case ready to run: its parsed scripts.
+type ScriptCase struct {
+	Scripts script.Scripts
+}
+
+// ScriptScenario is the scenario name a script case's plan carries.
+const ScriptScenario = "script"
+
+// script returns k's scripts, their key and dialect; key is "" for a
+// case that is not a script case.
+func (k *Case) script() (key string, s *Scripts, d script.Dialect) {
+	switch {
+	case k.SQL != nil:
+		return "sql", k.SQL, script.SQL
+	case k.Redis != nil:
+		return "redis", k.Redis, script.Redis
+	case k.Mongo != nil:
+		return "mongo", k.Mongo, script.Mongo
+	}
+	return "", nil, 0
+}
+
+func (c *checker) scriptCase(path string, k *Case, sh shape, p *Plan) {
+	key, s, d := k.script()
+	sp := path + "." + key
+	if scripts := btoi(k.SQL != nil) + btoi(k.Redis != nil) + btoi(k.Mongo != nil); scripts > 1 || k.HTTP != nil || k.Scenario != "" {
+		c.fail(path, "a case is one of: a scenario on a backend, an http target, sql:, redis: or mongo: scripts — keep one")
+		return
+	}
+	backend := k.Backend
+	switch {
+	case d != script.SQL && backend == "":
+		backend = script.Backends[d][0]
+	case backend == "" || !slices.Contains(script.Backends[d], backend):
+		c.fail(path+".backend", "a %s: case runs on backend %s (got %q)", key, strings.Join(script.Backends[d], " or "), backend)
+		return
+	}
+	spec := script.Spec{Setup: s.Setup, Subject: s.Subject, Attempt: s.Attempt, Effects: s.Effects, Teardown: s.Teardown}
+	scripts, err := spec.Load(c.o.Dir, d, func(n string) string { return sp + "." + n })
+	if err != nil {
+		// The message names the script's own file:line:col, and the
+		// field it came from.
+		c.fail(sp, "%v", err)
+		return
+	}
+	if k.Variant != nil || k.Engine != nil || k.Gap != nil || k.Latency != nil || k.TTL != nil {
+		c.fail(path, "a script case takes the shape of its bursts (attempts, bursts, timeout, isolation, release), not variant, engine, gap, latency or ttl")
+		return
+	}
+	if k.Expect == "catalog" {
+		c.fail(path+".expect", "a script case has no catalog expectation: write expect: safe, race, or max_effects: N")
+		return
+	}
+	allowed := runner.DefaultAllowed
+	if s.Allowed != nil {
+		if allowed = *s.Allowed; allowed < 0 {
+			c.fail(sp+".allowed", "allowed cannot be negative (got %d)", allowed)
+			return
+		}
+	}
+	expect, ok := c.expectation(path, k.Expectation, report.Expect{}, sh)
+	if !ok {
+		return
+	}
+	params := scenarios.Params{RunID: scenarios.NewRunID(), Attempts: sh.attempts, Replicas: 1}
+	if d == script.SQL {
+		params.Isolation = sh.isolation
+	}
+	conn, ok := c.connection(path, k.Connection, backend, "the case")
+	if !ok {
+		return
+	}
+	*serverConns[backend].param(&params.Conn) = conn.value
+	p.Conn = conn.Conn
+	cfg := runner.NewConfig(runner.Attempts(sh.attempts), runner.Bursts(sh.bursts), runner.Allowed(allowed),
+		runner.Timeout(sh.timeout))
+	rel, err := release.New(sh.release, backend)
+	if err != nil {
+		c.fail(path+".release", "%v", err)
+		return
+	}
+	params.Dial = rel.Dial
+	for _, opt := range rel.Options() {
+		opt(&cfg)
+	}
+	if !c.prove(path, k, expect, &cfg, p) {
+		return
+	}
+	rules, ok := c.serverRules(path, k.OnServer, sh)
+	if !ok {
+		return
+	}
+	name := k.Name
+	if name == "" {
+		name = fmt.Sprintf("%s %s", key, scripts.Attempt.Name)
+	}
+	p.Script = &ScriptCase{Scripts: scripts}
+	p.Params, p.Config, p.OnServer = params, cfg, rules
+	p.Case = report.Case{Name: name, Scenario: ScriptScenario, Backend: backend, Expect: expect, Strict: c.o.Strict,
+		Release: string(rel.Mode)}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,69 @@
+package suite_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/racetest/racetest/script"
+	"github.com/racetest/racetest/suite"
+)
+
+func TestScriptCases(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "s"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, text := range map[string]string{"s/redeem.sql": "BEGIN;\nUPDATE c SET used = 1 WHERE code = '{{.Token}}' AND used = 0;\n\\if :ROW_COUNT = 0\n\\decline\n\\endif\nCOMMIT;\n",
+		"s/bad.sql": "SELECT 1;\n\\nope\n"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o := suite.Options{Dir: dir, Env: env(nil)}
+	ps, err := plans(t, `cases:
+  - backend: mysql
+    connection: default
+    attempts: 4
+    isolation: serializable
+    expect: safe
+    sql:
+      attempt: "@s/redeem.sql"
+      effects: "SELECT count(*) FROM r WHERE code = '{{.Token}}';"
+  - redis:
+      attempt: "SET k:{{.Token}} 1 NX"
+      effects: "EXISTS k:{{.Token}}"
+      allowed: 2
+    connection: default
+    expect: race
+`, o)
+	if err != nil {
+		t.Fatalf("plans: %v", err)
+	}
+	p := ps[0]
+	if p.Script == nil || p.Case.Scenario != suite.ScriptScenario || p.Case.Backend != "mysql" || p.Params.Isolation != "serializable" ||
+		p.Config.Attempts != 4 || p.Case.Name != "sql "+filepath.Join(dir, "s/redeem.sql") {
+		t.Fatalf("sql plan: %+v (case %+v)", p.Script, p.Case)
+	}
+	if a := p.Script.Scripts.Attempt; a.Dialect != script.SQL || a.Statements() != 3 || p.Script.Scripts.Effects.Statements() != 1 {
+		t.Errorf("attempt script %+v", a)
+	}
+	if r := ps[1]; r.Case.Backend != "redis" || r.Config.Allowed != 2 || r.Case.Expect.Kind != "race" || r.Script.Scripts.Attempt.Dialect != script.Redis {
+		t.Errorf("redis plan: %+v %+v", r.Case, r.Config)
+	}
+
+	for src, want := range map[string]string{
+		"cases:\n  - backend: mysql\n    connection: default\n    sql:\n      attempt: \"@s/bad.sql\"\n      effects: \"SELECT 1;\"\n":                            "s/bad.sql:2:1: unknown meta-command \\nope",
+		"cases:\n  - backend: redis\n    connection: default\n    sql:\n      attempt: \"SELECT 1;\"\n      effects: \"SELECT 1;\"\n":                             "a sql: case runs on backend postgres or mysql",
+		"cases:\n  - backend: postgres\n    connection: default\n    sql:\n      attempt: \"SELECT 1;\"\n":                                                        "$.cases[0].sql.effects is required",
+		"cases:\n  - scenario: check-then-write\n    redis:\n      attempt: \"GET a\"\n      effects: \"GET a\"\n":                                                "keep one",
+		"cases:\n  - backend: postgres\n    connection: default\n    variant: for-update\n    sql:\n      attempt: \"SELECT 1;\"\n      effects: \"SELECT 1;\"\n": "not variant",
+		"cases:\n  - connection: default\n    redis:\n      attempt: \"GET {{.Nope}}\"\n      effects: \"GET a\"\n":                                               "$.cases[0].redis.attempt:1:5: template",
+	} {
+		_, err := plans(t, src, o)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s\nerror %v, want …%s…", src, err, want)
+		}
+	}
+}
