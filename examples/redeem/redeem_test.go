@@ -12,9 +12,9 @@ import (
 )
 
 // The size of the tests. Under -race, on two shared cores with the
-// databases on them (load average 25-28), the naive Redeem paid twice in
-// 381-400 of 400 bursts per backend and release, and the fixed one's bursts
-// overlapped in 3,199 of 3,200 (README, "Test your own code"): an
+// databases on them (load average 25-37), the naive Redeem paid twice in
+// 567-600 of 600 bursts per backend and release, and the fixed one's bursts
+// overlapped in 4,799 of 4,800 (README, "Test your own code"): an
 // ExpectRace that sees no race in 40 bursts, or a Test with fewer than 20
 // overlapping, is far rarer than 1 in 100. The SAFE bound over 40 bursts
 // is ≤7.2%.
