@@ -60,8 +60,9 @@ func prefix(t *testing.T) string {
 }
 
 // openMySQL opens a pool of up to conns connections, dialled through dial
-// when it is not nil.
-func openMySQL(t *testing.T, conns int, dial dialFunc) *sql.DB {
+// when it is not nil: registered with mysql.RegisterDialContext under a
+// network name of the test's own, which the DSN then names.
+func openMySQL(t *testing.T, conns int, dial func(ctx context.Context, addr string) (net.Conn, error)) *sql.DB {
 	t.Helper()
 	cfg, err := mysql.ParseDSN(env(mysqlEnv, defaultMySQL))
 	if err != nil {
@@ -69,7 +70,8 @@ func openMySQL(t *testing.T, conns int, dial dialFunc) *sql.DB {
 	}
 	cfg.Timeout = connectTimeout
 	if dial != nil {
-		cfg.DialFunc = dial
+		cfg.Net = prefix(t)
+		mysql.RegisterDialContext(cfg.Net, dial)
 	}
 	conn, err := mysql.NewConnector(cfg)
 	if err != nil {
