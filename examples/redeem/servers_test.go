@@ -20,14 +20,16 @@ import (
 // The servers the tests use, from the same environment variables as the
 // racetest command, with the same defaults.
 const (
-	mysqlEnv       = "RACETEST_MYSQL_DSN"
-	postgresEnv    = "RACETEST_POSTGRES_URL"
-	redisEnv       = "RACETEST_REDIS_URL"
-	requireEnv     = "RACETEST_REQUIRE_SERVERS"
-	defaultMySQL   = "root@tcp(127.0.0.1:3306)/test"
-	defaultPG      = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
-	defaultRedis   = "redis://127.0.0.1:6379/0"
-	connectTimeout = 3 * time.Second
+	mysqlEnv     = "RACETEST_MYSQL_DSN"
+	postgresEnv  = "RACETEST_POSTGRES_URL"
+	redisEnv     = "RACETEST_REDIS_URL"
+	requireEnv   = "RACETEST_REQUIRE_SERVERS"
+	defaultMySQL = "root@tcp(127.0.0.1:3306)/test"
+	defaultPG    = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+	defaultRedis = "redis://127.0.0.1:6379/0"
+	// connectTimeout bounds a dial and a handshake: a refused connection
+	// fails at once, a server slow under load gets its time.
+	connectTimeout = 10 * time.Second
 )
 
 type dialFunc = func(ctx context.Context, network, addr string) (net.Conn, error)
