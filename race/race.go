@@ -54,7 +54,9 @@ type Case struct {
 	// at least 20 (or Bursts, if fewer).
 	ShortBursts int
 	// Allowed is how many effects per subject are correct (1 when 0: exactly
-	// once). A case where none is correct sets runner.Allowed(0) in Options.
+	// once). The floor is runner.Required (1 by default: a payment that
+	// never happened is LOST); a case where none is correct sets
+	// runner.Allowed(0) and runner.Required(0) in Options.
 	Allowed int
 	// AllowInconclusive lets Test pass on an INCONCLUSIVE run (the attempts
 	// did not overlap enough to mean anything). By default it fails: a test

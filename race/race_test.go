@@ -146,7 +146,7 @@ func TestNaiveFailsWithTableTimelineAndReproduce(t *testing.T) {
 	}
 	msg := f.errText()
 	wantIn(t, "the failure", msg,
-		"race: RACE: expected SAFE, but ", " of 40 bursts left more than 1 effect",
+		"race: RACE: expected SAFE, but ", " of 40 bursts left more than 1 effect (worst ",
 		"SCENARIO", "TestRedeem/naive", "RACE", // the table
 		"timeline of burst", "check@", "act@", // the worst burst, with the steps
 		"reproduce: (cd ", "go test -race -count=1 -v -run '^TestRedeem$/^naive$' .)")
@@ -192,7 +192,7 @@ func TestExpectRace(t *testing.T) {
 		}
 		wantIn(t, "the failure", f.errText(),
 			"ExpectRace: this test demonstrates a known bug, but the race did not show",
-			"no burst of 40 exceeded 1 effect", "make this a race.Test", "reproduce:")
+			"no burst of 40 exceeded 1 effect (found SAFE)", "make this a race.Test", "reproduce:")
 	})
 }
 
@@ -213,6 +213,32 @@ func TestInconclusiveFailsUnlessAllowed(t *testing.T) {
 	if f.failed() || rep.Verdict != Inconclusive {
 		t.Fatalf("AllowInconclusive: failed=%v verdict=%v\n%s", f.failed(), rep.Verdict, f.errText())
 	}
+}
+
+// An attempt that always fails tests nothing: INCONCLUSIVE, naming the
+// error, never SAFE.
+func TestFailingAttemptsAreNotSafe(t *testing.T) {
+	c := newCoupons()
+	cs := c.caseFor(c.fixed)
+	cs.Attempt = func(context.Context, any, *Worker) Outcome { return From(errors.New("dial tcp: connection refused")) }
+	f := newFakeT(t)
+	call(f, Test, cs)
+	wantIn(t, "the failure", f.errText(), "race: INCONCLUSIVE: 0 of 40 bursts executed anything", "connection refused")
+}
+
+// An attempt that says "done" while the store shows nothing is LOST.
+func TestClaimedButNotDoneIsLost(t *testing.T) {
+	c := newCoupons()
+	cs := c.caseFor(c.fixed)
+	cs.Attempt = func(_ context.Context, s any, w *Worker) Outcome {
+		if w.ID == 0 {
+			return From(nil) // claims it paid, wrote nothing
+		}
+		return From(errUsed, errUsed)
+	}
+	f := newFakeT(t)
+	call(f, Test, cs)
+	wantIn(t, "the failure", f.errText(), "race: LOST: expected SAFE, but 40 of 40 bursts left fewer than 1 effect")
 }
 
 func TestRunErrorsFailWithTheCause(t *testing.T) {

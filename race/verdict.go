@@ -15,11 +15,15 @@ type Verdict = report.Verdict
 
 // The verdicts, as report defines them.
 const (
+	// Race: a burst left more effects than allowed.
 	Race = report.Race
-	// Lost: some burst left fewer effects than required (the action never
-	// happened where it had to).
-	Lost         = report.Lost
-	Safe         = report.Safe
+	// Lost: a burst left fewer effects than required while an attempt
+	// claimed it done (a user told "already paid" who was never paid).
+	Lost = report.Lost
+	// Safe: no burst left the allowed range, and enough bursts tested the
+	// guard (the action took effect, two attempts overlapped).
+	Safe = report.Safe
+	// Inconclusive: too few bursts tested anything.
 	Inconclusive = report.Inconclusive
 	// Error: the run could not be carried out; nothing is claimed.
 	Error = report.Errored

@@ -9,7 +9,8 @@ import (
 )
 
 // The last-byte release with each driver, as race/lastbyte documents it:
-// the release's dialer in the driver, a connection per worker in Session,
+// the release's dialer in the driver (mysql.RegisterDialContext, pgx's
+// DialFunc, go-redis's Dialer, mongo-driver's SetDialer), a connection per worker in Session,
 // and rel.Option() in the case. With no Work between check and write, the
 // naive Redeem's gap is one round trip; releasing the first requests
 // together at the wire shows it all the same.
@@ -53,11 +54,11 @@ func withRelease(c race.Case, rel *lastbyte.Release) race.Case {
 func TestLastByteMySQL(t *testing.T) {
 	t.Run("naive", func(t *testing.T) {
 		rel := newRelease(t, "mysql")
-		released(t, race.ExpectRace(t, withRelease(sqlCase(t, openMySQL(t, attempts+2, rel.Dial), redeem.MySQL, naiveSQL), rel)))
+		released(t, race.ExpectRace(t, withRelease(sqlCase(t, openMySQL(t, attempts+2, rel.DialMySQL), redeem.MySQL, naiveSQL), rel)))
 	})
 	t.Run("fixed", func(t *testing.T) {
 		rel := newRelease(t, "mysql")
-		released(t, race.Test(t, withRelease(sqlCase(t, openMySQL(t, attempts+2, rel.Dial), redeem.MySQL, fixedSQL), rel)))
+		released(t, race.Test(t, withRelease(sqlCase(t, openMySQL(t, attempts+2, rel.DialMySQL), redeem.MySQL, fixedSQL), rel)))
 	})
 }
 

@@ -17,11 +17,14 @@ const (
 	mongoEnv     = "RACETEST_MONGO_URI"
 	defaultMongo = "mongodb://127.0.0.1:27017/?directConnection=true"
 	mongoDB      = "test"
+	// mongoTimeout bounds server selection, which waits the whole bound
+	// when no server answers: a skip costs this much.
+	mongoTimeout = 5 * time.Second
 )
 
 // mongoClient connects with o (the URI applied), pinging within seconds.
 func mongoClient(ctx context.Context, o *options.ClientOptions) (*mongo.Client, error) {
-	c, err := mongo.Connect(o.SetServerSelectionTimeout(connectTimeout).SetConnectTimeout(connectTimeout))
+	c, err := mongo.Connect(o.SetServerSelectionTimeout(mongoTimeout).SetConnectTimeout(connectTimeout))
 	if err != nil {
 		return nil, err
 	}

@@ -11,13 +11,11 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// The size of the tests. Under -race, on two shared cores with the
-// databases on them (load average 25-28), the naive Redeem paid twice in
-// 381-400 of 400 bursts per backend and release, and the fixed one's bursts
-// overlapped in 3,199 of 3,200 (README, "Test your own code"): an
-// ExpectRace that sees no race in 40 bursts, or a Test with fewer than 20
-// overlapping, is far rarer than 1 in 100. The SAFE bound over 40 bursts
-// is ≤7.2%.
+// The size of the tests: chosen so that, under -race on two shared cores
+// with the databases on them, an ExpectRace that sees no race in 40 bursts
+// and a Test with fewer than 20 tested bursts are both far rarer than 1 in
+// 100 (the measured rates are in the README, "Test your own code"). The
+// SAFE bound over 40 bursts is ≤7.2%.
 const (
 	attempts = 8
 	bursts   = 40

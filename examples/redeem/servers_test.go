@@ -20,14 +20,16 @@ import (
 // The servers the tests use, from the same environment variables as the
 // racetest command, with the same defaults.
 const (
-	mysqlEnv       = "RACETEST_MYSQL_DSN"
-	postgresEnv    = "RACETEST_POSTGRES_URL"
-	redisEnv       = "RACETEST_REDIS_URL"
-	requireEnv     = "RACETEST_REQUIRE_SERVERS"
-	defaultMySQL   = "root@tcp(127.0.0.1:3306)/test"
-	defaultPG      = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
-	defaultRedis   = "redis://127.0.0.1:6379/0"
-	connectTimeout = 3 * time.Second
+	mysqlEnv     = "RACETEST_MYSQL_DSN"
+	postgresEnv  = "RACETEST_POSTGRES_URL"
+	redisEnv     = "RACETEST_REDIS_URL"
+	requireEnv   = "RACETEST_REQUIRE_SERVERS"
+	defaultMySQL = "root@tcp(127.0.0.1:3306)/test"
+	defaultPG    = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+	defaultRedis = "redis://127.0.0.1:6379/0"
+	// connectTimeout bounds a dial and a handshake: a refused connection
+	// fails at once, a server slow under load gets its time.
+	connectTimeout = 10 * time.Second
 )
 
 type dialFunc = func(ctx context.Context, network, addr string) (net.Conn, error)
@@ -60,8 +62,9 @@ func prefix(t *testing.T) string {
 }
 
 // openMySQL opens a pool of up to conns connections, dialled through dial
-// when it is not nil.
-func openMySQL(t *testing.T, conns int, dial dialFunc) *sql.DB {
+// when it is not nil: registered with mysql.RegisterDialContext under a
+// network name of the test's own, which the DSN then names.
+func openMySQL(t *testing.T, conns int, dial func(ctx context.Context, addr string) (net.Conn, error)) *sql.DB {
 	t.Helper()
 	cfg, err := mysql.ParseDSN(env(mysqlEnv, defaultMySQL))
 	if err != nil {
@@ -69,7 +72,8 @@ func openMySQL(t *testing.T, conns int, dial dialFunc) *sql.DB {
 	}
 	cfg.Timeout = connectTimeout
 	if dial != nil {
-		cfg.DialFunc = dial
+		cfg.Net = prefix(t)
+		mysql.RegisterDialContext(cfg.Net, dial)
 	}
 	conn, err := mysql.NewConnector(cfg)
 	if err != nil {
