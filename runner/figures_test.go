@@ -14,16 +14,16 @@ import (
 // were released, and which errors the report names. Each one fails on a
 // plausible one-line bug in the engine (see scripts/mutation.sh).
 
-// driverTimeout is what a database driver returns when its own read
+// errDriverTimeout is what a database driver returns when its own read
 // deadline fires: an error of its own, not wrapping context.DeadlineExceeded.
-var driverTimeout = errors.New("read tcp 127.0.0.1:3306: i/o timeout")
+var errDriverTimeout = errors.New("read tcp 127.0.0.1:3306: i/o timeout")
 
 // waitThenDriverError is an attempt that is still waiting when the attempt
 // timeout fires and then reports the driver's own error as a plain error.
 func waitThenDriverError(ctx context.Context, _ Subject, w *Worker) Outcome {
 	w.Mark("act")
 	<-ctx.Done()
-	return Outcome{Class: Error, Err: driverTimeout}
+	return Outcome{Class: Error, Err: errDriverTimeout}
 }
 
 // A timed-out attempt may have run in the store: whatever error the driver
@@ -47,7 +47,7 @@ func TestTimedOutAttemptWithDriverErrorIsUnknown(t *testing.T) {
 				t.Errorf("outcomes %v, want all 6 unknown: the attempt timed out, so it may have run", got)
 			}
 			// The driver's words are kept: they say what the timeout looked like.
-			if w := res.Example.Workers[0]; w.Outcome != Unknown || w.Err != driverTimeout.Error() {
+			if w := res.Example.Workers[0]; w.Outcome != Unknown || w.Err != errDriverTimeout.Error() {
 				t.Errorf("trace: %s %q, want unknown with the driver's error", w.Outcome, w.Err)
 			}
 		})
