@@ -70,7 +70,9 @@ func (a *counterSession) Attempt(ctx context.Context, s Subject, w *Worker) Outc
 
 func TestRunCountsEffectsFromTheStore(t *testing.T) {
 	c := newCounter()
-	c.pause = 2 * time.Millisecond
+	// 20ms, not 2: on 2 shared cores under load a goroutine can wait
+	// milliseconds for a thread, and the four must still be in flight together.
+	c.pause = 20 * time.Millisecond
 	res, err := Run(context.Background(), c, Attempts(4), Bursts(5))
 	if err != nil {
 		t.Fatal(err)
@@ -85,7 +87,7 @@ func TestRunCountsEffectsFromTheStore(t *testing.T) {
 		if b.Effects != 4 || b.Outcomes[Executed] != 4 {
 			t.Errorf("burst %d: effects %d executed %d, want 4 and 4", b.Index, b.Effects, b.Outcomes[Executed])
 		}
-		// Every attempt sleeps 2ms after a release within microseconds:
+		// Every attempt sleeps 20ms after a release within microseconds:
 		// all four must have been in flight together.
 		if b.Overlap != 4 {
 			t.Errorf("burst %d: overlap %d, want 4", b.Index, b.Overlap)
