@@ -65,7 +65,7 @@ func Main() int {
 func watchInterrupts(sigs <-chan os.Signal, cancel func(), w io.Writer, exit func(int)) {
 	<-sigs
 	cancel()
-	fmt.Fprintln(w, "racetest: interrupted: finishing the burst in flight and dropping what the run made (Ctrl-C again to quit at once)")
+	fmt.Fprintln(w, "racetest: interrupted: stopping; a run under way finishes its burst in flight and drops what it made (Ctrl-C again to quit at once)")
 	<-sigs
 	fmt.Fprintln(w, "racetest: interrupted again: quitting without waiting for the cleanup. "+inFlight.leftovers())
 	exit(ExitInterrupted)

@@ -97,8 +97,8 @@ func TestParseRefusesHostileFiles(t *testing.T) {
 // TestParseRefusesWithinMemory measures what refusing each hostile file
 // allocates: under 100 MB each (BenchmarkParseRefused gives the figures).
 func TestParseRefusesWithinMemory(t *testing.T) {
-	if testing.Short() {
-		t.Skip("allocates tens of megabytes per file")
+	if testing.Short() || raceDetector {
+		t.Skip("allocates tens of megabytes per file; memory is measured without -short and without -race")
 	}
 	for _, h := range hostile() {
 		data := []byte(h.src)
@@ -134,8 +134,8 @@ func BenchmarkParseRefused(b *testing.B) {
 // The largest files the limits let through to the YAML library still parse
 // within the same budget.
 func TestParseAtTheLimitsWithinMemory(t *testing.T) {
-	if testing.Short() {
-		t.Skip("allocates tens of megabytes")
+	if testing.Short() || raceDetector {
+		t.Skip("allocates tens of megabytes; memory is measured without -short and without -race")
 	}
 	for name, src := range atTheLimits() {
 		var before, after runtime.MemStats
