@@ -21,7 +21,14 @@ type Options struct {
 	// Brief leaves out the details of cases whose row says it all (SAFE as
 	// expected, with no check, error or note of their own): for many cases.
 	Brief bool
+	// Width is the columns the table may use (0: DefaultWidth). A row stays
+	// one line: headers shorten, columns leave, names are cut to fit.
+	Width int
 }
+
+// DefaultWidth is the table's width where no terminal says otherwise (a
+// pipe, a CI log, a file).
+const DefaultWidth = 120
 
 // Reporter writes cases in one format.
 type Reporter func(w io.Writer, cases []Case, o Options) error

@@ -57,6 +57,35 @@ type RunJSON struct {
 	CleanupError   string            `json:"cleanup_error,omitempty"`
 	ElapsedMillis  float64           `json:"elapsed_ms"`
 	Example        *TraceJSON        `json:"example,omitempty"`
+	// What a saved report needs to be rendered again ('racetest report'):
+	// the case's lesson and story, how it was judged, and every burst's
+	// figures, from which the HTML draws its histograms.
+	Lesson   string      `json:"lesson,omitempty"`
+	Story    []StoryPart `json:"story,omitempty"`
+	Strict   bool        `json:"strict,omitempty"`
+	Prove    float64     `json:"prove,omitempty"`
+	PerBurst []BurstJSON `json:"per_burst,omitempty"`
+}
+
+// BurstJSON is one burst's figures. Outcomes leaves out the classes no
+// attempt of the burst had.
+type BurstJSON struct {
+	Index    int            `json:"index"`
+	Effects  int            `json:"effects"`
+	Allowed  int            `json:"allowed"`
+	Overlap  int            `json:"overlap"`
+	Spread   float64        `json:"spread_us"`
+	Duration float64        `json:"duration_us"`
+	Outcomes map[string]int `json:"outcomes"`
+	Wire     *WireJSON      `json:"wire,omitempty"`
+}
+
+// WireJSON counts, in a wire release, how a burst's first requests left the
+// client: held back and released together, late, or never sent.
+type WireJSON struct {
+	Held   int `json:"held"`
+	Late   int `json:"late"`
+	Silent int `json:"silent"`
 }
 
 // Stat is min/median/max of a count per burst.
@@ -115,6 +144,7 @@ func runJSON(c Case) RunJSON {
 		Expect: c.Expect.String(), Verdict: a.Verdict, ExpectationMet: a.Met, Why: a.Why,
 		Violations: a.Violations, ViolationRate: a.Rate, UpperBound95: a.Upper, Overlapped: a.Overlapped, Tested: a.Tested,
 		Bursts: a.Bursts, Interrupted: a.Interrupted, Outcomes: map[string]int{},
+		Lesson: c.Lesson, Story: c.Story, Strict: c.Strict, Prove: c.Prove,
 	}
 	if c.Err != nil {
 		j.Error = c.Err.Error()
@@ -151,6 +181,20 @@ func runJSON(c Case) RunJSON {
 			tj.Workers = append(tj.Workers, wj)
 		}
 		j.Example = tj
+	}
+	j.PerBurst = make([]BurstJSON, len(r.Bursts))
+	for i, b := range r.Bursts {
+		bj := BurstJSON{Index: b.Index, Effects: b.Effects, Allowed: b.Allowed, Overlap: b.Overlap,
+			Spread: micros(b.Spread), Duration: micros(b.Duration), Outcomes: map[string]int{}}
+		for _, cl := range runner.Classes() {
+			if n := b.Outcomes[cl]; n > 0 {
+				bj.Outcomes[cl.String()] = n
+			}
+		}
+		if b.Wire != (runner.WireCounts{}) {
+			bj.Wire = &WireJSON{b.Wire.Held, b.Wire.Late, b.Wire.Silent}
+		}
+		j.PerBurst[i] = bj
 	}
 	return j
 }
