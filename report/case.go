@@ -128,6 +128,8 @@ type Case struct {
 type StoryPart struct {
 	Title string `json:"title"`
 	Text  string `json:"text"`
+	// Code marks text shown as it is written (the naive code).
+	Code bool `json:"code,omitempty"`
 }
 
 // Assessment is the verdict on a case and whether it met its expectation.

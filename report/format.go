@@ -39,6 +39,7 @@ var Reporters = map[string]Reporter{
 	"json":     JSON,
 	"junit":    JUnit,
 	"markdown": Markdown,
+	"html":     HTML,
 }
 
 // Formats lists the reporters' names, sorted.
