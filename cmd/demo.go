@@ -43,7 +43,7 @@ func NewCmdDemo(f *Factory, runF func(context.Context, *DemoOptions) error) *cob
 	}
 	fs := c.Flags()
 	fs.StringVarP(&opts.Backend, "backend", "b", "memory", "where the shared state lives (see 'racetest list')")
-	fs.StringVarP(&opts.Format, "format", "o", "table", "output format: table, json, junit or markdown")
+	fs.StringVarP(&opts.Format, "format", "o", "table", "output format: "+strings.Join(report.Formats(), ", "))
 	fs.BoolVar(&opts.Timeline, "timeline", true, "draw the example burst of each RACE as a timeline (table format)")
 	fs.BoolVar(&opts.Strict, "strict", false, "fail (exit 4) when a SAFE scenario's bursts did not overlap enough to prove anything")
 	opts.Shape.register(fs, 8, 100)
@@ -88,9 +88,9 @@ func runDemo(ctx context.Context, o *DemoOptions) error {
 		fmt.Fprintf(o.IO.ErrOut, "running %d scenarios on %s…\n", len(plans), o.Backend)
 	}
 	cases := execute(ctx, o.Factory, plans, nil)
-	if err := reporter(o.IO.Out, cases, report.Options{
-		Color: o.IO.Color(), Timeline: o.Timeline, Version: version(), Title: title, Brief: true,
-	}); err != nil {
+	if err := reporter(o.IO.Out, cases, reportOptions(o.IO, report.Options{
+		Timeline: o.Timeline, Version: version(), Title: title, Brief: true,
+	})); err != nil {
 		return fmt.Errorf("writing the report: %w", err)
 	}
 	return verdictError(ctx, cases)

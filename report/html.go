@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"math"
 	"sort"
 	"strings"
 	"time"
@@ -205,12 +206,16 @@ func newHistogram(kind, title string, total, n int, counts []int) *histogram {
 		if h.YMax > 0 {
 			bh = float64(c) / float64(h.YMax) * (h.BaseY - histTop)
 		}
-		h.Bars = append(h.Bars, bar{X: h.PlotL + float64(i)*slot + slot*0.1, W: slot * 0.8, Y: h.BaseY - bh, H: bh, Count: c})
+		h.Bars = append(h.Bars, bar{X: r1(h.PlotL + float64(i)*slot + slot*0.1), W: r1(slot * 0.8), Y: r1(h.BaseY - bh), H: r1(bh), Count: c})
 	}
 	return h
 }
 
-func (h *histogram) barCenter(i int) float64 { return h.Bars[i].X + h.Bars[i].W/2 }
+func (h *histogram) barCenter(i int) float64 { return r1(h.Bars[i].X + h.Bars[i].W/2) }
+
+// r1 rounds a coordinate to a tenth of a unit: finer is invisible, and
+// every digit is in the file.
+func r1(x float64) float64 { return math.Round(x*10) / 10 }
 
 func effectsHistogram(r *runner.Result) *histogram {
 	values := collectInts(r.Bursts, func(b runner.Burst) int { return b.Effects })
@@ -266,7 +271,7 @@ func bandOf(h *histogram, first, width, lo, hi int) *span {
 		return nil
 	}
 	slot := (h.PlotR - h.PlotL) / float64(len(h.Bars))
-	return &span{X: h.PlotL + float64(i)*slot, W: float64(j-i+1) * slot}
+	return &span{X: r1(h.PlotL + float64(i)*slot), W: r1(float64(j-i+1) * slot)}
 }
 
 // spreadBins is the number of bars of the release spread's histogram.
@@ -292,7 +297,7 @@ func spreadHistogram(r *runner.Result) *histogram {
 	step := max(n/5, 1)
 	for i := 0; i <= n; i += step {
 		x := h.PlotL + float64(i)*(h.PlotR-h.PlotL)/float64(n)
-		h.Ticks = append(h.Ticks, tick{x, human(time.Duration(i) * width)})
+		h.Ticks = append(h.Ticks, tick{r1(x), human(time.Duration(i) * width)})
 	}
 	h.Note = "first to last attempt out; median " + human(r.SpreadSummary().Median)
 	return h
@@ -375,7 +380,7 @@ func newTimelineSVG(t *runner.Trace) *timelineSVG {
 	s := &timelineSVG{Burst: t.Burst, Effects: t.Effects, Allowed: t.Allowed, W: tlW,
 		More: len(t.Workers) - len(shown), PlotL: tlLeft, PlotR: tlW - tlRight, OutcomeX: tlW - tlRight + 12}
 	x := func(d time.Duration) float64 {
-		return s.PlotL + float64(d)/float64(end)*(s.PlotR-s.PlotL)
+		return r1(s.PlotL + float64(d)/float64(end)*(s.PlotR-s.PlotL))
 	}
 	used := map[string]bool{}
 	for i, wt := range shown {
@@ -405,7 +410,6 @@ func newTimelineSVG(t *runner.Trace) *timelineSVG {
 		l.Info = fmt.Sprintf("%s: %s — %s", l.Label, l.Outcome, strings.Join(times, ", "))
 		if wt.Err != "" && wt.Outcome != runner.Executed {
 			l.Info += " — " + wt.Err
-			l.Outcome += ": " + shorten(wt.Err, 14)
 		}
 		s.Lanes = append(s.Lanes, l)
 	}

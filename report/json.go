@@ -16,6 +16,7 @@ const SchemaVersion = "racetest/v1"
 type Document struct {
 	Schema  string    `json:"schema"`
 	Version string    `json:"racetest_version"`
+	Title   string    `json:"title,omitempty"`
 	Runs    []RunJSON `json:"runs"`
 }
 
@@ -130,7 +131,11 @@ func micros(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
 
 // NewDocument builds the JSON document for cases.
 func NewDocument(cases []Case, version string) Document {
-	doc := Document{Schema: SchemaVersion, Version: version, Runs: make([]RunJSON, 0, len(cases))}
+	return newDocument(cases, Options{Version: version})
+}
+
+func newDocument(cases []Case, o Options) Document {
+	doc := Document{Schema: SchemaVersion, Version: o.Version, Title: o.Title, Runs: make([]RunJSON, 0, len(cases))}
 	for _, c := range cases {
 		doc.Runs = append(doc.Runs, runJSON(c))
 	}
@@ -203,5 +208,5 @@ func runJSON(c Case) RunJSON {
 func JSON(w io.Writer, cases []Case, o Options) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(NewDocument(cases, o.Version))
+	return enc.Encode(newDocument(cases, o))
 }

@@ -4,9 +4,9 @@
   "use strict";
   document.querySelectorAll("figure.timeline-fig").forEach(function (fig) {
     var out = fig.querySelector(".readout");
-    fig.querySelectorAll("[data-info]").forEach(function (el) {
+    fig.querySelectorAll("g.lane, circle.mark").forEach(function (el) {
       var show = function (ev) {
-        out.textContent = el.getAttribute("data-info");
+        out.textContent = el.querySelector("title").textContent;
         ev.stopPropagation();
       };
       el.addEventListener("mouseover", show);
