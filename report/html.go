@@ -294,8 +294,9 @@ func spreadHistogram(r *runner.Result) *histogram {
 		h.Bars[i].Class = "good"
 		h.Bars[i].Label = fmt.Sprintf("%s–%s: %s", human(time.Duration(i)*width), human(time.Duration(i+1)*width), plural(h.Bars[i].Count, "burst"))
 	}
+	// Ticks at bin edges, but not at the right end, where a label is cut.
 	step := max(n/5, 1)
-	for i := 0; i <= n; i += step {
+	for i := 0; i < n; i += step {
 		x := h.PlotL + float64(i)*(h.PlotR-h.PlotL)/float64(n)
 		h.Ticks = append(h.Ticks, tick{r1(x), human(time.Duration(i) * width)})
 	}
@@ -415,8 +416,8 @@ func newTimelineSVG(t *runner.Trace) *timelineSVG {
 	}
 	s.AxisY = float64(tlTop + len(shown)*tlLaneH + 4)
 	s.H = int(s.AxisY) + 22
-	for i := 0; i <= 5; i++ {
-		d := end * time.Duration(i) / 5
+	step := niceStep(end / 5)
+	for d := time.Duration(0); d <= end; d += step {
 		s.Ticks = append(s.Ticks, tick{x(d), human(d)})
 	}
 	for _, name := range []string{"released", "check", "act", "done"} {
