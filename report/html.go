@@ -103,11 +103,7 @@ func htmlCaseOf(i int, c Case) htmlCase {
 	hc.Lines = append(hc.Lines, outcomes(r))
 	hc.Lines = append(hc.Lines, r.Notes...)
 	for _, ch := range r.Checks {
-		mark := "ok"
-		if !ch.OK {
-			mark = "FAILED"
-		}
-		hc.Lines = append(hc.Lines, fmt.Sprintf("check %s: %s — %s", ch.Name, mark, ch.Detail))
+		hc.Lines = append(hc.Lines, fmt.Sprintf("check %s: %s — %s", ch.Name, checkMark(ch), ch.Detail))
 	}
 	hc.Lines = append(hc.Lines, topErrors(r.Errors, 5)...)
 	if r.CleanupErr != nil {
@@ -122,7 +118,7 @@ func htmlCaseOf(i int, c Case) htmlCase {
 	hc.Allowed = allowance(r)
 	hc.Overlap = fmt.Sprintf("%d / %d", r.OverlapSummary().Median, r.Attempts)
 	hc.Spread = human(r.SpreadSummary().Median)
-	hc.Hists = []*histogram{effectsHistogram(r), overlapHistogram(r), spreadHistogram(r)}
+	hc.Hists = []*histogram{effectsHistogram(r), overlapHistogram(r, a), spreadHistogram(r)}
 	hc.Timeline = newTimelineSVG(r.Example)
 	return hc
 }
@@ -220,28 +216,27 @@ func r1(x float64) float64 { return math.Round(x*10) / 10 }
 func effectsHistogram(r *runner.Result) *histogram {
 	values := collectInts(r.Bursts, func(b runner.Burst) int { return b.Effects })
 	e := r.EffectsSummary()
-	lo, hi := r.Bursts[0].Allowed, r.Bursts[0].Allowed
+	// lo..hi is the allowed range: at least the fewest required, at most
+	// the most allowed, over the run's bursts.
+	lo, hi := r.Bursts[0].Required, r.Bursts[0].Allowed
 	for _, b := range r.Bursts {
-		lo, hi = min(lo, b.Allowed), max(hi, b.Allowed)
+		lo, hi = min(lo, b.Required), max(hi, b.Allowed)
 	}
 	first, last := min(0, e.Min), max(e.Max, hi+1)
 	width := max((last-first+maxBins)/maxBins, 1)
 	h := intHistogram("effects", "Effects per burst", values, first, last, func(from, to int) string {
-		if to > hi {
+		if to > hi || from < lo {
 			return "bad"
 		}
 		return "good"
 	}, "effect(s)")
-	h.Band = bandOf(h, first, width, 0, hi)
-	h.BandLabel = "allowed ≤" + fmt.Sprint(hi)
-	if lo != hi {
-		h.BandLabel = fmt.Sprintf("allowed ≤%d–%d", lo, hi)
-	}
-	h.Note = fmt.Sprintf("%d of %d bursts over the allowance", r.Violations(), len(r.Bursts))
+	h.Band = bandOf(h, first, width, lo, hi)
+	h.BandLabel = "allowed " + allowance(r)
+	h.Note = fmt.Sprintf("%d of %d bursts over the allowance, %d lost", r.Violations(), len(r.Bursts), r.Lost())
 	return h
 }
 
-func overlapHistogram(r *runner.Result) *histogram {
+func overlapHistogram(r *runner.Result, a Assessment) *histogram {
 	values := collectInts(r.Bursts, func(b runner.Burst) int { return b.Overlap })
 	last := r.Attempts
 	for _, v := range values {
@@ -256,7 +251,7 @@ func overlapHistogram(r *runner.Result) *histogram {
 	}, "in flight")
 	h.Band = bandOf(h, 0, width, 2, last)
 	h.BandLabel = "overlapping (≥2)"
-	h.Note = fmt.Sprintf("%d of %d bursts overlapped", r.Overlapped(), len(r.Bursts))
+	h.Note = fmt.Sprintf("%d of %d bursts overlapped; %d put the guard to the test", r.Overlapped(), len(r.Bursts), a.Tested)
 	return h
 }
 

@@ -66,6 +66,10 @@ type RunJSON struct {
 	Strict   bool        `json:"strict,omitempty"`
 	Prove    float64     `json:"prove,omitempty"`
 	PerBurst []BurstJSON `json:"per_burst,omitempty"`
+	// Diagnosis is the target's account of why nothing took effect, and
+	// TimeoutMillis the per-attempt timeout: both explain an INCONCLUSIVE.
+	Diagnosis     string  `json:"diagnosis,omitempty"`
+	TimeoutMillis float64 `json:"timeout_ms,omitempty"`
 }
 
 // BurstJSON is one burst's figures. Outcomes leaves out the classes no
@@ -74,6 +78,7 @@ type BurstJSON struct {
 	Index    int            `json:"index"`
 	Effects  int            `json:"effects"`
 	Allowed  int            `json:"allowed"`
+	Required int            `json:"required"`
 	Overlap  int            `json:"overlap"`
 	Spread   float64        `json:"spread_us"`
 	Duration float64        `json:"duration_us"`
@@ -187,9 +192,10 @@ func runJSON(c Case) RunJSON {
 		}
 		j.Example = tj
 	}
+	j.Diagnosis, j.TimeoutMillis = r.Diagnosis, micros(r.Timeout)/1e3
 	j.PerBurst = make([]BurstJSON, len(r.Bursts))
 	for i, b := range r.Bursts {
-		bj := BurstJSON{Index: b.Index, Effects: b.Effects, Allowed: b.Allowed, Overlap: b.Overlap,
+		bj := BurstJSON{Index: b.Index, Effects: b.Effects, Allowed: b.Allowed, Required: b.Required, Overlap: b.Overlap,
 			Spread: micros(b.Spread), Duration: micros(b.Duration), Outcomes: map[string]int{}}
 		for _, cl := range runner.Classes() {
 			if n := b.Outcomes[cl]; n > 0 {
