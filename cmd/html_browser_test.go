@@ -116,6 +116,9 @@ func TestHTMLReportInBrowser(t *testing.T) {
 		sec := sections[i][2]
 		checkHistograms(t, run, sec)
 		checkTimeline(t, run, sec)
+		if len(run.Story) == 0 || !strings.Contains(sec, `<details class="story">`) {
+			t.Errorf("%s: the scenario's story is not folded under the case (%d parts in the JSON)", run.Name, len(run.Story))
+		}
 	}
 
 	shot := filepath.Join(dir, "racetest-demo.png")

@@ -232,7 +232,10 @@ func effectsHistogram(r *runner.Result) *histogram {
 	}, "effect(s)")
 	h.Band = bandOf(h, first, width, lo, hi)
 	h.BandLabel = "allowed " + allowance(r)
-	h.Note = fmt.Sprintf("%d of %d bursts over the allowance, %d lost", r.Violations(), len(r.Bursts), r.Lost())
+	h.Note = fmt.Sprintf("%d of %d bursts over the allowance", r.Violations(), len(r.Bursts))
+	if n := r.Lost(); n > 0 {
+		h.Note = fmt.Sprintf("%d of %d bursts short of it, an attempt claiming done", n, len(r.Bursts))
+	}
 	return h
 }
 
