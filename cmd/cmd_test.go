@@ -132,7 +132,7 @@ func TestRunTableOnTerminalAndInPipe(t *testing.T) {
 	if strings.Contains(pipe, "\x1b[") {
 		t.Error("piped output contains ANSI escapes")
 	}
-	for _, want := range []string{"SCENARIO", "check-then-write", "RACE", "timeline of burst", "race ok"} {
+	for _, want := range []string{"CASE", "check-then-write", "RACE", "timeline of burst", "race ok"} {
 		if !strings.Contains(pipe, want) {
 			t.Errorf("piped output lacks %q:\n%s", want, pipe)
 		}

@@ -16,8 +16,11 @@ type DemoOptions struct {
 	Backend  string
 	Format   string
 	Timeline bool
-	Strict   bool
-	Shape    shapeFlags
+	// Details adds each case's figures and timeline, between the table
+	// and the table again.
+	Details bool
+	Strict  bool
+	Shape   shapeFlags
 	// burstsSet: --bursts was given, so it applies to every row.
 	burstsSet bool
 }
@@ -30,7 +33,9 @@ func NewCmdDemo(f *Factory, runF func(context.Context, *DemoOptions) error) *cob
 		Use:   "demo",
 		Short: "Run every built-in scenario side by side, naive to safe (exits 0 when each behaves as the catalog says)",
 		Example: `  racetest demo
+  racetest demo --details
   racetest demo --backend redis
+  racetest demo --format html > demo.html
   racetest demo --format json`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
@@ -43,8 +48,9 @@ func NewCmdDemo(f *Factory, runF func(context.Context, *DemoOptions) error) *cob
 	}
 	fs := c.Flags()
 	fs.StringVarP(&opts.Backend, "backend", "b", "memory", "where the shared state lives (see 'racetest list')")
-	fs.StringVarP(&opts.Format, "format", "o", "table", "output format: table, json, junit or markdown")
-	fs.BoolVar(&opts.Timeline, "timeline", true, "draw the example burst of each RACE as a timeline (table format)")
+	fs.StringVarP(&opts.Format, "format", "o", "table", "output format: "+strings.Join(report.Formats(), ", "))
+	fs.BoolVar(&opts.Details, "details", false, "show each case's figures, notes and (with --timeline) the timeline of each RACE, between the table and the table again")
+	fs.BoolVar(&opts.Timeline, "timeline", true, "with --details, draw the example burst of each RACE as a timeline (table format)")
 	fs.BoolVar(&opts.Strict, "strict", false, "fail (exit 4) when a SAFE scenario's bursts did not overlap enough to prove anything")
 	opts.Shape.register(fs, 8, 100)
 	return c
@@ -88,10 +94,14 @@ func runDemo(ctx context.Context, o *DemoOptions) error {
 		fmt.Fprintf(o.IO.ErrOut, "running %d scenarios on %s…\n", len(plans), o.Backend)
 	}
 	cases := execute(ctx, o.Factory, plans, nil)
-	if err := reporter(o.IO.Out, cases, report.Options{
-		Color: o.IO.Color(), Timeline: o.Timeline, Version: version(), Title: title, Brief: true,
-	}); err != nil {
+	if err := reporter(o.IO.Out, cases, reportOptions(o.IO, report.Options{
+		Timeline: o.Timeline, Version: version(), Title: title, Brief: true,
+		Summary: !o.Details, TableLast: o.Details,
+	})); err != nil {
 		return fmt.Errorf("writing the report: %w", err)
+	}
+	if o.Format == "table" && !o.Details {
+		fmt.Fprintln(o.IO.Out, "\nMore: --details (each case's figures and timelines), --format html (one page).")
 	}
 	return verdictError(ctx, cases)
 }

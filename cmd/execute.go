@@ -36,6 +36,9 @@ func execute(ctx context.Context, f *Factory, plans []plan, each func(report.Cas
 		}
 		c := p.Case
 		end := inFlight.begin(c.Backend, p.Params.RunID)
+		if spec, err := f.Registry.Scenario(c.Scenario); err == nil && c.Story == nil {
+			c.Story = storyOf(spec)
+		}
 		target, err := f.Registry.Build(ctx, c.Scenario, c.Backend, p.Params)
 		if err != nil {
 			c.Err = err

@@ -179,7 +179,9 @@ func runHTTP(ctx context.Context, o *HTTPOptions) error {
 		return usageError(in)
 	}
 	cases := []report.Case{c}
-	if err := reporter(o.IO.Out, cases, report.Options{Color: o.IO.Color(), Timeline: o.Timeline, Version: version()}); err != nil {
+	if err := reporter(o.IO.Out, cases, reportOptions(o.IO, report.Options{
+		Timeline: o.Timeline, Version: version(), Title: pageTitle(o.Format, "racetest http "+c.Name),
+	})); err != nil {
 		return fmt.Errorf("writing the report: %w", err)
 	}
 	return verdictError(ctx, cases)

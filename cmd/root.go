@@ -119,6 +119,7 @@ many attempts actually executed — the races a one-click test never sees.`,
 		NewCmdMongo(f, nil),
 		NewCmdServe(f, nil),
 		NewCmdVersion(f),
+		NewCmdReport(f, nil),
 	)
 	strictCompletion(root)
 	return root

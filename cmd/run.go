@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/racetest/racetest/release"
 	"github.com/racetest/racetest/report"
@@ -63,7 +64,7 @@ func NewCmdRun(f *Factory, runF func(context.Context, *RunOptions) error) *cobra
 	}
 	fs := c.Flags()
 	fs.StringVarP(&opts.Backend, "backend", "b", "memory", "where the shared state lives (see 'racetest list')")
-	fs.StringVarP(&opts.Format, "format", "o", "table", "output format: table, json, junit or markdown")
+	fs.StringVarP(&opts.Format, "format", "o", "table", "output format: "+strings.Join(report.Formats(), ", "))
 	fs.StringVar(&opts.Expect, "expect", "safe", "what the run must show: safe, race, or max=N effects per burst")
 	fs.BoolVar(&opts.Strict, "strict", false, "fail (exit 4) when the bursts did not overlap enough to prove anything")
 	fs.BoolVar(&opts.Timeline, "timeline", true, "draw the example burst of a RACE as a timeline (table format)")
@@ -138,12 +139,21 @@ func runRun(ctx context.Context, o *RunOptions) error {
 		// Nothing ran: a table of dashes would only repeat the error.
 		return setupError(c.Err)
 	}
-	if err := reporter(o.IO.Out, cases, report.Options{
-		Color: o.IO.Color(), Timeline: o.Timeline, Version: version(),
-	}); err != nil {
+	if err := reporter(o.IO.Out, cases, reportOptions(o.IO, report.Options{
+		Timeline: o.Timeline, Version: version(), Title: pageTitle(o.Format, "racetest run "+spec.Name+" on "+o.Backend),
+	})); err != nil {
 		return fmt.Errorf("writing the report: %w", err)
 	}
 	return verdictError(ctx, cases)
+}
+
+// pageTitle is the title of a single run's report where it has room for
+// one (a page); the table's row says it already.
+func pageTitle(format, title string) string {
+	if format != "html" {
+		return ""
+	}
+	return title
 }
 
 // scenarioNames lists the catalog's scenario names.

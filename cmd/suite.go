@@ -36,6 +36,9 @@ type SuiteOptions struct {
 	JUnit             string
 	Markdown          string
 	JSON              string
+	HTML              string
+	// Format is what stdout gets: the table, or another report.
+	Format string
 	// Color is auto, always or never.
 	Color    string
 	Timeline bool
@@ -85,6 +88,8 @@ the flag (--mysql-dsn, …), then defaults.connections in the file, then the env
 	fs.StringVar(&opts.JUnit, "junit", "", "write a JUnit XML report to `FILE`")
 	fs.StringVar(&opts.Markdown, "markdown", "", "write a Markdown summary to `FILE` (e.g. $GITHUB_STEP_SUMMARY)")
 	fs.StringVar(&opts.JSON, "json", "", "write the JSON report (the same schema as 'run --format json') to `FILE`")
+	fs.StringVar(&opts.HTML, "html", "", "write the HTML report (one self-contained page) to `FILE`")
+	fs.StringVarP(&opts.Format, "format", "o", "table", "what standard output gets: "+strings.Join(report.Formats(), ", "))
 	fs.StringVar(&opts.Color, "color", "auto", "colour the table and log: auto (on a terminal), always or never")
 	fs.BoolVar(&opts.Timeline, "timeline", false, "draw the example burst of each RACE as a timeline under the table")
 	fs.BoolVar(&opts.Keep, "keep", false, "keep every run's namespaced tables, keys and collections for inspection")
@@ -107,6 +112,10 @@ func runSuite(ctx context.Context, o *SuiteOptions) error {
 	if err != nil {
 		return err
 	}
+	reporter, err := report.Lookup(o.Format)
+	if err != nil {
+		return usageError(err)
+	}
 	plans, err := loadSuite(ctx, o)
 	if err != nil {
 		return err
@@ -119,7 +128,7 @@ func runSuite(ctx context.Context, o *SuiteOptions) error {
 	if o.List {
 		return listSuite(o.IO.Out, o.File, plans)
 	}
-	if err := checkOutputs(suiteInputs(o.File, plans), []output{{"--junit", o.JUnit}, {"--markdown", o.Markdown}, {"--json", o.JSON}}); err != nil {
+	if err := checkOutputs(suiteInputs(o.File, plans), []output{{"--junit", o.JUnit}, {"--markdown", o.Markdown}, {"--json", o.JSON}, {"--html", o.HTML}}); err != nil {
 		return err
 	}
 	for _, p := range plans {
@@ -162,16 +171,16 @@ func runSuite(ctx context.Context, o *SuiteOptions) error {
 	cases = done[:len(cases)]
 
 	title := fmt.Sprintf("racetest suite %s — %d of %d cases", printable.Line(o.File), len(cases), len(plans))
-	ropts := report.Options{Color: color, Timeline: o.Timeline, Version: version(), Title: title, Brief: true}
-	if err := report.Table(o.IO.Out, printableNames(cases), ropts); err != nil {
-		return fmt.Errorf("writing the table: %w", err)
+	ropts := report.Options{Color: color, Timeline: o.Timeline, Version: version(), Title: title, Brief: true, Width: o.IO.Width()}
+	if err := reporter(o.IO.Out, printableNames(cases), ropts); err != nil {
+		return fmt.Errorf("writing the %s report: %w", o.Format, err)
 	}
 	ropts.Color = false
 	var writeErrs []string
 	for _, out := range []struct {
 		file     string
 		reporter report.Reporter
-	}{{o.JUnit, report.JUnit}, {o.Markdown, report.Markdown}, {o.JSON, report.JSON}} {
+	}{{o.JUnit, report.JUnit}, {o.Markdown, report.Markdown}, {o.JSON, report.JSON}, {o.HTML, report.HTML}} {
 		if out.file == "" {
 			continue
 		}

@@ -204,7 +204,7 @@ cases:
 	if strings.Contains(out+errOut, "\x1b[") {
 		t.Error("colour codes in a CI log without --color always")
 	}
-	if !strings.Contains(out, "SCENARIO") || !strings.Contains(out, "memory-set (replicas=3)") {
+	if !strings.Contains(out, "CASE") || !strings.Contains(out, "memory-set (replicas=3)") {
 		t.Errorf("table:\n%s", out)
 	}
 

@@ -147,7 +147,7 @@ func TestNaiveFailsWithTableTimelineAndReproduce(t *testing.T) {
 	msg := f.errText()
 	wantIn(t, "the failure", msg,
 		"race: RACE: expected SAFE, but ", " of 40 bursts left more than 1 effect (worst ",
-		"SCENARIO", "TestRedeem/naive", "RACE", // the table
+		"CASE", "TestRedeem/naive", "RACE", // the table
 		"timeline of burst", "check@", "act@", // the worst burst, with the steps
 		"reproduce: (cd ", "go test -race -count=1 -v -run '^TestRedeem$/^naive$' .)")
 	if strings.Contains(msg, "-short") {

@@ -116,9 +116,20 @@ type Case struct {
 	Release  string
 	// Prove, when set, is the violation rate a SAFE run must bound at 95%;
 	// a run whose overlapping bursts were too few to bound it is INCONCLUSIVE.
-	Prove  float64
+	Prove float64
+	// Story is the scenario's story as 'racetest explain' tells it, for
+	// reports that fold it under the case (HTML).
+	Story  []StoryPart
 	Result *runner.Result
 	Err    error
+}
+
+// StoryPart is one titled paragraph of a scenario's story.
+type StoryPart struct {
+	Title string `json:"title"`
+	Text  string `json:"text"`
+	// Code marks text shown as it is written (the naive code).
+	Code bool `json:"code,omitempty"`
 }
 
 // Assessment is the verdict on a case and whether it met its expectation.

@@ -21,7 +21,20 @@ type Options struct {
 	// Brief leaves out the details of cases whose row says it all (SAFE as
 	// expected, with no check, error or note of their own): for many cases.
 	Brief bool
+	// Summary leaves out the per-case details: the table, the lessons, and
+	// one line for each case that did not meet its expectation.
+	Summary bool
+	// TableLast prints the table again after the details, so that the
+	// verdicts are on screen at the end of a long output.
+	TableLast bool
+	// Width is the columns the table may use (0: DefaultWidth). A row stays
+	// one line: headers shorten, columns leave, names are cut to fit.
+	Width int
 }
+
+// DefaultWidth is the table's width where no terminal says otherwise (a
+// pipe, a CI log, a file).
+const DefaultWidth = 120
 
 // Reporter writes cases in one format.
 type Reporter func(w io.Writer, cases []Case, o Options) error
@@ -32,6 +45,7 @@ var Reporters = map[string]Reporter{
 	"json":     JSON,
 	"junit":    JUnit,
 	"markdown": Markdown,
+	"html":     HTML,
 }
 
 // Formats lists the reporters' names, sorted.

@@ -16,6 +16,7 @@ const SchemaVersion = "racetest/v1"
 type Document struct {
 	Schema  string    `json:"schema"`
 	Version string    `json:"racetest_version"`
+	Title   string    `json:"title,omitempty"`
 	Runs    []RunJSON `json:"runs"`
 }
 
@@ -57,6 +58,40 @@ type RunJSON struct {
 	CleanupError   string            `json:"cleanup_error,omitempty"`
 	ElapsedMillis  float64           `json:"elapsed_ms"`
 	Example        *TraceJSON        `json:"example,omitempty"`
+	// What a saved report needs to be rendered again ('racetest report'):
+	// the case's lesson and story, how it was judged, and every burst's
+	// figures, from which the HTML draws its histograms.
+	Lesson   string      `json:"lesson,omitempty"`
+	Story    []StoryPart `json:"story,omitempty"`
+	Strict   bool        `json:"strict,omitempty"`
+	Prove    float64     `json:"prove,omitempty"`
+	PerBurst []BurstJSON `json:"per_burst,omitempty"`
+	// Diagnosis is the target's account of why nothing took effect, and
+	// TimeoutMillis the per-attempt timeout: both explain an INCONCLUSIVE.
+	Diagnosis     string  `json:"diagnosis,omitempty"`
+	TimeoutMillis float64 `json:"timeout_ms,omitempty"`
+}
+
+// BurstJSON is one burst's figures. Outcomes leaves out the classes no
+// attempt of the burst had.
+type BurstJSON struct {
+	Index    int            `json:"index"`
+	Effects  int            `json:"effects"`
+	Allowed  int            `json:"allowed"`
+	Required int            `json:"required"`
+	Overlap  int            `json:"overlap"`
+	Spread   float64        `json:"spread_us"`
+	Duration float64        `json:"duration_us"`
+	Outcomes map[string]int `json:"outcomes"`
+	Wire     *WireJSON      `json:"wire,omitempty"`
+}
+
+// WireJSON counts, in a wire release, how a burst's first requests left the
+// client: held back and released together, late, or never sent.
+type WireJSON struct {
+	Held   int `json:"held"`
+	Late   int `json:"late"`
+	Silent int `json:"silent"`
 }
 
 // Stat is min/median/max of a count per burst.
@@ -101,7 +136,11 @@ func micros(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
 
 // NewDocument builds the JSON document for cases.
 func NewDocument(cases []Case, version string) Document {
-	doc := Document{Schema: SchemaVersion, Version: version, Runs: make([]RunJSON, 0, len(cases))}
+	return newDocument(cases, Options{Version: version})
+}
+
+func newDocument(cases []Case, o Options) Document {
+	doc := Document{Schema: SchemaVersion, Version: o.Version, Title: o.Title, Runs: make([]RunJSON, 0, len(cases))}
 	for _, c := range cases {
 		doc.Runs = append(doc.Runs, runJSON(c))
 	}
@@ -115,6 +154,7 @@ func runJSON(c Case) RunJSON {
 		Expect: c.Expect.String(), Verdict: a.Verdict, ExpectationMet: a.Met, Why: a.Why,
 		Violations: a.Violations, ViolationRate: a.Rate, UpperBound95: a.Upper, Overlapped: a.Overlapped, Tested: a.Tested,
 		Bursts: a.Bursts, Interrupted: a.Interrupted, Outcomes: map[string]int{},
+		Lesson: c.Lesson, Story: c.Story, Strict: c.Strict, Prove: c.Prove,
 	}
 	if c.Err != nil {
 		j.Error = c.Err.Error()
@@ -152,6 +192,21 @@ func runJSON(c Case) RunJSON {
 		}
 		j.Example = tj
 	}
+	j.Diagnosis, j.TimeoutMillis = r.Diagnosis, micros(r.Timeout)/1e3
+	j.PerBurst = make([]BurstJSON, len(r.Bursts))
+	for i, b := range r.Bursts {
+		bj := BurstJSON{Index: b.Index, Effects: b.Effects, Allowed: b.Allowed, Required: b.Required, Overlap: b.Overlap,
+			Spread: micros(b.Spread), Duration: micros(b.Duration), Outcomes: map[string]int{}}
+		for _, cl := range runner.Classes() {
+			if n := b.Outcomes[cl]; n > 0 {
+				bj.Outcomes[cl.String()] = n
+			}
+		}
+		if b.Wire != (runner.WireCounts{}) {
+			bj.Wire = &WireJSON{b.Wire.Held, b.Wire.Late, b.Wire.Silent}
+		}
+		j.PerBurst[i] = bj
+	}
 	return j
 }
 
@@ -159,5 +214,5 @@ func runJSON(c Case) RunJSON {
 func JSON(w io.Writer, cases []Case, o Options) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(NewDocument(cases, o.Version))
+	return enc.Encode(newDocument(cases, o))
 }

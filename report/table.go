@@ -6,7 +6,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/racetest/racetest/runner"
 )
@@ -17,8 +16,6 @@ const (
 	ansiYellow = "\x1b[33m"
 	ansiBold   = "\x1b[1m"
 	ansiReset  = "\x1b[0m"
-	// ansiDefault is the default foreground: invisible, and as long as a colour.
-	ansiDefault = "\x1b[39m"
 )
 
 // Table writes one row per case, then what a reader needs to act on it: the
@@ -31,18 +28,64 @@ func Table(w io.Writer, cases []Case, o Options) error {
 		}
 		return code + s + ansiReset
 	}
+	width := o.Width
+	if width <= 0 {
+		width = DefaultWidth
+	}
 	if o.Title != "" {
-		fmt.Fprintln(w, paint(ansiBold, o.Title))
+		for _, l := range wrapText(o.Title, width, "", "") {
+			fmt.Fprintln(w, paint(ansiBold, l))
+		}
 		fmt.Fprintln(w)
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	// tabwriter counts colour codes as width: the header's VERDICT carries
-	// an invisible code as long as the rows' so that the columns line up.
-	fmt.Fprintln(tw, "SCENARIO\tBACKEND\tN×BURSTS\tEFFECTS min/med/max\tALLOWED\tVIOLATED\tOVERLAP med\tSPREAD med\t"+paint(ansiDefault, "VERDICT")+"\tEXPECTED")
 	as := make([]Assessment, len(cases))
 	for i, c := range cases {
-		a := Assess(c)
-		as[i] = a
+		as[i] = Assess(c)
+	}
+	summary(w, cases, as, width, paint)
+	lessons(w, cases, width, paint)
+	shared := sharedNotes(cases)
+	if o.Summary {
+		unmet(w, cases, as, width, paint)
+	} else {
+		for i, c := range cases {
+			details(w, c, as[i], o, width, shared, paint)
+		}
+	}
+	if len(shared) > 0 {
+		fmt.Fprintln(w)
+		for _, n := range shared {
+			for _, l := range wrapText(n, width, "note: ", "      ") {
+				fmt.Fprintln(w, l)
+			}
+		}
+	}
+	if o.TableLast && !o.Summary {
+		fmt.Fprintln(w)
+		summary(w, cases, as, width, paint)
+	}
+	return nil
+}
+
+// summary writes one row per case, fitted to width (see fitColumns): a row
+// stays one line, and a note under the table names the columns that left.
+func summary(w io.Writer, cases []Case, as []Assessment, width int, paint func(string, string) string) {
+	cols := []column{
+		{long: "CASE", short: "CASE"},
+		{long: "BACKEND", short: "BACKEND", drop: 4},
+		{long: "N×BURSTS", short: "N×B", drop: 2},
+		{long: "EFFECTS min/med/max", short: "EFFECTS"},
+		{long: "ALLOWED", short: "ALLOWED"},
+		{long: "VIOLATED", short: "VIOLATED"},
+		{long: "OVERLAP med", short: "OVERLAP", drop: 3},
+		{long: "SPREAD med", short: "SPREAD", drop: 1},
+		{long: "VERDICT", short: "VERDICT"},
+		{long: "EXPECTED", short: "EXPECTED"},
+	}
+	backends := map[string]bool{}
+	for i, c := range cases {
+		a := as[i]
+		backends[c.Backend] = true
 		n, effects, allowed, overlap, spread := "-", "-", "-", "-", "-"
 		if r := c.Result; r != nil && len(r.Bursts) > 0 {
 			n = fmt.Sprintf("%d×%d", r.Attempts, len(r.Bursts))
@@ -53,25 +96,55 @@ func Table(w io.Writer, cases []Case, o Options) error {
 			spread = human(r.SpreadSummary().Median)
 		}
 		over := fmt.Sprintf("%d/%d", a.Violations, a.Bursts)
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
-			displayName(c), c.Backend, n, effects, allowed, over, overlap, spread,
-			paint(verdictColor(a.Verdict), verdictCell(a)), expectCell(c, a, paint))
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	lessons(w, cases, paint)
-	shared := sharedNotes(cases)
-	for i, c := range cases {
-		details(w, c, as[i], o, shared, paint)
-	}
-	if len(shared) > 0 {
-		fmt.Fprintln(w)
-		for _, n := range shared {
-			fmt.Fprintln(w, "note: "+n)
+		for j, cell := range []string{displayName(c), c.Backend, n, effects, allowed, over, overlap, spread,
+			paint(verdictColor(a.Verdict), verdictCell(a)), expectCell(c, a, paint)} {
+			cols[j].cells = append(cols[j].cells, cell)
 		}
 	}
-	return nil
+	// One backend for every row of several: its column is the first to go,
+	// and a line says which it was.
+	oneBackend := len(cases) > 1 && len(backends) == 1
+	cols[1].free = oneBackend
+	kept, nameW, left := fitColumns(cols, width)
+	writeColumns(w, kept, nameW, func(h string) string { return h })
+	if len(left) == 0 {
+		return
+	}
+	var notes, gone []string
+	for _, c := range cols {
+		switch {
+		case !slices.Contains(left, c.short):
+		case c.free:
+			notes = append(notes, "all on "+cases[0].Backend)
+		default:
+			gone = append(gone, c.short)
+		}
+	}
+	if len(gone) > 0 {
+		notes = append(notes, fmt.Sprintf("left out at %d columns: %s", width, strings.Join(gone, ", ")))
+	}
+	for _, l := range wrapText(strings.Join(notes, "; "), width, "", "") {
+		fmt.Fprintln(w, l)
+	}
+}
+
+// unmet says, for each case that did not meet its expectation or proved
+// nothing, why, in one wrapped line: the short form of details.
+func unmet(w io.Writer, cases []Case, as []Assessment, width int, paint func(string, string) string) {
+	first := true
+	for i, c := range cases {
+		a := as[i]
+		if a.Met && a.Verdict != Inconclusive {
+			continue
+		}
+		if first {
+			fmt.Fprintln(w)
+			first = false
+		}
+		for _, l := range wrapText(Headline(c), width, paint(ansiRed, "✗")+" ", "  ") {
+			fmt.Fprintln(w, l)
+		}
+	}
 }
 
 // allowance is the effects per burst that are correct: one number (exactly
@@ -122,7 +195,7 @@ func expectCell(c Case, a Assessment, paint func(string, string) string) string 
 	return paint(ansiRed, c.Expect.String()+" FAILED")
 }
 
-func lessons(w io.Writer, cases []Case, paint func(string, string) string) {
+func lessons(w io.Writer, cases []Case, width int, paint func(string, string) string) {
 	seen := map[string]bool{}
 	var lines []string
 	for _, c := range cases {
@@ -130,7 +203,7 @@ func lessons(w io.Writer, cases []Case, paint func(string, string) string) {
 			continue
 		}
 		seen[c.Scenario] = true
-		lines = append(lines, fmt.Sprintf("  %-20s %s", c.Scenario, c.Lesson))
+		lines = append(lines, wrapText(c.Lesson, width, fmt.Sprintf("  %-20s ", c.Scenario), strings.Repeat(" ", 23))...)
 	}
 	if len(lines) == 0 {
 		return
@@ -143,7 +216,7 @@ func lessons(w io.Writer, cases []Case, paint func(string, string) string) {
 }
 
 // details prints what a reader of one case needs beyond its row.
-func details(w io.Writer, c Case, a Assessment, o Options, shared []string, paint func(string, string) string) {
+func details(w io.Writer, c Case, a Assessment, o Options, width int, shared []string, paint func(string, string) string) {
 	var lines []string
 	r := c.Result
 	if o.Brief && quiet(c, a, shared) {
@@ -196,11 +269,13 @@ func details(w io.Writer, c Case, a Assessment, o Options, shared []string, pain
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, paint(ansiBold, displayName(c)+" on "+c.Backend+":"))
 	for _, l := range lines {
-		fmt.Fprintln(w, "  "+l)
+		for _, l := range wrapText(l, width, "  ", "    ") {
+			fmt.Fprintln(w, l)
+		}
 	}
 	if o.Timeline && a.Verdict == Race && r != nil && r.Example != nil {
 		var b strings.Builder
-		Timeline(&b, r.Example)
+		timeline(&b, r.Example, width-2)
 		fmt.Fprintln(w)
 		for _, l := range strings.Split(strings.TrimRight(b.String(), "\n"), "\n") {
 			fmt.Fprintln(w, "  "+l)

@@ -10,8 +10,12 @@ import (
 	"github.com/racetest/racetest/runner"
 )
 
-// timelineWidth is the number of columns of the time axis.
+// timelineWidth is the most columns of the time axis; a narrow output
+// gets fewer (see timeline).
 const timelineWidth = 56
+
+// timelineMinAxis is the fewest columns of the axis, however narrow.
+const timelineMinAxis = 24
 
 // timelineRows caps the workers drawn; a burst of thousands is summarised.
 const timelineRows = 24
@@ -20,9 +24,28 @@ const timelineRows = 24
 // axis (R released, c check, a act, D done), so the checks that happened
 // before any write are something a reader can see.
 func Timeline(w io.Writer, t *runner.Trace) {
+	timeline(w, t, DefaultWidth)
+}
+
+// timeline draws t within width columns: the axis shrinks to leave room
+// for the outcome, and the marks' times are left out when they would not
+// fit on any line.
+func timeline(w io.Writer, t *runner.Trace, width int) {
 	if t == nil || len(t.Workers) == 0 {
 		return
 	}
+	const labelW, frame = 12, 4
+	// The outcome gets what the narrowest axis leaves, the axis what the
+	// longest outcome leaves.
+	outcomeMax := max(width-labelW-frame-1-timelineMinAxis, 12)
+	outcomeW := len("executed")
+	for i, wt := range t.Workers {
+		if i == timelineRows {
+			break
+		}
+		outcomeW = max(outcomeW, utf8.RuneCountInString(outcomeOf(wt, outcomeMax)))
+	}
+	timelineWidth := min(timelineWidth, max(width-labelW-frame-1-outcomeW, timelineMinAxis))
 	var end time.Duration
 	for _, wt := range t.Workers {
 		if n := len(wt.Marks); n > 0 {
@@ -30,11 +53,18 @@ func Timeline(w io.Writer, t *runner.Trace) {
 		}
 	}
 	end = max(end, time.Microsecond)
-	fmt.Fprintf(w, "timeline of burst %d: %d effect(s), %d allowed; R released  c check  a act  D done\n",
-		t.Burst, t.Effects, t.Allowed)
+	fmt.Fprintf(w, "timeline of burst %d: %d effect(s), %d allowed\n", t.Burst, t.Effects, t.Allowed)
+	fmt.Fprintln(w, legend(t))
 	steps := scriptSteps(t)
 	if len(steps.names) > 0 {
 		fmt.Fprintf(w, "steps: %s\n", steps.legend())
+	}
+	withTimes := true
+	for i, wt := range t.Workers {
+		if i == timelineRows {
+			break
+		}
+		withTimes = withTimes && labelW+frame+1+timelineWidth+utf8.RuneCountInString(outcomeOf(wt, outcomeMax))+2+utf8.RuneCountInString(markTimes(wt.Marks)) <= width
 	}
 	endLabel := human(end)
 	fmt.Fprintf(w, "%-12s |0%s%s| %s\n", "worker",
@@ -70,12 +100,47 @@ func Timeline(w io.Writer, t *runner.Trace) {
 		if wt.Wave > 0 {
 			label += fmt.Sprintf(" v%d", wt.Wave)
 		}
-		outcome := wt.Outcome.String()
-		if wt.Err != "" && wt.Outcome != runner.Executed {
-			outcome += ": " + shorten(wt.Err, 40)
+		line := fmt.Sprintf("%-12s |%s| %s", label, string(axis), outcomeOf(wt, outcomeMax))
+		if withTimes {
+			line += "  " + markTimes(wt.Marks)
 		}
-		fmt.Fprintf(w, "%-12s |%s| %s  %s\n", label, string(axis), outcome, markTimes(wt.Marks))
+		fmt.Fprintln(w, strings.TrimRight(line, " "))
 	}
+}
+
+// outcomeOf is a worker's outcome and, unless it executed, why, in at most
+// n columns.
+func outcomeOf(wt runner.WorkerTrace, n int) string {
+	outcome := wt.Outcome.String()
+	if wt.Err != "" && wt.Outcome != runner.Executed {
+		outcome += ": " + shorten(wt.Err, 40)
+	}
+	return shorten(outcome, n)
+}
+
+// legend names the marks the timeline draws, and only those.
+func legend(t *runner.Trace) string {
+	used := map[rune]bool{}
+	for i, wt := range t.Workers {
+		if i == timelineRows {
+			break
+		}
+		for _, m := range wt.Marks {
+			if !isStepName(m.Name) {
+				used[markRune(m.Name, ' ')] = true
+			}
+		}
+	}
+	var parts []string
+	for _, k := range []struct {
+		r    rune
+		name string
+	}{{'R', "released"}, {'c', "check"}, {'a', "act"}, {'D', "done"}} {
+		if used[k.r] {
+			parts = append(parts, string(k.r)+" "+k.name)
+		}
+	}
+	return "marks: " + strings.Join(parts, "  ")
 }
 
 func markRune(name string, prev rune) rune {

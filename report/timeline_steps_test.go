@@ -28,8 +28,13 @@ func TestTimelineNamesScriptSteps(t *testing.T) {
 	if !strings.Contains(out, "steps: 1 redeem.sql:4  2 redeem.sql:7  3 redeem.sql:12\n") {
 		t.Errorf("no legend of the steps:\n%s", out)
 	}
-	lines := strings.Split(out, "\n")
-	if w1 := lines[4]; !strings.Contains(w1, "1") || !strings.Contains(w1, "p") || !strings.Contains(w1, "3") || strings.Contains(w1, "r-") {
+	var w1 string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "w1 ") {
+			w1 = l
+		}
+	}
+	if !strings.Contains(w1, "1") || !strings.Contains(w1, "p") || !strings.Contains(w1, "3") || strings.Contains(w1, "r-") {
 		t.Errorf("worker 1's axis %q: want 1, p, 3", w1)
 	}
 	for _, name := range []string{"pay", "a:b", "x:", ":4"} {

@@ -1,0 +1,128 @@
+package report
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"time"
+
+	"github.com/racetest/racetest/runner"
+)
+
+// ReadDocument reads a JSON report written by JSON, as 'racetest report'
+// does to render it again in another format.
+func ReadDocument(r io.Reader) (Document, error) {
+	var d Document
+	dec := json.NewDecoder(r)
+	if err := dec.Decode(&d); err != nil {
+		return Document{}, fmt.Errorf("not a racetest JSON report: %w", err)
+	}
+	if d.Schema != SchemaVersion {
+		return Document{}, fmt.Errorf("schema %q is not %q, the one this racetest reads: render it with the racetest that wrote it (%s)",
+			d.Schema, SchemaVersion, d.Version)
+	}
+	return d, nil
+}
+
+// Cases rebuilds the cases a document was written from, so that every
+// reporter renders a saved report as it rendered the run. The verdicts are
+// assessed again from the bursts' figures; a run recorded without them
+// (before per_burst existed) cannot be rebuilt and is an error.
+func (d Document) Cases() ([]Case, error) {
+	cases := make([]Case, 0, len(d.Runs))
+	for i, j := range d.Runs {
+		c, err := j.toCase(d.Version)
+		if err != nil {
+			return nil, fmt.Errorf("run %d (%s on %s): %w", i+1, j.Name, j.Backend, err)
+		}
+		cases = append(cases, c)
+	}
+	return cases, nil
+}
+
+func (j RunJSON) toCase(version string) (Case, error) {
+	expect, err := ParseExpect(j.Expect)
+	if err != nil {
+		return Case{}, err
+	}
+	c := Case{
+		Name: j.Name, Scenario: j.Scenario, Backend: j.Backend, Lesson: j.Lesson, Expect: expect,
+		Strict: j.Strict, Settings: j.Settings, Release: j.Release, Prove: j.Prove, Story: j.Story,
+	}
+	if j.Error != "" {
+		c.Err = errors.New(j.Error)
+	}
+	if j.Attempts == 0 && len(j.PerBurst) == 0 {
+		// Nothing ran: the run never had a result.
+		if j.Interrupted && c.Err == nil {
+			c.Err = context.Canceled
+		}
+		return c, nil
+	}
+	if j.Bursts > 0 && len(j.PerBurst) != j.Bursts {
+		return Case{}, fmt.Errorf("the report has %d bursts but the figures of %d (written by racetest %s, before reports carried every burst): run it again to render it",
+			j.Bursts, len(j.PerBurst), version)
+	}
+	r := &runner.Result{
+		Attempts: j.Attempts, Replicas: j.Replicas, Waves: j.Waves, Deploy: j.Deploy, Allowed: j.Allowed, Required: j.Required,
+		Diagnosis: j.Diagnosis, Timeout: fromMicros(j.TimeoutMillis * 1e3),
+		Planned: j.PlannedBursts, Errors: j.Errors, Server: j.Server, Notes: j.Notes, Checks: j.Checks,
+		Interrupted: j.Interrupted, Stopped: j.StoppedEarly, Release: j.Release,
+		Elapsed: fromMicros(j.ElapsedMillis * 1e3),
+	}
+	if r.Errors == nil {
+		r.Errors = map[string]int{}
+	}
+	if j.CleanupError != "" {
+		r.CleanupErr = errors.New(j.CleanupError)
+	}
+	for _, bj := range j.PerBurst {
+		b := runner.Burst{Index: bj.Index, Effects: bj.Effects, Allowed: bj.Allowed, Required: bj.Required, Overlap: bj.Overlap,
+			Spread: fromMicros(bj.Spread), Duration: fromMicros(bj.Duration)}
+		for name, n := range bj.Outcomes {
+			cl, err := classOf(name)
+			if err != nil {
+				return Case{}, fmt.Errorf("burst %d: %w", bj.Index, err)
+			}
+			b.Outcomes[cl] = n
+		}
+		if bj.Wire != nil {
+			b.Wire = runner.WireCounts{Held: bj.Wire.Held, Late: bj.Wire.Late, Silent: bj.Wire.Silent}
+		}
+		r.Bursts = append(r.Bursts, b)
+	}
+	if t := j.Example; t != nil {
+		tr := &runner.Trace{Burst: t.Burst, Effects: t.Effects, Allowed: t.Allowed}
+		for _, wj := range t.Workers {
+			cl, err := classOf(wj.Outcome)
+			if err != nil {
+				return Case{}, fmt.Errorf("example burst, worker %d: %w", wj.Worker, err)
+			}
+			wt := runner.WorkerTrace{Worker: wj.Worker, Replica: wj.Replica, Wave: wj.Wave, Outcome: cl, Err: wj.Error}
+			for _, m := range wj.Marks {
+				wt.Marks = append(wt.Marks, runner.Mark{Name: m.Name, At: fromMicros(m.At)})
+			}
+			tr.Workers = append(tr.Workers, wt)
+		}
+		r.Example = tr
+	}
+	c.Result = r
+	return c, nil
+}
+
+func classOf(name string) (runner.Class, error) {
+	for _, cl := range runner.Classes() {
+		if cl.String() == name {
+			return cl, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown outcome %q", name)
+}
+
+// fromMicros is the inverse of micros, to the nanosecond the JSON kept.
+func fromMicros(us float64) time.Duration {
+	return time.Duration(math.Round(us * 1e3))
+}
