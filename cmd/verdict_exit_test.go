@@ -50,9 +50,13 @@ func TestRefusedParameterIsAUsageError(t *testing.T) {
 	reg.Register("picky", "memory", func(context.Context, scenarios.Params) (runner.Target, error) {
 		return nil, scenarios.BadParam(errors.New(`no variant "sideways" for picky on memory (want one of: plain)`))
 	})
-	_, errOut, code := execWith(t, reg, "run", "picky", "-n", "2", "--bursts", "1")
-	if code != 2 || !strings.Contains(errOut, `picky on memory: no variant "sideways"`) {
-		t.Errorf("refused parameter: exit %d, want 2; stderr %q", code, errOut)
+	// In a table (which stops before the report) and in JSON (which
+	// reports the case first), the code is the same.
+	for _, format := range []string{"table", "json"} {
+		_, errOut, code := execWith(t, reg, "run", "picky", "-n", "2", "--bursts", "1", "-o", format)
+		if code != 2 || !strings.Contains(errOut, `picky on memory: no variant "sideways"`) {
+			t.Errorf("refused parameter, -o %s: exit %d, want 2; stderr %q", format, code, errOut)
+		}
 	}
 	// A backend that cannot be set up is a setup error: exit 3.
 	reg.AddScenario(scenarios.Spec{Name: "down", Lesson: "its server is down",
@@ -60,7 +64,17 @@ func TestRefusedParameterIsAUsageError(t *testing.T) {
 	reg.Register("down", "memory", func(context.Context, scenarios.Params) (runner.Target, error) {
 		return nil, errors.New("cannot connect to 127.0.0.1:1 (connection refused)")
 	})
-	if _, errOut, code := execWith(t, reg, "run", "down", "-n", "2", "--bursts", "1"); code != 3 || !strings.Contains(errOut, "connection refused") {
-		t.Errorf("setup error: exit %d, want 3; stderr %q", code, errOut)
+	for _, format := range []string{"table", "json"} {
+		if _, errOut, code := execWith(t, reg, "run", "down", "-n", "2", "--bursts", "1", "-o", format); code != 3 || !strings.Contains(errOut, "connection refused") {
+			t.Errorf("setup error, -o %s: exit %d, want 3; stderr %q", format, code, errOut)
+		}
+	}
+	// A suite reports every case, then exits for the refused parameter.
+	file := filepath.Join(t.TempDir(), "s.yaml")
+	if err := os.WriteFile(file, []byte("cases:\n  - {scenario: down, attempts: 2, bursts: 1}\n  - {scenario: picky, attempts: 2, bursts: 1}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, code := execWith(t, reg, "suite", file); code != 2 || !strings.Contains(errOut, "picky on memory") {
+		t.Errorf("suite with a refused parameter: exit %d, want 2; stderr %q", code, errOut)
 	}
 }
