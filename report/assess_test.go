@@ -277,3 +277,13 @@ func TestUpperBoundFigures(t *testing.T) {
 		}
 	}
 }
+
+// max=1 is the tightest expectation a user can write, and a valid one.
+func TestMaxOneIsAnExpectation(t *testing.T) {
+	if e, err := ParseExpect("max=1"); err != nil || e != (Expect{Kind: ExpectMax, Max: 1}) {
+		t.Errorf("max=1: %+v, %v", e, err)
+	}
+	if _, err := ParseExpect("max=0"); err == nil || !strings.Contains(err.Error(), "at least 1") {
+		t.Errorf("max=0: %v, want a refusal saying at least 1", err)
+	}
+}
