@@ -37,7 +37,8 @@ OUT=${MUTATION_OUT:-/tmp/racetest-mutation}
 EQUIVALENTS=scripts/mutation-equivalents.txt
 
 # TARGETS: name | package dir | files mutated (the verdict path in it) |
-# efficacy floor | coverage floor | environment for its tests.
+# efficacy floor | coverage floor | environment for its tests. The SQL
+# backends' error classification lives in internal/sqldb (one SQL layer).
 # The server-backed tests of a backend package are pointed at a closed port
 # so they skip: classification is tested without a server, and a mutant run
 # against a live server would take minutes each.
@@ -46,8 +47,7 @@ TARGETS=(
   "report|report|case.go stats.go|90|90|"
   "cmd|cmd|exit.go execute.go|90|90|"
   "suite|suite|plan.go resolve.go|90|90|"
-  "mysqlstore|scenarios/mysqlstore|errors.go|90|90|RACETEST_MYSQL_DSN=root@tcp(127.0.0.1:9)/test"
-  "pgstore|scenarios/pgstore|conn.go|90|90|RACETEST_POSTGRES_URL=postgres://postgres@127.0.0.1:9/test"
+  "sqldb|internal/sqldb|classify.go mysql.go postgres.go|90|90|RACETEST_MYSQL_DSN=root@tcp(127.0.0.1:9)/test RACETEST_POSTGRES_URL=postgres://postgres@127.0.0.1:9/test"
 )
 
 die() { echo "mutation: $*" >&2; exit 2; }
