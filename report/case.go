@@ -265,7 +265,7 @@ func nothingRan(r *runner.Result) string {
 	case total > 0 && out[runner.Unknown] == total:
 		return "every attempt timed out"
 	case total > 0 && out[runner.Error]+out[runner.Unknown] == total:
-		return fmt.Sprintf("every attempt failed (%s)", strings.TrimPrefix(strings.Join(topErrors(r.Errors, 1), ""), "error "))
+		return fmt.Sprintf("every attempt failed (%s)", strings.TrimPrefix(strings.Join(topErrors(r.Errors, 1), ", "), "error "))
 	}
 	return outcomes(r)
 }

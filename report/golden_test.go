@@ -15,7 +15,10 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 // fixedCases is a synthetic report: every figure is fixed so that the
-// golden files pin the formats, not the machine's timing.
+// golden files pin the formats, not the machine's timing. The bursts differ
+// on purpose: in the race, the worst burst (3) is not the median (2) and one
+// burst never overlapped, so a rate over the wrong bursts or a summary of
+// the wrong one changes the files; the safe run rests on 2 tested bursts of 3.
 func fixedCases() []Case {
 	us := func(n int) time.Duration { return time.Duration(n) * time.Microsecond }
 	race := &runner.Result{
@@ -23,8 +26,8 @@ func fixedCases() []Case {
 		Bursts: []runner.Burst{
 			{Index: 0, Effects: 3, Allowed: 1, Required: 1, Outcomes: [runner.NumClasses]int{3, 0, 0, 0, 0}, Spread: us(12), Overlap: 3},
 			{Index: 1, Effects: 2, Allowed: 1, Required: 1, Outcomes: [runner.NumClasses]int{2, 1, 0, 0, 0}, Spread: us(20), Overlap: 3},
-			{Index: 2, Effects: 1, Allowed: 1, Required: 1, Outcomes: [runner.NumClasses]int{1, 2, 0, 0, 0}, Spread: us(9), Overlap: 2},
-			{Index: 3, Effects: 3, Allowed: 1, Required: 1, Outcomes: [runner.NumClasses]int{3, 0, 0, 0, 0}, Spread: us(15), Overlap: 3},
+			{Index: 2, Effects: 1, Allowed: 1, Required: 1, Outcomes: [runner.NumClasses]int{1, 2, 0, 0, 0}, Spread: us(9), Overlap: 1},
+			{Index: 3, Effects: 2, Allowed: 1, Required: 1, Outcomes: [runner.NumClasses]int{2, 1, 0, 0, 0}, Spread: us(15), Overlap: 2},
 		},
 		Example: &runner.Trace{Burst: 0, Effects: 3, Allowed: 1, Workers: []runner.WorkerTrace{
 			{Worker: 0, Outcome: runner.Executed, Marks: []runner.Mark{{Name: "released", At: 0}, {Name: "check", At: us(2)}, {Name: "act", At: us(210)}, {Name: "done", At: us(415)}}},
@@ -37,10 +40,11 @@ func fixedCases() []Case {
 		Elapsed: 5 * time.Millisecond,
 	}
 	safe := &runner.Result{
-		Attempts: 3, Replicas: 1, Waves: 1, Allowed: 1, Required: 1, Planned: 2,
+		Attempts: 3, Replicas: 1, Waves: 1, Allowed: 1, Required: 1, Planned: 3,
 		Bursts: []runner.Burst{
 			{Index: 0, Effects: 1, Allowed: 1, Required: 1, Outcomes: [runner.NumClasses]int{1, 1, 0, 1, 0}, Spread: us(8), Overlap: 3},
 			{Index: 1, Effects: 1, Allowed: 1, Required: 1, Outcomes: [runner.NumClasses]int{1, 2, 0, 0, 0}, Spread: us(10), Overlap: 2},
+			{Index: 2, Effects: 1, Allowed: 1, Required: 1, Outcomes: [runner.NumClasses]int{1, 2, 0, 0, 0}, Spread: us(31), Overlap: 1},
 		},
 		Errors:  map[string]int{"connection reset by peer": 1},
 		Checks:  []runner.Check{{Name: "lease liveness", OK: true, Detail: "granted after 51ms (TTL 50ms)"}},

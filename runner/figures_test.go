@@ -355,16 +355,16 @@ func TestOverlapIsTheWorstWave(t *testing.T) {
 // show a race; the summaries are min, median (upper) and max.
 func TestOverlappedAndSummaries(t *testing.T) {
 	r := &Result{Bursts: []Burst{
-		{Overlap: 1, Effects: 3}, {Overlap: 2, Effects: 1}, {Overlap: 5, Effects: 2}, {Overlap: 0, Effects: 7},
+		{Overlap: 1, Effects: 3}, {Overlap: 2, Effects: 1}, {Overlap: 5, Effects: 2}, {Overlap: 3, Effects: 7},
 	}}
-	if got := r.Overlapped(); got != 2 {
-		t.Errorf("overlapped %d, want 2 (overlap 2 and 5)", got)
+	if got := r.Overlapped(); got != 3 {
+		t.Errorf("overlapped %d, want 3 (overlap 2, 5 and 3)", got)
 	}
 	if got := r.EffectsSummary(); got != (Summary[int]{Min: 1, Median: 3, Max: 7}) {
 		t.Errorf("effects summary %+v, want 1/3/7", got)
 	}
-	if got := r.OverlapSummary(); got != (Summary[int]{Min: 0, Median: 2, Max: 5}) {
-		t.Errorf("overlap summary %+v, want 0/2/5", got)
+	if got := r.OverlapSummary(); got != (Summary[int]{Min: 1, Median: 3, Max: 5}) {
+		t.Errorf("overlap summary %+v, want 1/3/5", got)
 	}
 	if got := (&Result{}).EffectsSummary(); got != (Summary[int]{}) {
 		t.Errorf("empty summary %+v, want zeros", got)
@@ -596,3 +596,99 @@ func TestClassNames(t *testing.T) {
 		t.Errorf("class names %v, %s", got, Class(NumClasses))
 	}
 }
+
+// A burst is lost when it left fewer effects than required while some
+// attempt claimed the action done (executed, or declined as "already
+// done"); a burst whose attempts all failed claimed nothing.
+func TestLostNeedsAClaim(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		effects  int
+		outcomes [NumClasses]int
+		lost     bool
+	}{
+		{"declined, nothing stored", 0, [NumClasses]int{Declined: 3}, true},
+		{"executed, nothing stored", 0, [NumClasses]int{Executed: 1, Error: 2}, true},
+		{"one stored", 1, [NumClasses]int{Executed: 1, Declined: 2}, false},
+		{"all failed", 0, [NumClasses]int{Error: 2, Unknown: 1, Conflict: 1}, false},
+	} {
+		b := Burst{Effects: tc.effects, Allowed: 1, Required: 1, Outcomes: tc.outcomes}
+		if b.Lost() != tc.lost {
+			t.Errorf("%s: lost = %v, want %v", tc.name, b.Lost(), tc.lost)
+		}
+		r := &Result{Bursts: []Burst{b, b, {Effects: 1, Allowed: 1, Required: 1}}}
+		if want := map[bool]int{true: 2}[tc.lost]; r.Lost() != want {
+			t.Errorf("%s: result lost %d, want %d", tc.name, r.Lost(), want)
+		}
+	}
+}
+
+// Only a burst that put the guard to the test can support SAFE: the action
+// took effect, two attempts were in flight at once, and two got an answer.
+func TestTestedBursts(t *testing.T) {
+	answered := [NumClasses]int{Executed: 1, Declined: 1, Error: 3, Unknown: 3}
+	for _, tc := range []struct {
+		name string
+		b    Burst
+		want bool
+	}{
+		{"tested", Burst{Effects: 1, Overlap: 2, Outcomes: answered}, true},
+		{"a conflict is an answer", Burst{Effects: 1, Overlap: 2, Outcomes: [NumClasses]int{Executed: 1, Conflict: 1}}, true},
+		{"no effect", Burst{Effects: 0, Overlap: 2, Outcomes: answered}, false},
+		{"never overlapped", Burst{Effects: 1, Overlap: 1, Outcomes: answered}, false},
+		{"one answer", Burst{Effects: 1, Overlap: 5, Outcomes: [NumClasses]int{Executed: 1, Error: 2, Unknown: 2}}, false},
+	} {
+		if got := tc.b.Tested(); got != tc.want {
+			t.Errorf("%s: tested = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	every := Burst{Outcomes: [NumClasses]int{Executed: 1, Declined: 1, Conflict: 1, Error: 4, Unknown: 5}}
+	if got := every.Answered(); got != 3 {
+		t.Errorf("answered %d, want 3 (executed, declined, conflict; not error or unknown)", got)
+	}
+	r := &Result{Bursts: []Burst{
+		{Effects: 1, Overlap: 2, Outcomes: answered}, {Effects: 0, Overlap: 2, Outcomes: answered}, {Effects: 2, Overlap: 3, Outcomes: answered},
+	}}
+	if r.Tested() != 2 {
+		t.Errorf("result tested %d, want 2", r.Tested())
+	}
+}
+
+type diagnosing struct{ *counter }
+
+func (diagnosing) Diagnose() string { return "no request succeeded: 404 ×6" }
+
+// The run carries what a report needs to explain itself: the floor, the
+// timeout, and the target's own diagnosis.
+func TestResultCarriesTheRunsTerms(t *testing.T) {
+	c := newCounter()
+	c.effectsOverride = func(Subject) int { return 0 }
+	res, err := Run(context.Background(), diagnosing{c}, Attempts(3), Bursts(2), Allowed(2), Required(1), Timeout(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Required != 1 || res.Allowed != 2 || res.Timeout != time.Minute || res.Diagnosis != "no request succeeded: 404 ×6" {
+		t.Errorf("result: required %d allowed %d timeout %s diagnosis %q", res.Required, res.Allowed, res.Timeout, res.Diagnosis)
+	}
+	// Every attempt executed, the store saw nothing: lost, in every burst.
+	if res.Lost() != 2 || res.Bursts[0].Required != 1 {
+		t.Errorf("lost %d (burst required %d), want 2 and 1", res.Lost(), res.Bursts[0].Required)
+	}
+}
+
+// A burst whose policy allows no effect at all requires none either.
+func TestAllowanceOfZeroRequiresNothing(t *testing.T) {
+	c := newCounter()
+	c.effectsOverride = func(Subject) int { return 0 }
+	res, err := Run(context.Background(), allowingNone{c}, Attempts(2), Bursts(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := res.Bursts[0]; b.Allowed != 0 || b.Required != 0 || res.Lost() != 0 {
+		t.Errorf("burst allowed %d required %d, lost %d; want 0, 0, 0", b.Allowed, b.Required, res.Lost())
+	}
+}
+
+type allowingNone struct{ *counter }
+
+func (allowingNone) Allowed(Subject, [NumClasses]int) int { return 0 }
