@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -190,5 +193,67 @@ func TestSuiteExitMatrix(t *testing.T) {
 				t.Errorf("suite --allow-inconclusive, %s run, %s: exit %d, want %d (%s)", v, key, code, codes[0], errOut)
 			}
 		}
+	}
+}
+
+// verdictServer answers /safe (the first request per code 200, the rest 409),
+// /race (200 to all), /lost (409 to all: "already done", never done) and
+// /inconclusive (404 to all: a typo'd path).
+func verdictServer(t *testing.T) *httptest.Server {
+	var mu sync.Mutex
+	taken := map[string]bool{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(3 * time.Millisecond) // the attempts overlap
+		code := r.URL.Query().Get("code")
+		switch r.URL.Path {
+		case "/safe":
+			mu.Lock()
+			first := !taken[code]
+			taken[code] = true
+			mu.Unlock()
+			if !first {
+				w.WriteHeader(http.StatusConflict)
+			}
+		case "/race":
+		case "/lost":
+			w.WriteHeader(http.StatusConflict)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func TestHTTPExitMatrix(t *testing.T) {
+	srv := verdictServer(t)
+	for v, row := range exitMatrix {
+		for exp, codes := range row {
+			for i, strict := range []bool{false, true} {
+				args := []string{"http", "POST", srv.URL + "/" + v + "?code={{.Token}}", "-n", "4", "--bursts", "4", "--expect", exp}
+				if strict {
+					args = append(args, "--strict")
+				}
+				out, errOut, code := execWith(t, memoryOnly(), args...)
+				if code != codes[i] {
+					t.Errorf("%s: exit %d, want %d\n%s%s", strings.Join(args[2:], " "), code, codes[i], out, errOut)
+				}
+				if r := exitReason[code]; r != "" && !strings.Contains(errOut, r) {
+					t.Errorf("%s: exit %d, stderr %q does not say %q", strings.Join(args[2:], " "), code, errOut, r)
+				}
+			}
+		}
+	}
+	// --allowed MIN-MAX: at most once, zero allowed: the /lost endpoint passes.
+	if _, errOut, code := execWith(t, memoryOnly(), "http", "POST", srv.URL+"/lost?code={{.Token}}", "-n", "4", "--bursts", "4", "--allowed", "0-1"); code != 0 {
+		t.Errorf("--allowed 0-1 on no effect: exit %d (%s)", code, errOut)
+	}
+	if _, errOut, code := execWith(t, memoryOnly(), "http", "POST", srv.URL+"/race?code={{.Token}}", "-n", "4", "--bursts", "4", "--allowed", "1-3"); code != 1 {
+		t.Errorf("--allowed 1-3 on 4 effects: exit %d (%s)", code, errOut)
+	}
+	// The one-line reason of an all-404 run.
+	out, _, _ := execWith(t, memoryOnly(), "http", "POST", srv.URL+"/inconclusive?code={{.Token}}", "-n", "4", "--bursts", "4")
+	if !strings.Contains(out, "0 of 4 bursts executed anything: no request succeeded: 404 ×16 — is the URL right? does each burst need --setup?") {
+		t.Errorf("all-404 run does not say why:\n%s", out)
 	}
 }
