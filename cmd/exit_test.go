@@ -15,6 +15,7 @@ import (
 
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
+	"github.com/racetest/racetest/scenarios/builtin"
 )
 
 // TestExitNumbers pins the documented exit codes literally: scripts and CI
@@ -255,5 +256,47 @@ func TestHTTPExitMatrix(t *testing.T) {
 	out, _, _ := execWith(t, memoryOnly(), "http", "POST", srv.URL+"/inconclusive?code={{.Token}}", "-n", "4", "--bursts", "4")
 	if !strings.Contains(out, "0 of 4 bursts executed anything: no request succeeded: 404 ×16 — is the URL right? does each burst need --setup?") {
 		t.Errorf("all-404 run does not say why:\n%s", out)
+	}
+}
+
+// ferret is a scripted target that names its server.
+type ferret struct{ scripted }
+
+func (ferret) Server() string { return "FerretDB 1.24.2 (MongoDB 7.0.42 wire)" }
+
+// demo -b mongo on FerretDB: conditional-update races there, as the
+// catalog's table knows; the demo passes and says why (issue 10 §4).
+func TestDemoKnowsTheServer(t *testing.T) {
+	reg := scenarios.NewRegistry()
+	reg.AddBackend(scenarios.Backend{Name: "mongo", Server: true})
+	for _, s := range scenarios.Core() {
+		if s.Name == scenarios.ConditionalUpdate {
+			reg.AddScenario(s)
+		}
+	}
+	reg.Register(scenarios.ConditionalUpdate, "mongo", func(context.Context, scenarios.Params) (runner.Target, error) {
+		return ferret{scripted{"race"}}, nil
+	})
+	out, errOut, code := execWith(t, reg, "demo", "-b", "mongo", "-n", "4", "--bursts", "4")
+	if code != 0 {
+		t.Errorf("demo on FerretDB: exit %d, want 0\n%s%s", code, out, errOut)
+	}
+	if !strings.Contains(out, "race ok") || !strings.Contains(out, "FerretDB 1.x runs findAndModify as read-modify-replace") {
+		t.Errorf("the demo does not expect RACE on FerretDB with the reason:\n%s", out)
+	}
+	if !strings.Contains(out, "server: FerretDB 1.24.2") {
+		t.Errorf("the table does not name the server:\n%s", out)
+	}
+}
+
+// A run that leaves a scenario's variant to its default names the variant
+// that ran (issue 10 §6).
+func TestDefaultedVariantIsNamed(t *testing.T) {
+	out, errOut, code := execWith(t, builtin.Registry(), "run", "reward-payout", "-n", "2", "--bursts", "2", "--expect", "race", "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(out, `"variant": "check-then-pay"`) {
+		t.Errorf("the report does not name the default variant:\n%s", out)
 	}
 }

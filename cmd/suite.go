@@ -129,7 +129,7 @@ func runSuite(ctx context.Context, o *SuiteOptions) error {
 	}
 	ps := make([]plan, len(plans))
 	for i, p := range plans {
-		ps[i] = plan{Case: p.Case, Params: p.Params, Config: p.Config}
+		ps[i] = plan{Case: p.Case, Params: p.Params, Config: p.Config, Catalog: p.Catalog}
 		if p.HTTP != nil {
 			ps[i].Case.Settings = httpSettings(p)
 			ps[i].Case.Release = ps[i].Case.Settings["release"]

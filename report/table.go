@@ -31,8 +31,16 @@ func Table(w io.Writer, cases []Case, o Options) error {
 		}
 		return code + s + ansiReset
 	}
-	if o.Title != "" {
-		fmt.Fprintln(w, paint(ansiBold, o.Title))
+	title := o.Title
+	if srv := commonServer(cases); srv != "" {
+		// The server decides the outcome as much as the pattern: say which.
+		if title != "" {
+			title += " — "
+		}
+		title += "server: " + srv
+	}
+	if title != "" {
+		fmt.Fprintln(w, paint(ansiBold, title))
 		fmt.Fprintln(w)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -72,6 +80,22 @@ func Table(w io.Writer, cases []Case, o Options) error {
 		}
 	}
 	return nil
+}
+
+// commonServer is the server every case that measured one measured, or ""
+// when none did or they differ (each case's details then name its own).
+func commonServer(cases []Case) string {
+	srv := ""
+	for _, c := range cases {
+		if c.Result == nil || c.Result.Server == "" {
+			continue
+		}
+		if srv != "" && srv != c.Result.Server {
+			return ""
+		}
+		srv = c.Result.Server
+	}
+	return srv
 }
 
 // allowance is the effects per burst that are correct: one number (exactly

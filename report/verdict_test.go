@@ -158,3 +158,17 @@ func TestLostInEveryFormat(t *testing.T) {
 		}
 	}
 }
+
+// The table's header names the server the run measured (issue 10 §6).
+func TestTableHeaderNamesTheServer(t *testing.T) {
+	r := heldOnce()
+	r.Server = "MariaDB 10.11.19"
+	var b strings.Builder
+	if err := Table(&b, []Case{{Name: "unique-insert", Backend: "mysql", Result: r}}, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	head, _, _ := strings.Cut(b.String(), "SCENARIO")
+	if !strings.Contains(head, "server: MariaDB 10.11.19") {
+		t.Errorf("the header does not name the server:\n%s", b.String())
+	}
+}
