@@ -300,3 +300,15 @@ func TestDefaultedVariantIsNamed(t *testing.T) {
 		t.Errorf("the report does not name the default variant:\n%s", out)
 	}
 }
+
+// On the embedded backend each process holds a private store: three
+// effects across three processes are not a race, so the run is refused
+// (issue 10 §5).
+func TestProcessesOnMemoryRefused(t *testing.T) {
+	for _, sc := range []string{"unique-insert", "conditional-update", "check-then-write", "ttl-lease"} {
+		out, errOut, code := execCmd(t, false, "run", sc, "--replicas", "3", "--processes", "-n", "3", "--bursts", "2")
+		if code != ExitUsage || !strings.Contains(errOut, "private store") || out != "" {
+			t.Errorf("%s --replicas 3 --processes on memory: exit %d, stdout %q, stderr %q; want exit 2 with the reason", sc, code, out, errOut)
+		}
+	}
+}
