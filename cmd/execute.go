@@ -210,6 +210,12 @@ func settings(b string, p scenarios.Params, cfg runner.Config) map[string]string
 	if cfg.Replicas > 1 {
 		s["replicas"] = strconv.Itoa(cfg.Replicas)
 	}
+	if p.TTL != scenarios.DefaultTTL && p.TTL > 0 {
+		s["ttl"] = p.TTL.String()
+	}
+	if cfg.Timeout != runner.DefaultTimeout {
+		s["timeout"] = cfg.Timeout.String()
+	}
 	if cfg.Waves > 1 {
 		s["waves"] = strconv.Itoa(cfg.Waves)
 		s["deploy"] = strconv.FormatBool(cfg.Deploy)

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/racetest/racetest/report"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/builtin"
@@ -309,6 +310,64 @@ func TestProcessesOnMemoryRefused(t *testing.T) {
 		out, errOut, code := execCmd(t, false, "run", sc, "--replicas", "3", "--processes", "-n", "3", "--bursts", "2")
 		if code != ExitUsage || !strings.Contains(errOut, "private store") || out != "" {
 			t.Errorf("%s --replicas 3 --processes on memory: exit %d, stdout %q, stderr %q; want exit 2 with the reason", sc, code, out, errOut)
+		}
+	}
+}
+
+// Every "Reproduce:" line a suite's JUnit and Markdown reports print is a
+// command 'racetest run' parses (issue 10 §6: a prove: case printed
+// --prove, a flag run does not have).
+func TestReproduceLinesParse(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "s.yaml")
+	yaml := `defaults: {attempts: 3, bursts: 3}
+cases:
+  - {scenario: conditional-update, prove: 50%}
+  - {scenario: memory-set, replicas: 3, waves: 2, deploy: true, max_effects: 1, gap: 1ms}
+  - {scenario: ttl-lease, ttl: 20ms, timeout: 2s, expect: race}
+  - {scenario: reward-payout, variant: swallow-errors, expect: safe, seed: 7}
+`
+	if err := os.WriteFile(file, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	junit, md := filepath.Join(dir, "r.xml"), filepath.Join(dir, "r.md")
+	execWith(t, builtin.Registry(), "suite", "--junit", junit, "--markdown", md, file)
+	var lines []string
+	for _, f := range []string{junit, md} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			if _, cmd, ok := strings.Cut(l, "Reproduce: "); ok {
+				lines = append(lines, strings.Trim(cmd, "`"))
+			}
+		}
+	}
+	if len(lines) < 4 {
+		t.Fatalf("only %d Reproduce lines in the reports: %q", len(lines), lines)
+	}
+	for _, l := range lines {
+		args := strings.Fields(l)
+		if len(args) < 3 || args[0] != "racetest" || args[1] != "run" {
+			t.Errorf("%q is not a racetest run command", l)
+			continue
+		}
+		io, _, _ := Test()
+		var got *RunOptions
+		c := NewCmdRun(&Factory{IO: io, Registry: builtin.Registry()}, func(_ context.Context, o *RunOptions) error { got = o; return nil })
+		c.SetArgs(args[2:])
+		c.SetOut(io.Out)
+		c.SetErr(io.ErrOut)
+		if err := c.Execute(); err != nil {
+			t.Errorf("%q does not parse: %v", l, err)
+			continue
+		}
+		if _, err := report.ParseExpect(got.Expect); err != nil {
+			t.Errorf("%q: %v", l, err)
+		}
+		if err := got.Shape.validate(); err != nil {
+			t.Errorf("%q: %v", l, err)
 		}
 	}
 }
