@@ -371,3 +371,25 @@ cases:
 		}
 	}
 }
+
+// Attempts that time out while the server is up never blame the server,
+// and a run in which every attempt timed out is INCONCLUSIVE with its cause
+// in one line (issue 10 §1).
+func TestTimeoutsDoNotBlameTheServer(t *testing.T) {
+	for _, b := range []string{"mysql", "postgres"} {
+		out, errOut, code := execWith(t, builtin.Registry(), "run", "check-then-write", "-b", b, "--timeout", "300us", "-n", "4", "--bursts", "20", "--strict")
+		if code == ExitSetup {
+			if os.Getenv("RACETEST_REQUIRE_SERVERS") == "1" {
+				t.Fatalf("%s: no server: %s", b, errOut)
+			}
+			t.Logf("skipping %s: no server (%s)", b, strings.TrimSpace(errOut))
+			continue
+		}
+		if strings.Contains(out+errOut, "is the server running") {
+			t.Errorf("%s: timeouts blamed on the server:\n%s%s", b, out, errOut)
+		}
+		if code != ExitInconclusive || !strings.Contains(out, "bursts executed anything") {
+			t.Errorf("%s: exit %d, want %d with the reason:\n%s%s", b, code, ExitInconclusive, out, errOut)
+		}
+	}
+}
