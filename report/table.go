@@ -236,6 +236,8 @@ func details(w io.Writer, c Case, a Assessment, o Options, shared []string, pain
 // bug reads "bug shown", never "ok".
 func checkMark(ch runner.Check) string {
 	switch {
+	case ch.Inconclusive:
+		return "INCONCLUSIVE"
 	case ch.Bug && ch.OK:
 		return "bug shown"
 	case ch.Bug:
