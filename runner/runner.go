@@ -42,8 +42,8 @@ func (c *Config) Validate() error {
 	if c.Allowed < 0 {
 		return &ConfigError{fmt.Sprintf("allowed effects cannot be negative (got %d)", c.Allowed)}
 	}
-	if c.Required < 0 {
-		return &ConfigError{fmt.Sprintf("required effects cannot be negative (got %d)", c.Required)}
+	if c.Required < 0 || c.Required > c.Allowed {
+		return &ConfigError{fmt.Sprintf("required effects must be between 0 and the %d allowed (got %d)", c.Allowed, c.Required)}
 	}
 	if c.Timeout < 0 {
 		return &ConfigError{fmt.Sprintf("timeout cannot be negative (got %s)", c.Timeout)}
