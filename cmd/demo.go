@@ -132,10 +132,9 @@ func demoPlan(o *DemoOptions, spec scenarios.Spec, dc scenarios.DemoCase) plan {
 	return plan{
 		Case: report.Case{
 			Name: name, Scenario: spec.Name, Backend: o.Backend, Lesson: spec.Lesson,
-			Expect: report.Expect{Kind: report.ExpectKind(spec.Expect(p))}, Strict: o.Strict,
-			Settings: settings(o.Backend, p, cfg),
+			Strict: o.Strict, Settings: settings(o.Backend, p, cfg),
 		},
-		Params: p, Config: cfg,
+		Params: p, Config: cfg, Catalog: true,
 	}
 }
 

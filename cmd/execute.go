@@ -22,6 +22,9 @@ type plan struct {
 	Case   report.Case
 	Params scenarios.Params
 	Config runner.Config
+	// Catalog: the expectation is the catalog's, resolved again once the
+	// run has named its server (scenarios.Expectations).
+	Catalog bool
 }
 
 // execute carries out plans one after the other and returns their cases.
@@ -56,6 +59,9 @@ func execute(ctx context.Context, f *Factory, plans []plan, each func(report.Cas
 			}
 		}
 		end()
+		if p.Catalog {
+			c = catalogExpect(f.Registry, c, p.Params)
+		}
 		cases = append(cases, c)
 		if each != nil {
 			each(c)
@@ -125,6 +131,24 @@ func (r *runs) leftovers() string {
 	return "What the interrupted run made may remain:" + b.String()
 }
 
+// catalogExpect sets a case's expectation from the catalog's table, now
+// that the server is known, and notes why when a row of the table decided
+// it (the isolation level, the variant, the server's own behaviour).
+func catalogExpect(reg *scenarios.Registry, c report.Case, p scenarios.Params) report.Case {
+	server := ""
+	if c.Result != nil {
+		server = c.Result.Server
+	}
+	e, why := reg.Expect(c.Scenario, c.Backend, p, server)
+	c.Expect = report.Expect{Kind: report.ExpectKind(e)}
+	if why != "" && c.Result != nil {
+		r := *c.Result
+		r.Notes = append(append([]string(nil), r.Notes...), fmt.Sprintf("catalog: expects %s here: %s", strings.ToUpper(string(e)), why))
+		c.Result = &r
+	}
+	return c
+}
+
 // badParam returns the first case a backend refused for a parameter, as a
 // usage error: a run whose only case never began reports nothing else.
 func badParam(cases []report.Case) error {
@@ -188,6 +212,12 @@ func settings(b string, p scenarios.Params, cfg runner.Config) map[string]string
 	}
 	if cfg.Replicas > 1 {
 		s["replicas"] = strconv.Itoa(cfg.Replicas)
+	}
+	if p.TTL != scenarios.DefaultTTL && p.TTL > 0 {
+		s["ttl"] = p.TTL.String()
+	}
+	if cfg.Timeout != runner.DefaultTimeout {
+		s["timeout"] = cfg.Timeout.String()
 	}
 	if cfg.Waves > 1 {
 		s["waves"] = strconv.Itoa(cfg.Waves)

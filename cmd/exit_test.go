@@ -4,14 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/racetest/racetest/report"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
+	"github.com/racetest/racetest/scenarios/builtin"
 )
 
 // TestExitNumbers pins the documented exit codes literally: scripts and CI
@@ -189,6 +194,202 @@ func TestSuiteExitMatrix(t *testing.T) {
 			if _, errOut, code := execWith(t, reg, "suite", "--allow-inconclusive", file); code != codes[0] {
 				t.Errorf("suite --allow-inconclusive, %s run, %s: exit %d, want %d (%s)", v, key, code, codes[0], errOut)
 			}
+		}
+	}
+}
+
+// verdictServer answers /safe (the first request per code 200, the rest 409),
+// /race (200 to all), /lost (409 to all: "already done", never done) and
+// /inconclusive (404 to all: a typo'd path).
+func verdictServer(t *testing.T) *httptest.Server {
+	var mu sync.Mutex
+	taken := map[string]bool{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(3 * time.Millisecond) // the attempts overlap
+		code := r.URL.Query().Get("code")
+		switch r.URL.Path {
+		case "/safe":
+			mu.Lock()
+			first := !taken[code]
+			taken[code] = true
+			mu.Unlock()
+			if !first {
+				w.WriteHeader(http.StatusConflict)
+			}
+		case "/race":
+		case "/lost":
+			w.WriteHeader(http.StatusConflict)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func TestHTTPExitMatrix(t *testing.T) {
+	srv := verdictServer(t)
+	for v, row := range exitMatrix {
+		for exp, codes := range row {
+			for i, strict := range []bool{false, true} {
+				args := []string{"http", "POST", srv.URL + "/" + v + "?code={{.Token}}", "-n", "4", "--bursts", "4", "--expect", exp}
+				if strict {
+					args = append(args, "--strict")
+				}
+				out, errOut, code := execWith(t, memoryOnly(), args...)
+				if code != codes[i] {
+					t.Errorf("%s: exit %d, want %d\n%s%s", strings.Join(args[2:], " "), code, codes[i], out, errOut)
+				}
+				if r := exitReason[code]; r != "" && !strings.Contains(errOut, r) {
+					t.Errorf("%s: exit %d, stderr %q does not say %q", strings.Join(args[2:], " "), code, errOut, r)
+				}
+			}
+		}
+	}
+	// --allowed MIN-MAX: at most once, zero allowed: the /lost endpoint passes.
+	if _, errOut, code := execWith(t, memoryOnly(), "http", "POST", srv.URL+"/lost?code={{.Token}}", "-n", "4", "--bursts", "4", "--allowed", "0-1"); code != 0 {
+		t.Errorf("--allowed 0-1 on no effect: exit %d (%s)", code, errOut)
+	}
+	if _, errOut, code := execWith(t, memoryOnly(), "http", "POST", srv.URL+"/race?code={{.Token}}", "-n", "4", "--bursts", "4", "--allowed", "1-3"); code != 1 {
+		t.Errorf("--allowed 1-3 on 4 effects: exit %d (%s)", code, errOut)
+	}
+	// The one-line reason of an all-404 run.
+	out, _, _ := execWith(t, memoryOnly(), "http", "POST", srv.URL+"/inconclusive?code={{.Token}}", "-n", "4", "--bursts", "4")
+	if !strings.Contains(out, "0 of 4 bursts executed anything: no request succeeded: 404 ×16 — is the URL right? does each burst need --setup?") {
+		t.Errorf("all-404 run does not say why:\n%s", out)
+	}
+}
+
+// ferret is a scripted target that names its server.
+type ferret struct{ scripted }
+
+func (ferret) Server() string { return "FerretDB 1.24.2 (MongoDB 7.0.42 wire)" }
+
+// demo -b mongo on FerretDB: conditional-update races there, as the
+// catalog's table knows; the demo passes and says why (issue 10 §4).
+func TestDemoKnowsTheServer(t *testing.T) {
+	reg := scenarios.NewRegistry()
+	reg.AddBackend(scenarios.Backend{Name: "mongo", Server: true})
+	for _, s := range scenarios.Core() {
+		if s.Name == scenarios.ConditionalUpdate {
+			reg.AddScenario(s)
+		}
+	}
+	reg.Register(scenarios.ConditionalUpdate, "mongo", func(context.Context, scenarios.Params) (runner.Target, error) {
+		return ferret{scripted{"race"}}, nil
+	})
+	out, errOut, code := execWith(t, reg, "demo", "-b", "mongo", "-n", "4", "--bursts", "4")
+	if code != 0 {
+		t.Errorf("demo on FerretDB: exit %d, want 0\n%s%s", code, out, errOut)
+	}
+	if !strings.Contains(out, "race ok") || !strings.Contains(out, "FerretDB 1.x runs findAndModify as read-modify-replace") {
+		t.Errorf("the demo does not expect RACE on FerretDB with the reason:\n%s", out)
+	}
+	if !strings.Contains(out, "server: FerretDB 1.24.2") {
+		t.Errorf("the table does not name the server:\n%s", out)
+	}
+}
+
+// A run that leaves a scenario's variant to its default names the variant
+// that ran (issue 10 §6).
+func TestDefaultedVariantIsNamed(t *testing.T) {
+	out, errOut, code := execWith(t, builtin.Registry(), "run", "reward-payout", "-n", "2", "--bursts", "2", "--expect", "race", "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(out, `"variant": "check-then-pay"`) {
+		t.Errorf("the report does not name the default variant:\n%s", out)
+	}
+}
+
+// On the embedded backend each process holds a private store: three
+// effects across three processes are not a race, so the run is refused
+// (issue 10 §5).
+func TestProcessesOnMemoryRefused(t *testing.T) {
+	for _, sc := range []string{"unique-insert", "conditional-update", "check-then-write", "ttl-lease"} {
+		out, errOut, code := execCmd(t, false, "run", sc, "--replicas", "3", "--processes", "-n", "3", "--bursts", "2")
+		if code != ExitUsage || !strings.Contains(errOut, "private store") || out != "" {
+			t.Errorf("%s --replicas 3 --processes on memory: exit %d, stdout %q, stderr %q; want exit 2 with the reason", sc, code, out, errOut)
+		}
+	}
+}
+
+// Every "Reproduce:" line a suite's JUnit and Markdown reports print is a
+// command 'racetest run' parses (issue 10 §6: a prove: case printed
+// --prove, a flag run does not have).
+func TestReproduceLinesParse(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "s.yaml")
+	yaml := `defaults: {attempts: 3, bursts: 3}
+cases:
+  - {scenario: conditional-update, prove: 50%}
+  - {scenario: memory-set, replicas: 3, waves: 2, deploy: true, max_effects: 1, gap: 1ms}
+  - {scenario: ttl-lease, ttl: 20ms, timeout: 2s, expect: race}
+  - {scenario: reward-payout, variant: swallow-errors, expect: safe, seed: 7}
+`
+	if err := os.WriteFile(file, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	junit, md := filepath.Join(dir, "r.xml"), filepath.Join(dir, "r.md")
+	execWith(t, builtin.Registry(), "suite", "--junit", junit, "--markdown", md, file)
+	var lines []string
+	for _, f := range []string{junit, md} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			if _, cmd, ok := strings.Cut(l, "Reproduce: "); ok {
+				lines = append(lines, strings.Trim(cmd, "`"))
+			}
+		}
+	}
+	if len(lines) < 4 {
+		t.Fatalf("only %d Reproduce lines in the reports: %q", len(lines), lines)
+	}
+	for _, l := range lines {
+		args := strings.Fields(l)
+		if len(args) < 3 || args[0] != "racetest" || args[1] != "run" {
+			t.Errorf("%q is not a racetest run command", l)
+			continue
+		}
+		io, _, _ := Test()
+		var got *RunOptions
+		c := NewCmdRun(&Factory{IO: io, Registry: builtin.Registry()}, func(_ context.Context, o *RunOptions) error { got = o; return nil })
+		c.SetArgs(args[2:])
+		c.SetOut(io.Out)
+		c.SetErr(io.ErrOut)
+		if err := c.Execute(); err != nil {
+			t.Errorf("%q does not parse: %v", l, err)
+			continue
+		}
+		if _, err := report.ParseExpect(got.Expect); err != nil {
+			t.Errorf("%q: %v", l, err)
+		}
+		if err := got.Shape.validate(got.Backend); err != nil {
+			t.Errorf("%q: %v", l, err)
+		}
+	}
+}
+
+// Attempts that time out while the server is up never blame the server,
+// and a run in which every attempt timed out is INCONCLUSIVE with its cause
+// in one line (issue 10 §1).
+func TestTimeoutsDoNotBlameTheServer(t *testing.T) {
+	for _, b := range []string{"mysql", "postgres"} {
+		out, errOut, code := execWith(t, builtin.Registry(), "run", "check-then-write", "-b", b, "--timeout", "300us", "-n", "4", "--bursts", "20", "--strict")
+		if code == ExitSetup {
+			if os.Getenv("RACETEST_REQUIRE_SERVERS") == "1" {
+				t.Fatalf("%s: no server: %s", b, errOut)
+			}
+			t.Logf("skipping %s: no server (%s)", b, strings.TrimSpace(errOut))
+			continue
+		}
+		if strings.Contains(out+errOut, "is the server running") {
+			t.Errorf("%s: timeouts blamed on the server:\n%s%s", b, out, errOut)
+		}
+		if code != ExitInconclusive || !strings.Contains(out, "bursts executed anything") {
+			t.Errorf("%s: exit %d, want %d with the reason:\n%s%s", b, code, ExitInconclusive, out, errOut)
 		}
 	}
 }

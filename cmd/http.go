@@ -24,7 +24,8 @@ type HTTPOptions struct {
 	Data     string // -d: the body, or @FILE
 	Attempts int
 	Bursts   int
-	Allowed  int
+	// Allowed is the effects per burst that are correct: N, or MIN-MAX.
+	Allowed  string
 	Expect   string
 	Strict   bool
 	Format   string
@@ -35,7 +36,7 @@ type HTTPOptions struct {
 // NewCmdHTTP builds 'racetest http'. Tests pass runF to capture the options.
 func NewCmdHTTP(f *Factory, runF func(context.Context, *HTTPOptions) error) *cobra.Command {
 	opts := &HTTPOptions{Factory: f}
-	var success string
+	var success, declined string
 	c := &cobra.Command{
 		Use:   "http [METHOD] URL",
 		Short: "Fire bursts of simultaneous requests at an HTTP endpoint and check what really happened",
@@ -81,6 +82,9 @@ Effects checks (--effects), run after each burst with the burst's template value
 			if success != "" {
 				opts.Config.Success.Status = strings.Split(success, ",")
 			}
+			if declined != "" {
+				opts.Config.Success.Declined = strings.Split(declined, ",")
+			}
 			if runF != nil {
 				return runF(c.Context(), opts)
 			}
@@ -98,13 +102,15 @@ Effects checks (--effects), run after each burst with the burst's template value
 	fs.StringVar(&success, "success", "", "status codes that mean the attempt executed, e.g. 200,201 or 2xx (default 2xx)")
 	fs.StringVar(&cfg.Success.Body, "success-body", "", "a regular expression the body of a successful response matches")
 	fs.StringVar(&cfg.Effects, "effects", "", "ground truth counted after each burst: sql:mysql:Q, sql:postgres:Q, redis:CMD, mongo:DB.COLL:FILTER or http:URL")
-	fs.IntVar(&opts.Allowed, "allowed", runner.DefaultAllowed, "effects per burst that are correct (1: exactly once)")
+	fs.StringVar(&declined, "declined", "", "the only status codes that mean \"already done\", e.g. 409 or 404,409 (default: any 4xx but those refusing the request itself: 401, 403, 404, 405, 429, …)")
+	fs.StringVar(&opts.Allowed, "allowed", strconv.Itoa(runner.DefaultAllowed), "effects per burst that are correct: N (1: exactly once) or MIN-MAX (0-1: at most once)")
+	fs.StringArrayVar(&cfg.CredentialsTo, "credentials-to", nil, "another host (host or host:port) the setup request and an http: effects check may send the Authorization header and cookies to (repeatable; default: the target's own host only)")
 	fs.StringVar((*string)(&cfg.Release), "release", string(httpfire.Barrier), "how a burst leaves: barrier, last-byte, single-packet or naive")
 	fs.BoolVarP(&cfg.Insecure, "insecure", "k", false, "skip TLS certificate verification (a local server with a self-signed certificate)")
 	fs.DurationVar(&cfg.Timeout, "timeout", httpfire.DefaultTimeout, "bound on connecting, on each request and on each effects check; a request past it counts as unknown")
 	fs.StringVar(&cfg.Warmup, "warmup", "", "a URL on the same host fetched once on each new HTTP/1.1 connection before it is used")
 	fs.StringVar(&cfg.Setup, "setup", "", "a request made before each burst to create its subject: 'METHOD URL' or a URL (POST); must answer 2xx")
-	fs.StringVar(&opts.Expect, "expect", "safe", "what the run must show: safe, race, or max=N effects per burst")
+	fs.StringVar(&opts.Expect, "expect", "safe", "what the run must show: safe, race, lost, max=N or range=MIN-MAX effects per burst")
 	fs.BoolVar(&opts.Strict, "strict", false, "fail (exit 4) when the bursts did not overlap enough to prove anything")
 	fs.StringVarP(&opts.Format, "format", "o", "table", "output format: "+strings.Join(report.Formats(), ", "))
 	fs.BoolVar(&opts.Timeline, "timeline", true, "draw the example burst of a RACE as a timeline (table format)")
@@ -126,8 +132,9 @@ func runHTTP(ctx context.Context, o *HTTPOptions) error {
 			return usageErrorf("--%s must be at least 1 (got %d)", name, n)
 		}
 	}
-	if o.Allowed < 0 {
-		return usageErrorf("--allowed cannot be negative (got %d)", o.Allowed)
+	required, allowed, err := report.ParseRange(o.Allowed)
+	if err != nil {
+		return usageErrorf("--allowed: %v", err)
 	}
 	if err := checkBurstMemory(o.Attempts, "http"); err != nil {
 		return err
@@ -146,7 +153,7 @@ func runHTTP(ctx context.Context, o *HTTPOptions) error {
 	if err != nil {
 		return usageError(err)
 	}
-	rc := runner.NewConfig(runner.Attempts(o.Attempts), runner.Bursts(o.Bursts), runner.Allowed(o.Allowed), runner.Timeout(cfg.Timeout))
+	rc := runner.NewConfig(runner.Attempts(o.Attempts), runner.Bursts(o.Bursts), runner.Allowed(allowed), runner.Required(required), runner.Timeout(cfg.Timeout))
 	c := report.Case{
 		Name:     printable.Line(fmt.Sprintf("%s %s", methodOf(cfg), shortURL(cfg.URL))),
 		Scenario: "http",
@@ -160,8 +167,8 @@ func runHTTP(ctx context.Context, o *HTTPOptions) error {
 	if cfg.Effects != "" {
 		c.Settings["effects"], _, _ = strings.Cut(cfg.Effects, ":")
 	}
-	if o.Allowed != runner.DefaultAllowed {
-		c.Settings["allowed"] = strconv.Itoa(o.Allowed)
+	if required != runner.DefaultRequired || allowed != runner.DefaultAllowed {
+		c.Settings["allowed"] = o.Allowed
 	}
 	pr := newProgress(o.IO)
 	var done func()

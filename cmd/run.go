@@ -65,7 +65,7 @@ func NewCmdRun(f *Factory, runF func(context.Context, *RunOptions) error) *cobra
 	fs := c.Flags()
 	fs.StringVarP(&opts.Backend, "backend", "b", "memory", "where the shared state lives (see 'racetest list')")
 	fs.StringVarP(&opts.Format, "format", "o", "table", "output format: "+strings.Join(report.Formats(), ", "))
-	fs.StringVar(&opts.Expect, "expect", "safe", "what the run must show: safe, race, or max=N effects per burst")
+	fs.StringVar(&opts.Expect, "expect", "safe", "what the run must show: safe, race, lost, max=N, range=MIN-MAX effects per burst, or catalog (the catalog's expectation for this backend, isolation, variant and server)")
 	fs.BoolVar(&opts.Strict, "strict", false, "fail (exit 4) when the bursts did not overlap enough to prove anything")
 	fs.BoolVar(&opts.Timeline, "timeline", true, "draw the example burst of a RACE as a timeline (table format)")
 	opts.Shape.register(fs, 16, 100)
@@ -87,9 +87,15 @@ func runRun(ctx context.Context, o *RunOptions) error {
 	if err != nil {
 		return usageError(err)
 	}
+	catalog := o.Expect == "catalog"
 	expect, err := report.ParseExpect(o.Expect)
-	if err != nil {
+	if err != nil && !catalog {
 		return usageError(err)
+	}
+	if o.Shape.Variant == "" && len(spec.Demo) > 0 && spec.Demo[0].Variant != "" {
+		// Name the variant the scenario would default to, so that the
+		// report (and its Reproduce line) says which one ran.
+		o.Shape.Variant = spec.Demo[0].Variant
 	}
 	if o.RestartBetween {
 		o.Shape.Deploy, o.Shape.Waves = true, max(o.Shape.Waves, 2)
@@ -123,7 +129,7 @@ func runRun(ctx context.Context, o *RunOptions) error {
 			Expect: expect, Strict: o.Strict, Settings: settings(o.Backend, p, cfg),
 			Release: string(rel.Mode),
 		},
-		Params: p, Config: cfg,
+		Params: p, Config: cfg, Catalog: catalog,
 	}
 	f := o.Factory
 	if o.Processes {

@@ -168,6 +168,14 @@ var serveExecutable = os.Executable
 // processFactory returns a Factory whose registry builds pl's scenario as a
 // fleet of 'racetest serve' processes, one per replica.
 func processFactory(o *RunOptions, spec scenarios.Spec, pl *plan) (*Factory, error) {
+	if b, err := o.Registry.Backend(o.Backend); err == nil && !b.Server && pl.Config.Replicas > 1 && spec.Name != scenarios.MemorySet {
+		// Each process would hold a store of its own: R effects would be R
+		// stores saying yes once each, not a race.
+		return nil, usageErrorf("%s on %s with --processes and %d replicas: each process would keep its own private store, "+
+			"so %d effects would not be a race; run it on a server backend (--backend redis, mysql, postgres or mongo), "+
+			"or drop --processes (memory-set is the scenario whose state is private to each replica by design)",
+			spec.Name, b.Name, pl.Config.Replicas, pl.Config.Replicas)
+	}
 	exe, err := serveExecutable()
 	if err != nil {
 		return nil, setupError(fmt.Errorf("--processes starts racetest itself, and its path is unknown: %w", err))

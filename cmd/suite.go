@@ -138,7 +138,7 @@ func runSuite(ctx context.Context, o *SuiteOptions) error {
 	}
 	ps := make([]plan, len(plans))
 	for i, p := range plans {
-		ps[i] = plan{Case: p.Case, Params: p.Params, Config: p.Config}
+		ps[i] = plan{Case: p.Case, Params: p.Params, Config: p.Config, Catalog: p.Catalog}
 		if p.HTTP != nil {
 			ps[i].Case.Settings = httpSettings(p)
 			ps[i].Case.Release = ps[i].Case.Settings["release"]
@@ -289,10 +289,10 @@ func httpConfig(p suite.Plan) httpfire.Config {
 	cfg := httpfire.Config{
 		Method: h.Method, URL: h.URL, Headers: h.Headers, Cookies: h.Cookies,
 		Body: h.Body, BodyFile: h.BodyFile, Effects: h.Effects, Release: httpfire.Release(h.Release),
-		Insecure: h.Insecure, Warmup: h.Warmup, Setup: h.Setup, Timeout: p.Config.Timeout,
+		Insecure: h.Insecure, Warmup: h.Warmup, Setup: h.Setup, CredentialsTo: h.CredentialsTo, Timeout: p.Config.Timeout,
 	}
 	if h.Success != nil {
-		cfg.Success = httpfire.Success{Status: h.Success.Status, Body: h.Success.Body}
+		cfg.Success = httpfire.Success{Status: h.Success.Status, Body: h.Success.Body, Declined: h.Success.Declined}
 	}
 	if h.Timeout != "" {
 		if d, err := time.ParseDuration(h.Timeout); err == nil {

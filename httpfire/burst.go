@@ -1,6 +1,7 @@
 package httpfire
 
 import (
+	"errors"
 	"net/http"
 	"strconv"
 	"sync"
@@ -141,6 +142,11 @@ func (b *burst) outcome(o runner.Outcome) runner.Outcome {
 	case runner.Executed:
 		b.executed.Add(1)
 	case runner.Error, runner.Unknown:
+		var rej *rejectedError
+		if errors.As(o.Err, &rej) {
+			// Answered, and refused: the response counts, not a failure.
+			break
+		}
 		b.failed.Add(1)
 		b.mu.Lock()
 		if b.firstErr == nil {

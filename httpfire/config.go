@@ -76,6 +76,11 @@ type Config struct {
 	// for a POST — e.g. "POST http://host/coupons?code={{.Token}}". It must
 	// answer 2xx.
 	Setup string `yaml:"setup,omitempty" json:"setup,omitempty"`
+	// CredentialsTo lists other hosts (host or host:port) that the setup
+	// request and an http: effects check may send the burst's
+	// Authorization header and cookies to. By default only the target's
+	// own host gets them: a token must not leak to a host nobody named.
+	CredentialsTo []string `yaml:"credentials_to,omitempty" json:"credentials_to,omitempty"`
 }
 
 // Success decides that an attempt executed. With both fields set, both must
@@ -85,6 +90,11 @@ type Success struct {
 	Status []string `yaml:"status,omitempty" json:"status,omitempty"`
 	// Body is a regular expression the response body must match.
 	Body string `yaml:"body,omitempty" json:"body,omitempty"`
+	// Declined, when set, lists the only statuses that mean "already
+	// done" ("409", "404"); any other failure is an error. By default a
+	// 4xx is "already done" unless it refuses the request itself (401,
+	// 403, 404, 405, 429, …).
+	Declined []string `yaml:"declined,omitempty" json:"declined,omitempty"`
 }
 
 // Vars are what the templates see.

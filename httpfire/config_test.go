@@ -144,6 +144,14 @@ func TestSuccessRules(t *testing.T) {
 		{Success{Body: `ok`}, 409, `ok`, runner.Executed}, // the body alone decides
 		{Success{Status: []string{"200"}, Body: `ok`}, 409, `ok`, runner.Declined},
 		{Success{Status: []string{"500"}}, 500, "", runner.Executed},
+		// A request refused as such is not "already done" (issue 10 §1).
+		{Success{}, 404, "", runner.Error},
+		{Success{}, 401, "", runner.Error},
+		{Success{}, 429, "", runner.Error},
+		{Success{}, 422, "", runner.Declined},
+		{Success{Declined: []string{"404"}}, 404, "", runner.Declined},
+		{Success{Declined: []string{"404"}}, 409, "", runner.Error},
+		{Success{Status: []string{"404"}}, 404, "", runner.Executed},
 	}
 	for _, c := range cases {
 		r, err := compileRules(c.rule)

@@ -399,12 +399,17 @@ func (c *httpCheck) count(ctx context.Context, v Vars) (int, error) {
 func (c *httpCheck) close() error { return nil }
 
 // aside makes a request beside the bursts (a setup, an effects check) with
-// an ordinary client and the burst's credentials — its Authorization
-// header and cookies, nothing else — and returns the body of a 2xx answer.
+// an ordinary client and, on the target's own host or one named in
+// CredentialsTo, the burst's credentials — its Authorization header and
+// cookies, nothing else — and returns the body of a 2xx answer.
 func (t *Target) aside(ctx context.Context, method, raw string, v Vars) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, method, raw, nil)
 	if err != nil {
 		return nil, err
+	}
+	req.Header.Set("User-Agent", userAgent)
+	if !t.credentialsGo(req.URL) {
+		return t.do(req, method, raw)
 	}
 	for _, h := range t.c.headers {
 		if strings.EqualFold(h.name, "Authorization") {
@@ -418,7 +423,24 @@ func (t *Target) aside(ctx context.Context, method, raw string, v Vars) ([]byte,
 	if t.c.cookie != "" {
 		req.Header.Set("Cookie", t.c.cookie)
 	}
-	req.Header.Set("User-Agent", userAgent)
+	return t.do(req, method, raw)
+}
+
+// credentialsGo reports whether the burst's credentials may go to u: the
+// target's own scheme and host, or a host the user named.
+func (t *Target) credentialsGo(u *url.URL) bool {
+	if strings.EqualFold(u.Host, t.c.host) && u.Scheme == t.c.scheme {
+		return true
+	}
+	for _, h := range t.c.cfg.CredentialsTo {
+		if strings.EqualFold(h, u.Host) || strings.EqualFold(h, u.Hostname()) {
+			return true
+		}
+	}
+	return false
+}
+
+func (t *Target) do(req *http.Request, method, raw string) ([]byte, error) {
 	resp, err := t.asideClient().Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", method, redactURL(raw), errUnwrapURL(err))

@@ -239,7 +239,9 @@ func TestSetupRequest(t *testing.T) {
 			delete(coupons, code)
 		}
 	}))
-	cfg := httpfire.Config{Method: "POST", URL: srv.URL + "/redeem?code={{.Token}}", Setup: "PUT " + srv.URL + "/coupons?code={{.Token}}", Release: httpfire.LastByte}
+	// This server answers a redeemed coupon with 404: say that it means "already done".
+	cfg := httpfire.Config{Method: "POST", URL: srv.URL + "/redeem?code={{.Token}}", Setup: "PUT " + srv.URL + "/coupons?code={{.Token}}", Release: httpfire.LastByte,
+		Success: httpfire.Success{Declined: []string{"404"}}}
 	res, _ := run(t, cfg, 4, 5)
 	for _, b := range res.Bursts {
 		if b.Outcomes[runner.Executed] != 1 || b.Outcomes[runner.Declined] != 3 {

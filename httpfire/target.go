@@ -240,6 +240,17 @@ func (t *Target) Checks(context.Context) []runner.Check {
 		t.st.failed, t.st.attempts)}}
 }
 
+// Diagnose says why no request took effect when no response was a
+// success: the statuses the server gave, and what usually causes them.
+func (t *Target) Diagnose() string {
+	t.st.mu.Lock()
+	defer t.st.mu.Unlock()
+	if t.st.bursts == 0 || t.st.said > 0 || len(t.st.statuses) == 0 {
+		return ""
+	}
+	return "no request succeeded: " + statusLine(t.st.statuses) + " — is the URL right? does each burst need --setup?"
+}
+
 // Notes are what a reader needs beside the table: the release mode, what
 // the server said against what happened, and the measured spreads.
 func (t *Target) Notes() []string {

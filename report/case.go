@@ -188,6 +188,11 @@ func Assess(c Case) (a Assessment) {
 		return a
 	}
 	a.Verdict, a.Violations, a.Why = verdict(r, a.Tested)
+	for _, ch := range r.Checks {
+		if ch.Inconclusive && a.Verdict == Safe {
+			a.Verdict, a.Why = Inconclusive, "check "+ch.Name+" could not judge: "+ch.Detail
+		}
+	}
 	switch a.Verdict {
 	case Race, Lost:
 		a.Rate = float64(a.Violations) / float64(a.Bursts)
@@ -281,7 +286,7 @@ func planned(r *runner.Result) int {
 // whether it failed only for want of proof (strict on INCONCLUSIVE), and why.
 func met(c Case, r *runner.Result, a Assessment) (ok, unproven bool, why string) {
 	for _, ch := range r.Checks {
-		if !ch.OK {
+		if !ch.OK && !ch.Inconclusive {
 			what := "check failed: "
 			if ch.Bug {
 				what = "the known bug did not show: "

@@ -309,7 +309,16 @@ func worstBurst(r *runner.Result) runner.Burst {
 	return w
 }
 
-// reproduce is the 'racetest run' command for a built-in case.
+// reproduceFlags are the settings that are flags of 'racetest run', and
+// whether each takes a value. Other settings (a suite's prove bound, an
+// HTTP case's release) have no such flag and are left out.
+var reproduceFlags = map[string]bool{
+	"gap": true, "latency": true, "seed": true, "ttl": true, "timeout": true, "replicas": true, "waves": true,
+	"isolation": true, "engine": true, "variant": true, "deploy": false, "processes": false,
+}
+
+// reproduce is the 'racetest run' command for a built-in case: every part
+// of it is a flag 'racetest run' accepts.
 func reproduce(c Case) string {
 	if c.Scenario == "" || c.Backend == "" || c.Backend == "http" {
 		return ""
@@ -325,13 +334,17 @@ func reproduce(c Case) string {
 	sort.Strings(keys)
 	for _, k := range keys {
 		v := c.Settings[k]
+		takesValue, ok := reproduceFlags[k]
 		switch {
-		case v == "true":
+		case !ok || v == "false":
+		case !takesValue:
 			parts = append(parts, "--"+k)
-		case v == "false":
 		default:
 			parts = append(parts, "--"+k, v)
 		}
+	}
+	if c.Release != "" && c.Release != "gate" {
+		parts = append(parts, "--release", c.Release)
 	}
 	if c.Expect.Kind != "" {
 		parts = append(parts, "--expect", c.Expect.String())

@@ -98,6 +98,9 @@ func Headline(c Case) string {
 	detail := ""
 	if r := c.Result; r != nil {
 		detail = fmt.Sprintf(" (%d of %d bursts over %s)", a.Violations, a.Bursts, plural(r.Allowed, "effect"))
+		if a.Verdict == Lost {
+			detail = fmt.Sprintf(" (%d of %d bursts under %s while an attempt claimed it done)", a.Violations, a.Bursts, plural(r.Required, "effect"))
+		}
 	}
 	return fmt.Sprintf("%s: %s%s, expected %s", where, verdictCell(a), detail, c.Expect)
 }

@@ -32,8 +32,16 @@ func Table(w io.Writer, cases []Case, o Options) error {
 	if width <= 0 {
 		width = DefaultWidth
 	}
-	if o.Title != "" {
-		for _, l := range wrapText(o.Title, width, "", "") {
+	title := o.Title
+	if srv := commonServer(cases); srv != "" {
+		// The server decides the outcome as much as the pattern: say which.
+		if title != "" {
+			title += " — "
+		}
+		title += "server: " + srv
+	}
+	if title != "" {
+		for _, l := range wrapText(title, width, "", "") {
 			fmt.Fprintln(w, paint(ansiBold, l))
 		}
 		fmt.Fprintln(w)
@@ -145,6 +153,22 @@ func unmet(w io.Writer, cases []Case, as []Assessment, width int, paint func(str
 			fmt.Fprintln(w, l)
 		}
 	}
+}
+
+// commonServer is the server every case that measured one measured, or ""
+// when none did or they differ (each case's details then name its own).
+func commonServer(cases []Case) string {
+	srv := ""
+	for _, c := range cases {
+		if c.Result == nil || c.Result.Server == "" {
+			continue
+		}
+		if srv != "" && srv != c.Result.Server {
+			return ""
+		}
+		srv = c.Result.Server
+	}
+	return srv
 }
 
 // allowance is the effects per burst that are correct: one number (exactly
@@ -287,6 +311,8 @@ func details(w io.Writer, c Case, a Assessment, o Options, width int, shared []s
 // bug reads "bug shown", never "ok".
 func checkMark(ch runner.Check) string {
 	switch {
+	case ch.Inconclusive:
+		return "INCONCLUSIVE"
 	case ch.Bug && ch.OK:
 		return "bug shown"
 	case ch.Bug:

@@ -158,3 +158,32 @@ func TestLostInEveryFormat(t *testing.T) {
 		}
 	}
 }
+
+// The table's header names the server the run measured (issue 10 §6).
+func TestTableHeaderNamesTheServer(t *testing.T) {
+	r := heldOnce()
+	r.Server = "MariaDB 10.11.19"
+	var b strings.Builder
+	if err := Table(&b, []Case{{Name: "unique-insert", Backend: "mysql", Result: r}}, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	head, _, _ := strings.Cut(b.String(), "SCENARIO")
+	if !strings.Contains(head, "server: MariaDB 10.11.19") {
+		t.Errorf("the header does not name the server:\n%s", b.String())
+	}
+}
+
+// A check the machine was too slow to judge fails nothing: the run is
+// INCONCLUSIVE, which only --strict fails (issue 10 §5).
+func TestUnjudgedCheckIsInconclusive(t *testing.T) {
+	r := heldOnce()
+	r.Checks = []runner.Check{{Name: "lease liveness", Inconclusive: true, Detail: "too slow to judge: …"}}
+	a := Assess(Case{Expect: Expect{Kind: ExpectSafe}, Result: r})
+	if a.Verdict != Inconclusive || !a.Met || !strings.Contains(a.Why, "lease liveness could not judge") {
+		t.Errorf("unjudged liveness: %s met %v (%s), want INCONCLUSIVE and met", a.Verdict, a.Met, a.Why)
+	}
+	a = Assess(Case{Expect: Expect{Kind: ExpectSafe}, Strict: true, Result: r})
+	if a.Met || !a.Unproven {
+		t.Errorf("unjudged liveness under --strict: met %v unproven %v, want exit 4", a.Met, a.Unproven)
+	}
+}

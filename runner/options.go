@@ -23,6 +23,8 @@ type Config struct {
 	Allowed  int  // the most effects per subject that are correct
 	// Required is the fewest effects per subject that are correct: exactly
 	// once has a floor, and a payment that never happened is a failure too.
+	// It must not exceed Allowed; a burst whose own allowance (Allowancer)
+	// is lower requires no more than it allows.
 	Required int
 	Timeout  time.Duration // per attempt; 0 means none
 	// StopOnViolation ends the run at the first burst over the allowance.

@@ -102,7 +102,8 @@ func RunConfig(ctx context.Context, t Target, cfg Config) (res *Result, err erro
 		Waves:    cfg.Waves,
 		Deploy:   cfg.Deploy,
 		Allowed:  cfg.Allowed,
-		Required: cfg.Required,
+		// Allowing nothing requires nothing.
+		Required: min(cfg.Required, cfg.Allowed),
 		Timeout:  cfg.Timeout,
 		Planned:  cfg.Bursts,
 		Errors:   map[string]int{},

@@ -104,6 +104,10 @@ type Check struct {
 	// test (a dedupe table that prunes by age): OK means the bug showed as
 	// the story says, which reports read as "bug shown", never as "ok".
 	Bug bool `json:"bug,omitempty"`
+	// Inconclusive: the check could not judge (a loaded machine could not
+	// try within a lease's TTL). It fails nothing; it makes a SAFE run
+	// INCONCLUSIVE.
+	Inconclusive bool `json:"inconclusive,omitempty"`
 }
 
 // Worker is one attempt's runner-side state. A Session marks the steps of

@@ -2,7 +2,10 @@ package scenarios
 
 import (
 	"context"
+	"fmt"
 	"time"
+
+	"github.com/racetest/racetest/runner"
 )
 
 // Sleep waits d (the run's --gap between check and act, a lease holder's
@@ -20,4 +23,22 @@ func Sleep(ctx context.Context, d time.Duration) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// ErrReconnectTimeout is the error of an attempt whose deadline ran out
+// while it re-made the connection an earlier timed-out attempt cost: the
+// server is not to blame, the attempt timeout is shorter than a connection
+// setup. It is a timeout (runner.Unknown), in one line every such attempt
+// shares, so the report prints its cause once.
+var ErrReconnectTimeout = fmt.Errorf("%w: re-making the connection an earlier timed-out attempt cost took longer than the attempt timeout (the server answered before; raise --timeout)", runner.ErrTimeout)
+
+// Expired reports whether ctx's deadline has passed, even in the instant
+// before ctx.Err() says so: a dial that gave up at the deadline returns a
+// network timeout, not the context's error.
+func Expired(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	dl, ok := ctx.Deadline()
+	return ok && !time.Now().Before(dl)
 }

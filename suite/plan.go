@@ -53,6 +53,9 @@ type Plan struct {
 	Prove float64
 	// OnServer replaces Case.Expect once the run names its server.
 	OnServer []ServerRule
+	// Catalog: the case expects what the catalog's table says, which the
+	// command resolves again once the run names its server.
+	Catalog bool
 	// Conn is the connection the case uses, redacted, and where it came from.
 	Conn Conn
 	// Line and Column are where the case starts in the file.
@@ -294,7 +297,8 @@ func (c *checker) scenarioCase(path string, k *Case, sh shape, p *Plan) {
 	} else if k.Connection != "" {
 		c.fail(path+".connection", "backend %s runs in racetest's own process and takes no connection", b.Name)
 	}
-	catalog := report.Expect{Kind: report.ExpectKind(spec.Expect(params))}
+	want, _ := c.reg.Expect(spec.Name, b.Name, params, "")
+	catalog := report.Expect{Kind: report.ExpectKind(want)}
 	expect, ok := c.expectation(path, k.Expectation, catalog, sh)
 	if !ok {
 		return
@@ -336,6 +340,7 @@ func (c *checker) scenarioCase(path string, k *Case, sh shape, p *Plan) {
 		Expect: expect, Strict: c.strict(k), Release: string(rel.Mode),
 	}
 	p.Params, p.Config, p.OnServer = params, cfg, rules
+	p.Catalog = k.MaxEffects == nil && (k.Expect == "" || k.Expect == "catalog")
 }
 
 // strict reports whether an INCONCLUSIVE run fails the case: by default,

@@ -156,6 +156,9 @@ type HTTP struct {
 	// Setup is a request made before each burst to create its subject:
 	// "METHOD URL" or a URL (POST); it must answer 2xx.
 	Setup string `yaml:"setup"`
+	// CredentialsTo lists other hosts the setup request and an http:
+	// effects check may send the Authorization header and cookies to.
+	CredentialsTo []string `yaml:"credentials_to"`
 	// Allowed is how many effects per burst are correct (default 1).
 	Allowed *int `yaml:"allowed"`
 }
@@ -166,4 +169,7 @@ type HTTP struct {
 type Success struct {
 	Status []string `yaml:"status"`
 	Body   string   `yaml:"body"`
+	// Declined lists the only statuses that mean "already done" (by
+	// default a 4xx that does not refuse the request itself).
+	Declined []string `yaml:"declined"`
 }

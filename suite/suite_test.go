@@ -500,3 +500,42 @@ func TestReleaseMode(t *testing.T) {
 		t.Errorf("unknown mode: err = %v", err)
 	}
 }
+
+// docs/http.md lists setup: for HTTP cases; the parser accepted none (issue 10 §6).
+func TestHTTPCaseSetup(t *testing.T) {
+	ps, err := plans(t, `cases:
+  - http:
+      method: POST
+      url: http://127.0.0.1:8080/redeem?code={{.Token}}
+      setup: PUT http://127.0.0.1:8080/coupons?code={{.Token}}
+      success: {status: ["200"], declined: ["404"]}
+      credentials_to: [127.0.0.1:9090]
+    allow_inconclusive: true
+`, suite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := ps[0].HTTP
+	if h.Setup != "PUT http://127.0.0.1:8080/coupons?code={{.Token}}" || h.Success.Declined[0] != "404" || h.CredentialsTo[0] != "127.0.0.1:9090" {
+		t.Errorf("http case = %+v", h)
+	}
+	if ps[0].Case.Strict {
+		t.Error("allow_inconclusive: true, yet the case fails INCONCLUSIVE")
+	}
+}
+
+// A gate fails a case that proved nothing unless told otherwise.
+func TestSuiteStrictByDefault(t *testing.T) {
+	for _, c := range []struct {
+		o      suite.Options
+		strict bool
+	}{{suite.Options{}, true}, {suite.Options{AllowInconclusive: true}, false}, {suite.Options{AllowInconclusive: true, Strict: true}, true}} {
+		ps, err := plans(t, "cases:\n  - scenario: unique-insert\n", c.o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ps[0].Case.Strict != c.strict {
+			t.Errorf("%+v: strict %v, want %v", c.o, ps[0].Case.Strict, c.strict)
+		}
+	}
+}

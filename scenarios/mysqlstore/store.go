@@ -63,6 +63,11 @@ type Store struct {
 	txEngine     map[string]bool   // whether that engine supports transactions
 	defaultLevel string            // the server's default isolation level
 	sessionLevel string            // the level read back from a worker session
+	// snapshot is MariaDB's innodb_snapshot_isolation ("ON", "OFF"; ""
+	// where the server has no such setting): ON makes REPEATABLE READ
+	// refuse a write over a row changed since the snapshot, which changes
+	// the outcome of read-then-write patterns.
+	snapshot string
 }
 
 // Open connects to the server named by p.Conn.MySQLDSN (DefaultDSN when
@@ -111,6 +116,13 @@ func Open(ctx context.Context, p scenarios.Params) (*Store, error) {
 		return nil, fmt.Errorf("mysql: reading the server version at %s: %w", sqldb.MySQLAddr(cfg), err)
 	}
 	s.server = sqldb.ParseMySQLVersion(version)
+	if s.server.IsMariaDB() {
+		var on sql.NullBool
+		// Absent before MariaDB 10.6.18: then the setting does not exist.
+		if s.admin.QueryRowContext(cctx, "SELECT @@innodb_snapshot_isolation").Scan(&on) == nil && on.Valid {
+			s.snapshot = map[bool]string{true: "ON", false: "OFF"}[on.Bool]
+		}
+	}
 	if s.defaultLevel, err = sqldb.MySQLIsolation(cctx, sqldb.Std(s.admin)); err != nil {
 		s.admin.Close()
 		return nil, err
@@ -345,6 +357,13 @@ func (s *Store) Notes() []string {
 		notes = append(notes, fmt.Sprintf("mysql: isolation level %s, set on every worker's session", s.sessionLevel))
 	case s.level == "":
 		notes = append(notes, fmt.Sprintf("mysql: isolation level %s (the server's default; --isolation changes it)", s.defaultLevel))
+	}
+	switch {
+	case s.snapshot != "":
+		notes = append(notes, "mysql: MariaDB innodb_snapshot_isolation="+s.snapshot+
+			" (ON: REPEATABLE READ refuses to write a row changed since its snapshot; OFF: it writes over it)")
+	case s.server.IsMariaDB():
+		notes = append(notes, "mysql: this MariaDB has no innodb_snapshot_isolation setting (before 10.6.18): REPEATABLE READ writes over rows changed since its snapshot")
 	}
 	seen := map[string]bool{}
 	for _, t := range s.tables {

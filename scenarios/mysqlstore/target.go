@@ -3,6 +3,7 @@ package mysqlstore
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -236,6 +237,11 @@ func (s *session) Attempt(ctx context.Context, subj runner.Subject, w *runner.Wo
 		// The previous attempt broke the connection (a timeout closes it):
 		// take a new one, as an application's pool would.
 		conn, err := s.a.t.st.Session(ctx, s.a.db)
+		if err != nil && (scenarios.Expired(ctx) || errors.Is(err, context.DeadlineExceeded)) {
+			// The attempt's own deadline ran out while connecting: the
+			// server is up, the --timeout is shorter than a connection.
+			return runner.Failed(scenarios.ErrReconnectTimeout)
+		}
 		if err != nil {
 			return runner.Failed(err)
 		}

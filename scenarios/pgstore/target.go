@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -322,6 +323,11 @@ func (s *session) Attempt(ctx context.Context, subj runner.Subject, w *runner.Wo
 		// than fail every later attempt of this worker.
 		s.t.release(s.c)
 		c, err := s.t.connect(ctx)
+		if err != nil && (scenarios.Expired(ctx) || errors.Is(err, context.DeadlineExceeded)) {
+			// The attempt's own deadline ran out while dialling: the
+			// server is up, the --timeout is shorter than a connection.
+			return runner.Failed(scenarios.ErrReconnectTimeout)
+		}
 		if err != nil {
 			return runner.Failed(fmt.Errorf("reconnect after a lost connection: %w", err))
 		}
