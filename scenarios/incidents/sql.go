@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -144,28 +146,67 @@ func (s *sqlServer) table(part string) string { return s.p.Prefix() + part }
 
 // create makes table name with columns, failing if it already exists: a
 // run never reuses (or later drops) a table it did not make.
+//
+// The name is recorded for dropCreated before the statement is sent: a
+// CREATE cut short by Ctrl-C may still have run on the server (MySQL commits
+// DDL at once), and only the server's own "already exists" proves that the
+// table is not the run's.
 func (s *sqlServer) create(ctx context.Context, name, columns string) error {
-	if err := s.exec(ctx, "CREATE TABLE "+name+" ("+columns+")"+s.opts); err != nil {
-		return fmt.Errorf("%s: could not create table %s on %s: %w", s.d.name(), name, s.db.Addr(), err)
-	}
 	s.mu.Lock()
 	s.created = append(s.created, name)
 	s.mu.Unlock()
+	err := s.exec(ctx, "CREATE TABLE "+name+" ("+columns+")"+s.opts)
+	if err == nil {
+		return nil
+	}
+	if sqldb.MySQLNumber(err) == sqldb.ErrTableExists || sqldb.PgCode(err) == "42P07" {
+		s.mu.Lock()
+		s.created = slices.DeleteFunc(s.created, func(t string) bool { return t == name })
+		s.mu.Unlock()
+		return fmt.Errorf("%s: table %s already exists on %s and was not made by this run — racetest never uses or drops it; run again for a new run id: %w", s.d.name(), name, s.db.Addr(), err)
+	}
+	return fmt.Errorf("%s: could not create table %s on %s: %w", s.d.name(), name, s.db.Addr(), err)
+}
+
+// dropCreated drops the tables the run made. It dials a connection of its
+// own with a deadline of its own: the admin connection may be the one a
+// Ctrl-C broke in the middle of a statement, and ctx may be cancelled
+// already. What it could not drop stays recorded, so a second call retries.
+func (s *sqlServer) dropCreated(ctx context.Context) error {
+	s.mu.Lock()
+	tables := append([]string(nil), s.created...)
+	s.mu.Unlock()
+	if len(tables) == 0 {
+		return nil
+	}
+	left, err := s.dropTables(ctx, tables)
+	s.mu.Lock()
+	s.created = left
+	s.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("%s: could not drop %s on %s (drop them by hand, or run 'racetest clean --run-id %s'): %w",
+			s.d.name(), strings.Join(left, ", "), s.db.Addr(), s.p.RunID, err)
+	}
 	return nil
 }
 
-func (s *sqlServer) dropCreated(ctx context.Context) error {
-	s.mu.Lock()
-	tables := s.created
-	s.created = nil
-	s.mu.Unlock()
-	var errs []error
-	for _, t := range tables {
-		if err := s.exec(ctx, "DROP TABLE IF EXISTS "+t); err != nil {
-			errs = append(errs, fmt.Errorf("%s: could not drop %s on %s (drop it by hand): %w", s.d.name(), t, s.db.Addr(), err))
+// dropTables drops tables on a fresh connection and returns those left.
+func (s *sqlServer) dropTables(ctx context.Context, tables []string) ([]string, error) {
+	cctx, cancel := scenarios.CleanupContext(ctx)
+	defer cancel()
+	pool := s.db.Pool(1)
+	defer pool.Close()
+	c, err := pool.Conn(cctx)
+	if err != nil {
+		return tables, err
+	}
+	defer c.Close()
+	for i, t := range tables {
+		if _, _, err := c.Exec(cctx, "DROP TABLE IF EXISTS "+t); err != nil {
+			return tables[i:], err
 		}
 	}
-	return errors.Join(errs...)
+	return nil, nil
 }
 
 // conn takes one connection from pool, pinged now so that connection setup

@@ -108,16 +108,24 @@ func (t *target) coll(db *mongo.Database, suffix string) *mongo.Collection {
 // already exists is not the run's own: it is reported, never adopted.
 func (t *target) create(ctx context.Context, suffix string, indexes ...mongo.IndexModel) error {
 	name := t.p.Prefix() + suffix
+	// Recorded for Cleanup before it is sent: a create cut short by Ctrl-C
+	// may have run on the server. Only the server's refusal proves the
+	// collection is not the run's.
+	t.mu.Lock()
+	t.created = append(t.created, name)
+	t.mu.Unlock()
 	if err := t.db.CreateCollection(ctx, name); err != nil {
 		var ce mongo.CommandError
+		if errors.As(err, &ce) {
+			t.mu.Lock()
+			t.created = slices.DeleteFunc(t.created, func(c string) bool { return c == name })
+			t.mu.Unlock()
+		}
 		if errors.As(err, &ce) && ce.Code == 48 { // NamespaceExists
 			return fmt.Errorf("mongo: collection %s.%s already exists and was not made by this run; use another run id", t.conn.database, name)
 		}
 		return fmt.Errorf("mongo: create collection %s.%s: %w", t.conn.database, name, scrub(err, t.conn.uri))
 	}
-	t.mu.Lock()
-	t.created = append(t.created, name)
-	t.mu.Unlock()
 	if len(indexes) > 0 {
 		if _, err := t.db.Collection(name).Indexes().CreateMany(ctx, indexes); err != nil {
 			return fmt.Errorf("mongo: create indexes on %s.%s: %w", t.conn.database, name, scrub(err, t.conn.uri))

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -172,7 +173,18 @@ func (s *Store) CreateTable(ctx context.Context, part, definition string) (strin
 	// CREATE without IF NOT EXISTS: a table that is already there was not
 	// made by this run, and is neither used nor dropped.
 	stmt := fmt.Sprintf("CREATE TABLE `%s` (%s) ENGINE=%s", name, definition, s.engine)
+	// Recorded for DropTables before it is sent: MySQL commits DDL at once,
+	// so a CREATE cut short by Ctrl-C may have run on the server. Only the
+	// server's own refusal proves the table is not the run's.
+	s.mu.Lock()
+	s.tables = append(s.tables, name)
+	s.mu.Unlock()
 	if _, err := s.admin.ExecContext(ctx, stmt); err != nil {
+		if _, refused := errors.AsType[*mysql.MySQLError](err); refused {
+			s.mu.Lock()
+			s.tables = slices.DeleteFunc(s.tables, func(t string) bool { return t == name })
+			s.mu.Unlock()
+		}
 		switch sqldb.MySQLNumber(err) {
 		case sqldb.ErrTableExists:
 			return "", fmt.Errorf("mysql: table %s already exists — racetest never uses or drops a table it did not create; run again for a new run id: %w", name, err)
@@ -181,9 +193,6 @@ func (s *Store) CreateTable(ctx context.Context, part, definition string) (strin
 		}
 		return "", fmt.Errorf("mysql: create table %s: %w", name, err)
 	}
-	s.mu.Lock()
-	s.tables = append(s.tables, name)
-	s.mu.Unlock()
 	engine, tx, err := s.EngineOf(ctx, name)
 	if err != nil {
 		return "", err

@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/racetest/racetest/internal/sqldb"
 	"github.com/racetest/racetest/runner"
@@ -209,9 +211,21 @@ func (t *target) Prepare(ctx context.Context) error {
 		return err
 	})
 	if err != nil {
+		var pe *pgconn.PgError
 		t.mu.Lock()
 		t.closeAdmin()
+		if !errors.As(err, &pe) {
+			// No answer from the server (Ctrl-C, a lost connection): the
+			// statement may have committed. Drop whatever of it exists;
+			// a refusal by the server rolled all of it back.
+			t.created = made
+		}
 		t.mu.Unlock()
+		if !errors.As(err, &pe) {
+			if cerr := t.Cleanup(ctx); cerr != nil {
+				err = errors.Join(err, cerr)
+			}
+		}
 		return fmt.Errorf("postgres: cannot create the run's tables (%s) in database %q: %w — the user needs CREATE on the default schema",
 			strings.Join(made, ", "), t.cfg.Database, err)
 	}
@@ -224,22 +238,27 @@ func (t *target) Prepare(ctx context.Context) error {
 // Cleanup drops exactly the tables Prepare made (their indexes and
 // sequences go with them). It may run again: the second time has nothing
 // to drop.
+//
+// It dials a connection of its own, under a deadline of its own: the admin
+// connection may be the one a Ctrl-C broke mid-statement (pgx closes a
+// connection whose statement was cancelled), and ctx may be cancelled.
 func (t *target) Cleanup(ctx context.Context) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	defer t.closeAdmin()
+	t.closeAdmin()
 	if len(t.created) == 0 {
 		return nil
 	}
 	list := strings.Join(t.created, ", ")
-	c, err := t.adminConn(ctx)
+	dctx, cancel := scenarios.CleanupContext(ctx)
+	defer cancel()
+	c, err := t.connect(dctx)
 	if err == nil {
-		dctx, cancel := context.WithTimeout(ctx, adminTimeout)
 		_, err = c.Exec(dctx, "DROP TABLE IF EXISTS "+list)
-		cancel()
+		t.release(c)
 	}
 	if err != nil {
-		return fmt.Errorf("postgres: cannot drop this run's tables %s: %w — drop them by hand (DROP TABLE %s)", list, err, list)
+		return fmt.Errorf("postgres: cannot drop this run's tables %s: %w — drop them by hand (DROP TABLE %s) or run 'racetest clean --run-id %s'", list, err, list, t.p.RunID)
 	}
 	t.created = nil
 	return nil
