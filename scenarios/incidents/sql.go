@@ -13,6 +13,7 @@ import (
 	"github.com/racetest/racetest/internal/sqldb"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/mysqlstore"
+	"github.com/racetest/racetest/scenarios/runs"
 )
 
 // dialect is what the incidents' few tables and statements need beyond the
@@ -21,6 +22,7 @@ type dialect struct {
 	sqldb.Dialect
 	// connString picks the run's connection string for the dialect.
 	connString func(p scenarios.Params) string
+	runs runs.Dialect // how package runs registers a run here
 	// tableOptions ends every CREATE TABLE (the storage engine).
 	tableOptions func(p scenarios.Params) (string, error)
 	inlineIndex  bool // MySQL declares indexes in CREATE TABLE
@@ -37,6 +39,7 @@ type dialect struct {
 
 var mysqlDialect = &dialect{
 	Dialect:    sqldb.MySQL,
+	runs:       runs.MySQL,
 	connString: func(p scenarios.Params) string { return p.Conn.MySQLDSN },
 	tableOptions: func(p scenarios.Params) (string, error) {
 		e, err := mysqlstore.EngineName(p.Engine)
@@ -67,6 +70,7 @@ var mysqlDialect = &dialect{
 
 var pgDialect = &dialect{
 	Dialect:      sqldb.Postgres,
+	runs:         runs.Postgres,
 	connString:   func(p scenarios.Params) string { return p.Conn.PostgresURL },
 	tableOptions: func(scenarios.Params) (string, error) { return "", nil },
 	autoID:       "BIGSERIAL PRIMARY KEY",
@@ -118,8 +122,9 @@ type sqlServer struct {
 	db   *sqldb.DB
 	opts string
 
-	mu      sync.Mutex // guards created
-	created []string
+	mu         sync.Mutex // guards created and registered
+	created    []string
+	registered bool // the run is in racetest_runs (see package runs)
 }
 
 func connectSQL(ctx context.Context, d *dialect, p scenarios.Params) (*sqlServer, error) {
@@ -152,6 +157,9 @@ func (s *sqlServer) table(part string) string { return s.p.Prefix() + part }
 // DDL at once), and only the server's own "already exists" proves that the
 // table is not the run's.
 func (s *sqlServer) create(ctx context.Context, name, columns string) error {
+	if err := s.register(ctx); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	s.created = append(s.created, name)
 	s.mu.Unlock()
@@ -168,6 +176,51 @@ func (s *sqlServer) create(ctx context.Context, name, columns string) error {
 	return fmt.Errorf("%s: could not create table %s on %s: %w", s.d.name(), name, s.db.Addr(), err)
 }
 
+// register records the run in racetest_runs before its first table, and
+// refuses a run id whose prefix already names a table (see package runs).
+func (s *sqlServer) register(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.registered {
+		return nil
+	}
+	err := s.db.Admin(ctx, func(ctx context.Context, q sqldb.Querier) error {
+		return runs.RegisterSQL(ctx, s.d.runs, runsSQL{q}, runs.New(s.p.RunID))
+	})
+	var inUse *runs.InUseError
+	// Without an answer the registration may have been written:
+	// dropCreated removes it.
+	s.registered = !errors.As(err, &inUse)
+	return err
+}
+
+// runsSQL is a sqldb connection as package runs uses it.
+type runsSQL struct{ q sqldb.Querier }
+
+func (r runsSQL) Exec(ctx context.Context, query string, args ...any) error {
+	_, _, err := r.q.Exec(ctx, query, args...)
+	return err
+}
+
+func (r runsSQL) Rows(ctx context.Context, query string, args ...any) ([][]string, error) {
+	res, err := r.q.Query(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]string, len(res.Values))
+	for i, row := range res.Values {
+		out[i] = make([]string, len(row))
+		for j, v := range row {
+			if b, ok := v.([]byte); ok {
+				out[i][j] = string(b)
+			} else if v != nil {
+				out[i][j] = fmt.Sprint(v)
+			}
+		}
+	}
+	return out, nil
+}
+
 // dropCreated drops the tables the run made. It dials a connection of its
 // own with a deadline of its own: the admin connection may be the one a
 // Ctrl-C broke in the middle of a statement, and ctx may be cancelled
@@ -175,13 +228,15 @@ func (s *sqlServer) create(ctx context.Context, name, columns string) error {
 func (s *sqlServer) dropCreated(ctx context.Context) error {
 	s.mu.Lock()
 	tables := append([]string(nil), s.created...)
+	registered := s.registered
 	s.mu.Unlock()
-	if len(tables) == 0 {
+	if len(tables) == 0 && !registered {
 		return nil
 	}
-	left, err := s.dropTables(ctx, tables)
+	left, err := s.dropTables(ctx, tables, registered)
 	s.mu.Lock()
 	s.created = left
+	s.registered = registered && err != nil
 	s.mu.Unlock()
 	if err != nil {
 		return fmt.Errorf("%s: could not drop %s on %s (drop them by hand, or run 'racetest clean --run-id %s'): %w",
@@ -190,8 +245,9 @@ func (s *sqlServer) dropCreated(ctx context.Context) error {
 	return nil
 }
 
-// dropTables drops tables on a fresh connection and returns those left.
-func (s *sqlServer) dropTables(ctx context.Context, tables []string) ([]string, error) {
+// dropTables drops tables on a fresh connection, and then the run's
+// registration; it returns the tables left.
+func (s *sqlServer) dropTables(ctx context.Context, tables []string, registered bool) ([]string, error) {
 	cctx, cancel := scenarios.CleanupContext(ctx)
 	defer cancel()
 	pool := s.db.Pool(1)
@@ -205,6 +261,9 @@ func (s *sqlServer) dropTables(ctx context.Context, tables []string) ([]string, 
 		if _, _, err := c.Exec(cctx, "DROP TABLE IF EXISTS "+t); err != nil {
 			return tables[i:], err
 		}
+	}
+	if registered {
+		return nil, runs.UnregisterSQL(cctx, s.d.runs, runsSQL{c}, s.p.RunID)
 	}
 	return nil, nil
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
+	"github.com/racetest/racetest/scenarios/runs"
 )
 
 // The engine contract, and the optional parts this target promises:
@@ -87,9 +88,10 @@ type target struct {
 	db      *mongo.Database
 	server  ServerInfo
 
-	mu      sync.Mutex
-	created []string // collections Prepare made, the only ones Cleanup drops
-	notes   []string
+	mu         sync.Mutex
+	created    []string // collections Prepare made, the only ones Cleanup drops
+	registered bool     // the run is in racetest_runs (see package runs)
+	notes      []string
 
 	// lease holds ttl-lease's clock; set by Prepare.
 	lease leaseClock
@@ -148,8 +150,16 @@ func (t *target) Prepare(ctx context.Context) error {
 		}
 		t.control, t.db = client, client.Database(t.conn.database)
 	}
+	rerr := runs.RegisterMongo(pctx, t.db, runs.New(t.p.RunID))
+	var inUse *runs.InUseError
+	// Without an answer the registration may have been written: Cleanup
+	// removes it.
+	t.registered = !errors.As(rerr, &inUse)
 	t.mu.Unlock()
-	err := t.kind.prepare(pctx, t)
+	err := rerr
+	if err == nil {
+		err = t.kind.prepare(pctx, t)
+	}
 	if err != nil {
 		if cerr := t.Cleanup(context.WithoutCancel(ctx)); cerr != nil {
 			return errors.Join(err, cerr)
@@ -189,10 +199,13 @@ func (t *target) lost(err error) error {
 // Cleanup drops exactly the collections Prepare made. It can be called again
 // after a failure: what was dropped is forgotten, what was not is retried.
 func (t *target) Cleanup(ctx context.Context) error {
+	// Ctrl-C must not stop the dropping; a deadline of its own bounds it.
+	ctx, cancel := scenarios.CleanupContext(ctx)
+	defer cancel()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.control == nil {
-		if len(t.created) == 0 {
+		if len(t.created) == 0 && !t.registered {
 			return nil
 		}
 		client, err := t.conn.connect(ctx, t.conn.options(0))
@@ -223,11 +236,20 @@ func (t *target) Cleanup(ctx context.Context) error {
 		}
 	}
 	t.created = left
+	if failed == nil && t.registered {
+		uctx, cancel := scenarios.CleanupContext(ctx)
+		failed = runs.UnregisterMongo(uctx, t.db, t.p.RunID)
+		cancel()
+		t.registered = failed != nil
+	}
 	_ = disconnect(t.control)
 	t.control, t.db = nil, nil
 	if len(left) > 0 {
-		return fmt.Errorf("mongo: could not drop %s in database %s (drop them by hand): %w",
-			strings.Join(left, ", "), t.conn.database, scrub(failed, t.conn.uri))
+		return fmt.Errorf("mongo: could not drop %s in database %s (drop them by hand, or run 'racetest clean --run-id %s'): %w",
+			strings.Join(left, ", "), t.conn.database, t.p.RunID, scrub(failed, t.conn.uri))
+	}
+	if failed != nil {
+		return scrub(failed, t.conn.uri)
 	}
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/racetest/racetest/internal/sqldb"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
+	"github.com/racetest/racetest/scenarios/runs"
 )
 
 // The engine contract, and the optional parts this target promises:
@@ -50,8 +51,9 @@ type target struct {
 	open atomic.Int64 // connections the run holds now
 
 	mu      sync.Mutex
-	admin   *pgx.Conn // setup, resets and counting; never used by attempts
-	created []string  // sanitized names of the tables Prepare made
+	admin      *pgx.Conn // setup, resets and counting; never used by attempts
+	created    []string  // sanitized names of the tables Prepare made
+	registered bool      // the run is in racetest_runs (see package runs)
 }
 
 // names are the run's tables, quoted for SQL.
@@ -207,6 +209,21 @@ func (t *target) Prepare(ctx context.Context) error {
 		made = append(made, tb.name)
 	}
 	err := t.withAdmin(ctx, func(ctx context.Context, c *pgx.Conn) error {
+		return runs.RegisterSQL(ctx, runs.Postgres, runs.Pgx(c), runs.New(t.p.RunID))
+	})
+	var inUse *runs.InUseError
+	t.mu.Lock()
+	// Unless the server said the id is taken, the registration may have
+	// been written even if no answer came: Cleanup removes it.
+	t.registered = !errors.As(err, &inUse)
+	t.mu.Unlock()
+	if err != nil {
+		if cerr := t.Cleanup(ctx); cerr != nil {
+			err = errors.Join(err, cerr)
+		}
+		return err
+	}
+	err = t.withAdmin(ctx, func(ctx context.Context, c *pgx.Conn) error {
 		_, err := c.Exec(ctx, strings.Join(ddl, ";\n"))
 		return err
 	})
@@ -221,10 +238,8 @@ func (t *target) Prepare(ctx context.Context) error {
 			t.created = made
 		}
 		t.mu.Unlock()
-		if !errors.As(err, &pe) {
-			if cerr := t.Cleanup(ctx); cerr != nil {
-				err = errors.Join(err, cerr)
-			}
+		if cerr := t.Cleanup(ctx); cerr != nil {
+			err = errors.Join(err, cerr)
 		}
 		return fmt.Errorf("postgres: cannot create the run's tables (%s) in database %q: %w — the user needs CREATE on the default schema",
 			strings.Join(made, ", "), t.cfg.Database, err)
@@ -246,21 +261,29 @@ func (t *target) Cleanup(ctx context.Context) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.closeAdmin()
-	if len(t.created) == 0 {
+	if len(t.created) == 0 && !t.registered {
 		return nil
 	}
 	list := strings.Join(t.created, ", ")
 	dctx, cancel := scenarios.CleanupContext(ctx)
 	defer cancel()
 	c, err := t.connect(dctx)
-	if err == nil {
-		_, err = c.Exec(dctx, "DROP TABLE IF EXISTS "+list)
-		t.release(c)
-	}
 	if err != nil {
 		return fmt.Errorf("postgres: cannot drop this run's tables %s: %w — drop them by hand (DROP TABLE %s) or run 'racetest clean --run-id %s'", list, err, list, t.p.RunID)
 	}
-	t.created = nil
+	defer t.release(c)
+	if len(t.created) > 0 {
+		if _, err := c.Exec(dctx, "DROP TABLE IF EXISTS "+list); err != nil {
+			return fmt.Errorf("postgres: cannot drop this run's tables %s: %w — drop them by hand (DROP TABLE %s) or run 'racetest clean --run-id %s'", list, err, list, t.p.RunID)
+		}
+		t.created = nil
+	}
+	if t.registered {
+		if err := runs.UnregisterSQL(dctx, runs.Postgres, runs.Pgx(c), t.p.RunID); err != nil {
+			return fmt.Errorf("postgres: %w — the tables are gone; 'racetest clean --run-id %s' removes the record", err, t.p.RunID)
+		}
+		t.registered = false
+	}
 	return nil
 }
 
