@@ -22,7 +22,7 @@ type dialect struct {
 	sqldb.Dialect
 	// connString picks the run's connection string for the dialect.
 	connString func(p scenarios.Params) string
-	runs runs.Dialect // how package runs registers a run here
+	runs       runs.Dialect // how package runs registers a run here
 	// tableOptions ends every CREATE TABLE (the storage engine).
 	tableOptions func(p scenarios.Params) (string, error)
 	inlineIndex  bool // MySQL declares indexes in CREATE TABLE
@@ -185,40 +185,13 @@ func (s *sqlServer) register(ctx context.Context) error {
 		return nil
 	}
 	err := s.db.Admin(ctx, func(ctx context.Context, q sqldb.Querier) error {
-		return runs.RegisterSQL(ctx, s.d.runs, runsSQL{q}, runs.New(s.p.RunID))
+		return runs.RegisterSQL(ctx, s.d.runs, runs.Querier(q), runs.New(s.p.RunID))
 	})
 	var inUse *runs.InUseError
 	// Without an answer the registration may have been written:
 	// dropCreated removes it.
 	s.registered = !errors.As(err, &inUse)
 	return err
-}
-
-// runsSQL is a sqldb connection as package runs uses it.
-type runsSQL struct{ q sqldb.Querier }
-
-func (r runsSQL) Exec(ctx context.Context, query string, args ...any) error {
-	_, _, err := r.q.Exec(ctx, query, args...)
-	return err
-}
-
-func (r runsSQL) Rows(ctx context.Context, query string, args ...any) ([][]string, error) {
-	res, err := r.q.Query(ctx, query, args...)
-	if err != nil {
-		return nil, err
-	}
-	out := make([][]string, len(res.Values))
-	for i, row := range res.Values {
-		out[i] = make([]string, len(row))
-		for j, v := range row {
-			if b, ok := v.([]byte); ok {
-				out[i][j] = string(b)
-			} else if v != nil {
-				out[i][j] = fmt.Sprint(v)
-			}
-		}
-	}
-	return out, nil
 }
 
 // dropCreated drops the tables the run made. It dials a connection of its
@@ -263,7 +236,7 @@ func (s *sqlServer) dropTables(ctx context.Context, tables []string, registered 
 		}
 	}
 	if registered {
-		return nil, runs.UnregisterSQL(cctx, s.d.runs, runsSQL{c}, s.p.RunID)
+		return nil, runs.UnregisterSQL(cctx, s.d.runs, runs.Querier(c), s.p.RunID)
 	}
 	return nil, nil
 }

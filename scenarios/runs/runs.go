@@ -12,6 +12,7 @@
 package runs
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -136,4 +137,16 @@ func (e *InUseError) Error() string {
 	}
 	return fmt.Sprintf("%s: %s already exists and was not made by this run: racetest never uses or drops a name it did not create — choose another run id (objects of run %s are named %s*)",
 		e.Backend, e.Example, e.RunID, strings.TrimSuffix(Prefix(e.RunID), "_")+"_")
+}
+
+// Janitor is one backend's side of 'racetest clean': what racetest runs
+// left there, and the dropping of one registered run's objects.
+type Janitor interface {
+	// Where names the server and database, without a password.
+	Where() string
+	Leftovers(ctx context.Context) ([]Leftover, error)
+	// Drop drops the objects of registered run id, then its registration,
+	// and says what it dropped.
+	Drop(ctx context.Context, runID string) (string, error)
+	Close() error
 }

@@ -6,11 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/racetest/racetest/internal/sqldb"
 )
 
 // Dialect is the SQL server's family.
@@ -269,3 +272,72 @@ func DropSQL(ctx context.Context, d Dialect, q SQL, runID string) ([]string, err
 	}
 	return dropped, UnregisterSQL(ctx, d, q, runID)
 }
+
+// Querier adapts a connection of the one SQL layer (internal/sqldb).
+func Querier(q sqldb.Querier) SQL { return querierSQL{q} }
+
+type querierSQL struct{ q sqldb.Querier }
+
+func (r querierSQL) Exec(ctx context.Context, query string, args ...any) error {
+	_, _, err := r.q.Exec(ctx, query, args...)
+	return err
+}
+
+func (r querierSQL) Rows(ctx context.Context, query string, args ...any) ([][]string, error) {
+	res, err := r.q.Query(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]string, len(res.Values))
+	for i, row := range res.Values {
+		out[i] = make([]string, len(row))
+		for j, v := range row {
+			if b, ok := v.([]byte); ok {
+				out[i][j] = string(b)
+			} else if v != nil {
+				out[i][j] = fmt.Sprint(v)
+			}
+		}
+	}
+	return out, nil
+}
+
+// SQLJanitor connects to the server of conn for 'racetest clean'.
+func SQLJanitor(ctx context.Context, d Dialect, conn string) (Janitor, error) {
+	sd := sqldb.MySQL
+	if d == Postgres {
+		sd = sqldb.Postgres
+	}
+	db, err := sqldb.Open(ctx, sd, conn, sqldb.Options{AppName: "racetest clean"})
+	if err != nil {
+		return nil, err
+	}
+	return &sqlJanitor{d: d, db: db}, nil
+}
+
+type sqlJanitor struct {
+	d  Dialect
+	db *sqldb.DB
+}
+
+func (j *sqlJanitor) Where() string { return j.d.String() + " " + j.db.Addr() }
+
+func (j *sqlJanitor) Leftovers(ctx context.Context) (left []Leftover, err error) {
+	err = j.db.Admin(ctx, func(ctx context.Context, q sqldb.Querier) error {
+		left, err = LeftoversSQL(ctx, j.d, Querier(q))
+		return err
+	})
+	return left, err
+}
+
+func (j *sqlJanitor) Drop(ctx context.Context, runID string) (string, error) {
+	var dropped []string
+	err := j.db.Admin(ctx, func(ctx context.Context, q sqldb.Querier) error {
+		var err error
+		dropped, err = DropSQL(ctx, j.d, Querier(q), runID)
+		return err
+	})
+	return strings.Join(dropped, ", "), err
+}
+
+func (j *sqlJanitor) Close() error { return j.db.Close() }
