@@ -50,7 +50,7 @@ type target struct {
 
 	open atomic.Int64 // connections the run holds now
 
-	mu      sync.Mutex
+	mu         sync.Mutex
 	admin      *pgx.Conn // setup, resets and counting; never used by attempts
 	created    []string  // sanitized names of the tables Prepare made
 	registered bool      // the run is in racetest_runs (see package runs)
