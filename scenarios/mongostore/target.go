@@ -139,6 +139,10 @@ func (t *target) create(ctx context.Context, suffix string, indexes ...mongo.Ind
 // Prepare creates the run's collections. When it fails it drops what it had
 // made, since the runner calls Cleanup only after a successful Prepare.
 func (t *target) Prepare(ctx context.Context) error {
+	// Never cut short: a create or an insert abandoned mid-way may still be
+	// applied by the server (FerretDB goes on) after the cleanup looked.
+	// The control timeout bounds it; the run stops after.
+	ctx = context.WithoutCancel(ctx)
 	pctx, cancel := context.WithTimeout(ctx, controlTimeout)
 	defer cancel()
 	t.mu.Lock()
@@ -237,6 +241,13 @@ func (t *target) Cleanup(ctx context.Context) error {
 	}
 	t.created = left
 	if failed == nil && t.registered {
+		// An attempt cancelled by Ctrl-C may have made a collection
+		// after the drops above: MongoDB creates one on insert, and the
+		// server finishes an operation its client gave up on. Everything
+		// under the registered prefix is the run's own.
+		failed = t.dropStragglers(ctx)
+	}
+	if failed == nil && t.registered {
 		uctx, cancel := scenarios.CleanupContext(ctx)
 		failed = runs.UnregisterMongo(uctx, t.db, t.p.RunID)
 		cancel()
@@ -250,6 +261,32 @@ func (t *target) Cleanup(ctx context.Context) error {
 	}
 	if failed != nil {
 		return scrub(failed, t.conn.uri)
+	}
+	return nil
+}
+
+// stragglerWait is how long Cleanup gives operations a cancelled attempt
+// left in flight to land (FerretDB finishes an insert whose client is gone,
+// through PostgreSQL, in milliseconds; more under load).
+const stragglerWait = 100 * time.Millisecond
+
+// dropStragglers drops the collections under the run's prefix that are
+// still there, after a moment for operations in flight to land, until a
+// look finds none (a few looks at most).
+func (t *target) dropStragglers(ctx context.Context) error {
+	for range 4 {
+		if err := scenarios.Sleep(ctx, stragglerWait); err != nil {
+			return err
+		}
+		names, err := runs.CollectionsMongo(ctx, t.db, t.p.RunID)
+		if err != nil || len(names) == 0 {
+			return err
+		}
+		for _, n := range names {
+			if err := t.drop(ctx, n); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }

@@ -202,6 +202,10 @@ func (t *target) closeAdmin() {
 // Prepare creates the scenario's tables in one implicit transaction (a
 // multi-statement simple query), so a failure leaves nothing behind.
 func (t *target) Prepare(ctx context.Context) error {
+	// racetest's own DDL is never cut short: a statement abandoned mid-way
+	// may still commit on the server after the cleanup looked. Each
+	// statement has its deadline (adminTimeout); the run stops after.
+	ctx = context.WithoutCancel(ctx)
 	tables := t.sc.tables(t.n, t.p)
 	var ddl, made []string
 	for _, tb := range tables {

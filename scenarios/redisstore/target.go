@@ -157,7 +157,8 @@ func (t *target) Notes() []string {
 // found in the script cache and no hidden EVAL round trip enters the burst.
 // Keys need no preparation: each burst makes its own.
 func (t *target) Prepare(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	// Never cut short (see pgstore's Prepare): the run stops after it.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opTimeout)
 	defer cancel()
 	err := runs.RegisterRedis(ctx, t.client(), runs.New(t.p.RunID))
 	var inUse *runs.InUseError
