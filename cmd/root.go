@@ -118,6 +118,7 @@ many attempts actually executed — the races a one-click test never sees.`,
 		NewCmdRedis(f, nil),
 		NewCmdMongo(f, nil),
 		NewCmdServe(f, nil),
+		NewCmdClean(f, nil),
 		NewCmdVersion(f),
 		NewCmdReport(f, nil),
 	)

@@ -42,3 +42,15 @@ func Expired(ctx context.Context) bool {
 	dl, ok := ctx.Deadline()
 	return ok && !time.Now().Before(dl)
 }
+
+// CleanupTimeout bounds the dropping of a run's objects. It is short on
+// purpose: a cleanup runs after Ctrl-C, while the user waits.
+const CleanupTimeout = 15 * time.Second
+
+// CleanupContext is the context a cleanup runs under: never cancelled by
+// ctx (Ctrl-C must not stop the dropping of what the run made), but with a
+// deadline of its own, so that a server that stopped answering cannot hold
+// the process forever.
+func CleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), CleanupTimeout)
+}

@@ -16,6 +16,8 @@
 package incidents
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -95,4 +97,22 @@ func (vs variants) pick(scenario, asked string) (string, error) {
 	}
 	return "", scenarios.BadParam(fmt.Errorf("%s has no variant %q; use --variant with one of: %s (see 'racetest explain %s')",
 		scenario, asked, strings.Join(vs, ", "), scenario))
+}
+
+// prepareOrUndo runs prepare, and when it fails drops what it made: the
+// runner cleans up only after a successful Prepare, and a Prepare cut short
+// by Ctrl-C may have created some of its objects already.
+//
+// prepare runs to its end even after Ctrl-C (each statement has its own
+// deadline): a CREATE or a registration abandoned mid-way may still be
+// applied by the server after the cleanup looked.
+func prepareOrUndo(ctx context.Context, prepare, cleanup func(context.Context) error) error {
+	err := prepare(context.WithoutCancel(ctx))
+	if err == nil {
+		return nil
+	}
+	if cerr := cleanup(context.WithoutCancel(ctx)); cerr != nil {
+		return errors.Join(err, cerr)
+	}
+	return err
 }

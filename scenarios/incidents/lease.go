@@ -103,7 +103,9 @@ func (t *leaseTarget) poll() time.Duration { return max(t.p.TTL/10, time.Millise
 
 func (t *leaseTarget) fencing() bool { return t.variant == Fenced }
 
-func (t *leaseTarget) Prepare(ctx context.Context) error { return t.store.Prepare(ctx) }
+func (t *leaseTarget) Prepare(ctx context.Context) error {
+	return prepareOrUndo(ctx, t.store.Prepare, t.store.Cleanup)
+}
 func (t *leaseTarget) Cleanup(ctx context.Context) error { return t.store.Cleanup(ctx) }
 func (t *leaseTarget) Close() error                      { return t.store.Close() }
 func (t *leaseTarget) Server() string                    { return t.store.Server() }

@@ -158,7 +158,7 @@ func (t *onceTarget) Prepare(ctx context.Context) error {
 	if t.claims == nil {
 		return nil
 	}
-	return t.claims.Prepare(ctx)
+	return prepareOrUndo(ctx, t.claims.Prepare, t.claims.Cleanup)
 }
 
 func (t *onceTarget) Cleanup(ctx context.Context) error {

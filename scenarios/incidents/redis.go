@@ -14,6 +14,7 @@ import (
 
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/redisstore"
+	"github.com/racetest/racetest/scenarios/runs"
 )
 
 // redisConnectTimeout bounds dialling and the first PING of racetest's own
@@ -107,39 +108,49 @@ func describeRedis(ctx context.Context, cl *redis.Client) string {
 	return strings.TrimSpace(product + " " + version)
 }
 
-// dropPrefix deletes every key of the run, and nothing else.
-func dropPrefix(ctx context.Context, cl *redis.Client, prefix string) error {
-	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	iter := cl.Scan(cctx, 0, globEscape(prefix)+"*", 500).Iterator()
-	var batch []string
-	for iter.Next(cctx) {
-		batch = append(batch, iter.Val())
-		if len(batch) == 500 {
-			if err := cl.Del(cctx, batch...).Err(); err != nil {
-				return err
-			}
-			batch = batch[:0]
-		}
-	}
-	if err := iter.Err(); err != nil {
-		return err
-	}
-	if len(batch) > 0 {
-		return cl.Del(cctx, batch...).Err()
-	}
-	return nil
+// keyTTL is how long every key the incidents write lives (runs.KeyTTL), in
+// the milliseconds the scripts take.
+var keyTTL = runs.KeyTTL.Milliseconds()
+
+// redisRegistration is a run's marker on Redis (see package runs): written
+// before the run writes a key, and the only licence to delete keys under
+// the run's prefix.
+type redisRegistration struct {
+	mu         sync.Mutex
+	registered bool
 }
 
-func globEscape(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		if strings.ContainsRune(`*?[]\^-`, r) {
-			b.WriteByte('\\')
-		}
-		b.WriteRune(r)
+func (g *redisRegistration) register(ctx context.Context, cl *redis.Client, runID, where string) error {
+	cctx, cancel := context.WithTimeout(ctx, redisConnectTimeout)
+	defer cancel()
+	err := runs.RegisterRedis(cctx, cl, runs.New(runID))
+	var inUse *runs.InUseError
+	g.mu.Lock()
+	// Without an answer the marker may have been written: drop removes it.
+	g.registered = !errors.As(err, &inUse)
+	g.mu.Unlock()
+	if err != nil && inUse == nil {
+		err = fmt.Errorf("%w (on %s)", err, where)
 	}
-	return b.String()
+	return err
+}
+
+// drop deletes the run's keys and its marker, under a deadline of its own
+// whatever ctx says; a run that never registered wrote nothing, and
+// deletes nothing.
+func (g *redisRegistration) drop(ctx context.Context, cl *redis.Client, runID, where string) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.registered {
+		return nil
+	}
+	cctx, cancel := scenarios.CleanupContext(ctx)
+	defer cancel()
+	if _, err := runs.DropRedis(cctx, cl, runID); err != nil {
+		return fmt.Errorf("redis: could not delete the run's keys %s* on %s: %w — run 'racetest clean --run-id %s'", runs.Prefix(runID), where, err, runID)
+	}
+	g.registered = false
+	return nil
 }
 
 // ---- a server that is down, and one that hangs ----
@@ -202,6 +213,7 @@ func (h *hangServer) Close() {
 // ---- claims (alert-dedupe, job-window) ----
 
 type redisClaims struct {
+	reg   redisRegistration
 	p     scenarios.Params
 	srv   *redisServer
 	mode  storeMode
@@ -238,16 +250,18 @@ func redisClaimsBackend(ctx context.Context, p scenarios.Params, mode storeMode)
 	return c, nil
 }
 
-func (c *redisClaims) Prepare(context.Context) error { return nil }
+func (c *redisClaims) Prepare(ctx context.Context) error {
+	if c.admin == nil {
+		return nil // the store is down or hung on purpose: nothing is written
+	}
+	return c.reg.register(ctx, c.admin, c.p.RunID, c.srv.redacted)
+}
 
 func (c *redisClaims) Cleanup(ctx context.Context) error {
 	if c.admin == nil {
 		return nil
 	}
-	if err := dropPrefix(ctx, c.admin, c.p.Prefix()); err != nil {
-		return fmt.Errorf("redis: could not delete the run's keys %s* on %s: %w", c.p.Prefix(), c.srv.redacted, err)
-	}
-	return nil
+	return c.reg.drop(ctx, c.admin, c.p.RunID, c.srv.redacted)
 }
 
 func (c *redisClaims) Close() error {
@@ -339,7 +353,9 @@ func (c *redisClaimConn) Close() error { return c.cmd.Close() }
 // returns the grant's fencing token, or 0.
 var acquireScript = redis.NewScript(`
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-  return redis.call('INCR', KEYS[2])
+  local token = redis.call('INCR', KEYS[2])
+  redis.call('PEXPIRE', KEYS[2], ARGV[3])
+  return token
 end
 return 0`)
 
@@ -352,6 +368,7 @@ local token = tonumber(ARGV[1])
 if ARGV[2] == '1' and token < last then return 0 end
 redis.call('HINCRBY', KEYS[1], 'writes', 1)
 if token > last then redis.call('HSET', KEYS[1], 'last', token) end
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return 1`)
 
 // checkScript reads whether the resource was written; fenced (ARGV[2] =
@@ -361,6 +378,7 @@ var checkScript = redis.NewScript(`
 if ARGV[2] == '1' then
   local last = tonumber(redis.call('HGET', KEYS[1], 'last') or '0')
   if tonumber(ARGV[1]) > last then redis.call('HSET', KEYS[1], 'last', ARGV[1]) end
+  redis.call('PEXPIRE', KEYS[1], ARGV[3])
 end
 return tonumber(redis.call('HGET', KEYS[1], 'writes') or '0')`)
 
@@ -372,6 +390,7 @@ end
 return 0`)
 
 type redisLeases struct {
+	reg   redisRegistration
 	p     scenarios.Params
 	srv   *redisServer
 	admin *redis.Client
@@ -395,6 +414,9 @@ func leaseKeys(key string) (lease, fence, resource string) {
 }
 
 func (r *redisLeases) Prepare(ctx context.Context) error {
+	if err := r.reg.register(ctx, r.admin, r.p.RunID, r.srv.redacted); err != nil {
+		return err
+	}
 	for _, s := range []*redis.Script{acquireScript, checkScript, writeScript, compareAndDeleteScript} {
 		if err := s.Load(ctx, r.admin).Err(); err != nil {
 			return fmt.Errorf("redis: could not load the lease scripts on %s: %w", r.srv.redacted, err)
@@ -418,10 +440,7 @@ func (r *redisLeases) Writes(ctx context.Context, key string) (int, error) {
 }
 
 func (r *redisLeases) Cleanup(ctx context.Context) error {
-	if err := dropPrefix(ctx, r.admin, r.p.Prefix()); err != nil {
-		return fmt.Errorf("redis: could not delete the run's keys %s* on %s: %w", r.p.Prefix(), r.srv.redacted, err)
-	}
-	return nil
+	return r.reg.drop(ctx, r.admin, r.p.RunID, r.srv.redacted)
 }
 
 func (r *redisLeases) Close() error   { return r.admin.Close() }
@@ -453,7 +472,7 @@ func (c *redisLeaseConn) Close() error { return c.cn.Close() }
 
 func (c *redisLeaseConn) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (bool, int64, error) {
 	l, f, _ := leaseKeys(key)
-	token, err := acquireScript.Run(ctx, c.cn, []string{l, f}, owner, max(ttl.Milliseconds(), 1)).Int64()
+	token, err := acquireScript.Run(ctx, c.cn, []string{l, f}, owner, max(ttl.Milliseconds(), 1), keyTTL).Int64()
 	if err != nil {
 		return false, 0, err
 	}
@@ -462,13 +481,13 @@ func (c *redisLeaseConn) Acquire(ctx context.Context, key, owner string, ttl tim
 
 func (c *redisLeaseConn) Done(ctx context.Context, key string, token int64, fenced bool) (bool, error) {
 	_, _, res := leaseKeys(key)
-	n, err := checkScript.Run(ctx, c.cn, []string{res}, token, boolArg(fenced)).Int()
+	n, err := checkScript.Run(ctx, c.cn, []string{res}, token, boolArg(fenced), keyTTL).Int()
 	return n > 0, err
 }
 
 func (c *redisLeaseConn) Write(ctx context.Context, key, _ string, token int64, fenced bool) (bool, error) {
 	_, _, res := leaseKeys(key)
-	n, err := writeScript.Run(ctx, c.cn, []string{res}, token, boolArg(fenced)).Int()
+	n, err := writeScript.Run(ctx, c.cn, []string{res}, token, boolArg(fenced), keyTTL).Int()
 	return n == 1, err
 }
 

@@ -131,7 +131,9 @@ type rewardBurst struct {
 	failPayOnce atomic.Bool
 }
 
-func (t *rewardTarget) Prepare(ctx context.Context) error { return t.ledger.Prepare(ctx) }
+func (t *rewardTarget) Prepare(ctx context.Context) error {
+	return prepareOrUndo(ctx, t.ledger.Prepare, t.ledger.Cleanup)
+}
 
 func (t *rewardTarget) Cleanup(ctx context.Context) error {
 	if t.provider != nil {

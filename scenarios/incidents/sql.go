@@ -5,12 +5,15 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/racetest/racetest/internal/sqldb"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/mysqlstore"
+	"github.com/racetest/racetest/scenarios/runs"
 )
 
 // dialect is what the incidents' few tables and statements need beyond the
@@ -19,6 +22,7 @@ type dialect struct {
 	sqldb.Dialect
 	// connString picks the run's connection string for the dialect.
 	connString func(p scenarios.Params) string
+	runs       runs.Dialect // how package runs registers a run here
 	// tableOptions ends every CREATE TABLE (the storage engine).
 	tableOptions func(p scenarios.Params) (string, error)
 	inlineIndex  bool // MySQL declares indexes in CREATE TABLE
@@ -35,6 +39,7 @@ type dialect struct {
 
 var mysqlDialect = &dialect{
 	Dialect:    sqldb.MySQL,
+	runs:       runs.MySQL,
 	connString: func(p scenarios.Params) string { return p.Conn.MySQLDSN },
 	tableOptions: func(p scenarios.Params) (string, error) {
 		e, err := mysqlstore.EngineName(p.Engine)
@@ -65,6 +70,7 @@ var mysqlDialect = &dialect{
 
 var pgDialect = &dialect{
 	Dialect:      sqldb.Postgres,
+	runs:         runs.Postgres,
 	connString:   func(p scenarios.Params) string { return p.Conn.PostgresURL },
 	tableOptions: func(scenarios.Params) (string, error) { return "", nil },
 	autoID:       "BIGSERIAL PRIMARY KEY",
@@ -116,8 +122,9 @@ type sqlServer struct {
 	db   *sqldb.DB
 	opts string
 
-	mu      sync.Mutex // guards created
-	created []string
+	mu         sync.Mutex // guards created and registered
+	created    []string
+	registered bool // the run is in racetest_runs (see package runs)
 }
 
 func connectSQL(ctx context.Context, d *dialect, p scenarios.Params) (*sqlServer, error) {
@@ -144,28 +151,94 @@ func (s *sqlServer) table(part string) string { return s.p.Prefix() + part }
 
 // create makes table name with columns, failing if it already exists: a
 // run never reuses (or later drops) a table it did not make.
+//
+// The name is recorded for dropCreated before the statement is sent: a
+// CREATE cut short by Ctrl-C may still have run on the server (MySQL commits
+// DDL at once), and only the server's own "already exists" proves that the
+// table is not the run's.
 func (s *sqlServer) create(ctx context.Context, name, columns string) error {
-	if err := s.exec(ctx, "CREATE TABLE "+name+" ("+columns+")"+s.opts); err != nil {
-		return fmt.Errorf("%s: could not create table %s on %s: %w", s.d.name(), name, s.db.Addr(), err)
+	if err := s.register(ctx); err != nil {
+		return err
 	}
 	s.mu.Lock()
 	s.created = append(s.created, name)
 	s.mu.Unlock()
+	err := s.exec(ctx, "CREATE TABLE "+name+" ("+columns+")"+s.opts)
+	if err == nil {
+		return nil
+	}
+	if sqldb.MySQLNumber(err) == sqldb.ErrTableExists || sqldb.PgCode(err) == "42P07" {
+		s.mu.Lock()
+		s.created = slices.DeleteFunc(s.created, func(t string) bool { return t == name })
+		s.mu.Unlock()
+		return fmt.Errorf("%s: table %s already exists on %s and was not made by this run — racetest never uses or drops it; run again for a new run id: %w", s.d.name(), name, s.db.Addr(), err)
+	}
+	return fmt.Errorf("%s: could not create table %s on %s: %w", s.d.name(), name, s.db.Addr(), err)
+}
+
+// register records the run in racetest_runs before its first table, and
+// refuses a run id whose prefix already names a table (see package runs).
+func (s *sqlServer) register(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.registered {
+		return nil
+	}
+	err := s.db.Admin(ctx, func(ctx context.Context, q sqldb.Querier) error {
+		return runs.RegisterSQL(ctx, s.d.runs, runs.Querier(q), runs.New(s.p.RunID))
+	})
+	var inUse *runs.InUseError
+	// Without an answer the registration may have been written:
+	// dropCreated removes it.
+	s.registered = !errors.As(err, &inUse)
+	return err
+}
+
+// dropCreated drops the tables the run made. It dials a connection of its
+// own with a deadline of its own: the admin connection may be the one a
+// Ctrl-C broke in the middle of a statement, and ctx may be cancelled
+// already. What it could not drop stays recorded, so a second call retries.
+func (s *sqlServer) dropCreated(ctx context.Context) error {
+	s.mu.Lock()
+	tables := append([]string(nil), s.created...)
+	registered := s.registered
+	s.mu.Unlock()
+	if len(tables) == 0 && !registered {
+		return nil
+	}
+	left, err := s.dropTables(ctx, tables, registered)
+	s.mu.Lock()
+	s.created = left
+	s.registered = registered && err != nil
+	s.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("%s: could not drop %s on %s (drop them by hand, or run 'racetest clean --run-id %s'): %w",
+			s.d.name(), strings.Join(left, ", "), s.db.Addr(), s.p.RunID, err)
+	}
 	return nil
 }
 
-func (s *sqlServer) dropCreated(ctx context.Context) error {
-	s.mu.Lock()
-	tables := s.created
-	s.created = nil
-	s.mu.Unlock()
-	var errs []error
-	for _, t := range tables {
-		if err := s.exec(ctx, "DROP TABLE IF EXISTS "+t); err != nil {
-			errs = append(errs, fmt.Errorf("%s: could not drop %s on %s (drop it by hand): %w", s.d.name(), t, s.db.Addr(), err))
+// dropTables drops tables on a fresh connection, and then the run's
+// registration; it returns the tables left.
+func (s *sqlServer) dropTables(ctx context.Context, tables []string, registered bool) ([]string, error) {
+	cctx, cancel := scenarios.CleanupContext(ctx)
+	defer cancel()
+	pool := s.db.Pool(1)
+	defer pool.Close()
+	c, err := pool.Conn(cctx)
+	if err != nil {
+		return tables, err
+	}
+	defer c.Close()
+	for i, t := range tables {
+		if _, _, err := c.Exec(cctx, "DROP TABLE IF EXISTS "+t); err != nil {
+			return tables[i:], err
 		}
 	}
-	return errors.Join(errs...)
+	if registered {
+		return nil, runs.UnregisterSQL(cctx, s.d.runs, runs.Querier(c), s.p.RunID)
+	}
+	return nil, nil
 }
 
 // conn takes one connection from pool, pinged now so that connection setup

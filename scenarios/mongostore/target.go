@@ -19,6 +19,7 @@ import (
 
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
+	"github.com/racetest/racetest/scenarios/runs"
 )
 
 // The engine contract, and the optional parts this target promises:
@@ -87,9 +88,10 @@ type target struct {
 	db      *mongo.Database
 	server  ServerInfo
 
-	mu      sync.Mutex
-	created []string // collections Prepare made, the only ones Cleanup drops
-	notes   []string
+	mu         sync.Mutex
+	created    []string // collections Prepare made, the only ones Cleanup drops
+	registered bool     // the run is in racetest_runs (see package runs)
+	notes      []string
 
 	// lease holds ttl-lease's clock; set by Prepare.
 	lease leaseClock
@@ -108,16 +110,24 @@ func (t *target) coll(db *mongo.Database, suffix string) *mongo.Collection {
 // already exists is not the run's own: it is reported, never adopted.
 func (t *target) create(ctx context.Context, suffix string, indexes ...mongo.IndexModel) error {
 	name := t.p.Prefix() + suffix
+	// Recorded for Cleanup before it is sent: a create cut short by Ctrl-C
+	// may have run on the server. Only the server's refusal proves the
+	// collection is not the run's.
+	t.mu.Lock()
+	t.created = append(t.created, name)
+	t.mu.Unlock()
 	if err := t.db.CreateCollection(ctx, name); err != nil {
 		var ce mongo.CommandError
+		if errors.As(err, &ce) {
+			t.mu.Lock()
+			t.created = slices.DeleteFunc(t.created, func(c string) bool { return c == name })
+			t.mu.Unlock()
+		}
 		if errors.As(err, &ce) && ce.Code == 48 { // NamespaceExists
 			return fmt.Errorf("mongo: collection %s.%s already exists and was not made by this run; use another run id", t.conn.database, name)
 		}
 		return fmt.Errorf("mongo: create collection %s.%s: %w", t.conn.database, name, scrub(err, t.conn.uri))
 	}
-	t.mu.Lock()
-	t.created = append(t.created, name)
-	t.mu.Unlock()
 	if len(indexes) > 0 {
 		if _, err := t.db.Collection(name).Indexes().CreateMany(ctx, indexes); err != nil {
 			return fmt.Errorf("mongo: create indexes on %s.%s: %w", t.conn.database, name, scrub(err, t.conn.uri))
@@ -129,6 +139,10 @@ func (t *target) create(ctx context.Context, suffix string, indexes ...mongo.Ind
 // Prepare creates the run's collections. When it fails it drops what it had
 // made, since the runner calls Cleanup only after a successful Prepare.
 func (t *target) Prepare(ctx context.Context) error {
+	// Never cut short: a create or an insert abandoned mid-way may still be
+	// applied by the server (FerretDB goes on) after the cleanup looked.
+	// The control timeout bounds it; the run stops after.
+	ctx = context.WithoutCancel(ctx)
 	pctx, cancel := context.WithTimeout(ctx, controlTimeout)
 	defer cancel()
 	t.mu.Lock()
@@ -140,8 +154,16 @@ func (t *target) Prepare(ctx context.Context) error {
 		}
 		t.control, t.db = client, client.Database(t.conn.database)
 	}
+	rerr := runs.RegisterMongo(pctx, t.db, runs.New(t.p.RunID))
+	var inUse *runs.InUseError
+	// Without an answer the registration may have been written: Cleanup
+	// removes it.
+	t.registered = !errors.As(rerr, &inUse)
 	t.mu.Unlock()
-	err := t.kind.prepare(pctx, t)
+	err := rerr
+	if err == nil {
+		err = t.kind.prepare(pctx, t)
+	}
 	if err != nil {
 		if cerr := t.Cleanup(context.WithoutCancel(ctx)); cerr != nil {
 			return errors.Join(err, cerr)
@@ -181,10 +203,13 @@ func (t *target) lost(err error) error {
 // Cleanup drops exactly the collections Prepare made. It can be called again
 // after a failure: what was dropped is forgotten, what was not is retried.
 func (t *target) Cleanup(ctx context.Context) error {
+	// Ctrl-C must not stop the dropping; a deadline of its own bounds it.
+	ctx, cancel := scenarios.CleanupContext(ctx)
+	defer cancel()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.control == nil {
-		if len(t.created) == 0 {
+		if len(t.created) == 0 && !t.registered {
 			return nil
 		}
 		client, err := t.conn.connect(ctx, t.conn.options(0))
@@ -215,11 +240,53 @@ func (t *target) Cleanup(ctx context.Context) error {
 		}
 	}
 	t.created = left
+	if failed == nil && t.registered {
+		// An attempt cancelled by Ctrl-C may have made a collection
+		// after the drops above: MongoDB creates one on insert, and the
+		// server finishes an operation its client gave up on. Everything
+		// under the registered prefix is the run's own.
+		failed = t.dropStragglers(ctx)
+	}
+	if failed == nil && t.registered {
+		uctx, cancel := scenarios.CleanupContext(ctx)
+		failed = runs.UnregisterMongo(uctx, t.db, t.p.RunID)
+		cancel()
+		t.registered = failed != nil
+	}
 	_ = disconnect(t.control)
 	t.control, t.db = nil, nil
 	if len(left) > 0 {
-		return fmt.Errorf("mongo: could not drop %s in database %s (drop them by hand): %w",
-			strings.Join(left, ", "), t.conn.database, scrub(failed, t.conn.uri))
+		return fmt.Errorf("mongo: could not drop %s in database %s (drop them by hand, or run 'racetest clean --run-id %s'): %w",
+			strings.Join(left, ", "), t.conn.database, t.p.RunID, scrub(failed, t.conn.uri))
+	}
+	if failed != nil {
+		return scrub(failed, t.conn.uri)
+	}
+	return nil
+}
+
+// stragglerWait is how long Cleanup gives operations a cancelled attempt
+// left in flight to land (FerretDB finishes an insert whose client is gone,
+// through PostgreSQL, in milliseconds; more under load).
+const stragglerWait = 100 * time.Millisecond
+
+// dropStragglers drops the collections under the run's prefix that are
+// still there, after a moment for operations in flight to land, until a
+// look finds none (a few looks at most).
+func (t *target) dropStragglers(ctx context.Context) error {
+	for range 4 {
+		if err := scenarios.Sleep(ctx, stragglerWait); err != nil {
+			return err
+		}
+		names, err := runs.CollectionsMongo(ctx, t.db, t.p.RunID)
+		if err != nil || len(names) == 0 {
+			return err
+		}
+		for _, n := range names {
+			if err := t.drop(ctx, n); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }

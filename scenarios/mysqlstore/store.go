@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/racetest/racetest/internal/sqldb"
 	"github.com/racetest/racetest/scenarios"
+	"github.com/racetest/racetest/scenarios/runs"
 )
 
 // Timeouts for racetest's own statements (setup, reset, counting): a server
@@ -59,6 +61,7 @@ type Store struct {
 
 	mu           sync.Mutex
 	tables       []string          // created by this run, in order
+	registered   bool              // the run is in racetest_runs (see package runs)
 	engineOf     map[string]string // engine the server really used, per table
 	txEngine     map[string]bool   // whether that engine supports transactions
 	defaultLevel string            // the server's default isolation level
@@ -181,10 +184,24 @@ func (s *Store) CreateTable(ctx context.Context, part, definition string) (strin
 	name := s.Table(part)
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
+	if err := s.register(ctx); err != nil {
+		return "", err
+	}
 	// CREATE without IF NOT EXISTS: a table that is already there was not
 	// made by this run, and is neither used nor dropped.
 	stmt := fmt.Sprintf("CREATE TABLE `%s` (%s) ENGINE=%s", name, definition, s.engine)
+	// Recorded for DropTables before it is sent: MySQL commits DDL at once,
+	// so a CREATE cut short by Ctrl-C may have run on the server. Only the
+	// server's own refusal proves the table is not the run's.
+	s.mu.Lock()
+	s.tables = append(s.tables, name)
+	s.mu.Unlock()
 	if _, err := s.admin.ExecContext(ctx, stmt); err != nil {
+		if _, refused := errors.AsType[*mysql.MySQLError](err); refused {
+			s.mu.Lock()
+			s.tables = slices.DeleteFunc(s.tables, func(t string) bool { return t == name })
+			s.mu.Unlock()
+		}
 		switch sqldb.MySQLNumber(err) {
 		case sqldb.ErrTableExists:
 			return "", fmt.Errorf("mysql: table %s already exists — racetest never uses or drops a table it did not create; run again for a new run id: %w", name, err)
@@ -193,9 +210,6 @@ func (s *Store) CreateTable(ctx context.Context, part, definition string) (strin
 		}
 		return "", fmt.Errorf("mysql: create table %s: %w", name, err)
 	}
-	s.mu.Lock()
-	s.tables = append(s.tables, name)
-	s.mu.Unlock()
 	engine, tx, err := s.EngineOf(ctx, name)
 	if err != nil {
 		return "", err
@@ -244,28 +258,57 @@ func (s *Store) Tables() []string {
 	return append([]string(nil), s.tables...)
 }
 
-// DropTables drops exactly the tables this run created. It is idempotent,
-// and when it fails the error names the tables to drop by hand.
+// register records the run in racetest_runs before its first table, and
+// refuses a run id whose prefix already names a table (see package runs).
+func (s *Store) register(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.registered {
+		return nil
+	}
+	err := runs.RegisterSQL(ctx, runs.MySQL, runs.Std(s.admin), runs.New(s.p.RunID))
+	var inUse *runs.InUseError
+	// Without an answer the registration may have been written: DropTables
+	// removes it.
+	s.registered = !errors.As(err, &inUse)
+	return err
+}
+
+// DropTables drops exactly the tables this run created, then the run's
+// registration. It is idempotent, and when it fails the error names the
+// tables to drop by hand. It runs under its own deadline whatever ctx says:
+// the pool dials a fresh connection for a broken one.
 func (s *Store) DropTables(ctx context.Context) error {
 	s.mu.Lock()
 	tables := append([]string(nil), s.tables...)
+	registered := s.registered
 	s.mu.Unlock()
-	if len(tables) == 0 {
+	if len(tables) == 0 && !registered {
 		return nil
 	}
-	quoted := make([]string, len(tables))
-	for i, t := range tables {
-		quoted[i] = "`" + t + "`"
-	}
-	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	ctx, cancel := scenarios.CleanupContext(ctx)
 	defer cancel()
-	if _, err := s.admin.ExecContext(ctx, "DROP TABLE IF EXISTS "+strings.Join(quoted, ", ")); err != nil {
-		return fmt.Errorf("mysql: could not drop this run's tables %s at %s — drop them by hand: %w",
-			strings.Join(tables, ", "), s.Addr(), err)
+	if len(tables) > 0 {
+		quoted := make([]string, len(tables))
+		for i, t := range tables {
+			quoted[i] = "`" + t + "`"
+		}
+		if _, err := s.admin.ExecContext(ctx, "DROP TABLE IF EXISTS "+strings.Join(quoted, ", ")); err != nil {
+			return fmt.Errorf("mysql: could not drop this run's tables %s at %s — drop them by hand or run 'racetest clean --run-id %s': %w",
+				strings.Join(tables, ", "), s.Addr(), s.p.RunID, err)
+		}
+		s.mu.Lock()
+		s.tables = s.tables[len(tables):]
+		s.mu.Unlock()
 	}
-	s.mu.Lock()
-	s.tables = s.tables[len(tables):]
-	s.mu.Unlock()
+	if registered {
+		if err := runs.UnregisterSQL(ctx, runs.MySQL, runs.Std(s.admin), s.p.RunID); err != nil {
+			return err
+		}
+		s.mu.Lock()
+		s.registered = false
+		s.mu.Unlock()
+	}
 	return nil
 }
 

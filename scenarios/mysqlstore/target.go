@@ -106,6 +106,10 @@ func (t *target) use(names []string) {
 }
 
 func (t *target) Prepare(ctx context.Context) error {
+	// racetest's own DDL is never cut short: MySQL may still run a CREATE
+	// the client gave up on, after the cleanup looked. Each statement has
+	// its deadline; the run stops after.
+	ctx = context.WithoutCancel(ctx)
 	err := func() error {
 		var names []string
 		for _, d := range t.k.tables(t) {

@@ -18,6 +18,7 @@ import (
 	"github.com/racetest/racetest/internal/sqldb"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
+	"github.com/racetest/racetest/scenarios/runs"
 )
 
 // buildErr builds a target of unique-insert against conn and returns the error.
@@ -308,7 +309,12 @@ func TestServerDiesMidRun(t *testing.T) {
 	p.Dial = k.dial
 	tg := build(t, scenarios.ConditionalUpdate, p)
 	c := rawConn(t)
-	t.Cleanup(func() { _, _ = c.Exec(context.Background(), "DROP TABLE IF EXISTS "+tg.n.coupons) })
+	t.Cleanup(func() {
+		// The server "died" before the run's cleanup: drop by hand what
+		// 'racetest clean' would.
+		_, _ = c.Exec(context.Background(), "DROP TABLE IF EXISTS "+tg.n.coupons)
+		_ = runs.UnregisterSQL(context.Background(), runs.Postgres, runs.Pgx(c), p.RunID)
+	})
 	start := time.Now()
 	res, err := runner.Run(context.Background(), tg, runner.Attempts(4), runner.Bursts(100000), runner.Timeout(2*time.Second),
 		runner.OnProgress(func(pr runner.Progress) {

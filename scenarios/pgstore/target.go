@@ -10,10 +10,12 @@ import (
 	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/racetest/racetest/internal/sqldb"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
+	"github.com/racetest/racetest/scenarios/runs"
 )
 
 // The engine contract, and the optional parts this target promises:
@@ -48,9 +50,10 @@ type target struct {
 
 	open atomic.Int64 // connections the run holds now
 
-	mu      sync.Mutex
-	admin   *pgx.Conn // setup, resets and counting; never used by attempts
-	created []string  // sanitized names of the tables Prepare made
+	mu         sync.Mutex
+	admin      *pgx.Conn // setup, resets and counting; never used by attempts
+	created    []string  // sanitized names of the tables Prepare made
+	registered bool      // the run is in racetest_runs (see package runs)
 }
 
 // names are the run's tables, quoted for SQL.
@@ -199,6 +202,10 @@ func (t *target) closeAdmin() {
 // Prepare creates the scenario's tables in one implicit transaction (a
 // multi-statement simple query), so a failure leaves nothing behind.
 func (t *target) Prepare(ctx context.Context) error {
+	// racetest's own DDL is never cut short: a statement abandoned mid-way
+	// may still commit on the server after the cleanup looked. Each
+	// statement has its deadline (adminTimeout); the run stops after.
+	ctx = context.WithoutCancel(ctx)
 	tables := t.sc.tables(t.n, t.p)
 	var ddl, made []string
 	for _, tb := range tables {
@@ -206,13 +213,38 @@ func (t *target) Prepare(ctx context.Context) error {
 		made = append(made, tb.name)
 	}
 	err := t.withAdmin(ctx, func(ctx context.Context, c *pgx.Conn) error {
+		return runs.RegisterSQL(ctx, runs.Postgres, runs.Pgx(c), runs.New(t.p.RunID))
+	})
+	var inUse *runs.InUseError
+	t.mu.Lock()
+	// Unless the server said the id is taken, the registration may have
+	// been written even if no answer came: Cleanup removes it.
+	t.registered = !errors.As(err, &inUse)
+	t.mu.Unlock()
+	if err != nil {
+		if cerr := t.Cleanup(ctx); cerr != nil {
+			err = errors.Join(err, cerr)
+		}
+		return err
+	}
+	err = t.withAdmin(ctx, func(ctx context.Context, c *pgx.Conn) error {
 		_, err := c.Exec(ctx, strings.Join(ddl, ";\n"))
 		return err
 	})
 	if err != nil {
+		var pe *pgconn.PgError
 		t.mu.Lock()
 		t.closeAdmin()
+		if !errors.As(err, &pe) {
+			// No answer from the server (Ctrl-C, a lost connection): the
+			// statement may have committed. Drop whatever of it exists;
+			// a refusal by the server rolled all of it back.
+			t.created = made
+		}
 		t.mu.Unlock()
+		if cerr := t.Cleanup(ctx); cerr != nil {
+			err = errors.Join(err, cerr)
+		}
 		return fmt.Errorf("postgres: cannot create the run's tables (%s) in database %q: %w — the user needs CREATE on the default schema",
 			strings.Join(made, ", "), t.cfg.Database, err)
 	}
@@ -225,24 +257,37 @@ func (t *target) Prepare(ctx context.Context) error {
 // Cleanup drops exactly the tables Prepare made (their indexes and
 // sequences go with them). It may run again: the second time has nothing
 // to drop.
+//
+// It dials a connection of its own, under a deadline of its own: the admin
+// connection may be the one a Ctrl-C broke mid-statement (pgx closes a
+// connection whose statement was cancelled), and ctx may be cancelled.
 func (t *target) Cleanup(ctx context.Context) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	defer t.closeAdmin()
-	if len(t.created) == 0 {
+	t.closeAdmin()
+	if len(t.created) == 0 && !t.registered {
 		return nil
 	}
 	list := strings.Join(t.created, ", ")
-	c, err := t.adminConn(ctx)
-	if err == nil {
-		dctx, cancel := context.WithTimeout(ctx, adminTimeout)
-		_, err = c.Exec(dctx, "DROP TABLE IF EXISTS "+list)
-		cancel()
-	}
+	dctx, cancel := scenarios.CleanupContext(ctx)
+	defer cancel()
+	c, err := t.connect(dctx)
 	if err != nil {
-		return fmt.Errorf("postgres: cannot drop this run's tables %s: %w — drop them by hand (DROP TABLE %s)", list, err, list)
+		return fmt.Errorf("postgres: cannot drop this run's tables %s: %w — drop them by hand (DROP TABLE %s) or run 'racetest clean --run-id %s'", list, err, list, t.p.RunID)
 	}
-	t.created = nil
+	defer t.release(c)
+	if len(t.created) > 0 {
+		if _, err := c.Exec(dctx, "DROP TABLE IF EXISTS "+list); err != nil {
+			return fmt.Errorf("postgres: cannot drop this run's tables %s: %w — drop them by hand (DROP TABLE %s) or run 'racetest clean --run-id %s'", list, err, list, t.p.RunID)
+		}
+		t.created = nil
+	}
+	if t.registered {
+		if err := runs.UnregisterSQL(dctx, runs.Postgres, runs.Pgx(c), t.p.RunID); err != nil {
+			return fmt.Errorf("postgres: %w — the tables are gone; 'racetest clean --run-id %s' removes the record", err, t.p.RunID)
+		}
+		t.registered = false
+	}
 	return nil
 }
 

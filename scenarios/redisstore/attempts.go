@@ -10,6 +10,7 @@ import (
 
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
+	"github.com/racetest/racetest/scenarios/runs"
 )
 
 var (
@@ -25,12 +26,30 @@ var (
 // records the effect, in the same step. It returns the "rows affected".
 var redeemScript = redis.NewScript(`
 if redis.call('GET', KEYS[1]) == 'issued' then
-  redis.call('SET', KEYS[1], 'redeemed')
+  redis.call('SET', KEYS[1], 'redeemed', 'PX', ARGV[2])
   redis.call('RPUSH', KEYS[2], ARGV[1])
+  redis.call('PEXPIRE', KEYS[2], ARGV[2])
   return 1
 end
 return 0
 `)
+
+// pushScript is the guarded action's RPUSH, with the key's TTL set in the
+// same step: every key racetest writes expires by itself (runs.KeyTTL),
+// even when the run is killed before its cleanup. One command, so a
+// last-byte release holds it as it held the plain RPUSH.
+var pushScript = redis.NewScript(`
+redis.call('RPUSH', KEYS[1], ARGV[1])
+return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+`)
+
+// keyTTL is runs.KeyTTL as the scripts take it.
+var keyTTL = runs.KeyTTL.Milliseconds()
+
+// push runs the guarded action: append owner to the effects list.
+func (s *session) push(ctx context.Context, k keys) error {
+	return pushScript.Run(ctx, s.cn, []string{k.effects}, s.owner, keyTTL).Err()
+}
 
 // leaseScript takes the lease with SET NX PX and, on a grant, records in the
 // same step when the lease expires by the server's clock (PEXPIRETIME, Redis
@@ -47,6 +66,7 @@ if not ok then
   expires = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + redis.call('PTTL', KEYS[1])
 end
 redis.call('RPUSH', KEYS[2], string.format('%d:%d:%s', expires, tonumber(ARGV[2]), ARGV[1]))
+redis.call('PEXPIRE', KEYS[2], ARGV[3])
 return 1
 `)
 
@@ -62,7 +82,7 @@ func memorySet(ctx context.Context, s *session, k keys, w *runner.Worker) runner
 		return runner.Failed(err)
 	}
 	w.Mark("act")
-	if err := s.cn.RPush(ctx, k.effects, s.owner).Err(); err != nil {
+	if err := s.push(ctx, k); err != nil {
 		return s.fail(ctx, "RPUSH", err)
 	}
 	return runner.Done()
@@ -83,7 +103,7 @@ func checkThenWrite(ctx context.Context, s *session, k keys, w *runner.Worker) r
 		return runner.Failed(err)
 	}
 	w.Mark("act")
-	if err := s.cn.RPush(ctx, k.effects, s.owner).Err(); err != nil {
+	if err := s.push(ctx, k); err != nil {
 		return s.fail(ctx, "RPUSH", err)
 	}
 	return runner.Done()
@@ -93,7 +113,7 @@ func checkThenWrite(ctx context.Context, s *session, k keys, w *runner.Worker) r
 // rows affected.
 func conditionalUpdate(ctx context.Context, s *session, k keys, w *runner.Worker) runner.Outcome {
 	w.Mark("act")
-	n, err := redeemScript.Run(ctx, s.cn, []string{k.subject, k.effects}, s.owner).Int()
+	n, err := redeemScript.Run(ctx, s.cn, []string{k.subject, k.effects}, s.owner, keyTTL).Int()
 	if err != nil {
 		return s.fail(ctx, "EVALSHA redeem", err)
 	}
@@ -107,10 +127,10 @@ func conditionalUpdate(ctx context.Context, s *session, k keys, w *runner.Worker
 // else, means "already done"; the winner then runs the guarded action.
 func uniqueInsert(ctx context.Context, s *session, k keys, w *runner.Worker) runner.Outcome {
 	w.Mark("act")
-	if o, inserted := classifyInsert(ctx, s, s.cn.SetArgs(ctx, k.subject, s.owner, redis.SetArgs{Mode: "NX"}).Err()); !inserted {
+	if o, inserted := classifyInsert(ctx, s, s.cn.SetArgs(ctx, k.subject, s.owner, redis.SetArgs{Mode: "NX", TTL: runs.KeyTTL}).Err()); !inserted {
 		return o
 	}
-	if err := s.cn.RPush(ctx, k.effects, s.owner).Err(); err != nil {
+	if err := s.push(ctx, k); err != nil {
 		return s.fail(ctx, "RPUSH", err)
 	}
 	return runner.Done()
@@ -144,7 +164,7 @@ func ttlLease(ctx context.Context, s *session, k keys, w *runner.Worker) runner.
 }
 
 func acquire(ctx context.Context, sc redis.Scripter, k keys, owner string, ttlMS int64) (bool, error) {
-	n, err := leaseScript.Run(ctx, sc, []string{k.subject, k.effects}, owner, ttlMS).Int()
+	n, err := leaseScript.Run(ctx, sc, []string{k.subject, k.effects}, owner, ttlMS, keyTTL).Int()
 	return n == 1, err
 }
 

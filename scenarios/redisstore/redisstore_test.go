@@ -166,8 +166,13 @@ func TestCleanupAfterKeep(t *testing.T) {
 		t.Fatal(err)
 	}
 	kept := prefixKeys(t, cl, p.Prefix())
-	if len(kept) != 8 { // a coupon and an effect list per burst
-		t.Errorf("kept %d keys, want 8: %v", len(kept), kept)
+	if len(kept) != 9 { // a coupon and an effect list per burst, and the run's marker
+		t.Errorf("kept %d keys, want 9: %v", len(kept), kept)
+	}
+	for _, k := range kept {
+		if ttl := cl.PTTL(context.Background(), k).Val(); ttl <= 0 {
+			t.Errorf("kept key %s has no TTL (PTTL %v): a killed run's keys must expire by themselves", k, ttl)
+		}
 	}
 	for range 2 {
 		if err := tg.Cleanup(context.Background()); err != nil {

@@ -134,6 +134,15 @@ func basics(args []string) (string, bool) {
 	case "SCAN":
 		return "*2\r\n$1\r\n0\r\n*0\r\n", true
 	}
+	// The run's marker (see package runs): registered, refreshed, removed.
+	if len(args) > 1 && strings.HasSuffix(args[1], "_run") {
+		switch strings.ToUpper(args[0]) {
+		case "SET":
+			return "+OK\r\n", true
+		case "DEL", "PEXPIRE":
+			return ":1\r\n", true
+		}
+	}
 	return "", false
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
+	"github.com/racetest/racetest/scenarios/runs"
 )
 
 // The engine contract, and the optional parts this target promises:
@@ -31,10 +32,10 @@ type kind struct {
 }
 
 var kinds = []kind{
-	{scenario: scenarios.MemorySet, attempt: memorySet},
-	{scenario: scenarios.CheckThenWrite, attempt: checkThenWrite},
+	{scenario: scenarios.MemorySet, attempt: memorySet, scripts: []*redis.Script{pushScript}},
+	{scenario: scenarios.CheckThenWrite, attempt: checkThenWrite, scripts: []*redis.Script{pushScript}},
 	{scenario: scenarios.ConditionalUpdate, attempt: conditionalUpdate, scripts: []*redis.Script{redeemScript}},
-	{scenario: scenarios.UniqueInsert, attempt: uniqueInsert},
+	{scenario: scenarios.UniqueInsert, attempt: uniqueInsert, scripts: []*redis.Script{pushScript}},
 	{scenario: scenarios.TTLLease, attempt: ttlLease, scripts: []*redis.Script{leaseScript}},
 }
 
@@ -87,8 +88,10 @@ type target struct {
 	ttlMS  int64 // the lease length as Redis keeps it: whole milliseconds
 	server string
 
-	mu    sync.Mutex
-	admin *redis.Client // racetest's own calls: reset, count, cleanup
+	mu         sync.Mutex
+	admin      *redis.Client // racetest's own calls: reset, count, cleanup
+	registered bool          // the run's marker is written (see package runs)
+	refreshed  time.Time     // when the marker's TTL was last renewed
 }
 
 // client returns the admin client, reopening it if Cleanup closed it, so that
@@ -154,14 +157,49 @@ func (t *target) Notes() []string {
 // found in the script cache and no hidden EVAL round trip enters the burst.
 // Keys need no preparation: each burst makes its own.
 func (t *target) Prepare(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	// Never cut short (see pgstore's Prepare): the run stops after it.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opTimeout)
 	defer cancel()
+	err := runs.RegisterRedis(ctx, t.client(), runs.New(t.p.RunID))
+	var inUse *runs.InUseError
+	t.mu.Lock()
+	// Without an answer the marker may have been written: Cleanup removes it.
+	t.registered, t.refreshed = !errors.As(err, &inUse), time.Now()
+	t.mu.Unlock()
+	if inUse != nil {
+		return inUse
+	}
+	if err != nil {
+		return t.prepareFailed(ctx, t.opError("register the run (SET NX "+runs.Marker(t.p.RunID)+")", err))
+	}
 	for _, s := range t.kind.scripts {
 		if err := s.Load(ctx, t.client()).Err(); err != nil {
-			return t.opError("load the scenario's Lua script (SCRIPT LOAD)", err)
+			return t.prepareFailed(ctx, t.opError("load the scenario's Lua script (SCRIPT LOAD)", err))
 		}
 	}
 	return nil
+}
+
+// prepareFailed removes the registration of a Prepare that failed: the
+// runner cleans up only after a successful one.
+func (t *target) prepareFailed(ctx context.Context, err error) error {
+	if cerr := t.Cleanup(ctx); cerr != nil {
+		return errors.Join(err, cerr)
+	}
+	return err
+}
+
+// refresh keeps a long run's marker alive, once a minute at most.
+func (t *target) refresh(ctx context.Context) {
+	t.mu.Lock()
+	due := t.registered && time.Since(t.refreshed) > time.Minute
+	if due {
+		t.refreshed = time.Now()
+	}
+	t.mu.Unlock()
+	if due {
+		_ = runs.RefreshRedis(ctx, t.client(), t.p.RunID)
+	}
 }
 
 // Reset makes burst's subject. Only conditional-update needs one in place:
@@ -169,10 +207,11 @@ func (t *target) Prepare(ctx context.Context) error {
 func (t *target) Reset(ctx context.Context, burst int) (runner.Subject, error) {
 	k := burstKeys(t.p.Prefix(), burst)
 	s := runner.Subject{Burst: burst, Key: k.subject, Data: k}
+	t.refresh(ctx)
 	if t.kind.scenario == scenarios.ConditionalUpdate {
 		ctx, cancel := context.WithTimeout(ctx, opTimeout)
 		defer cancel()
-		if err := t.client().Set(ctx, k.subject, "issued", 0).Err(); err != nil {
+		if err := t.client().Set(ctx, k.subject, "issued", runs.KeyTTL).Err(); err != nil {
 			return s, t.opError("issue the coupon (SET)", err)
 		}
 	}
@@ -203,12 +242,23 @@ func (t *target) Effects(ctx context.Context, s runner.Subject) (int, error) {
 }
 
 // Cleanup deletes every key under the run's prefix, and only those, then
-// closes the admin client.
+// the run's marker, and closes the admin client. A run that never
+// registered made no key, and deletes none: the keys under its prefix are
+// someone else's.
 func (t *target) Cleanup(ctx context.Context) error {
 	cl := t.client()
-	err := deletePrefix(ctx, cl, t.p.Prefix())
+	t.mu.Lock()
+	registered := t.registered
+	t.mu.Unlock()
+	var err error
+	if registered {
+		cctx, cancel := scenarios.CleanupContext(ctx)
+		_, err = runs.DropRedis(cctx, cl, t.p.RunID)
+		cancel()
+	}
 	t.mu.Lock()
 	t.admin = nil
+	t.registered = registered && err != nil
 	t.mu.Unlock()
 	cl.Close()
 	if err != nil {
@@ -217,37 +267,6 @@ func (t *target) Cleanup(ctx context.Context) error {
 			t.p.Prefix(), t.c.addr, describeErr(err, t.c.password), cli, globEscape(t.p.Prefix()), cli)
 	}
 	return nil
-}
-
-// deletePrefix walks the keyspace with SCAN (never KEYS, which blocks the
-// server) and deletes the keys that start with prefix, in batches.
-func deletePrefix(ctx context.Context, cl *redis.Client, prefix string) error {
-	match := globEscape(prefix) + "*"
-	var cursor uint64
-	for {
-		cctx, cancel := context.WithTimeout(ctx, opTimeout)
-		ks, next, err := cl.Scan(cctx, cursor, match, 1000).Result()
-		if err == nil && len(ks) > 0 {
-			// SCAN's MATCH is a glob; compare again so that nothing outside
-			// the prefix is deleted, whatever the server's glob does.
-			own := ks[:0]
-			for _, k := range ks {
-				if strings.HasPrefix(k, prefix) {
-					own = append(own, k)
-				}
-			}
-			if len(own) > 0 {
-				err = cl.Del(cctx, own...).Err()
-			}
-		}
-		cancel()
-		if err != nil {
-			return err
-		}
-		if cursor = next; cursor == 0 {
-			return nil
-		}
-	}
 }
 
 // globEscape quotes the characters Redis glob patterns give a meaning to.

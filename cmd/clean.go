@@ -1,0 +1,204 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/racetest/racetest/scenarios"
+	"github.com/racetest/racetest/scenarios/mongostore"
+	"github.com/racetest/racetest/scenarios/mysqlstore"
+	"github.com/racetest/racetest/scenarios/pgstore"
+	"github.com/racetest/racetest/scenarios/redisstore"
+	registry "github.com/racetest/racetest/scenarios/runs"
+	"github.com/spf13/cobra"
+)
+
+// CleanOptions are the parsed flags of 'racetest clean'.
+type CleanOptions struct {
+	*Factory
+	Backend   string
+	OlderThan time.Duration
+	RunID     string
+	DryRun    bool
+	Conn      scenarios.Connections
+	// olderThanSet: --older-than was given, so it also applies to runs of
+	// other hosts, whose liveness cannot be checked from here.
+	olderThanSet bool
+}
+
+// janitors are the backends 'clean' knows, in the order it visits them.
+var janitors = []struct {
+	name string
+	open func(context.Context, scenarios.Connections) (registry.Janitor, error)
+	conn func(scenarios.Connections) string
+}{
+	{redisstore.Name, redisstore.Janitor, func(c scenarios.Connections) string { return c.RedisURL }},
+	{mysqlstore.Name, mysqlstore.Janitor, func(c scenarios.Connections) string { return c.MySQLDSN }},
+	{pgstore.Name, pgstore.Janitor, func(c scenarios.Connections) string { return c.PostgresURL }},
+	{mongostore.Name, mongostore.Janitor, func(c scenarios.Connections) string { return c.MongoURI }},
+}
+
+// otherHostAge is how old a run registered from another host must be
+// before clean drops it without --older-than: its process cannot be asked
+// whether it still runs.
+const otherHostAge = time.Hour
+
+// NewCmdClean builds 'racetest clean'. Tests pass runF to capture the options.
+func NewCmdClean(f *Factory, runF func(context.Context, *CleanOptions) error) *cobra.Command {
+	opts := &CleanOptions{Factory: f}
+	c := &cobra.Command{
+		Use:   "clean",
+		Short: "Find and drop what killed racetest runs left on the servers (only objects a registered run made)",
+		Long: `clean lists, on each server backend, the runs racetest registered and did not
+finish cleaning up (a run killed with SIGKILL, a server that went away), and drops
+their tables, keys or collections: only objects named racetest_<run id>_… whose
+run id is registered, never a name racetest did not create. A run whose process
+still runs on this host is left alone; a run registered from another host is
+dropped only when older than --older-than (default 1h for those).`,
+		Example: `  racetest clean --dry-run
+  racetest clean --backend postgres --older-than 1h
+  racetest clean --run-id 1a2b3c4d`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			opts.olderThanSet = c.Flags().Changed("older-than")
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return runClean(c.Context(), opts)
+		},
+	}
+	fs := c.Flags()
+	fs.StringVarP(&opts.Backend, "backend", "b", "", "clean only this backend: redis, mysql, postgres or mongo (default: each)")
+	fs.DurationVar(&opts.OlderThan, "older-than", 0, "only runs that started at least this long ago")
+	fs.StringVar(&opts.RunID, "run-id", "", "only this run")
+	fs.BoolVar(&opts.DryRun, "dry-run", false, "list what would be dropped, drop nothing")
+	registerConn(fs, &opts.Conn)
+	return c
+}
+
+func runClean(ctx context.Context, o *CleanOptions) error {
+	if o.OlderThan < 0 {
+		return usageErrorf("--older-than cannot be negative (got %s)", o.OlderThan)
+	}
+	if o.RunID != "" {
+		if err := (scenarios.Params{RunID: o.RunID}).Validate(); err != nil {
+			return usageError(err)
+		}
+	}
+	var known []string
+	visit := janitors[:0:0]
+	for _, j := range janitors {
+		known = append(known, j.name)
+		if o.Backend == "" || o.Backend == j.name {
+			visit = append(visit, j)
+		}
+	}
+	if len(visit) == 0 {
+		return usageErrorf("clean: unknown backend %q — use one of: %s (memory keeps nothing between runs)", o.Backend, strings.Join(known, ", "))
+	}
+	out := o.IO.Out
+	var failed []string
+	for _, j := range visit {
+		if ctx.Err() != nil {
+			return context.Canceled
+		}
+		jn, err := j.open(ctx, o.Conn)
+		if err != nil {
+			// Without --backend, a server that is not there at its default
+			// address is not one the user uses: say so, and go on.
+			if o.Backend == "" && j.conn(o.Conn) == "" {
+				fmt.Fprintf(out, "%s: skipped, no server at the default address (%v)\n", j.name, err)
+				continue
+			}
+			failed = append(failed, err.Error())
+			continue
+		}
+		if err := o.cleanOne(ctx, jn); err != nil {
+			failed = append(failed, err.Error())
+		}
+		jn.Close()
+	}
+	if len(failed) > 0 {
+		return setupError(errors.New(strings.Join(failed, "\n  ")))
+	}
+	return nil
+}
+
+// cleanOne cleans one backend's leftovers and says what it did with each.
+func (o *CleanOptions) cleanOne(ctx context.Context, j registry.Janitor) error {
+	out := o.IO.Out
+	lctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	left, err := j.Leftovers(lctx)
+	if err != nil {
+		return err
+	}
+	verb := "dropped"
+	if o.DryRun {
+		verb = "would drop"
+	}
+	seen, dropped := 0, 0
+	var errs []error
+	for _, l := range left {
+		if o.RunID != "" && l.RunID != o.RunID {
+			continue
+		}
+		seen++
+		if !l.Registered {
+			fmt.Fprintf(out, "%s: left alone %s: named like racetest's, but no run registered them — drop them by hand if they are yours\n",
+				j.Where(), strings.Join(l.Objects, ", "))
+			continue
+		}
+		if why := o.keep(*l.Record); why != "" {
+			fmt.Fprintf(out, "%s: kept %s: %s\n", j.Where(), l.Record, why)
+			continue
+		}
+		if o.DryRun {
+			what := strings.Join(l.Objects, ", ")
+			if what == "" {
+				what = "nothing but its registration"
+			}
+			fmt.Fprintf(out, "%s: %s %s: %s\n", j.Where(), verb, l.Record, what)
+			continue
+		}
+		dctx, cancel := scenarios.CleanupContext(ctx)
+		what, err := j.Drop(dctx, l.RunID)
+		cancel()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %s: %w", j.Where(), l.Record, err))
+			continue
+		}
+		if what == "" {
+			what = "its registration (no object was left)"
+		}
+		dropped++
+		fmt.Fprintf(out, "%s: %s %s: %s\n", j.Where(), verb, l.Record, what)
+	}
+	if seen == 0 {
+		if o.RunID != "" {
+			fmt.Fprintf(out, "%s: nothing of run %s\n", j.Where(), o.RunID)
+		} else {
+			fmt.Fprintf(out, "%s: nothing left by racetest\n", j.Where())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// keep says why a registered run is not dropped now, or "".
+func (o *CleanOptions) keep(r registry.Record) string {
+	age := time.Since(r.Started)
+	if age < o.OlderThan {
+		return fmt.Sprintf("started %s ago, less than --older-than %s", age.Round(time.Second), o.OlderThan)
+	}
+	alive, known := r.Alive()
+	switch {
+	case alive:
+		return fmt.Sprintf("its process %d still runs on this host — stop it first", r.PID)
+	case !known && !o.olderThanSet && age < otherHostAge:
+		return fmt.Sprintf("registered from another host %s ago; racetest cannot tell whether it still runs — give --older-than to drop it", age.Round(time.Second))
+	}
+	return ""
+}
