@@ -143,7 +143,7 @@ func catalogExpect(reg *scenarios.Registry, c report.Case, p scenarios.Params) r
 	c.Expect = report.Expect{Kind: report.ExpectKind(e)}
 	if why != "" && c.Result != nil {
 		r := *c.Result
-		r.Notes = append(append([]string(nil), r.Notes...), fmt.Sprintf("catalog: expects %s here: %s", strings.ToUpper(string(e)), why))
+		r.Notes = append(append([]string(nil), r.Notes...), report.CatalogNotePrefix+fmt.Sprintf("expects %s here: %s", strings.ToUpper(string(e)), why))
 		c.Result = &r
 	}
 	return c

@@ -88,7 +88,7 @@ func TestScriptOnServers(t *testing.T) {
 	dir := "../examples/redeem/scripts/"
 	out, stderr, code := execCmd(t, false, "redis", "--attempt", "@"+dir+"naive.redis", "--effects", "SCARD redeemed:{{.Token}}",
 		"--teardown", "@"+dir+"drop.redis", "-n", "8", "--bursts", "30", "--expect", "race", "--release", "last-byte")
-	if code != ExitOK || !strings.Contains(out, "RACE") || !strings.Contains(out, "naive.redis:3@") {
+	if code != ExitOK || !strings.Contains(out, "RACE") || !strings.Contains(out, "steps: 1 naive.redis:3") {
 		t.Errorf("naive redis: exit %d\n%s\n%s", code, out, stderr)
 	}
 	for _, w := range []string{"running your scripts on Redis", "attempt   " + dir + "naive.redis (4 commands)", "creates and drops nothing of its own"} {

@@ -103,7 +103,7 @@ func run(t *testing.T, tg runner.Target, w *Wire, n, bursts int) *runner.Result 
 func TestHeldRequestIsTheFirstStep(t *testing.T) {
 	first := map[string]map[string]string{
 		"redis": {
-			scenarios.MemorySet: "rpush", scenarios.CheckThenWrite: "exists", scenarios.ConditionalUpdate: "evalsha",
+			scenarios.MemorySet: "evalsha", scenarios.CheckThenWrite: "exists", scenarios.ConditionalUpdate: "evalsha",
 			scenarios.UniqueInsert: "set", scenarios.TTLLease: "evalsha",
 		},
 		"mysql": {

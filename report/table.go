@@ -55,6 +55,7 @@ func Table(w io.Writer, cases []Case, o Options) error {
 	shared := sharedNotes(cases)
 	if o.Summary {
 		unmet(w, cases, as, width, paint)
+		catalogReasons(w, cases, width, shared)
 	} else {
 		for i, c := range cases {
 			details(w, c, as[i], o, width, shared, paint)
@@ -154,6 +155,31 @@ func unmet(w io.Writer, cases []Case, as []Assessment, width int, paint func(str
 		}
 	}
 }
+
+// catalogReasons prints, in the summary view, why the catalog expected
+// what it did where that depends on the backend, isolation, variant or
+// server (a RACE that reads "ok" on FerretDB must say why at once).
+func catalogReasons(w io.Writer, cases []Case, width int, shared []string) {
+	first := true
+	for _, c := range cases {
+		for _, n := range notesOf(c) {
+			if !strings.HasPrefix(n, CatalogNotePrefix) || slices.Contains(shared, n) {
+				continue
+			}
+			if first {
+				fmt.Fprintln(w)
+				first = false
+			}
+			for _, l := range wrapText(displayName(c)+": "+n, width, "", "  ") {
+				fmt.Fprintln(w, l)
+			}
+		}
+	}
+}
+
+// CatalogNotePrefix starts the note that says why the catalog expected a
+// case's verdict on this backend, isolation, variant and server.
+const CatalogNotePrefix = "catalog: "
 
 // commonServer is the server every case that measured one measured, or ""
 // when none did or they differ (each case's details then name its own).
