@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sort"
 	"strconv"
 	"strings"
@@ -197,6 +198,19 @@ func verdictError(ctx context.Context, cases []report.Case) error {
 		return &exitError{code: ExitInconclusive, err: fmt.Errorf("%d of %d runs were inconclusive: nothing was proven, and --strict fails that", inconclusive, len(cases))}
 	}
 	return nil
+}
+
+// strictHint says once, on stderr, that an INCONCLUSIVE run exits 0
+// unless --strict asked otherwise: run, http and sql keep --strict opt-in,
+// and a CI job that only reads the exit code must not mistake "nothing
+// was proven" for a pass.
+func strictHint(w io.Writer, cases []report.Case) {
+	for _, c := range cases {
+		if a := report.Assess(c); a.Verdict == report.Inconclusive && !c.Strict {
+			fmt.Fprintln(w, "racetest: INCONCLUSIVE proves nothing but exits 0; add --strict to make it fail (exit 4)")
+			return
+		}
+	}
 }
 
 // settings lists the knobs of a run that a reader of the report needs.

@@ -398,3 +398,22 @@ func TestTimeoutsDoNotBlameTheServer(t *testing.T) {
 		}
 	}
 }
+
+// An INCONCLUSIVE run without --strict exits 0, and says once on stderr
+// that it proved nothing; with --strict it exits 4 and needs no hint; a
+// run that proved something gets no hint (issue 10 §3).
+func TestStrictHintOnce(t *testing.T) {
+	const hint = "INCONCLUSIVE proves nothing but exits 0; add --strict"
+	_, stderr, code := execCmd(t, false, "run", "conditional-update", "-n", "1", "--bursts", "3")
+	if code != ExitOK || strings.Count(stderr, hint) != 1 {
+		t.Errorf("inconclusive, not strict: exit %d, stderr %q; want 0 and the hint once", code, stderr)
+	}
+	_, stderr, code = execCmd(t, false, "run", "conditional-update", "-n", "1", "--bursts", "3", "--strict")
+	if code != ExitInconclusive || strings.Contains(stderr, hint) {
+		t.Errorf("inconclusive, strict: exit %d, stderr %q; want 4 and no hint", code, stderr)
+	}
+	_, stderr, code = execCmd(t, false, "run", "conditional-update", "-n", "4", "--bursts", "5")
+	if code != ExitOK || strings.Contains(stderr, hint) {
+		t.Errorf("safe run: exit %d, stderr %q; want 0 and no hint", code, stderr)
+	}
+}

@@ -191,6 +191,7 @@ func runHTTP(ctx context.Context, o *HTTPOptions) error {
 	})); err != nil {
 		return fmt.Errorf("writing the report: %w", err)
 	}
+	strictHint(o.IO.ErrOut, cases)
 	return verdictError(ctx, cases)
 }
 

@@ -150,6 +150,7 @@ func runRun(ctx context.Context, o *RunOptions) error {
 	})); err != nil {
 		return fmt.Errorf("writing the report: %w", err)
 	}
+	strictHint(o.IO.ErrOut, cases)
 	return verdictError(ctx, cases)
 }
 

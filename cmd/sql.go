@@ -194,6 +194,7 @@ func runScript(ctx context.Context, o *ScriptOptions) error {
 	}); err != nil {
 		return fmt.Errorf("writing the report: %w", err)
 	}
+	strictHint(o.IO.ErrOut, cases)
 	return verdictError(ctx, cases)
 }
 
