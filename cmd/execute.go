@@ -173,28 +173,35 @@ func verdictError(ctx context.Context, cases []report.Case) error {
 	for _, c := range cases {
 		a := report.Assess(c)
 		var bad *scenarios.ParamError
-		switch {
-		case a.Interrupted || errors.Is(c.Err, context.Canceled):
+		// Ifs, not a switch: gremlins v0.6.0 never mutates a switch's case
+		// expressions, and these are the verdict's exit code (issue 17).
+		if a.Interrupted || errors.Is(c.Err, context.Canceled) {
 			return context.Canceled
-		case errors.As(c.Err, &bad):
+		}
+		if errors.As(c.Err, &bad) {
 			// A backend refused a parameter before the run began: bad input.
 			return usageError(fmt.Errorf("%s on %s: %w", c.Scenario, c.Backend, bad))
-		case c.Err != nil:
+		}
+		if c.Err != nil {
 			setup = append(setup, fmt.Sprintf("%s on %s: %v", c.Scenario, c.Backend, c.Err))
-		case !a.Met && a.Unproven:
+			continue
+		}
+		if !a.Met && a.Unproven {
 			inconclusive++
-		case !a.Met:
+		} else if !a.Met {
 			violated++
 		}
 	}
-	switch {
-	case ctx.Err() != nil:
+	if ctx.Err() != nil {
 		return context.Canceled
-	case len(setup) > 0:
+	}
+	if len(setup) > 0 {
 		return setupError(errors.New(strings.Join(setup, "\n  ")))
-	case violated > 0:
+	}
+	if violated > 0 {
 		return &exitError{code: ExitViolated, err: fmt.Errorf("%d of %d runs did not meet their expectation", violated, len(cases))}
-	case inconclusive > 0:
+	}
+	if inconclusive > 0 {
 		return &exitError{code: ExitInconclusive, err: fmt.Errorf("%d of %d runs were inconclusive: nothing was proven, and --strict fails that", inconclusive, len(cases))}
 	}
 	return nil
