@@ -103,6 +103,18 @@ func TestInconclusiveSaysWhyEachBurstFellShort(t *testing.T) {
 	}
 }
 
+// Two attempts in flight at once are enough overlap: a burst that had
+// them but fewer than two answered attempts fell short for want of
+// answers, not of overlap.
+func TestTwoInFlightIsEnoughOverlap(t *testing.T) {
+	twoInFlightOneAnswer := b{1, 2, 1, 0}
+	a := Assess(Case{Result: run(held, twoInFlightOneAnswer, twoInFlightOneAnswer)})
+	want := "only 1 of 3 bursts put the guard to the test (need 50%): 0 took no effect, 0 never had two attempts in flight at once, 2 had fewer than two answered attempts"
+	if a.Verdict != Inconclusive || a.Why != want {
+		t.Errorf("got %s %q\nwant INCONCLUSIVE %q", a.Verdict, a.Why, want)
+	}
+}
+
 // When nothing took effect in any burst, the reason is what happened to the
 // attempts.
 func TestNothingTookEffectSaysWhatHappened(t *testing.T) {
@@ -124,6 +136,10 @@ func TestNothingTookEffectSaysWhatHappened(t *testing.T) {
 			"0 of 3 bursts executed anything: every attempt timed out"},
 		{"failed", outcomes([runner.NumClasses]int{runner.Error: 3, runner.Unknown: 1}, time.Second, map[string]int{"connection refused": 9, "reset": 3}),
 			"0 of 3 bursts executed anything: every attempt failed (×9: connection refused, … and 1 more kinds of error)"},
+		// A result with no attempt recorded (a JSON report trimmed by hand,
+		// read back) never claims that its attempts timed out.
+		{"no attempt recorded", outcomes([runner.NumClasses]int{}, time.Second, nil),
+			"0 of 3 bursts executed anything: attempts (as the workers saw them): executed 0, declined 0"},
 		{"declined", outcomes([runner.NumClasses]int{runner.Declined: 3, runner.Error: 1}, time.Second, map[string]int{"x": 3}),
 			"0 of 3 bursts executed anything: attempts (as the workers saw them): executed 0, declined 9, error 3"},
 	} {

@@ -179,11 +179,13 @@ func Assess(c Case) (a Assessment) {
 			a.Why = "interrupted after " + plural(a.Bursts, "burst") + " of " + plural(planned(r), "planned burst")
 		}()
 	}
-	switch {
-	case c.Err != nil:
+	// Ifs rather than switches where a verdict is decided: gremlins v0.6.0
+	// never mutates a switch's case expressions (scripts/mutation.sh).
+	if c.Err != nil {
 		a.Verdict, a.Why = Errored, c.Err.Error()
 		return a
-	case a.Bursts == 0:
+	}
+	if a.Bursts == 0 {
 		a.Verdict, a.Why = Errored, "no burst completed"
 		return a
 	}
@@ -232,13 +234,14 @@ func verdict(r *runner.Result, tested int) (Verdict, int, string) {
 func untested(r *runner.Result, tested int) string {
 	var noEffect, apart, unanswered int
 	for _, b := range r.Bursts {
-		switch {
-		case b.Tested():
-		case b.Effects == 0:
+		if b.Tested() {
+			continue
+		}
+		if b.Effects == 0 {
 			noEffect++
-		case b.Overlap < 2:
+		} else if b.Overlap < 2 {
 			apart++
-		default:
+		} else {
 			unanswered++
 		}
 	}
@@ -264,12 +267,13 @@ func nothingRan(r *runner.Result) string {
 	for _, n := range out {
 		total += n
 	}
-	switch {
-	case total > 0 && out[runner.Unknown] == total && r.Timeout > 0:
+	if total > 0 && out[runner.Unknown] == total && r.Timeout > 0 {
 		return "every attempt timed out after " + human(r.Timeout)
-	case total > 0 && out[runner.Unknown] == total:
+	}
+	if total > 0 && out[runner.Unknown] == total {
 		return "every attempt timed out"
-	case total > 0 && out[runner.Error]+out[runner.Unknown] == total:
+	}
+	if total > 0 && out[runner.Error]+out[runner.Unknown] == total {
 		return fmt.Sprintf("every attempt failed (%s)", strings.TrimPrefix(strings.Join(topErrors(r.Errors, 1), ", "), "error "))
 	}
 	return outcomes(r)
@@ -311,12 +315,13 @@ func met(c Case, r *runner.Result, a Assessment) (ok, unproven bool, why string)
 			lo = -1 // the run's own floor applies (LOST below)
 		}
 		e := r.EffectsSummary()
-		switch {
-		case e.Max > hi:
+		if e.Max > hi {
 			return false, false, fmt.Sprintf("expected at most %s per burst, the worst burst had %d", plural(hi, "effect"), e.Max)
-		case lo >= 0 && e.Min < lo:
+		}
+		if lo >= 0 && e.Min < lo {
 			return false, false, fmt.Sprintf("expected at least %s per burst, a burst had %d", plural(lo, "effect"), e.Min)
-		case lo < 0 && a.Verdict == Lost:
+		}
+		if lo < 0 && a.Verdict == Lost {
 			return false, false, lostWhy(r, a)
 		}
 	default:

@@ -11,12 +11,11 @@ const Confidence = 0.95
 // still show k or fewer events with probability 5%. For k = 0 it is
 // 1 - 0.05^(1/n), close to the rule of three (3/n).
 func UpperBound(k, n int) float64 {
-	switch {
-	case n <= 0:
+	// Ifs, not a switch, so that gremlins mutates these (scripts/mutation.sh).
+	if n <= 0 || k >= n {
 		return 1
-	case k >= n:
-		return 1
-	case k == 0:
+	}
+	if k == 0 {
 		return 1 - math.Pow(1-Confidence, 1/float64(n))
 	}
 	lo, hi := float64(k)/float64(n), 1.0
