@@ -41,12 +41,12 @@ func TestBurstsFor(t *testing.T) {
 // A bound a SAFE run printed, asked for again (prove: in a suite), needs
 // exactly the bursts that run made: the fewest that prove it, never one
 // more. Just above it the same count proves it; just below it one more
-// burst is needed. At these exact bounds float rounding puts the closed
-// formula one burst too high (about half of them) or, past 3,000 bursts,
-// one too low, so both corrections BurstsFor makes are exercised, over
-// every count up to 100,000 (prove: 0.003%).
+// burst is needed. Around these exact bounds float rounding puts the
+// closed formula one burst too high (at about half of them) or one too low
+// (just under some of them, from 6 bursts up), so both corrections
+// BurstsFor makes are exercised.
 func TestBurstsForAnExactBound(t *testing.T) {
-	for n := 1; n <= 100000; n++ {
+	for n := 1; n <= 3000; n++ {
 		b := UpperBound(0, n)
 		if got := BurstsFor(b); got != n {
 			t.Fatalf("BurstsFor(%v) = %d: 0 of %d bursts prove ≤%v, and %d do not", b, got, n, b, n-1)

@@ -6,16 +6,29 @@
 # the package's tests; a change no test notices ("lived") is a bug the tests
 # would let through.
 #
-#   scripts/mutation.sh                 the packages the change touched (see below)
-#   scripts/mutation.sh --all           every package of the verdict path
-#   scripts/mutation.sh runner suite    the packages named (names as in TARGETS)
+#   scripts/mutation.sh                 what a change touched (CI; see below)
+#   scripts/mutation.sh --all           every package of the verdict path, whole
+#   scripts/mutation.sh runner suite    the packages named, whole (names as in TARGETS)
 #
-# Which packages a change touched: those with a file (code or test) that
-# differs from the merge base with main, committed or not; on main itself,
-# those the last commit touched. The whole verdict path takes longer than CI
-# can give it on 2 shared cores (the figures are in the closing note of
-# issue 17), so .ci/run runs the touched packages and --all is for a release
-# or by hand.
+# What CI runs (no arguments): the packages of TARGETS with a Go file (code
+# or test) that differs from the base, and in them only the mutants on the
+# lines that differ (gremlins --diff). The whole verdict path takes 40-60
+# minutes on this machine's 2 shared cores, and even one package 6-10
+# (the figures are in issue 17's closing note): more than the 15 minutes CI
+# gives this step. A change is judged by what it changed; --all, run by
+# hand and before a release, judges the packages whole. A change that
+# touches only tests of a package runs no mutant there (gremlins sees no
+# changed code line), so it passes: run that package by name to see what a
+# weakened test lets through.
+#
+# The base: MUTATION_BASE if set; else, on a branch, its merge base with
+# main (everything the branch would land); else (CI runs a clean clone of
+# main) HEAD^1, the first parent: for the merge commit with which a branch
+# lands that is main before it landed, so the step judges the whole branch;
+# for a commit made on main directly, that commit. gremlins' --diff reads
+# the lines added in each hunk of 'git diff --merge-base BASE', so a hunk
+# with several separate additions is taken as its first added lines' span
+# (v0.6.0): a mutant next to a change can be tested, or one in it missed.
 #
 # The gate, per package: test efficacy (killed / (killed + lived)) and
 # mutator coverage ((killed + lived) / all mutants) both at least the
@@ -31,7 +44,7 @@
 # under test (runner's Config.Validate was).
 #
 # Environment:
-#   MUTATION_BASE   the commit to compare with (default: merge-base with main)
+#   MUTATION_BASE   the commit to compare with (default: see "The base" above)
 #   MUTATION_OUT    where the raw gremlins output goes (default /tmp/racetest-mutation)
 #   GREMLINS        the gremlins binary (default: $(go env GOPATH)/bin/gremlins)
 set -euo pipefail
@@ -68,25 +81,39 @@ gremlins_bin() {
   echo "$bin"
 }
 
-touched_dirs() {
+# base_ref: the commit a change is measured against (see the top).
+base_ref() {
   local base=${MUTATION_BASE:-}
   if [ -z "$base" ]; then
     base=$(git merge-base HEAD main 2>/dev/null || true)
-    if [ -z "$base" ] || [ "$base" = "$(git rev-parse HEAD)" ]; then base=HEAD~1; fi
+    if [ -z "$base" ] || [ "$base" = "$(git rev-parse HEAD)" ]; then base=$(git rev-parse -q --verify 'HEAD^1' || true); fi
   fi
-  { git diff --name-only "$base" -- '*.go'; git ls-files --others --exclude-standard -- '*.go'; } |
+  [ -n "$base" ] || die "no commit to compare with (a repository of one commit?): set MUTATION_BASE, or use --all"
+  git rev-parse -q --verify "$base^{commit}" || die "MUTATION_BASE=$base is not a commit here"
+}
+
+touched_dirs() {
+  { git diff --name-only "$1" -- '*.go'; git ls-files --others --exclude-standard -- '*.go'; } |
     xargs -r -n1 dirname | sort -u
 }
 
-# equivalent FILE LINE COL TYPE: the reason, when this mutant is listed.
-# Entries name the file, the mutator and the source line's text (trimmed),
-# so that they follow the code when lines move.
+# equivalent FILE LINE COL TYPE: the matching entry of the list (its
+# first three fields) and its reason, tab-separated, when this mutant is
+# listed. Entries name the file, the mutator and the source line's text
+# (trimmed), so that they follow the code when lines move. When a line
+# holds two mutants of one mutator, the entry marks the one it means with
+# ^^ before its operator (never valid Go), so that it cannot excuse the
+# other.
 equivalent() {
-  local file=$1 line=$2 type=$4 text
+  local file=$1 line=$2 col=$3 type=$4 text marked
   text=$(sed -n "${line}p" "$file" | sed 's/^[[:space:]]*//;s/[[:space:]]*$//')
-  awk -F' \\| ' -v f="$file" -v t="$type" -v s="$text" '
+  marked=$(sed -n "${line}p" "$file" | LC_ALL=C awk -v c="$col" '{ print substr($0, 1, c - 1) "^^" substr($0, c) }' |
+    sed 's/^[[:space:]]*//;s/[[:space:]]*$//')
+  # Through the environment: awk -v would read the backslashes in the code.
+  F=$file T=$type S=$text M=$marked awk -F' \\| ' '
+    BEGIN { f = ENVIRON["F"]; t = ENVIRON["T"]; s = ENVIRON["S"]; m = ENVIRON["M"] }
     /^#/ || NF < 4 { next }
-    $1 == f && $2 == t && $3 == s { print $4; found = 1; exit }
+    $1 == f && $2 == t && ($3 == s || $3 == m) { print $1 " | " $2 " | " $3 "\t" $4; found = 1; exit }
     END { exit !found }' "$EQUIVALENTS"
 }
 
@@ -98,11 +125,15 @@ measure() {
     case "$base" in *_test.go) continue ;; esac
     if [[ " $files " != *" $base "* ]]; then excl+=(-E "(^|/)${base//./\\.}\$"); fi
   done
-  echo "== $name: $dir/{${files// /,}} (floors: efficacy $eff%, coverage $cov%)"
+  local scope=""
+  [ "$mode" = changed ] && scope=", the lines changed since $(git rev-parse --short "$base")"
+  echo "== $name: $dir/{${files// /,}}$scope (floors: efficacy $eff%, coverage $cov%)"
   local start=$SECONDS json=$OUT/$name.json
   # One worker: on 2 shared cores a second one turns slow tests into
   # spurious time-outs; the coefficient gives a loaded machine room.
-  env $envs "$GREMLINS" unleash --workers 1 --timeout-coefficient 20 "${excl[@]}" -o "$json" "./$dir" \
+  local diff=()
+  [ "$mode" = changed ] && diff=(--diff "$base")
+  env $envs "$GREMLINS" unleash --workers 1 --timeout-coefficient 20 "${diff[@]}" "${excl[@]}" -o "$json" "./$dir" \
     > "$OUT/$name.txt" 2>&1 || { tail -20 "$OUT/$name.txt" >&2; die "gremlins failed on $dir (log: $OUT/$name.txt)"; }
   local killed=0 lived=0 uncovered=0 timedout=0 skipped=0 switchcase=0 status file line col type why
   while IFS=$'\t' read -r file line col type status; do
@@ -111,10 +142,10 @@ measure() {
       KILLED) killed=$((killed + 1)) ;;
       "TIMED OUT") timedout=$((timedout + 1)) ;;
       LIVED | "NOT COVERED")
-        if why=$(equivalent "$file" "$line" "$col" "$type"); then
+        if hit=$(equivalent "$file" "$line" "$col" "$type"); then
           skipped=$((skipped + 1))
-          printf '   listed  %-11s %-22s %s:%s  %s\n' "$status" "$type" "$file" "$line" "$why"
-          echo "$file | $type | $line" >> "$OUT/used-equivalents"
+          printf '   listed  %-11s %-22s %s:%s  %s\n' "$status" "$type" "$file" "$line" "${hit#*$'\t'}"
+          echo "${hit%%$'\t'*}" >> "$OUT/used-equivalents"
         elif [ "$status" = LIVED ]; then
           lived=$((lived + 1))
           printf '   LIVED   %-22s %s:%s:%s  %s\n' "$type" "$file" "$line" "$col" "$(sed -n "${line}p" "$file" | sed 's/^[[:space:]]*//')"
@@ -168,7 +199,8 @@ case $mode in
       [ -n "$hit" ] || die "unknown package $n (one of: $(printf '%s ' "${TARGETS[@]%%|*}"))"
     done ;;
   changed)
-    dirs=$(touched_dirs)
+    base=$(base_ref)
+    dirs=$(touched_dirs "$base")
     for t in "${TARGETS[@]}"; do
       IFS='|' read -r _ dir _ <<< "$t"
       if grep -qx "$dir" <<< "$dirs"; then selected+=("$t"); fi
@@ -198,20 +230,23 @@ for t in "${selected[@]}"; do
   measure "$name" "$dir" "$files" "$eff" "$cov" "$envs"
 done
 
-# An entry of the list that matched no mutant of a package that ran is stale.
-for t in "${selected[@]}"; do
-  IFS='|' read -r _ dir files _ <<< "$t"
-  for f in $files; do
-    grep -v '^#' "$EQUIVALENTS" | awk -F' \\| ' -v p="$dir/$f" '$1 == p { print $1 " | " $2 " | " $3 }' |
-      while IFS= read -r entry; do
-        file=${entry%% | *}; rest=${entry#* | }; type=${rest%% | *}; text=${rest#* | }
-        if ! awk -F' \\| ' -v f="$file" -v t="$type" '$1 == f && $2 == t { print $3 }' "$OUT/used-equivalents" 2>/dev/null |
-          while read -r l; do sed -n "${l}p" "$file" | sed 's/^[[:space:]]*//;s/[[:space:]]*$//'; done | grep -qxF -- "$text"; then
-          echo "   stale entry in $EQUIVALENTS (no such mutant now): $entry"
-        fi
-      done
+# An entry of the list that matched no mutant of a package that ran is
+# stale: the code changed, or a test now kills the mutant. (Not judged in
+# --diff mode, which sees only the changed lines' mutants.)
+if [ "$mode" != changed ]; then
+  for t in "${selected[@]}"; do
+    IFS='|' read -r _ dir files _ <<< "$t"
+    for f in $files; do
+      grep -v '^#' "$EQUIVALENTS" | awk -F' \\| ' -v p="$dir/$f" '$1 == p { print $1 " | " $2 " | " $3 }' |
+        while IFS= read -r entry; do
+          if ! grep -qxF -- "$entry" "$OUT/used-equivalents" 2>/dev/null; then
+            echo "   stale entry in $EQUIVALENTS (no such mutant lives now): $entry"
+            stale=1
+          fi
+        done
+    done
   done
-done
+fi
 
 echo "mutation: ${#selected[@]} package(s) in $((SECONDS - total))s; raw output in $OUT"
 if [ ${#failed[@]} -gt 0 ]; then
