@@ -1,6 +1,13 @@
 package sqldb
 
-import "github.com/racetest/racetest/runner"
+import (
+	"errors"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/racetest/racetest/runner"
+)
 
 // IsDuplicate reports whether err is a unique key's refusal (MySQL 1062,
 // PostgreSQL 23505): the one error that means "already done".
@@ -37,3 +44,50 @@ func ClassifyInsert(err error) runner.Outcome {
 	}
 	return Classify(err)
 }
+
+// MySQLNumber returns the server's error number carried by err, or 0.
+func MySQLNumber(err error) uint16 {
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		return me.Number
+	}
+	return 0
+}
+
+func mysqlDuplicate(err error) bool { return MySQLNumber(err) == ErrDupEntry }
+
+// mysqlConflict: a deadlock (1213), MariaDB's snapshot-isolation check
+// (1020), or any error with SQLSTATE 40001 (serialization failure).
+func mysqlConflict(err error) bool {
+	var me *mysql.MySQLError
+	if !errors.As(err, &me) {
+		return false
+	}
+	return me.Number == ErrLockDeadlock || me.Number == ErrCheckRead || string(me.SQLState[:]) == sqlStateSerialization
+}
+
+func mysqlTooManyConnections(err error) bool {
+	switch MySQLNumber(err) {
+	case ErrConCount, ErrTooManyUserConns, ErrUserLimitReached:
+		return true
+	}
+	return false
+}
+
+// PgCode returns the SQLSTATE carried by a PostgreSQL error, or "".
+func PgCode(err error) string {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code
+	}
+	return ""
+}
+
+func pgDuplicate(err error) bool { return PgCode(err) == CodeUniqueViolation }
+
+func pgConflict(err error) bool {
+	c := PgCode(err)
+	return c == CodeSerializationFailure || c == CodeDeadlockDetected
+}
+
+func pgTooManyConnections(err error) bool { return PgCode(err) == CodeTooManyConnections }

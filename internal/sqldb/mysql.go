@@ -43,35 +43,6 @@ const (
 	sqlStateSerialization = "40001"
 )
 
-// MySQLNumber returns the server's error number carried by err, or 0.
-func MySQLNumber(err error) uint16 {
-	var me *mysql.MySQLError
-	if errors.As(err, &me) {
-		return me.Number
-	}
-	return 0
-}
-
-func mysqlDuplicate(err error) bool { return MySQLNumber(err) == ErrDupEntry }
-
-// mysqlConflict: a deadlock (1213), MariaDB's snapshot-isolation check
-// (1020), or any error with SQLSTATE 40001 (serialization failure).
-func mysqlConflict(err error) bool {
-	var me *mysql.MySQLError
-	if !errors.As(err, &me) {
-		return false
-	}
-	return me.Number == ErrLockDeadlock || me.Number == ErrCheckRead || string(me.SQLState[:]) == sqlStateSerialization
-}
-
-func mysqlTooManyConnections(err error) bool {
-	switch MySQLNumber(err) {
-	case ErrConCount, ErrTooManyUserConns, ErrUserLimitReached:
-		return true
-	}
-	return false
-}
-
 // DefaultMySQLDSN is the server racetest talks to when --mysql-dsn and
 // RACETEST_MYSQL_DSN are both empty: a local MySQL or MariaDB on its
 // standard port, as `docker compose up` starts it.

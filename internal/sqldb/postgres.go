@@ -29,24 +29,6 @@ const (
 	CodeCannotConnectNow     = "57P03"
 )
 
-// PgCode returns the SQLSTATE carried by a PostgreSQL error, or "".
-func PgCode(err error) string {
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) {
-		return pe.Code
-	}
-	return ""
-}
-
-func pgDuplicate(err error) bool { return PgCode(err) == CodeUniqueViolation }
-
-func pgConflict(err error) bool {
-	c := PgCode(err)
-	return c == CodeSerializationFailure || c == CodeDeadlockDetected
-}
-
-func pgTooManyConnections(err error) bool { return PgCode(err) == CodeTooManyConnections }
-
 // DefaultPostgresURL is the server racetest talks to when --postgres-url and
 // RACETEST_POSTGRES_URL are both empty: a local PostgreSQL on its standard
 // port with trust authentication, as `docker compose up` starts it.
