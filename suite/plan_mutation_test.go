@@ -1,11 +1,15 @@
 package suite_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/racetest/racetest/runner"
+	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/suite"
 )
 
@@ -36,5 +40,68 @@ func TestPlanListsTheFirstTwentyProblems(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), fmt.Sprintf("%d problems in s.yaml", 20)) {
 		t.Errorf("the message does not count the problems: %q", err.Error())
+	}
+}
+
+// demoRegistry has one scenario whose catalog demonstrates three rows: a
+// variant, a deploy between two waves, and a gap of its own.
+func demoRegistry() *scenarios.Registry {
+	r := scenarios.NewRegistry()
+	r.AddBackend(scenarios.Backend{Name: "memory"})
+	r.AddScenario(scenarios.Spec{Name: "rows", Lesson: "rows", Demo: []scenarios.DemoCase{
+		{Label: "variant", Variant: "v1"},
+		{Label: "deploy", Waves: 2, Deploy: true},
+		{Label: "gap", Gap: 3 * time.Millisecond},
+	}})
+	r.Register("rows", "memory", func(context.Context, scenarios.Params) (runner.Target, error) {
+		return nil, errors.New("stand-in")
+	})
+	return r
+}
+
+// demo: true runs each of the catalog's rows as the catalog shows it (its
+// variant, its waves and deploy, its gap), except that a gap the user
+// wrote, in the case or in the defaults, wins over the row's.
+func TestDemoRowsKeepTheirShape(t *testing.T) {
+	for _, tc := range []struct {
+		src  string
+		want []string
+	}{
+		{"cases:\n  - {scenario: rows, demo: true}\n",
+			[]string{"rows (variant) variant=v1 waves=1 deploy=false gap=0s", "rows (deploy) variant= waves=2 deploy=true gap=0s", "rows (gap) variant= waves=1 deploy=false gap=3ms"}},
+		{"cases:\n  - {scenario: rows, demo: true, gap: 5ms}\n",
+			[]string{"rows (variant) variant=v1 waves=1 deploy=false gap=5ms", "rows (deploy) variant= waves=2 deploy=true gap=5ms", "rows (gap) variant= waves=1 deploy=false gap=5ms"}},
+		{"defaults: {gap: 7ms}\ncases:\n  - {scenario: rows, demo: true}\n",
+			[]string{"rows (variant) variant=v1 waves=1 deploy=false gap=7ms", "rows (deploy) variant= waves=2 deploy=true gap=7ms", "rows (gap) variant= waves=1 deploy=false gap=7ms"}},
+	} {
+		s, err := suite.Parse("s.yaml", []byte(tc.src), env(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps, err := s.Plans(demoRegistry(), suite.Options{})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.src, err)
+		}
+		var got []string
+		for _, p := range ps {
+			got = append(got, fmt.Sprintf("%s variant=%s waves=%d deploy=%t gap=%s",
+				p.Case.Name, p.Params.Variant, p.Config.Waves, p.Config.Deploy, p.Params.Gap))
+		}
+		if strings.Join(got, "; ") != strings.Join(tc.want, "; ") {
+			t.Errorf("%s:\ngot  %q\nwant %q", tc.src, got, tc.want)
+		}
+	}
+}
+
+// demo: true takes the catalog's expectations: expect: catalog says just
+// that and is accepted; any other expectation is refused where it is
+// written.
+func TestDemoTakesTheCatalogsExpectation(t *testing.T) {
+	if _, err := plans(t, "cases:\n  - {scenario: memory-set, demo: true, expect: catalog}\n", suite.Options{}); err != nil {
+		t.Errorf("expect: catalog with demo: true refused: %v", err)
+	}
+	_, err := plans(t, "cases:\n  - {scenario: memory-set, demo: true, expect: safe}\n", suite.Options{})
+	if e := firstError(t, err); e.Line != 2 || !strings.Contains(e.Msg, "remove expect") {
+		t.Errorf("expect: safe with demo: true: got %v", e)
 	}
 }
