@@ -105,3 +105,38 @@ func TestDemoTakesTheCatalogsExpectation(t *testing.T) {
 		t.Errorf("expect: safe with demo: true: got %v", e)
 	}
 }
+
+// A burst of several waves makes attempts × waves attempts: max_effects
+// below that can fail, and max_effects at it can never fail and is refused
+// with the number the user must go under.
+func TestMaxEffectsCountsEveryWave(t *testing.T) {
+	ok := "cases:\n  - {scenario: memory-set, attempts: 4, waves: 2, max_effects: 7}\n"
+	if ps, err := plans(t, ok, suite.Options{}); err != nil || len(ps) != 1 || ps[0].Case.Expect.Max != 7 {
+		t.Errorf("max_effects 7 of 4 attempts × 2 waves: %v", err)
+	}
+	_, err := plans(t, "cases:\n  - {scenario: memory-set, attempts: 4, waves: 2, max_effects: 8}\n", suite.Options{})
+	want := "max_effects 8 can never fail: a burst makes at most 8 attempts; lower it below 8"
+	if e := firstError(t, err); e.Line != 2 || e.Msg != want {
+		t.Errorf("got %d: %q, want line 2: %q", e.Line, e.Msg, want)
+	}
+}
+
+// A case that names no expectation, or expect: catalog, takes the
+// catalog's, which the command resolves again once the run names its
+// server (Plan.Catalog); a case that writes its own keeps it.
+func TestOnlyACatalogExpectationIsResolvedAgain(t *testing.T) {
+	for src, want := range map[string]bool{
+		"{scenario: unique-insert}":                  true,
+		"{scenario: unique-insert, expect: catalog}": true,
+		"{scenario: unique-insert, expect: safe}":    false,
+		"{scenario: unique-insert, max_effects: 1}":  false,
+	} {
+		ps, err := plans(t, "cases:\n  - "+src+"\n", suite.Options{})
+		if err != nil || len(ps) != 1 {
+			t.Fatalf("%s: %v", src, err)
+		}
+		if ps[0].Catalog != want {
+			t.Errorf("%s: Catalog %t, want %t", src, ps[0].Catalog, want)
+		}
+	}
+}
