@@ -59,6 +59,8 @@ func registerConn(fs *pflag.FlagSet, c *scenarios.Connections) {
 	fs.StringVar(&c.MySQLDSN, "mysql-dsn", os.Getenv("RACETEST_MYSQL_DSN"), "MySQL/MariaDB DSN or mysql:// URL (env RACETEST_MYSQL_DSN; default "+mysqlstore.DefaultDSN+")")
 	fs.StringVar(&c.PostgresURL, "postgres-url", os.Getenv("RACETEST_POSTGRES_URL"), "PostgreSQL URL (env RACETEST_POSTGRES_URL; default "+pgstore.DefaultURL+")")
 	fs.StringVar(&c.MongoURI, "mongo-uri", os.Getenv("RACETEST_MONGO_URI"), "MongoDB URI (env RACETEST_MONGO_URI; default "+mongostore.DefaultURI+")")
+	fs.StringVar(&c.PostgresReadURL, "postgres-read-url", os.Getenv("RACETEST_POSTGRES_READ_URL"), "a streaming replica of --postgres-url, for scenarios whose check reads a replica (env RACETEST_POSTGRES_READ_URL; scripts/cluster.sh start postgres-replica)")
+	fs.StringVar(&c.MySQLReadDSN, "mysql-read-dsn", os.Getenv("RACETEST_MYSQL_READ_DSN"), "a replica of --mysql-dsn, for scenarios whose check reads a replica (env RACETEST_MYSQL_READ_DSN; scripts/cluster.sh start mariadb-replica)")
 }
 
 // validate checks what no backend could use, and a burst too large for

@@ -35,7 +35,16 @@ type Spec struct {
 	Expect func(p Params) Expectation
 	// Demo lists the parameter sets 'racetest demo' runs (nil: not in the demo).
 	Demo []DemoCase
+	// Topology names the cluster the scenario needs beyond one server
+	// ("replica": a primary and a replica of it; see scripts/cluster.sh);
+	// "" for one server. What runs every scenario on one server (the
+	// catalog gate, the conformance suites, the matrix) leaves such a
+	// scenario out.
+	Topology string
 }
+
+// TopologyReplica: a primary and an asynchronous replica of it.
+const TopologyReplica = "replica"
 
 // DemoCase is one row of the demo table.
 type DemoCase struct {
@@ -98,6 +107,10 @@ type Connections struct {
 	MySQLDSN    string
 	PostgresURL string
 	MongoURI    string
+	// The read endpoints (replicas) of scenarios whose check reads a
+	// replica while the write goes to the primary; "" means none.
+	PostgresReadURL string
+	MySQLReadDSN    string
 }
 
 // Variant names shared by every backend that has the variant.
