@@ -91,7 +91,10 @@ type Params struct {
 	Engine string
 	// Variant selects a scenario's variant ("for-update", "fenced", ...).
 	Variant string
-	Conn    Connections
+	// Fault is a fault to inject into a cluster scripts/cluster.sh started
+	// ("failover-after-act"; "" is the scenario's default).
+	Fault string
+	Conn  Connections
 	// Dial, when set, dials every connection the run opens to a server, in
 	// place of the driver's own dialer. Release modes that act on the wire
 	// (holding back each request's last byte) wrap connections here.
@@ -109,6 +112,7 @@ type Connections struct {
 	MongoURI    string
 	// The read endpoints (replicas) of scenarios whose check reads a
 	// replica while the write goes to the primary; "" means none.
+	RedisReadURL    string
 	PostgresReadURL string
 	MySQLReadDSN    string
 }

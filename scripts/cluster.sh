@@ -10,7 +10,8 @@
 #   scripts/cluster.sh env    TOPOLOGY   print the connection strings of a running cluster again
 #
 # TOPOLOGY is one of:
-#   redis-replica     a Redis primary, one replica and one Sentinel watching them
+#   redis-replica     a Redis primary and one replica (no Sentinel: racetest's failover-lock
+#                     promotes the replica itself, at the moment it chooses)
 #   redis-cluster     a 6-node Redis Cluster (3 primaries, 3 replicas, redis-cli --cluster create)
 #   postgres-replica  a PostgreSQL primary and an asynchronous streaming replica (pg_basebackup -R)
 #   mariadb-replica   a MariaDB primary and a replica (GTID replication)
@@ -29,7 +30,7 @@
 #   RACETEST_CLUSTER_DIR   where clusters live (default ${TMPDIR:-/tmp}/racetest-cluster)
 #   RACETEST_CLUSTER_PORT  first port to use (default: 16390 redis-replica, 17000 redis-cluster,
 #                          15440 postgres-replica, 13310 mariadb-replica; a cluster uses a few
-#                          consecutive ports from there, and sentinel the first + 10000)
+#                          consecutive ports from there, and Redis Cluster's bus the same + 10000)
 set -euo pipefail
 
 BASE_DIR=${RACETEST_CLUSTER_DIR:-${TMPDIR:-/tmp}/racetest-cluster}
@@ -95,38 +96,24 @@ redis_start_node() { # NAME PORT [extra args...]
 	local name=$1 port=$2
 	shift 2
 	mkdir -p "$DIR/$name"
-	redis-server --port "$port" --bind 127.0.0.1 --daemonize yes --save "" --appendonly no \
+	# No delay before a full resynchronisation: a replica restarted after a
+	# failover catches up in milliseconds, not Redis's default 5 s.
+	redis-server --port "$port" --bind 127.0.0.1 --daemonize yes --save "" --appendonly no --repl-diskless-sync-delay 0 \
 		--dir "$DIR/$name" --logfile "$DIR/$name/log" --pidfile "$DIR/$name/pid" "$@" >/dev/null
 	wait_until "redis on $port answering" redis-cli -p "$port" ping
 }
 
 start_redis_replica() {
 	local p=${RACETEST_CLUSTER_PORT:-16390}
-	local s=$((p + 10000))
 	need_ports "$p" 2
-	need_ports "$s" 1
 	redis_start_node primary "$p"
 	node primary "$p" "$DIR/primary/pid" "$DIR/primary"
 	redis_start_node replica $((p + 1)) --replicaof 127.0.0.1 "$p"
 	node replica $((p + 1)) "$DIR/replica/pid" "$DIR/replica"
 	wait_until "the replica's link to the primary" sh -c "redis-cli -p $((p + 1)) info replication | grep -q master_link_status:up"
-	mkdir -p "$DIR/sentinel"
-	cat >"$DIR/sentinel/sentinel.conf" <<EOF
-port $s
-bind 127.0.0.1
-dir $DIR/sentinel
-sentinel monitor racetest 127.0.0.1 $p 1
-sentinel down-after-milliseconds racetest 1000
-sentinel failover-timeout racetest 5000
-EOF
-	redis-server "$DIR/sentinel/sentinel.conf" --sentinel --daemonize yes \
-		--logfile "$DIR/sentinel/log" --pidfile "$DIR/sentinel/pid" >/dev/null
-	wait_until "sentinel on $s answering" redis-cli -p "$s" ping
-	node sentinel "$s" "$DIR/sentinel/pid" "$DIR/sentinel"
 	cat >"$DIR/env" <<EOF
 RACETEST_REDIS_URL='redis://127.0.0.1:$p/0'
 RACETEST_REDIS_READ_URL='redis://127.0.0.1:$((p + 1))/0'
-RACETEST_REDIS_SENTINEL='127.0.0.1:$s/racetest'
 EOF
 }
 

@@ -59,6 +59,7 @@ func Register(r *scenarios.Registry) {
 		{LeasePause, redisstore.Name, leaseFactoryOf(redisLeaseBackend)},
 		{LeasePause, mysqlstore.Name, leaseFactoryOf(sqlLeaseBackend(mysqlDialect))},
 		{LeasePause, pgstore.Name, leaseFactoryOf(sqlLeaseBackend(pgDialect))},
+		{FailoverLock, redisstore.Name, failoverFactory},
 		{ReplicaRead, mysqlstore.Name, replicaReadFactory(mysqlDialect)},
 		{ReplicaRead, pgstore.Name, replicaReadFactory(pgDialect)},
 	}

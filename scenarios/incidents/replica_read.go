@@ -57,9 +57,9 @@ synchronous_commit = remote_apply (remote-apply; needs the replica in
 synchronous_standby_names), MariaDB MASTER_GTID_WAIT on the replica for the writer's own
 GTID (gtid-wait). Or stop trusting the check: make the write itself conditional on the
 primary — a unique key refuses the second insert (conditional).`,
-			Numbers: `naive: most bursts end with 2 or more rows, counted on the primary, although the lock
-serialized every attempt (on this kind of machine: PostgreSQL's replica missed a write read
-right after its commit almost always, MariaDB's about half the time). primary-read,
+			Numbers: `naive: bursts end with 2 or more rows, counted on the primary, although the lock
+serialized every attempt: at -n 4 on a 2-core machine, 8-90% of bursts, varying with load
+(the notes count the checks that read the past). primary-read,
 remote-apply, gtid-wait: 1 row, the others "declined: already there". conditional: 1 row;
 the attempts that read the stale replica are declined by the unique key. The report names
 the primary and the replica it measured.`,

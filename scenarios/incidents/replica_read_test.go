@@ -111,3 +111,51 @@ func TestReplicaReadOnACluster(t *testing.T) {
 		})
 	}
 }
+
+// TestFailoverLockRefusesWhatClusterShDidNotStart: racetest kills and
+// promotes servers only in a cluster scripts/cluster.sh started; the shared
+// server, named as both primary and replica, is refused before anything.
+func TestFailoverLockRefusesWhatClusterShDidNotStart(t *testing.T) {
+	_, cl := needRedis(t)
+	url := "redis://" + cl.Options().Addr + "/0"
+	p := scenarios.Params{RunID: scenarios.NewRunID(), Attempts: 2, Replicas: 1,
+		Conn: scenarios.Connections{RedisURL: url, RedisReadURL: url}}
+	_, err := registry("redis").Build(context.Background(), FailoverLock, "redis", p)
+	var bad *scenarios.ParamError
+	if !errors.As(err, &bad) || !strings.Contains(err.Error(), "runs only on a cluster that scripts/cluster.sh started") {
+		t.Fatalf("want the shared server refused, got %v", err)
+	}
+	p.Conn.RedisReadURL = ""
+	if _, err := registry("redis").Build(context.Background(), FailoverLock, "redis", p); !errors.As(err, &bad) || !strings.Contains(err.Error(), "scripts/cluster.sh start redis-replica") {
+		t.Fatalf("without a replica, want a usage error naming scripts/cluster.sh, got %v", err)
+	}
+}
+
+// TestFailoverLockOnACluster: with a real failover in every burst, the
+// naive lease has two holders in every burst; WAIT and a fencing token
+// checked by the resource leave exactly one write.
+func TestFailoverLockOnACluster(t *testing.T) {
+	primary, replica := os.Getenv("RACETEST_CLUSTER_REDIS_URL"), os.Getenv("RACETEST_CLUSTER_REDIS_READ_URL")
+	if replica == "" {
+		msg := "no redis-replica cluster: scripts/cluster.sh start redis-replica, and set RACETEST_CLUSTER_REDIS_URL and RACETEST_CLUSTER_REDIS_READ_URL to the URLs it prints"
+		if os.Getenv(RequireClustersEnv) != "" {
+			t.Fatal(msg + " (" + RequireClustersEnv + " is set)")
+		}
+		t.Skip(msg)
+	}
+	p := scenarios.Params{RunID: scenarios.NewRunID(), Conn: scenarios.Connections{RedisURL: primary, RedisReadURL: replica}}
+	for _, v := range failoverVariants {
+		t.Run(v, func(t *testing.T) {
+			res, target := runCase(t, "redis", FailoverLock, p, shape{variant: v, attempts: 2, bursts: 5})
+			notes := strings.Join(target.(*failoverTarget).Notes(), "; ")
+			if !strings.Contains(notes, "5 failovers injected") {
+				t.Fatalf("want a failover in each of 5 bursts: %s", notes)
+			}
+			if v == Naive {
+				everyBurst(t, res, "two holders, two writes", func(b runner.Burst) bool { return b.Effects == 2 })
+				return
+			}
+			everyBurst(t, res, "exactly one write", func(b runner.Burst) bool { return b.Effects == 1 })
+		})
+	}
+}
