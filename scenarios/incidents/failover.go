@@ -459,7 +459,7 @@ func (failoverApp) Close() error { return nil }
 // Session: each worker's commands go to whichever node is primary now, as
 // a client behind Sentinel or a DNS name would.
 func (a failoverApp) Session(context.Context, int) (runner.Session, error) {
-	return failoverSession{a.t}, nil
+	return failoverSession(a), nil
 }
 
 type failoverSession struct{ t *failoverTarget }
