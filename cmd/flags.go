@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/racetest/racetest/runner"
+	"github.com/racetest/racetest/runplan"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/mongostore"
 	"github.com/racetest/racetest/scenarios/mysqlstore"
@@ -99,13 +100,13 @@ func (s *shapeFlags) params(replicas int) scenarios.Params {
 	}
 }
 
-// config builds the runner's shape for one run.
-func (s *shapeFlags) config(spec scenarios.Spec, replicas, waves int, deploy bool) runner.Config {
-	return runner.NewConfig(
-		runner.Attempts(s.Attempts), runner.Bursts(s.Bursts), runner.Replicas(replicas),
-		runner.Waves(waves), runner.Deploy(deploy), runner.Allowed(spec.Allowed),
-		runner.Timeout(s.Timeout), runner.Keep(s.Keep),
-	)
+// plan is the run's shape for runplan, with replicas replicas.
+func (s *shapeFlags) plan(replicas int) runplan.Shape {
+	return runplan.Shape{
+		Attempts: s.Attempts, Bursts: s.Bursts, Replicas: replicas, Waves: s.Waves, Deploy: s.Deploy, Keep: s.Keep,
+		Gap: s.Gap, Latency: s.Latency, TTL: s.TTL, Timeout: s.Timeout, Seed: s.Seed,
+		Isolation: s.Isolation, Engine: s.Engine, Variant: s.Variant, Conn: s.Conn,
+	}
 }
 
 // connFlags are the flags that name a server; an explicitly empty value

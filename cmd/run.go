@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/racetest/racetest/release"
 	"github.com/racetest/racetest/report"
+	"github.com/racetest/racetest/runplan"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/spf13/cobra"
 )
@@ -103,33 +105,22 @@ func runRun(ctx context.Context, o *RunOptions) error {
 	if err := o.Shape.validate(o.Backend); err != nil {
 		return err
 	}
-	releaseOn := o.Backend
-	if o.Processes {
-		releaseOn = release.Processes
+	req := runplan.Request{
+		Scenario: spec.Name, Backend: o.Backend, Shape: o.Shape.plan(o.Shape.Replicas),
+		Release: cmp.Or(o.Release, string(release.Default)), Expect: expect, Catalog: catalog, Strict: o.Strict,
 	}
-	rel, err := release.New(o.Release, releaseOn)
-	if err != nil {
+	if o.Processes {
+		req.ReleaseOn = release.Processes
+	}
+	pl, err := runplan.Build(o.Registry, req)
+	if fe := new(runplan.FieldError); errors.As(err, &fe) && fe.Field == "release" {
 		return usageError(fmt.Errorf("--release: %w", err))
 	}
-	if rel.Warning != "" {
-		fmt.Fprintln(o.IO.ErrOut, "racetest: warning: "+rel.Warning)
-	}
-	p := o.Shape.params(o.Shape.Replicas)
-	if err := p.Validate(); err != nil {
+	if err != nil {
 		return usageError(err)
 	}
-	p.Dial = rel.Dial
-	cfg := o.Shape.config(spec, o.Shape.Replicas, o.Shape.Waves, o.Shape.Deploy)
-	for _, opt := range rel.Options() {
-		opt(&cfg)
-	}
-	pl := plan{
-		Case: report.Case{
-			Name: spec.Name, Scenario: spec.Name, Backend: o.Backend, Lesson: spec.Lesson,
-			Expect: expect, Strict: o.Strict, Settings: settings(o.Backend, p, cfg),
-			Release: string(rel.Mode),
-		},
-		Params: p, Config: cfg, Catalog: catalog,
+	if pl.Warning != "" {
+		fmt.Fprintln(o.IO.ErrOut, "racetest: warning: "+pl.Warning)
 	}
 	f := o.Factory
 	if o.Processes {

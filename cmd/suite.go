@@ -138,13 +138,11 @@ func runSuite(ctx context.Context, o *SuiteOptions) error {
 	}
 	ps := make([]plan, len(plans))
 	for i, p := range plans {
-		ps[i] = plan{Case: p.Case, Params: p.Params, Config: p.Config, Catalog: p.Catalog}
+		ps[i] = p.Run
 		if p.HTTP != nil {
 			ps[i].Case.Settings = httpSettings(p)
 			ps[i].Case.Release = ps[i].Case.Settings["release"]
 			ps[i].Case.Lesson = httpLesson
-		} else {
-			ps[i].Case.Settings = settings(p.Case.Backend, p.Params, p.Config)
 		}
 		if p.Prove > 0 {
 			ps[i].Case.Settings["prove"] = formatBound(p.Prove)

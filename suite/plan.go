@@ -1,6 +1,8 @@
 package suite
 
 import (
+	"cmp"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -10,6 +12,7 @@ import (
 	"github.com/racetest/racetest/release"
 	"github.com/racetest/racetest/report"
 	"github.com/racetest/racetest/runner"
+	"github.com/racetest/racetest/runplan"
 	"github.com/racetest/racetest/scenarios"
 )
 
@@ -39,10 +42,10 @@ type Options struct {
 
 // Plan is one case ready to run.
 type Plan struct {
-	// Case is the case as reports show it, before it ran.
-	Case   report.Case
-	Params scenarios.Params
-	Config runner.Config
+	// Run is the case as reports show it before it ran, its parameters and
+	// its shape; its Catalog says the case expects what the catalog's table
+	// says, which the command resolves again once the run names its server.
+	runplan.Run
 	// HTTP is set for an HTTP case; Params then holds no scenario, and
 	// Config the shape (attempts, bursts, timeout).
 	HTTP *HTTP
@@ -53,9 +56,6 @@ type Plan struct {
 	Prove float64
 	// OnServer replaces Case.Expect once the run names its server.
 	OnServer []ServerRule
-	// Catalog: the case expects what the catalog's table says, which the
-	// command resolves again once the run names its server.
-	Catalog bool
 	// Conn is the connection the case uses, redacted, and where it came from.
 	Conn Conn
 	// Line and Column are where the case starts in the file.
@@ -282,65 +282,61 @@ func (c *checker) scenarioCase(path string, k *Case, sh shape, p *Plan) {
 	if b.Name != "mysql" {
 		sh.engine = ""
 	}
-	params := scenarios.Params{
-		RunID: scenarios.NewRunID(), Attempts: sh.attempts, Replicas: sh.replicas,
-		Gap: sh.gap, Latency: sh.latency, TTL: sh.ttl, Seed: sh.seed,
-		Isolation: sh.isolation, Engine: sh.engine, Variant: sh.variant,
-	}
+	var conn scenarios.Connections
 	if b.Server {
-		conn, ok := c.connection(path, k.Connection, b.Name, "the case")
+		resolved, ok := c.connection(path, k.Connection, b.Name, "the case")
 		if !ok {
 			return
 		}
-		*serverConns[b.Name].param(&params.Conn) = conn.value
-		p.Conn = conn.Conn
+		*serverConns[b.Name].param(&conn) = resolved.value
+		p.Conn = resolved.Conn
 	} else if k.Connection != "" {
 		c.fail(path+".connection", "backend %s runs in racetest's own process and takes no connection", b.Name)
 	}
-	want, _ := c.reg.Expect(spec.Name, b.Name, params, "")
-	catalog := report.Expect{Kind: report.ExpectKind(want)}
-	expect, ok := c.expectation(path, k.Expectation, catalog, sh)
-	if !ok {
-		return
+	catalog := k.MaxEffects == nil && (k.Expect == "" || k.Expect == "catalog")
+	var expect report.Expect
+	if !catalog {
+		var ok bool
+		if expect, ok = c.expectation(path, k.Expectation, report.Expect{}, sh); !ok {
+			return
+		}
 	}
-	cfg := runner.NewConfig(
-		runner.Attempts(sh.attempts), runner.Bursts(sh.bursts), runner.Replicas(sh.replicas),
-		runner.Waves(sh.waves), runner.Deploy(sh.deploy), runner.Allowed(spec.Allowed),
-		runner.Timeout(sh.timeout), runner.Keep(sh.keep || c.o.Keep),
-	)
-	// A mode that does not apply to the backend falls back to the gate; the
-	// run's notes say so (Plan.Options), never silently.
-	rel, err := release.New(sh.release, b.Name)
+	name := k.Name
+	if name == "" {
+		name = defaultName(spec.Name, k.Shape)
+	}
+	run, err := runplan.Build(c.reg, runplan.Request{
+		Scenario: spec.Name, Backend: b.Name, Name: name,
+		Shape: runplan.Shape{
+			Attempts: sh.attempts, Bursts: sh.bursts, Replicas: sh.replicas, Waves: sh.waves,
+			Deploy: sh.deploy, Keep: sh.keep || c.o.Keep,
+			Gap: sh.gap, Latency: sh.latency, TTL: sh.ttl, Timeout: sh.timeout, Seed: sh.seed,
+			Isolation: sh.isolation, Engine: sh.engine, Variant: sh.variant, Conn: conn,
+		},
+		Release: cmp.Or(sh.release, string(release.Default)),
+		Expect:  expect, Catalog: catalog, Strict: c.strict(k),
+	})
 	if err != nil {
-		c.fail(path+".release", "%v", err)
+		field := "backend"
+		if fe := new(runplan.FieldError); errors.As(err, &fe) {
+			field = fe.Field
+		}
+		c.fail(path+"."+field, "%v", err)
 		return
 	}
-	params.Dial = rel.Dial
-	for _, opt := range rel.Options() {
-		opt(&cfg)
-	}
-	if !c.prove(path, k, expect, &cfg, p) {
+	if !c.prove(path, k, run.Case.Expect, &run.Config, p) {
 		return
 	}
 	rules, ok := c.serverRules(path, k.OnServer, sh)
 	if !ok {
 		return
 	}
-	if expect.Kind == report.ExpectMax && expect.Max >= sh.attempts*sh.waves {
+	if e := run.Case.Expect; e.Kind == report.ExpectMax && e.Max >= sh.attempts*sh.waves {
 		c.fail(path+".max_effects", "max_effects %d can never fail: a burst makes at most %d attempts; lower it below %d",
-			expect.Max, sh.attempts*sh.waves, sh.attempts*sh.waves)
+			e.Max, sh.attempts*sh.waves, sh.attempts*sh.waves)
 		return
 	}
-	name := k.Name
-	if name == "" {
-		name = defaultName(spec.Name, k.Shape)
-	}
-	p.Case = report.Case{
-		Name: name, Scenario: spec.Name, Backend: b.Name, Lesson: spec.Lesson,
-		Expect: expect, Strict: c.strict(k), Release: string(rel.Mode),
-	}
-	p.Params, p.Config, p.OnServer = params, cfg, rules
-	p.Catalog = k.MaxEffects == nil && (k.Expect == "" || k.Expect == "catalog")
+	p.Run, p.OnServer = run, rules
 }
 
 // strict reports whether an INCONCLUSIVE run fails the case: by default,
