@@ -48,12 +48,13 @@ func NewCmdDemo(f *Factory, runF func(context.Context, *DemoOptions) error) *cob
 		},
 	}
 	fs := c.Flags()
-	fs.StringVarP(&opts.Backend, "backend", "b", "memory", "where the shared state lives (see 'racetest list')")
+	fs.StringVarP(&opts.Backend, "backend", "b", "memory", "where the shared state lives: "+strings.Join(backendNames(f.Registry), ", ")+" (see 'racetest list')")
 	fs.StringVarP(&opts.Format, "format", "o", "table", "output format: "+strings.Join(report.Formats(), ", "))
 	fs.BoolVar(&opts.Details, "details", false, "show each case's figures, notes and (with --timeline) the timeline of each RACE, between the table and the table again")
 	fs.BoolVar(&opts.Timeline, "timeline", true, "with --details, draw the example burst of each RACE as a timeline (table format)")
 	fs.BoolVar(&opts.Strict, "strict", false, "fail (exit 4) when a SAFE scenario's bursts did not overlap enough to prove anything")
-	opts.Shape.register(fs, 8, 100)
+	opts.Shape.register(fs, f.Registry, 8, 100)
+	completeEnums(c, f.Registry)
 	return c
 }
 

@@ -49,13 +49,7 @@ func NewCmdRun(f *Factory, runF func(context.Context, *RunOptions) error) *cobra
 			}
 			return nil
 		},
-		ValidArgsFunction: func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-			var names []string
-			for _, s := range f.Registry.Scenarios() {
-				names = append(names, s.Name)
-			}
-			return names, cobra.ShellCompDirectiveNoFileComp
-		},
+		ValidArgsFunction: completeScenario(f.Registry),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Scenario = args[0]
 			if runF != nil {
@@ -65,15 +59,16 @@ func NewCmdRun(f *Factory, runF func(context.Context, *RunOptions) error) *cobra
 		},
 	}
 	fs := c.Flags()
-	fs.StringVarP(&opts.Backend, "backend", "b", "memory", "where the shared state lives (see 'racetest list')")
+	fs.StringVarP(&opts.Backend, "backend", "b", "memory", "where the shared state lives: "+strings.Join(backendNames(f.Registry), ", ")+" (see 'racetest list')")
 	fs.StringVarP(&opts.Format, "format", "o", "table", "output format: "+strings.Join(report.Formats(), ", "))
 	fs.StringVar(&opts.Expect, "expect", "safe", "what the run must show: safe, race, lost, max=N, range=MIN-MAX effects per burst, or catalog (the catalog's expectation for this backend, isolation, variant and server)")
 	fs.BoolVar(&opts.Strict, "strict", false, "fail (exit 4) when the bursts did not overlap enough to prove anything")
 	fs.BoolVar(&opts.Timeline, "timeline", true, "draw the example burst of a RACE as a timeline (table format)")
-	opts.Shape.register(fs, 16, 100)
+	opts.Shape.register(fs, f.Registry, 16, 100)
 	fs.BoolVar(&opts.Processes, "processes", false, "run each replica as a real 'racetest serve' process; attempts reach them over HTTP, round-robin")
 	fs.BoolVar(&opts.RestartBetween, "restart-between", false, "restart the replicas between two waves at the same subject (a deploy): --waves 2 --deploy")
-	fs.StringVar(&opts.Release, "release", string(release.Default), "how each burst's attempts are released: gate, or last-byte (each first request held back by its last byte, all released in one loop; redis, mysql, postgres)")
+	fs.StringVar(&opts.Release, "release", string(release.Default), releaseHelp(f.Registry))
+	completeEnums(c, f.Registry)
 	return c
 }
 

@@ -92,12 +92,14 @@ type Params struct {
 // DialFunc dials a network connection, as net.Dialer.DialContext does.
 type DialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
 
-// Connections are the servers' addresses. Empty means the standard local port.
+// Connections are the servers' addresses, one field per server backend
+// (whose Connection.Field points at it). Empty means the standard local
+// address. The YAML keys, a suite's connections:, are the backends' names.
 type Connections struct {
-	RedisURL    string
-	MySQLDSN    string
-	PostgresURL string
-	MongoURI    string
+	RedisURL    string `yaml:"redis"`
+	MySQLDSN    string `yaml:"mysql"`
+	PostgresURL string `yaml:"postgres"`
+	MongoURI    string `yaml:"mongo"`
 }
 
 // Variant names shared by every backend that has the variant.

@@ -183,7 +183,7 @@ func (c *checker) effects(path, spec string, params *scenarios.Params) {
 		return
 	}
 	if conn, ok := c.connection(path, "", backend, "the effects check"); ok {
-		*serverConns[backend].param(&params.Conn) = conn.value
+		conn.into(&params.Conn)
 	}
 }
 

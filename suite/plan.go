@@ -34,9 +34,9 @@ type Options struct {
 	// Dir is the directory relative paths in the suite (body_file) are
 	// read from: the suite file's own.
 	Dir string
-	// Local is each server backend's standard local address, for listings
-	// and messages ("default" leaves the connection empty: the backend
-	// itself dials it).
+	// Local overrides a server backend's standard local address (its
+	// Connection.Default), for listings and messages ("default" leaves the
+	// connection empty: the backend itself dials it).
 	Local map[string]string
 }
 
@@ -80,24 +80,6 @@ type Conn struct {
 
 // LocalDefault is the word that accepts a backend's standard local address.
 const LocalDefault = "default"
-
-// serverConn is how one server backend is connected.
-type serverConn struct {
-	flag, env string
-	file      func(*Connections) *string
-	param     func(*scenarios.Connections) *string
-}
-
-var serverConns = map[string]serverConn{
-	"redis": {"--redis-url", "RACETEST_REDIS_URL",
-		func(c *Connections) *string { return &c.Redis }, func(c *scenarios.Connections) *string { return &c.RedisURL }},
-	"mysql": {"--mysql-dsn", "RACETEST_MYSQL_DSN",
-		func(c *Connections) *string { return &c.MySQL }, func(c *scenarios.Connections) *string { return &c.MySQLDSN }},
-	"postgres": {"--postgres-url", "RACETEST_POSTGRES_URL",
-		func(c *Connections) *string { return &c.Postgres }, func(c *scenarios.Connections) *string { return &c.PostgresURL }},
-	"mongo": {"--mongo-uri", "RACETEST_MONGO_URI",
-		func(c *Connections) *string { return &c.Mongo }, func(c *scenarios.Connections) *string { return &c.MongoURI }},
-}
 
 // Plans checks the suite against the catalog and the connections at hand,
 // and returns one plan per case, in file order. It reports every problem
@@ -288,7 +270,7 @@ func (c *checker) scenarioCase(path string, k *Case, sh shape, p *Plan) {
 		if !ok {
 			return
 		}
-		*serverConns[b.Name].param(&conn) = resolved.value
+		resolved.into(&conn)
 		p.Conn = resolved.Conn
 	} else if k.Connection != "" {
 		c.fail(path+".connection", "backend %s runs in racetest's own process and takes no connection", b.Name)
@@ -461,42 +443,44 @@ func (c *checker) serverRules(path string, rules []ServerExpect, sh shape) ([]Se
 // "default" at any of these accepts the standard local address; nothing at
 // all is an error, so that a gate never quietly tests a server nobody chose.
 func (c *checker) connection(path, own, backend, who string) (resolved, bool) {
-	sc, known := serverConns[backend]
-	if !known {
+	b, err := c.reg.Backend(backend)
+	if err != nil || b.Conn == nil {
 		c.fail(path, "racetest suite does not know how to connect to backend %s", backend)
 		return resolved{}, false
 	}
+	sc, flag := b.Conn, "--"+b.Conn.Flag
 	candidates := []struct{ value, source string }{
 		{own, "case"},
-		{*sc.param(&c.o.Conn), sc.flag},
-		{*sc.file(&c.s.File.Defaults.Connections), "suite defaults"},
+		{*sc.Field(&c.o.Conn), flag},
+		{*sc.Field(&c.s.File.Defaults.Connections), "suite defaults"},
 	}
-	if v, _ := c.o.Env(sc.env); v != "" {
-		candidates = append(candidates, struct{ value, source string }{v, "env " + sc.env})
+	if v, _ := c.o.Env(sc.Env); v != "" {
+		candidates = append(candidates, struct{ value, source string }{v, "env " + sc.Env})
 	}
-	local := c.o.Local[backend]
-	if local == "" {
-		local = "its standard local address"
-	}
+	local := cmp.Or(c.o.Local[backend], sc.Default, "its standard local address")
 	for _, cand := range candidates {
 		switch cand.value {
 		case "":
 			continue
 		case LocalDefault:
-			return resolved{Conn: Conn{Value: Redact(local), Source: cand.source + ": default local address"}}, true
+			return resolved{field: sc.Field, Conn: Conn{Value: Redact(local), Source: cand.source + ": default local address"}}, true
 		}
-		return resolved{value: cand.value, Conn: Conn{Value: Redact(cand.value), Source: cand.source}}, true
+		return resolved{field: sc.Field, value: cand.value, Conn: Conn{Value: Redact(cand.value), Source: cand.source}}, true
 	}
 	c.fail(path+".backend", "%s runs on %s, but no %s connection is configured: set defaults.connections.%s "+
 		"(e.g. ${%s}), %s, or env %s; write %s: %s to accept %s",
-		who, backend, backend, backend, sc.env, sc.flag, sc.env, backend, LocalDefault, Redact(local))
+		who, backend, backend, backend, sc.Env, flag, sc.Env, backend, LocalDefault, Redact(local))
 	return resolved{}, false
 }
 
 type resolved struct {
 	value string
+	field func(*scenarios.Connections) *string
 	Conn
 }
+
+// into sets the resolved connection in conn.
+func (r resolved) into(conn *scenarios.Connections) { *r.field(conn) = r.value }
 
 func defaultName(scenario string, sh Shape) string {
 	var knobs []string

@@ -98,7 +98,7 @@ func (c *checker) scriptCase(path string, k *Case, sh shape, p *Plan) {
 	if !ok {
 		return
 	}
-	*serverConns[backend].param(&params.Conn) = conn.value
+	conn.into(&params.Conn)
 	p.Conn = conn.Conn
 	cfg := runner.NewConfig(runner.Attempts(sh.attempts), runner.Bursts(sh.bursts), runner.Allowed(allowed),
 		runner.Timeout(sh.timeout))
