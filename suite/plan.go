@@ -256,12 +256,12 @@ func (c *checker) scenarioCase(path string, k *Case, sh shape, p *Plan) {
 		c.fail(path+".backend", "%v", err)
 		return
 	}
-	c.applicable(path, k.Shape, b.Name)
+	c.applicable(path, k.Shape, b)
 	// A default knob reaches only the backends it means something to.
-	if !slices.Contains([]string{"mysql", "postgres"}, b.Name) {
+	if len(b.Isolations) == 0 {
 		sh.isolation = ""
 	}
-	if b.Name != "mysql" {
+	if len(b.Engines) == 0 {
 		sh.engine = ""
 	}
 	var conn scenarios.Connections
@@ -519,14 +519,24 @@ func scenarioNames(r *scenarios.Registry) []string {
 // applicable rejects knobs a case sets on a backend that ignores them: a
 // gate that believes it tested "serializable" on Redis tested nothing.
 // Knobs in the defaults apply only where they mean something.
-func (c *checker) applicable(path string, sh Shape, backend string) {
+func (c *checker) applicable(path string, sh Shape, b scenarios.Backend) {
 	only := func(key string, set bool, backends ...string) {
-		if set && !slices.Contains(backends, backend) {
-			c.fail(path+"."+key, "%s applies to backend %s, not %s", key, strings.Join(backends, " and "), backend)
+		if set && !slices.Contains(backends, b.Name) {
+			c.fail(path+"."+key, "%s applies to backend %s, not %s", key, strings.Join(backends, " and "), b.Name)
 		}
 	}
-	only("isolation", sh.Isolation != nil && *sh.Isolation != "", "mysql", "postgres")
-	only("engine", sh.Engine != nil && *sh.Engine != "", "mysql")
+	// The backends that declare the knob (scenarios.Backend).
+	declaring := func(knob func(scenarios.Backend) []string) []string {
+		var names []string
+		for _, d := range c.reg.Backends() {
+			if len(knob(d)) > 0 {
+				names = append(names, d.Name)
+			}
+		}
+		return names
+	}
+	only("isolation", sh.Isolation != nil && *sh.Isolation != "", declaring(func(d scenarios.Backend) []string { return d.Isolations })...)
+	only("engine", sh.Engine != nil && *sh.Engine != "", declaring(func(d scenarios.Backend) []string { return d.Engines })...)
 	only("latency", sh.Latency != nil, "memory")
 }
 
