@@ -22,6 +22,9 @@ func nowhere(reg *scenarios.Registry) scenarios.Connections {
 		if b.Conn != nil {
 			*b.Conn.Field(&c) = addr[b.Name]
 		}
+		if b.ReadConn != nil { // a replica, nowhere too
+			*b.ReadConn.Field(&c) = addr[b.Name]
+		}
 	}
 	return c
 }
