@@ -58,7 +58,8 @@ EQUIVALENTS=scripts/mutation-equivalents.txt
 # efficacy floor | coverage floor | environment for its tests. Only the
 # files that decide verdicts, exit codes and outcome classes are mutated:
 # in cmd, verdictError and ExitCode (execute.go, exit.go), not the flags,
-# output and serve plumbing; in suite, plan building and on_server
+# output and serve plumbing; runplan, which builds every run's plan (its
+# shape, expectation and settings) for run, demo and suite; in suite, plan building and on_server
 # resolution (plan.go, resolve.go), not the YAML reader; in internal/sqldb,
 # the error classification of both SQL backends (classify.go), not DSN
 # parsing and connecting. The Redis and MongoDB backends classify an
@@ -77,6 +78,7 @@ TARGETS=(
   "runner|runner|outcome.go options.go release.go result.go runner.go target.go|90|90|"
   "report|report|case.go stats.go|90|90|"
   "cmd|cmd|exit.go execute.go|90|90|"
+  "runplan|runplan|runplan.go|90|90|"
   "suite|suite|plan.go resolve.go|90|90|MUTATION_SKIP=^TestParseRefusesHostileFiles\$"
   "sqldb|internal/sqldb|classify.go|90|90|RACETEST_MYSQL_DSN=root@tcp(127.0.0.1:9)/test RACETEST_POSTGRES_URL=postgres://postgres@127.0.0.1:9/test"
 )

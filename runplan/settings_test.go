@@ -1,0 +1,54 @@
+package runplan_test
+
+import (
+	"maps"
+	"testing"
+	"time"
+
+	"github.com/racetest/racetest/runner"
+	"github.com/racetest/racetest/runplan"
+	"github.com/racetest/racetest/scenarios"
+	"github.com/racetest/racetest/scenarios/builtin"
+)
+
+// A report lists the knobs a reader needs to reproduce the run, and only
+// those that differ from racetest's defaults: a default is not a setting.
+// The memory backend's latency and seed always show (they drive its
+// jitter); a TTL of 0 means the scenario's default lease, so it shows
+// nothing. (cmd's TestReportShowsTheKnobsThatDifferFromTheDefaults checks
+// the same through 'racetest run --format json'.)
+func TestSettingsAreTheKnobsThatDifferFromTheDefaults(t *testing.T) {
+	base := runplan.Shape{Attempts: 2, Bursts: 1, Replicas: 1, Waves: 1, Latency: scenarios.DefaultLatency,
+		TTL: scenarios.DefaultTTL, Timeout: runner.DefaultTimeout, Seed: 7}
+	memory := map[string]string{"latency": "200µs", "seed": "7"}
+	with := func(kv ...string) map[string]string {
+		m := maps.Clone(memory)
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return m
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(*runplan.Shape)
+		want   map[string]string
+	}{
+		{"defaults", func(*runplan.Shape) {}, memory},
+		{"ttl 0", func(s *runplan.Shape) { s.TTL = 0 }, memory},
+		{"gap", func(s *runplan.Shape) { s.Gap = time.Millisecond }, with("gap", "1ms")},
+		{"replicas", func(s *runplan.Shape) { s.Replicas = 2 }, with("replicas", "2")},
+		{"ttl", func(s *runplan.Shape) { s.TTL = 70 * time.Millisecond }, with("ttl", "70ms")},
+		{"timeout", func(s *runplan.Shape) { s.Timeout = 3 * time.Second }, with("timeout", "3s")},
+		{"waves", func(s *runplan.Shape) { s.Waves = 2 }, with("waves", "2", "deploy", "false")},
+	} {
+		sh := base
+		tc.change(&sh)
+		r, err := runplan.Build(builtin.Registry(), runplan.Request{Scenario: scenarios.MemorySet, Backend: "memory", Shape: sh})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if got := r.Case.Settings; !maps.Equal(got, tc.want) {
+			t.Errorf("%s: settings %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
