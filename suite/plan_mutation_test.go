@@ -140,3 +140,24 @@ func TestOnlyACatalogExpectationIsResolvedAgain(t *testing.T) {
 		}
 	}
 }
+
+// engine: names a MySQL storage engine; on any other backend it would test
+// nothing, so it is refused there. An empty engine: sets nothing.
+func TestEngineOnlyOnMySQL(t *testing.T) {
+	_, err := plans(t, "cases:\n  - scenario: unique-insert\n    engine: innodb\n", suite.Options{})
+	if e := firstError(t, err); e.Line != 3 || !strings.Contains(e.Msg, "engine applies to backend mysql, not memory") {
+		t.Errorf("engine on memory: got %d: %q", e.Line, e.Msg)
+	}
+	if _, err := plans(t, "cases:\n  - {scenario: unique-insert, engine: \"\"}\n", suite.Options{}); err != nil {
+		t.Errorf("an empty engine on memory refused: %v", err)
+	}
+}
+
+// A zero duration may be written with its unit: gap: 0s is no gap, not a
+// negative one.
+func TestZeroDurationWithAUnit(t *testing.T) {
+	ps, err := plans(t, "cases:\n  - {scenario: unique-insert, gap: 0s, timeout: 0ms}\n", suite.Options{})
+	if err != nil || len(ps) != 1 || ps[0].Params.Gap != 0 || ps[0].Config.Timeout != 0 {
+		t.Fatalf("gap: 0s, timeout: 0ms: %v", err)
+	}
+}
