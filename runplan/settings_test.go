@@ -2,9 +2,11 @@ package runplan_test
 
 import (
 	"maps"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/racetest/racetest/report"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/runplan"
 	"github.com/racetest/racetest/scenarios"
@@ -50,5 +52,25 @@ func TestSettingsAreTheKnobsThatDifferFromTheDefaults(t *testing.T) {
 		if got := r.Case.Settings; !maps.Equal(got, tc.want) {
 			t.Errorf("%s: settings %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// Once a run names its server, a catalog expectation is resolved again:
+// conditional-update on FerretDB races (the catalog's table knows it), and
+// the run's notes say why, on a copy: the result the run returned keeps
+// its own notes.
+func TestResolveCatalogNamesTheServersRow(t *testing.T) {
+	r := &runner.Result{Server: "FerretDB 1.24.2 (MongoDB 7.0.42 wire)", Notes: []string{"the run's own note"}}
+	c := report.Case{Scenario: scenarios.ConditionalUpdate, Backend: "mongo", Expect: report.Expect{Kind: report.ExpectSafe}, Result: r}
+	got := runplan.ResolveCatalog(builtin.Registry(), c, scenarios.Params{})
+	if got.Expect.Kind != report.ExpectRace {
+		t.Fatalf("expect %s on FerretDB, want race", got.Expect)
+	}
+	notes := got.Result.Notes
+	if len(notes) != 2 || notes[0] != "the run's own note" || !strings.HasPrefix(notes[1], report.CatalogNotePrefix+"expects RACE here: ") {
+		t.Errorf("notes %q: want the run's note, then why the catalog expects RACE", notes)
+	}
+	if len(r.Notes) != 1 {
+		t.Errorf("the run's own result was changed: %q", r.Notes)
 	}
 }
