@@ -134,11 +134,11 @@ equivalent() {
 
 # measure NAME DIR FILES EFF COV ENV: run gremlins, then judge its output.
 measure() {
-  local name=$1 dir=$2 files=$3 eff=$4 cov=$5 envs=$6 excl=() f base
+  local name=$1 dir=$2 files=$3 eff=$4 cov=$5 envs=$6 excl=() f bn
   for f in "$dir"/*.go; do
-    base=$(basename "$f")
-    case "$base" in *_test.go) continue ;; esac
-    if [[ " $files " != *" $base "* ]]; then excl+=(-E "(^|/)${base//./\\.}\$"); fi
+    bn=$(basename "$f")
+    case "$bn" in *_test.go) continue ;; esac
+    if [[ " $files " != *" $bn "* ]]; then excl+=(-E "(^|/)${bn//./\\.}\$"); fi
   done
   local scope=""
   [ "$mode" = changed ] && scope=", the lines changed since $(git rev-parse --short "$base")"
