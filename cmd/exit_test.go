@@ -291,10 +291,12 @@ func TestDemoKnowsTheServer(t *testing.T) {
 }
 
 // A run that leaves a scenario's variant to its default names the variant
-// that ran (issue 10 §6).
+// that ran (issue 10 §6). Whether 2 bursts of 2 attempts happen to race is
+// beside the point (on a loaded machine they sometimes do not, and the run
+// then exits 1): the report of a run that ran must name the variant.
 func TestDefaultedVariantIsNamed(t *testing.T) {
 	out, errOut, code := execWith(t, builtin.Registry(), "run", "reward-payout", "-n", "2", "--bursts", "2", "--expect", "race", "-o", "json")
-	if code != 0 {
+	if code != ExitOK && code != ExitViolated {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	if !strings.Contains(out, `"variant": "check-then-pay"`) {
