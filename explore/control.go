@@ -50,9 +50,9 @@ func (c *controller) Done(worker int) { c.events <- event{worker: worker, done: 
 type state uint8
 
 const (
-	running state = iota // crossing a step (or before its first boundary)
-	waiting              // at a boundary, held
-	finished             // returned
+	running  state = iota // crossing a step (or before its first boundary)
+	waiting               // at a boundary, held
+	finished              // returned
 )
 
 // drive carries out one order: it lets the attempts cross their steps in

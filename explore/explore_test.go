@@ -50,13 +50,15 @@ func (st *store) Reset(_ context.Context, b int) (runner.Subject, error) {
 	st.mu.Unlock()
 	return runner.Subject{Burst: b, Key: fmt.Sprint("s", b)}, nil
 }
-func (st *store) Effects(_ context.Context, s runner.Subject) (int, error) { return st.count(s.Key), nil }
-func (st *store) Cleanup(context.Context) error                            { st.cleaned = true; return nil }
+func (st *store) Effects(_ context.Context, s runner.Subject) (int, error) {
+	return st.count(s.Key), nil
+}
+func (st *store) Cleanup(context.Context) error { st.cleaned = true; return nil }
 
 type app struct{ st *store }
 
 func (a app) Session(context.Context, int) (runner.Session, error) { return sess(a), nil }
-func (app) Close() error                                            { return nil }
+func (app) Close() error                                           { return nil }
 
 type sess struct{ st *store }
 

@@ -339,7 +339,11 @@ func checkFirst(ctx context.Context, s *rewardSession, b *rewardBurst, w *runner
 	}
 	steps := []func() error{
 		func() error { w.Step(ctx, "pay"); return c.Pay(ctx, b.user, rewardID, &amount) },
-		func() error { w.Step(ctx, "record"); _, err := c.Record(ctx, b.user, rewardID, recordAmount(b)); return err },
+		func() error {
+			w.Step(ctx, "record")
+			_, err := c.Record(ctx, b.user, rewardID, recordAmount(b))
+			return err
+		},
 	}
 	if recordFirst {
 		steps[0], steps[1] = steps[1], steps[0]
