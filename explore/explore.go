@@ -51,9 +51,10 @@ type Options struct {
 	Cap          bool
 	// Schedule, when set, runs exactly this one order (a replay).
 	Schedule []int
-	// Independent, when set, lets orders that only swap adjacent
-	// independent steps be run once.
-	Independent Independent
+	// Independent, when set, says whether two steps (by name) of different
+	// attempts commute (two plain reads): of the orders that differ only
+	// by swapping such adjacent steps, one runs.
+	Independent func(a, b string) bool
 	// Counted is called once the orders are counted, before they run (the
 	// command says the count here); an error stops the run.
 	Counted func(*Result) error
@@ -349,7 +350,11 @@ func Run(ctx context.Context, t runner.Target, o Options) (res *Result, err erro
 	if total.Cmp(big.NewInt(1<<22)) > 0 && !o.Cap {
 		return res, &TooManyError{Orders: total, Max: o.MaxSchedules, Steps: res.Steps, N: o.Attempts}
 	}
-	res.Pruned = enumerate(o.Attempts, k, o.Independent, func(seq []int) bool {
+	var indep Independent
+	if o.Independent != nil {
+		indep = func(i, j int) bool { return o.Independent(res.Steps[i], res.Steps[j]) }
+	}
+	res.Pruned = enumerate(o.Attempts, k, indep, func(seq []int) bool {
 		if Format(seq) != serial {
 			seqs = append(seqs, seq)
 		}
