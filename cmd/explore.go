@@ -162,9 +162,9 @@ func newCmdExploreScript(f *Factory, replay bool, d script.Dialect, run func(*co
 // that only an exploration takes.
 func replayCommand(c *cobra.Command, o *ExploreOptions) string {
 	parts := []string{"racetest", "replay"}
-	if c.Parent() != nil && c.Parent().Name() != "racetest" && c.Parent().Parent() != nil {
-		parts = append(parts, c.Name())
-	} else if o.Scenario != "" {
+	if o.Scenario == "" {
+		parts = append(parts, o.Dialect.String())
+	} else {
 		parts = append(parts, shellQuote(o.Scenario))
 	}
 	skip := map[string]bool{"max-schedules": true, "cap": true, "format": true, "schedule": true, "step": true, "strict": true, "expect": true}
