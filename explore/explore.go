@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -246,7 +247,9 @@ func b2i(b bool) int {
 }
 
 // Violating lists the violating orders, one per distinct schedule as it
-// ran (orders that ran alike are one schedule), shortest first.
+// ran (orders that ran alike are one schedule), the minimal first: the
+// fewest switches from one attempt to another (CHESS's preemptions), then
+// the fewest steps, then in the order they ran.
 func (r *Result) Violating() []Order {
 	var out []Order
 	seen := map[string]bool{}
@@ -256,7 +259,25 @@ func (r *Result) Violating() []Order {
 			out = append(out, o)
 		}
 	}
+	sort.SliceStable(out, func(i, j int) bool {
+		si, sj := out[i].Switches(), out[j].Switches()
+		if si != sj {
+			return si < sj
+		}
+		return len(out[i].Ran) < len(out[j].Ran)
+	})
 	return out
+}
+
+// Switches counts the times the order passes from one attempt to another.
+func (o Order) Switches() int {
+	n := 0
+	for i := 1; i < len(o.Ran); i++ {
+		if o.Ran[i].Worker != o.Ran[i-1].Worker {
+			n++
+		}
+	}
+	return n
 }
 
 // NoStepsError is a target whose attempts mark no steps: there is nothing

@@ -142,6 +142,9 @@ func LookupExplore(name string) (ExploreReporter, error) {
 	return nil, fmt.Errorf("unknown format %q (want one of: %s)", name, strings.Join(Formats(), ", "))
 }
 
+// maxShown is how many violating orders the text report shows.
+const maxShown = 5
+
 // ExploreText is the terminal's report.
 func ExploreText(w io.Writer, e Exploration) error {
 	var b strings.Builder
@@ -166,8 +169,12 @@ func ExploreText(w io.Writer, e Exploration) error {
 				c.Violating, c.Blocked, c.Deadlocked, c.Conflicts, c.Abandoned, human(r.Elapsed))
 		}
 		if v := r.Violating(); len(v) > 0 {
-			fmt.Fprintf(&b, "\nviolating orders (%d distinct):\n", len(v))
-			for _, o := range v {
+			fmt.Fprintf(&b, "\nviolating orders (%d distinct as they ran; the fewest switches between attempts first):\n", len(v))
+			for i, o := range v {
+				if i == maxShown {
+					fmt.Fprintf(&b, "  … and %d more (--format json lists every order)\n", len(v)-maxShown)
+					break
+				}
 				fmt.Fprintf(&b, "  %s\n    %s\n", e.Readable(o), e.ReplayCommand(o))
 			}
 		} else if e.Replayed {
@@ -248,7 +255,6 @@ func ExploreMarkdown(w io.Writer, e Exploration) error {
 	_, err := io.WriteString(w, b.String())
 	return err
 }
-
 
 // ExploreJUnit writes one test case: it fails where the expectation failed.
 func ExploreJUnit(w io.Writer, e Exploration) error {
