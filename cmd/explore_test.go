@@ -5,9 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"encoding/xml"
+	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
@@ -181,5 +185,39 @@ func TestExploreFormats(t *testing.T) {
 	out, _, _ = execCmd(t, false, "explore", "check-then-write", "-o", "html")
 	if !strings.Contains(out, `<strong class="RACE">RACE</strong>`) || !strings.Contains(out, "--schedule &#39;A1 B1 A2 B2&#39;") {
 		t.Errorf("html:\n%s", out)
+	}
+}
+
+// Every flag the README's explore section names exists on explore or
+// replay (or on their script forms).
+func TestREADMEExploreFlagsExist(t *testing.T) {
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	start := strings.Index(text, "## Every order, no timing luck")
+	if start < 0 {
+		t.Fatal("README has no explore section")
+	}
+	end := strings.Index(text[start+3:], "\n## ")
+	section := text[start : start+3+end]
+	f := &Factory{IO: func() *IOStreams { io, _, _ := Test(); return io }(), Registry: memoryOnly()}
+	cmds := []*cobra.Command{NewCmdExplore(f, nil), NewCmdReplay(f, nil)}
+	for _, c := range append([]*cobra.Command(nil), cmds...) {
+		cmds = append(cmds, c.Commands()...)
+	}
+	flags := regexp.MustCompile(`--([a-z][a-z-]+)`).FindAllStringSubmatch(section, -1)
+	if len(flags) < 10 {
+		t.Fatalf("found %d flags in the section: the pattern is wrong", len(flags))
+	}
+	for _, m := range flags {
+		found := false
+		for _, c := range cmds {
+			found = found || c.Flags().Lookup(m[1]) != nil
+		}
+		if !found {
+			t.Errorf("README's explore section names --%s, which neither explore nor replay has", m[1])
+		}
 	}
 }
