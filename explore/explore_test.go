@@ -252,3 +252,31 @@ func TestParseSchedule(t *testing.T) {
 		t.Errorf("got %v %v", seq, err)
 	}
 }
+
+// An attempt that never finishes its step is abandoned at the timeout:
+// the order is reported, nothing waits forever, and the verdict claims
+// nothing.
+func TestAHungAttemptIsAbandonedAtTheTimeout(t *testing.T) {
+	st := newStore(func(ctx context.Context, st *store, s runner.Subject, w *runner.Worker) runner.Outcome {
+		w.Step(ctx, "check")
+		w.Step(ctx, "act")
+		if w.ID == 1 {
+			<-ctx.Done() // a lock that is never released
+			return runner.Failed(context.Cause(ctx))
+		}
+		st.add(s.Key)
+		return runner.Done()
+	})
+	start := time.Now()
+	res, err := Run(context.Background(), st, Options{Attempts: 2, BlockAfter: 10 * time.Millisecond, Timeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := res.Count()
+	if c.Explored != 6 || c.Abandoned != 6 || res.Verdict() != Inconclusive || !strings.Contains(res.Why(), "abandoned at --timeout") {
+		t.Fatalf("counts %+v, verdict %s (%s): want all 6 orders abandoned and INCONCLUSIVE", c, res.Verdict(), res.Why())
+	}
+	if took := time.Since(start); took > 6*(200*time.Millisecond+hangGrace) {
+		t.Errorf("took %s: an abandoned order must end at its timeout", took)
+	}
+}
