@@ -290,16 +290,21 @@ func (NoStepsError) Error() string {
 
 // TooManyError is an exploration with more orders than --max-schedules.
 type TooManyError struct {
-	Orders *big.Int
+	Orders *big.Int // to run, after pruning
+	Total  *big.Int // every interleaving
 	Max    int
 	Steps  []string
 	N      int
 }
 
 func (e *TooManyError) Error() string {
-	return fmt.Sprintf("%d attempts of %d steps each (%s) have %s orders, more than --max-schedules %d: "+
+	count := e.Orders.String() + " orders"
+	if e.Total != nil && e.Total.Cmp(e.Orders) != 0 {
+		count = fmt.Sprintf("%s orders (%s once those that only swap independent reads are left out)", e.Total, e.Orders)
+	}
+	return fmt.Sprintf("%d attempts of %d steps each (%s) have %s, more than --max-schedules %d: "+
 		"raise --max-schedules, use fewer attempts, or add --cap to explore the first %d (verdict INCONCLUSIVE)",
-		e.N, len(e.Steps), strings.Join(e.Steps, ", "), e.Orders, e.Max, e.Max)
+		e.N, len(e.Steps), strings.Join(e.Steps, ", "), count, e.Max, e.Max)
 }
 
 // hangGrace is how long past the attempt timeout an order waits for
@@ -369,7 +374,7 @@ func Run(ctx context.Context, t runner.Target, o Options) (res *Result, err erro
 	serial := Format(first.planned)
 	limit := big.NewInt(int64(o.MaxSchedules))
 	if total.Cmp(big.NewInt(1<<22)) > 0 && !o.Cap {
-		return res, &TooManyError{Orders: total, Max: o.MaxSchedules, Steps: res.Steps, N: o.Attempts}
+		return res, &TooManyError{Orders: total, Total: total, Max: o.MaxSchedules, Steps: res.Steps, N: o.Attempts}
 	}
 	var indep Independent
 	if o.Independent != nil {
@@ -384,7 +389,7 @@ func Run(ctx context.Context, t runner.Target, o Options) (res *Result, err erro
 	kept := new(big.Int).Sub(total, big.NewInt(int64(res.Pruned)))
 	if kept.Cmp(limit) > 0 {
 		if !o.Cap {
-			return res, &TooManyError{Orders: kept, Max: o.MaxSchedules, Steps: res.Steps, N: o.Attempts}
+			return res, &TooManyError{Orders: kept, Total: total, Max: o.MaxSchedules, Steps: res.Steps, N: o.Attempts}
 		}
 		seqs = seqs[:o.MaxSchedules-1]
 		res.unexplored = new(big.Int).Sub(kept, limit)
