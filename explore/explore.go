@@ -373,28 +373,55 @@ func Run(ctx context.Context, t runner.Target, o Options) (res *Result, err erro
 	var seqs [][]int
 	serial := Format(first.planned)
 	limit := big.NewInt(int64(o.MaxSchedules))
-	if total.Cmp(big.NewInt(1<<22)) > 0 && !o.Cap {
-		return res, &TooManyError{Orders: total, Total: total, Max: o.MaxSchedules, Steps: res.Steps, N: o.Attempts}
+	if total.Cmp(big.NewInt(1<<22)) > 0 {
+		// Too many even to enumerate: pruning is not tried.
+		if !o.Cap {
+			return res, &TooManyError{Orders: total, Total: total, Max: o.MaxSchedules, Steps: res.Steps, N: o.Attempts}
+		}
+		seqs = firstOrders(o.Attempts, k, o.MaxSchedules, serial)
+		res.unexplored = new(big.Int).Sub(total, big.NewInt(int64(len(seqs)+1)))
+		res.Unexplored = res.unexplored.String()
+		return runOrders(ctx, f, o, res, seqs)
 	}
 	var indep Independent
 	if o.Independent != nil {
 		indep = func(i, j int) bool { return o.Independent(res.Steps[i], res.Steps[j]) }
 	}
+	// Only the orders that will run are kept; the rest are counted (up to
+	// 4M visits: past that, the count of pruned orders is a lower bound and
+	// the unexplored an upper one).
 	res.Pruned = enumerate(o.Attempts, k, indep, func(seq []int) bool {
-		if Format(seq) != serial {
+		if Format(seq) != serial && len(seqs) < o.MaxSchedules-1 {
 			seqs = append(seqs, seq)
 		}
-		return len(seqs) < 1<<22
+		return true
 	})
 	kept := new(big.Int).Sub(total, big.NewInt(int64(res.Pruned)))
 	if kept.Cmp(limit) > 0 {
 		if !o.Cap {
 			return res, &TooManyError{Orders: kept, Total: total, Max: o.MaxSchedules, Steps: res.Steps, N: o.Attempts}
 		}
-		seqs = seqs[:o.MaxSchedules-1]
 		res.unexplored = new(big.Int).Sub(kept, limit)
 		res.Unexplored = res.unexplored.String()
 	}
+	return runOrders(ctx, f, o, res, seqs)
+}
+
+// firstOrders are the first max-1 orders in lexicographic order, without
+// the serial one (which has run).
+func firstOrders(n, k, max int, serial string) [][]int {
+	var seqs [][]int
+	enumerate(n, k, nil, func(seq []int) bool {
+		if Format(seq) != serial {
+			seqs = append(seqs, seq)
+		}
+		return len(seqs) < max-1
+	})
+	return seqs
+}
+
+// runOrders says the count, then runs seqs after the first order.
+func runOrders(ctx context.Context, f *fleet, o Options, res *Result, seqs [][]int) (*Result, error) {
 	res.Planned = len(seqs) + 1
 	if o.Counted != nil {
 		if err := o.Counted(res); err != nil {
@@ -422,7 +449,7 @@ func Run(ctx context.Context, t runner.Target, o Options) (res *Result, err erro
 			o.Progress(i+2, res.Planned)
 		}
 	}
-	describe(t, res)
+	describe(f.t, res)
 	return res, nil
 }
 

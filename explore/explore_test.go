@@ -280,3 +280,29 @@ func TestAHungAttemptIsAbandonedAtTheTimeout(t *testing.T) {
 		t.Errorf("took %s: an abandoned order must end at its timeout", took)
 	}
 }
+
+// Far too many orders even to count are refused, or with --cap the first
+// ones run and the rest are reported unexplored.
+func TestHugeOrderCountsAreCappedWithoutEnumerating(t *testing.T) {
+	chain := func(ctx context.Context, st *store, s runner.Subject, w *runner.Worker) runner.Outcome {
+		for i := range 9 {
+			w.Step(ctx, fmt.Sprint("s", i))
+		}
+		if w.ID == 0 {
+			st.add(s.Key)
+		}
+		return runner.Done()
+	}
+	_, err := Run(context.Background(), newStore(chain), Options{Attempts: 3})
+	var tm *TooManyError
+	if !errors.As(err, &tm) || tm.Orders.String() != "227873431500" {
+		t.Fatalf("err %v: want a refusal naming 27!/(9!)^3 = 227873431500 orders", err)
+	}
+	res, err := Run(context.Background(), newStore(chain), Options{Attempts: 3, MaxSchedules: 5, Cap: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Orders) != 5 || res.Unexplored != "227873431495" || res.Verdict() != Inconclusive {
+		t.Fatalf("ran %d, unexplored %s, verdict %s: want 5, 227873431495, INCONCLUSIVE", len(res.Orders), res.Unexplored, res.Verdict())
+	}
+}
