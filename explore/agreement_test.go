@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -37,9 +38,9 @@ func (c agreementCase) String() string {
 
 // agreementCases lists, for every scenario in the registry on every backend
 // that implements it, the default run and each of the scenario's demo rows
-// (their replicas and variant), and on the SQL servers check-then-write at
-// every isolation level, plain and FOR UPDATE: the rows of the catalog's
-// expectation table. A scenario added to the registry is covered as it is.
+// (their replicas and variant), and on the SQL servers each scenario at
+// every isolation level (check-then-write plain and FOR UPDATE): the rows
+// of the catalog's expectation table. A scenario added to the registry is covered as it is.
 func agreementCases(reg *scenarios.Registry, backend string) []agreementCase {
 	var out []agreementCase
 	for _, spec := range reg.Scenarios() {
@@ -63,12 +64,47 @@ func agreementCases(reg *scenarios.Registry, backend string) []agreementCase {
 			}
 			add(scenarios.Params{Replicas: max(d.Replicas, 1), Variant: d.Variant})
 		}
-		if spec.Name == scenarios.CheckThenWrite && (backend == "postgres" || backend == "mysql") {
-			for _, iso := range []string{"read-committed", "repeatable-read", "serializable"} {
-				for _, v := range []string{"", scenarios.VariantForUpdate} {
-					add(scenarios.Params{Replicas: 1, Isolation: iso, Variant: v})
-				}
+		// Where the catalog says the isolation level or a variant changes
+		// the verdict, every level and each such variant: the anomaly
+		// scenarios' expectations are per level, as check-then-write's.
+		levels := isolationLevels(reg, spec.Name, backend)
+		for _, iso := range levels {
+			for _, v := range append([]string{""}, ruleVariants(spec.Name, backend)...) {
+				add(scenarios.Params{Replicas: 1, Isolation: iso, Variant: v})
 			}
+		}
+	}
+	return out
+}
+
+// isolationLevels are the levels to try scenario at on backend: all three
+// where the catalog expects different verdicts at different levels, none
+// elsewhere.
+func isolationLevels(reg *scenarios.Registry, scenario, backend string) []string {
+	if backend != "postgres" && backend != "mysql" {
+		return nil
+	}
+	levels := []string{"read-committed", "repeatable-read", "serializable"}
+	seen := map[scenarios.Expectation]bool{}
+	for _, v := range append([]string{""}, ruleVariants(scenario, backend)...) {
+		for _, iso := range levels {
+			e, _ := reg.Expect(scenario, backend, scenarios.Params{Replicas: 1, Isolation: iso, Variant: v}, "")
+			seen[e] = true
+		}
+	}
+	if len(seen) < 2 {
+		return nil
+	}
+	return levels
+}
+
+// ruleVariants are the variants the catalog's table names for scenario on
+// backend.
+func ruleVariants(scenario, backend string) []string {
+	var out []string
+	for _, r := range scenarios.Expectations {
+		if r.Scenario == scenario && (r.Backend == "" || r.Backend == backend) && r.Variant != "" && !slices.Contains(out, r.Variant) {
+			out = append(out, r.Variant)
 		}
 	}
 	return out

@@ -342,9 +342,15 @@ func Run(ctx context.Context, t runner.Target, o Options) (res *Result, err erro
 	if err != nil {
 		return res, err
 	}
+	// The steps of an attempt: those of the attempt that took the most
+	// (the first, alone on a fresh subject, unless it was held up).
+	steps := make([][]string, o.Attempts)
 	for _, ev := range first.Ran {
-		if ev.Worker == 0 {
-			res.Steps = append(res.Steps, ev.Name)
+		steps[ev.Worker] = append(steps[ev.Worker], ev.Name)
+	}
+	for _, s := range steps {
+		if len(s) > len(res.Steps) {
+			res.Steps = s
 		}
 	}
 	if len(first.Ran) == 0 {
