@@ -38,6 +38,8 @@ type ExploreOptions struct {
 	Step     bool
 	// replay is the command that replays one order, without --schedule.
 	replay string
+	// runID names what the exploration creates, for Ctrl-C's message.
+	runID string
 }
 
 const exploreLong = `Run two (or three) attempts step by step, in every order, on the real server.
@@ -213,6 +215,7 @@ func explorePlan(ctx context.Context, o *ExploreOptions) (runner.Target, report.
 	ex.Settings["attempts"] = fmt.Sprint(opt.Attempts)
 	p := o.Shape.params(max(o.Shape.Replicas, 1))
 	p.Attempts = opt.Attempts
+	o.runID = p.RunID
 	if o.Dialect != script.SQL && o.Dialect != script.Redis && o.Dialect != script.Mongo || o.Scripts.Attempt == "" && o.Scenario != "" {
 		return builtinPlan(ctx, o, p, ex, opt)
 	}
@@ -331,7 +334,7 @@ func runExplore(ctx context.Context, o *ExploreOptions) error {
 			_, _ = in.ReadString('\n')
 		}
 	}
-	end := inFlight.begin(o.Backend, "")
+	end := inFlight.begin(o.Backend, o.runID)
 	res, runErr := explore.Run(ctx, t, opt)
 	end()
 	ex.Result, ex.Err = res, runErr
