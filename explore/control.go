@@ -21,12 +21,15 @@ type event struct {
 type controller struct {
 	events chan event
 	grant  []chan struct{}
+	// stop is closed when the controller no longer listens (its order
+	// ended or ran out of time): attempts still running tell no one.
+	stop chan struct{}
 }
 
 var _ runner.Scheduler = (*controller)(nil)
 
 func newController(n int) *controller {
-	c := &controller{events: make(chan event, 16*n+16), grant: make([]chan struct{}, n)}
+	c := &controller{events: make(chan event, 4*n), grant: make([]chan struct{}, n), stop: make(chan struct{})}
 	for i := range c.grant {
 		c.grant[i] = make(chan struct{}, 1)
 	}
@@ -36,7 +39,11 @@ func newController(n int) *controller {
 // Step holds the attempt at the boundary until it is granted or its
 // context ends (the attempt's --timeout).
 func (c *controller) Step(ctx context.Context, worker int, name string) {
-	c.events <- event{worker: worker, name: name}
+	select {
+	case c.events <- event{worker: worker, name: name}:
+	case <-c.stop:
+		return
+	}
 	select {
 	case <-c.grant[worker]:
 	case <-ctx.Done():
@@ -44,7 +51,12 @@ func (c *controller) Step(ctx context.Context, worker int, name string) {
 }
 
 // Done tells the controller that the attempt returned.
-func (c *controller) Done(worker int) { c.events <- event{worker: worker, done: true} }
+func (c *controller) Done(worker int) {
+	select {
+	case c.events <- event{worker: worker, done: true}:
+	case <-c.stop:
+	}
+}
 
 // state is where one attempt is, as the controller last heard.
 type state uint8
@@ -63,6 +75,7 @@ const (
 // steps beyond seq go in worker order. It returns when every attempt has
 // returned, or when ctx ends (the caller's attempts end with it).
 func (c *controller) drive(ctx context.Context, seq []int, blockAfter time.Duration, pace func(Event)) []Event {
+	defer close(c.stop)
 	n := len(c.grant)
 	st := make([]state, n)
 	next := make([]string, n) // the step each waiting attempt is at
