@@ -52,7 +52,7 @@ func TestExploreFlagsParse(t *testing.T) {
 }
 
 func TestExploreFindsTheRaceAndPrintsReplayableOrders(t *testing.T) {
-	out, errOut, code := execCmd(t, false, "explore", "check-then-write")
+	out, errOut, code := execCmd(t, false, "explore", "check-then-write", "--block-after", "1s")
 	if code != ExitViolated {
 		t.Fatalf("exit %d, want %d (RACE, expected safe)\n%s%s", code, ExitViolated, out, errOut)
 	}
@@ -60,7 +60,7 @@ func TestExploreFindsTheRaceAndPrintsReplayableOrders(t *testing.T) {
 		t.Errorf("stderr %q does not say the count before starting", errOut)
 	}
 	for _, want := range []string{"6 explored of 6", "4 violating", "A: check → B: check → A: act → B: act — 2 effects",
-		"racetest replay check-then-write --schedule 'A1 B1 A2 B2'", "RACE  4 of 6 orders"} {
+		"racetest replay check-then-write --block-after=1s --schedule 'A1 B1 A2 B2'", "RACE  4 of 6 orders"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
@@ -72,11 +72,11 @@ func TestExploreFindsTheRaceAndPrintsReplayableOrders(t *testing.T) {
 }
 
 func TestReplayRunsTheOrderItWasGiven(t *testing.T) {
-	out, _, code := execCmd(t, false, "replay", "check-then-write", "--schedule", "B1 A1 B2 A2")
+	out, _, code := execCmd(t, false, "replay", "check-then-write", "--schedule", "B1 A1 B2 A2", "--block-after", "1s")
 	if code != ExitViolated || !strings.Contains(out, "B: check → A: check → B: act → A: act — 2 effects") {
 		t.Errorf("exit %d, output:\n%s", code, out)
 	}
-	out, _, code = execCmd(t, false, "replay", "check-then-write", "--schedule", "A1 A2 B1 B2")
+	out, _, code = execCmd(t, false, "replay", "check-then-write", "--schedule", "A1 A2 B1 B2", "--block-after", "1s")
 	if code != ExitOK || !strings.Contains(out, "A: check → A: act → B: check — 1 effect") {
 		t.Errorf("a serial order: exit %d, output:\n%s", code, out)
 	}
@@ -158,7 +158,7 @@ func TestExploreCapIsInconclusive(t *testing.T) {
 }
 
 func TestExploreFormats(t *testing.T) {
-	out, _, _ := execCmd(t, false, "explore", "check-then-write", "-o", "json")
+	out, _, _ := execCmd(t, false, "explore", "check-then-write", "-o", "json", "--block-after", "1s")
 	var doc struct {
 		Verdict   string
 		Counts    struct{ Explored, Violating int }
