@@ -55,6 +55,11 @@ The verdict is RACE with the violating orders (each with the 'racetest replay'
 command that runs it again), SAFE for every order at this step granularity, or
 INCONCLUSIVE when orders were left unexplored.`
 
+const replayLong = `Run exactly one order of the attempts' steps, named by --schedule ("A1 B1 A2 B2":
+each attempt's steps numbered from 1), as 'racetest explore' runs each of its
+orders: for a bug report, a CI regression test (--expect), or a training session
+(--step waits for Enter before each step, on a terminal).`
+
 // NewCmdExplore builds 'racetest explore' and its script forms.
 func NewCmdExplore(f *Factory, runF func(context.Context, *ExploreOptions) error) *cobra.Command {
 	return newCmdExplore(f, false, runF)
@@ -93,6 +98,7 @@ func newCmdExplore(f *Factory, replay bool, runF func(context.Context, *ExploreO
 		},
 	}
 	if replay {
+		c.Long = replayLong + "\n\n" + exploreLong
 		c.Short = "Run one order of the attempts' steps, for a bug report, a CI regression test or a training session"
 		c.Example = `  racetest replay check-then-write -b postgres --schedule "A1 B1 A2 B2"
   racetest replay check-then-write -b mysql --isolation serializable --schedule "A1 B1 A2 B2" --step
