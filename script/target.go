@@ -335,7 +335,7 @@ var redisReads = map[string]bool{
 
 func (t *Target) step(label string) *Step {
 	for i := range t.sc.Attempt.Steps {
-		if st := &t.sc.Attempt.Steps[i]; st.Marked() && st.Pos.Label() == label {
+		if st := &t.sc.Attempt.Steps[i]; st.Marked() && t.sc.Attempt.StepLabel(st) == label {
 			return st
 		}
 	}
