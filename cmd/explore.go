@@ -222,6 +222,7 @@ func explorePlan(ctx context.Context, o *ExploreOptions) (runner.Target, report.
 	p := o.Shape.params(max(o.Shape.Replicas, 1))
 	p.Attempts = opt.Attempts
 	o.runID = p.RunID
+	opt.Keep = o.Shape.Keep
 	if o.Dialect != script.SQL && o.Dialect != script.Redis && o.Dialect != script.Mongo || o.Scripts.Attempt == "" && o.Scenario != "" {
 		return builtinPlan(ctx, o, p, ex, opt)
 	}
@@ -343,6 +344,9 @@ func runExplore(ctx context.Context, o *ExploreOptions) error {
 	end := inFlight.begin(o.Backend, o.runID)
 	res, runErr := explore.Run(ctx, t, opt)
 	end()
+	if opt.Keep && res != nil && o.Scenario != "" && (o.Backend == "memory" || keptObjects[o.Backend] != "") {
+		res.Notes = append(res.Notes, keptNote(o.Backend, o.runID))
+	}
 	ex.Result, ex.Err = res, runErr
 	ex.Expect = report.ExpectKind(o.Expect)
 	if o.Expect == "catalog" {
