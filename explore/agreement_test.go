@@ -2,6 +2,7 @@ package explore_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -152,6 +153,11 @@ func connections() scenarios.Connections {
 		MySQLDSN:    os.Getenv("RACETEST_MYSQL_DSN"),
 		PostgresURL: os.Getenv("RACETEST_POSTGRES_URL"),
 		MongoURI:    os.Getenv("RACETEST_MONGO_URI"),
+		// Replicas, for the scenarios that read or promote one (set by
+		// scripts/cluster.sh's CI step; without them those are left out).
+		RedisReadURL:    os.Getenv("RACETEST_REDIS_READ_URL"),
+		PostgresReadURL: os.Getenv("RACETEST_POSTGRES_READ_URL"),
+		MySQLReadDSN:    os.Getenv("RACETEST_MYSQL_READ_DSN"),
 	}
 }
 
@@ -171,9 +177,17 @@ func TestExploreAgreesWithTheCatalog(t *testing.T) {
 				t.Parallel()
 			}
 			cases := agreementCases(reg, b.Name)
-			agreed, inside := 0, 0
+			agreed, inside, skipped := 0, 0, 0
 			for i, c := range cases {
 				res, err := exploreCase(t, reg, c, 250*time.Millisecond)
+				var needs *scenarios.ParamError
+				if errors.As(err, &needs) && res == nil {
+					// A topology this run was not given (a replica): the
+					// scenario says what to set; nothing to compare.
+					skipped++
+					t.Logf("%s: left out: %v", c, err)
+					continue
+				}
 				if err != nil && i == 0 && b.Server && res == nil {
 					conformance.Unavailable(t, b.Name, err)
 				}
@@ -204,7 +218,7 @@ func TestExploreAgreesWithTheCatalog(t *testing.T) {
 				agreed++
 				t.Log(line)
 			}
-			t.Logf("%s: %d of %d cases agree; %d race inside one server operation", b.Name, agreed, len(cases), inside)
+			t.Logf("%s: %d of %d cases agree; %d race inside one server operation; %d need a topology this run lacks", b.Name, agreed, len(cases), inside, skipped)
 		})
 	}
 }
