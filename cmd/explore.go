@@ -223,7 +223,7 @@ func explorePlan(ctx context.Context, o *ExploreOptions) (runner.Target, report.
 	p.Attempts = opt.Attempts
 	o.runID = p.RunID
 	opt.Keep = o.Shape.Keep
-	if o.Dialect != script.SQL && o.Dialect != script.Redis && o.Dialect != script.Mongo || o.Scripts.Attempt == "" && o.Scenario != "" {
+	if o.Scenario != "" {
 		return builtinPlan(ctx, o, p, ex, opt)
 	}
 	return scriptPlan(ctx, o, p, ex, opt)
