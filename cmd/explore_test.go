@@ -15,6 +15,7 @@ import (
 
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
+	"github.com/racetest/racetest/scenarios/conformance"
 	"github.com/racetest/racetest/scenarios/memstore"
 )
 
@@ -219,5 +220,48 @@ func TestREADMEExploreFlagsExist(t *testing.T) {
 		if !found {
 			t.Errorf("README's explore section names --%s, which neither explore nor replay has", m[1])
 		}
+	}
+}
+
+// Your own scripts, step by step, on each server that answers: the naive
+// redeem races in some order, with its statements named; the conditional
+// one is SAFE for every order; the plain reads of the naive SQL script
+// commute, so some orders are skipped as equivalent.
+func TestExploreScriptsOnServers(t *testing.T) {
+	dir := "../examples/redeem/scripts/"
+	sql := func(b, attempt string) []string {
+		return []string{"explore", "sql", "-b", b, "--setup", "@" + dir + "schema.sql", "--subject", "@" + dir + "coupon.sql",
+			"--attempt", "@" + dir + attempt, "--effects", "@" + dir + "count.sql", "--teardown", "@" + dir + "drop.sql", "--block-after", "200ms"}
+	}
+	redis := func(attempt string) []string {
+		return []string{"explore", "redis", "--attempt", "@" + dir + attempt, "--effects", "SCARD redeemed:{{.Token}}",
+			"--teardown", "@" + dir + "drop.redis", "--block-after", "200ms"}
+	}
+	for _, c := range []struct {
+		name        string
+		naive, fixd []string
+		step        string
+		pruned      bool
+	}{
+		{"postgres", sql("postgres", "naive.sql"), sql("postgres", "conditional.sql"), "SELECT used FROM coupons_{{.RunID}} WHERE code … (naive.sql:4)", true},
+		{"mysql", sql("mysql", "naive.sql"), sql("mysql", "conditional.sql"), "SELECT used FROM coupons_{{.RunID}} WHERE code … (naive.sql:4)", true},
+		{"redis", redis("naive.redis"), redis("conditional.redis"), "A: GET coupon:{{.Token}} (naive.redis:3)", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out, stderr, code := execCmd(t, false, append(c.naive, "--expect", "race")...)
+			if code == ExitSetup {
+				conformance.Unavailable(t, c.name, nil)
+			}
+			if code != ExitOK || !strings.Contains(out, "RACE") || !strings.Contains(out, c.step) || !strings.Contains(out, "racetest replay") {
+				t.Errorf("naive: exit %d\n%s\n%s", code, out, stderr)
+			}
+			if c.pruned && !strings.Contains(stderr, "only swap independent reads and are skipped") {
+				t.Errorf("naive: no order was skipped as equivalent:\n%s", stderr)
+			}
+			out, stderr, code = execCmd(t, false, c.fixd...)
+			if code != ExitOK || !strings.Contains(out, "SAFE for every order at this step granularity") {
+				t.Errorf("conditional: exit %d\n%s\n%s", code, out, stderr)
+			}
+		})
 	}
 }
