@@ -111,7 +111,7 @@ func newCmdExplore(f *Factory, replay bool, runF func(context.Context, *ExploreO
   racetest explore sql -b mysql --setup @schema.sql --subject @coupon.sql --attempt @redeem.sql --effects @count.sql`
 	}
 	exploreFlags(c.Flags(), opts, replay)
-	opts.Shape.registerParams(c.Flags())
+	opts.Shape.registerParams(c.Flags(), f.Registry)
 	c.Flags().StringVarP(&opts.Backend, "backend", "b", "memory", "where the shared state lives (see 'racetest list')")
 	c.Flags().IntVar(&opts.Shape.Replicas, "replicas", runner.DefaultReplicas, "application replicas; attempt i runs on replica i mod R")
 	for _, d := range []script.Dialect{script.SQL, script.Redis, script.Mongo} {
@@ -161,7 +161,7 @@ func newCmdExploreScript(f *Factory, replay bool, d script.Dialect, run func(*co
 	fs.StringVar(&o.Scripts.Teardown, "teardown", "", "run once at the end, also after Ctrl-C (inline or @FILE)")
 	fs.IntVar(&o.Allowed, "allowed", runner.DefaultAllowed, "effects per order that are correct")
 	exploreFlags(fs, o, replay)
-	registerConn(fs, &o.Shape.Conn)
+	registerConn(fs, f.Registry, &o.Shape.Conn)
 	return c
 }
 
