@@ -254,6 +254,12 @@ func builtinPlan(ctx context.Context, o *ExploreOptions, p scenarios.Params, ex 
 	if p.Replicas > 1 {
 		ex.Settings["replicas"] = fmt.Sprint(p.Replicas)
 	}
+	if p.Gap > 0 && opt.BlockAfter <= p.Gap {
+		// The gap is a deliberate pause inside the check step, not a lock:
+		// a probe shorter than it would call every check blocked.
+		opt.BlockAfter = p.Gap + explore.DefaultBlockAfter
+		fmt.Fprintf(o.IO.ErrOut, "racetest: --gap %s lengthens the check step: --block-after raised to %s\n", p.Gap, opt.BlockAfter)
+	}
 	ex.Name = spec.Name
 	opt.Replicas, opt.Allowed, opt.Required = p.Replicas, spec.Allowed, min(runner.DefaultRequired, spec.Allowed)
 	t, err := o.Registry.Build(ctx, o.Scenario, o.Backend, p)

@@ -265,3 +265,12 @@ func TestExploreScriptsOnServers(t *testing.T) {
 		})
 	}
 }
+
+// A deliberate --gap inside the check step is not a lock: the probe is
+// raised above it, and the user is told.
+func TestExploreGapRaisesTheProbe(t *testing.T) {
+	_, errOut, _ := execCmd(t, false, "explore", "check-then-write", "--gap", "80ms")
+	if !strings.Contains(errOut, "--gap 80ms lengthens the check step: --block-after raised to 130ms") {
+		t.Errorf("stderr:\n%s", errOut)
+	}
+}
