@@ -19,7 +19,7 @@ type shapeFlags struct {
 	Deploy                            bool
 	Gap, Latency, TTL, Timeout        time.Duration
 	Seed                              int64
-	Isolation, Engine, Variant        string
+	Isolation, Engine, Variant, Fault string
 	Keep                              bool
 	Conn                              scenarios.Connections
 }
@@ -45,6 +45,7 @@ func (s *shapeFlags) registerParams(fs *pflag.FlagSet, reg *scenarios.Registry) 
 	fs.StringVar(&s.Isolation, "isolation", "", isolationHelp(reg))
 	fs.StringVar(&s.Engine, "engine", "", engineHelp(reg))
 	fs.StringVar(&s.Variant, "variant", "", variantHelp(reg))
+	fs.StringVar(&s.Fault, "fault", "", "a fault to inject into a cluster scripts/cluster.sh started: failover-after-act (failover-lock's default) or none")
 	fs.BoolVar(&s.Keep, "keep", false, "keep the run's namespaced tables, keys and collections for inspection")
 	registerConn(fs, reg, &s.Conn)
 }
@@ -83,6 +84,7 @@ func (s *shapeFlags) params(replicas int) scenarios.Params {
 		Isolation: s.Isolation,
 		Engine:    s.Engine,
 		Variant:   s.Variant,
+		Fault:     s.Fault,
 		Conn:      s.Conn,
 	}
 }
@@ -92,7 +94,7 @@ func (s *shapeFlags) plan(replicas int) runplan.Shape {
 	return runplan.Shape{
 		Attempts: s.Attempts, Bursts: s.Bursts, Replicas: replicas, Waves: s.Waves, Deploy: s.Deploy, Keep: s.Keep,
 		Gap: s.Gap, Latency: s.Latency, TTL: s.TTL, Timeout: s.Timeout, Seed: s.Seed,
-		Isolation: s.Isolation, Engine: s.Engine, Variant: s.Variant, Conn: s.Conn,
+		Isolation: s.Isolation, Engine: s.Engine, Variant: s.Variant, Fault: s.Fault, Conn: s.Conn,
 	}
 }
 

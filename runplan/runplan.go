@@ -37,9 +37,9 @@ type Shape struct {
 	Keep                       bool
 	Gap, Latency, TTL, Timeout time.Duration
 	Seed                       int64
-	// Isolation, Engine and Variant are passed to the backend as given.
-	Isolation, Engine, Variant string
-	Conn                       scenarios.Connections
+	// Isolation, Engine, Variant and Fault are passed to the backend as given.
+	Isolation, Engine, Variant, Fault string
+	Conn                              scenarios.Connections
 }
 
 // Request is the run a command asks for.
@@ -110,7 +110,7 @@ func Build(reg *scenarios.Registry, req Request) (Run, error) {
 	p := scenarios.Params{
 		RunID: runID, Attempts: sh.Attempts, Replicas: sh.Replicas,
 		Gap: sh.Gap, Latency: sh.Latency, TTL: sh.TTL, Seed: sh.Seed,
-		Isolation: sh.Isolation, Engine: sh.Engine, Variant: sh.Variant, Conn: sh.Conn,
+		Isolation: sh.Isolation, Engine: sh.Engine, Variant: sh.Variant, Fault: sh.Fault, Conn: sh.Conn,
 	}
 	if err := p.Validate(); err != nil {
 		return Run{}, &FieldError{"params", err}
@@ -192,7 +192,7 @@ func Settings(backend string, p scenarios.Params, cfg runner.Config) map[string]
 		s["waves"] = strconv.Itoa(cfg.Waves)
 		s["deploy"] = strconv.FormatBool(cfg.Deploy)
 	}
-	for k, v := range map[string]string{"isolation": p.Isolation, "engine": p.Engine, "variant": p.Variant} {
+	for k, v := range map[string]string{"isolation": p.Isolation, "engine": p.Engine, "variant": p.Variant, "fault": p.Fault} {
 		if v != "" {
 			s[k] = v
 		}

@@ -56,6 +56,12 @@ type Connection struct {
 	Redact func(string) string
 	// Field is where the backend's address is in Connections.
 	Field func(*Connections) *string
+	// Hint, for a connection without a Default, says how to get a server.
+	Hint string
+	// Replica, when set, is the backend's second connection: a replica of
+	// the first, for the scenarios whose check reads one (Topology). It has
+	// no Default: "" means none.
+	Replica *Connection
 }
 
 // Accepts reports whether b accepts the value v for a knob whose accepted

@@ -61,6 +61,9 @@ func Register(r *scenarios.Registry) {
 		{LeasePause, redisstore.Name, leaseFactoryOf(redisLeaseBackend), leaseVariants},
 		{LeasePause, mysqlstore.Name, leaseFactoryOf(sqlLeaseBackend(mysqlDialect)), leaseVariants},
 		{LeasePause, pgstore.Name, leaseFactoryOf(sqlLeaseBackend(pgDialect)), leaseVariants},
+		{FailoverLock, redisstore.Name, failoverFactory, failoverVariants},
+		{ReplicaRead, mysqlstore.Name, replicaReadFactory(mysqlDialect), replicaVariants[mysqlstore.Name]},
+		{ReplicaRead, pgstore.Name, replicaReadFactory(pgDialect), replicaVariants[pgstore.Name]},
 	}
 	for _, im := range impls {
 		if _, err := r.Backend(im.backend); err != nil {
