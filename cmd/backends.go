@@ -33,15 +33,10 @@ func connBackends(reg *scenarios.Registry) []scenarios.Backend {
 // defaulting to its RACETEST_* environment variable.
 func registerConn(fs *pflag.FlagSet, reg *scenarios.Registry, c *scenarios.Connections) {
 	for _, b := range connBackends(reg) {
-		for _, cn := range []*scenarios.Connection{b.Conn, b.Conn.Replica} {
-			if cn == nil {
-				continue
-			}
-			where := "default " + cn.Default
-			if cn.Default == "" {
-				where = cn.Hint
-			}
-			fs.StringVar(cn.Field(c), cn.Flag, os.Getenv(cn.Env), fmt.Sprintf("%s (env %s; %s)", cn.What, cn.Env, where))
+		fs.StringVar(b.Conn.Field(c), b.Conn.Flag, os.Getenv(b.Conn.Env),
+			fmt.Sprintf("%s (env %s; default %s)", b.Conn.What, b.Conn.Env, b.Conn.Default))
+		if r := b.ReadConn; r != nil {
+			fs.StringVar(r.Field(c), r.Flag, os.Getenv(r.Env), fmt.Sprintf("%s (env %s; none by default)", r.What, r.Env))
 		}
 	}
 }

@@ -62,10 +62,8 @@ its own racetest_<id>_ tables and keys. The default run takes about three to fiv
 	// The servers bench measures, connected as every command connects them.
 	onlyBench := scenarios.NewRegistry()
 	for _, b := range f.Registry.Backends() {
-		if slices.Contains(bench.Backends, b.Name) && b.Conn != nil {
-			conn := *b.Conn
-			conn.Replica = nil // bench measures one server
-			b.Conn = &conn
+		if slices.Contains(bench.Backends, b.Name) {
+			b.ReadConn = nil // bench measures one server, never a replica
 			onlyBench.AddBackend(b)
 		}
 	}

@@ -37,6 +37,10 @@ type Backend struct {
 	// Releases are the release modes that act on its wire (--release)
 	// besides the gate, which every backend has.
 	Releases []string
+	// ReadConn is how a replica of the server is reached, for the
+	// clustered scenarios (replica-read, failover-lock); nil: the backend
+	// has none. Its Default is "": no replica unless one is named.
+	ReadConn *Connection
 }
 
 // Connection is how one server backend is reached.
@@ -56,12 +60,6 @@ type Connection struct {
 	Redact func(string) string
 	// Field is where the backend's address is in Connections.
 	Field func(*Connections) *string
-	// Hint, for a connection without a Default, says how to get a server.
-	Hint string
-	// Replica, when set, is the backend's second connection: a replica of
-	// the first, for the scenarios whose check reads one (Topology). It has
-	// no Default: "" means none.
-	Replica *Connection
 }
 
 // Accepts reports whether b accepts the value v for a knob whose accepted

@@ -112,9 +112,9 @@ type Connections struct {
 	MySQLDSN    string `yaml:"mysql"`
 	PostgresURL string `yaml:"postgres"`
 	MongoURI    string `yaml:"mongo"`
-	// The read endpoints (replicas) of scenarios whose check reads a
-	// replica while the write goes to the primary; "" means none. A suite
-	// file does not set them (yet): they come from the command line.
+	// The read endpoints (replicas) of the clustered scenarios, whose
+	// check reads a replica or whose fault promotes one; "" means none.
+	// A backend's ReadConn points at its own.
 	RedisReadURL    string `yaml:"-"`
 	PostgresReadURL string `yaml:"-"`
 	MySQLReadDSN    string `yaml:"-"`

@@ -3,7 +3,6 @@ package builtin
 import (
 	"context"
 	"errors"
-	"strings"
 	"testing"
 	"time"
 
@@ -22,10 +21,9 @@ func nowhere(reg *scenarios.Registry) scenarios.Connections {
 	for _, b := range reg.Backends() {
 		if b.Conn != nil {
 			*b.Conn.Field(&c) = addr[b.Name]
-			if b.Conn.Replica != nil {
-				// A replica as unreachable as the primary (port 2).
-				*b.Conn.Replica.Field(&c) = strings.Replace(addr[b.Name], "127.0.0.1:1", "127.0.0.1:2", 1)
-			}
+		}
+		if b.ReadConn != nil { // a replica, nowhere too
+			*b.ReadConn.Field(&c) = addr[b.Name]
 		}
 	}
 	return c

@@ -35,12 +35,11 @@ var Backend = scenarios.Backend{
 		Flag: "mysql-dsn", Env: "RACETEST_MYSQL_DSN", Default: DefaultDSN,
 		What: "MySQL/MariaDB DSN or mysql:// URL", Redact: sqldb.RedactMySQL,
 		Field: func(c *scenarios.Connections) *string { return &c.MySQLDSN },
-		Replica: &scenarios.Connection{
-			Flag: "mysql-read-dsn", Env: "RACETEST_MYSQL_READ_DSN", Redact: sqldb.RedactMySQL,
-			What:  "a replica of --mysql-dsn, for scenarios whose check reads a replica",
-			Hint:  "scripts/cluster.sh start mariadb-replica",
-			Field: func(c *scenarios.Connections) *string { return &c.MySQLReadDSN },
-		},
+	},
+	ReadConn: &scenarios.Connection{
+		Flag: "mysql-read-dsn", Env: "RACETEST_MYSQL_READ_DSN",
+		What: "a replica of --mysql-dsn, for replica-read (scripts/cluster.sh start mariadb-replica prints one)", Redact: sqldb.RedactMySQL,
+		Field: func(c *scenarios.Connections) *string { return &c.MySQLReadDSN },
 	},
 	Isolations: sqldb.IsolationNames(),
 	Engines:    Engines,

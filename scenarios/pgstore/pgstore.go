@@ -29,12 +29,11 @@ var Backend = scenarios.Backend{
 		Flag: "postgres-url", Env: "RACETEST_POSTGRES_URL", Default: DefaultURL,
 		What: "PostgreSQL URL", Redact: sqldb.RedactPostgres,
 		Field: func(c *scenarios.Connections) *string { return &c.PostgresURL },
-		Replica: &scenarios.Connection{
-			Flag: "postgres-read-url", Env: "RACETEST_POSTGRES_READ_URL", Redact: sqldb.RedactPostgres,
-			What:  "a streaming replica of --postgres-url, for scenarios whose check reads a replica",
-			Hint:  "scripts/cluster.sh start postgres-replica",
-			Field: func(c *scenarios.Connections) *string { return &c.PostgresReadURL },
-		},
+	},
+	ReadConn: &scenarios.Connection{
+		Flag: "postgres-read-url", Env: "RACETEST_POSTGRES_READ_URL",
+		What: "a streaming replica of --postgres-url, for replica-read (scripts/cluster.sh start postgres-replica prints one)", Redact: sqldb.RedactPostgres,
+		Field: func(c *scenarios.Connections) *string { return &c.PostgresReadURL },
 	},
 	Isolations: sqldb.IsolationNames(),
 	Releases:   []string{"last-byte"},

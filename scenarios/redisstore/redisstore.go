@@ -50,12 +50,11 @@ var Backend = scenarios.Backend{
 	Conn: &scenarios.Connection{
 		Flag: "redis-url", Env: "RACETEST_REDIS_URL", Default: DefaultURL, What: "Redis URL", Redact: Redact,
 		Field: func(c *scenarios.Connections) *string { return &c.RedisURL },
-		Replica: &scenarios.Connection{
-			Flag: "redis-read-url", Env: "RACETEST_REDIS_READ_URL", Redact: Redact,
-			What:  "a replica of --redis-url, for scenarios that read or promote a replica",
-			Hint:  "scripts/cluster.sh start redis-replica",
-			Field: func(c *scenarios.Connections) *string { return &c.RedisReadURL },
-		},
+	},
+	ReadConn: &scenarios.Connection{
+		Flag: "redis-read-url", Env: "RACETEST_REDIS_READ_URL",
+		What: "a replica of --redis-url, for failover-lock (scripts/cluster.sh start redis-replica prints one)", Redact: Redact,
+		Field: func(c *scenarios.Connections) *string { return &c.RedisReadURL },
 	},
 	Releases: []string{"last-byte"},
 }
