@@ -28,17 +28,23 @@ type Registry struct {
 	specs    []Spec
 	backends []Backend
 	impls    map[[2]string]Factory
+	variants map[[2]string][]string
 }
 
 // NewRegistry returns an empty registry.
-func NewRegistry() *Registry { return &Registry{impls: map[[2]string]Factory{}} }
+func NewRegistry() *Registry {
+	return &Registry{impls: map[[2]string]Factory{}, variants: map[[2]string][]string{}}
+}
 
 // Clone returns a copy of r that can be added to without changing r.
 func (r *Registry) Clone() *Registry {
 	c := &Registry{specs: append([]Spec(nil), r.specs...), backends: append([]Backend(nil), r.backends...),
-		impls: make(map[[2]string]Factory, len(r.impls))}
+		impls: make(map[[2]string]Factory, len(r.impls)), variants: make(map[[2]string][]string, len(r.variants))}
 	for k, f := range r.impls {
 		c.impls[k] = f
+	}
+	for k, v := range r.variants {
+		c.variants[k] = append([]string(nil), v...)
 	}
 	return c
 }

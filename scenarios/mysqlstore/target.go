@@ -42,6 +42,7 @@ func Register(r *scenarios.Registry) {
 		{scenarios.TTLLease, ttlLease},
 	} {
 		r.Register(s.name, Name, factory(s.name, s.k))
+		r.SetVariants(s.name, Name, s.k.variants...)
 	}
 }
 

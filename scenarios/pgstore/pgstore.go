@@ -28,6 +28,7 @@ func Register(r *scenarios.Registry) {
 	})
 	for _, sc := range catalog() {
 		r.Register(sc.name, Name, factory(sc))
+		r.SetVariants(sc.name, Name, sc.variants...)
 	}
 }
 
