@@ -22,6 +22,10 @@ const (
 // lesson of each scenario, why an expectation failed, notes, checks, errors,
 // and (with Timeline) the example burst of each RACE.
 func Table(w io.Writer, cases []Case, o Options) error {
+	if o.Matrix {
+		matrixText(w, cases, o)
+		return nil
+	}
 	paint := func(code, s string) string {
 		if !o.Color {
 			return s
