@@ -1,0 +1,312 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/racetest/racetest/internal/sqldb"
+	"github.com/racetest/racetest/report"
+	"github.com/racetest/racetest/runner"
+	"github.com/racetest/racetest/scenarios"
+	"github.com/racetest/racetest/scenarios/mysqlstore"
+	"github.com/racetest/racetest/scenarios/pgstore"
+	"github.com/spf13/cobra"
+)
+
+// MatrixOptions are the parsed flags of 'racetest matrix'.
+type MatrixOptions struct {
+	*Factory
+	Backends   []string
+	Scenarios  []string
+	Variants   []string
+	Isolations []string
+	Format     string
+	Shape      shapeFlags
+}
+
+// matrixBackends are the backends with isolation levels: the matrix's
+// columns exist only there.
+var matrixBackends = []string{mysqlstore.Name, pgstore.Name}
+
+// Defaults of 'racetest matrix': a cell is a small run, and the whole
+// default matrix on both SQL servers must stay within a few minutes.
+const (
+	DefaultMatrixAttempts = 8
+	DefaultMatrixBursts   = 100
+)
+
+// NewCmdMatrix builds 'racetest matrix': scenario × isolation level ×
+// variant on each SQL backend, as a Hermitage-style table held to the
+// catalog. Tests pass runF to capture the options.
+func NewCmdMatrix(f *Factory, runF func(context.Context, *MatrixOptions) error) *cobra.Command {
+	opts := &MatrixOptions{Factory: f}
+	c := &cobra.Command{
+		Use:   "matrix",
+		Short: "Run each scenario × isolation level × variant on the SQL backends: a Hermitage-style table held to the catalog",
+		Long: `racetest matrix runs every scenario whose outcome depends on the isolation level (or the
+ones --scenario names), at each isolation level and in each variant, on each SQL backend, and
+prints one table per server: a row per scenario and variant, a column per isolation level, each
+cell the verdict with the share of bursts over the limit and the conflicts the server raised.
+
+Each cell is held to the catalog's expectation for that server; a cell that differs is marked ✗
+and makes the exit code 1. A cell whose bursts proved nothing (INCONCLUSIVE) exits 4, a server
+that cannot be reached 3. The header names each server's version and the settings that change
+outcomes (MariaDB's innodb_snapshot_isolation, PostgreSQL running read uncommitted as read
+committed).`,
+		Example: `  racetest matrix
+  racetest matrix --backend postgres --scenario check-then-write
+  racetest matrix --variant for-update --isolation repeatable-read,serializable
+  racetest matrix --bursts 20 --format markdown >> "$GITHUB_STEP_SUMMARY"`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return runMatrix(c.Context(), opts)
+		},
+	}
+	var levels []string
+	for _, l := range sqldb.Isolations() {
+		levels = append(levels, string(l))
+	}
+	opts.Shape = shapeFlags{Replicas: runner.DefaultReplicas, Waves: runner.DefaultWaves,
+		Latency: scenarios.DefaultLatency, TTL: scenarios.DefaultTTL}
+	fs := c.Flags()
+	fs.StringSliceVarP(&opts.Backends, "backend", "b", matrixBackends, "SQL backends to run on, comma-separated")
+	fs.StringSliceVar(&opts.Scenarios, "scenario", nil, "scenarios to run, comma-separated (default: every scenario whose expected verdict depends on the isolation level)")
+	fs.StringSliceVar(&opts.Variants, "variant", nil, "variants to run, comma-separated; plain is the default variant (default: every variant of each scenario)")
+	fs.StringSliceVar(&opts.Isolations, "isolation", levels, "isolation levels (the columns), comma-separated")
+	fs.StringVarP(&opts.Format, "format", "o", "table", "output format: "+strings.Join(report.Formats(), ", "))
+	fs.IntVarP(&opts.Shape.Attempts, "attempts", "n", DefaultMatrixAttempts, "attempts released together in each burst")
+	fs.IntVar(&opts.Shape.Bursts, "bursts", DefaultMatrixBursts, "bursts per cell, each at a fresh subject")
+	fs.DurationVar(&opts.Shape.Timeout, "timeout", runner.DefaultTimeout, "per-attempt timeout; an attempt past it counts as unknown")
+	fs.DurationVar(&opts.Shape.Gap, "gap", 0, "extra delay between check and write, to widen the window on purpose")
+	fs.BoolVar(&opts.Shape.Keep, "keep", false, "keep every cell's namespaced tables for inspection")
+	registerConn(fs, &opts.Shape.Conn)
+	return c
+}
+
+// matrixCell is one cell to run: a scenario's variant at one isolation
+// level on one backend.
+type matrixCell struct {
+	spec                        scenarios.Spec
+	backend, isolation, variant string
+}
+
+func runMatrix(ctx context.Context, o *MatrixOptions) error {
+	reporter, err := report.Lookup(o.Format)
+	if err != nil {
+		return usageError(err)
+	}
+	cells, err := matrixCells(o)
+	if err != nil {
+		return err
+	}
+	for _, b := range o.Backends {
+		if err := o.Shape.validate(b); err != nil {
+			return err
+		}
+	}
+	plans := make([]plan, len(cells))
+	for i, c := range cells {
+		plans[i] = matrixPlan(o, c)
+		if err := plans[i].Params.Validate(); err != nil {
+			return usageError(err)
+		}
+	}
+	title := fmt.Sprintf("racetest matrix — scenario × isolation level × variant on %s; %d attempts × %d bursts per cell",
+		strings.Join(o.Backends, ", "), o.Shape.Attempts, o.Shape.Bursts)
+	if o.Format == "table" && !o.IO.OutTTY {
+		fmt.Fprintf(o.IO.ErrOut, "running %d cells on %s…\n", len(plans), strings.Join(o.Backends, ", "))
+	}
+	start := time.Now()
+	cases := executeMatrix(ctx, o.Factory, plans)
+	if err := reporter(o.IO.Out, cases, reportOptions(o.IO, report.Options{
+		Version: version(), Title: title, Matrix: true, Brief: true,
+	})); err != nil {
+		return fmt.Errorf("writing the report: %w", err)
+	}
+	if o.Format == "table" {
+		fmt.Fprintf(o.IO.Out, "\n%d cells in %s.\n", len(cases), time.Since(start).Round(time.Second))
+	}
+	return verdictError(ctx, cases)
+}
+
+// executeMatrix runs the plans, one backend after the other. When a
+// backend's first cell cannot be set up (the server is down), its other
+// cells are not tried: each reports the same error instead of waiting out
+// its own connection timeout.
+func executeMatrix(ctx context.Context, f *Factory, plans []plan) []report.Case {
+	var cases []report.Case
+	for start := 0; start < len(plans); {
+		end := start + 1
+		for end < len(plans) && plans[end].Case.Backend == plans[start].Case.Backend {
+			end++
+		}
+		first := execute(ctx, f, plans[start:start+1], nil)
+		cases = append(cases, first...)
+		if len(first) == 1 && unreachable(first[0]) {
+			for _, p := range plans[start+1 : end] {
+				c := p.Case
+				c.Err = fmt.Errorf("not run: %s's first cell could not be set up: %w", c.Backend, first[0].Err)
+				cases = append(cases, c)
+			}
+		} else {
+			cases = append(cases, execute(ctx, f, plans[start+1:end], nil)...)
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		start = end
+	}
+	return cases
+}
+
+// unreachable reports whether a case failed before any burst ran, for a
+// reason other than a parameter or an interrupt: its server is not there.
+func unreachable(c report.Case) bool {
+	var bad *scenarios.ParamError
+	return c.Err != nil && (c.Result == nil || len(c.Result.Bursts) == 0) &&
+		!errors.As(c.Err, &bad) && !errors.Is(c.Err, context.Canceled)
+}
+
+// matrixPlan is the one place a matrix cell becomes a run plan: the
+// catalog's expectation (resolved again once the server is known), strict
+// (a cell that proved nothing is no row of a Hermitage table), one replica,
+// the gate release.
+func matrixPlan(o *MatrixOptions, c matrixCell) plan {
+	p := o.Shape.params(1)
+	p.Isolation, p.Variant = c.isolation, c.variant
+	cfg := o.Shape.config(c.spec, 1, 1, false)
+	expect, _ := o.Registry.Expect(c.spec.Name, c.backend, p, "")
+	label := c.isolation
+	if c.variant != "" {
+		label = c.variant + ", " + label
+	}
+	return plan{
+		Case: report.Case{
+			Name: c.spec.Name + " (" + label + ")", Scenario: c.spec.Name, Backend: c.backend, Lesson: c.spec.Lesson,
+			Expect: report.Expect{Kind: report.ExpectKind(expect)}, Strict: true, Settings: settings(c.backend, p, cfg),
+		},
+		Params: p, Config: cfg, Catalog: true,
+	}
+}
+
+// matrixCells checks the flags against the registry and lists the cells,
+// backend by backend, then scenario, variant and isolation level: every
+// mistake is a usage error before anything runs.
+func matrixCells(o *MatrixOptions) ([]matrixCell, error) {
+	if len(o.Backends) == 0 {
+		return nil, usageErrorf("--backend is empty: name one or more of %s", strings.Join(matrixBackends, ", "))
+	}
+	for _, b := range o.Backends {
+		if _, err := o.Registry.Backend(b); err != nil {
+			return nil, usageError(fmt.Errorf("--backend: %w", err))
+		}
+		if !slices.Contains(matrixBackends, b) {
+			return nil, usageErrorf("--backend %s: the matrix's columns are isolation levels, and %s has none; it runs on %s",
+				b, b, strings.Join(matrixBackends, ", "))
+		}
+	}
+	if len(o.Isolations) == 0 {
+		return nil, usageErrorf("--isolation is empty: name one or more levels, or leave the flag out for all four")
+	}
+	var levels []string
+	for _, l := range o.Isolations {
+		lvl, err := sqldb.ParseIsolation(l)
+		if err != nil || lvl == "" {
+			return nil, usageErrorf("--isolation: unknown isolation level %q (known: read-uncommitted, read-committed, repeatable-read, serializable)", l)
+		}
+		if !slices.Contains(levels, string(lvl)) {
+			levels = append(levels, string(lvl))
+		}
+	}
+	specs, err := matrixScenarios(o, levels)
+	if err != nil {
+		return nil, err
+	}
+	variants := map[string]bool{}
+	for _, v := range o.Variants {
+		if v == scenarios.VariantPlain {
+			v = ""
+		}
+		variants[v] = true
+	}
+	var cells []matrixCell
+	known := map[string]bool{}
+	for _, b := range o.Backends {
+		for _, s := range specs {
+			if !slices.Contains(o.Registry.BackendsOf(s.Name), b) {
+				continue
+			}
+			for _, v := range o.Registry.Variants(s.Name, b) {
+				known[v] = true
+				if len(variants) > 0 && !variants[v] {
+					continue
+				}
+				for _, l := range levels {
+					cells = append(cells, matrixCell{spec: s, backend: b, isolation: l, variant: v})
+				}
+			}
+		}
+	}
+	for v := range variants {
+		if !known[v] {
+			return nil, usageErrorf("--variant: no scenario of this matrix has a variant %q on %s (known: %s)",
+				v, strings.Join(o.Backends, ", "), strings.Join(variantNames(known), ", "))
+		}
+	}
+	if len(cells) == 0 {
+		return nil, usageErrorf("nothing to run: no scenario of the catalog has a variant and isolation level on %s", strings.Join(o.Backends, ", "))
+	}
+	return cells, nil
+}
+
+// matrixScenarios are the scenarios --scenario names, each checked to run
+// on one of the backends, or else every scenario whose expected verdict
+// depends on the isolation level on one of them.
+func matrixScenarios(o *MatrixOptions, levels []string) ([]scenarios.Spec, error) {
+	var specs []scenarios.Spec
+	if len(o.Scenarios) == 0 {
+		for _, s := range o.Registry.Scenarios() {
+			for _, b := range o.Backends {
+				if slices.Contains(o.Registry.BackendsOf(s.Name), b) && o.Registry.DependsOnIsolation(s.Name, b, levels) {
+					specs = append(specs, s)
+					break
+				}
+			}
+		}
+		return specs, nil
+	}
+	for _, name := range o.Scenarios {
+		s, err := o.Registry.Scenario(name)
+		if err != nil {
+			return nil, usageError(fmt.Errorf("--scenario: %w", err))
+		}
+		on := o.Registry.BackendsOf(name)
+		if !slices.ContainsFunc(o.Backends, func(b string) bool { return slices.Contains(on, b) }) {
+			return nil, usageErrorf("--scenario %s does not run on %s; it runs on: %s", name, strings.Join(o.Backends, ", "), strings.Join(on, ", "))
+		}
+		if !slices.ContainsFunc(specs, func(x scenarios.Spec) bool { return x.Name == name }) {
+			specs = append(specs, s)
+		}
+	}
+	return specs, nil
+}
+
+// variantNames lists variants for a message, the default as "plain".
+func variantNames(known map[string]bool) []string {
+	var names []string
+	for v := range known {
+		if v == "" {
+			v = scenarios.VariantPlain
+		}
+		names = append(names, v)
+	}
+	slices.Sort(names)
+	return names
+}
