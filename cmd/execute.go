@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -180,7 +181,10 @@ func verdictError(ctx context.Context, cases []report.Case) error {
 			// A backend refused a parameter before the run began: bad input.
 			return usageError(fmt.Errorf("%s on %s: %w", c.Scenario, c.Backend, bad))
 		case c.Err != nil:
-			setup = append(setup, fmt.Sprintf("%s on %s: %v", c.Scenario, c.Backend, c.Err))
+			// Cases that failed alike (a server down under a matrix) say it once.
+			if line := fmt.Sprintf("%s on %s: %v", c.Scenario, c.Backend, c.Err); !slices.Contains(setup, line) {
+				setup = append(setup, line)
+			}
 		case !a.Met && a.Unproven:
 			inconclusive++
 		case !a.Met:

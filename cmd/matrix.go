@@ -78,7 +78,7 @@ committed).`,
 	fs := c.Flags()
 	fs.StringSliceVarP(&opts.Backends, "backend", "b", matrixBackends, "SQL backends to run on, comma-separated")
 	fs.StringSliceVar(&opts.Scenarios, "scenario", nil, "scenarios to run, comma-separated (default: every scenario whose expected verdict depends on the isolation level)")
-	fs.StringSliceVar(&opts.Variants, "variant", nil, "variants to run, comma-separated; plain is the default variant (default: every variant of each scenario)")
+	fs.StringSliceVar(&opts.Variants, "variant", nil, "variants to run, comma-separated; default names the default of a scenario whose default has no name (default: every variant of each scenario)")
 	fs.StringSliceVar(&opts.Isolations, "isolation", levels, "isolation levels (the columns), comma-separated")
 	fs.StringVarP(&opts.Format, "format", "o", "table", "output format: "+strings.Join(report.Formats(), ", "))
 	fs.IntVarP(&opts.Shape.Attempts, "attempts", "n", DefaultMatrixAttempts, "attempts released together in each burst")
@@ -152,7 +152,7 @@ func executeMatrix(ctx context.Context, f *Factory, plans []plan) []report.Case 
 		if len(first) == 1 && unreachable(first[0]) {
 			for _, p := range plans[start+1 : end] {
 				c := p.Case
-				c.Err = fmt.Errorf("not run: %s's first cell could not be set up: %w", c.Backend, first[0].Err)
+				c.Err = first[0].Err // the same error: the report and the exit message say it once
 				cases = append(cases, c)
 			}
 		} else {
@@ -231,7 +231,7 @@ func matrixCells(o *MatrixOptions) ([]matrixCell, error) {
 	}
 	variants := map[string]bool{}
 	for _, v := range o.Variants {
-		if v == scenarios.VariantPlain {
+		if v == defaultVariant {
 			v = ""
 		}
 		variants[v] = true
@@ -298,12 +298,16 @@ func matrixScenarios(o *MatrixOptions, levels []string) ([]scenarios.Spec, error
 	return specs, nil
 }
 
-// variantNames lists variants for a message, the default as "plain".
+// defaultVariant names, in --variant, the default of a scenario whose
+// default has no name of its own.
+const defaultVariant = "default"
+
+// variantNames lists variants for a message.
 func variantNames(known map[string]bool) []string {
 	var names []string
 	for v := range known {
 		if v == "" {
-			v = scenarios.VariantPlain
+			v = defaultVariant
 		}
 		names = append(names, v)
 	}

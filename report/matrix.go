@@ -211,21 +211,36 @@ func matrixText(w io.Writer, cases []Case, o Options) {
 	for _, l := range wrapText(legend, width, "", "") {
 		fmt.Fprintln(w, l)
 	}
-	first := true
+	var lines []string
+	errored := map[string][]int{} // backend and error → its cells
+	var errKeys []string
 	for i, c := range cases {
 		a := as[i]
-		if a.Met {
-			continue
+		switch {
+		case a.Verdict == Errored:
+			k := c.Backend + "\x00" + a.Why
+			if _, ok := errored[k]; !ok {
+				errKeys = append(errKeys, k)
+			}
+			errored[k] = append(errored[k], i)
+		case !a.Met:
+			lines = append(lines, paint(ansiRed, "✗")+" "+matrixWhy(c, a))
 		}
-		if first {
-			fmt.Fprintln(w)
-			first = false
+	}
+	for _, k := range errKeys {
+		is := errored[k]
+		c, a := cases[is[0]], as[is[0]]
+		what := fmt.Sprintf("%s %s at %s did not run", c.Backend, rowName(c.Scenario, c.Settings["variant"]), levelHeader(c.Settings["isolation"], false))
+		if len(is) > 1 {
+			what = fmt.Sprintf("%s: %d cells did not run", c.Backend, len(is))
 		}
-		mark := paint(ansiRed, "✗") + " "
-		if a.Verdict == Errored {
-			mark = paint(ansiRed, "ERROR") + " "
-		}
-		for _, l := range wrapText(matrixWhy(c, a), width, mark, "  ") {
+		lines = append(lines, paint(ansiRed, "ERROR")+" "+what+": "+a.Why)
+	}
+	if len(lines) > 0 {
+		fmt.Fprintln(w)
+	}
+	for _, line := range lines {
+		for _, l := range wrapText(line, width, "", "  ") {
 			fmt.Fprintln(w, l)
 		}
 	}
@@ -235,9 +250,6 @@ func matrixText(w io.Writer, cases []Case, o Options) {
 // expectation, and the catalog's reason for it.
 func matrixWhy(c Case, a Assessment) string {
 	where := fmt.Sprintf("%s %s at %s", c.Backend, rowName(c.Scenario, c.Settings["variant"]), levelHeader(c.Settings["isolation"], false))
-	if a.Verdict == Errored {
-		return where + " did not run: " + a.Why
-	}
 	why := a.Why
 	if why == "" {
 		why = fmt.Sprintf("%s, expected %s", verdictCell(a), strings.ToUpper(c.Expect.String()))
@@ -266,10 +278,11 @@ func rowName(scenario, variant string) string {
 	return scenario + " " + variant
 }
 
-// variantLabel is a row's label under its scenario.
+// variantLabel is a row's label under its scenario: the variant, or
+// "default" for a default without a name of its own.
 func variantLabel(v string) string {
 	if v == "" {
-		return "  plain"
+		return "  default"
 	}
 	return "  " + v
 }

@@ -39,7 +39,7 @@ func matrixCases() []Case {
 	for _, b := range []struct{ backend, server, note string }{
 		{"mysql", "MariaDB 10.11.19", snapshot}, {"postgres", "PostgreSQL 15.20", ""},
 	} {
-		for _, variant := range []string{"", "for-update"} {
+		for _, variant := range []string{"plain", "for-update"} {
 			for _, level := range []string{"read-uncommitted", "read-committed", "repeatable-read", "serializable"} {
 				var notes []string
 				if b.note != "" {
@@ -48,7 +48,7 @@ func matrixCases() []Case {
 				if b.backend == "postgres" && level == "read-uncommitted" {
 					notes = append(notes, ru)
 				}
-				safe := level == "serializable" || b.backend == "mysql" && variant != "" && level == "repeatable-read"
+				safe := level == "serializable" || b.backend == "mysql" && variant == "for-update" && level == "repeatable-read"
 				over, conflicts := 19, 0
 				if safe {
 					over, conflicts = 0, 7
@@ -58,20 +58,14 @@ func matrixCases() []Case {
 					expect = Expect{Kind: ExpectSafe}
 					notes = append(notes, CatalogNotePrefix+"expects SAFE here: the server stops all but one")
 				}
-				if b.backend == "mysql" && variant != "" && level == "repeatable-read" {
+				if b.backend == "mysql" && variant == "for-update" && level == "repeatable-read" {
 					over, conflicts = 1, 3 // the mismatch
 				}
-				settings := map[string]string{"isolation": level}
-				if variant != "" {
-					settings["variant"] = variant
-				}
-				name := "check-then-write (" + level + ")"
-				if variant != "" {
-					name = "check-then-write (" + variant + ", " + level + ")"
-				}
+				settings := map[string]string{"isolation": level, "variant": variant}
+				name := "check-then-write (" + variant + ", " + level + ")"
 				c := Case{Name: name, Scenario: "check-then-write", Backend: b.backend, Expect: expect, Strict: true,
 					Settings: settings, Result: matrixResult(over, conflicts, b.server, notes...)}
-				if b.backend == "postgres" && variant != "" && level == "read-uncommitted" {
+				if b.backend == "postgres" && variant == "for-update" && level == "read-uncommitted" {
 					c.Result, c.Err = nil, errTest("postgres: cannot connect to 127.0.0.1:5432 (connection refused)")
 				}
 				cs = append(cs, c)

@@ -2,32 +2,29 @@ package scenarios
 
 import "slices"
 
-// VariantPlain is the name a backend may accept for a scenario's default
-// variant: the same as "".
-const VariantPlain = "plain"
-
-// SetVariants declares the named variants scenario accepts on backend
-// (--variant), besides "" (the default). A backend declares them where it
-// registers the scenario, from the same list it validates --variant with,
-// so that a matrix cannot run a variant the backend refuses, nor miss one
-// it has. scenario must be registered on backend.
-func (r *Registry) SetVariants(scenario, backend string, variants ...string) {
+// SetVariants declares the variants scenario accepts on backend
+// (--variant): def, the default's name ("" when the default has none), then
+// the others. A backend declares them where it registers the scenario, from
+// the same list it validates --variant with, so that a matrix runs every
+// variant the backend has and none it refuses. scenario must be registered
+// on backend.
+func (r *Registry) SetVariants(scenario, backend, def string, others ...string) {
 	k := [2]string{scenario, backend}
 	if _, ok := r.impls[k]; !ok {
 		panic("scenarios: variants for unregistered " + scenario + " on " + backend)
 	}
-	r.variants[k] = append([]string(nil), variants...)
+	r.variants[k] = append([]string{def}, others...)
 }
 
-// Variants lists the variants of scenario on backend: "" (the default)
-// first, then the named ones. They are those the backend declared
-// (SetVariants); for a backend that declared none, those the catalog names
-// for the scenario: its demo rows, and the rows of the expectation table
-// that apply to the backend. VariantPlain, another name for "", is not
-// listed again.
+// Variants lists the variants of scenario on backend, the default first
+// ("" when it has no name of its own), each once. They are those the
+// backend declared (SetVariants); for a backend that declared none, ""
+// and the variants the catalog names for the scenario: its demo rows, and
+// the rows of the expectation table that apply to the backend.
 func (r *Registry) Variants(scenario, backend string) []string {
 	named, declared := r.variants[[2]string{scenario, backend}]
 	if !declared {
+		named = []string{""}
 		if s, ok := r.lookupSpec(scenario); ok {
 			for _, d := range s.Demo {
 				named = append(named, d.Variant)
@@ -39,9 +36,9 @@ func (r *Registry) Variants(scenario, backend string) []string {
 			}
 		}
 	}
-	out := []string{""}
-	for _, v := range named {
-		if v != "" && v != VariantPlain && !slices.Contains(out, v) {
+	out := named[:1:1]
+	for _, v := range named[1:] {
+		if v != "" && !slices.Contains(out, v) {
 			out = append(out, v)
 		}
 	}

@@ -23,17 +23,19 @@ func coreRegistry(backends ...string) *scenarios.Registry {
 	return reg
 }
 
-// A backend's declared variants are the list; "plain" is the default by
-// another name and is not run twice. Without a declaration the catalog's
-// own mentions (the expectation table) stand in.
+// A backend's declared variants are the list, its default first, each
+// once. Without a declaration the default ("") and the catalog's own
+// mentions (the expectation table) stand in.
 func TestVariants(t *testing.T) {
 	reg := coreRegistry("mysql", "postgres")
 	reg.SetVariants(scenarios.CheckThenWrite, "postgres", "plain", "for-update", "advisory-lock", "for-update")
+	reg.SetVariants(scenarios.UniqueInsert, "postgres", "", "one-active")
 	for _, c := range []struct {
 		scenario, backend string
 		want              []string
 	}{
-		{scenarios.CheckThenWrite, "postgres", []string{"", "for-update", "advisory-lock"}},
+		{scenarios.CheckThenWrite, "postgres", []string{"plain", "for-update", "advisory-lock"}},
+		{scenarios.UniqueInsert, "postgres", []string{"", "one-active"}},
 		// mysql declared nothing: the table's rows name for-update.
 		{scenarios.CheckThenWrite, "mysql", []string{"", "for-update"}},
 		{scenarios.ConditionalUpdate, "postgres", []string{""}},
@@ -47,7 +49,7 @@ func TestVariants(t *testing.T) {
 			t.Error("SetVariants on a scenario the backend does not run did not panic")
 		}
 	}()
-	reg.SetVariants("no-such-scenario", "postgres", "x")
+	reg.SetVariants("no-such-scenario", "postgres", "")
 }
 
 // The matrix's default rows are the scenarios whose expected verdict

@@ -42,7 +42,11 @@ func Register(r *scenarios.Registry) {
 		{scenarios.TTLLease, ttlLease},
 	} {
 		r.Register(s.name, Name, factory(s.name, s.k))
-		r.SetVariants(s.name, Name, s.k.variants...)
+		def, others := "", s.k.variants
+		if len(others) > 0 && others[0] == "plain" {
+			def, others = others[0], others[1:] // plain is the default by name
+		}
+		r.SetVariants(s.name, Name, def, others...)
 	}
 }
 

@@ -28,7 +28,11 @@ func Register(r *scenarios.Registry) {
 	})
 	for _, sc := range catalog() {
 		r.Register(sc.name, Name, factory(sc))
-		r.SetVariants(sc.name, Name, sc.variants...)
+		def, others := "", sc.variants
+		if len(others) > 0 && others[0] == VariantPlain {
+			def, others = others[0], others[1:] // plain is the default by name
+		}
+		r.SetVariants(sc.name, Name, def, others...)
 	}
 }
 
