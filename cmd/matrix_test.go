@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -173,6 +175,28 @@ func TestMatrixMismatchExits1(t *testing.T) {
 	out, errOut, code = execWith(t, isolationRegistry(), "matrix", "--variant", "plain,default", "-n", "4", "--bursts", "4")
 	if code != ExitOK || strings.Contains(out, "for-update") || !strings.Contains(out, "  plain ") || !strings.Contains(out, "  default ") {
 		t.Errorf("--variant plain,default: exit %d, want 0 with a plain row and a default row; stderr %q\n%s", code, errOut, out)
+	}
+}
+
+// A matrix saved as JSON renders again as a matrix ('racetest report'),
+// with the same verdicts and the same exit code.
+func TestMatrixReportAgain(t *testing.T) {
+	out, _, code := execWith(t, isolationRegistry(), "matrix", "-n", "4", "--bursts", "4", "-o", "json")
+	if code != ExitViolated {
+		t.Fatalf("exit %d, want 1", code)
+	}
+	file := filepath.Join(t.TempDir(), "matrix.json")
+	if err := os.WriteFile(file, []byte(out), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	table, errOut, code := execWith(t, isolationRegistry(), "report", file)
+	if code != ExitViolated || errOut == "" {
+		t.Errorf("report of the matrix: exit %d, want 1; stderr %q", code, errOut)
+	}
+	for _, want := range []string{"\ncheck-then-write\n", "  for-update  RACE 100%", "✗ RACE 100%", "✗ mysql check-then-write for-update at repeatable-read"} {
+		if !strings.Contains(table, want) {
+			t.Errorf("the report again lacks %q:\n%s", want, table)
+		}
 	}
 }
 
