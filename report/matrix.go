@@ -79,6 +79,9 @@ func Matrix(cases []Case) []MatrixTable {
 				servers[c.Backend] = append(servers[c.Backend], r.Server)
 			}
 			for _, n := range r.Notes {
+				if strings.HasPrefix(n, CatalogNotePrefix) {
+					continue // the catalog's reason for a cell, not the server's setting
+				}
 				n = strings.TrimPrefix(n, c.Backend+": ")
 				if slices.ContainsFunc(settingMarkers, func(m string) bool { return strings.Contains(n, m) }) && !slices.Contains(t.Settings, n) {
 					t.Settings = append(t.Settings, n)
