@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/racetest/racetest/internal/sqldb"
@@ -136,32 +137,60 @@ func runMatrix(ctx context.Context, o *MatrixOptions) error {
 	return verdictError(ctx, cases)
 }
 
-// executeMatrix runs the plans, one backend after the other. When a
-// backend's first cell cannot be set up (the server is down), its other
-// cells are not tried: each reports the same error instead of waiting out
-// its own connection timeout.
+// executeMatrix runs the plans, each backend's in its own goroutine: the
+// servers are separate, and on a loaded machine the matrix's time is
+// mostly waiting. One bar per backend counts its cells (on a terminal).
+// When a backend's first cell cannot be set up (the server is down), its
+// other cells are not tried: each reports the same error instead of
+// waiting out its own connection timeout.
 func executeMatrix(ctx context.Context, f *Factory, plans []plan) []report.Case {
-	var cases []report.Case
-	for start := 0; start < len(plans); {
-		end := start + 1
-		for end < len(plans) && plans[end].Case.Backend == plans[start].Case.Backend {
-			end++
+	var groups [][]plan
+	for i, p := range plans {
+		if i == 0 || p.Case.Backend != plans[i-1].Case.Backend {
+			groups = append(groups, nil)
 		}
-		first := execute(ctx, f, plans[start:start+1], nil)
-		cases = append(cases, first...)
-		if len(first) == 1 && unreachable(first[0]) {
-			for _, p := range plans[start+1 : end] {
-				c := p.Case
-				c.Err = first[0].Err // the same error: the report and the exit message say it once
-				cases = append(cases, c)
+		groups[len(groups)-1] = append(groups[len(groups)-1], p)
+	}
+	// The cells draw no bars of their own: two backends' bars would
+	// interleave. The matrix draws one per backend.
+	quiet := *f
+	io := *f.IO
+	io.ErrTTY = false
+	quiet.IO = &io
+	pr := newProgress(f.IO)
+	results := make([][]report.Case, len(groups))
+	var wg sync.WaitGroup
+	for g, group := range groups {
+		update, done := pr.trackUnit(group[0].Case.Backend, len(group), "cells")
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer done()
+			n := 0
+			each := func(report.Case) {
+				n++
+				if update != nil {
+					update(runner.Progress{Done: n})
+				}
 			}
-		} else {
-			cases = append(cases, execute(ctx, f, plans[start+1:end], nil)...)
-		}
-		if ctx.Err() != nil {
-			break
-		}
-		start = end
+			first := execute(ctx, &quiet, group[:1], each)
+			results[g] = first
+			if len(first) == 1 && unreachable(first[0]) {
+				for _, p := range group[1:] {
+					c := p.Case
+					c.Err = first[0].Err // the same error: the report and the exit message say it once
+					results[g] = append(results[g], c)
+				}
+				return
+			}
+			results[g] = append(results[g], execute(ctx, &quiet, group[1:], each)...)
+		}()
+	}
+	wg.Wait()
+	pr.wait()
+	var cases []report.Case
+	for _, r := range results {
+		cases = append(cases, r...)
 	}
 	return cases
 }
