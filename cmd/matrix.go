@@ -12,9 +12,8 @@ import (
 	"github.com/racetest/racetest/internal/sqldb"
 	"github.com/racetest/racetest/report"
 	"github.com/racetest/racetest/runner"
+	"github.com/racetest/racetest/runplan"
 	"github.com/racetest/racetest/scenarios"
-	"github.com/racetest/racetest/scenarios/mysqlstore"
-	"github.com/racetest/racetest/scenarios/pgstore"
 	"github.com/spf13/cobra"
 )
 
@@ -29,9 +28,17 @@ type MatrixOptions struct {
 	Shape      shapeFlags
 }
 
-// matrixBackends are the backends with isolation levels: the matrix's
-// columns exist only there.
-var matrixBackends = []string{mysqlstore.Name, pgstore.Name}
+// matrixBackends are the backends with isolation levels, as each declares
+// them: the matrix's columns exist only there.
+func matrixBackends(reg *scenarios.Registry) []string {
+	var names []string
+	for _, b := range reg.Backends() {
+		if len(b.Isolations) > 0 {
+			names = append(names, b.Name)
+		}
+	}
+	return names
+}
 
 // Defaults of 'racetest matrix': a cell is a small run, and the whole
 // default matrix on both SQL servers must stay within a few minutes.
@@ -77,7 +84,7 @@ committed).`,
 	opts.Shape = shapeFlags{Replicas: runner.DefaultReplicas, Waves: runner.DefaultWaves,
 		Latency: scenarios.DefaultLatency, TTL: scenarios.DefaultTTL}
 	fs := c.Flags()
-	fs.StringSliceVarP(&opts.Backends, "backend", "b", matrixBackends, "SQL backends to run on, comma-separated")
+	fs.StringSliceVarP(&opts.Backends, "backend", "b", matrixBackends(f.Registry), "SQL backends to run on, comma-separated")
 	fs.StringSliceVar(&opts.Scenarios, "scenario", nil, "scenarios to run, comma-separated (default: every scenario whose expected verdict depends on the isolation level)")
 	fs.StringSliceVar(&opts.Variants, "variant", nil, "variants to run, comma-separated; default names the default of a scenario whose default has no name (default: every variant of each scenario)")
 	fs.StringSliceVar(&opts.Isolations, "isolation", levels, "isolation levels (the columns), comma-separated")
@@ -87,7 +94,7 @@ committed).`,
 	fs.DurationVar(&opts.Shape.Timeout, "timeout", runner.DefaultTimeout, "per-attempt timeout; an attempt past it counts as unknown")
 	fs.DurationVar(&opts.Shape.Gap, "gap", 0, "extra delay between check and write, to widen the window on purpose")
 	fs.BoolVar(&opts.Shape.Keep, "keep", false, "keep every cell's namespaced tables for inspection")
-	registerConn(fs, &opts.Shape.Conn)
+	registerConn(fs, f.Registry, &opts.Shape.Conn)
 	return c
 }
 
@@ -114,8 +121,7 @@ func runMatrix(ctx context.Context, o *MatrixOptions) error {
 	}
 	plans := make([]plan, len(cells))
 	for i, c := range cells {
-		plans[i] = matrixPlan(o, c)
-		if err := plans[i].Params.Validate(); err != nil {
+		if plans[i], err = matrixPlan(o, c); err != nil {
 			return usageError(err)
 		}
 	}
@@ -203,42 +209,38 @@ func unreachable(c report.Case) bool {
 		!errors.As(c.Err, &bad) && !errors.Is(c.Err, context.Canceled)
 }
 
-// matrixPlan is the one place a matrix cell becomes a run plan: the
-// catalog's expectation (resolved again once the server is known), strict
-// (a cell that proved nothing is no row of a Hermitage table), one replica,
-// the gate release.
-func matrixPlan(o *MatrixOptions, c matrixCell) plan {
-	p := o.Shape.params(1)
-	p.Isolation, p.Variant = c.isolation, c.variant
-	cfg := o.Shape.config(c.spec, 1, 1, false)
-	expect, _ := o.Registry.Expect(c.spec.Name, c.backend, p, "")
+// matrixPlan makes a matrix cell's run with runplan, as run, demo and suite
+// make theirs: the catalog's expectation (resolved again once the server
+// is known), strict (a cell that proved nothing is no row of a Hermitage
+// table), one replica, the gate release.
+func matrixPlan(o *MatrixOptions, c matrixCell) (plan, error) {
+	sh := o.Shape.plan(1)
+	sh.Isolation, sh.Variant = c.isolation, c.variant
 	label := c.isolation
 	if c.variant != "" {
 		label = c.variant + ", " + label
 	}
-	return plan{
-		Case: report.Case{
-			Name: c.spec.Name + " (" + label + ")", Scenario: c.spec.Name, Backend: c.backend, Lesson: c.spec.Lesson,
-			Expect: report.Expect{Kind: report.ExpectKind(expect)}, Strict: true, Settings: settings(c.backend, p, cfg),
-		},
-		Params: p, Config: cfg, Catalog: true,
-	}
+	return runplan.Build(o.Registry, runplan.Request{
+		Scenario: c.spec.Name, Backend: c.backend, Name: c.spec.Name + " (" + label + ")",
+		Shape: sh, Catalog: true, Strict: true,
+	})
 }
 
 // matrixCells checks the flags against the registry and lists the cells,
 // backend by backend, then scenario, variant and isolation level: every
 // mistake is a usage error before anything runs.
 func matrixCells(o *MatrixOptions) ([]matrixCell, error) {
+	sqlBackends := matrixBackends(o.Registry)
 	if len(o.Backends) == 0 {
-		return nil, usageErrorf("--backend is empty: name one or more of %s", strings.Join(matrixBackends, ", "))
+		return nil, usageErrorf("--backend is empty: name one or more of %s", strings.Join(sqlBackends, ", "))
 	}
 	for _, b := range o.Backends {
 		if _, err := o.Registry.Backend(b); err != nil {
 			return nil, usageError(fmt.Errorf("--backend: %w", err))
 		}
-		if !slices.Contains(matrixBackends, b) {
+		if !slices.Contains(sqlBackends, b) {
 			return nil, usageErrorf("--backend %s: the matrix's columns are isolation levels, and %s has none; it runs on %s",
-				b, b, strings.Join(matrixBackends, ", "))
+				b, b, strings.Join(sqlBackends, ", "))
 		}
 	}
 	if len(o.Isolations) == 0 {
@@ -249,6 +251,11 @@ func matrixCells(o *MatrixOptions) ([]matrixCell, error) {
 		lvl, err := sqldb.ParseIsolation(l)
 		if err != nil || lvl == "" {
 			return nil, usageErrorf("--isolation: unknown isolation level %q (known: read-uncommitted, read-committed, repeatable-read, serializable)", l)
+		}
+		for _, b := range o.Backends {
+			if bk, _ := o.Registry.Backend(b); !slices.Contains(bk.Isolations, string(lvl)) {
+				return nil, usageErrorf("--isolation %s: %s does not take it (it takes %s)", l, b, strings.Join(bk.Isolations, ", "))
+			}
 		}
 		if !slices.Contains(levels, string(lvl)) {
 			levels = append(levels, string(lvl))
@@ -272,7 +279,7 @@ func matrixCells(o *MatrixOptions) ([]matrixCell, error) {
 			if !slices.Contains(o.Registry.BackendsOf(s.Name), b) {
 				continue
 			}
-			for _, v := range o.Registry.Variants(s.Name, b) {
+			for _, v := range o.Registry.RowVariants(s.Name, b) {
 				known[v] = true
 				if len(variants) > 0 && !variants[v] {
 					continue
@@ -302,6 +309,9 @@ func matrixScenarios(o *MatrixOptions, levels []string) ([]scenarios.Spec, error
 	var specs []scenarios.Spec
 	if len(o.Scenarios) == 0 {
 		for _, s := range o.Registry.Scenarios() {
+			if s.Topology != "" {
+				continue // needs a cluster, not the one server the matrix is given
+			}
 			for _, b := range o.Backends {
 				if slices.Contains(o.Registry.BackendsOf(s.Name), b) && o.Registry.DependsOnIsolation(s.Name, b, levels) {
 					specs = append(specs, s)
