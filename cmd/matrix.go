@@ -261,7 +261,7 @@ func matrixCells(o *MatrixOptions) ([]matrixCell, error) {
 			levels = append(levels, string(lvl))
 		}
 	}
-	specs, err := matrixScenarios(o, levels)
+	specs, err := matrixScenarios(o)
 	if err != nil {
 		return nil, err
 	}
@@ -305,7 +305,7 @@ func matrixCells(o *MatrixOptions) ([]matrixCell, error) {
 // matrixScenarios are the scenarios --scenario names, each checked to run
 // on one of the backends, or else every scenario whose expected verdict
 // depends on the isolation level on one of them.
-func matrixScenarios(o *MatrixOptions, levels []string) ([]scenarios.Spec, error) {
+func matrixScenarios(o *MatrixOptions) ([]scenarios.Spec, error) {
 	var specs []scenarios.Spec
 	if len(o.Scenarios) == 0 {
 		for _, s := range o.Registry.Scenarios() {
@@ -313,7 +313,10 @@ func matrixScenarios(o *MatrixOptions, levels []string) ([]scenarios.Spec, error
 				continue // needs a cluster, not the one server the matrix is given
 			}
 			for _, b := range o.Backends {
-				if slices.Contains(o.Registry.BackendsOf(s.Name), b) && o.Registry.DependsOnIsolation(s.Name, b, levels) {
+				// Over every level the backend has, not only the columns
+				// asked for: --isolation serializable keeps the same rows.
+				bk, _ := o.Registry.Backend(b)
+				if slices.Contains(o.Registry.BackendsOf(s.Name), b) && o.Registry.DependsOnIsolation(s.Name, b, bk.Isolations) {
 					specs = append(specs, s)
 					break
 				}

@@ -93,13 +93,22 @@ func TestMatrixBadInput(t *testing.T) {
 // which the catalog expects to be safe at repeatable-read, and which here
 // races: a mismatch.
 func isolationRegistry() *scenarios.Registry {
+	return isolationRegistryWith([]string{"read-uncommitted", "read-committed", "repeatable-read", "serializable"})
+}
+
+// isolationRegistryWith is isolationRegistry with postgres taking only
+// pgLevels.
+func isolationRegistryWith(pgLevels []string) *scenarios.Registry {
 	reg := scenarios.NewRegistry()
 	for _, s := range scenarios.Core() {
 		reg.AddScenario(s)
 	}
 	for _, b := range []string{"mysql", "postgres"} {
-		reg.AddBackend(scenarios.Backend{Name: b, Server: true,
-			Isolations: []string{"read-uncommitted", "read-committed", "repeatable-read", "serializable"}})
+		levels := []string{"read-uncommitted", "read-committed", "repeatable-read", "serializable"}
+		if b == "postgres" {
+			levels = pgLevels
+		}
+		reg.AddBackend(scenarios.Backend{Name: b, Server: true, Isolations: levels})
 		reg.Register(scenarios.CheckThenWrite, b, func(_ context.Context, p scenarios.Params) (runner.Target, error) {
 			if p.Isolation == "serializable" {
 				return scripted{"safe"}, nil
@@ -113,6 +122,19 @@ func isolationRegistry() *scenarios.Registry {
 	reg.SetVariants(scenarios.CheckThenWrite, "mysql", []string{"plain", "for-update"})
 	reg.SetVariants(scenarios.CheckThenWrite, "postgres", []string{"plain"})
 	return reg
+}
+
+// A level one of the backends does not take is refused before anything
+// runs, naming the backend and what it takes.
+func TestMatrixLevelABackendLacks(t *testing.T) {
+	reg := isolationRegistryWith([]string{"read-committed", "serializable"})
+	out, errOut, code := execWith(t, reg, "matrix", "--isolation", "repeatable-read", "-n", "2", "--bursts", "1")
+	if code != ExitUsage || !strings.Contains(errOut, "--isolation repeatable-read: postgres does not take it (it takes read-committed, serializable)") || out != "" {
+		t.Errorf("exit %d, stdout %q, stderr %q; want exit 2 naming postgres's levels", code, out, errOut)
+	}
+	if _, errOut, code := execWith(t, reg, "matrix", "--backend", "mysql", "--isolation", "repeatable-read", "-n", "2", "--bursts", "1"); code == ExitUsage {
+		t.Errorf("mysql takes repeatable-read, yet refused: %q", errOut)
+	}
 }
 
 // Every cell as the catalog expects: exit 0, one table, a row per variant
