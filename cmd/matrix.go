@@ -261,6 +261,12 @@ func matrixCells(o *MatrixOptions) ([]matrixCell, error) {
 			levels = append(levels, string(lvl))
 		}
 	}
+	// The columns read weakest first, as the Hermitage tables do, in
+	// whatever order they were asked for.
+	order := sqldb.Isolations()
+	slices.SortFunc(levels, func(a, b string) int {
+		return slices.Index(order, sqldb.Isolation(a)) - slices.Index(order, sqldb.Isolation(b))
+	})
 	specs, err := matrixScenarios(o)
 	if err != nil {
 		return nil, err
