@@ -102,6 +102,14 @@ type Connections struct {
 
 // Variant names shared by every backend that has the variant.
 const (
+	// VariantPlain: check-then-write reads with a plain SELECT (the default).
+	VariantPlain = "plain"
+	// VariantForShare: check-then-write reads with a shared locking read
+	// (FOR SHARE, LOCK IN SHARE MODE).
+	VariantForShare = "for-share"
+	// VariantAdvisoryLock: check-then-write takes a named lock around the
+	// check and the write (pg_advisory_xact_lock, GET_LOCK).
+	VariantAdvisoryLock = "advisory-lock"
 	// VariantForUpdate: check-then-write reads with SELECT … FOR UPDATE.
 	VariantForUpdate = "for-update"
 	// VariantOneActive: unique-insert as "one active per user" — a partial
