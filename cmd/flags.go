@@ -19,12 +19,15 @@ import (
 // shapeFlags are the flags every command that fires bursts shares.
 type shapeFlags struct {
 	Attempts, Bursts, Replicas, Waves int
-	Deploy                            bool
-	Gap, Latency, TTL, Timeout        time.Duration
-	Seed                              int64
-	Isolation, Engine, Variant        string
-	Keep                              bool
-	Conn                              scenarios.Connections
+	// Retry is how many times an attempt refused with a conflict is tried
+	// again (SQL backends).
+	Retry                      int
+	Deploy                     bool
+	Gap, Latency, TTL, Timeout time.Duration
+	Seed                       int64
+	Isolation, Engine, Variant string
+	Keep                       bool
+	Conn                       scenarios.Connections
 }
 
 func (s *shapeFlags) register(fs *pflag.FlagSet, attempts, bursts int) {
@@ -34,6 +37,7 @@ func (s *shapeFlags) register(fs *pflag.FlagSet, attempts, bursts int) {
 	fs.IntVar(&s.Waves, "waves", runner.DefaultWaves, "waves of attempts per burst, all at the same subject")
 	fs.BoolVar(&s.Deploy, "deploy", false, "restart every replica between waves (a deploy wipes their memory)")
 	fs.DurationVar(&s.Timeout, "timeout", runner.DefaultTimeout, "per-attempt timeout; an attempt past it counts as unknown")
+	fs.IntVar(&s.Retry, "retry", 0, "SQL backends: retry an attempt the server refused with a deadlock or serialization failure (1213, 1020, 40001, 40P01) up to this many times, as applications do")
 	s.registerParams(fs)
 }
 
@@ -68,6 +72,9 @@ func (s *shapeFlags) validate(backend string) error {
 		if n < 1 {
 			return usageErrorf("--%s must be at least 1 (got %d)", name, n)
 		}
+	}
+	if err := checkRetry(s.Retry, backend); err != nil {
+		return err
 	}
 	if err := checkBurstMemory(s.Attempts, backend); err != nil {
 		return err
@@ -104,8 +111,20 @@ func (s *shapeFlags) config(spec scenarios.Spec, replicas, waves int, deploy boo
 	return runner.NewConfig(
 		runner.Attempts(s.Attempts), runner.Bursts(s.Bursts), runner.Replicas(replicas),
 		runner.Waves(waves), runner.Deploy(deploy), runner.Allowed(spec.Allowed),
-		runner.Timeout(s.Timeout), runner.Keep(s.Keep),
+		runner.Timeout(s.Timeout), runner.Keep(s.Keep), runner.Retries(s.Retry),
 	)
+}
+
+// checkRetry refuses a retry count that is negative, or given to a backend
+// whose attempts never end in a conflict to retry.
+func checkRetry(k int, backend string) error {
+	if k < 0 {
+		return usageErrorf("--retry cannot be negative (got %d)", k)
+	}
+	if k > 0 && backend != "mysql" && backend != "postgres" {
+		return usageErrorf("--retry retries deadlocks and serialization failures, which only the SQL backends (mysql, postgres) report; backend %s has none — drop --retry", backend)
+	}
+	return nil
 }
 
 // connFlags are the flags that name a server; an explicitly empty value

@@ -278,6 +278,7 @@ func (c *checker) scenarioCase(path string, k *Case, sh shape, p *Plan) {
 	// A default knob reaches only the backends it means something to.
 	if !slices.Contains([]string{"mysql", "postgres"}, b.Name) {
 		sh.isolation = ""
+		sh.retry = 0
 	}
 	if b.Name != "mysql" {
 		sh.engine = ""
@@ -306,7 +307,7 @@ func (c *checker) scenarioCase(path string, k *Case, sh shape, p *Plan) {
 	cfg := runner.NewConfig(
 		runner.Attempts(sh.attempts), runner.Bursts(sh.bursts), runner.Replicas(sh.replicas),
 		runner.Waves(sh.waves), runner.Deploy(sh.deploy), runner.Allowed(spec.Allowed),
-		runner.Timeout(sh.timeout), runner.Keep(sh.keep || c.o.Keep),
+		runner.Timeout(sh.timeout), runner.Keep(sh.keep || c.o.Keep), runner.Retries(sh.retry),
 	)
 	// A mode that does not apply to the backend falls back to the gate; the
 	// run's notes say so (Plan.Options), never silently.
@@ -546,6 +547,7 @@ func (c *checker) applicable(path string, sh Shape, backend string) {
 		}
 	}
 	only("isolation", sh.Isolation != nil && *sh.Isolation != "", "mysql", "postgres")
+	only("retry", sh.Retry != nil && *sh.Retry > 0, "mysql", "postgres")
 	only("engine", sh.Engine != nil && *sh.Engine != "", "mysql")
 	only("latency", sh.Latency != nil, "memory")
 }
@@ -553,6 +555,7 @@ func (c *checker) applicable(path string, sh Shape, backend string) {
 // shape is a case's knobs with the defaults applied.
 type shape struct {
 	attempts, bursts, replicas, waves int
+	retry                             int
 	deploy, keep                      bool
 	gap, latency, ttl, timeout        time.Duration
 	seed                              int64
@@ -572,6 +575,7 @@ func (c *checker) shape(path string, sh Shape) {
 		{"bursts", sh.Bursts, 1, ""},
 		{"replicas", sh.Replicas, 1, ""},
 		{"waves", sh.Waves, 1, ""},
+		{"retry", sh.Retry, 0, ""},
 	} {
 		if n.v != nil && *n.v < n.min {
 			c.fail(path+"."+n.key, "%s must be at least %d (got %d)%s", n.key, n.min, *n.v, n.why)
@@ -637,6 +641,7 @@ func (c *checker) merged(k Shape) shape {
 		bursts:    intOr(k.Bursts, d.Bursts, runner.DefaultBursts),
 		replicas:  intOr(k.Replicas, d.Replicas, runner.DefaultReplicas),
 		waves:     intOr(k.Waves, d.Waves, runner.DefaultWaves),
+		retry:     intOr(k.Retry, d.Retry, 0),
 		deploy:    boolOr(k.Deploy, d.Deploy),
 		keep:      boolOr(k.Keep, d.Keep),
 		gap:       durOr(k.Gap, d.Gap, 0),
