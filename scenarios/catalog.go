@@ -12,6 +12,24 @@ const (
 	TTLLease          = "ttl-lease"
 )
 
+// The anomaly scenarios (package anomalies), whose outcome depends on the
+// server, its isolation level and the locking the code asks for.
+const (
+	LostUpdate = "lost-update"
+	WriteSkew  = "write-skew"
+	JobQueue   = "job-queue"
+)
+
+// Variants of the anomaly scenarios; VariantNaive is each one's default.
+const (
+	VariantNaive        = "naive"
+	VariantAtomic       = "atomic"
+	VariantVersion      = "version"
+	VariantMaterialized = "materialized"
+	VariantSkipLocked   = "skip-locked"
+	VariantConditional  = "conditional"
+)
+
 func always(e Expectation) func(Params) Expectation { return func(Params) Expectation { return e } }
 
 // Core returns the specs of the five built-in scenarios in demo order.

@@ -25,23 +25,23 @@ import (
 
 // The anomaly scenarios' names.
 const (
-	LostUpdate = "lost-update"
-	WriteSkew  = "write-skew"
-	JobQueue   = "job-queue"
+	LostUpdate = scenarios.LostUpdate
+	WriteSkew  = scenarios.WriteSkew
+	JobQueue   = scenarios.JobQueue
 )
 
 // Variants (--variant). Naive is every scenario's default.
 const (
-	Naive = "naive"
+	Naive = scenarios.VariantNaive
 	// lost-update
-	Atomic    = "atomic"     // UPDATE … SET balance = balance + 1
-	ForUpdate = "for-update" // SELECT … FOR UPDATE before the write
-	Version   = "version"    // optimistic: WHERE version = <read>, again on 0 rows
+	Atomic    = scenarios.VariantAtomic    // UPDATE … SET balance = balance + 1
+	ForUpdate = scenarios.VariantForUpdate // SELECT … FOR UPDATE before the write (write-skew too)
+	Version   = scenarios.VariantVersion   // optimistic: WHERE version = <read>, again on 0 rows
 	// write-skew
-	Materialized = "materialized" // every writer first updates one conflict row
+	Materialized = scenarios.VariantMaterialized // every writer first updates one conflict row
 	// job-queue
-	SkipLocked  = "skip-locked" // SELECT … FOR UPDATE SKIP LOCKED
-	Conditional = "conditional" // UPDATE … WHERE status = 'pending', rows affected
+	SkipLocked  = scenarios.VariantSkipLocked  // SELECT … FOR UPDATE SKIP LOCKED
+	Conditional = scenarios.VariantConditional // UPDATE … WHERE status = 'pending', rows affected
 )
 
 // Variants lists each scenario's variants, the default first.
