@@ -82,8 +82,9 @@ constraint on token (unique-insert) or a conditional update (conditional-update)
 				Numbers: `Effects per burst above 1, in most bursts. The timeline shows several "check" marks
 before the first "act". --gap widens the window on purpose; even --gap 0 races.`,
 			},
-			Expect: always(ExpectRace),
-			Demo:   []DemoCase{{}},
+			Expect:   always(ExpectRace),
+			Demo:     []DemoCase{{}},
+			Variants: []string{VariantPlain, VariantForUpdate, VariantForShare, VariantAdvisoryLock},
 		},
 		{
 			Name:   ConditionalUpdate,

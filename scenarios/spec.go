@@ -35,6 +35,10 @@ type Spec struct {
 	Expect func(p Params) Expectation
 	// Demo lists the parameter sets 'racetest demo' runs (nil: not in the demo).
 	Demo []DemoCase
+	// Variants lists every --variant the scenario has, its default first,
+	// on the backends that implement variants (nil: none, or only those
+	// the demo shows). 'racetest explain' and the matrix read it.
+	Variants []string
 }
 
 // DemoCase is one row of the demo table.

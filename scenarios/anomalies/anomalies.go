@@ -90,7 +90,7 @@ func Register(r *scenarios.Registry) {
 // Specs returns the anomaly scenarios' specs. What each does on each server
 // and isolation level is in scenarios.Expectations.
 func Specs() []scenarios.Spec {
-	return []scenarios.Spec{
+	specs := []scenarios.Spec{
 		{
 			Name:   LostUpdate,
 			Lesson: "read a value, write read + 1: concurrent writers overwrite each other unless the store refuses or serializes them",
@@ -175,6 +175,10 @@ job never taken while workers idled: LOST.`,
 			},
 		},
 	}
+	for i := range specs {
+		specs[i].Variants = Variants[specs[i].Name]
+	}
+	return specs
 }
 
 // tally is one burst's count in the store: its effects, and the range of
