@@ -102,6 +102,7 @@ func (s *shapeFlags) params(replicas int) scenarios.Params {
 		Isolation: s.Isolation,
 		Engine:    s.Engine,
 		Variant:   s.Variant,
+		Retries:   s.Retry,
 		Conn:      s.Conn,
 	}
 }

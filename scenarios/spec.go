@@ -86,6 +86,10 @@ type Params struct {
 	Engine string
 	// Variant selects a scenario's variant ("for-update", "fenced", ...).
 	Variant string
+	// Retries is how many times the run retries an attempt refused with a
+	// conflict (runner.Retries). The backends ignore it; the catalog's
+	// expectations read it, since retried conflicts finish their work.
+	Retries int
 	Conn    Connections
 	// Dial, when set, dials every connection the run opens to a server, in
 	// place of the driver's own dialer. Release modes that act on the wire

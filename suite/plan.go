@@ -286,7 +286,7 @@ func (c *checker) scenarioCase(path string, k *Case, sh shape, p *Plan) {
 	params := scenarios.Params{
 		RunID: scenarios.NewRunID(), Attempts: sh.attempts, Replicas: sh.replicas,
 		Gap: sh.gap, Latency: sh.latency, TTL: sh.ttl, Seed: sh.seed,
-		Isolation: sh.isolation, Engine: sh.engine, Variant: sh.variant,
+		Isolation: sh.isolation, Engine: sh.engine, Variant: sh.variant, Retries: sh.retry,
 	}
 	if b.Server {
 		conn, ok := c.connection(path, k.Connection, b.Name, "the case")
