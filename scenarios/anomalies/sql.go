@@ -360,18 +360,35 @@ func (a *sqlApp) Session(ctx context.Context, worker int) (runner.Session, error
 	if err != nil {
 		return nil, fmt.Errorf("%s: worker %d could not connect to %s: %w", a.t.d.backend, worker, a.t.db.Addr(), err)
 	}
-	return &sqlSession{t: a.t, c: c}, nil
+	return &sqlSession{a: a, t: a.t, c: c}, nil
 }
 
 func (a *sqlApp) Close() error { return a.pool.Close() }
 
 type sqlSession struct {
+	a *sqlApp
 	t *sqlTarget
 	c sqldb.Conn
+	// stale: the last attempt ended with its context, which may have cost
+	// the connection (pgx closes one whose statement was cancelled).
+	stale bool
 }
 
 func (s *sqlSession) Attempt(ctx context.Context, subj runner.Subject, w *runner.Worker) runner.Outcome {
-	return s.t.attempt(ctx, s, subj, w)
+	if s.stale {
+		s.c.Close()
+		c, err := s.a.pool.Conn(ctx)
+		if err != nil {
+			if scenarios.Expired(ctx) {
+				return runner.Failed(scenarios.ErrReconnectTimeout)
+			}
+			return runner.Failed(fmt.Errorf("reconnect after a timed-out attempt: %w", err))
+		}
+		s.c, s.stale = c, false
+	}
+	o := s.t.attempt(ctx, s, subj, w)
+	s.stale = ctx.Err() != nil
+	return o
 }
 
 func (s *sqlSession) Close() error { return s.c.Close() }
