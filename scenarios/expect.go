@@ -110,6 +110,8 @@ var anomalyRules = []Rule{
 		Why: "a write whose version moved changes 0 rows and reads again (at PostgreSQL's repeatable read and above it gets 40001)"},
 	{Scenario: LostUpdate, Backend: "memory", Expect: ExpectLost,
 		Why: "every writer that reads before the first write computes from the same balance"},
+	{Scenario: LostUpdate, Backend: "redis", Expect: ExpectLost,
+		Why: "every client that GETs before the first SET computes from the same balance, and SET writes over it"},
 	{Scenario: LostUpdate, Backend: "postgres", Isolation: "repeatable-read", Expect: ExpectSafe,
 		Why: "PostgreSQL's repeatable read refuses to write a row changed since the snapshot: 40001, no lost update"},
 	{Scenario: LostUpdate, Backend: "postgres", Isolation: "serializable", Expect: ExpectSafe,

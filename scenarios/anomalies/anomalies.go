@@ -77,9 +77,14 @@ func Register(r *scenarios.Registry) {
 			f    scenarios.Factory
 		}{
 			{"memory", memFactory(name)},
+			{"redis", redisFactory(name)},
 			{"mysql", sqlFactory(name, mysqlDialect)},
 			{"postgres", sqlFactory(name, pgDialect)},
 		} {
+			// Only lost-update has its pattern on Redis (see redis.go).
+			if b.name == "redis" && name != LostUpdate {
+				continue
+			}
 			if _, err := r.Backend(b.name); err == nil {
 				r.Register(name, b.name, b.f)
 			}

@@ -2,6 +2,7 @@ package anomalies
 
 import (
 	"context"
+	"errors"
 	"os"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/conformance"
+	"github.com/racetest/racetest/scenarios/runs"
 )
 
 // needSQL skips (or fails, under RACETEST_REQUIRE_SERVERS) without the
@@ -135,5 +137,43 @@ func TestLeavesNothingBehind(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestRedisLostUpdate: GET then SET loses increments on Redis; INCR and
+// WATCH/MULTI/EXEC do not; FOR UPDATE does not exist there; and the run
+// leaves no key behind.
+func TestRedisLostUpdate(t *testing.T) {
+	p := scenarios.Params{Conn: scenarios.Connections{RedisURL: os.Getenv("RACETEST_REDIS_URL")}}
+	probe := p
+	probe.RunID = scenarios.NewRunID()
+	target, err := registry("redis").Build(context.Background(), LostUpdate, "redis", probe)
+	if err != nil {
+		conformance.Unavailable(t, "redis", err)
+	}
+	admin := target.(*redisTarget).admin
+	defer target.(runner.Closer).Close()
+	for _, v := range []string{Naive, Atomic, Version} {
+		t.Run(v, func(t *testing.T) {
+			q := p
+			q.RunID = scenarios.NewRunID()
+			res, _ := run(t, "redis", LostUpdate, v, q, 6)
+			want, why := registry("redis").Expect(LostUpdate, "redis", scenarios.Params{Variant: v}, "")
+			if got := verdict(res); got != want {
+				t.Fatalf("verdict %s, the catalog expects %s (%s); effects %+v, outcomes %v", got, want, why, res.EffectsSummary(), res.Outcomes())
+			}
+			if want == scenarios.ExpectSafe && res.EffectsSummary().Min != 8 {
+				t.Fatalf("effects %+v, want every one of 8 increments in every burst", res.EffectsSummary())
+			}
+			if keys, err := runs.KeysRedis(context.Background(), admin, q.RunID, 0); err != nil || len(keys) > 0 || admin.Exists(context.Background(), runs.Marker(q.RunID)).Val() != 0 {
+				t.Fatalf("run %s left keys %v (err %v) or its marker", q.RunID, keys, err)
+			}
+		})
+	}
+	probe.RunID, probe.Variant = scenarios.NewRunID(), ForUpdate
+	_, err = registry("redis").Build(context.Background(), LostUpdate, "redis", probe)
+	var bad *scenarios.ParamError
+	if !errors.As(err, &bad) || !strings.Contains(err.Error(), "no SELECT … FOR UPDATE") {
+		t.Fatalf("for-update on redis: err = %v, want a usage error", err)
 	}
 }
