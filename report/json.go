@@ -85,15 +85,17 @@ type RunJSON struct {
 	Overlap        Stat              `json:"overlap"`
 	SpreadMicros   StatF             `json:"spread_us"`
 	Outcomes       map[string]int    `json:"outcomes"`
-	Errors         map[string]int    `json:"errors,omitempty"`
-	Checks         []runner.Check    `json:"checks,omitempty"`
-	Notes          []string          `json:"notes,omitempty"`
-	Interrupted    bool              `json:"interrupted"`
-	StoppedEarly   bool              `json:"stopped_early"`
-	Error          string            `json:"error,omitempty"`
-	CleanupError   string            `json:"cleanup_error,omitempty"`
-	ElapsedMillis  float64           `json:"elapsed_ms"`
-	Example        *TraceJSON        `json:"example,omitempty"`
+	// Retries counts the conflicts retried (run --retry); absent when none.
+	Retries       int            `json:"retries,omitempty"`
+	Errors        map[string]int `json:"errors,omitempty"`
+	Checks        []runner.Check `json:"checks,omitempty"`
+	Notes         []string       `json:"notes,omitempty"`
+	Interrupted   bool           `json:"interrupted"`
+	StoppedEarly  bool           `json:"stopped_early"`
+	Error         string         `json:"error,omitempty"`
+	CleanupError  string         `json:"cleanup_error,omitempty"`
+	ElapsedMillis float64        `json:"elapsed_ms"`
+	Example       *TraceJSON     `json:"example,omitempty"`
 	// What a saved report needs to be rendered again ('racetest report'):
 	// the case's lesson and story, how it was judged, and every burst's
 	// figures, from which the HTML draws its histograms.
@@ -119,6 +121,7 @@ type BurstJSON struct {
 	Spread   float64        `json:"spread_us"`
 	Duration float64        `json:"duration_us"`
 	Outcomes map[string]int `json:"outcomes"`
+	Retries  int            `json:"retries,omitempty"`
 	Wire     *WireJSON      `json:"wire,omitempty"`
 }
 
@@ -215,6 +218,7 @@ func runJSON(c Case) RunJSON {
 	if len(r.Errors) > 0 {
 		j.Errors = r.Errors
 	}
+	j.Retries = r.Retries()
 	j.Checks, j.Notes, j.StoppedEarly = r.Checks, r.Notes, r.Stopped
 	if r.CleanupErr != nil {
 		j.CleanupError = r.CleanupErr.Error()
@@ -235,7 +239,7 @@ func runJSON(c Case) RunJSON {
 	j.PerBurst = make([]BurstJSON, len(r.Bursts))
 	for i, b := range r.Bursts {
 		bj := BurstJSON{Index: b.Index, Effects: b.Effects, Allowed: b.Allowed, Required: b.Required, Overlap: b.Overlap,
-			Spread: micros(b.Spread), Duration: micros(b.Duration), Outcomes: map[string]int{}}
+			Spread: micros(b.Spread), Duration: micros(b.Duration), Outcomes: map[string]int{}, Retries: b.Retries}
 		for _, cl := range runner.Classes() {
 			if n := b.Outcomes[cl]; n > 0 {
 				bj.Outcomes[cl.String()] = n

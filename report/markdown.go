@@ -52,12 +52,12 @@ func Markdown(w io.Writer, cases []Case, o Options) error {
 			r := c.Result
 			w := worstBurst(r)
 			fmt.Fprintf(&b, "%d of %d bursts left more than %s (%s; 95%% upper bound %s); the worst, burst #%d, left %d.\n",
-				a.Violations, a.Bursts, plural(r.Allowed, "effect"), percent(a.Rate), percent(a.Upper), w.Index, w.Effects)
+				a.Violations, a.Bursts, ceiling(r), percent(a.Rate), percent(a.Upper), w.Index, w.Effects)
 		}
 		if a.Verdict == Lost && c.Result != nil {
 			r := c.Result
 			fmt.Fprintf(&b, "%d of %d bursts left fewer than %s while an attempt claimed it done (%s; 95%% upper bound %s); the fewest left %d.\n",
-				a.Violations, a.Bursts, plural(r.Required, "effect"), percent(a.Rate), percent(a.Upper), r.EffectsSummary().Min)
+				a.Violations, a.Bursts, floor(r), percent(a.Rate), percent(a.Upper), r.EffectsSummary().Min)
 		}
 		if c.Lesson != "" {
 			fmt.Fprintf(&b, "\n> **Lesson:** %s\n", mdEscape(c.Lesson))
@@ -91,9 +91,9 @@ func Headline(c Case) string {
 	}
 	detail := ""
 	if r := c.Result; r != nil {
-		detail = fmt.Sprintf(" (%d of %d bursts over %s)", a.Violations, a.Bursts, plural(r.Allowed, "effect"))
+		detail = fmt.Sprintf(" (%d of %d bursts over %s)", a.Violations, a.Bursts, ceiling(r))
 		if a.Verdict == Lost {
-			detail = fmt.Sprintf(" (%d of %d bursts under %s while an attempt claimed it done)", a.Violations, a.Bursts, plural(r.Required, "effect"))
+			detail = fmt.Sprintf(" (%d of %d bursts under %s while an attempt claimed it done)", a.Violations, a.Bursts, floor(r))
 		}
 	}
 	return fmt.Sprintf("%s: %s%s, expected %s", where, verdictCell(a), detail, c.Expect)

@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sort"
 	"sync"
 	"time"
@@ -44,6 +45,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Required < 0 || c.Required > c.Allowed {
 		return &ConfigError{fmt.Sprintf("required effects must be between 0 and the %d allowed (got %d)", c.Allowed, c.Required)}
+	}
+	if c.Retries < 0 {
+		return &ConfigError{fmt.Sprintf("retries cannot be negative (got %d)", c.Retries)}
 	}
 	if c.Timeout < 0 {
 		return &ConfigError{fmt.Sprintf("timeout cannot be negative (got %s)", c.Timeout)}
@@ -195,6 +199,8 @@ type engine struct {
 	sessions []Session
 	workers  []*Worker
 	outs     []Outcome
+	retries  []int         // this wave's conflicts retried, per worker
+	gaveUp   int           // attempts still in conflict after every retry
 	cur      []WorkerTrace // this burst's trace, reused between bursts
 	wire     WireCounts    // the last wave's, in a wire release
 	maxSeen  int
@@ -208,6 +214,7 @@ func (e *engine) openFleet(ctx context.Context) error {
 			e.workers[i] = &Worker{ID: i, Replica: i % r, marks: make([]Mark, 0, 8), sched: e.cfg.Scheduler}
 		}
 		e.outs = make([]Outcome, n)
+		e.retries = make([]int, n)
 	}
 	e.apps = make([]App, r)
 	e.sessions = make([]Session, n)
@@ -251,6 +258,9 @@ func (e *engine) session(ctx context.Context, i int) (Session, error) {
 func (e *engine) addNotes() {
 	var extra []string
 	extra = append(extra, e.cfg.Notes...)
+	if e.cfg.Retries > 0 {
+		extra = append(extra, retryNote(e.cfg.Retries, e.res.Retries(), e.gaveUp))
+	}
 	if e.cfg.Release != nil {
 		extra = append(extra, wireNote(e.cfg.Release.Name(), e.res.Bursts, e.relErr))
 	}
@@ -300,8 +310,12 @@ func (e *engine) burst(ctx context.Context, index int) (Burst, error) {
 		if b.Overlap < 0 || overlap < b.Overlap {
 			b.Overlap = overlap
 		}
-		for _, o := range e.outs {
+		for i, o := range e.outs {
 			b.Outcomes[o.Class]++
+			b.Retries += e.retries[i]
+			if o.Class == Conflict && e.cfg.Retries > 0 {
+				e.gaveUp++
+			}
 			if o.Err != nil && o.Class >= Conflict {
 				e.countError(o.Err.Error())
 			}
@@ -321,11 +335,52 @@ func (e *engine) burst(ctx context.Context, index int) (Burst, error) {
 	}
 	// A policy that allows nothing in a burst also requires nothing.
 	b.Required = min(e.cfg.Required, b.Allowed)
+	if r, ok := e.t.(Requirer); ok {
+		b.Required = r.Required(s, b.Outcomes)
+	}
 	if e.res.Example == nil || b.Effects > e.maxSeen {
 		e.maxSeen = b.Effects
 		e.res.Example = e.snapshot(b)
 	}
 	return b, nil
+}
+
+// attempt runs worker i's attempt at s, and again while the store answers
+// with a conflict and retries are left, as an application that retries
+// deadlocks and serialization failures does. Each retry is marked on the
+// worker, so a timeline shows it, and counted.
+func (e *engine) attempt(ctx context.Context, i int, sess Session, s Subject, w *Worker) Outcome {
+	e.retries[i] = 0
+	o := sess.Attempt(ctx, s, w)
+	for o.Class == Conflict && e.retries[i] < e.cfg.Retries && ctx.Err() == nil {
+		e.retries[i]++
+		if backoff(ctx, e.retries[i]) != nil {
+			break
+		}
+		w.Mark("retry")
+		o = sess.Attempt(ctx, s, w)
+	}
+	return o
+}
+
+// retryBackoff caps the pause before a retry. Retrying at once, every loser
+// of a serialization failure meets the others again; a short random pause
+// that doubles with each retry spreads them out, as retry loops in
+// applications do.
+const retryBackoff = 32 * time.Millisecond
+
+// backoff pauses before retry number n (from 1): a random time below
+// min(2^n × 250µs, retryBackoff).
+func backoff(ctx context.Context, n int) error {
+	limit := min(time.Duration(1)<<min(n, 10)*250*time.Microsecond, retryBackoff)
+	t := time.NewTimer(rand.N(limit) + 1)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // countError counts msg among the run's errors; past maxErrorKinds
@@ -362,7 +417,7 @@ func (e *engine) wave(ctx context.Context, s Subject, wave int) (spread time.Dur
 			<-gate
 			w.base = base
 			w.Mark("released")
-			o := sess.Attempt(actx, s, w)
+			o := e.attempt(actx, i, sess, s, w)
 			if o.Class == Error && errors.Is(context.Cause(actx), ErrTimeout) {
 				o = Outcome{Class: Unknown, Err: o.Err}
 			}
