@@ -353,10 +353,14 @@ func (s *Server) signal(sig syscall.Signal) ([]int, error) {
 		return nil, fmt.Errorf("%s: not running", s.Kind)
 	}
 	root := s.cmd.Process.Pid
-	if err := syscall.Kill(-root, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
-		return nil, err
+	// Freeze the server first, so that it forks nothing while its
+	// processes are listed, and list them while they are still its
+	// children (a killed parent's children go to init, out of reach).
+	if sig != syscall.SIGCONT {
+		if err := syscall.Kill(-root, syscall.SIGSTOP); err != nil && !errors.Is(err, syscall.ESRCH) {
+			return nil, err
+		}
 	}
-	// A child forked while the signal travelled is found on the next pass.
 	done := map[int]bool{root: true}
 	for range 5 {
 		fresh := 0
@@ -364,12 +368,22 @@ func (s *Server) signal(sig syscall.Signal) ([]int, error) {
 			if !done[pid] {
 				done[pid] = true
 				fresh++
-				_ = syscall.Kill(pid, sig)
+				if sig != syscall.SIGCONT {
+					_ = syscall.Kill(pid, syscall.SIGSTOP)
+				}
 			}
 		}
 		if fresh == 0 {
 			break
 		}
+	}
+	for pid := range done {
+		if pid != root {
+			_ = syscall.Kill(pid, sig)
+		}
+	}
+	if err := syscall.Kill(-root, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return nil, err
 	}
 	pids := make([]int, 0, len(done))
 	for pid := range done {

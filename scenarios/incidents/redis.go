@@ -146,7 +146,8 @@ func (g *redisRegistration) drop(ctx context.Context, cl *redis.Client, runID, w
 	}
 	cctx, cancel := scenarios.CleanupContext(ctx)
 	defer cancel()
-	if _, err := runs.DropRedis(cctx, cl, runID); err != nil {
+	drop := func(ctx context.Context) (int, error) { return runs.DropRedis(ctx, cl, runID) }
+	if _, err := scenarios.RetryNoAnswer(cctx, drop); err != nil {
 		return fmt.Errorf("redis: could not delete the run's keys %s* on %s: %w — run 'racetest clean --run-id %s'", runs.Prefix(runID), where, err, runID)
 	}
 	g.registered = false
