@@ -82,6 +82,11 @@ func keptNote(backend, runID string) string {
 		what, runID, backend, backend, runID)
 }
 
+// connFlagOf is the flag that names a server backend's server.
+var connFlagOf = map[string]string{
+	"redis": "--redis-url", "mysql": "--mysql-dsn", "postgres": "--postgres-url", "mongo": "--mongo-uri",
+}
+
 // keptObjects says what a server backend's runs create.
 var keptObjects = map[string]string{
 	"redis": "keys", "mysql": "tables", "postgres": "tables", "mongo": "collections",
@@ -126,8 +131,8 @@ func (r *runs) leftovers() string {
 	var b strings.Builder
 	for _, id := range ids {
 		backend := r.ids[id]
-		fmt.Fprintf(&b, "\n  the %s named racetest_%s_* may remain on %s: see them with 'racetest clean --backend %s --run-id %s --dry-run', drop them without --dry-run",
-			keptObjects[backend], id, backend, backend, id)
+		fmt.Fprintf(&b, "\n  the %s named racetest_%s_* may remain on %s: see them with 'racetest clean --backend %s --run-id %s --dry-run' (with the run's %s, if it gave one), drop them without --dry-run",
+			keptObjects[backend], id, backend, backend, id, connFlagOf[backend])
 	}
 	return "What the interrupted run made may remain:" + b.String()
 }
