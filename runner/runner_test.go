@@ -236,7 +236,11 @@ func (s *lockedSession) Attempt(context.Context, Subject, *Worker) Outcome {
 	return Done()
 }
 
-func (s *lockedSession) Close() error { s.mu.Lock(); s.mu.Unlock(); return nil }
+func (s *lockedSession) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return nil
+}
 
 type lockedApp struct{ s *lockedSession }
 
