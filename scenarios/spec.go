@@ -35,7 +35,16 @@ type Spec struct {
 	Expect func(p Params) Expectation
 	// Demo lists the parameter sets 'racetest demo' runs (nil: not in the demo).
 	Demo []DemoCase
+	// Topology names the cluster the scenario needs beyond one server
+	// ("replica": a primary and a replica of it; see scripts/cluster.sh);
+	// "" for one server. What runs every scenario on one server (the
+	// catalog gate, the conformance suites, the matrix) leaves such a
+	// scenario out.
+	Topology string
 }
+
+// TopologyReplica: a primary and an asynchronous replica of it.
+const TopologyReplica = "replica"
 
 // DemoCase is one row of the demo table.
 type DemoCase struct {
@@ -82,7 +91,10 @@ type Params struct {
 	Engine string
 	// Variant selects a scenario's variant ("for-update", "fenced", ...).
 	Variant string
-	Conn    Connections
+	// Fault is a fault to inject into a cluster scripts/cluster.sh started
+	// ("failover-after-act"; "" is the scenario's default).
+	Fault string
+	Conn  Connections
 	// Dial, when set, dials every connection the run opens to a server, in
 	// place of the driver's own dialer. Release modes that act on the wire
 	// (holding back each request's last byte) wrap connections here.
@@ -98,6 +110,11 @@ type Connections struct {
 	MySQLDSN    string
 	PostgresURL string
 	MongoURI    string
+	// The read endpoints (replicas) of scenarios whose check reads a
+	// replica while the write goes to the primary; "" means none.
+	RedisReadURL    string
+	PostgresReadURL string
+	MySQLReadDSN    string
 }
 
 // Variant names shared by every backend that has the variant.
