@@ -158,6 +158,7 @@ type failoverTarget struct {
 func (t *failoverTarget) Server() string { return describeRedis(context.Background(), t.nodes[0].cl) }
 
 func (t *failoverTarget) Close() error {
+	t.reg.close()
 	var errs []error
 	for _, n := range t.nodes {
 		if n != nil && n.cl != nil {
