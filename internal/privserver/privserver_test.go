@@ -1,3 +1,5 @@
+//go:build linux
+
 package privserver_test
 
 import (
