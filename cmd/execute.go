@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -14,19 +13,12 @@ import (
 	"github.com/racetest/racetest/internal/printable"
 	"github.com/racetest/racetest/report"
 	"github.com/racetest/racetest/runner"
+	"github.com/racetest/racetest/runplan"
 	"github.com/racetest/racetest/scenarios"
 )
 
-// plan is one run to carry out: the case as the report will show it, the
-// scenario's parameters and the runner's shape.
-type plan struct {
-	Case   report.Case
-	Params scenarios.Params
-	Config runner.Config
-	// Catalog: the expectation is the catalog's, resolved again once the
-	// run has named its server (scenarios.Expectations).
-	Catalog bool
-}
+// plan is one run to carry out, as runplan.Build makes it.
+type plan = runplan.Run
 
 // execute carries out plans one after the other and returns their cases.
 // A run that cannot be set up becomes a case with Err; Ctrl-C stops after
@@ -39,7 +31,11 @@ func execute(ctx context.Context, f *Factory, plans []plan, each func(report.Cas
 			break
 		}
 		c := p.Case
-		end := inFlight.begin(c.Backend, p.Params.RunID)
+		flag := ""
+		if b, err := f.Registry.Backend(c.Backend); err == nil && b.Conn != nil {
+			flag = "--" + b.Conn.Flag
+		}
+		end := inFlight.begin(c.Backend, flag, p.Params.RunID)
 		if spec, err := f.Registry.Scenario(c.Scenario); err == nil && c.Story == nil {
 			c.Story = storyOf(spec)
 		}
@@ -61,7 +57,7 @@ func execute(ctx context.Context, f *Factory, plans []plan, each func(report.Cas
 		}
 		end()
 		if p.Catalog {
-			c = catalogExpect(f.Registry, c, p.Params)
+			c = runplan.ResolveCatalog(f.Registry, c, p.Params)
 		}
 		cases = append(cases, c)
 		if each != nil {
@@ -82,11 +78,6 @@ func keptNote(backend, runID string) string {
 		what, runID, backend, backend, runID)
 }
 
-// connFlagOf is the flag that names a server backend's server.
-var connFlagOf = map[string]string{
-	"redis": "--redis-url", "mysql": "--mysql-dsn", "postgres": "--postgres-url", "mongo": "--mongo-uri",
-}
-
 // keptObjects says what a server backend's runs create.
 var keptObjects = map[string]string{
 	"redis": "keys", "mysql": "tables", "postgres": "tables", "mongo": "collections",
@@ -94,20 +85,26 @@ var keptObjects = map[string]string{
 
 // inFlight are the runs under way on server backends, so that a second
 // Ctrl-C can say what may be left behind.
-var inFlight = &runs{ids: map[string]string{}}
+var inFlight = &runs{ids: map[string]inFlightRun{}}
 
 type runs struct {
 	mu  sync.Mutex
-	ids map[string]string // run id → backend
+	ids map[string]inFlightRun // by run id
+}
+
+// inFlightRun is where a run under way makes its objects.
+type inFlightRun struct {
+	backend string
+	flag    string // the flag that names its server ("--postgres-url"), for 'clean'
 }
 
 // begin records a run until the returned func is called.
-func (r *runs) begin(backend, runID string) (end func()) {
+func (r *runs) begin(backend, flag, runID string) (end func()) {
 	if _, server := keptObjects[backend]; !server || runID == "" {
 		return func() {}
 	}
 	r.mu.Lock()
-	r.ids[runID] = backend
+	r.ids[runID] = inFlightRun{backend, flag}
 	r.mu.Unlock()
 	return func() {
 		r.mu.Lock()
@@ -130,29 +127,15 @@ func (r *runs) leftovers() string {
 	sort.Strings(ids)
 	var b strings.Builder
 	for _, id := range ids {
-		backend := r.ids[id]
-		fmt.Fprintf(&b, "\n  the %s named racetest_%s_* may remain on %s: see them with 'racetest clean --backend %s --run-id %s --dry-run' (with the run's %s, if it gave one), drop them without --dry-run",
-			keptObjects[backend], id, backend, backend, id, connFlagOf[backend])
+		run := r.ids[id]
+		with := ""
+		if run.flag != "" {
+			with = fmt.Sprintf(" (with the run's %s, if it gave one)", run.flag)
+		}
+		fmt.Fprintf(&b, "\n  the %s named racetest_%s_* may remain on %s: see them with 'racetest clean --backend %s --run-id %s --dry-run'%s, drop them without --dry-run",
+			keptObjects[run.backend], id, run.backend, run.backend, id, with)
 	}
 	return "What the interrupted run made may remain:" + b.String()
-}
-
-// catalogExpect sets a case's expectation from the catalog's table, now
-// that the server is known, and notes why when a row of the table decided
-// it (the isolation level, the variant, the server's own behaviour).
-func catalogExpect(reg *scenarios.Registry, c report.Case, p scenarios.Params) report.Case {
-	server := ""
-	if c.Result != nil {
-		server = c.Result.Server
-	}
-	e, why := reg.Expect(c.Scenario, c.Backend, p, server)
-	c.Expect = report.Expect{Kind: report.ExpectKind(e)}
-	if why != "" && c.Result != nil {
-		r := *c.Result
-		r.Notes = append(append([]string(nil), r.Notes...), report.CatalogNotePrefix+fmt.Sprintf("expects %s here: %s", strings.ToUpper(string(e)), why))
-		c.Result = &r
-	}
-	return c
 }
 
 // badParam returns the first case a backend refused for a parameter, as a
@@ -216,38 +199,6 @@ func strictHint(w io.Writer, cases []report.Case) {
 			return
 		}
 	}
-}
-
-// settings lists the knobs of a run that a reader of the report needs.
-func settings(b string, p scenarios.Params, cfg runner.Config) map[string]string {
-	s := map[string]string{}
-	if p.Gap > 0 {
-		s["gap"] = p.Gap.String()
-	}
-	if b == "memory" {
-		// The seed drives the embedded store's jitter; elsewhere it changes nothing.
-		s["latency"] = p.Latency.String()
-		s["seed"] = strconv.FormatInt(p.Seed, 10)
-	}
-	if cfg.Replicas > 1 {
-		s["replicas"] = strconv.Itoa(cfg.Replicas)
-	}
-	if p.TTL != scenarios.DefaultTTL && p.TTL > 0 {
-		s["ttl"] = p.TTL.String()
-	}
-	if cfg.Timeout != runner.DefaultTimeout {
-		s["timeout"] = cfg.Timeout.String()
-	}
-	if cfg.Waves > 1 {
-		s["waves"] = strconv.Itoa(cfg.Waves)
-		s["deploy"] = strconv.FormatBool(cfg.Deploy)
-	}
-	for k, v := range map[string]string{"isolation": p.Isolation, "engine": p.Engine, "variant": p.Variant, "fault": p.Fault} {
-		if v != "" {
-			s[k] = v
-		}
-	}
-	return s
 }
 
 func checkDurations(named map[string]time.Duration) error {

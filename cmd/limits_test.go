@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/builtin"
 )
 
@@ -115,9 +114,9 @@ func TestAttemptsPastMemoryAreRefused(t *testing.T) {
 // The first Ctrl-C cancels; the second quits at once, naming what the
 // runs under way may leave and the command that removes it.
 func TestSecondInterruptQuitsAtOnce(t *testing.T) {
-	end := inFlight.begin("postgres", "ab12cd")
+	end := inFlight.begin("postgres", "--postgres-url", "ab12cd")
 	defer end()
-	defer inFlight.begin("memory", "zz99")() // in-process: nothing to name
+	defer inFlight.begin("memory", "", "zz99")() // in-process: nothing to name
 	sigs := make(chan os.Signal, 2)
 	cancelled := make(chan struct{})
 	exited := make(chan int, 1)
@@ -162,9 +161,9 @@ func TestSecondInterruptQuitsAtOnce(t *testing.T) {
 // --keep names what it kept, in the table and in the JSON.
 func TestKeepNamesTheKeptObjects(t *testing.T) {
 	reg := memoryOnly()
-	// A server backend's name on the embedded store: the note depends on
-	// the backend, and the store leaves nothing behind.
-	reg.AddBackend(scenarios.Backend{Name: "postgres", Server: true})
+	// A server backend's name (memoryOnly declares it) on the embedded
+	// store: the note depends on the backend, and the store leaves nothing
+	// behind.
 	fac, err := reg.Factory("unique-insert", "memory")
 	if err != nil {
 		t.Fatal(err)
