@@ -31,11 +31,7 @@ func execute(ctx context.Context, f *Factory, plans []plan, each func(report.Cas
 			break
 		}
 		c := p.Case
-		flag := ""
-		if b, err := f.Registry.Backend(c.Backend); err == nil && b.Conn != nil {
-			flag = "--" + b.Conn.Flag
-		}
-		end := inFlight.begin(c.Backend, flag, p.Params.RunID)
+		end := inFlight.begin(c.Backend, connFlag(f.Registry, c.Backend), p.Params.RunID)
 		if spec, err := f.Registry.Scenario(c.Scenario); err == nil && c.Story == nil {
 			c.Story = storyOf(spec)
 		}
@@ -96,6 +92,15 @@ type runs struct {
 type inFlightRun struct {
 	backend string
 	flag    string // the flag that names its server ("--postgres-url"), for 'clean'
+}
+
+// connFlag is the flag that names backend's server ("--postgres-url"), or
+// "" for a backend without a server.
+func connFlag(reg *scenarios.Registry, backend string) string {
+	if b, err := reg.Backend(backend); err == nil && b.Conn != nil {
+		return "--" + b.Conn.Flag
+	}
+	return ""
 }
 
 // begin records a run until the returned func is called.
