@@ -16,6 +16,7 @@ import (
 	"math/rand/v2"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -204,6 +205,8 @@ type engine struct {
 	cur      []WorkerTrace // this burst's trace, reused between bursts
 	wire     WireCounts    // the last wave's, in a wire release
 	maxSeen  int
+	// closeNote says that closing the fleet was abandoned, or is "".
+	closeNote string
 }
 
 func (e *engine) openFleet(ctx context.Context) error {
@@ -261,6 +264,9 @@ func (e *engine) addNotes() {
 	if e.cfg.Retries > 0 {
 		extra = append(extra, retryNote(e.cfg.Retries, e.res.Retries(), e.gaveUp))
 	}
+	if e.closeNote != "" {
+		extra = append(extra, e.closeNote)
+	}
 	if e.cfg.Release != nil {
 		extra = append(extra, wireNote(e.cfg.Release.Name(), e.res.Bursts, e.relErr))
 	}
@@ -269,18 +275,63 @@ func (e *engine) addNotes() {
 	}
 }
 
+// closeTimeout bounds the closing of the fleet. A session whose attempt
+// never returned (ErrHung: a driver call that ignores its context, on a
+// server that stopped answering) holds its connection's lock, and closing
+// it would wait as long: such sessions are abandoned to the process's exit.
+var closeTimeout = 5 * time.Second
+
+// closeFleet closes every session, then every app, each on its own, and
+// waits for them at most closeTimeout.
 func (e *engine) closeFleet() {
-	for i, s := range e.sessions {
-		if s != nil {
-			s.Close()
-			e.sessions[i] = nil
+	sessions, apps := e.sessions, e.apps
+	e.sessions, e.apps = nil, nil
+	var open atomic.Int32
+	closeAll := func(closers []func() error) bool {
+		var wg sync.WaitGroup
+		for _, c := range closers {
+			wg.Add(1)
+			open.Add(1)
+			go func() {
+				defer wg.Done()
+				c()
+				open.Add(-1)
+			}()
+		}
+		done := make(chan struct{})
+		go func() { wg.Wait(); close(done) }()
+		t := time.NewTimer(closeTimeout)
+		defer t.Stop()
+		select {
+		case <-done:
+			return true
+		case <-t.C:
+			return false
 		}
 	}
-	for i, a := range e.apps {
-		if a != nil {
-			a.Close()
-			e.apps[i] = nil
+	var cs []func() error
+	for _, s := range sessions {
+		if s != nil {
+			cs = append(cs, s.Close)
 		}
+	}
+	ok := closeAll(cs)
+	var as []func() error
+	for _, a := range apps {
+		if a != nil {
+			as = append(as, a.Close)
+		}
+	}
+	if ok {
+		ok = closeAll(as)
+	} else {
+		// An app's pool may wait for the stuck sessions' connections too.
+		for _, c := range as {
+			go c()
+		}
+	}
+	if !ok {
+		e.closeNote = fmt.Sprintf("%d connection(s) did not close within %s (the server stopped answering): racetest abandoned them", open.Load(), closeTimeout)
 	}
 }
 

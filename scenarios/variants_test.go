@@ -54,7 +54,7 @@ func TestRowVariants(t *testing.T) {
 // The matrix's default rows are the scenarios whose expected verdict
 // changes with the isolation level: check-then-write does (serializable
 // stops it), conditional-update is SAFE at every level.
-func TestDependsOnIsolation(t *testing.T) {
+func TestRegistryDependsOnIsolation(t *testing.T) {
 	reg := coreRegistry("mysql", "postgres", "redis")
 	levels := []string{"read-uncommitted", "read-committed", "repeatable-read", "serializable"}
 	for _, c := range []struct {
