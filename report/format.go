@@ -30,6 +30,11 @@ type Options struct {
 	// Width is the columns the table may use (0: DefaultWidth). A row stays
 	// one line: headers shorten, columns leave, names are cut to fit.
 	Width int
+	// Quiet makes the table one verdict line per case and nothing else
+	// (-q). The other formats are complete by nature and ignore it.
+	Quiet bool
+	// Verbose adds, under the table, a line per burst of each case (-v).
+	Verbose bool
 }
 
 // DefaultWidth is the table's width where no terminal says otherwise (a
