@@ -163,7 +163,7 @@ func TestQuietAndVerbose(t *testing.T) {
 			if code := execIO(t, io, reg, append(c.args, "-v")...); code != ExitOK {
 				t.Fatalf("-v: exit %d: %s", code, errOut)
 			}
-			if n := regexp.MustCompile(`(?m)^  burst +\d+  effects \d+ \(allowed [\d-]+\)  `).FindAllStringIndex(out.String(), -1); len(n) != c.bursts {
+			if n := regexp.MustCompile(`(?m)^  burst +\d+  effects +\d+ \(allowed [\d-]+\)  `).FindAllStringIndex(out.String(), -1); len(n) != c.bursts {
 				t.Errorf("-v: %d burst lines, want %d:\n%s", len(n), c.bursts, out)
 			}
 			io, out, _ = Test()

@@ -48,14 +48,16 @@ func burstLines(w io.Writer, cases []Case, paint func(string, string) string) {
 		fmt.Fprintln(w)
 		fmt.Fprintln(w, paint(ansiBold, fmt.Sprintf("bursts of %s:", placeOf(c))))
 		idx := len(fmt.Sprint(r.Bursts[len(r.Bursts)-1].Index))
+		eff := len(fmt.Sprint(r.EffectsSummary().Max))
 		for _, b := range r.Bursts {
-			fmt.Fprintln(w, strings.TrimRight(BurstLine(b, idx), " "))
+			fmt.Fprintln(w, strings.TrimRight(burstLine(b, idx, eff), " "))
 		}
 	}
 }
 
-// BurstLine is one burst in one line; idx is the width of its number.
-func BurstLine(b runner.Burst, idx int) string {
+// burstLine is one burst in one line; idx and eff are the widths of the
+// burst numbers and effect counts, so that the lines align.
+func burstLine(b runner.Burst, idx, eff int) string {
 	mark := "ok"
 	switch {
 	case b.Violated():
@@ -75,8 +77,8 @@ func BurstLine(b runner.Burst, idx int) string {
 			outs = append(outs, fmt.Sprintf("%s %d", cl, n))
 		}
 	}
-	line := fmt.Sprintf("  burst %*d  effects %d (allowed %s)  %-8s  %s  overlap %d  spread %s",
-		idx, b.Index, b.Effects, allowed, mark, strings.Join(outs, ", "), b.Overlap, human(b.Spread))
+	line := fmt.Sprintf("  burst %*d  effects %*d (allowed %s)  %-8s  %s  overlap %d  spread %s",
+		idx, b.Index, eff, b.Effects, allowed, mark, strings.Join(outs, ", "), b.Overlap, human(b.Spread))
 	if b.Duration > 0 {
 		line += "  took " + human(b.Duration)
 	}
