@@ -142,8 +142,12 @@ func TestQuietAndVerbose(t *testing.T) {
 					c.bursts += min(3, p)
 				}
 			}
+			// A demo of 3 bursts a row on a loaded machine may see a row
+			// miss its expectation (exit 1): the output's shape is the test.
+			okCode := func(code int) bool { return code == ExitOK || (c.name == "demo" && code == ExitViolated) }
 			io, out, errOut := Test()
-			if code := execIO(t, io, reg, append(c.args, "-q")...); code != ExitOK {
+			code := execIO(t, io, reg, append(c.args, "-q")...)
+			if !okCode(code) {
 				t.Fatalf("-q: exit %d: %s", code, errOut)
 			}
 			lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
@@ -155,12 +159,13 @@ func TestQuietAndVerbose(t *testing.T) {
 					t.Errorf("-q: %q is not a verdict line", l)
 				}
 			}
-			if errOut.Len() > 0 {
-				t.Errorf("-q: stderr chatter: %q", errOut)
+			// Only the error that sets the exit code may reach stderr.
+			if e := errOut.String(); e != "" && (code == ExitOK || strings.Count(e, "\n") != 1 || !strings.HasPrefix(e, "racetest: ")) {
+				t.Errorf("-q: stderr chatter: %q", e)
 			}
 
 			io, out, errOut = Test()
-			if code := execIO(t, io, reg, append(c.args, "-v")...); code != ExitOK {
+			if code := execIO(t, io, reg, append(c.args, "-v")...); !okCode(code) {
 				t.Fatalf("-v: exit %d: %s", code, errOut)
 			}
 			if n := regexp.MustCompile(`(?m)^  burst +\d+  effects +\d+ \(allowed [\d-]+\)  `).FindAllStringIndex(out.String(), -1); len(n) != c.bursts {
@@ -219,6 +224,10 @@ func TestVersionFromTheBuild(t *testing.T) {
 	}
 	if outs[0] != outs[1] || !strings.HasPrefix(outs[0], "racetest ") || strings.Count(outs[0], "\n") != 1 {
 		t.Errorf("version %q and --version %q differ, or are not one line", outs[0], outs[1])
+	}
+	// -v is --verbose where it exists; on racetest itself it is nothing.
+	if io, _, _ := Test(); execIO(t, io, memoryOnly(), "-v") != ExitUsage {
+		t.Error("racetest -v is accepted: -v means --verbose on run, demo, suite and http, not --version")
 	}
 
 	settings := func(kv ...string) []debug.BuildSetting {
@@ -395,8 +404,10 @@ func TestNoTrailingSpaces(t *testing.T) {
 				io, out, errOut := Test()
 				io.OutTTY, io.TermWidth = true, width
 				io.NoColor = true
+				// A short demo on a loaded machine may see a row miss its
+				// expectation (exit 1); the text is what is tested here.
 				code := execIO(t, io, builtin.Registry(), args...)
-				if code != ExitOK {
+				if code != ExitOK && !(args[0] == "demo" && code == ExitViolated) {
 					t.Fatalf("exit %d: %s", code, errOut)
 				}
 				text := out.String() + errOut.String()

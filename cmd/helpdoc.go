@@ -55,7 +55,7 @@ var exitNotes = map[string]map[int]string{
 		ExitSetup:        "a run in the report could not be carried out",
 		ExitInconclusive: "a run in the report was inconclusive under --strict",
 	},
-	"bench":      {ExitOK: "the figures were measured (goals are reported, not enforced)", ExitSetup: "no server answered"},
+	"bench":      {ExitOK: "the figures were measured", ExitSetup: "no server answered"},
 	"serve":      {ExitOK: "stopped cleanly (SIGTERM, Ctrl-C, or stdin closed under run --processes)", ExitSetup: "cannot listen, or the backend cannot be set up"},
 	"clean":      {ExitSetup: "a server could not be reached, or an object could not be dropped"},
 	"list":       {ExitOK: "listed"},

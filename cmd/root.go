@@ -93,6 +93,8 @@ many attempts actually executed — the races a one-click test never sees.`,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
 	// --version prints what 'racetest version' prints.
 	root.SetVersionTemplate(currentVersionLine() + "\n")
+	// No -v: on run, demo, suite and http, -v is --verbose.
+	root.Flags().Bool("version", false, "print racetest's version, as 'racetest version' does")
 	root.SetUsageTemplate(usageTemplate)
 	if f.IO.ColorMode == "" {
 		f.IO.ColorMode = "auto"
