@@ -215,28 +215,46 @@ func (t *target) Checks(ctx context.Context) []runner.Check {
 	if t.name != scenarios.TTLLease {
 		return nil
 	}
-	return []runner.Check{leaseLiveness(ctx, t.store, t.p.Prefix()+"liveness", t.p.TTL)}
+	// The "refused before the TTL" probe means something only if it ran
+	// before the TTL: on a loaded machine the sleep can overshoot, so such a
+	// round is tried again, and three late rounds judge nothing.
+	for round := range 3 {
+		c, late := leaseLiveness(ctx, t.store, t.p.Prefix()+"liveness"+strconv.Itoa(round), t.p.TTL)
+		if !late {
+			return []runner.Check{c}
+		}
+	}
+	return []runner.Check{{Name: "lease liveness", Inconclusive: true,
+		Detail: fmt.Sprintf("three times the probe meant to run before the %s TTL ran after it: the machine is too loaded to judge; try a longer --ttl", t.p.TTL)}}
 }
 
-func leaseLiveness(ctx context.Context, st *Store, key string, ttl time.Duration) runner.Check {
-	c := runner.Check{Name: "lease liveness"}
+// probeWait is the wait before the "refused before the TTL" probe; a test
+// makes it overshoot, as a loaded machine does.
+var probeWait = sleep
+
+func leaseLiveness(ctx context.Context, st *Store, key string, ttl time.Duration) (c runner.Check, late bool) {
+	c = runner.Check{Name: "lease liveness"}
 	start := time.Now()
 	if ok, _, err := st.Acquire(ctx, key, "dies", ttl); err != nil || !ok {
 		c.Detail = fmt.Sprintf("first holder could not take a free lease (granted=%v, err=%v)", ok, err)
-		return c
+		return c, false
 	}
-	_ = sleep(ctx, ttl/2)
+	_ = probeWait(ctx, ttl/2)
 	if ok, _, err := st.Acquire(ctx, key, "early", ttl); err != nil || ok {
+		if err == nil && time.Since(start) >= ttl*9/10 {
+			st.Drop(key)
+			return c, true
+		}
 		c.Detail = fmt.Sprintf("at %s, before the %s TTL, the lease was granted=%v (err=%v): expected refused",
 			time.Since(start).Round(time.Millisecond), ttl, ok, err)
-		return c
+		return c, false
 	}
 	deadline := start.Add(ttl + 2*time.Second)
 	for time.Now().Before(deadline) {
 		ok, _, err := st.Acquire(ctx, key, "next", ttl)
 		if err != nil {
 			c.Detail = err.Error()
-			return c
+			return c, false
 		}
 		if ok {
 			took := time.Since(start)
@@ -244,10 +262,10 @@ func leaseLiveness(ctx context.Context, st *Store, key string, ttl time.Duration
 			c.Detail = fmt.Sprintf("a holder died without releasing: refused at %s, granted to the next after %s (TTL %s)",
 				(ttl / 2).Round(time.Millisecond), took.Round(time.Millisecond), ttl)
 			st.Drop(key)
-			return c
+			return c, false
 		}
 		_ = sleep(ctx, ttl/10+time.Millisecond)
 	}
 	c.Detail = fmt.Sprintf("the lease was still held %s after its holder died (TTL %s)", time.Since(start).Round(time.Millisecond), ttl)
-	return c
+	return c, false
 }
