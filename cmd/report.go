@@ -52,6 +52,7 @@ the one recorded is named on stderr. FILE "-" reads standard input.`,
 	fs := c.Flags()
 	fs.StringVarP(&opts.Format, "format", "o", "table", "output format: "+strings.Join(report.Formats(), ", "))
 	fs.StringVar(&opts.Title, "title", "", "a title above the report (default: the one the report recorded)")
+	completeEnums(c, f.Registry)
 	return c
 }
 

@@ -105,7 +105,7 @@ many attempts actually executed — the races a one-click test never sees.`,
 		if err := checkOutputFlags(c, f.IO); err != nil {
 			return err
 		}
-		return checkConnFlags(c.Flags())
+		return checkConnFlags(c.Flags(), f.Registry)
 	}
 	root.AddCommand(
 		NewCmdList(f),

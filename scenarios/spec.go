@@ -35,7 +35,16 @@ type Spec struct {
 	Expect func(p Params) Expectation
 	// Demo lists the parameter sets 'racetest demo' runs (nil: not in the demo).
 	Demo []DemoCase
+	// Topology names the cluster the scenario needs beyond one server
+	// ("replica": a primary and a replica of it; see scripts/cluster.sh);
+	// "" for one server. What runs every scenario on one server (the
+	// catalog gate, the conformance suites, the matrix) leaves such a
+	// scenario out.
+	Topology string
 }
+
+// TopologyReplica: a primary and an asynchronous replica of it.
+const TopologyReplica = "replica"
 
 // DemoCase is one row of the demo table.
 type DemoCase struct {
@@ -82,7 +91,10 @@ type Params struct {
 	Engine string
 	// Variant selects a scenario's variant ("for-update", "fenced", ...).
 	Variant string
-	Conn    Connections
+	// Fault is a fault to inject into a cluster scripts/cluster.sh started
+	// ("failover-after-act"; "" is the scenario's default).
+	Fault string
+	Conn  Connections
 	// Dial, when set, dials every connection the run opens to a server, in
 	// place of the driver's own dialer. Release modes that act on the wire
 	// (holding back each request's last byte) wrap connections here.
@@ -92,12 +104,20 @@ type Params struct {
 // DialFunc dials a network connection, as net.Dialer.DialContext does.
 type DialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
 
-// Connections are the servers' addresses. Empty means the standard local port.
+// Connections are the servers' addresses, one field per server backend
+// (whose Connection.Field points at it). Empty means the standard local
+// address. The YAML keys, a suite's connections:, are the backends' names.
 type Connections struct {
-	RedisURL    string
-	MySQLDSN    string
-	PostgresURL string
-	MongoURI    string
+	RedisURL    string `yaml:"redis"`
+	MySQLDSN    string `yaml:"mysql"`
+	PostgresURL string `yaml:"postgres"`
+	MongoURI    string `yaml:"mongo"`
+	// The read endpoints (replicas) of the clustered scenarios, whose
+	// check reads a replica or whose fault promotes one; "" means none.
+	// A backend's ReadConn points at its own.
+	RedisReadURL    string `yaml:"-"`
+	PostgresReadURL string `yaml:"-"`
+	MySQLReadDSN    string `yaml:"-"`
 }
 
 // Variant names shared by every backend that has the variant.
