@@ -97,6 +97,9 @@ exits 0 when the scenario behaves as told).`,
 			for _, cmd := range tryIt(f.Registry, s) {
 				fmt.Fprintln(w, "  "+cmd)
 			}
+			if s.Topology != "" {
+				fmt.Fprintf(w, "  (needs a %s topology, not one server: 'scripts/cluster.sh' starts one and prints the flags to add; see docs/clusters.md)\n", s.Topology)
+			}
 			return nil
 		},
 	}
