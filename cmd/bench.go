@@ -63,6 +63,7 @@ its own racetest_<id>_ tables and keys. The default run takes about three to fiv
 	onlyBench := scenarios.NewRegistry()
 	for _, b := range f.Registry.Backends() {
 		if slices.Contains(bench.Backends, b.Name) {
+			b.ReadConn = nil // bench measures one server, never a replica
 			onlyBench.AddBackend(b)
 		}
 	}

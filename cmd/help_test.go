@@ -76,6 +76,15 @@ func TestEnumHelpListsWhatTheCatalogAccepts(t *testing.T) {
 			}
 		}
 	}
+	for _, c := range root.Commands() {
+		if f := c.Flags().Lookup("format"); f != nil {
+			for _, format := range report.Formats() {
+				if !strings.Contains(f.Usage, format) {
+					t.Errorf("%s --format help does not name %s: %q", c.Name(), format, f.Usage)
+				}
+			}
+		}
+	}
 	// The catalog really has these: a registry that lost them would pass
 	// the loop above vacuously.
 	mysql, _ := reg.Backend("mysql")
@@ -162,6 +171,8 @@ func TestEnumFlagsComplete(t *testing.T) {
 		{[]string{"run", "unique-insert", "--format", ""}, report.Formats()},
 		{[]string{"suite", "--format", ""}, report.Formats()},
 		{[]string{"report", "--format", ""}, report.Formats()},
+		{[]string{"http", "--format", ""}, report.Formats()},
+		{[]string{"sql", "--format", ""}, report.Formats()},
 	} {
 		if got := complete(t, tc.args...); !slices.Equal(got, tc.want) {
 			t.Errorf("%v completes %v, want %v", tc.args, got, tc.want)
