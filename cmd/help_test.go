@@ -247,7 +247,9 @@ func TestDocsNameOnlyFlagsThatExist(t *testing.T) {
 			if len(words) < 2 {
 				continue
 			}
-			c, _, err := root.Find(words[1:2])
+			// The deepest command the words name ("explore sql"), so that
+			// a subcommand's own flags count.
+			c, _, err := root.Find(words[1:])
 			if err != nil || c == root {
 				continue // "racetest" alone, or a word that is not a command
 			}

@@ -32,6 +32,8 @@ var exitCodes = map[string][]int{
 	"sql":        {ExitOK, ExitViolated, ExitUsage, ExitSetup, ExitInconclusive, ExitInterrupted},
 	"redis":      {ExitOK, ExitViolated, ExitUsage, ExitSetup, ExitInconclusive, ExitInterrupted},
 	"mongo":      {ExitOK, ExitViolated, ExitUsage, ExitSetup, ExitInconclusive, ExitInterrupted},
+	"explore":    {ExitOK, ExitViolated, ExitUsage, ExitSetup, ExitInconclusive, ExitInterrupted},
+	"replay":     {ExitOK, ExitViolated, ExitUsage, ExitSetup, ExitInconclusive, ExitInterrupted},
 	"report":     {ExitOK, ExitViolated, ExitUsage, ExitSetup, ExitInconclusive},
 	"bench":      {ExitOK, ExitUsage, ExitSetup, ExitInterrupted},
 	"serve":      {ExitOK, ExitUsage, ExitSetup},

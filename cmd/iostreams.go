@@ -24,6 +24,8 @@ type IOStreams struct {
 	// on a terminal (unless asked), progress bars only on a terminal stderr.
 	OutTTY bool
 	ErrTTY bool
+	// InTTY says stdin is a terminal (a person can press Enter).
+	InTTY bool
 	// NoColor forbids colour whatever the rest says, short of --color
 	// always: a test's or an embedder's switch (the environment's NO_COLOR
 	// is read through Env).
@@ -52,6 +54,7 @@ func System() *IOStreams {
 		In:        os.Stdin, Out: os.Stdout, ErrOut: os.Stderr,
 		OutTTY: term.IsTerminal(int(os.Stdout.Fd())),
 		ErrTTY: term.IsTerminal(int(os.Stderr.Fd())),
+		InTTY:  term.IsTerminal(int(os.Stdin.Fd())),
 		Env:    os.LookupEnv,
 	}
 }
