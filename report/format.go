@@ -35,6 +35,10 @@ type Options struct {
 	Quiet bool
 	// Verbose adds, under the table, a line per burst of each case (-v).
 	Verbose bool
+	// Matrix lays the cases out as 'racetest matrix' does: per backend a
+	// table with a row per scenario and variant and a column per isolation
+	// level (see Matrix). Each format shows it in its own way.
+	Matrix bool
 }
 
 // DefaultWidth is the table's width where no terminal says otherwise (a

@@ -141,7 +141,7 @@ func (e *engine) wireWave(ctx context.Context, s Subject, wave int) (spread time
 			if e.cfg.Timeout > 0 {
 				actx, cancel = context.WithTimeoutCause(actx, e.cfg.Timeout, ErrTimeout)
 			}
-			o := sess.Attempt(actx, s, w)
+			o := e.attempt(actx, i, sess, s, w)
 			if o.Class == Error && errors.Is(context.Cause(actx), ErrTimeout) {
 				o = Outcome{Class: Unknown, Err: o.Err}
 			}
