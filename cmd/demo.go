@@ -90,7 +90,7 @@ func runDemo(ctx context.Context, o *DemoOptions) error {
 	if o.Backend == "memory" {
 		title += fmt.Sprintf(", simulated round trip %s", o.Shape.Latency)
 	}
-	if o.Format == "table" && !o.IO.OutTTY {
+	if o.Format == "table" && !o.IO.OutTTY && !o.IO.Quiet {
 		// In a pipe there are no bars: say what is happening on stderr.
 		fmt.Fprintf(o.IO.ErrOut, "running %d scenarios on %s…\n", len(plans), o.Backend)
 	}
@@ -101,7 +101,7 @@ func runDemo(ctx context.Context, o *DemoOptions) error {
 	})); err != nil {
 		return fmt.Errorf("writing the report: %w", err)
 	}
-	if o.Format == "table" && !o.Details {
+	if o.Format == "table" && !o.Details && !o.IO.Quiet {
 		fmt.Fprintln(o.IO.Out, "\nMore: --details (each case's figures and timelines), --format html (one page).")
 	}
 	return verdictError(ctx, cases)

@@ -31,11 +31,7 @@ func NewCmdReport(f *Factory, runF func(context.Context, *ReportOptions) error) 
 		Long: `report reads a JSON report written by 'run', 'demo', 'suite' or 'http' (--format json, or
 suite's --json FILE) and renders it again, without running anything. The verdicts are
 assessed again from the bursts' figures the report carries; a verdict that differs from
-the one recorded is named on stderr. FILE "-" reads standard input.
-
-Exit codes: 0 every expectation met; 1 an expectation was violated; 2 the file or the
-flags are wrong; 3 a run in the report could not be carried out; 4 a run was
-inconclusive under --strict.`,
+the one recorded is named on stderr. FILE "-" reads standard input.`,
 		Example: `  racetest demo --format json > demo.json
   racetest report demo.json --format html > demo.html
   racetest suite --json report.json ci/racetest.yaml; racetest report report.json -o markdown`,
@@ -107,10 +103,12 @@ func runReport(ctx context.Context, o *ReportOptions) error {
 	return err
 }
 
-// reportOptions completes o with what the streams say: colour and width.
+// reportOptions completes o with what the streams say and the user asked
+// of the output: colour, width, -q and -v.
 func reportOptions(s *IOStreams, o report.Options) report.Options {
 	o.Color = s.Color()
 	o.Width = s.Width()
+	o.Quiet, o.Verbose = s.Quiet, s.Verbose
 	return o
 }
 

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"strings"
 	"syscall"
 
@@ -18,20 +17,6 @@ import (
 	"github.com/racetest/racetest/scenarios/redisstore"
 	"github.com/spf13/cobra"
 )
-
-// Version is set at build time with -ldflags "-X github.com/racetest/racetest/cmd.Version=v1.2.3";
-// otherwise it is read from the module's build information.
-var Version = ""
-
-func version() string {
-	if Version != "" {
-		return Version
-	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
-	}
-	return "dev"
-}
 
 // Factory holds what every command needs: its streams and the catalog.
 type Factory struct {
@@ -98,6 +83,7 @@ func NewCmdRoot(f *Factory) *cobra.Command {
 		Long: `racetest fires N simultaneous attempts at one guarded action (save with a token, pay a
 reward, take a lease), repeats the burst many times, and counts in the store itself how
 many attempts actually executed — the races a one-click test never sees.`,
+		Example:       rootExamples,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       version(),
@@ -105,7 +91,22 @@ many attempts actually executed — the races a one-click test never sees.`,
 	root.SetOut(f.IO.Out)
 	root.SetErr(f.IO.ErrOut)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
-	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error { return checkConnFlags(c.Flags(), f.Registry) }
+	// --version prints what 'racetest version' prints.
+	root.SetVersionTemplate(currentVersionLine() + "\n")
+	// No -v: on run, demo, suite and http, -v is --verbose.
+	root.Flags().Bool("version", false, "print racetest's version, as 'racetest version' does")
+	root.SetUsageTemplate(usageTemplate)
+	if f.IO.ColorMode == "" {
+		f.IO.ColorMode = "auto"
+	}
+	root.PersistentFlags().StringVar(&f.IO.ColorMode, "color", f.IO.ColorMode,
+		"colour: auto (on a terminal, unless NO_COLOR is set or FORCE_COLOR/CLICOLOR_FORCE forces it), always or never")
+	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
+		if err := checkOutputFlags(c, f.IO); err != nil {
+			return err
+		}
+		return checkConnFlags(c.Flags(), f.Registry)
+	}
 	root.AddCommand(
 		NewCmdList(f),
 		NewCmdRun(f, nil),
@@ -125,6 +126,7 @@ many attempts actually executed — the races a one-click test never sees.`,
 		NewCmdVersion(f),
 		NewCmdReport(f, nil),
 	)
+	addVerbosityFlags(f.IO, root, "run", "demo", "suite", "http")
 	strictCompletion(root)
 	return root
 }
@@ -149,18 +151,5 @@ func strictCompletion(root *cobra.Command) {
 			}
 			return usageErrorf("completion: unknown shell %q: racetest knows %s", printable.Line(args[0]), known)
 		}
-	}
-}
-
-// NewCmdVersion prints racetest's version.
-func NewCmdVersion(f *Factory) *cobra.Command {
-	return &cobra.Command{
-		Use:   "version",
-		Short: "Print racetest's version",
-		Args:  cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
-			fmt.Fprintln(f.IO.Out, "racetest "+version())
-			return nil
-		},
 	}
 }

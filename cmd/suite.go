@@ -34,9 +34,7 @@ type SuiteOptions struct {
 	JSON              string
 	HTML              string
 	// Format is what stdout gets: the table, or another report.
-	Format string
-	// Color is auto, always or never.
-	Color    string
+	Format   string
 	Timeline bool
 	Keep     bool
 	Conn     scenarios.Connections
@@ -51,11 +49,6 @@ func NewCmdSuite(f *Factory, runF func(context.Context, *SuiteOptions) error) *c
 		Long: `racetest suite runs every case of a YAML suite file (built-in scenarios on backends, with
 their options, each with an expectation: safe, race, max_effects: N, or prove: 1%) and exits
 non-zero when any expectation is not met. The whole file is checked before anything runs.
-
-Exit codes: 0 every expectation met; 1 an expectation violated; 2 the suite or the flags are
-wrong (nothing ran); 3 a backend could not be reached or set up; 4 a case proved nothing
-(INCONCLUSIVE), unless the case says allow_inconclusive: true or --allow-inconclusive is given;
-130 interrupted.
 
 A server backend runs only where its connection is configured: the case's own connection, then
 the flag (--mysql-dsn, …), then defaults.connections in the file, then the environment
@@ -86,7 +79,6 @@ the flag (--mysql-dsn, …), then defaults.connections in the file, then the env
 	fs.StringVar(&opts.JSON, "json", "", "write the JSON report (the same schema as 'run --format json') to `FILE`")
 	fs.StringVar(&opts.HTML, "html", "", "write the HTML report (one self-contained page) to `FILE`")
 	fs.StringVarP(&opts.Format, "format", "o", "table", "what standard output gets: "+strings.Join(report.Formats(), ", "))
-	fs.StringVar(&opts.Color, "color", "auto", "colour the table and log: auto (on a terminal), always or never")
 	fs.BoolVar(&opts.Timeline, "timeline", false, "draw the example burst of each RACE as a timeline under the table")
 	fs.BoolVar(&opts.Keep, "keep", false, "keep every run's namespaced tables, keys and collections for inspection")
 	for _, b := range connBackends(f.Registry) {
@@ -99,10 +91,6 @@ the flag (--mysql-dsn, …), then defaults.connections in the file, then the env
 }
 
 func runSuite(ctx context.Context, o *SuiteOptions) error {
-	color, err := colorChoice(o.Color, o.IO)
-	if err != nil {
-		return err
-	}
 	reporter, err := report.Lookup(o.Format)
 	if err != nil {
 		return usageError(err)
@@ -140,7 +128,9 @@ func runSuite(ctx context.Context, o *SuiteOptions) error {
 			ps[i].Case.Prove = p.Prove
 		}
 	}
-	log := caseLog{w: o.IO.ErrOut, on: !o.IO.ErrTTY, color: color && o.Color == "always", total: len(plans)}
+	// A CI log (stderr not a terminal, so no bars) gets a line per case,
+	// unless -q asked for the verdict lines alone (on stdout).
+	log := caseLog{w: o.IO.ErrOut, on: !o.IO.ErrTTY && !o.IO.Quiet, color: o.IO.ErrColor(), total: len(plans)}
 	if log.on {
 		fmt.Fprintf(o.IO.ErrOut, "racetest suite %s: %d cases\n", printable.Line(o.File), len(plans))
 	}
@@ -160,7 +150,7 @@ func runSuite(ctx context.Context, o *SuiteOptions) error {
 	cases = done[:len(cases)]
 
 	title := fmt.Sprintf("racetest suite %s — %d of %d cases", printable.Line(o.File), len(cases), len(plans))
-	ropts := report.Options{Color: color, Timeline: o.Timeline, Version: version(), Title: title, Brief: true, Width: o.IO.Width()}
+	ropts := reportOptions(o.IO, report.Options{Timeline: o.Timeline, Version: version(), Title: title, Brief: true})
 	if err := reporter(o.IO.Out, printableNames(cases), ropts); err != nil {
 		return fmt.Errorf("writing the %s report: %w", o.Format, err)
 	}
@@ -387,19 +377,6 @@ func listSuite(w io.Writer, file string, plans []suite.Plan) error {
 
 func formatBound(x float64) string {
 	return strconv.FormatFloat(x*100, 'f', -1, 64) + "%"
-}
-
-// colorChoice decides whether the table may use colour.
-func colorChoice(choice string, io *IOStreams) (bool, error) {
-	switch choice {
-	case "always":
-		return true, nil
-	case "never":
-		return false, nil
-	case "auto", "":
-		return io.Color(), nil
-	}
-	return false, usageErrorf("--color %q: want auto, always or never", choice)
 }
 
 // checkWritable fails early, before a long run, when a report could not be

@@ -68,14 +68,14 @@ func TestSuiteFlagsParse(t *testing.T) {
 	var got *SuiteOptions
 	c := NewCmdSuite(&Factory{IO: io, Registry: memoryOnly()}, func(_ context.Context, o *SuiteOptions) error { got = o; return nil })
 	c.SetArgs([]string{"ci.yaml", "--strict", "--list", "--junit", "r.xml", "--markdown", "r.md", "--json", "r.json",
-		"--color", "never", "--timeline", "--keep", "--mysql-dsn", "u@tcp(db:3306)/x", "--postgres-url", "postgres://db/x",
+		"--timeline", "--keep", "--mysql-dsn", "u@tcp(db:3306)/x", "--postgres-url", "postgres://db/x",
 		"--redis-url", "redis://r:6379/0", "--mongo-uri", "mongodb://m:27017"})
 	if err := c.Execute(); err != nil {
 		t.Fatal(err)
 	}
 	want := scenarios.Connections{RedisURL: "redis://r:6379/0", MySQLDSN: "u@tcp(db:3306)/x", PostgresURL: "postgres://db/x", MongoURI: "mongodb://m:27017"}
 	if got.File != "ci.yaml" || !got.Strict || !got.List || got.JUnit != "r.xml" || got.Markdown != "r.md" || got.JSON != "r.json" ||
-		got.Color != "never" || !got.Timeline || !got.Keep || got.Conn != want {
+		!got.Timeline || !got.Keep || got.Conn != want {
 		t.Errorf("parsed options = %+v", got)
 	}
 	c = NewCmdSuite(&Factory{IO: io, Registry: memoryOnly()}, func(_ context.Context, o *SuiteOptions) error { got = o; return nil })
@@ -83,7 +83,7 @@ func TestSuiteFlagsParse(t *testing.T) {
 	if err := c.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	if got.Strict || got.List || got.Color != "auto" || got.Timeline || got.Conn != (scenarios.Connections{}) {
+	if got.Strict || got.List || got.Timeline || got.Conn != (scenarios.Connections{}) {
 		t.Errorf("defaults = %+v", got)
 	}
 }
@@ -436,7 +436,7 @@ cases:
 	if code != ExitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
-	for _, want := range []string{"[1/2] ok    save races on http", "RACE", "[2/2] ok    claim holds on http", "SAFE"} {
+	for _, want := range []string{"[1/2] ok    save races over HTTP", "RACE", "[2/2] ok    claim holds over HTTP", "SAFE"} {
 		if !strings.Contains(errOut, want) {
 			t.Errorf("log lacks %q:\n%s", want, errOut)
 		}

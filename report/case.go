@@ -358,3 +358,27 @@ func plural(n int, word string) string {
 	}
 	return strconv.Itoa(n) + " " + word + "s"
 }
+
+// where names a case and what it ran on: "check-then-write on memory",
+// with the server when one was measured. An HTTP case's name is its
+// request ("POST http://…/redeem"), so it does not add "on http"; a named
+// HTTP case says it went over HTTP.
+func where(c Case) string {
+	w := placeOf(c)
+	if c.Result != nil && c.Result.Server != "" {
+		w += " (" + c.Result.Server + ")"
+	}
+	return w
+}
+
+// placeOf is where without the server.
+func placeOf(c Case) string {
+	w := displayName(c)
+	switch {
+	case c.Backend != "http":
+		w += " on " + c.Backend
+	case !strings.Contains(w, "://"):
+		w += " over HTTP"
+	}
+	return w
+}

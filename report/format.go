@@ -30,6 +30,11 @@ type Options struct {
 	// Width is the columns the table may use (0: DefaultWidth). A row stays
 	// one line: headers shorten, columns leave, names are cut to fit.
 	Width int
+	// Quiet makes the table one verdict line per case and nothing else
+	// (-q). The other formats are complete by nature and ignore it.
+	Quiet bool
+	// Verbose adds, under the table, a line per burst of each case (-v).
+	Verbose bool
 	// Matrix lays the cases out as 'racetest matrix' does: per backend a
 	// table with a row per scenario and variant and a column per isolation
 	// level (see Matrix). Each format shows it in its own way.

@@ -44,7 +44,7 @@ func Markdown(w io.Writer, cases []Case, o Options) error {
 		if a.Met && a.Verdict != Inconclusive {
 			continue
 		}
-		fmt.Fprintf(&b, "\n### %s %s on %s\n\n", mdMark(a), mdEscape(displayName(c)), mdEscape(c.Backend))
+		fmt.Fprintf(&b, "\n### %s %s\n\n", mdMark(a), mdEscape(where(c)))
 		if a.Why != "" {
 			fmt.Fprintf(&b, "%s.\n", mdEscape(strings.TrimSuffix(a.Why, ".")))
 		}
@@ -75,19 +75,16 @@ func Markdown(w io.Writer, cases []Case, o Options) error {
 // JUnit uses it as the failure message.
 func Headline(c Case) string {
 	a := Assess(c)
-	where := displayName(c) + " on " + c.Backend
-	if c.Result != nil && c.Result.Server != "" {
-		where += " (" + c.Result.Server + ")"
-	}
+	at := where(c)
 	switch {
 	case a.Verdict == Errored && !a.Interrupted:
-		return where + " could not run: " + a.Why
+		return at + " could not run: " + a.Why
 	case !a.Met && a.Verdict == Inconclusive:
-		return where + ": INCONCLUSIVE under --strict, " + a.Why
+		return at + ": INCONCLUSIVE under --strict, " + a.Why
 	case !a.Met:
-		return where + ": " + a.Why
+		return at + ": " + a.Why
 	case a.Verdict == Inconclusive:
-		return where + ": INCONCLUSIVE, " + a.Why
+		return at + ": INCONCLUSIVE, " + a.Why
 	}
 	detail := ""
 	if r := c.Result; r != nil {
@@ -96,7 +93,7 @@ func Headline(c Case) string {
 			detail = fmt.Sprintf(" (%d of %d bursts under %s while an attempt claimed it done)", a.Violations, a.Bursts, floor(r))
 		}
 	}
-	return fmt.Sprintf("%s: %s%s, expected %s", where, verdictCell(a), detail, c.Expect)
+	return fmt.Sprintf("%s: %s%s, expected %s", at, verdictCell(a), detail, c.Expect)
 }
 
 func mdMark(a Assessment) string {
@@ -121,20 +118,37 @@ func mdEscape(s string) string {
 
 // mdCases is one table row per case.
 func mdCases(b *strings.Builder, cases []Case, as []Assessment) {
-	b.WriteString("| | Case | Backend | Server | N × bursts | Violated | Worst burst | Verdict | Expected |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
+	// The Server column only where some case measured one (a memory run
+	// has none), and a dash where one did not: never an empty cell.
+	withServer := false
+	for _, c := range cases {
+		withServer = withServer || (c.Result != nil && c.Result.Server != "")
+	}
+	if withServer {
+		b.WriteString("| | Case | Backend | Server | N × bursts | Violated | Worst burst | Verdict | Expected |\n")
+		b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
+	} else {
+		b.WriteString("| | Case | Backend | N × bursts | Violated | Worst burst | Verdict | Expected |\n")
+		b.WriteString("|---|---|---|---|---|---|---|---|\n")
+	}
 	for i, c := range cases {
 		a := as[i]
-		server, shape, worst := "", "–", "–"
+		server, shape, worst := "–", "–", "–"
 		if r := c.Result; r != nil {
-			server = r.Server
+			if r.Server != "" {
+				server = mdEscape(r.Server)
+			}
 			if len(r.Bursts) > 0 {
 				shape = fmt.Sprintf("%d × %d", r.Attempts, len(r.Bursts))
 				worst = plural(r.EffectsSummary().Max, "effect")
 			}
 		}
-		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %d/%d | %s | %s | %s |\n",
-			mdMark(a), mdEscape(displayName(c)), mdEscape(c.Backend), mdEscape(server), shape,
+		serverCell := ""
+		if withServer {
+			serverCell = " " + server + " |"
+		}
+		fmt.Fprintf(b, "| %s | %s | %s |%s %s | %d/%d | %s | %s | %s |\n",
+			mdMark(a), mdEscape(displayName(c)), mdEscape(c.Backend), serverCell, shape,
 			a.Violations, a.Bursts, worst, mdEscape(verdictCell(a)), mdEscape(c.Expect.String()))
 	}
 }

@@ -32,6 +32,10 @@ func Table(w io.Writer, cases []Case, o Options) error {
 		}
 		return code + s + ansiReset
 	}
+	if o.Quiet {
+		verdictLines(w, cases, paint)
+		return nil
+	}
 	width := o.Width
 	if width <= 0 {
 		width = DefaultWidth
@@ -72,6 +76,9 @@ func Table(w io.Writer, cases []Case, o Options) error {
 				fmt.Fprintln(w, l)
 			}
 		}
+	}
+	if o.Verbose {
+		burstLines(w, cases, paint)
 	}
 	if o.TableLast && !o.Summary {
 		fmt.Fprintln(w)
@@ -346,7 +353,7 @@ func details(w io.Writer, c Case, a Assessment, o Options, width int, shared []s
 		return
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, paint(ansiBold, displayName(c)+" on "+c.Backend+":"))
+	fmt.Fprintln(w, paint(ansiBold, placeOf(c)+":"))
 	for _, l := range lines {
 		for _, l := range wrapText(l, width, "  ", "    ") {
 			fmt.Fprintln(w, l)

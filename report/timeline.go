@@ -53,25 +53,13 @@ func timeline(w io.Writer, t *runner.Trace, width int) {
 		}
 	}
 	end = max(end, time.Microsecond)
-	fmt.Fprintf(w, "timeline of burst %d: %d effect(s), %d allowed\n", t.Burst, t.Effects, t.Allowed)
-	fmt.Fprintln(w, legend(t))
 	steps := scriptSteps(t)
-	if len(steps.names) > 0 {
-		fmt.Fprintf(w, "steps: %s\n", steps.legend())
-	}
-	withTimes := true
+	// Draw the axes first: the legend names only the marks a row shows
+	// (a released mark under a check in the same column is not shown).
+	axes := make([]string, 0, min(len(t.Workers), timelineRows))
+	drawn := map[rune]bool{}
 	for i, wt := range t.Workers {
 		if i == timelineRows {
-			break
-		}
-		withTimes = withTimes && labelW+frame+1+timelineWidth+utf8.RuneCountInString(outcomeOf(wt, outcomeMax))+2+utf8.RuneCountInString(markTimes(wt.Marks)) <= width
-	}
-	endLabel := human(end)
-	fmt.Fprintf(w, "%-12s |0%s%s| %s\n", "worker",
-		strings.Repeat(" ", max(timelineWidth-utf8.RuneCountInString(endLabel)-1, 0)), endLabel, "outcome")
-	for i, wt := range t.Workers {
-		if i == timelineRows {
-			fmt.Fprintf(w, "… %d more workers\n", len(t.Workers)-timelineRows)
 			break
 		}
 		axis := []rune(strings.Repeat(" ", timelineWidth))
@@ -96,11 +84,38 @@ func timeline(w io.Writer, t *runner.Trace, width int) {
 			}
 			axis[col] = markRune(m.Name, axis[col])
 		}
+		for _, r := range axis {
+			drawn[r] = true
+		}
+		axes = append(axes, string(axis))
+	}
+	fmt.Fprintf(w, "timeline of burst %d: %d effect(s), %d allowed\n", t.Burst, t.Effects, t.Allowed)
+	if l := legend(drawn); l != "" {
+		fmt.Fprintln(w, l)
+	}
+	if len(steps.names) > 0 {
+		fmt.Fprintf(w, "steps: %s\n", steps.legend())
+	}
+	withTimes := true
+	for i, wt := range t.Workers {
+		if i == timelineRows {
+			break
+		}
+		withTimes = withTimes && labelW+frame+1+timelineWidth+utf8.RuneCountInString(outcomeOf(wt, outcomeMax))+2+utf8.RuneCountInString(markTimes(wt.Marks)) <= width
+	}
+	endLabel := human(end)
+	fmt.Fprintf(w, "%-12s |0%s%s| %s\n", "worker",
+		strings.Repeat(" ", max(timelineWidth-utf8.RuneCountInString(endLabel)-1, 0)), endLabel, "outcome")
+	for i, wt := range t.Workers {
+		if i == timelineRows {
+			fmt.Fprintf(w, "… %d more workers\n", len(t.Workers)-timelineRows)
+			break
+		}
 		label := fmt.Sprintf("w%d r%d", wt.Worker, wt.Replica)
 		if wt.Wave > 0 {
 			label += fmt.Sprintf(" v%d", wt.Wave)
 		}
-		line := fmt.Sprintf("%-12s |%s| %s", label, string(axis), outcomeOf(wt, outcomeMax))
+		line := fmt.Sprintf("%-12s |%s| %s", label, axes[i], outcomeOf(wt, outcomeMax))
 		if withTimes {
 			line += "  " + markTimes(wt.Marks)
 		}
@@ -118,27 +133,20 @@ func outcomeOf(wt runner.WorkerTrace, n int) string {
 	return shorten(outcome, n)
 }
 
-// legend names the marks the timeline draws, and only those.
-func legend(t *runner.Trace) string {
-	used := map[rune]bool{}
-	for i, wt := range t.Workers {
-		if i == timelineRows {
-			break
-		}
-		for _, m := range wt.Marks {
-			if !isStepName(m.Name) {
-				used[markRune(m.Name, ' ')] = true
-			}
-		}
-	}
+// legend names the marks the rows draw, and only those ("" when they
+// draw none of them: a script's steps have a legend of their own).
+func legend(drawn map[rune]bool) string {
 	var parts []string
 	for _, k := range []struct {
 		r    rune
 		name string
 	}{{'R', "released"}, {'c', "check"}, {'a', "act"}, {'D', "done"}} {
-		if used[k.r] {
+		if drawn[k.r] {
 			parts = append(parts, string(k.r)+" "+k.name)
 		}
+	}
+	if len(parts) == 0 {
+		return ""
 	}
 	return "marks: " + strings.Join(parts, "  ")
 }

@@ -1,0 +1,129 @@
+package report
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/racetest/racetest/runner"
+)
+
+// The legend names a mark only when some row draws it: a release hidden
+// under a check in the same column is not in it, and one a row shows is.
+func TestTimelineLegendNamesOnlyDrawnMarks(t *testing.T) {
+	us := func(n int) time.Duration { return time.Duration(n) * time.Microsecond }
+	hidden := &runner.Trace{Effects: 2, Allowed: 1, Workers: []runner.WorkerTrace{
+		{Worker: 0, Outcome: runner.Executed, Marks: []runner.Mark{{Name: "released", At: 0}, {Name: "check", At: us(1)}, {Name: "act", At: us(500)}, {Name: "done", At: us(1000)}}},
+		{Worker: 1, Outcome: runner.Executed, Marks: []runner.Mark{{Name: "released", At: 0}, {Name: "check", At: us(2)}, {Name: "act", At: us(510)}, {Name: "done", At: us(990)}}},
+	}}
+	var b strings.Builder
+	Timeline(&b, hidden)
+	if out := b.String(); !strings.Contains(out, "marks: c check  a act  D done\n") || strings.Contains(out, "R released") {
+		t.Errorf("legend names a mark no row shows, or misses one:\n%s", out)
+	}
+	shown := &runner.Trace{Effects: 1, Allowed: 1, Workers: []runner.WorkerTrace{
+		{Worker: 0, Outcome: runner.Executed, Marks: []runner.Mark{{Name: "released", At: 0}, {Name: "check", At: us(400)}, {Name: "done", At: us(1000)}}},
+	}}
+	b.Reset()
+	Timeline(&b, shown)
+	out := b.String()
+	if !strings.Contains(out, "marks: R released  c check  D done\n") {
+		t.Errorf("legend of a row drawing R, c and D:\n%s", out)
+	}
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "w0 ") && (!strings.Contains(l, "|R") || strings.Contains(l, "a")) {
+			t.Errorf("row %q: want R drawn, no a", l)
+		}
+	}
+}
+
+// An HTTP case's name is its request: no line says "… on http".
+func TestHTTPCaseIsNotOnHTTP(t *testing.T) {
+	for _, c := range []struct {
+		c    Case
+		want string
+	}{
+		{Case{Name: "POST http://127.0.0.1:8080/redeem", Scenario: "http", Backend: "http"}, "POST http://127.0.0.1:8080/redeem"},
+		{Case{Name: "redeem", Scenario: "http", Backend: "http"}, "redeem over HTTP"},
+		{Case{Scenario: "http", Backend: "http"}, "http over HTTP"},
+		{Case{Name: "check-then-write", Scenario: "check-then-write", Backend: "memory"}, "check-then-write on memory"},
+	} {
+		if got := where(c.c); got != c.want {
+			t.Errorf("where(%+v) = %q, want %q", c.c, got, c.want)
+		}
+		if h := Headline(c.c); strings.Contains(h, " on http") {
+			t.Errorf("headline %q", h)
+		}
+	}
+}
+
+// -q: one verdict line per case, and nothing else.
+func TestQuietTableIsVerdictLinesOnly(t *testing.T) {
+	cases := fixedCases()
+	var b strings.Builder
+	if err := Table(&b, cases, Options{Quiet: true, Title: "a title", Timeline: true}); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+	if len(lines) != len(cases) {
+		t.Fatalf("%d lines for %d cases:\n%s", len(lines), len(cases), b.String())
+	}
+	for i, l := range lines {
+		if l != VerdictLine(cases[i]) {
+			t.Errorf("line %d = %q, want %q", i, l, VerdictLine(cases[i]))
+		}
+	}
+	if !strings.HasPrefix(lines[0], "ok    check-then-write on memory (Example DB 1.0): RACE 75%") ||
+		!strings.HasPrefix(lines[2], "ERROR unique-insert on mysql could not run") {
+		t.Errorf("verdict lines:\n%s", b.String())
+	}
+}
+
+// -v: a line per burst under the table, with the burst's own figures.
+func TestVerboseTableHasALinePerBurst(t *testing.T) {
+	cases := fixedCases()[:2]
+	var quiet, verbose strings.Builder
+	Table(&quiet, cases, Options{})
+	Table(&verbose, cases, Options{Verbose: true})
+	out := verbose.String()
+	if !strings.HasPrefix(out, quiet.String()) {
+		t.Errorf("-v changed the normal output instead of adding to it:\n%s", out)
+	}
+	added := strings.TrimPrefix(out, quiet.String())
+	want := 0
+	for _, c := range cases {
+		want += len(c.Result.Bursts)
+	}
+	if got := strings.Count(added, "\n  burst "); got != want {
+		t.Errorf("%d burst lines, want %d:\n%s", got, want, added)
+	}
+	for _, s := range []string{
+		"bursts of check-then-write on memory:",
+		"  burst 0  effects 3 (allowed 1)  OVER      executed 3, declined 0  overlap 3  spread 12µs",
+		"  burst 2  effects 1 (allowed 1)  untested  executed 1, declined 2  overlap 1  spread 9µs",
+		"  burst 0  effects 1 (allowed 1)  ok        executed 1, declined 1, error 1  overlap 3",
+	} {
+		if !strings.Contains(added, s) {
+			t.Errorf("no %q in:\n%s", s, added)
+		}
+	}
+}
+
+// The Markdown table has no empty cell: a server column only where some
+// case measured one, and a dash where one did not.
+func TestMarkdownHasNoEmptyCell(t *testing.T) {
+	for _, cases := range [][]Case{fixedCases(), fixedCases()[1:2]} {
+		var b strings.Builder
+		if err := Markdown(&b, cases, Options{}); err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range strings.Split(b.String(), "\n") {
+			if strings.HasPrefix(l, "|") && (strings.Contains(l, "|  |") || strings.Contains(l, "||")) {
+				t.Errorf("empty cell in %q", l)
+			}
+		}
+		if hasServer := strings.Contains(b.String(), "| Server |"); hasServer != (len(cases) > 1) {
+			t.Errorf("server column %v for %d cases:\n%s", hasServer, len(cases), b.String())
+		}
+	}
+}
