@@ -68,7 +68,7 @@ func TestMatrixBadInput(t *testing.T) {
 		{[]string{"--backend", ""}, "--backend is empty"},
 		{[]string{"--scenario", "chek-then-write"}, `unknown scenario "chek-then-write" — did you mean "check-then-write"?`},
 		{[]string{"--scenario", "alert-dedupe"}, "--scenario alert-dedupe does not run on mysql, postgres; it runs on: memory, redis"},
-		{[]string{"--scenario", "check-then-write", "--variant", "for-updat"}, `no scenario of this matrix has a variant "for-updat" on mysql, postgres (known: for-update, plain)`},
+		{[]string{"--scenario", "check-then-write", "--variant", "for-updat"}, `no scenario of this matrix has a variant "for-updat" on mysql, postgres (known: advisory-lock, for-share, for-update, plain)`},
 		{[]string{"--isolation", "snapshot"}, `unknown isolation level "snapshot"`},
 		{[]string{"--format", "yaml"}, `unknown format "yaml"`},
 		{[]string{"--bursts", "0"}, "--bursts must be at least 1"},
@@ -236,7 +236,7 @@ func TestMatrixUnreachableServer(t *testing.T) {
 	if strings.Count(errOut, "cannot connect to 127.0.0.1:1") != 2 {
 		t.Errorf("stderr does not name each server once: %q", errOut)
 	}
-	for _, want := range []string{"ERROR mysql: 8 cells did not run: mysql: cannot connect to 127.0.0.1:1", "ERROR postgres: 8 cells did not run: postgres: cannot connect"} {
+	for _, want := range []string{"ERROR mysql: 16 cells did not run: mysql: cannot connect to 127.0.0.1:1", "ERROR postgres: 16 cells did not run: postgres: cannot connect"} {
 		if !strings.Contains(strings.Join(strings.Fields(out), " "), want) {
 			t.Errorf("the table does not say %q:\n%s", want, out)
 		}
@@ -253,7 +253,7 @@ func TestMatrixOnServers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs 16 cells on MariaDB and PostgreSQL")
 	}
-	out, errOut, code := execWith(t, builtin.Registry(), "matrix", "--scenario", "check-then-write", "-n", "8", "--bursts", "30", "-o", "json")
+	out, errOut, code := execWith(t, builtin.Registry(), "matrix", "--scenario", "check-then-write", "--variant", "plain,for-update", "-n", "8", "--bursts", "30", "-o", "json")
 	if code == ExitSetup {
 		conformance.Unavailable(t, "mysql or postgres", errors.New(strings.TrimSpace(errOut)))
 	}
