@@ -71,7 +71,7 @@ func NewCmdRun(f *Factory, runF func(context.Context, *RunOptions) error) *cobra
 	opts.Shape.register(fs, 16, 100)
 	fs.BoolVar(&opts.Processes, "processes", false, "run each replica as a real 'racetest serve' process; attempts reach them over HTTP, round-robin")
 	fs.BoolVar(&opts.RestartBetween, "restart-between", false, "restart the replicas between two waves at the same subject (a deploy): --waves 2 --deploy")
-	fs.StringVar(&opts.Release, "release", string(release.Default), "how each burst's attempts are released: gate, or last-byte (each first request held back by its last byte, all released in one loop; redis, mysql, postgres)")
+	fs.StringVar(&opts.Release, "release", string(release.Default), "how each burst's attempts are released: auto (last-byte where the backend has a wire, else gate), gate, or last-byte (each first request held back by its last byte, all released in one loop; redis, mysql, postgres, mongo)")
 	return c
 }
 
@@ -111,6 +111,7 @@ func runRun(ctx context.Context, o *RunOptions) error {
 	if err != nil {
 		return usageError(fmt.Errorf("--release: %w", err))
 	}
+	rel.InProcess(spec.InProcess)
 	if rel.Warning != "" {
 		fmt.Fprintln(o.IO.ErrOut, "racetest: warning: "+rel.Warning)
 	}

@@ -35,6 +35,10 @@ type Spec struct {
 	Expect func(p Params) Expectation
 	// Demo lists the parameter sets 'racetest demo' runs (nil: not in the demo).
 	Demo []DemoCase
+	// InProcess, when set, says why the attempt's first step sends nothing
+	// (its check is in the replica's memory): holding a request back cannot
+	// line the attempts up, so the default release (auto) uses the gate.
+	InProcess string
 }
 
 // DemoCase is one row of the demo table.
