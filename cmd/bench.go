@@ -34,14 +34,19 @@ func NewCmdBench(f *Factory, runF func(context.Context, *BenchOptions) error) *c
 one run, with the modes interleaved chunk by chunk so that a noisy machine weighs on them alike:
 
   naive      a goroutine per attempt on a fresh pool with the driver's defaults, no warm-up, no gate
-  gate       racetest's default: a pre-dialled connection per worker, one gate
-  last-byte  each attempt's first request held back by its last byte, all released in one loop
+  gate       a pre-dialled connection per worker, one gate
+  last-byte  racetest's default on these servers (--release auto): each attempt's first request
+             held back by its last byte, all released in one loop
 
 It prints check-then-write (no injected gap) on each backend and N, with the client-side release
 spread, the overlap, the server-side arrival spread and the share of bursts that exposed the race;
 then the resolution: on a calibration target whose window is set in µs of the server's clock, the
 narrowest window each mode exposes in at least half of the bursts at N=2. It creates and drops
-its own racetest_<id>_ tables and keys. The default run takes about three to five minutes.`,
+its own racetest_<id>_ tables and keys. The default run takes about three to five minutes.
+
+It exits 1 when the default release (last-byte on these servers) exposes the race in fewer bursts
+than the naive launcher beyond the noise: a one-sided two-proportion z-test at 95% over the whole
+family of backend × N comparisons (Bonferroni). --quick runs only that check, fit for CI.`,
 		Example: `  racetest bench
   racetest bench --backends redis --attempts 2,16 --bursts 200
   racetest bench --quick`,
@@ -60,7 +65,7 @@ its own racetest_<id>_ tables and keys. The default run takes about three to fiv
 	fs.IntVar(&cfg.Bursts, "bursts", bench.DefaultBursts, "check-then-write bursts per backend, N and mode")
 	fs.IntVar(&cfg.Chunk, "chunk", bench.DefaultChunk, "bursts one mode fires before the next mode's turn")
 	fs.DurationSliceVar(&opts.Windows, "windows", bench.DefaultWindows, "calibration windows (server-side, set in µs)")
-	fs.BoolVar(&opts.Quick, "quick", false, "a short run to try it out (20 bursts per mode): the figures are rough")
+	fs.BoolVar(&opts.Quick, "quick", false, "the CI check: the default release against the naive launcher only, 40 bursts each, no calibration; exits 1 when the default loses")
 	fs.StringVar(&cfg.Conn.RedisURL, "redis-url", os.Getenv("RACETEST_REDIS_URL"), "Redis URL (env RACETEST_REDIS_URL; default "+redisstore.DefaultURL+")")
 	fs.StringVar(&cfg.Conn.MySQLDSN, "mysql-dsn", os.Getenv("RACETEST_MYSQL_DSN"), "MySQL/MariaDB DSN or mysql:// URL (env RACETEST_MYSQL_DSN; default "+mysqlstore.DefaultDSN+")")
 	fs.StringVar(&cfg.Conn.PostgresURL, "postgres-url", os.Getenv("RACETEST_POSTGRES_URL"), "PostgreSQL URL (env RACETEST_POSTGRES_URL; default "+pgstore.DefaultURL+")")
@@ -95,7 +100,11 @@ func runBench(ctx context.Context, o *BenchOptions) error {
 		}
 	}
 	if o.Quick {
-		cfg.Bursts, cfg.Chunk = 20, 10
+		// The CI check: the default against the naive launcher only, on
+		// check-then-write, no calibration.
+		cfg.Bursts, cfg.Chunk = QuickBursts, 10
+		cfg.Modes = []string{bench.Naive, bench.DefaultMode}
+		cfg.NoCalibration = true
 	}
 	cfg.Progress = func(s string) { fmt.Fprintln(o.IO.ErrOut, "bench: "+s) }
 	rep, err := bench.Run(ctx, cfg)
@@ -109,5 +118,11 @@ func runBench(ctx context.Context, o *BenchOptions) error {
 		return setupError(fmt.Errorf("no server answered: %v", rep.Skipped))
 	}
 	rep.Print(o.IO.Out)
+	if rep.Failed() {
+		return &exitError{code: ExitViolated, err: fmt.Errorf("bench: the default release (%s) exposed fewer races than the naive launcher beyond the noise (see the check above)", bench.DefaultMode)}
+	}
 	return nil
 }
+
+// QuickBursts is --quick's bursts per backend, N and mode.
+const QuickBursts = 40
