@@ -85,8 +85,9 @@ func TestChecks(t *testing.T) {
 // The check's false alarms when the default and the naive launcher are
 // equally good (the worst case for a false alarm: a better default alarms
 // less): simulated --quick runs, 12 comparisons of 40 bursts each, at the
-// shares measured here. The family is tested at 5%; measured over 4,000
-// simulated runs it alarms in well under that.
+// shares measured here. The family is tested at 5%, with the continuity
+// correction; over 10,000 simulated runs (a fixed seed: the figure does not
+// move between runs) it alarms in under 1% of them.
 func TestCheckFalseAlarmRate(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	draw := func(p float64, n int) int {
@@ -98,7 +99,7 @@ func TestCheckFalseAlarmRate(t *testing.T) {
 		}
 		return k
 	}
-	const runs, bursts = 4000, 40
+	const runs, bursts = 10_000, 40
 	shares := []float64{0.96, 0.92, 0.9, 0.99, 0.75, 0.5} // as measured at N=2..32
 	alarms := 0
 	for range runs {
@@ -117,8 +118,8 @@ func TestCheckFalseAlarmRate(t *testing.T) {
 			alarms++
 		}
 	}
-	if rate := float64(alarms) / runs; rate > 0.05 {
-		t.Errorf("with equal shares the check alarmed in %d of %d runs (%.1f%%): more than its 5%% level", alarms, runs, 100*rate)
+	if rate := float64(alarms) / runs; rate >= 0.01 {
+		t.Errorf("with equal shares the check alarmed in %d of %d runs (%.2f%%): not under 1 in 100", alarms, runs, 100*rate)
 	} else {
 		t.Logf("equal shares: %d false alarms in %d simulated runs (%.2f%%)", alarms, runs, 100*rate)
 	}
