@@ -118,6 +118,12 @@ func runBench(ctx context.Context, o *BenchOptions) error {
 		return setupError(fmt.Errorf("no server answered: %v", rep.Skipped))
 	}
 	rep.Print(o.IO.Out)
+	return benchVerdict(rep)
+}
+
+// benchVerdict is bench's exit: 1 when the default release lost to the
+// naive launcher beyond the noise.
+func benchVerdict(rep *bench.Report) error {
 	if rep.Failed() {
 		return &exitError{code: ExitViolated, err: fmt.Errorf("bench: the default release (%s) exposed fewer races than the naive launcher beyond the noise (see the check above)", bench.DefaultMode)}
 	}

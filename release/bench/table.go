@@ -176,9 +176,13 @@ func twoProportionZ(k1, n1, k2, n2 int) float64 {
 	case d < -cc:
 		d += cc
 	default:
-		d = 0
+		return 0
 	}
-	return d / math.Sqrt(v)
+	z := d / math.Sqrt(v)
+	if math.Abs(z) < 0.005 {
+		return 0 // printed as +0.00, never -0.00
+	}
+	return z
 }
 
 // criticalZ is the z beyond which a one-sided test rejects at level alpha.
