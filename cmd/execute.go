@@ -237,7 +237,7 @@ func settings(b string, p scenarios.Params, cfg runner.Config) map[string]string
 		s["waves"] = strconv.Itoa(cfg.Waves)
 		s["deploy"] = strconv.FormatBool(cfg.Deploy)
 	}
-	for k, v := range map[string]string{"isolation": p.Isolation, "engine": p.Engine, "variant": p.Variant} {
+	for k, v := range map[string]string{"isolation": p.Isolation, "engine": p.Engine, "variant": p.Variant, "fault": p.Fault} {
 		if v != "" {
 			s[k] = v
 		}

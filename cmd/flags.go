@@ -22,7 +22,7 @@ type shapeFlags struct {
 	Deploy                            bool
 	Gap, Latency, TTL, Timeout        time.Duration
 	Seed                              int64
-	Isolation, Engine, Variant        string
+	Isolation, Engine, Variant, Fault string
 	Keep                              bool
 	Conn                              scenarios.Connections
 }
@@ -48,6 +48,7 @@ func (s *shapeFlags) registerParams(fs *pflag.FlagSet) {
 	fs.StringVar(&s.Isolation, "isolation", "", "SQL backends: read-uncommitted, read-committed, repeatable-read or serializable (default: the server's)")
 	fs.StringVar(&s.Engine, "engine", "", "mysql backend: storage engine, innodb (default) or myisam")
 	fs.StringVar(&s.Variant, "variant", "", "scenario variant: for-update (check-then-write on SQL), one-active (unique-insert as one active row per user)")
+	fs.StringVar(&s.Fault, "fault", "", "a fault to inject into a cluster scripts/cluster.sh started: failover-after-act (failover-lock's default) or none")
 	fs.BoolVar(&s.Keep, "keep", false, "keep the run's namespaced tables, keys and collections for inspection")
 	registerConn(fs, &s.Conn)
 }
@@ -59,6 +60,9 @@ func registerConn(fs *pflag.FlagSet, c *scenarios.Connections) {
 	fs.StringVar(&c.MySQLDSN, "mysql-dsn", os.Getenv("RACETEST_MYSQL_DSN"), "MySQL/MariaDB DSN or mysql:// URL (env RACETEST_MYSQL_DSN; default "+mysqlstore.DefaultDSN+")")
 	fs.StringVar(&c.PostgresURL, "postgres-url", os.Getenv("RACETEST_POSTGRES_URL"), "PostgreSQL URL (env RACETEST_POSTGRES_URL; default "+pgstore.DefaultURL+")")
 	fs.StringVar(&c.MongoURI, "mongo-uri", os.Getenv("RACETEST_MONGO_URI"), "MongoDB URI (env RACETEST_MONGO_URI; default "+mongostore.DefaultURI+")")
+	fs.StringVar(&c.RedisReadURL, "redis-read-url", os.Getenv("RACETEST_REDIS_READ_URL"), "a replica of --redis-url, for scenarios that read or promote a replica (env RACETEST_REDIS_READ_URL; scripts/cluster.sh start redis-replica)")
+	fs.StringVar(&c.PostgresReadURL, "postgres-read-url", os.Getenv("RACETEST_POSTGRES_READ_URL"), "a streaming replica of --postgres-url, for scenarios whose check reads a replica (env RACETEST_POSTGRES_READ_URL; scripts/cluster.sh start postgres-replica)")
+	fs.StringVar(&c.MySQLReadDSN, "mysql-read-dsn", os.Getenv("RACETEST_MYSQL_READ_DSN"), "a replica of --mysql-dsn, for scenarios whose check reads a replica (env RACETEST_MYSQL_READ_DSN; scripts/cluster.sh start mariadb-replica)")
 }
 
 // validate checks what no backend could use, and a burst too large for
@@ -95,6 +99,7 @@ func (s *shapeFlags) params(replicas int) scenarios.Params {
 		Isolation: s.Isolation,
 		Engine:    s.Engine,
 		Variant:   s.Variant,
+		Fault:     s.Fault,
 		Conn:      s.Conn,
 	}
 }

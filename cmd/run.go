@@ -111,7 +111,7 @@ func runRun(ctx context.Context, o *RunOptions) error {
 	if err != nil {
 		return usageError(fmt.Errorf("--release: %w", err))
 	}
-	rel.InProcess(spec.InProcess)
+	rel.KeepGate(spec.AutoGate())
 	if rel.Warning != "" {
 		fmt.Fprintln(o.IO.ErrOut, "racetest: warning: "+rel.Warning)
 	}

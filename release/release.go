@@ -151,11 +151,11 @@ func New(mode, backend string) (*Plan, error) {
 	return p, nil
 }
 
-// InProcess tells an auto plan that the scenario's first step sends
-// nothing (why says so): holding back a request cannot line the attempts
-// up there, so auto uses the gate, and the report's note says why. A mode
-// asked for by name is left as it is.
-func (p *Plan) InProcess(why string) {
+// KeepGate tells an auto plan why the scenario should keep the gate (see
+// scenarios.Spec.AutoGate: a first step that sends nothing, a cluster):
+// auto then uses the gate, and the report's note says why. A mode asked
+// for by name is left as it is; an empty why changes nothing.
+func (p *Plan) KeepGate(why string) {
 	if why == "" || p.Asked != Auto || p.Mode != LastByte {
 		return
 	}

@@ -114,15 +114,15 @@ func TestNewFallsBackWithAWarning(t *testing.T) {
 
 // A scenario whose first step sends nothing (memory-set) makes auto the
 // gate, with a note saying why; a mode asked for by name stays.
-func TestInProcessMakesAutoTheGate(t *testing.T) {
+func TestKeepGateMakesAutoTheGate(t *testing.T) {
 	p, _ := release.New("", "redis")
-	p.InProcess("the check is in memory")
+	p.KeepGate("the check is in memory")
 	cfg := runner.NewConfig(p.Options()...)
 	if p.Mode != release.Gate || p.Dial != nil || cfg.Release != nil || len(cfg.Notes) != 1 || !strings.Contains(cfg.Notes[0], "release: gate (auto: the check is in memory)") {
 		t.Errorf("auto on an in-process scenario: plan %+v, notes %q; want the gate, and a note why", p, cfg.Notes)
 	}
 	p, _ = release.New("last-byte", "redis")
-	p.InProcess("the check is in memory")
+	p.KeepGate("the check is in memory")
 	if p.Mode != release.LastByte || p.Wire == nil || p.Note != "" {
 		t.Errorf("last-byte asked for by name: plan %+v, want it kept", p)
 	}

@@ -39,7 +39,31 @@ type Spec struct {
 	// (its check is in the replica's memory): holding a request back cannot
 	// line the attempts up, so the default release (auto) uses the gate.
 	InProcess string
+	// Topology names the cluster the scenario needs beyond one server
+	// ("replica": a primary and a replica of it; see scripts/cluster.sh);
+	// "" for one server. What runs every scenario on one server (the
+	// catalog gate, the conformance suites, the matrix) leaves such a
+	// scenario out.
+	Topology string
 }
+
+// AutoGate says why the default release (auto) keeps the gate for this
+// scenario rather than last-byte, or "" when it need not: a first step that
+// sends nothing (InProcess), or a cluster, whose reads and failovers go on
+// connections that are not the workers' own and where last-byte was not
+// measured.
+func (s Spec) AutoGate() string {
+	if s.InProcess != "" {
+		return s.InProcess
+	}
+	if s.Topology != "" {
+		return s.Name + " runs on a " + s.Topology + " cluster, where last-byte was not measured"
+	}
+	return ""
+}
+
+// TopologyReplica: a primary and an asynchronous replica of it.
+const TopologyReplica = "replica"
 
 // DemoCase is one row of the demo table.
 type DemoCase struct {
@@ -86,7 +110,10 @@ type Params struct {
 	Engine string
 	// Variant selects a scenario's variant ("for-update", "fenced", ...).
 	Variant string
-	Conn    Connections
+	// Fault is a fault to inject into a cluster scripts/cluster.sh started
+	// ("failover-after-act"; "" is the scenario's default).
+	Fault string
+	Conn  Connections
 	// Dial, when set, dials every connection the run opens to a server, in
 	// place of the driver's own dialer. Release modes that act on the wire
 	// (holding back each request's last byte) wrap connections here.
@@ -102,6 +129,11 @@ type Connections struct {
 	MySQLDSN    string
 	PostgresURL string
 	MongoURI    string
+	// The read endpoints (replicas) of scenarios whose check reads a
+	// replica while the write goes to the primary; "" means none.
+	RedisReadURL    string
+	PostgresReadURL string
+	MySQLReadDSN    string
 }
 
 // Variant names shared by every backend that has the variant.

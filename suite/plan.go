@@ -315,7 +315,7 @@ func (c *checker) scenarioCase(path string, k *Case, sh shape, p *Plan) {
 		c.fail(path+".release", "%v", err)
 		return
 	}
-	rel.InProcess(spec.InProcess)
+	rel.KeepGate(spec.AutoGate())
 	params.Dial = rel.Dial
 	for _, opt := range rel.Options() {
 		opt(&cfg)

@@ -68,8 +68,8 @@ func Run(t *testing.T, s Suite) {
 		s.Bursts = 30
 	}
 	for _, spec := range s.Registry.Scenarios() {
-		if !contains(s.Registry.BackendsOf(spec.Name), s.Backend) {
-			continue
+		if !contains(s.Registry.BackendsOf(spec.Name), s.Backend) || spec.Topology != "" {
+			continue // a clustered scenario needs more than the one server
 		}
 		cases := spec.Demo
 		if len(cases) == 0 {

@@ -59,6 +59,9 @@ func Register(r *scenarios.Registry) {
 		{LeasePause, redisstore.Name, leaseFactoryOf(redisLeaseBackend)},
 		{LeasePause, mysqlstore.Name, leaseFactoryOf(sqlLeaseBackend(mysqlDialect))},
 		{LeasePause, pgstore.Name, leaseFactoryOf(sqlLeaseBackend(pgDialect))},
+		{FailoverLock, redisstore.Name, failoverFactory},
+		{ReplicaRead, mysqlstore.Name, replicaReadFactory(mysqlDialect)},
+		{ReplicaRead, pgstore.Name, replicaReadFactory(pgDialect)},
 	}
 	for _, im := range impls {
 		if _, err := r.Backend(im.backend); err != nil {

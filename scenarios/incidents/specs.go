@@ -41,7 +41,7 @@ var (
 
 // Specs returns the incident scenarios' specs in demo order.
 func Specs() []scenarios.Spec {
-	return []scenarios.Spec{alertSpec(), jobSpec(), rewardSpec(), leaseSpec()}
+	return []scenarios.Spec{alertSpec(), jobSpec(), rewardSpec(), leaseSpec(), replicaReadSpec(), failoverSpec()}
 }
 
 // raceFor expects a race for the variants listed (the first is the

@@ -1,0 +1,161 @@
+package incidents
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/racetest/racetest/runner"
+	"github.com/racetest/racetest/scenarios"
+)
+
+// RequireClustersEnv makes the clustered tests fail, not skip, without a
+// cluster: .ci/run sets it after scripts/cluster.sh started them.
+const RequireClustersEnv = "RACETEST_REQUIRE_CLUSTERS"
+
+// TestReplicaReadNeedsAReadEndpoint: without a replica's address the run is
+// refused as a usage error that says how to get one, before any connection.
+func TestReplicaReadNeedsAReadEndpoint(t *testing.T) {
+	for _, b := range []string{"postgres", "mysql"} {
+		t.Run(b, func(t *testing.T) {
+			p := scenarios.Params{RunID: scenarios.NewRunID(), Attempts: 2, Replicas: 1,
+				Conn: scenarios.Connections{MySQLDSN: "root@tcp(127.0.0.1:1)/none", PostgresURL: "postgres://nobody@127.0.0.1:1/none"}}
+			_, err := registry(b).Build(context.Background(), ReplicaRead, b, p)
+			var bad *scenarios.ParamError
+			if !errors.As(err, &bad) {
+				t.Fatalf("want a parameter error, got %v", err)
+			}
+			for _, want := range []string{"-read-", "scripts/cluster.sh start"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("the error should say %q: %v", want, err)
+				}
+			}
+		})
+	}
+}
+
+// TestReplicaReadRefusesAServerThatIsNotAReplica: a read endpoint that
+// replicates from nothing would measure nothing; the run says so.
+func TestReplicaReadRefusesAServerThatIsNotAReplica(t *testing.T) {
+	for _, d := range []*dialect{pgDialect, mysqlDialect} {
+		t.Run(d.name(), func(t *testing.T) {
+			p, _ := needSQL(t, d)
+			p.Attempts, p.Replicas = 2, 1
+			// The shared server as its own "replica".
+			p.Conn.PostgresReadURL = p.Conn.PostgresURL
+			if p.Conn.PostgresReadURL == "" {
+				p.Conn.PostgresReadURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+			}
+			p.Conn.MySQLReadDSN = p.Conn.MySQLDSN
+			if p.Conn.MySQLReadDSN == "" {
+				p.Conn.MySQLReadDSN = "root@tcp(127.0.0.1:3306)/test"
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			_, err := registry(d.name()).Build(ctx, ReplicaRead, d.name(), p)
+			var bad *scenarios.ParamError
+			if !errors.As(err, &bad) || !strings.Contains(err.Error(), "not a replica") && !strings.Contains(err.Error(), "replicates from nothing") {
+				t.Fatalf("want the endpoint refused as no replica, got %v", err)
+			}
+		})
+	}
+}
+
+// needCluster returns params that reach a primary and its replica
+// (scripts/cluster.sh's addresses in the environment), or skips — fails
+// under RACETEST_REQUIRE_CLUSTERS.
+func needCluster(t *testing.T, d *dialect) scenarios.Params {
+	t.Helper()
+	p := scenarios.Params{RunID: scenarios.NewRunID(), Conn: scenarios.Connections{
+		MySQLDSN: os.Getenv("RACETEST_CLUSTER_MYSQL_DSN"), MySQLReadDSN: os.Getenv("RACETEST_CLUSTER_MYSQL_READ_DSN"),
+		PostgresURL: os.Getenv("RACETEST_CLUSTER_POSTGRES_URL"), PostgresReadURL: os.Getenv("RACETEST_CLUSTER_POSTGRES_READ_URL"),
+	}}
+	read := p.Conn.PostgresReadURL
+	if d == mysqlDialect {
+		read = p.Conn.MySQLReadDSN
+	}
+	if read == "" {
+		msg := "no " + d.name() + " cluster: start one with scripts/cluster.sh and set RACETEST_CLUSTER_" + strings.ToUpper(d.name()) + "_* to the addresses it prints"
+		if os.Getenv(RequireClustersEnv) != "" {
+			t.Fatal(msg + " (" + RequireClustersEnv + " is set)")
+		}
+		t.Skip(msg)
+	}
+	return p
+}
+
+// TestReplicaReadOnACluster: the naive code runs twice through a real
+// replica, each fix exactly once; counts are the primary's rows.
+func TestReplicaReadOnACluster(t *testing.T) {
+	for _, d := range []*dialect{pgDialect, mysqlDialect} {
+		t.Run(d.name(), func(t *testing.T) {
+			p := needCluster(t, d)
+			for _, v := range replicaVariants[d.name()] {
+				t.Run(v, func(t *testing.T) {
+					// 4 attempts × 100 bursts: three hand-overs of the lock per
+					// burst, each a chance for the replica to lag; the naive
+					// form's rate here was 8-90% per burst at load 12-21.
+					res, _ := runCase(t, d.name(), ReplicaRead, p, shape{variant: v, attempts: 4, bursts: 100})
+					if v == Naive {
+						if res.Violations() == 0 {
+							t.Fatalf("naive: no burst over 1 effect in %d; the replica never lagged?", len(res.Bursts))
+						}
+						return
+					}
+					everyBurst(t, res, "exactly one claim on the primary", func(b runner.Burst) bool { return b.Effects == 1 })
+				})
+			}
+		})
+	}
+}
+
+// TestFailoverLockRefusesWhatClusterShDidNotStart: racetest kills and
+// promotes servers only in a cluster scripts/cluster.sh started; the shared
+// server, named as both primary and replica, is refused before anything.
+func TestFailoverLockRefusesWhatClusterShDidNotStart(t *testing.T) {
+	_, cl := needRedis(t)
+	url := "redis://" + cl.Options().Addr + "/0"
+	p := scenarios.Params{RunID: scenarios.NewRunID(), Attempts: 2, Replicas: 1,
+		Conn: scenarios.Connections{RedisURL: url, RedisReadURL: url}}
+	_, err := registry("redis").Build(context.Background(), FailoverLock, "redis", p)
+	var bad *scenarios.ParamError
+	if !errors.As(err, &bad) || !strings.Contains(err.Error(), "runs only on a cluster that scripts/cluster.sh started") {
+		t.Fatalf("want the shared server refused, got %v", err)
+	}
+	p.Conn.RedisReadURL = ""
+	if _, err := registry("redis").Build(context.Background(), FailoverLock, "redis", p); !errors.As(err, &bad) || !strings.Contains(err.Error(), "scripts/cluster.sh start redis-replica") {
+		t.Fatalf("without a replica, want a usage error naming scripts/cluster.sh, got %v", err)
+	}
+}
+
+// TestFailoverLockOnACluster: with a real failover in every burst, the
+// naive lease has two holders in every burst; WAIT and a fencing token
+// checked by the resource leave exactly one write.
+func TestFailoverLockOnACluster(t *testing.T) {
+	primary, replica := os.Getenv("RACETEST_CLUSTER_REDIS_URL"), os.Getenv("RACETEST_CLUSTER_REDIS_READ_URL")
+	if replica == "" {
+		msg := "no redis-replica cluster: scripts/cluster.sh start redis-replica, and set RACETEST_CLUSTER_REDIS_URL and RACETEST_CLUSTER_REDIS_READ_URL to the URLs it prints"
+		if os.Getenv(RequireClustersEnv) != "" {
+			t.Fatal(msg + " (" + RequireClustersEnv + " is set)")
+		}
+		t.Skip(msg)
+	}
+	p := scenarios.Params{RunID: scenarios.NewRunID(), Conn: scenarios.Connections{RedisURL: primary, RedisReadURL: replica}}
+	for _, v := range failoverVariants {
+		t.Run(v, func(t *testing.T) {
+			res, target := runCase(t, "redis", FailoverLock, p, shape{variant: v, attempts: 2, bursts: 5})
+			notes := strings.Join(target.(*failoverTarget).Notes(), "; ")
+			if !strings.Contains(notes, "5 failovers injected") {
+				t.Fatalf("want a failover in each of 5 bursts: %s", notes)
+			}
+			if v == Naive {
+				everyBurst(t, res, "two holders, two writes", func(b runner.Burst) bool { return b.Effects == 2 })
+				return
+			}
+			everyBurst(t, res, "exactly one write", func(b runner.Burst) bool { return b.Effects == 1 })
+		})
+	}
+}
