@@ -24,6 +24,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 
@@ -80,7 +81,7 @@ func main() {
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	<-sig
-	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	sctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	srv.Shutdown(sctx)
 	if err := st.cleanup(sctx); err != nil {
@@ -118,6 +119,9 @@ func handler(st store) http.Handler {
 type redisStore struct {
 	c      *redis.Client
 	prefix string
+
+	mu   sync.Mutex
+	made map[string]bool // every key written: cleanup deletes these, no SCAN of a shared keyspace
 }
 
 func newRedis(ctx context.Context, url, prefix string) (*redisStore, error) {
@@ -130,7 +134,7 @@ func newRedis(ctx context.Context, url, prefix string) (*redisStore, error) {
 	if err := c.Ping(ctx).Err(); err != nil {
 		return nil, fmt.Errorf("redis %s: %w", opt.Addr, err)
 	}
-	return &redisStore{c: c, prefix: prefix}, nil
+	return &redisStore{c: c, prefix: prefix, made: map[string]bool{}}, nil
 }
 
 // attempt: GET the key; when absent, INCR its write count and SET it — the
@@ -143,6 +147,9 @@ func (s *redisStore) attempt(ctx context.Context, key string) (bool, error) {
 	if !errors.Is(err, redis.Nil) {
 		return false, err
 	}
+	s.mu.Lock()
+	s.made[s.prefix+"w:"+key], s.made[s.prefix+"k:"+key] = true, true
+	s.mu.Unlock()
 	if err := s.c.Incr(ctx, s.prefix+"w:"+key).Err(); err != nil {
 		return false, err
 	}
@@ -159,13 +166,20 @@ func (s *redisStore) count(ctx context.Context, key string) (int64, error) {
 
 func (s *redisStore) cleanup(ctx context.Context) error {
 	defer s.c.Close()
-	iter := s.c.Scan(ctx, 0, s.prefix+"*", 1000).Iterator()
-	for iter.Next(ctx) {
-		if err := s.c.Del(ctx, iter.Val()).Err(); err != nil {
+	s.mu.Lock()
+	keys := make([]string, 0, len(s.made))
+	for k := range s.made {
+		keys = append(keys, k)
+	}
+	s.mu.Unlock()
+	for len(keys) > 0 {
+		batch := keys[:min(len(keys), 500)]
+		keys = keys[len(batch):]
+		if err := s.c.Del(ctx, batch...).Err(); err != nil {
 			return err
 		}
 	}
-	return iter.Err()
+	return nil
 }
 
 type pgStore struct {
