@@ -3,14 +3,12 @@ package cmd
 import (
 	"context"
 	"fmt"
-	"os"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/racetest/racetest/release/bench"
-	"github.com/racetest/racetest/scenarios/mysqlstore"
-	"github.com/racetest/racetest/scenarios/pgstore"
-	"github.com/racetest/racetest/scenarios/redisstore"
+	"github.com/racetest/racetest/scenarios"
 	"github.com/spf13/cobra"
 )
 
@@ -60,15 +58,20 @@ family of backend × N comparisons (Bonferroni). --quick runs only that check, f
 	}
 	fs := c.Flags()
 	cfg := &opts.Config
-	fs.StringSliceVar(&opts.Backends, "backends", bench.DefaultBackends, "backends to measure: redis, mysql, postgres")
+	fs.StringSliceVar(&opts.Backends, "backends", bench.DefaultBackends, "backends to measure: "+strings.Join(bench.Backends, ", "))
 	fs.IntSliceVarP(&cfg.Attempts, "attempts", "n", bench.DefaultAttempts, "attempts per burst (N) to measure")
 	fs.IntVar(&cfg.Bursts, "bursts", bench.DefaultBursts, "check-then-write bursts per backend, N and mode")
 	fs.IntVar(&cfg.Chunk, "chunk", bench.DefaultChunk, "bursts one mode fires before the next mode's turn")
 	fs.DurationSliceVar(&opts.Windows, "windows", bench.DefaultWindows, "calibration windows (server-side, set in µs)")
 	fs.BoolVar(&opts.Quick, "quick", false, "the CI check: the default release against the naive launcher only, 40 bursts each, no calibration; exits 1 when the default loses")
-	fs.StringVar(&cfg.Conn.RedisURL, "redis-url", os.Getenv("RACETEST_REDIS_URL"), "Redis URL (env RACETEST_REDIS_URL; default "+redisstore.DefaultURL+")")
-	fs.StringVar(&cfg.Conn.MySQLDSN, "mysql-dsn", os.Getenv("RACETEST_MYSQL_DSN"), "MySQL/MariaDB DSN or mysql:// URL (env RACETEST_MYSQL_DSN; default "+mysqlstore.DefaultDSN+")")
-	fs.StringVar(&cfg.Conn.PostgresURL, "postgres-url", os.Getenv("RACETEST_POSTGRES_URL"), "PostgreSQL URL (env RACETEST_POSTGRES_URL; default "+pgstore.DefaultURL+")")
+	// The servers bench measures, connected as every command connects them.
+	onlyBench := scenarios.NewRegistry()
+	for _, b := range f.Registry.Backends() {
+		if slices.Contains(bench.Backends, b.Name) {
+			onlyBench.AddBackend(b)
+		}
+	}
+	registerConn(fs, onlyBench, &cfg.Conn)
 	return c
 }
 
@@ -77,12 +80,11 @@ func runBench(ctx context.Context, o *BenchOptions) error {
 	cfg.Registry = o.Registry
 	cfg.Windows = o.Windows
 	for _, b := range o.Backends {
-		switch b = strings.TrimSpace(b); b {
-		case "redis", "mysql", "postgres":
-			cfg.Backends = append(cfg.Backends, b)
-		default:
-			return usageErrorf("bench runs on redis, mysql and postgres; not %q", b)
+		b = strings.TrimSpace(b)
+		if !slices.Contains(bench.Backends, b) {
+			return usageErrorf("bench runs on %s; not %q", strings.Join(bench.Backends, ", "), b)
 		}
+		cfg.Backends = append(cfg.Backends, b)
 	}
 	for _, n := range cfg.Attempts {
 		if n < 2 {

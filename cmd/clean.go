@@ -29,16 +29,16 @@ type CleanOptions struct {
 	olderThanSet bool
 }
 
-// janitors are the backends 'clean' knows, in the order it visits them.
+// janitors are the backends 'clean' knows, in the order it visits them;
+// where each is connected is the registry's (scenarios.Connection).
 var janitors = []struct {
 	name string
 	open func(context.Context, scenarios.Connections) (registry.Janitor, error)
-	conn func(scenarios.Connections) string
 }{
-	{redisstore.Name, redisstore.Janitor, func(c scenarios.Connections) string { return c.RedisURL }},
-	{mysqlstore.Name, mysqlstore.Janitor, func(c scenarios.Connections) string { return c.MySQLDSN }},
-	{pgstore.Name, pgstore.Janitor, func(c scenarios.Connections) string { return c.PostgresURL }},
-	{mongostore.Name, mongostore.Janitor, func(c scenarios.Connections) string { return c.MongoURI }},
+	{redisstore.Name, redisstore.Janitor},
+	{mysqlstore.Name, mysqlstore.Janitor},
+	{pgstore.Name, pgstore.Janitor},
+	{mongostore.Name, mongostore.Janitor},
 }
 
 // otherHostAge is how old a run registered from another host must be
@@ -71,11 +71,15 @@ dropped only when older than --older-than (default 1h for those).`,
 		},
 	}
 	fs := c.Flags()
-	fs.StringVarP(&opts.Backend, "backend", "b", "", "clean only this backend: redis, mysql, postgres or mongo (default: each)")
+	var names []string
+	for _, j := range janitors {
+		names = append(names, j.name)
+	}
+	fs.StringVarP(&opts.Backend, "backend", "b", "", "clean only this backend: "+orList(names)+" (default: each)")
 	fs.DurationVar(&opts.OlderThan, "older-than", 0, "only runs that started at least this long ago")
 	fs.StringVar(&opts.RunID, "run-id", "", "only this run")
 	fs.BoolVar(&opts.DryRun, "dry-run", false, "list what would be dropped, drop nothing")
-	registerConn(fs, &opts.Conn)
+	registerConn(fs, f.Registry, &opts.Conn)
 	return c
 }
 
@@ -109,7 +113,7 @@ func runClean(ctx context.Context, o *CleanOptions) error {
 		if err != nil {
 			// Without --backend, a server that is not there at its default
 			// address is not one the user uses: say so, and go on.
-			if o.Backend == "" && j.conn(o.Conn) == "" {
+			if o.Backend == "" && connOf(o.Registry, j.name, o.Conn) == "" {
 				fmt.Fprintf(out, "%s: skipped, no server at the default address (%v)\n", j.name, err)
 				continue
 			}
@@ -199,6 +203,15 @@ func (o *CleanOptions) keep(r registry.Record) string {
 		return fmt.Sprintf("its process %d still runs on this host — stop it first", r.PID)
 	case !known && !o.olderThanSet && age < otherHostAge:
 		return fmt.Sprintf("registered from another host %s ago; racetest cannot tell whether it still runs — give --older-than to drop it", age.Round(time.Second))
+	}
+	return ""
+}
+
+// connOf is backend's address in c, or "" (the default) where reg does not
+// know how it is connected.
+func connOf(reg *scenarios.Registry, backend string, c scenarios.Connections) string {
+	if b, err := reg.Backend(backend); err == nil && b.Conn != nil {
+		return *b.Conn.Field(&c)
 	}
 	return ""
 }

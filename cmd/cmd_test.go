@@ -11,6 +11,10 @@ import (
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/builtin"
 	"github.com/racetest/racetest/scenarios/memstore"
+	"github.com/racetest/racetest/scenarios/mongostore"
+	"github.com/racetest/racetest/scenarios/mysqlstore"
+	"github.com/racetest/racetest/scenarios/pgstore"
+	"github.com/racetest/racetest/scenarios/redisstore"
 )
 
 // memoryOnly is the catalog on the embedded backend alone: these tests
@@ -21,6 +25,11 @@ func memoryOnly() *scenarios.Registry {
 		r.AddScenario(s)
 	}
 	memstore.Register(r)
+	// The server backends without their scenarios: the commands' connection
+	// flags are theirs.
+	for _, b := range []scenarios.Backend{redisstore.Backend, mysqlstore.Backend, pgstore.Backend, mongostore.Backend} {
+		r.AddBackend(b)
+	}
 	return r
 }
 

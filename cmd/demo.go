@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/racetest/racetest/report"
+	"github.com/racetest/racetest/runplan"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/spf13/cobra"
 )
@@ -47,12 +48,13 @@ func NewCmdDemo(f *Factory, runF func(context.Context, *DemoOptions) error) *cob
 		},
 	}
 	fs := c.Flags()
-	fs.StringVarP(&opts.Backend, "backend", "b", "memory", "where the shared state lives (see 'racetest list')")
+	fs.StringVarP(&opts.Backend, "backend", "b", "memory", "where the shared state lives: "+strings.Join(backendNames(f.Registry), ", ")+" (see 'racetest list')")
 	fs.StringVarP(&opts.Format, "format", "o", "table", "output format: "+strings.Join(report.Formats(), ", "))
 	fs.BoolVar(&opts.Details, "details", false, "show each case's figures, notes and (with --timeline) the timeline of each RACE, between the table and the table again")
 	fs.BoolVar(&opts.Timeline, "timeline", true, "with --details, draw the example burst of each RACE as a timeline (table format)")
 	fs.BoolVar(&opts.Strict, "strict", false, "fail (exit 4) when a SAFE scenario's bursts did not overlap enough to prove anything")
-	opts.Shape.register(fs, 8, 100)
+	opts.Shape.register(fs, f.Registry, 8, 100)
+	completeEnums(c, f.Registry)
 	return c
 }
 
@@ -73,16 +75,15 @@ func runDemo(ctx context.Context, o *DemoOptions) error {
 			continue
 		}
 		for _, dc := range spec.Demo {
-			plans = append(plans, demoPlan(o, spec, dc))
+			p, err := demoPlan(o, spec, dc)
+			if err != nil {
+				return usageError(err)
+			}
+			plans = append(plans, p)
 		}
 	}
 	if len(plans) == 0 {
 		return usageErrorf("backend %s has no demo scenarios", o.Backend)
-	}
-	for _, p := range plans {
-		if err := p.Params.Validate(); err != nil {
-			return usageError(err)
-		}
 	}
 	title := fmt.Sprintf("racetest demo — %d runs on %s, %d attempts released together, up to %d bursts each",
 		len(plans), o.Backend, o.Shape.Attempts, o.Shape.Bursts)
@@ -106,36 +107,34 @@ func runDemo(ctx context.Context, o *DemoOptions) error {
 	return verdictError(ctx, cases)
 }
 
-func demoPlan(o *DemoOptions, spec scenarios.Spec, dc scenarios.DemoCase) plan {
-	replicas, waves, deploy := o.Shape.Replicas, o.Shape.Waves, o.Shape.Deploy
+func demoPlan(o *DemoOptions, spec scenarios.Spec, dc scenarios.DemoCase) (plan, error) {
+	sh := o.Shape.plan(o.Shape.Replicas)
 	if dc.Replicas > 0 {
-		replicas = dc.Replicas
+		sh.Replicas = dc.Replicas
 	}
 	if dc.Waves > 0 {
-		waves, deploy = dc.Waves, dc.Deploy
+		sh.Waves, sh.Deploy = dc.Waves, dc.Deploy
 	}
-	p := o.Shape.params(replicas)
 	if dc.Variant != "" {
-		p.Variant = dc.Variant
+		sh.Variant = dc.Variant
 	}
-	if dc.Gap > 0 && p.Gap == 0 {
-		p.Gap = dc.Gap
+	if dc.Gap > 0 && sh.Gap == 0 {
+		sh.Gap = dc.Gap
 	}
 	name := spec.Name
 	if dc.Label != "" {
 		name += " (" + dc.Label + ")"
 	}
-	cfg := o.Shape.config(spec, replicas, waves, deploy)
+	p, err := runplan.Build(o.Registry, runplan.Request{
+		Scenario: spec.Name, Backend: o.Backend, Name: name, Shape: sh, Catalog: true, Strict: o.Strict,
+	})
+	if err != nil {
+		return plan{}, err
+	}
 	if dc.Bursts > 0 && !o.burstsSet {
-		cfg.Bursts = min(cfg.Bursts, dc.Bursts)
+		p.Config.Bursts = min(p.Config.Bursts, dc.Bursts)
 	}
-	return plan{
-		Case: report.Case{
-			Name: name, Scenario: spec.Name, Backend: o.Backend, Lesson: spec.Lesson,
-			Strict: o.Strict, Settings: settings(o.Backend, p, cfg),
-		},
-		Params: p, Config: cfg, Catalog: true,
-	}
+	return p, nil
 }
 
 func has(xs []string, x string) bool {

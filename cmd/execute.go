@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -14,19 +13,12 @@ import (
 	"github.com/racetest/racetest/internal/printable"
 	"github.com/racetest/racetest/report"
 	"github.com/racetest/racetest/runner"
+	"github.com/racetest/racetest/runplan"
 	"github.com/racetest/racetest/scenarios"
 )
 
-// plan is one run to carry out: the case as the report will show it, the
-// scenario's parameters and the runner's shape.
-type plan struct {
-	Case   report.Case
-	Params scenarios.Params
-	Config runner.Config
-	// Catalog: the expectation is the catalog's, resolved again once the
-	// run has named its server (scenarios.Expectations).
-	Catalog bool
-}
+// plan is one run to carry out, as runplan.Build makes it.
+type plan = runplan.Run
 
 // execute carries out plans one after the other and returns their cases.
 // A run that cannot be set up becomes a case with Err; Ctrl-C stops after
@@ -61,7 +53,7 @@ func execute(ctx context.Context, f *Factory, plans []plan, each func(report.Cas
 		}
 		end()
 		if p.Catalog {
-			c = catalogExpect(f.Registry, c, p.Params)
+			c = runplan.ResolveCatalog(f.Registry, c, p.Params)
 		}
 		cases = append(cases, c)
 		if each != nil {
@@ -132,24 +124,6 @@ func (r *runs) leftovers() string {
 	return "What the interrupted run made may remain:" + b.String()
 }
 
-// catalogExpect sets a case's expectation from the catalog's table, now
-// that the server is known, and notes why when a row of the table decided
-// it (the isolation level, the variant, the server's own behaviour).
-func catalogExpect(reg *scenarios.Registry, c report.Case, p scenarios.Params) report.Case {
-	server := ""
-	if c.Result != nil {
-		server = c.Result.Server
-	}
-	e, why := reg.Expect(c.Scenario, c.Backend, p, server)
-	c.Expect = report.Expect{Kind: report.ExpectKind(e)}
-	if why != "" && c.Result != nil {
-		r := *c.Result
-		r.Notes = append(append([]string(nil), r.Notes...), report.CatalogNotePrefix+fmt.Sprintf("expects %s here: %s", strings.ToUpper(string(e)), why))
-		c.Result = &r
-	}
-	return c
-}
-
 // badParam returns the first case a backend refused for a parameter, as a
 // usage error: a run whose only case never began reports nothing else.
 func badParam(cases []report.Case) error {
@@ -211,38 +185,6 @@ func strictHint(w io.Writer, cases []report.Case) {
 			return
 		}
 	}
-}
-
-// settings lists the knobs of a run that a reader of the report needs.
-func settings(b string, p scenarios.Params, cfg runner.Config) map[string]string {
-	s := map[string]string{}
-	if p.Gap > 0 {
-		s["gap"] = p.Gap.String()
-	}
-	if b == "memory" {
-		// The seed drives the embedded store's jitter; elsewhere it changes nothing.
-		s["latency"] = p.Latency.String()
-		s["seed"] = strconv.FormatInt(p.Seed, 10)
-	}
-	if cfg.Replicas > 1 {
-		s["replicas"] = strconv.Itoa(cfg.Replicas)
-	}
-	if p.TTL != scenarios.DefaultTTL && p.TTL > 0 {
-		s["ttl"] = p.TTL.String()
-	}
-	if cfg.Timeout != runner.DefaultTimeout {
-		s["timeout"] = cfg.Timeout.String()
-	}
-	if cfg.Waves > 1 {
-		s["waves"] = strconv.Itoa(cfg.Waves)
-		s["deploy"] = strconv.FormatBool(cfg.Deploy)
-	}
-	for k, v := range map[string]string{"isolation": p.Isolation, "engine": p.Engine, "variant": p.Variant, "fault": p.Fault} {
-		if v != "" {
-			s[k] = v
-		}
-	}
-	return s
 }
 
 func checkDurations(named map[string]time.Duration) error {

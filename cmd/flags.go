@@ -8,11 +8,8 @@ import (
 	"time"
 
 	"github.com/racetest/racetest/runner"
+	"github.com/racetest/racetest/runplan"
 	"github.com/racetest/racetest/scenarios"
-	"github.com/racetest/racetest/scenarios/mongostore"
-	"github.com/racetest/racetest/scenarios/mysqlstore"
-	"github.com/racetest/racetest/scenarios/pgstore"
-	"github.com/racetest/racetest/scenarios/redisstore"
 	"github.com/spf13/pflag"
 )
 
@@ -27,42 +24,30 @@ type shapeFlags struct {
 	Conn                              scenarios.Connections
 }
 
-func (s *shapeFlags) register(fs *pflag.FlagSet, attempts, bursts int) {
+func (s *shapeFlags) register(fs *pflag.FlagSet, reg *scenarios.Registry, attempts, bursts int) {
 	fs.IntVarP(&s.Attempts, "attempts", "n", attempts, "attempts released together in each burst")
 	fs.IntVar(&s.Bursts, "bursts", bursts, "bursts to fire, each at a fresh subject")
 	fs.IntVar(&s.Replicas, "replicas", runner.DefaultReplicas, "application replicas; attempts are spread round-robin over them")
 	fs.IntVar(&s.Waves, "waves", runner.DefaultWaves, "waves of attempts per burst, all at the same subject")
 	fs.BoolVar(&s.Deploy, "deploy", false, "restart every replica between waves (a deploy wipes their memory)")
 	fs.DurationVar(&s.Timeout, "timeout", runner.DefaultTimeout, "per-attempt timeout; an attempt past it counts as unknown")
-	s.registerParams(fs)
+	s.registerParams(fs, reg)
 }
 
 // registerParams registers the flags that shape the scenario itself (its
 // parameters and the servers' addresses): every command that builds a
 // scenario shares them, 'racetest serve' included.
-func (s *shapeFlags) registerParams(fs *pflag.FlagSet) {
+func (s *shapeFlags) registerParams(fs *pflag.FlagSet, reg *scenarios.Registry) {
 	fs.DurationVar(&s.Gap, "gap", 0, "extra delay between check and write, to widen the window on purpose")
 	fs.DurationVar(&s.Latency, "latency", scenarios.DefaultLatency, "memory backend: simulated round trip of each store operation (0 allowed)")
 	fs.DurationVar(&s.TTL, "ttl", scenarios.DefaultTTL, "ttl-lease: lease length")
 	fs.Int64Var(&s.Seed, "seed", 0, "seed for the run's random choices, such as the memory backend's round-trip jitter (0: a fresh one); recorded in the report")
-	fs.StringVar(&s.Isolation, "isolation", "", "SQL backends: read-uncommitted, read-committed, repeatable-read or serializable (default: the server's)")
-	fs.StringVar(&s.Engine, "engine", "", "mysql backend: storage engine, innodb (default) or myisam")
-	fs.StringVar(&s.Variant, "variant", "", "scenario variant: for-update (check-then-write on SQL), one-active (unique-insert as one active row per user)")
+	fs.StringVar(&s.Isolation, "isolation", "", isolationHelp(reg))
+	fs.StringVar(&s.Engine, "engine", "", engineHelp(reg))
+	fs.StringVar(&s.Variant, "variant", "", variantHelp(reg))
 	fs.StringVar(&s.Fault, "fault", "", "a fault to inject into a cluster scripts/cluster.sh started: failover-after-act (failover-lock's default) or none")
 	fs.BoolVar(&s.Keep, "keep", false, "keep the run's namespaced tables, keys and collections for inspection")
-	registerConn(fs, &s.Conn)
-}
-
-// registerConn registers the servers' addresses, defaulting to the
-// RACETEST_* environment variables.
-func registerConn(fs *pflag.FlagSet, c *scenarios.Connections) {
-	fs.StringVar(&c.RedisURL, "redis-url", os.Getenv("RACETEST_REDIS_URL"), "Redis URL (env RACETEST_REDIS_URL; default "+redisstore.DefaultURL+")")
-	fs.StringVar(&c.MySQLDSN, "mysql-dsn", os.Getenv("RACETEST_MYSQL_DSN"), "MySQL/MariaDB DSN or mysql:// URL (env RACETEST_MYSQL_DSN; default "+mysqlstore.DefaultDSN+")")
-	fs.StringVar(&c.PostgresURL, "postgres-url", os.Getenv("RACETEST_POSTGRES_URL"), "PostgreSQL URL (env RACETEST_POSTGRES_URL; default "+pgstore.DefaultURL+")")
-	fs.StringVar(&c.MongoURI, "mongo-uri", os.Getenv("RACETEST_MONGO_URI"), "MongoDB URI (env RACETEST_MONGO_URI; default "+mongostore.DefaultURI+")")
-	fs.StringVar(&c.RedisReadURL, "redis-read-url", os.Getenv("RACETEST_REDIS_READ_URL"), "a replica of --redis-url, for scenarios that read or promote a replica (env RACETEST_REDIS_READ_URL; scripts/cluster.sh start redis-replica)")
-	fs.StringVar(&c.PostgresReadURL, "postgres-read-url", os.Getenv("RACETEST_POSTGRES_READ_URL"), "a streaming replica of --postgres-url, for scenarios whose check reads a replica (env RACETEST_POSTGRES_READ_URL; scripts/cluster.sh start postgres-replica)")
-	fs.StringVar(&c.MySQLReadDSN, "mysql-read-dsn", os.Getenv("RACETEST_MYSQL_READ_DSN"), "a replica of --mysql-dsn, for scenarios whose check reads a replica (env RACETEST_MYSQL_READ_DSN; scripts/cluster.sh start mariadb-replica)")
+	registerConn(fs, reg, &s.Conn)
 }
 
 // validate checks what no backend could use, and a burst too large for
@@ -104,33 +89,13 @@ func (s *shapeFlags) params(replicas int) scenarios.Params {
 	}
 }
 
-// config builds the runner's shape for one run.
-func (s *shapeFlags) config(spec scenarios.Spec, replicas, waves int, deploy bool) runner.Config {
-	return runner.NewConfig(
-		runner.Attempts(s.Attempts), runner.Bursts(s.Bursts), runner.Replicas(replicas),
-		runner.Waves(waves), runner.Deploy(deploy), runner.Allowed(spec.Allowed),
-		runner.Timeout(s.Timeout), runner.Keep(s.Keep),
-	)
-}
-
-// connFlags are the flags that name a server; an explicitly empty value
-// is a mistake (an unset variable in a script), never "the default".
-var connFlags = []string{"redis-url", "mysql-dsn", "postgres-url", "mongo-uri"}
-
-// checkConnFlags refuses a connection flag given with an empty value.
-func checkConnFlags(fs *pflag.FlagSet) error {
-	for _, name := range connFlags {
-		if f := fs.Lookup(name); f != nil && f.Changed && f.Value.String() == "" {
-			return usageErrorf("--%s was given an empty value: name the server (or leave the flag out to use %s or the default)",
-				name, connFlagEnv[name])
-		}
+// plan is the run's shape for runplan, with replicas replicas.
+func (s *shapeFlags) plan(replicas int) runplan.Shape {
+	return runplan.Shape{
+		Attempts: s.Attempts, Bursts: s.Bursts, Replicas: replicas, Waves: s.Waves, Deploy: s.Deploy, Keep: s.Keep,
+		Gap: s.Gap, Latency: s.Latency, TTL: s.TTL, Timeout: s.Timeout, Seed: s.Seed,
+		Isolation: s.Isolation, Engine: s.Engine, Variant: s.Variant, Fault: s.Fault, Conn: s.Conn,
 	}
-	return nil
-}
-
-var connFlagEnv = map[string]string{
-	"redis-url": "RACETEST_REDIS_URL", "mysql-dsn": "RACETEST_MYSQL_DSN",
-	"postgres-url": "RACETEST_POSTGRES_URL", "mongo-uri": "RACETEST_MONGO_URI",
 }
 
 // attemptCost is what one attempt of a burst costs racetest's memory, in

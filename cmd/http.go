@@ -116,7 +116,7 @@ Effects checks (--effects), run after each burst with the burst's template value
 	fs.BoolVar(&opts.Strict, "strict", false, "fail (exit 4) when the bursts did not overlap enough to prove anything")
 	fs.StringVarP(&opts.Format, "format", "o", "table", "output format: "+strings.Join(report.Formats(), ", "))
 	fs.BoolVar(&opts.Timeline, "timeline", true, "draw the example burst of a RACE as a timeline (table format)")
-	registerConn(fs, &opts.Conn)
+	registerConn(fs, f.Registry, &opts.Conn)
 	return c
 }
 

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/builtin"
 )
 
@@ -160,9 +159,9 @@ func TestSecondInterruptQuitsAtOnce(t *testing.T) {
 // --keep names what it kept, in the table and in the JSON.
 func TestKeepNamesTheKeptObjects(t *testing.T) {
 	reg := memoryOnly()
-	// A server backend's name on the embedded store: the note depends on
-	// the backend, and the store leaves nothing behind.
-	reg.AddBackend(scenarios.Backend{Name: "postgres", Server: true})
+	// A server backend's name (memoryOnly declares it) on the embedded
+	// store: the note depends on the backend, and the store leaves nothing
+	// behind.
 	fac, err := reg.Factory("unique-insert", "memory")
 	if err != nil {
 		t.Fatal(err)

@@ -56,6 +56,7 @@ inconclusive under --strict.`,
 	fs := c.Flags()
 	fs.StringVarP(&opts.Format, "format", "o", "table", "output format: "+strings.Join(report.Formats(), ", "))
 	fs.StringVar(&opts.Title, "title", "", "a title above the report (default: the one the report recorded)")
+	completeEnums(c, f.Registry)
 	return c
 }
 

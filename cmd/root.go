@@ -105,7 +105,7 @@ many attempts actually executed — the races a one-click test never sees.`,
 	root.SetOut(f.IO.Out)
 	root.SetErr(f.IO.ErrOut)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
-	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error { return checkConnFlags(c.Flags()) }
+	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error { return checkConnFlags(c.Flags(), f.Registry) }
 	root.AddCommand(
 		NewCmdList(f),
 		NewCmdRun(f, nil),

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/racetest/racetest/release"
 	"github.com/racetest/racetest/report"
+	"github.com/racetest/racetest/runplan"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/spf13/cobra"
 )
@@ -47,13 +49,7 @@ func NewCmdRun(f *Factory, runF func(context.Context, *RunOptions) error) *cobra
 			}
 			return nil
 		},
-		ValidArgsFunction: func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-			var names []string
-			for _, s := range f.Registry.Scenarios() {
-				names = append(names, s.Name)
-			}
-			return names, cobra.ShellCompDirectiveNoFileComp
-		},
+		ValidArgsFunction: completeScenario(f.Registry),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Scenario = args[0]
 			if runF != nil {
@@ -63,15 +59,16 @@ func NewCmdRun(f *Factory, runF func(context.Context, *RunOptions) error) *cobra
 		},
 	}
 	fs := c.Flags()
-	fs.StringVarP(&opts.Backend, "backend", "b", "memory", "where the shared state lives (see 'racetest list')")
+	fs.StringVarP(&opts.Backend, "backend", "b", "memory", "where the shared state lives: "+strings.Join(backendNames(f.Registry), ", ")+" (see 'racetest list')")
 	fs.StringVarP(&opts.Format, "format", "o", "table", "output format: "+strings.Join(report.Formats(), ", "))
 	fs.StringVar(&opts.Expect, "expect", "safe", "what the run must show: safe, race, lost, max=N, range=MIN-MAX effects per burst, or catalog (the catalog's expectation for this backend, isolation, variant and server)")
 	fs.BoolVar(&opts.Strict, "strict", false, "fail (exit 4) when the bursts did not overlap enough to prove anything")
 	fs.BoolVar(&opts.Timeline, "timeline", true, "draw the example burst of a RACE as a timeline (table format)")
-	opts.Shape.register(fs, 16, 100)
+	opts.Shape.register(fs, f.Registry, 16, 100)
 	fs.BoolVar(&opts.Processes, "processes", false, "run each replica as a real 'racetest serve' process; attempts reach them over HTTP, round-robin")
 	fs.BoolVar(&opts.RestartBetween, "restart-between", false, "restart the replicas between two waves at the same subject (a deploy): --waves 2 --deploy")
-	fs.StringVar(&opts.Release, "release", string(release.Default), "how each burst's attempts are released: auto (last-byte where the backend has a wire, else gate), gate, or last-byte (each first request held back by its last byte, all released in one loop; redis, mysql, postgres, mongo)")
+	fs.StringVar(&opts.Release, "release", string(release.Default), releaseHelp(f.Registry))
+	completeEnums(c, f.Registry)
 	return c
 }
 
@@ -103,34 +100,22 @@ func runRun(ctx context.Context, o *RunOptions) error {
 	if err := o.Shape.validate(o.Backend); err != nil {
 		return err
 	}
-	releaseOn := o.Backend
-	if o.Processes {
-		releaseOn = release.Processes
+	req := runplan.Request{
+		Scenario: spec.Name, Backend: o.Backend, Shape: o.Shape.plan(o.Shape.Replicas),
+		Release: cmp.Or(o.Release, string(release.Default)), Expect: expect, Catalog: catalog, Strict: o.Strict,
 	}
-	rel, err := release.New(o.Release, releaseOn)
-	if err != nil {
+	if o.Processes {
+		req.ReleaseOn = release.Processes
+	}
+	pl, err := runplan.Build(o.Registry, req)
+	if fe := new(runplan.FieldError); errors.As(err, &fe) && fe.Field == "release" {
 		return usageError(fmt.Errorf("--release: %w", err))
 	}
-	rel.KeepGate(spec.AutoGate())
-	if rel.Warning != "" {
-		fmt.Fprintln(o.IO.ErrOut, "racetest: warning: "+rel.Warning)
-	}
-	p := o.Shape.params(o.Shape.Replicas)
-	if err := p.Validate(); err != nil {
+	if err != nil {
 		return usageError(err)
 	}
-	p.Dial = rel.Dial
-	cfg := o.Shape.config(spec, o.Shape.Replicas, o.Shape.Waves, o.Shape.Deploy)
-	for _, opt := range rel.Options() {
-		opt(&cfg)
-	}
-	pl := plan{
-		Case: report.Case{
-			Name: spec.Name, Scenario: spec.Name, Backend: o.Backend, Lesson: spec.Lesson,
-			Expect: expect, Strict: o.Strict, Settings: settings(o.Backend, p, cfg),
-			Release: string(rel.Mode),
-		},
-		Params: p, Config: cfg, Catalog: catalog,
+	if pl.Warning != "" {
+		fmt.Fprintln(o.IO.ErrOut, "racetest: warning: "+pl.Warning)
 	}
 	f := o.Factory
 	if o.Processes {

@@ -58,6 +58,7 @@ tables or keys it made.`,
 			}
 			return nil
 		},
+		ValidArgsFunction: completeScenario(f.Registry),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Scenario = args[0]
 			if runF != nil {
@@ -67,11 +68,11 @@ tables or keys it made.`,
 		},
 	}
 	fs := c.Flags()
-	fs.StringVarP(&opts.Backend, "backend", "b", "memory", "where the shared state lives (see 'racetest list')")
+	fs.StringVarP(&opts.Backend, "backend", "b", "memory", "where the shared state lives: "+strings.Join(backendNames(f.Registry), ", ")+" (see 'racetest list')")
 	fs.StringVar(&opts.Addr, "addr", "127.0.0.1:8080", "address to listen on (HOST:PORT; port 0 picks a free one)")
 	fs.IntVar(&opts.Workers, "workers", runner.DefaultAttempts, "store connections to open up front (more open when more attempts arrive at once)")
 	fs.DurationVar(&opts.Timeout, "timeout", runner.DefaultTimeout, "per-attempt timeout; an attempt past it answers 504 (unknown)")
-	opts.Shape.registerParams(fs)
+	opts.Shape.registerParams(fs, f.Registry)
 	fs.StringVar(&opts.RunID, "run-id", "", "run id that names the store's objects (set by 'run --processes')")
 	fs.BoolVar(&opts.Attached, "attached", false, "started by 'run --processes': the parent owns the store and the subjects; stop when stdin closes")
 	fs.IntVar(&opts.Replica, "replica", 0, "this replica's number")
@@ -79,6 +80,7 @@ tables or keys it made.`,
 	for _, name := range []string{"run-id", "attached", "replica", "replicas"} {
 		fs.MarkHidden(name)
 	}
+	completeEnums(c, f.Registry)
 	return c
 }
 
@@ -204,7 +206,7 @@ func processFactory(o *RunOptions, spec scenarios.Spec, pl *plan) (*Factory, err
 			Args: func(replica, workers int) []string {
 				return serveArgs(spec.Name, backend.Name, p, shape, replica, replicas, workers)
 			},
-			Env:             connEnv(p.Conn),
+			Env:             connEnv(base, p.Conn),
 			Control:         control,
 			PerProcessStore: perProcess,
 			Timeout:         shape.Timeout,
@@ -228,25 +230,4 @@ func serveArgs(scenario, backend string, p scenarios.Params, s shapeFlags, repli
 		"--gap", p.Gap.String(), "--latency", p.Latency.String(), "--ttl", p.TTL.String(),
 		"--seed", strconv.FormatInt(p.Seed, 10), "--isolation", p.Isolation, "--engine", p.Engine, "--variant", p.Variant,
 	}
-}
-
-// connEnv is this process's environment with the run's connection strings
-// in RACETEST_*, where a replica's flags read their defaults.
-func connEnv(c scenarios.Connections) []string {
-	set := map[string]string{
-		"RACETEST_REDIS_URL": c.RedisURL, "RACETEST_MYSQL_DSN": c.MySQLDSN,
-		"RACETEST_POSTGRES_URL": c.PostgresURL, "RACETEST_MONGO_URI": c.MongoURI,
-	}
-	var env []string
-	for _, kv := range os.Environ() {
-		if k, _, _ := strings.Cut(kv, "="); set[k] == "" {
-			env = append(env, kv)
-		}
-	}
-	for k, v := range set {
-		if v != "" {
-			env = append(env, k+"="+v)
-		}
-	}
-	return env
 }

@@ -105,7 +105,7 @@ func newCmdScript(f *Factory, d script.Dialect, runF func(context.Context, *Scri
 	fs.BoolVar(&opts.Strict, "strict", false, "fail (exit 4) when the bursts did not overlap enough to prove anything")
 	fs.StringVarP(&opts.Format, "format", "o", "table", "output format: table, json, junit or markdown")
 	fs.BoolVar(&opts.Timeline, "timeline", true, "draw the example burst of a RACE as a timeline, its steps named file:line")
-	registerConn(fs, &opts.Conn)
+	registerConn(fs, f.Registry, &opts.Conn)
 	return c
 }
 

@@ -18,10 +18,6 @@ import (
 	"github.com/racetest/racetest/report"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
-	"github.com/racetest/racetest/scenarios/mongostore"
-	"github.com/racetest/racetest/scenarios/mysqlstore"
-	"github.com/racetest/racetest/scenarios/pgstore"
-	"github.com/racetest/racetest/scenarios/redisstore"
 	"github.com/racetest/racetest/suite"
 	"github.com/spf13/cobra"
 )
@@ -94,18 +90,13 @@ the flag (--mysql-dsn, …), then defaults.connections in the file, then the env
 	fs.StringVar(&opts.Color, "color", "auto", "colour the table and log: auto (on a terminal), always or never")
 	fs.BoolVar(&opts.Timeline, "timeline", false, "draw the example burst of each RACE as a timeline under the table")
 	fs.BoolVar(&opts.Keep, "keep", false, "keep every run's namespaced tables, keys and collections for inspection")
-	fs.StringVar(&opts.Conn.RedisURL, "redis-url", "", "Redis URL for every redis case (overrides the suite file)")
-	fs.StringVar(&opts.Conn.MySQLDSN, "mysql-dsn", "", "MySQL/MariaDB DSN or mysql:// URL for every mysql case (overrides the suite file)")
-	fs.StringVar(&opts.Conn.PostgresURL, "postgres-url", "", "PostgreSQL URL for every postgres case (overrides the suite file)")
-	fs.StringVar(&opts.Conn.MongoURI, "mongo-uri", "", "MongoDB URI for every mongo case (overrides the suite file)")
+	for _, b := range connBackends(f.Registry) {
+		// No default from the environment here: a suite reads it last,
+		// after the file's own defaults.connections.
+		fs.StringVar(b.Conn.Field(&opts.Conn), b.Conn.Flag, "", fmt.Sprintf("%s for every %s case (overrides the suite file)", b.Conn.What, b.Name))
+	}
+	completeEnums(c, f.Registry)
 	return c
-}
-
-// localAddresses are the standard local addresses "default" accepts, as
-// each backend defines them.
-var localAddresses = map[string]string{
-	"redis": redisstore.DefaultURL, "mysql": mysqlstore.DefaultDSN,
-	"postgres": pgstore.DefaultURL, "mongo": mongostore.DefaultURI,
 }
 
 func runSuite(ctx context.Context, o *SuiteOptions) error {
@@ -139,13 +130,11 @@ func runSuite(ctx context.Context, o *SuiteOptions) error {
 	}
 	ps := make([]plan, len(plans))
 	for i, p := range plans {
-		ps[i] = plan{Case: p.Case, Params: p.Params, Config: p.Config, Catalog: p.Catalog}
+		ps[i] = p.Run
 		if p.HTTP != nil {
 			ps[i].Case.Settings = httpSettings(p)
 			ps[i].Case.Release = ps[i].Case.Settings["release"]
 			ps[i].Case.Lesson = httpLesson
-		} else {
-			ps[i].Case.Settings = settings(p.Case.Backend, p.Params, p.Config)
 		}
 		if p.Prove > 0 {
 			ps[i].Case.Settings["prove"] = formatBound(p.Prove)
@@ -261,7 +250,7 @@ func readSuite(o *SuiteOptions) ([]suite.Plan, error) {
 		return nil, err
 	}
 	return s.Plans(o.Registry, suite.Options{
-		Conn: o.Conn, Env: os.LookupEnv, Strict: o.Strict, AllowInconclusive: o.AllowInconclusive, Keep: o.Keep, Dir: dir, Local: localAddresses,
+		Conn: o.Conn, Env: os.LookupEnv, Strict: o.Strict, AllowInconclusive: o.AllowInconclusive, Keep: o.Keep, Dir: dir,
 	})
 }
 

@@ -27,8 +27,7 @@ import (
 // build fails as an unreachable server does, and counts its calls: enough
 // to test connections and setup errors without a server.
 func withStandIn(builds *int) *scenarios.Registry {
-	r := memoryOnly()
-	r.AddBackend(scenarios.Backend{Name: "postgres", Server: true})
+	r := memoryOnly() // it declares postgres, with its connection
 	for _, s := range scenarios.Core() {
 		r.Register(s.Name, "postgres", func(context.Context, scenarios.Params) (runner.Target, error) {
 			*builds++
@@ -342,7 +341,7 @@ func TestCatalogSuiteCoversTheCatalog(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg := builtin.Registry()
-	plans, err := s.Plans(reg, suite.Options{Local: localAddresses})
+	plans, err := s.Plans(reg, suite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

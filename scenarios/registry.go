@@ -5,6 +5,7 @@ package scenarios
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -14,12 +15,57 @@ import (
 // Factory builds one scenario on one backend for a run.
 type Factory func(ctx context.Context, p Params) (runner.Target, error)
 
-// Backend describes where the shared state lives.
+// Backend describes where the shared state lives, and everything the
+// command line, the environment and a suite file need to know about it:
+// its connection and the knobs it accepts. The flags, their help text and
+// completions, the environment lookup and a suite's connections: keys are
+// all generated from these, so adding a backend takes this one place.
 type Backend struct {
 	Name    string
 	Summary string
 	// Server is false for the embedded backend, which needs no server.
 	Server bool
+	// Conn is how a server backend is reached; nil for one that needs no
+	// connection.
+	Conn *Connection
+	// Isolations are the isolation levels the backend accepts (--isolation,
+	// isolation:); nil: it has none to choose.
+	Isolations []string
+	// Engines are the storage engines it accepts (--engine); the first is
+	// its default. Nil: it has none to choose.
+	Engines []string
+	// Releases are the release modes that act on its wire (--release)
+	// besides the gate, which every backend has.
+	Releases []string
+	// ReadConn is how a replica of the server is reached, for the
+	// clustered scenarios (replica-read, failover-lock); nil: the backend
+	// has none. Its Default is "": no replica unless one is named.
+	ReadConn *Connection
+}
+
+// Connection is how one server backend is reached.
+type Connection struct {
+	// Flag is the command-line flag that names the server, without its
+	// dashes ("mysql-dsn").
+	Flag string
+	// Env is the environment variable the flag falls back to.
+	Env string
+	// Default is the standard local address, dialled when neither is set
+	// (and accepted by a suite's "default").
+	Default string
+	// What says what the flag takes, for help text ("PostgreSQL URL").
+	What string
+	// Redact hides the password of an address written in any form the
+	// backend accepts, for output.
+	Redact func(string) string
+	// Field is where the backend's address is in Connections.
+	Field func(*Connections) *string
+}
+
+// Accepts reports whether b accepts the value v for a knob whose accepted
+// values are vs ("" always: the backend's default).
+func Accepts(vs []string, v string) bool {
+	return v == "" || slices.Contains(vs, v)
 }
 
 // Registry maps scenario × backend to a Factory. It is a value: build one
@@ -28,17 +74,23 @@ type Registry struct {
 	specs    []Spec
 	backends []Backend
 	impls    map[[2]string]Factory
+	variants map[[2]string][]string
 }
 
 // NewRegistry returns an empty registry.
-func NewRegistry() *Registry { return &Registry{impls: map[[2]string]Factory{}} }
+func NewRegistry() *Registry {
+	return &Registry{impls: map[[2]string]Factory{}, variants: map[[2]string][]string{}}
+}
 
 // Clone returns a copy of r that can be added to without changing r.
 func (r *Registry) Clone() *Registry {
 	c := &Registry{specs: append([]Spec(nil), r.specs...), backends: append([]Backend(nil), r.backends...),
-		impls: make(map[[2]string]Factory, len(r.impls))}
+		impls: make(map[[2]string]Factory, len(r.impls)), variants: make(map[[2]string][]string, len(r.variants))}
 	for k, f := range r.impls {
 		c.impls[k] = f
+	}
+	for k, v := range r.variants {
+		c.variants[k] = v
 	}
 	return c
 }
@@ -77,6 +129,34 @@ func (r *Registry) Register(scenario, backend string, f Factory) {
 		panic("scenarios: duplicate implementation of " + scenario + " on " + backend)
 	}
 	r.impls[k] = f
+}
+
+// SetVariants records the variants scenario accepts on backend (besides
+// "", its default), as the implementation validates them: help text and
+// completions list them from here. The implementation must be registered.
+func (r *Registry) SetVariants(scenario, backend string, variants []string) {
+	k := [2]string{scenario, backend}
+	if _, ok := r.impls[k]; !ok {
+		panic("scenarios: variants of unregistered " + scenario + " on " + backend)
+	}
+	r.variants[k] = append([]string(nil), variants...)
+}
+
+// Variants lists the variants scenario accepts on backend, or on any
+// backend when backend is "", in the order they were registered.
+func (r *Registry) Variants(scenario, backend string) []string {
+	var out []string
+	for _, b := range r.backends {
+		if backend != "" && b.Name != backend {
+			continue
+		}
+		for _, v := range r.variants[[2]string{scenario, b.Name}] {
+			if !slices.Contains(out, v) {
+				out = append(out, v)
+			}
+		}
+	}
+	return out
 }
 
 // Scenarios lists the specs in catalog order.

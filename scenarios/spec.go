@@ -123,17 +123,20 @@ type Params struct {
 // DialFunc dials a network connection, as net.Dialer.DialContext does.
 type DialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
 
-// Connections are the servers' addresses. Empty means the standard local port.
+// Connections are the servers' addresses, one field per server backend
+// (whose Connection.Field points at it). Empty means the standard local
+// address. The YAML keys, a suite's connections:, are the backends' names.
 type Connections struct {
-	RedisURL    string
-	MySQLDSN    string
-	PostgresURL string
-	MongoURI    string
-	// The read endpoints (replicas) of scenarios whose check reads a
-	// replica while the write goes to the primary; "" means none.
-	RedisReadURL    string
-	PostgresReadURL string
-	MySQLReadDSN    string
+	RedisURL    string `yaml:"redis"`
+	MySQLDSN    string `yaml:"mysql"`
+	PostgresURL string `yaml:"postgres"`
+	MongoURI    string `yaml:"mongo"`
+	// The read endpoints (replicas) of the clustered scenarios, whose
+	// check reads a replica or whose fault promotes one; "" means none.
+	// A backend's ReadConn points at its own.
+	RedisReadURL    string `yaml:"-"`
+	PostgresReadURL string `yaml:"-"`
+	MySQLReadDSN    string `yaml:"-"`
 }
 
 // Variant names shared by every backend that has the variant.

@@ -116,7 +116,7 @@ func (c *checker) httpCase(path string, k *Case, sh shape, p *Plan) {
 	if k.Connection != "" {
 		c.fail(path+".connection", "an http case's only connection is its effects check's, taken from the suite's connections")
 	}
-	c.applicable(path, k.Shape, "http")
+	c.applicable(path, k.Shape, scenarios.Backend{Name: "http"})
 	cfg := runner.NewConfig(
 		runner.Attempts(sh.attempts), runner.Bursts(sh.bursts), runner.Replicas(sh.replicas),
 		runner.Waves(sh.waves), runner.Deploy(sh.deploy), runner.Allowed(allowed),
@@ -183,7 +183,7 @@ func (c *checker) effects(path, spec string, params *scenarios.Params) {
 		return
 	}
 	if conn, ok := c.connection(path, "", backend, "the effects check"); ok {
-		*serverConns[backend].param(&params.Conn) = conn.value
+		conn.into(&params.Conn)
 	}
 }
 

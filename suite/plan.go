@@ -1,6 +1,8 @@
 package suite
 
 import (
+	"cmp"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -10,6 +12,7 @@ import (
 	"github.com/racetest/racetest/release"
 	"github.com/racetest/racetest/report"
 	"github.com/racetest/racetest/runner"
+	"github.com/racetest/racetest/runplan"
 	"github.com/racetest/racetest/scenarios"
 )
 
@@ -31,18 +34,18 @@ type Options struct {
 	// Dir is the directory relative paths in the suite (body_file) are
 	// read from: the suite file's own.
 	Dir string
-	// Local is each server backend's standard local address, for listings
-	// and messages ("default" leaves the connection empty: the backend
-	// itself dials it).
+	// Local overrides a server backend's standard local address (its
+	// Connection.Default), for listings and messages ("default" leaves the
+	// connection empty: the backend itself dials it).
 	Local map[string]string
 }
 
 // Plan is one case ready to run.
 type Plan struct {
-	// Case is the case as reports show it, before it ran.
-	Case   report.Case
-	Params scenarios.Params
-	Config runner.Config
+	// Run is the case as reports show it before it ran, its parameters and
+	// its shape; its Catalog says the case expects what the catalog's table
+	// says, which the command resolves again once the run names its server.
+	runplan.Run
 	// HTTP is set for an HTTP case; Params then holds no scenario, and
 	// Config the shape (attempts, bursts, timeout).
 	HTTP *HTTP
@@ -53,9 +56,6 @@ type Plan struct {
 	Prove float64
 	// OnServer replaces Case.Expect once the run names its server.
 	OnServer []ServerRule
-	// Catalog: the case expects what the catalog's table says, which the
-	// command resolves again once the run names its server.
-	Catalog bool
 	// Conn is the connection the case uses, redacted, and where it came from.
 	Conn Conn
 	// Line and Column are where the case starts in the file.
@@ -80,24 +80,6 @@ type Conn struct {
 
 // LocalDefault is the word that accepts a backend's standard local address.
 const LocalDefault = "default"
-
-// serverConn is how one server backend is connected.
-type serverConn struct {
-	flag, env string
-	file      func(*Connections) *string
-	param     func(*scenarios.Connections) *string
-}
-
-var serverConns = map[string]serverConn{
-	"redis": {"--redis-url", "RACETEST_REDIS_URL",
-		func(c *Connections) *string { return &c.Redis }, func(c *scenarios.Connections) *string { return &c.RedisURL }},
-	"mysql": {"--mysql-dsn", "RACETEST_MYSQL_DSN",
-		func(c *Connections) *string { return &c.MySQL }, func(c *scenarios.Connections) *string { return &c.MySQLDSN }},
-	"postgres": {"--postgres-url", "RACETEST_POSTGRES_URL",
-		func(c *Connections) *string { return &c.Postgres }, func(c *scenarios.Connections) *string { return &c.PostgresURL }},
-	"mongo": {"--mongo-uri", "RACETEST_MONGO_URI",
-		func(c *Connections) *string { return &c.Mongo }, func(c *scenarios.Connections) *string { return &c.MongoURI }},
-}
 
 // Plans checks the suite against the catalog and the connections at hand,
 // and returns one plan per case, in file order. It reports every problem
@@ -274,74 +256,69 @@ func (c *checker) scenarioCase(path string, k *Case, sh shape, p *Plan) {
 		c.fail(path+".backend", "%v", err)
 		return
 	}
-	c.applicable(path, k.Shape, b.Name)
+	c.applicable(path, k.Shape, b)
 	// A default knob reaches only the backends it means something to.
-	if !slices.Contains([]string{"mysql", "postgres"}, b.Name) {
+	if len(b.Isolations) == 0 {
 		sh.isolation = ""
 	}
-	if b.Name != "mysql" {
+	if len(b.Engines) == 0 {
 		sh.engine = ""
 	}
-	params := scenarios.Params{
-		RunID: scenarios.NewRunID(), Attempts: sh.attempts, Replicas: sh.replicas,
-		Gap: sh.gap, Latency: sh.latency, TTL: sh.ttl, Seed: sh.seed,
-		Isolation: sh.isolation, Engine: sh.engine, Variant: sh.variant,
-	}
+	var conn scenarios.Connections
 	if b.Server {
-		conn, ok := c.connection(path, k.Connection, b.Name, "the case")
+		resolved, ok := c.connection(path, k.Connection, b.Name, "the case")
 		if !ok {
 			return
 		}
-		*serverConns[b.Name].param(&params.Conn) = conn.value
-		p.Conn = conn.Conn
+		resolved.into(&conn)
+		p.Conn = resolved.Conn
 	} else if k.Connection != "" {
 		c.fail(path+".connection", "backend %s runs in racetest's own process and takes no connection", b.Name)
 	}
-	want, _ := c.reg.Expect(spec.Name, b.Name, params, "")
-	catalog := report.Expect{Kind: report.ExpectKind(want)}
-	expect, ok := c.expectation(path, k.Expectation, catalog, sh)
-	if !ok {
-		return
+	catalog := k.MaxEffects == nil && (k.Expect == "" || k.Expect == "catalog")
+	var expect report.Expect
+	if !catalog {
+		var ok bool
+		if expect, ok = c.expectation(path, k.Expectation, report.Expect{}, sh); !ok {
+			return
+		}
 	}
-	cfg := runner.NewConfig(
-		runner.Attempts(sh.attempts), runner.Bursts(sh.bursts), runner.Replicas(sh.replicas),
-		runner.Waves(sh.waves), runner.Deploy(sh.deploy), runner.Allowed(spec.Allowed),
-		runner.Timeout(sh.timeout), runner.Keep(sh.keep || c.o.Keep),
-	)
-	// A mode that does not apply to the backend falls back to the gate; the
-	// run's notes say so (Plan.Options), never silently.
-	rel, err := release.New(sh.release, b.Name)
+	name := k.Name
+	if name == "" {
+		name = defaultName(spec.Name, k.Shape)
+	}
+	run, err := runplan.Build(c.reg, runplan.Request{
+		Scenario: spec.Name, Backend: b.Name, Name: name,
+		Shape: runplan.Shape{
+			Attempts: sh.attempts, Bursts: sh.bursts, Replicas: sh.replicas, Waves: sh.waves,
+			Deploy: sh.deploy, Keep: sh.keep || c.o.Keep,
+			Gap: sh.gap, Latency: sh.latency, TTL: sh.ttl, Timeout: sh.timeout, Seed: sh.seed,
+			Isolation: sh.isolation, Engine: sh.engine, Variant: sh.variant, Conn: conn,
+		},
+		Release: cmp.Or(sh.release, string(release.Default)),
+		Expect:  expect, Catalog: catalog, Strict: c.strict(k),
+	})
 	if err != nil {
-		c.fail(path+".release", "%v", err)
+		field := "backend"
+		if fe := new(runplan.FieldError); errors.As(err, &fe) {
+			field = fe.Field
+		}
+		c.fail(path+"."+field, "%v", err)
 		return
 	}
-	rel.KeepGate(spec.AutoGate())
-	params.Dial = rel.Dial
-	for _, opt := range rel.Options() {
-		opt(&cfg)
-	}
-	if !c.prove(path, k, expect, &cfg, p) {
+	if !c.prove(path, k, run.Case.Expect, &run.Config, p) {
 		return
 	}
 	rules, ok := c.serverRules(path, k.OnServer, sh)
 	if !ok {
 		return
 	}
-	if expect.Kind == report.ExpectMax && expect.Max >= sh.attempts*sh.waves {
+	if e := run.Case.Expect; e.Kind == report.ExpectMax && e.Max >= sh.attempts*sh.waves {
 		c.fail(path+".max_effects", "max_effects %d can never fail: a burst makes at most %d attempts; lower it below %d",
-			expect.Max, sh.attempts*sh.waves, sh.attempts*sh.waves)
+			e.Max, sh.attempts*sh.waves, sh.attempts*sh.waves)
 		return
 	}
-	name := k.Name
-	if name == "" {
-		name = defaultName(spec.Name, k.Shape)
-	}
-	p.Case = report.Case{
-		Name: name, Scenario: spec.Name, Backend: b.Name, Lesson: spec.Lesson,
-		Expect: expect, Strict: c.strict(k), Release: string(rel.Mode),
-	}
-	p.Params, p.Config, p.OnServer = params, cfg, rules
-	p.Catalog = k.MaxEffects == nil && (k.Expect == "" || k.Expect == "catalog")
+	p.Run, p.OnServer = run, rules
 }
 
 // strict reports whether an INCONCLUSIVE run fails the case: by default,
@@ -466,42 +443,44 @@ func (c *checker) serverRules(path string, rules []ServerExpect, sh shape) ([]Se
 // "default" at any of these accepts the standard local address; nothing at
 // all is an error, so that a gate never quietly tests a server nobody chose.
 func (c *checker) connection(path, own, backend, who string) (resolved, bool) {
-	sc, known := serverConns[backend]
-	if !known {
+	b, err := c.reg.Backend(backend)
+	if err != nil || b.Conn == nil {
 		c.fail(path, "racetest suite does not know how to connect to backend %s", backend)
 		return resolved{}, false
 	}
+	sc, flag := b.Conn, "--"+b.Conn.Flag
 	candidates := []struct{ value, source string }{
 		{own, "case"},
-		{*sc.param(&c.o.Conn), sc.flag},
-		{*sc.file(&c.s.File.Defaults.Connections), "suite defaults"},
+		{*sc.Field(&c.o.Conn), flag},
+		{*sc.Field(&c.s.File.Defaults.Connections), "suite defaults"},
 	}
-	if v, _ := c.o.Env(sc.env); v != "" {
-		candidates = append(candidates, struct{ value, source string }{v, "env " + sc.env})
+	if v, _ := c.o.Env(sc.Env); v != "" {
+		candidates = append(candidates, struct{ value, source string }{v, "env " + sc.Env})
 	}
-	local := c.o.Local[backend]
-	if local == "" {
-		local = "its standard local address"
-	}
+	local := cmp.Or(c.o.Local[backend], sc.Default, "its standard local address")
 	for _, cand := range candidates {
 		switch cand.value {
 		case "":
 			continue
 		case LocalDefault:
-			return resolved{Conn: Conn{Value: Redact(local), Source: cand.source + ": default local address"}}, true
+			return resolved{field: sc.Field, Conn: Conn{Value: Redact(local), Source: cand.source + ": default local address"}}, true
 		}
-		return resolved{value: cand.value, Conn: Conn{Value: Redact(cand.value), Source: cand.source}}, true
+		return resolved{field: sc.Field, value: cand.value, Conn: Conn{Value: Redact(cand.value), Source: cand.source}}, true
 	}
 	c.fail(path+".backend", "%s runs on %s, but no %s connection is configured: set defaults.connections.%s "+
 		"(e.g. ${%s}), %s, or env %s; write %s: %s to accept %s",
-		who, backend, backend, backend, sc.env, sc.flag, sc.env, backend, LocalDefault, Redact(local))
+		who, backend, backend, backend, sc.Env, flag, sc.Env, backend, LocalDefault, Redact(local))
 	return resolved{}, false
 }
 
 type resolved struct {
 	value string
+	field func(*scenarios.Connections) *string
 	Conn
 }
+
+// into sets the resolved connection in conn.
+func (r resolved) into(conn *scenarios.Connections) { *r.field(conn) = r.value }
 
 func defaultName(scenario string, sh Shape) string {
 	var knobs []string
@@ -540,14 +519,24 @@ func scenarioNames(r *scenarios.Registry) []string {
 // applicable rejects knobs a case sets on a backend that ignores them: a
 // gate that believes it tested "serializable" on Redis tested nothing.
 // Knobs in the defaults apply only where they mean something.
-func (c *checker) applicable(path string, sh Shape, backend string) {
+func (c *checker) applicable(path string, sh Shape, b scenarios.Backend) {
 	only := func(key string, set bool, backends ...string) {
-		if set && !slices.Contains(backends, backend) {
-			c.fail(path+"."+key, "%s applies to backend %s, not %s", key, strings.Join(backends, " and "), backend)
+		if set && !slices.Contains(backends, b.Name) {
+			c.fail(path+"."+key, "%s applies to backend %s, not %s", key, strings.Join(backends, " and "), b.Name)
 		}
 	}
-	only("isolation", sh.Isolation != nil && *sh.Isolation != "", "mysql", "postgres")
-	only("engine", sh.Engine != nil && *sh.Engine != "", "mysql")
+	// The backends that declare the knob (scenarios.Backend).
+	declaring := func(knob func(scenarios.Backend) []string) []string {
+		var names []string
+		for _, d := range c.reg.Backends() {
+			if len(knob(d)) > 0 {
+				names = append(names, d.Name)
+			}
+		}
+		return names
+	}
+	only("isolation", sh.Isolation != nil && *sh.Isolation != "", declaring(func(d scenarios.Backend) []string { return d.Isolations })...)
+	only("engine", sh.Engine != nil && *sh.Engine != "", declaring(func(d scenarios.Backend) []string { return d.Engines })...)
 	only("latency", sh.Latency != nil, "memory")
 }
 

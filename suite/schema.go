@@ -25,6 +25,8 @@
 // The package never prints and never connects: the command line does both.
 package suite
 
+import "github.com/racetest/racetest/scenarios"
+
 // File is a suite as written, after ${ENV} expansion. Pointer fields tell
 // "not given" from a zero the author wrote.
 type File struct {
@@ -36,8 +38,11 @@ type File struct {
 
 // Defaults apply to every case that does not set the knob itself.
 type Defaults struct {
-	Shape       `yaml:",inline"`
-	Connections Connections `yaml:"connections"`
+	Shape `yaml:",inline"`
+	// Connections are the servers' addresses, by backend name (the
+	// registry's backends that take a connection). The word "default"
+	// accepts the backend's standard local address.
+	Connections scenarios.Connections `yaml:"connections"`
 }
 
 // Shape is a run's knobs, shared by the defaults and each case.
@@ -64,15 +69,6 @@ type Shape struct {
 	// (default) or last-byte (redis, mysql, postgres). An HTTP case sets
 	// its own under http.release.
 	Release *string `yaml:"release"`
-}
-
-// Connections are the servers' addresses, by backend. The word "default"
-// accepts the backend's standard local address.
-type Connections struct {
-	Redis    string `yaml:"redis"`
-	MySQL    string `yaml:"mysql"`
-	Postgres string `yaml:"postgres"`
-	Mongo    string `yaml:"mongo"`
 }
 
 // Case is one run of the suite: a built-in scenario on a backend, or an

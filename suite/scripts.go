@@ -8,6 +8,7 @@ import (
 	"github.com/racetest/racetest/release"
 	"github.com/racetest/racetest/report"
 	"github.com/racetest/racetest/runner"
+	"github.com/racetest/racetest/runplan"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/script"
 )
@@ -97,7 +98,7 @@ func (c *checker) scriptCase(path string, k *Case, sh shape, p *Plan) {
 	if !ok {
 		return
 	}
-	*serverConns[backend].param(&params.Conn) = conn.value
+	conn.into(&params.Conn)
 	p.Conn = conn.Conn
 	cfg := runner.NewConfig(runner.Attempts(sh.attempts), runner.Bursts(sh.bursts), runner.Allowed(allowed),
 		runner.Timeout(sh.timeout))
@@ -124,7 +125,7 @@ func (c *checker) scriptCase(path string, k *Case, sh shape, p *Plan) {
 	p.Script = &ScriptCase{Scripts: scripts}
 	p.Params, p.Config, p.OnServer = params, cfg, rules
 	p.Case = report.Case{Name: name, Scenario: ScriptScenario, Backend: backend, Expect: expect, Strict: c.o.Strict,
-		Release: string(rel.Mode)}
+		Release: string(rel.Mode), Settings: runplan.Settings(backend, params, cfg)}
 }
 
 func btoi(b bool) int {

@@ -13,11 +13,15 @@ import (
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/memstore"
+	"github.com/racetest/racetest/scenarios/mongostore"
+	"github.com/racetest/racetest/scenarios/mysqlstore"
+	"github.com/racetest/racetest/scenarios/pgstore"
+	"github.com/racetest/racetest/scenarios/redisstore"
 	"github.com/racetest/racetest/suite"
 )
 
 // registry is the catalog with the embedded backend and stand-ins for the
-// server backends: Plans never connects, so a stand-in that cannot run is
+// server backends' scenarios: Plans never connects, so a stand-in that cannot run is
 // enough to check names and connections.
 func registry() *scenarios.Registry {
 	r := scenarios.NewRegistry()
@@ -25,10 +29,10 @@ func registry() *scenarios.Registry {
 		r.AddScenario(s)
 	}
 	memstore.Register(r)
-	for _, b := range []string{"redis", "mysql", "postgres", "mongo"} {
-		r.AddBackend(scenarios.Backend{Name: b, Server: true})
+	for _, b := range []scenarios.Backend{redisstore.Backend, mysqlstore.Backend, pgstore.Backend, mongostore.Backend} {
+		r.AddBackend(b) // as the backend declares itself: its connection, its knobs
 		for _, s := range scenarios.Core() {
-			r.Register(s.Name, b, func(context.Context, scenarios.Params) (runner.Target, error) {
+			r.Register(s.Name, b.Name, func(context.Context, scenarios.Params) (runner.Target, error) {
 				return nil, errors.New("stand-in")
 			})
 		}
@@ -123,11 +127,11 @@ cases:
 		t.Fatal(err)
 	}
 	c := s.File.Defaults.Connections
-	if c.MySQL != "app:s3:c@r$t@tcp(db:3306)/app" {
-		t.Errorf("mysql = %q", c.MySQL)
+	if c.MySQLDSN != "app:s3:c@r$t@tcp(db:3306)/app" {
+		t.Errorf("mysql = %q", c.MySQLDSN)
 	}
-	if c.Postgres != "default" {
-		t.Errorf("postgres = %q: an unset variable with a default takes the default", c.Postgres)
+	if c.PostgresURL != "default" {
+		t.Errorf("postgres = %q: an unset variable with a default takes the default", c.PostgresURL)
 	}
 	if got := s.File.Cases[0].Name; got != "cost $5 none $HOME" {
 		t.Errorf("name = %q: $$ is a $, an empty variable takes its default, a bare $NAME stays", got)

@@ -21,6 +21,16 @@ func Isolations() []Isolation {
 	return []Isolation{ReadUncommitted, ReadCommitted, RepeatableRead, Serializable}
 }
 
+// IsolationNames lists the levels' names, weakest first, for help text
+// and a backend's declaration of the levels it accepts.
+func IsolationNames() []string {
+	var names []string
+	for _, l := range Isolations() {
+		names = append(names, string(l))
+	}
+	return names
+}
+
 // ParseIsolation reads a level as a user may spell it ("REPEATABLE_READ",
 // "repeatable read", "repeatable-read"); "" is the server's default.
 func ParseIsolation(s string) (Isolation, error) {

@@ -43,10 +43,13 @@ const (
 // Modes lists the modes the bench compares.
 func Modes() []string { return []string{Naive, Gate, LastByte} }
 
+// Backends are the backends bench can measure (see openStore).
+var Backends = []string{"redis", "mysql", "postgres"}
+
 // Defaults of the default run (about three to five minutes on a two-core
 // machine).
 var (
-	DefaultBackends = []string{"redis", "mysql", "postgres"}
+	DefaultBackends = Backends
 	DefaultAttempts = []int{2, 8, 16, 32}
 	DefaultWindows  = []time.Duration{2 * time.Microsecond, 5 * time.Microsecond, 10 * time.Microsecond,
 		20 * time.Microsecond, 50 * time.Microsecond, 100 * time.Microsecond, 200 * time.Microsecond,

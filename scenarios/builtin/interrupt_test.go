@@ -71,12 +71,13 @@ func (w *interrupting) Cleanup(ctx context.Context) error {
 
 // connections are the servers the tests use, from the environment.
 func connections() scenarios.Connections {
-	return scenarios.Connections{
-		RedisURL:    os.Getenv("RACETEST_REDIS_URL"),
-		MySQLDSN:    os.Getenv("RACETEST_MYSQL_DSN"),
-		PostgresURL: os.Getenv("RACETEST_POSTGRES_URL"),
-		MongoURI:    os.Getenv("RACETEST_MONGO_URI"),
+	var c scenarios.Connections
+	for _, b := range Registry().Backends() {
+		if b.Conn != nil {
+			*b.Conn.Field(&c) = os.Getenv(b.Conn.Env)
+		}
 	}
+	return c
 }
 
 var janitorOf = map[string]func(context.Context, scenarios.Connections) (runs.Janitor, error){

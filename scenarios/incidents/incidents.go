@@ -44,30 +44,33 @@ func Register(r *scenarios.Registry) {
 	for _, s := range Specs() {
 		r.AddScenario(s)
 	}
+	rewardVariants := variantsOf(CheckThenPay, rewardPatterns)
 	impls := []struct {
 		scenario, backend string
 		f                 scenarios.Factory
+		vs                variants
 	}{
-		{AlertDedupe, memstore.Name, onceFactory(alertKind, memClaimsBackend)},
-		{AlertDedupe, redisstore.Name, onceFactory(alertKind, redisClaimsBackend)},
-		{JobWindow, memstore.Name, onceFactory(jobKind, memClaimsBackend)},
-		{JobWindow, redisstore.Name, onceFactory(jobKind, redisClaimsBackend)},
-		{RewardPayout, memstore.Name, rewardFactory(memLedgerBackend)},
-		{RewardPayout, mysqlstore.Name, rewardFactory(sqlLedgerBackend(mysqlDialect))},
-		{RewardPayout, pgstore.Name, rewardFactory(sqlLedgerBackend(pgDialect))},
-		{LeasePause, memstore.Name, leaseFactoryOf(memLeaseBackend)},
-		{LeasePause, redisstore.Name, leaseFactoryOf(redisLeaseBackend)},
-		{LeasePause, mysqlstore.Name, leaseFactoryOf(sqlLeaseBackend(mysqlDialect))},
-		{LeasePause, pgstore.Name, leaseFactoryOf(sqlLeaseBackend(pgDialect))},
-		{FailoverLock, redisstore.Name, failoverFactory},
-		{ReplicaRead, mysqlstore.Name, replicaReadFactory(mysqlDialect)},
-		{ReplicaRead, pgstore.Name, replicaReadFactory(pgDialect)},
+		{AlertDedupe, memstore.Name, onceFactory(alertKind, memClaimsBackend), alertVariants},
+		{AlertDedupe, redisstore.Name, onceFactory(alertKind, redisClaimsBackend), alertVariants},
+		{JobWindow, memstore.Name, onceFactory(jobKind, memClaimsBackend), jobVariants},
+		{JobWindow, redisstore.Name, onceFactory(jobKind, redisClaimsBackend), jobVariants},
+		{RewardPayout, memstore.Name, rewardFactory(memLedgerBackend), rewardVariants},
+		{RewardPayout, mysqlstore.Name, rewardFactory(sqlLedgerBackend(mysqlDialect)), rewardVariants},
+		{RewardPayout, pgstore.Name, rewardFactory(sqlLedgerBackend(pgDialect)), rewardVariants},
+		{LeasePause, memstore.Name, leaseFactoryOf(memLeaseBackend), leaseVariants},
+		{LeasePause, redisstore.Name, leaseFactoryOf(redisLeaseBackend), leaseVariants},
+		{LeasePause, mysqlstore.Name, leaseFactoryOf(sqlLeaseBackend(mysqlDialect)), leaseVariants},
+		{LeasePause, pgstore.Name, leaseFactoryOf(sqlLeaseBackend(pgDialect)), leaseVariants},
+		{FailoverLock, redisstore.Name, failoverFactory, failoverVariants},
+		{ReplicaRead, mysqlstore.Name, replicaReadFactory(mysqlDialect), replicaVariants[mysqlstore.Name]},
+		{ReplicaRead, pgstore.Name, replicaReadFactory(pgDialect), replicaVariants[pgstore.Name]},
 	}
 	for _, im := range impls {
 		if _, err := r.Backend(im.backend); err != nil {
 			continue // a registry built without that backend
 		}
 		r.Register(im.scenario, im.backend, im.f)
+		r.SetVariants(im.scenario, im.backend, im.vs)
 	}
 }
 

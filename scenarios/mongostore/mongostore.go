@@ -50,14 +50,32 @@ const disconnectTimeout = time.Second
 
 // Register adds the MongoDB backend and its scenarios to r.
 func Register(r *scenarios.Registry) {
-	r.AddBackend(scenarios.Backend{
-		Name:    Name,
-		Summary: "MongoDB (mongo-driver v2); --mongo-uri or RACETEST_MONGO_URI, default " + DefaultURI,
-		Server:  true,
-	})
+	r.AddBackend(Backend)
 	for _, k := range kinds() {
 		r.Register(k.name, Name, factory(k))
+		r.SetVariants(k.name, Name, variantsOf(k.name))
 	}
+}
+
+// Backend is the MongoDB backend as the registry knows it: its connection
+// and the knobs it accepts.
+var Backend = scenarios.Backend{
+	Name:    Name,
+	Summary: "MongoDB (mongo-driver v2); --mongo-uri or RACETEST_MONGO_URI, default " + DefaultURI,
+	Server:  true,
+	Conn: &scenarios.Connection{
+		Flag: "mongo-uri", Env: "RACETEST_MONGO_URI", Default: DefaultURI, What: "MongoDB URI", Redact: Redact,
+		Field: func(c *scenarios.Connections) *string { return &c.MongoURI },
+	},
+	Releases: []string{"last-byte"},
+}
+
+// variantsOf lists the variants scenario accepts here besides "".
+func variantsOf(scenario string) []string {
+	if scenario == scenarios.UniqueInsert {
+		return []string{VariantOneActive}
+	}
+	return nil
 }
 
 // Redact returns uri with its password (and any query parameter that carries

@@ -50,10 +50,10 @@ func factory(k kind) scenarios.Factory {
 		if p.TTL == 0 {
 			p.TTL = scenarios.DefaultTTL
 		}
-		if p.Variant != "" && !(k.name == scenarios.UniqueInsert && p.Variant == VariantOneActive) {
+		if vs := variantsOf(k.name); !scenarios.Accepts(vs, p.Variant) {
 			known := "none"
-			if k.name == scenarios.UniqueInsert {
-				known = VariantOneActive
+			if len(vs) > 0 {
+				known = strings.Join(vs, ", ")
 			}
 			return nil, scenarios.BadParam(fmt.Errorf("mongo: %s has no variant %q (known: %s)", k.name, p.Variant, known))
 		}

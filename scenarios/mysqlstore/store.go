@@ -25,8 +25,12 @@ const (
 	opTimeout      = sqldb.AdminTimeout
 )
 
-// Engines racetest may create tables with: --engine picks from this list
-// and nothing else, so no user text ever reaches the SQL.
+// Engines racetest may create tables with, the default first: --engine
+// picks from this list and nothing else, so no user text ever reaches the
+// SQL.
+var Engines = []string{"innodb", "myisam", "aria"}
+
+// engines maps each of Engines (and "", the default) to its SQL name.
 var engines = map[string]string{"": "InnoDB", "innodb": "InnoDB", "myisam": "MyISAM", "aria": "Aria"}
 
 // EngineName returns the canonical storage engine for --engine ("" is
@@ -35,7 +39,7 @@ func EngineName(engine string) (string, error) {
 	if e, ok := engines[strings.ToLower(engine)]; ok {
 		return e, nil
 	}
-	return "", scenarios.BadParam(fmt.Errorf("mysql: unknown --engine %q (known: innodb, myisam, aria)", engine))
+	return "", scenarios.BadParam(fmt.Errorf("mysql: unknown --engine %q (known: %s)", engine, strings.Join(Engines, ", ")))
 }
 
 // IsolationLevel returns the SQL spelling of --isolation ("" is the server's

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/racetest/racetest/internal/sqldb"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
 )
@@ -24,13 +25,30 @@ var (
 // Name is the backend's name: MySQL and MariaDB alike.
 const Name = "mysql"
 
+// Backend is the MySQL/MariaDB backend as the registry knows it: its
+// connection and the knobs it accepts.
+var Backend = scenarios.Backend{
+	Name:    Name,
+	Summary: "MySQL or MariaDB (InnoDB by default; --engine myisam or aria, --isolation)",
+	Server:  true,
+	Conn: &scenarios.Connection{
+		Flag: "mysql-dsn", Env: "RACETEST_MYSQL_DSN", Default: DefaultDSN,
+		What: "MySQL/MariaDB DSN or mysql:// URL", Redact: sqldb.RedactMySQL,
+		Field: func(c *scenarios.Connections) *string { return &c.MySQLDSN },
+	},
+	ReadConn: &scenarios.Connection{
+		Flag: "mysql-read-dsn", Env: "RACETEST_MYSQL_READ_DSN",
+		What: "a replica of --mysql-dsn, for replica-read (scripts/cluster.sh start mariadb-replica prints one)", Redact: sqldb.RedactMySQL,
+		Field: func(c *scenarios.Connections) *string { return &c.MySQLReadDSN },
+	},
+	Isolations: sqldb.IsolationNames(),
+	Engines:    Engines,
+	Releases:   []string{"last-byte"},
+}
+
 // Register adds the MySQL/MariaDB backend and its five scenarios to r.
 func Register(r *scenarios.Registry) {
-	r.AddBackend(scenarios.Backend{
-		Name:    Name,
-		Summary: "MySQL or MariaDB (InnoDB by default; --engine myisam, --isolation)",
-		Server:  true,
-	})
+	r.AddBackend(Backend)
 	for _, s := range []struct {
 		name string
 		k    kind
@@ -42,6 +60,7 @@ func Register(r *scenarios.Registry) {
 		{scenarios.TTLLease, ttlLease},
 	} {
 		r.Register(s.name, Name, factory(s.name, s.k))
+		r.SetVariants(s.name, Name, s.k.variants)
 	}
 }
 

@@ -19,15 +19,32 @@ const DefaultURL = sqldb.DefaultPostgresURL
 // hint is the "what to change" half of every connection error.
 const hint = sqldb.PostgresHint
 
+// Backend is the PostgreSQL backend as the registry knows it: its
+// connection and the knobs it accepts.
+var Backend = scenarios.Backend{
+	Name:    Name,
+	Summary: "PostgreSQL through pgx v5 (--postgres-url, default " + DefaultURL + ")",
+	Server:  true,
+	Conn: &scenarios.Connection{
+		Flag: "postgres-url", Env: "RACETEST_POSTGRES_URL", Default: DefaultURL,
+		What: "PostgreSQL URL", Redact: sqldb.RedactPostgres,
+		Field: func(c *scenarios.Connections) *string { return &c.PostgresURL },
+	},
+	ReadConn: &scenarios.Connection{
+		Flag: "postgres-read-url", Env: "RACETEST_POSTGRES_READ_URL",
+		What: "a streaming replica of --postgres-url, for replica-read (scripts/cluster.sh start postgres-replica prints one)", Redact: sqldb.RedactPostgres,
+		Field: func(c *scenarios.Connections) *string { return &c.PostgresReadURL },
+	},
+	Isolations: sqldb.IsolationNames(),
+	Releases:   []string{"last-byte"},
+}
+
 // Register adds the PostgreSQL backend and its five core scenarios to r.
 func Register(r *scenarios.Registry) {
-	r.AddBackend(scenarios.Backend{
-		Name:    Name,
-		Summary: "PostgreSQL through pgx v5 (--postgres-url, default " + DefaultURL + ")",
-		Server:  true,
-	})
+	r.AddBackend(Backend)
 	for _, sc := range catalog() {
 		r.Register(sc.name, Name, factory(sc))
+		r.SetVariants(sc.name, Name, sc.variants)
 	}
 }
 

@@ -41,13 +41,27 @@ const (
 
 const flagHint = "set --redis-url or RACETEST_REDIS_URL"
 
+// Backend is the Redis backend as the registry knows it: its connection
+// and the knobs it accepts.
+var Backend = scenarios.Backend{
+	Name:    Name,
+	Summary: "Redis (or a compatible server such as Valkey) via go-redis v9; --redis-url, default " + DefaultURL,
+	Server:  true,
+	Conn: &scenarios.Connection{
+		Flag: "redis-url", Env: "RACETEST_REDIS_URL", Default: DefaultURL, What: "Redis URL", Redact: Redact,
+		Field: func(c *scenarios.Connections) *string { return &c.RedisURL },
+	},
+	ReadConn: &scenarios.Connection{
+		Flag: "redis-read-url", Env: "RACETEST_REDIS_READ_URL",
+		What: "a replica of --redis-url, for failover-lock (scripts/cluster.sh start redis-replica prints one)", Redact: Redact,
+		Field: func(c *scenarios.Connections) *string { return &c.RedisReadURL },
+	},
+	Releases: []string{"last-byte"},
+}
+
 // Register adds the Redis backend and its scenarios to r.
 func Register(r *scenarios.Registry) {
-	r.AddBackend(scenarios.Backend{
-		Name:    Name,
-		Summary: "Redis (or a compatible server such as Valkey) via go-redis v9; --redis-url, default " + DefaultURL,
-		Server:  true,
-	})
+	r.AddBackend(Backend)
 	for _, k := range kinds {
 		r.Register(k.scenario, Name, factory(k))
 	}

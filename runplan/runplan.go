@@ -1,0 +1,204 @@
+// Package runplan builds runs: one scenario on one backend, with a shape, a
+// release mode and an expectation, made ready for the runner and for the
+// report. It is the one place a run plan is made: 'racetest run', 'demo'
+// and 'suite' build theirs here, and new commands that fire built-in
+// scenarios (a matrix, an explorer) should too, so that a run means the
+// same thing whichever command asked for it.
+//
+// The whole API:
+//
+//	r, err := runplan.Build(reg, runplan.Request{Scenario: "check-then-write", Backend: "postgres", Shape: sh, Catalog: true})
+//	// … run r.Params and r.Config with the runner, giving a report.Case c …
+//	c = runplan.ResolveCatalog(reg, c, r.Params) // when r.Catalog: the server is known now
+//
+// An error from Build is a *FieldError naming the part of the request it
+// is about (scenario, backend, release, params), so that a command can
+// point at its flag and a suite at its key.
+package runplan
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/racetest/racetest/release"
+	"github.com/racetest/racetest/report"
+	"github.com/racetest/racetest/runner"
+	"github.com/racetest/racetest/scenarios"
+)
+
+// Shape is a run's knobs, with every default already applied.
+type Shape struct {
+	Attempts, Bursts, Replicas, Waves int
+	// Deploy restarts every replica between waves.
+	Deploy bool
+	// Keep leaves the run's namespaced objects in the store.
+	Keep                       bool
+	Gap, Latency, TTL, Timeout time.Duration
+	Seed                       int64
+	// Isolation, Engine, Variant and Fault are passed to the backend as given.
+	Isolation, Engine, Variant, Fault string
+	Conn                              scenarios.Connections
+}
+
+// Request is the run a command asks for.
+type Request struct {
+	Scenario, Backend string
+	// Name is what reports call the case (default: the scenario's name).
+	Name  string
+	Shape Shape
+	// RunID namespaces what the run creates (default: a fresh one).
+	RunID string
+	// Release is the release mode's name. Empty releases through the
+	// default gate and leaves the report's release unnamed.
+	Release string
+	// ReleaseOn is what the release mode must apply to when it is not the
+	// backend itself (release.Processes for replicas that are processes).
+	ReleaseOn string
+	// Expect is what the run must show; it is ignored when Catalog is set.
+	Expect report.Expect
+	// Catalog: the run must show what the catalog's table says, resolved
+	// now for an unknown server, and again (ResolveCatalog) once the run
+	// has named its server.
+	Catalog bool
+	// Strict fails an INCONCLUSIVE run.
+	Strict bool
+}
+
+// Run is one run ready to carry out: the case as the report will show it
+// before it ran, the scenario's parameters and the runner's shape.
+type Run struct {
+	Case   report.Case
+	Params scenarios.Params
+	Config runner.Config
+	// Catalog: the expectation is the catalog's, to be resolved again with
+	// ResolveCatalog once the run has named its server.
+	Catalog bool
+	// Warning, when not empty, says why the run's release mode is not the
+	// one asked for (it falls back to the gate): tell the user. The run's
+	// report notes it too.
+	Warning string
+}
+
+// FieldError is a request Build refuses: bad input, not a failing server.
+type FieldError struct {
+	// Field is "scenario", "backend", "release" or "params".
+	Field string
+	Err   error
+}
+
+func (e *FieldError) Error() string { return e.Err.Error() }
+func (e *FieldError) Unwrap() error { return e.Err }
+
+// Build checks req against the catalog and makes its run. It connects to
+// nothing: a backend checks its connection and its own knobs when the run
+// builds the scenario.
+func Build(reg *scenarios.Registry, req Request) (Run, error) {
+	spec, err := reg.Scenario(req.Scenario)
+	if err != nil {
+		return Run{}, &FieldError{"scenario", err}
+	}
+	if _, err := reg.Factory(spec.Name, req.Backend); err != nil {
+		return Run{}, &FieldError{"backend", err}
+	}
+	sh := req.Shape
+	runID := req.RunID
+	if runID == "" {
+		runID = scenarios.NewRunID()
+	}
+	p := scenarios.Params{
+		RunID: runID, Attempts: sh.Attempts, Replicas: sh.Replicas,
+		Gap: sh.Gap, Latency: sh.Latency, TTL: sh.TTL, Seed: sh.Seed,
+		Isolation: sh.Isolation, Engine: sh.Engine, Variant: sh.Variant, Fault: sh.Fault, Conn: sh.Conn,
+	}
+	if err := p.Validate(); err != nil {
+		return Run{}, &FieldError{"params", err}
+	}
+	releaseOn := req.ReleaseOn
+	if releaseOn == "" {
+		releaseOn = req.Backend
+	}
+	// A mode that does not apply falls back to the gate; the run's notes
+	// say so (Plan.Options), never silently.
+	rel, err := release.New(req.Release, releaseOn)
+	if err != nil {
+		return Run{}, &FieldError{"release", err}
+	}
+	// Auto keeps the gate where holding a request back cannot line the
+	// attempts up (memory-set) or was not measured (clusters).
+	rel.KeepGate(spec.AutoGate())
+	p.Dial = rel.Dial
+	cfg := runner.NewConfig(append([]runner.Option{
+		runner.Attempts(sh.Attempts), runner.Bursts(sh.Bursts), runner.Replicas(sh.Replicas),
+		runner.Waves(sh.Waves), runner.Deploy(sh.Deploy), runner.Allowed(spec.Allowed),
+		runner.Timeout(sh.Timeout), runner.Keep(sh.Keep),
+	}, rel.Options()...)...)
+	name := req.Name
+	if name == "" {
+		name = spec.Name
+	}
+	expect := req.Expect
+	if req.Catalog {
+		want, _ := reg.Expect(spec.Name, req.Backend, p, "")
+		expect = report.Expect{Kind: report.ExpectKind(want)}
+	}
+	c := report.Case{
+		Name: name, Scenario: spec.Name, Backend: req.Backend, Lesson: spec.Lesson,
+		Expect: expect, Strict: req.Strict, Settings: Settings(req.Backend, p, cfg),
+	}
+	if req.Release != "" {
+		c.Release = string(rel.Mode)
+	}
+	return Run{Case: c, Params: p, Config: cfg, Catalog: req.Catalog, Warning: rel.Warning}, nil
+}
+
+// ResolveCatalog sets a case's expectation from the catalog's table, now
+// that the run has named its server, and notes why when a row of the table
+// decided it (the isolation level, the variant, the server's own behaviour).
+func ResolveCatalog(reg *scenarios.Registry, c report.Case, p scenarios.Params) report.Case {
+	server := ""
+	if c.Result != nil {
+		server = c.Result.Server
+	}
+	e, why := reg.Expect(c.Scenario, c.Backend, p, server)
+	c.Expect = report.Expect{Kind: report.ExpectKind(e)}
+	if why != "" && c.Result != nil {
+		r := *c.Result
+		r.Notes = append(append([]string(nil), r.Notes...), report.CatalogNotePrefix+fmt.Sprintf("expects %s here: %s", strings.ToUpper(string(e)), why))
+		c.Result = &r
+	}
+	return c
+}
+
+// Settings lists the knobs of a run that a reader of its report needs.
+func Settings(backend string, p scenarios.Params, cfg runner.Config) map[string]string {
+	s := map[string]string{}
+	if p.Gap > 0 {
+		s["gap"] = p.Gap.String()
+	}
+	if backend == "memory" {
+		// The seed drives the embedded store's jitter; elsewhere it changes nothing.
+		s["latency"] = p.Latency.String()
+		s["seed"] = strconv.FormatInt(p.Seed, 10)
+	}
+	if cfg.Replicas > 1 {
+		s["replicas"] = strconv.Itoa(cfg.Replicas)
+	}
+	if p.TTL != scenarios.DefaultTTL && p.TTL > 0 {
+		s["ttl"] = p.TTL.String()
+	}
+	if cfg.Timeout != runner.DefaultTimeout {
+		s["timeout"] = cfg.Timeout.String()
+	}
+	if cfg.Waves > 1 {
+		s["waves"] = strconv.Itoa(cfg.Waves)
+		s["deploy"] = strconv.FormatBool(cfg.Deploy)
+	}
+	for k, v := range map[string]string{"isolation": p.Isolation, "engine": p.Engine, "variant": p.Variant, "fault": p.Fault} {
+		if v != "" {
+			s[k] = v
+		}
+	}
+	return s
+}

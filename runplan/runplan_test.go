@@ -1,0 +1,134 @@
+package runplan_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/racetest/racetest/release"
+	"github.com/racetest/racetest/report"
+	"github.com/racetest/racetest/runner"
+	"github.com/racetest/racetest/runplan"
+	"github.com/racetest/racetest/scenarios"
+	"github.com/racetest/racetest/scenarios/builtin"
+)
+
+func shape() runplan.Shape {
+	return runplan.Shape{Attempts: 4, Bursts: 7, Replicas: 2, Waves: 2, Deploy: true, Keep: true,
+		Latency: time.Millisecond, TTL: scenarios.DefaultTTL, Timeout: runner.DefaultTimeout, Seed: 42}
+}
+
+// A request becomes the runner's shape, the scenario's parameters and the
+// case as the report shows it, all from one place.
+func TestBuildCarriesTheRequest(t *testing.T) {
+	reg := builtin.Registry()
+	r, err := runplan.Build(reg, runplan.Request{Scenario: scenarios.MemorySet, Backend: "memory", Shape: shape(),
+		Release: "gate", Expect: report.Expect{Kind: report.ExpectRace}, Strict: true, RunID: "abc123"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := r.Config
+	if cfg.Attempts != 4 || cfg.Bursts != 7 || cfg.Replicas != 2 || cfg.Waves != 2 || !cfg.Deploy || !cfg.Keep || cfg.Allowed != 1 {
+		t.Errorf("config %+v does not carry the shape", cfg)
+	}
+	p := r.Params
+	if p.RunID != "abc123" || p.Attempts != 4 || p.Replicas != 2 || p.Seed != 42 || p.Latency != time.Millisecond || p.Dial != nil {
+		t.Errorf("params %+v do not carry the shape", p)
+	}
+	c := r.Case
+	if c.Name != scenarios.MemorySet || c.Backend != "memory" || c.Expect.Kind != report.ExpectRace || !c.Strict || c.Release != "gate" || c.Lesson == "" {
+		t.Errorf("case %+v", c)
+	}
+	if c.Settings["replicas"] != "2" || c.Settings["seed"] != "42" || c.Settings["deploy"] != "true" {
+		t.Errorf("settings %v lack the run's knobs", c.Settings)
+	}
+	if r.Catalog || r.Warning != "" {
+		t.Errorf("catalog %v, warning %q: neither was asked for", r.Catalog, r.Warning)
+	}
+}
+
+// A catalog request expects what the catalog's table says before the run
+// (check-then-write races), and the report names no release when none was asked.
+func TestBuildCatalogExpectation(t *testing.T) {
+	reg := builtin.Registry()
+	r, err := runplan.Build(reg, runplan.Request{Scenario: scenarios.CheckThenWrite, Backend: "memory", Shape: shape(), Catalog: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Catalog || r.Case.Expect.Kind != report.ExpectRace {
+		t.Errorf("catalog %v, expect %v; want the catalog's race", r.Catalog, r.Case.Expect)
+	}
+	if r.Case.Release != "" {
+		t.Errorf("release %q named though none was asked for", r.Case.Release)
+	}
+	again := runplan.ResolveCatalog(reg, report.Case{Scenario: scenarios.ConditionalUpdate, Backend: "memory"}, r.Params)
+	if again.Expect.Kind != report.ExpectSafe {
+		t.Errorf("resolved %v, want conditional-update safe", again.Expect)
+	}
+}
+
+// A release mode that does not apply falls back to the gate with a
+// warning that is also a note of the run; one that does dials through it.
+func TestBuildRelease(t *testing.T) {
+	reg := builtin.Registry()
+	r, err := runplan.Build(reg, runplan.Request{Scenario: scenarios.UniqueInsert, Backend: "memory", Shape: shape(), Release: "last-byte"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Case.Release != string(release.Gate) || r.Warning == "" || len(r.Config.Notes) == 0 {
+		t.Errorf("memory + last-byte: release %q, warning %q, notes %v; want the gate, said", r.Case.Release, r.Warning, r.Config.Notes)
+	}
+	r, err = runplan.Build(reg, runplan.Request{Scenario: scenarios.UniqueInsert, Backend: "redis", Shape: shape(), Release: "last-byte"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Case.Release != string(release.LastByte) || r.Params.Dial == nil || r.Config.Release == nil || r.Warning != "" {
+		t.Errorf("redis + last-byte: release %q, dial set %v, warning %q", r.Case.Release, r.Params.Dial != nil, r.Warning)
+	}
+	r, err = runplan.Build(reg, runplan.Request{Scenario: scenarios.UniqueInsert, Backend: "redis", ReleaseOn: release.Processes, Shape: shape(), Release: "last-byte"})
+	if err != nil || r.Case.Release != string(release.Gate) || r.Warning == "" {
+		t.Errorf("processes + last-byte: %v, release %q, warning %q; want the gate, said", err, r.Case.Release, r.Warning)
+	}
+}
+
+// Every refusal names the part of the request it is about.
+func TestBuildErrorsNameTheirField(t *testing.T) {
+	reg := builtin.Registry()
+	neg := shape()
+	neg.Gap = -time.Second
+	for _, tc := range []struct {
+		field string
+		req   runplan.Request
+	}{
+		{"scenario", runplan.Request{Scenario: "check-then-wrte", Backend: "memory", Shape: shape()}},
+		{"backend", runplan.Request{Scenario: scenarios.CheckThenWrite, Backend: "oracle", Shape: shape()}},
+		{"release", runplan.Request{Scenario: scenarios.CheckThenWrite, Backend: "memory", Shape: shape(), Release: "bogus"}},
+		{"params", runplan.Request{Scenario: scenarios.CheckThenWrite, Backend: "memory", Shape: neg}},
+	} {
+		_, err := runplan.Build(reg, tc.req)
+		var fe *runplan.FieldError
+		if !errors.As(err, &fe) || fe.Field != tc.field {
+			t.Errorf("%s: got %v, want a FieldError on %s", tc.field, err, tc.field)
+		}
+	}
+}
+
+// The default (auto) is last-byte on a backend with a wire, and the gate,
+// with a note why, for memory-set (its check is in memory).
+func TestBuildAuto(t *testing.T) {
+	reg := builtin.Registry()
+	r, err := runplan.Build(reg, runplan.Request{Scenario: scenarios.CheckThenWrite, Backend: "redis", Shape: shape(), Release: "auto"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Config.ReleaseName() != "last-byte" || r.Params.Dial == nil || r.Case.Release != "last-byte" || r.Warning != "" {
+		t.Errorf("auto on redis: release %s, case %q, warning %q; want last-byte, quietly", r.Config.ReleaseName(), r.Case.Release, r.Warning)
+	}
+	r, err = runplan.Build(reg, runplan.Request{Scenario: scenarios.MemorySet, Backend: "redis", Shape: shape(), Release: "auto"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Config.ReleaseName() != "gate" || r.Params.Dial != nil || r.Case.Release != "gate" || len(r.Config.Notes) != 1 {
+		t.Errorf("auto for memory-set on redis: release %s, case %q, notes %q; want the gate and a note", r.Config.ReleaseName(), r.Case.Release, r.Config.Notes)
+	}
+}
