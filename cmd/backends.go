@@ -214,6 +214,21 @@ func completeEnums(c *cobra.Command, reg *scenarios.Registry) {
 	})
 }
 
+// backendHelp is the help of a --backend that takes any of reg's backends.
+func backendHelp(reg *scenarios.Registry) string {
+	return "where the shared state lives: " + strings.Join(backendNames(reg), ", ") + " (see 'racetest list')"
+}
+
+// oneScenario accepts the one scenario argument of verb.
+func oneScenario(verb string) cobra.PositionalArgs {
+	return func(_ *cobra.Command, args []string) error {
+		if len(args) != 1 {
+			return usageErrorf("%s takes one scenario (see 'racetest list'), got %d arguments", verb, len(args))
+		}
+		return nil
+	}
+}
+
 // completeScenario completes a command's one scenario argument.
 func completeScenario(reg *scenarios.Registry) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 	return func(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {

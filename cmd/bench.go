@@ -68,6 +68,7 @@ family of backend × N comparisons (Bonferroni). --quick runs only that check, f
 	onlyBench := scenarios.NewRegistry()
 	for _, b := range f.Registry.Backends() {
 		if slices.Contains(bench.Backends, b.Name) {
+			b.ReadConn = nil // bench measures one server, never a replica
 			onlyBench.AddBackend(b)
 		}
 	}

@@ -48,7 +48,7 @@ func NewCmdDemo(f *Factory, runF func(context.Context, *DemoOptions) error) *cob
 		},
 	}
 	fs := c.Flags()
-	fs.StringVarP(&opts.Backend, "backend", "b", "memory", "where the shared state lives: "+strings.Join(backendNames(f.Registry), ", ")+" (see 'racetest list')")
+	fs.StringVarP(&opts.Backend, "backend", "b", "memory", backendHelp(f.Registry))
 	fs.StringVarP(&opts.Format, "format", "o", "table", "output format: "+strings.Join(report.Formats(), ", "))
 	fs.BoolVar(&opts.Details, "details", false, "show each case's figures, notes and (with --timeline) the timeline of each RACE, between the table and the table again")
 	fs.BoolVar(&opts.Timeline, "timeline", true, "with --details, draw the example burst of each RACE as a timeline (table format)")

@@ -76,6 +76,15 @@ func TestEnumHelpListsWhatTheCatalogAccepts(t *testing.T) {
 			}
 		}
 	}
+	for _, c := range root.Commands() {
+		if f := c.Flags().Lookup("format"); f != nil {
+			for _, format := range report.Formats() {
+				if !strings.Contains(f.Usage, format) {
+					t.Errorf("%s --format help does not name %s: %q", c.Name(), format, f.Usage)
+				}
+			}
+		}
+	}
 	// The catalog really has these: a registry that lost them would pass
 	// the loop above vacuously.
 	mysql, _ := reg.Backend("mysql")
@@ -162,6 +171,8 @@ func TestEnumFlagsComplete(t *testing.T) {
 		{[]string{"run", "unique-insert", "--format", ""}, report.Formats()},
 		{[]string{"suite", "--format", ""}, report.Formats()},
 		{[]string{"report", "--format", ""}, report.Formats()},
+		{[]string{"http", "--format", ""}, report.Formats()},
+		{[]string{"sql", "--format", ""}, report.Formats()},
 	} {
 		if got := complete(t, tc.args...); !slices.Equal(got, tc.want) {
 			t.Errorf("%v completes %v, want %v", tc.args, got, tc.want)
@@ -236,7 +247,9 @@ func TestDocsNameOnlyFlagsThatExist(t *testing.T) {
 			if len(words) < 2 {
 				continue
 			}
-			c, _, err := root.Find(words[1:2])
+			// The deepest command the words name ("explore sql"), so that
+			// a subcommand's own flags count.
+			c, _, err := root.Find(words[1:])
 			if err != nil || c == root {
 				continue // "racetest" alone, or a word that is not a command
 			}

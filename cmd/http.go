@@ -115,6 +115,7 @@ Effects checks (--effects), run after each burst with the burst's template value
 	fs.StringVar(&opts.Expect, "expect", "safe", "what the run must show: safe, race, lost, max=N or range=MIN-MAX effects per burst")
 	fs.BoolVar(&opts.Strict, "strict", false, "fail (exit 4) when the bursts did not overlap enough to prove anything")
 	fs.StringVarP(&opts.Format, "format", "o", "table", "output format: "+strings.Join(report.Formats(), ", "))
+	_ = c.RegisterFlagCompletionFunc("format", fixed(report.Formats()))
 	fs.BoolVar(&opts.Timeline, "timeline", true, "draw the example burst of a RACE as a timeline (table format)")
 	registerConn(fs, f.Registry, &opts.Conn)
 	return c

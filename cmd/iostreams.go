@@ -21,6 +21,8 @@ type IOStreams struct {
 	// on a terminal stdout, progress bars only on a terminal stderr.
 	OutTTY bool
 	ErrTTY bool
+	// InTTY says stdin is a terminal (a person can press Enter).
+	InTTY bool
 	// NoColor is set by the NO_COLOR convention.
 	NoColor bool
 	// TermWidth is the columns of the terminal stdout is (0: not a
@@ -40,6 +42,7 @@ func System() *IOStreams {
 		In:        os.Stdin, Out: os.Stdout, ErrOut: os.Stderr,
 		OutTTY:  term.IsTerminal(int(os.Stdout.Fd())),
 		ErrTTY:  term.IsTerminal(int(os.Stderr.Fd())),
+		InTTY:   term.IsTerminal(int(os.Stdin.Fd())),
 		NoColor: noColor || os.Getenv("TERM") == "dumb",
 	}
 }

@@ -18,11 +18,13 @@ import (
 // has one, not a silent switch to the default server.
 func TestEmptyConnectionFlagIsAnError(t *testing.T) {
 	commands := map[string][]string{
-		"run":   {"run", "check-then-write"},
-		"demo":  {"demo"},
-		"suite": {"suite", writeSuite(t, tinySuite)},
-		"serve": {"serve", "check-then-write"},
-		"bench": {"bench", "--quick"},
+		"run":     {"run", "check-then-write"},
+		"demo":    {"demo"},
+		"suite":   {"suite", writeSuite(t, tinySuite)},
+		"serve":   {"serve", "check-then-write"},
+		"bench":   {"bench", "--quick"},
+		"explore": {"explore", "check-then-write"},
+		"replay":  {"replay", "check-then-write", "--schedule", "A1 B1 A2 B2"},
 	}
 	checked := 0
 	for name, args := range commands {

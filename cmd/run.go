@@ -43,12 +43,7 @@ func NewCmdRun(f *Factory, runF func(context.Context, *RunOptions) error) *cobra
   racetest run conditional-update --backend postgres -n 32 --bursts 500
   racetest run check-then-write --expect race --format json
   racetest run check-then-write --backend redis -n 2 --release last-byte`,
-		Args: func(_ *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return usageErrorf("run takes one scenario (see 'racetest list'), got %d arguments", len(args))
-			}
-			return nil
-		},
+		Args:              oneScenario("run"),
 		ValidArgsFunction: completeScenario(f.Registry),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Scenario = args[0]
@@ -59,7 +54,7 @@ func NewCmdRun(f *Factory, runF func(context.Context, *RunOptions) error) *cobra
 		},
 	}
 	fs := c.Flags()
-	fs.StringVarP(&opts.Backend, "backend", "b", "memory", "where the shared state lives: "+strings.Join(backendNames(f.Registry), ", ")+" (see 'racetest list')")
+	fs.StringVarP(&opts.Backend, "backend", "b", "memory", backendHelp(f.Registry))
 	fs.StringVarP(&opts.Format, "format", "o", "table", "output format: "+strings.Join(report.Formats(), ", "))
 	fs.StringVar(&opts.Expect, "expect", "safe", "what the run must show: safe, race, lost, max=N, range=MIN-MAX effects per burst, or catalog (the catalog's expectation for this backend, isolation, variant and server)")
 	fs.BoolVar(&opts.Strict, "strict", false, "fail (exit 4) when the bursts did not overlap enough to prove anything")

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/racetest/racetest/runner"
@@ -52,12 +51,7 @@ tables or keys it made.`,
   racetest http POST 'http://127.0.0.1:8080/attempt?key={{.Token}}' \
       --effects 'http:http://127.0.0.1:8080/effects?key={{.Token}}' -n 20 --release last-byte
   racetest serve conditional-update --backend postgres --addr :9000`,
-		Args: func(_ *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return usageErrorf("serve takes one scenario (see 'racetest list'), got %d arguments", len(args))
-			}
-			return nil
-		},
+		Args:              oneScenario("serve"),
 		ValidArgsFunction: completeScenario(f.Registry),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Scenario = args[0]
@@ -68,7 +62,7 @@ tables or keys it made.`,
 		},
 	}
 	fs := c.Flags()
-	fs.StringVarP(&opts.Backend, "backend", "b", "memory", "where the shared state lives: "+strings.Join(backendNames(f.Registry), ", ")+" (see 'racetest list')")
+	fs.StringVarP(&opts.Backend, "backend", "b", "memory", backendHelp(f.Registry))
 	fs.StringVar(&opts.Addr, "addr", "127.0.0.1:8080", "address to listen on (HOST:PORT; port 0 picks a free one)")
 	fs.IntVar(&opts.Workers, "workers", runner.DefaultAttempts, "store connections to open up front (more open when more attempts arrive at once)")
 	fs.DurationVar(&opts.Timeout, "timeout", runner.DefaultTimeout, "per-attempt timeout; an attempt past it answers 504 (unknown)")

@@ -103,7 +103,8 @@ func newCmdScript(f *Factory, d script.Dialect, runF func(context.Context, *Scri
 	fs.StringVar(&opts.Release, "release", string(release.Default), "how each burst's attempts are released: auto (last-byte: each attempt's first marked statement held back by its last byte, all released in one loop), gate, or last-byte")
 	fs.StringVar(&opts.Expect, "expect", "safe", "what the run must show: safe, race, or max=N effects per burst")
 	fs.BoolVar(&opts.Strict, "strict", false, "fail (exit 4) when the bursts did not overlap enough to prove anything")
-	fs.StringVarP(&opts.Format, "format", "o", "table", "output format: table, json, junit or markdown")
+	fs.StringVarP(&opts.Format, "format", "o", "table", "output format: "+strings.Join(report.Formats(), ", "))
+	_ = c.RegisterFlagCompletionFunc("format", fixed(report.Formats()))
 	fs.BoolVar(&opts.Timeline, "timeline", true, "draw the example burst of a RACE as a timeline, its steps named file:line")
 	registerConn(fs, f.Registry, &opts.Conn)
 	return c

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/racetest/racetest/explore"
 	"github.com/racetest/racetest/runner"
 )
 
@@ -416,5 +417,54 @@ func TestStepReachesTheScheduler(t *testing.T) {
 	}
 	if s := rep.Result.EffectsSummary(); s.Min != 4 || s.Max != 4 {
 		t.Errorf("effects per burst %d..%d, want 4 in every burst (the scheduler holds each act until all checked)", s.Min, s.Max)
+	}
+}
+
+// Exploring a naive check-then-write in memory finds the four orders in
+// which both checks come before either write; a mutex held across the
+// check and the write leaves every order SAFE, its second check blocked.
+func TestExploreOrdersTheSteps(t *testing.T) {
+	naive := func(locked bool) Case {
+		var mu sync.Mutex
+		var lock sync.Mutex
+		done := map[string]int{}
+		return Case{
+			Name:    "redeem",
+			Subject: func(_ context.Context, b Burst) (any, error) { return b.Token(), nil },
+			Attempt: func(_ context.Context, s any, w *Worker) Outcome {
+				w.Step("check")
+				if locked {
+					lock.Lock()
+					defer lock.Unlock()
+				}
+				mu.Lock()
+				used := done[s.(string)] > 0
+				mu.Unlock()
+				if used {
+					return From(Declined("already redeemed"))
+				}
+				w.Step("act")
+				mu.Lock()
+				done[s.(string)]++
+				mu.Unlock()
+				return From(nil)
+			},
+			Effects: func(_ context.Context, s any) (int, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				return done[s.(string)], nil
+			},
+		}
+	}
+	res, err := Explore(context.Background(), naive(false), explore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Verdict() != explore.Race || res.Count().Violating != 4 || len(res.Orders) != 6 {
+		t.Fatalf("naive: %s, %+v; want RACE in 4 of 6 orders", res.Verdict(), res.Count())
+	}
+	res = ExploreSafe(t, naive(true))
+	if res.Count().Blocked == 0 {
+		t.Errorf("locked: %+v; want the second check blocked on the lock in some order", res.Count())
 	}
 }

@@ -158,3 +158,14 @@ type Scheduler interface {
 
 // Since returns how long ago the burst's gate opened.
 func (w *Worker) Since() time.Duration { return time.Since(w.base) }
+
+// NewWorker makes the runner-side state of attempt id on replica, whose
+// steps s orders (nil: none). An engine other than Run — an explorer that
+// runs one attempt per worker in chosen orders — drives attempts with it;
+// the marks are timed from the call.
+func NewWorker(id, replica int, s Scheduler) *Worker {
+	return &Worker{ID: id, Replica: replica, base: time.Now(), sched: s}
+}
+
+// Marks are the steps the attempt reached so far, in order.
+func (w *Worker) Marks() []Mark { return append([]Mark(nil), w.marks...) }

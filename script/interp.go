@@ -180,11 +180,24 @@ func (e *Exec) Last() Reply { return e.last }
 func (e *Exec) Run(ctx context.Context, mark func(label string)) runner.Outcome {
 	for !e.done {
 		if st := &e.s.Steps[e.pc]; mark != nil && st.Marked() {
-			mark(st.Pos.Label())
+			mark(e.s.StepLabel(st))
 		}
 		e.Step(ctx)
 	}
 	return e.out
+}
+
+// StepLabel names a marked step on a timeline or in a schedule: the file
+// and line ("redeem.sql:4"), and the column too when another marked step
+// shares the line ("--attempt:1:10"), so that each step has a name of its
+// own.
+func (s *Script) StepLabel(st *Step) string {
+	for i := range s.Steps {
+		if o := &s.Steps[i]; o != st && o.Marked() && o.Pos.Line == st.Pos.Line && o.Pos.File == st.Pos.File {
+			return fmt.Sprintf("%s:%d", st.Pos.Label(), st.Pos.Col)
+		}
+	}
+	return st.Pos.Label()
 }
 
 // Step carries out the next step.

@@ -392,3 +392,51 @@ func mongoReplyFor(t *testing.T, ext string) Reply {
 	}
 	return mongoReply(raw)
 }
+
+// Each marked step has a name of its own, so that an explorer's schedule
+// names one statement: the column is added where a line holds several.
+func TestStepLabelsAreUnique(t *testing.T) {
+	s := mustParse(t, "BEGIN; SELECT 1; SELECT 2;\nCOMMIT;\n", SQL)
+	seen := map[string]bool{}
+	var labels []string
+	for i := range s.Steps {
+		if st := &s.Steps[i]; st.Marked() {
+			l := s.StepLabel(st)
+			if seen[l] {
+				t.Errorf("label %q names two steps", l)
+			}
+			seen[l] = true
+			labels = append(labels, l)
+		}
+	}
+	if strings.Join(labels, " ") != "redeem.sql:1:8 redeem.sql:1:18 redeem.sql:2" {
+		t.Errorf("labels %v, want the column only where a line holds two marked statements", labels)
+	}
+}
+
+// A plain SELECT is a read an explorer may commute; a locking read, a
+// write or a Redis write is not.
+func TestReadOnlySteps(t *testing.T) {
+	for _, c := range []struct {
+		d    Dialect
+		src  string
+		want bool
+	}{
+		{SQL, "SELECT used FROM c WHERE code = 'x';", true},
+		{SQL, "SELECT used FROM c WHERE code = 'x' FOR UPDATE;", false},
+		{SQL, "SELECT used FROM c LOCK IN SHARE MODE;", false},
+		{SQL, "UPDATE c SET used = 1;", false},
+		{Redis, "GET coupon:x", true},
+		{Redis, "SET coupon:x 1", false},
+	} {
+		s := mustParse(t, c.src, c.d)
+		tg := &Target{sc: Scripts{Attempt: s}}
+		label := s.StepLabel(&s.Steps[0])
+		if got := tg.ReadOnly(label); got != c.want {
+			t.Errorf("%q: read-only %v, want %v", c.src, got, c.want)
+		}
+		if d := tg.DescribeStep(label); !strings.HasSuffix(d, "("+label+")") {
+			t.Errorf("%q described as %q: want the text and (%s)", c.src, d, label)
+		}
+	}
+}

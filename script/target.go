@@ -278,7 +278,9 @@ type session struct {
 
 func (s *session) Attempt(ctx context.Context, subj runner.Subject, w *runner.Worker) runner.Outcome {
 	d := Data{RunID: s.t.runID, Token: subj.Key, Burst: subj.Burst, Attempt: w.ID}
-	o := s.t.sc.Attempt.Start(s.conn, d, nil).Run(ctx, w.Mark)
+	// Each marked statement is a step: an explorer may hold the attempt
+	// before it (without one, Step is Mark).
+	o := s.t.sc.Attempt.Start(s.conn, d, nil).Run(ctx, func(label string) { w.Step(ctx, label) })
 	if subj.Burst == 0 {
 		s.t.record(w.ID, o)
 	}
@@ -286,3 +288,65 @@ func (s *session) Attempt(ctx context.Context, subj runner.Subject, w *runner.Wo
 }
 
 func (s *session) Close() error { return s.conn.Close() }
+
+// DescribeStep names the attempt's step label ("redeem.sql:2") as a
+// person reads it in a schedule: "SELECT id FROM … (redeem.sql:2)".
+func (t *Target) DescribeStep(label string) string {
+	if st := t.step(label); st != nil {
+		return shortText(st.Text) + " (" + label + ")"
+	}
+	return label
+}
+
+// ReadOnly reports whether the attempt's step label is a plain read: a
+// SELECT that locks nothing, a Redis command that only reads. Two plain
+// reads of different attempts commute, so an explorer runs only one of
+// the orders that differ by swapping them.
+func (t *Target) ReadOnly(label string) bool {
+	st := t.step(label)
+	if st == nil || st.Kind != Statement {
+		return false
+	}
+	words := strings.Fields(strings.ToUpper(st.Text))
+	if len(words) == 0 {
+		return false
+	}
+	switch t.sc.Attempt.Dialect {
+	case SQL:
+		text := " " + strings.Join(words, " ") + " "
+		for _, lock := range []string{" FOR UPDATE", " FOR SHARE", " FOR NO KEY", " FOR KEY SHARE", " LOCK IN SHARE MODE", " INTO "} {
+			if strings.Contains(text, lock) {
+				return false
+			}
+		}
+		return words[0] == "SELECT"
+	case Redis:
+		return redisReads[strings.Trim(words[0], `"'`)]
+	}
+	return false
+}
+
+// redisReads are the Redis commands that only read.
+var redisReads = map[string]bool{
+	"GET": true, "MGET": true, "EXISTS": true, "HGET": true, "HMGET": true, "HGETALL": true, "HEXISTS": true,
+	"SISMEMBER": true, "SMEMBERS": true, "SCARD": true, "LLEN": true, "LRANGE": true, "LINDEX": true,
+	"ZSCORE": true, "ZCARD": true, "ZRANGE": true, "STRLEN": true, "TYPE": true, "TTL": true, "PTTL": true,
+}
+
+func (t *Target) step(label string) *Step {
+	for i := range t.sc.Attempt.Steps {
+		if st := &t.sc.Attempt.Steps[i]; st.Marked() && t.sc.Attempt.StepLabel(st) == label {
+			return st
+		}
+	}
+	return nil
+}
+
+// shortText is a statement on one line, cut to a schedule's width.
+func shortText(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > 48 {
+		s = string(r[:47]) + "…"
+	}
+	return s
+}

@@ -196,7 +196,7 @@ func (s *leaseSession) Attempt(ctx context.Context, subj runner.Subject, w *runn
 			return runner.Failed(fmt.Errorf("acquire: %w", err))
 		}
 		if granted {
-			w.Mark("lease")
+			w.Step(ctx, "lease")
 			return s.hold(ctx, subj.Key, token, w)
 		}
 		if time.Now().After(giveUp) {
@@ -210,7 +210,7 @@ func (s *leaseSession) Attempt(ctx context.Context, subj runner.Subject, w *runn
 
 func (s *leaseSession) hold(ctx context.Context, key string, token int64, w *runner.Worker) runner.Outcome {
 	t := s.t
-	w.Mark("check")
+	w.Step(ctx, "check")
 	done, err := s.c.Done(ctx, key, token, t.fencing())
 	if err != nil {
 		return runner.Failed(fmt.Errorf("check: %w", err))
@@ -220,12 +220,12 @@ func (s *leaseSession) hold(ctx context.Context, key string, token int64, w *run
 		return runner.Refused(errJobDone)
 	}
 	if token == 1 {
-		w.Mark("pause")
+		w.Step(ctx, "pause")
 		if err := sleep(ctx, t.pause()); err != nil {
 			return runner.Failed(err)
 		}
 	}
-	w.Mark("act")
+	w.Step(ctx, "act")
 	accepted, err := s.c.Write(ctx, key, s.owner, token, t.fencing())
 	if err != nil {
 		return runner.Failed(fmt.Errorf("write: %w", err))

@@ -315,7 +315,7 @@ func (s *onceSession) Close() error {
 func (s *onceSession) Attempt(ctx context.Context, subj runner.Subject, w *runner.Worker) runner.Outcome {
 	a, t := s.a, s.a.t
 	b := subj.Data.(*onceBurst)
-	w.Mark("check")
+	w.Step(ctx, "check")
 	if !a.table.Admit(subj.Key, t.kind.window, b.at) {
 		return runner.Refused(errors.New(t.kind.refusedLocal))
 	}
@@ -323,12 +323,12 @@ func (s *onceSession) Attempt(ctx context.Context, subj runner.Subject, w *runne
 	b.instances[a] = true
 	b.mu.Unlock()
 	if s.claim != nil {
-		w.Mark("store-claim")
+		w.Step(ctx, "store-claim")
 		claimed, err := claimWithin(ctx, s.claim, subj.Key, t.kind.window)
 		switch {
 		case err != nil:
 			// Fail open, by policy: the effect happens and is allowed.
-			w.Mark("fail-open")
+			w.Step(ctx, "fail-open")
 			b.mu.Lock()
 			b.failedOpen++
 			b.mu.Unlock()
@@ -340,7 +340,7 @@ func (s *onceSession) Attempt(ctx context.Context, subj runner.Subject, w *runne
 			b.mu.Unlock()
 		}
 	}
-	w.Mark("act")
+	w.Step(ctx, "act")
 	if err := t.effects.call(ctx, subj.Key, externalRoundTrip); err != nil {
 		return runner.Failed(fmt.Errorf("%s: %w", t.kind.effect, err))
 	}

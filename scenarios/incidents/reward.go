@@ -329,7 +329,7 @@ func recordThenPay(ctx context.Context, s *rewardSession, b *rewardBurst, w *run
 func checkFirst(ctx context.Context, s *rewardSession, b *rewardBurst, w *runner.Worker, recordFirst bool) runner.Outcome {
 	c := s.c
 	amount := rewardAmount
-	w.Mark("check")
+	w.Step(ctx, "check")
 	has, err := c.HasRecord(ctx, b.user, rewardID)
 	if err != nil {
 		return classify(err)
@@ -338,8 +338,12 @@ func checkFirst(ctx context.Context, s *rewardSession, b *rewardBurst, w *runner
 		return runner.Refused(errAlreadyPaid)
 	}
 	steps := []func() error{
-		func() error { w.Mark("pay"); return c.Pay(ctx, b.user, rewardID, &amount) },
-		func() error { w.Mark("record"); _, err := c.Record(ctx, b.user, rewardID, recordAmount(b)); return err },
+		func() error { w.Step(ctx, "pay"); return c.Pay(ctx, b.user, rewardID, &amount) },
+		func() error {
+			w.Step(ctx, "record")
+			_, err := c.Record(ctx, b.user, rewardID, recordAmount(b))
+			return err
+		},
 	}
 	if recordFirst {
 		steps[0], steps[1] = steps[1], steps[0]
@@ -366,7 +370,7 @@ func swallowErrors(ctx context.Context, s *rewardSession, b *rewardBurst, w *run
 
 func recordThenPayOnce(ctx context.Context, s *rewardSession, b *rewardBurst, w *runner.Worker, swallow bool) runner.Outcome {
 	c := s.c
-	w.Mark("record")
+	w.Step(ctx, "record")
 	_, err := c.Record(ctx, b.user, rewardID, recordAmount(b))
 	switch {
 	case err != nil && swallow:
@@ -376,7 +380,7 @@ func recordThenPayOnce(ctx context.Context, s *rewardSession, b *rewardBurst, w 
 	case err != nil:
 		return classify(err)
 	}
-	w.Mark("pay")
+	w.Step(ctx, "pay")
 	amount := rewardAmount
 	if err := c.Pay(ctx, b.user, rewardID, &amount); err != nil {
 		return classify(err)
@@ -391,7 +395,7 @@ func oneTransaction(ctx context.Context, s *rewardSession, b *rewardBurst, w *ru
 	if err != nil {
 		return classify(err)
 	}
-	w.Mark("record")
+	w.Step(ctx, "record")
 	if _, err := tx.Record(ctx, b.user, rewardID, recordAmount(b)); err != nil {
 		tx.Rollback()
 		if errors.Is(err, errDuplicate) {
@@ -399,7 +403,7 @@ func oneTransaction(ctx context.Context, s *rewardSession, b *rewardBurst, w *ru
 		}
 		return classify(err)
 	}
-	w.Mark("pay")
+	w.Step(ctx, "pay")
 	amount := rewardAmount
 	payAmount := &amount
 	if b.failPayOnce.CompareAndSwap(true, false) {
@@ -420,7 +424,7 @@ func oneTransaction(ctx context.Context, s *rewardSession, b *rewardBurst, w *ru
 // answered without paying again.
 func payThroughProvider(idempotent bool) func(ctx context.Context, s *rewardSession, b *rewardBurst, w *runner.Worker) runner.Outcome {
 	return func(ctx context.Context, s *rewardSession, b *rewardBurst, w *runner.Worker) runner.Outcome {
-		w.Mark("record")
+		w.Step(ctx, "record")
 		id, err := s.c.Record(ctx, b.user, rewardID, recordAmount(b))
 		if errors.Is(err, errDuplicate) {
 			return runner.Refused(errAlreadyPaid)
@@ -432,7 +436,7 @@ func payThroughProvider(idempotent bool) func(ctx context.Context, s *rewardSess
 		if idempotent {
 			key = "reward-record-" + strconv.FormatInt(id, 10) + "-" + b.user
 		}
-		w.Mark("pay")
+		w.Step(ctx, "pay")
 		calls, err := payExternal(ctx, s.a.http, s.a.t.provider.URL(), payRequest{User: b.user, Reward: rewardID, Amount: rewardAmount}, key)
 		if err != nil {
 			return runner.Failed(fmt.Errorf("after %d calls: %w", calls, err))

@@ -135,14 +135,14 @@ func sleep(ctx context.Context, d time.Duration) error { return Wait(ctx, d) }
 // memorySet: check and mark in the replica's own memory, correctly locked
 // inside the replica; then the guarded action writes to the shared store.
 func memorySet(ctx context.Context, t *target, a *app, s runner.Subject, w *runner.Worker) runner.Outcome {
-	w.Mark("check")
+	w.Step(ctx, "check")
 	if !a.memory.Claim(s.Key) {
 		return runner.Refused(errAlready)
 	}
 	if err := sleep(ctx, t.p.Gap); err != nil {
 		return runner.Failed(err)
 	}
-	w.Mark("act")
+	w.Step(ctx, "act")
 	if err := t.store.Insert(ctx, s.Key); err != nil {
 		return runner.Failed(err)
 	}
@@ -151,7 +151,7 @@ func memorySet(ctx context.Context, t *target, a *app, s runner.Subject, w *runn
 
 // checkThenWrite: read from the store, and if free, write — two round trips.
 func checkThenWrite(ctx context.Context, t *target, _ *app, s runner.Subject, w *runner.Worker) runner.Outcome {
-	w.Mark("check")
+	w.Step(ctx, "check")
 	n, err := t.store.Count(ctx, s.Key)
 	if err != nil {
 		return runner.Failed(err)
@@ -162,7 +162,7 @@ func checkThenWrite(ctx context.Context, t *target, _ *app, s runner.Subject, w 
 	if err := sleep(ctx, t.p.Gap); err != nil {
 		return runner.Failed(err)
 	}
-	w.Mark("act")
+	w.Step(ctx, "act")
 	if err := t.store.Insert(ctx, s.Key); err != nil {
 		return runner.Failed(err)
 	}
@@ -171,7 +171,7 @@ func checkThenWrite(ctx context.Context, t *target, _ *app, s runner.Subject, w 
 
 // conditionalUpdate: one compare-and-set, decided by the store.
 func conditionalUpdate(ctx context.Context, t *target, _ *app, s runner.Subject, w *runner.Worker) runner.Outcome {
-	w.Mark("act")
+	w.Step(ctx, "act")
 	ok, err := t.store.CompareAndSet(ctx, s.Key, "issued", "redeemed")
 	if err != nil {
 		return runner.Failed(err)
@@ -184,7 +184,7 @@ func conditionalUpdate(ctx context.Context, t *target, _ *app, s runner.Subject,
 
 // uniqueInsert: insert; the unique constraint refuses the rest.
 func uniqueInsert(ctx context.Context, t *target, _ *app, s runner.Subject, w *runner.Worker) runner.Outcome {
-	w.Mark("act")
+	w.Step(ctx, "act")
 	err := t.store.InsertUnique(ctx, s.Key)
 	switch {
 	case err == ErrDuplicate:
@@ -198,7 +198,7 @@ func uniqueInsert(ctx context.Context, t *target, _ *app, s runner.Subject, w *r
 // ttlLease: take the lease if free or expired; the holder then "dies"
 // without releasing, so the lease frees itself only after the TTL.
 func ttlLease(ctx context.Context, t *target, _ *app, s runner.Subject, w *runner.Worker) runner.Outcome {
-	w.Mark("act")
+	w.Step(ctx, "act")
 	ok, _, err := t.store.Acquire(ctx, s.Key, "w"+strconv.Itoa(w.ID), t.p.TTL)
 	if err != nil {
 		return runner.Failed(err)

@@ -153,7 +153,7 @@ func acquire(ctx context.Context, t *target, db *mongo.Database, clock leaseCloc
 // "dies" without releasing. Each grant is recorded with its validity, so
 // that the store can say how many holders it granted at one instant.
 func takeLease(ctx context.Context, s *session, subj runner.Subject, w *runner.Worker) runner.Outcome {
-	w.Mark("act")
+	w.Step(ctx, "act")
 	owner := "w" + strconv.Itoa(w.ID) + "/r" + strconv.Itoa(w.Replica)
 	g, ok, err := acquire(ctx, s.t, s.db, s.t.lease, subj.Key, owner)
 	if err != nil {

@@ -94,7 +94,7 @@ func (s *session) effect(ctx context.Context, key string, w *runner.Worker) erro
 // memorySet: the processing set lives in the replica's memory, correctly
 // locked; the guarded action then writes its effect to the database.
 func memorySet(ctx context.Context, s *session, subj runner.Subject, w *runner.Worker) runner.Outcome {
-	w.Mark("check")
+	w.Step(ctx, "check")
 	a := s.a
 	if !a.memory.Claim(subj.Key) {
 		return runner.Refused(errAlready)
@@ -102,7 +102,7 @@ func memorySet(ctx context.Context, s *session, subj runner.Subject, w *runner.W
 	if err := sleep(ctx, s.t.p.Gap); err != nil {
 		return runner.Failed(err)
 	}
-	w.Mark("act")
+	w.Step(ctx, "act")
 	if err := s.effect(ctx, subj.Key, w); err != nil {
 		return runner.Failed(err)
 	}
@@ -112,7 +112,7 @@ func memorySet(ctx context.Context, s *session, subj runner.Subject, w *runner.W
 // checkThenWrite: findOne, and if nothing is there, insertOne — two round
 // trips with nothing between them that the server could enforce.
 func checkThenWrite(ctx context.Context, s *session, subj runner.Subject, w *runner.Worker) runner.Outcome {
-	w.Mark("check")
+	w.Step(ctx, "check")
 	err := s.t.coll(s.db, collEffects).FindOne(ctx, bson.D{{Key: "key", Value: subj.Key}}).Err()
 	switch {
 	case err == nil:
@@ -123,7 +123,7 @@ func checkThenWrite(ctx context.Context, s *session, subj runner.Subject, w *run
 	if err := sleep(ctx, s.t.p.Gap); err != nil {
 		return runner.Failed(err)
 	}
-	w.Mark("act")
+	w.Step(ctx, "act")
 	if err := s.effect(ctx, subj.Key, w); err != nil {
 		return runner.Failed(err)
 	}
@@ -155,7 +155,7 @@ func issueCoupon(ctx context.Context, t *target, key string) error {
 // (FerretDB 1.x) would under-count exactly the double redemptions the
 // scenario exists to find.
 func redeemCoupon(ctx context.Context, s *session, subj runner.Subject, w *runner.Worker) runner.Outcome {
-	w.Mark("act")
+	w.Step(ctx, "act")
 	err := s.t.coll(s.db, collCoupons).FindOneAndUpdate(ctx,
 		bson.D{{Key: "_id", Value: subj.Key}, {Key: "status", Value: "issued"}},
 		bson.D{
@@ -227,7 +227,7 @@ func resetUnique(ctx context.Context, t *target, key string) error {
 // uniqueInsert: insertOne, and let the unique index refuse the rest. Only the
 // duplicate-key error means "already done".
 func uniqueInsert(ctx context.Context, s *session, subj runner.Subject, w *runner.Worker) runner.Outcome {
-	w.Mark("act")
+	w.Step(ctx, "act")
 	coll, doc := s.t.coll(s.db, collSaves), bson.D{{Key: "key", Value: subj.Key}, {Key: "worker", Value: w.ID}}
 	if s.t.p.Variant == VariantOneActive {
 		coll = s.t.coll(s.db, collActive)

@@ -65,7 +65,7 @@ func (t *target) acquire(ctx context.Context, conn *sql.Conn, name, owner string
 	}
 	defer tx.Rollback() // after Commit it does nothing
 	if w != nil {
-		w.Mark("act")
+		w.Step(ctx, "act")
 	}
 	res, err := tx.ExecContext(ctx, "UPDATE `"+t.table+"` SET owner = ?, granted_at = NOW(6), lock_until = NOW(6) + INTERVAL ? MICROSECOND, fence = fence + 1 WHERE name = ? AND lock_until < NOW(6)",
 		owner, t.p.TTL.Microseconds(), name)

@@ -32,14 +32,14 @@ var memorySet = kind{
 	tables: effects("memory_set"),
 	attempt: func(ctx context.Context, t *target, s *session, subj runner.Subject, w *runner.Worker) runner.Outcome {
 		a := s.a
-		w.Mark("check")
+		w.Step(ctx, "check")
 		if !a.memory.Claim(subj.Key) {
 			return runner.Refused(errAlready)
 		}
 		if err := pause(ctx, t.p.Gap); err != nil {
 			return runner.Failed(err)
 		}
-		w.Mark("act")
+		w.Step(ctx, "act")
 		if _, err := s.conn.ExecContext(ctx, "INSERT INTO `"+t.table+"` (token, worker) VALUES (?, ?)", subj.Key, w.ID); err != nil {
 			return sqldb.Classify(err)
 		}
@@ -63,7 +63,7 @@ var checkThenWrite = kind{
 			return sqldb.Classify(err)
 		}
 		defer tx.Rollback() // after Commit it does nothing
-		w.Mark("check")
+		w.Step(ctx, "check")
 		var id int64
 		switch err := tx.QueryRowContext(ctx, check, subj.Key).Scan(&id); {
 		case err == nil:
@@ -74,7 +74,7 @@ var checkThenWrite = kind{
 		if err := pause(ctx, t.p.Gap); err != nil {
 			return runner.Failed(err)
 		}
-		w.Mark("act")
+		w.Step(ctx, "act")
 		if _, err := tx.ExecContext(ctx, "INSERT INTO `"+t.table+"` (token, worker) VALUES (?, ?)", subj.Key, w.ID); err != nil {
 			return sqldb.Classify(err)
 		}
@@ -110,7 +110,7 @@ var conditionalUpdate = kind{
 		return runner.Subject{Burst: burst, Key: t.token(burst), Data: id}, nil
 	},
 	attempt: func(ctx context.Context, t *target, s *session, subj runner.Subject, w *runner.Worker) runner.Outcome {
-		w.Mark("act")
+		w.Step(ctx, "act")
 		res, err := s.conn.ExecContext(ctx, "UPDATE `"+t.table+"` SET status = 'redeemed', redeemed_by = ?, redemptions = redemptions + 1 WHERE id = ? AND status = 'issued'",
 			w.ID, subj.Data)
 		if err != nil {
@@ -160,7 +160,7 @@ var uniqueInsert = kind{
 		return runner.Subject{Burst: burst, Key: t.token(burst), Data: int64(burst) + 1}, nil
 	},
 	attempt: func(ctx context.Context, t *target, s *session, subj runner.Subject, w *runner.Worker) runner.Outcome {
-		w.Mark("act")
+		w.Step(ctx, "act")
 		var err error
 		if t.p.Variant == VariantActivePerUser {
 			_, err = s.conn.ExecContext(ctx, "INSERT INTO `"+t.table+"` (user_id, active, worker) VALUES (?, 1, ?)", subj.Data, w.ID)

@@ -133,14 +133,14 @@ func countEffects(ctx context.Context, t *target, c *pgx.Conn, s runner.Subject)
 // locked; the guarded action then writes its effect to the database.
 func memorySet(ctx context.Context, s *session, subj runner.Subject, w *runner.Worker) runner.Outcome {
 	a := s.a
-	w.Mark("check")
+	w.Step(ctx, "check")
 	if !a.memory.Claim(subj.Key) {
 		return runner.Refused(errMemoryTaken)
 	}
 	if err := sleep(ctx, s.t.p.Gap); err != nil {
 		return runner.Failed(err)
 	}
-	w.Mark("act")
+	w.Step(ctx, "act")
 	if err := recordEffect(ctx, s, subj, w); err != nil {
 		return sqldb.Classify(fmt.Errorf("insert effect: %w", err))
 	}
@@ -159,7 +159,7 @@ func checkThenWrite(ctx context.Context, s *session, subj runner.Subject, w *run
 	b := &pgx.Batch{}
 	b.Queue(s.t.begin)
 	b.Queue(check, subj.Key)
-	w.Mark("check")
+	w.Step(ctx, "check")
 	br := s.c.SendBatch(ctx, b)
 	_, err := br.Exec()
 	found := false
@@ -186,7 +186,7 @@ func checkThenWrite(ctx context.Context, s *session, subj runner.Subject, w *run
 		s.rollback(ctx)
 		return runner.Failed(err)
 	}
-	w.Mark("act")
+	w.Step(ctx, "act")
 	if err := recordEffect(ctx, s, subj, w); err != nil {
 		s.rollback(ctx)
 		return sqldb.Classify(fmt.Errorf("insert effect: %w", err))
@@ -211,7 +211,7 @@ func issueCoupon(ctx context.Context, t *target, c *pgx.Conn, s runner.Subject) 
 // redeemCoupon is the compare-and-set. The same statement counts the
 // redemption in the row, so the effect is written by the guarded action.
 func redeemCoupon(ctx context.Context, s *session, subj runner.Subject, w *runner.Worker) runner.Outcome {
-	w.Mark("act")
+	w.Step(ctx, "act")
 	var id int64
 	err := s.c.QueryRow(ctx, "UPDATE "+s.t.n.coupons+` SET status = 'redeemed', redeemed_by = $2::int,
 		redemptions = redemptions + 1 WHERE id = $1::bigint AND status = 'issued' RETURNING id`, subj.Burst, w.ID).Scan(&id)
@@ -255,7 +255,7 @@ func liftedSanction(ctx context.Context, t *target, c *pgx.Conn, s runner.Subjec
 }
 
 func uniqueInsert(ctx context.Context, s *session, subj runner.Subject, w *runner.Worker) runner.Outcome {
-	w.Mark("act")
+	w.Step(ctx, "act")
 	var err error
 	if s.t.p.Variant == VariantOneActive {
 		_, err = s.c.Exec(ctx, "INSERT INTO "+s.t.n.sanctions+" (user_id, active, worker) VALUES ($1::bigint, true, $2::int)",
@@ -332,7 +332,7 @@ func acquire(ctx context.Context, q interface {
 }
 
 func takeLease(ctx context.Context, s *session, subj runner.Subject, w *runner.Worker) runner.Outcome {
-	w.Mark("act")
+	w.Step(ctx, "act")
 	owner := fmt.Sprintf("r%dw%d", w.Replica, w.ID)
 	_, ok, err := acquire(ctx, s.c, s.t.n, subj.Key, owner, s.t.p.TTL)
 	switch {

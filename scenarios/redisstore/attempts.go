@@ -73,7 +73,7 @@ return 1
 // memorySet: the check and the mark live in the replica's memory, correctly
 // locked inside the replica; the guarded action then appends to the store.
 func memorySet(ctx context.Context, s *session, k keys, w *runner.Worker) runner.Outcome {
-	w.Mark("check")
+	w.Step(ctx, "check")
 	a := s.app
 	if !a.memory.Claim(k.subject) {
 		return runner.Refused(errAlready)
@@ -81,7 +81,7 @@ func memorySet(ctx context.Context, s *session, k keys, w *runner.Worker) runner
 	if err := sleep(ctx, a.t.p.Gap); err != nil {
 		return runner.Failed(err)
 	}
-	w.Mark("act")
+	w.Step(ctx, "act")
 	if err := s.push(ctx, k); err != nil {
 		return s.fail(ctx, "RPUSH", err)
 	}
@@ -91,7 +91,7 @@ func memorySet(ctx context.Context, s *session, k keys, w *runner.Worker) runner
 // checkThenWrite: EXISTS on the list of saves, then RPUSH if it was empty —
 // SELECT, then INSERT on a table without a unique key: two round trips.
 func checkThenWrite(ctx context.Context, s *session, k keys, w *runner.Worker) runner.Outcome {
-	w.Mark("check")
+	w.Step(ctx, "check")
 	n, err := s.cn.Exists(ctx, k.effects).Result()
 	if err != nil {
 		return s.fail(ctx, "EXISTS", err)
@@ -102,7 +102,7 @@ func checkThenWrite(ctx context.Context, s *session, k keys, w *runner.Worker) r
 	if err := sleep(ctx, s.app.t.p.Gap); err != nil {
 		return runner.Failed(err)
 	}
-	w.Mark("act")
+	w.Step(ctx, "act")
 	if err := s.push(ctx, k); err != nil {
 		return s.fail(ctx, "RPUSH", err)
 	}
@@ -112,7 +112,7 @@ func checkThenWrite(ctx context.Context, s *session, k keys, w *runner.Worker) r
 // conditionalUpdate: one compare-and-set script; its return value is the
 // rows affected.
 func conditionalUpdate(ctx context.Context, s *session, k keys, w *runner.Worker) runner.Outcome {
-	w.Mark("act")
+	w.Step(ctx, "act")
 	n, err := redeemScript.Run(ctx, s.cn, []string{k.subject, k.effects}, s.owner, keyTTL).Int()
 	if err != nil {
 		return s.fail(ctx, "EVALSHA redeem", err)
@@ -126,7 +126,7 @@ func conditionalUpdate(ctx context.Context, s *session, k keys, w *runner.Worker
 // uniqueInsert: SET NX is the unique constraint. Its nil reply, and nothing
 // else, means "already done"; the winner then runs the guarded action.
 func uniqueInsert(ctx context.Context, s *session, k keys, w *runner.Worker) runner.Outcome {
-	w.Mark("act")
+	w.Step(ctx, "act")
 	if o, inserted := classifyInsert(ctx, s, s.cn.SetArgs(ctx, k.subject, s.owner, redis.SetArgs{Mode: "NX", TTL: runs.KeyTTL}).Err()); !inserted {
 		return o
 	}
@@ -152,7 +152,7 @@ func classifyInsert(ctx context.Context, s *session, err error) (runner.Outcome,
 // ttlLease: take the lease if it is free or expired (the server expires it);
 // the holder then dies without releasing it.
 func ttlLease(ctx context.Context, s *session, k keys, w *runner.Worker) runner.Outcome {
-	w.Mark("act")
+	w.Step(ctx, "act")
 	granted, err := acquire(ctx, s.cn, k, s.owner, s.app.t.ttlMS)
 	if err != nil {
 		return s.fail(ctx, "EVALSHA lease", err)

@@ -1,0 +1,276 @@
+package cmd
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"encoding/xml"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/racetest/racetest/runner"
+	"github.com/racetest/racetest/scenarios"
+	"github.com/racetest/racetest/scenarios/conformance"
+	"github.com/racetest/racetest/scenarios/memstore"
+)
+
+func TestExploreFlagsParse(t *testing.T) {
+	f := &Factory{IO: func() *IOStreams { io, _, _ := Test(); return io }(), Registry: memoryOnly()}
+	var got *ExploreOptions
+	c := NewCmdExplore(f, func(_ context.Context, o *ExploreOptions) error { got = o; return nil })
+	c.SetArgs([]string{"check-then-write", "-b", "memory", "--attempts", "3", "--block-after", "80ms",
+		"--max-schedules", "50", "--cap", "--isolation", "serializable", "--variant", "for-update", "--timeout", "3s"})
+	if err := c.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	e := got.Explore
+	if got.Scenario != "check-then-write" || e.Attempts != 3 || e.BlockAfter != 80*time.Millisecond ||
+		e.MaxSchedules != 50 || !e.Cap || got.Shape.Isolation != "serializable" || got.Shape.Variant != "for-update" ||
+		e.Timeout != 3*time.Second {
+		t.Errorf("parsed options = %+v", got)
+	}
+	if !strings.Contains(got.replay, "racetest replay check-then-write") || strings.Contains(got.replay, "max-schedules") ||
+		!strings.Contains(got.replay, "--isolation=serializable") {
+		t.Errorf("replay command %q: want the same scenario and flags, without explore's own", got.replay)
+	}
+	c = NewCmdExplore(f, func(_ context.Context, o *ExploreOptions) error { got = o; return nil })
+	c.SetArgs([]string{"sql", "-b", "postgres", "--attempt", "SELECT 1;", "--effects", "SELECT 1;"})
+	if err := c.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if got.Scenario != "" || got.Backend != "postgres" || got.Scripts.Attempt != "SELECT 1;" || got.Explore.Attempts != 2 ||
+		got.Explore.BlockAfter != 50*time.Millisecond || got.Explore.MaxSchedules != 10000 {
+		t.Errorf("explore sql options = %+v", got)
+	}
+	if !strings.HasPrefix(got.replay, "racetest replay sql ") || !strings.Contains(got.replay, "--attempt='SELECT 1;'") {
+		t.Errorf("replay command %q: want 'racetest replay sql' with the quoted script", got.replay)
+	}
+}
+
+func TestExploreFindsTheRaceAndPrintsReplayableOrders(t *testing.T) {
+	out, errOut, code := execCmd(t, false, "explore", "check-then-write", "--block-after", "1s")
+	if code != ExitViolated {
+		t.Fatalf("exit %d, want %d (RACE, expected safe)\n%s%s", code, ExitViolated, out, errOut)
+	}
+	if !strings.Contains(errOut, "C(4,2) = 6 orders") {
+		t.Errorf("stderr %q does not say the count before starting", errOut)
+	}
+	for _, want := range []string{"6 explored of 6", "4 violating", "A: check → B: check → A: act → B: act — 2 effects",
+		"racetest replay check-then-write --block-after=1s --schedule 'A1 B1 A2 B2'", "RACE  4 of 6 orders"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	out, _, code = execCmd(t, false, "explore", "conditional-update", "--expect", "catalog")
+	if code != ExitOK || !strings.Contains(out, "SAFE for every order at this step granularity") {
+		t.Errorf("conditional-update: exit %d, output:\n%s", code, out)
+	}
+}
+
+func TestReplayRunsTheOrderItWasGiven(t *testing.T) {
+	out, _, code := execCmd(t, false, "replay", "check-then-write", "--schedule", "B1 A1 B2 A2", "--block-after", "1s")
+	if code != ExitViolated || !strings.Contains(out, "B: check → A: check → B: act → A: act — 2 effects") {
+		t.Errorf("exit %d, output:\n%s", code, out)
+	}
+	out, _, code = execCmd(t, false, "replay", "check-then-write", "--schedule", "A1 A2 B1 B2", "--block-after", "1s")
+	if code != ExitOK || !strings.Contains(out, "A: check → A: act → B: check — 1 effect") {
+		t.Errorf("a serial order: exit %d, output:\n%s", code, out)
+	}
+}
+
+func TestReplayStepWaitsForEnter(t *testing.T) {
+	io, out, errOut := Test()
+	io.InTTY = true
+	io.In = bytes.NewBufferString("\n\n\n\n")
+	root := NewCmdRoot(&Factory{IO: io, Registry: memoryOnly()})
+	root.SetArgs([]string{"replay", "check-then-write", "--schedule", "A1 B1 A2 B2", "--step"})
+	err := root.ExecuteContext(context.Background())
+	if ExitCode(err) != ExitViolated {
+		t.Fatalf("exit %d (%v)\n%s", ExitCode(err), err, out)
+	}
+	if n := strings.Count(errOut.String(), "press Enter"); n != 4 {
+		t.Errorf("asked for Enter %d times, want once before each of the 4 steps:\n%s", n, errOut)
+	}
+	if in := io.In.(*bytes.Buffer); in.Len() != 0 {
+		t.Errorf("%d bytes of input left: each step must read one Enter", in.Len())
+	}
+}
+
+// markless is a scenario whose attempts mark no step.
+func marklessRegistry() *scenarios.Registry {
+	r := memoryOnly()
+	r.AddScenario(scenarios.Spec{Name: "unmarked", Expect: func(scenarios.Params) scenarios.Expectation { return scenarios.ExpectSafe }})
+	r.Register("unmarked", memstore.Name, func(context.Context, scenarios.Params) (runner.Target, error) { return unmarked{}, nil })
+	return r
+}
+
+type unmarked struct{}
+
+func (unmarked) Prepare(context.Context) error                      { return nil }
+func (unmarked) Open(context.Context, int, int) (runner.App, error) { return unmarked{}, nil }
+func (unmarked) Reset(_ context.Context, b int) (runner.Subject, error) {
+	return runner.Subject{Burst: b}, nil
+}
+func (unmarked) Effects(context.Context, runner.Subject) (int, error) { return 1, nil }
+func (unmarked) Cleanup(context.Context) error                        { return nil }
+func (unmarked) Session(context.Context, int) (runner.Session, error) { return unmarked{}, nil }
+func (unmarked) Close() error                                         { return nil }
+func (unmarked) Attempt(context.Context, runner.Subject, *runner.Worker) runner.Outcome {
+	return runner.Done()
+}
+
+func TestExploreBadInputIsAUsageError(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"explore", "check-then-write", "--attempts", "4"}, "--attempts must be 2 or 3"},
+		{[]string{"explore", "check-then-wrte"}, `did you mean "check-then-write"`},
+		{[]string{"explore", "check-then-write", "--attempts", "3", "--max-schedules", "20"}, "have 90 orders, more than --max-schedules 20"},
+		{[]string{"explore", "check-then-write", "--block-after", "2s", "--timeout", "1s"}, "must be shorter than --timeout"},
+		{[]string{"replay", "check-then-write", "--schedule", "A2 B1"}, "comes out of turn"},
+		{[]string{"replay", "check-then-write", "--schedule", "A1 C1"}, "there are 2 attempts"},
+		{[]string{"replay", "check-then-write", "--schedule", "A1 B1", "--step"}, "run it on a terminal"},
+		{[]string{"explore", "check-then-write", "--expect", "maybe"}, "--expect must be"},
+		{[]string{"explore", "sql", "--attempt", "SELECT 1;", "--effects", "SELECT 1;"}, "needs -b postgres or -b mysql"},
+		{[]string{"explore", "unmarked"}, "unmarked on memory: its attempts mark no steps"},
+	} {
+		io, out, errOut := Test()
+		root := NewCmdRoot(&Factory{IO: io, Registry: marklessRegistry()})
+		root.SetArgs(c.args)
+		err := root.ExecuteContext(context.Background())
+		printError(io, err)
+		if code := ExitCode(err); code != ExitUsage || !strings.Contains(errOut.String(), c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 saying %q (stdout %q)", c.args, code, errOut, c.want, out)
+		}
+	}
+}
+
+func TestExploreCapIsInconclusive(t *testing.T) {
+	out, _, code := execCmd(t, false, "explore", "conditional-update", "--attempts", "3", "--max-schedules", "2", "--cap", "--strict")
+	if code != ExitInconclusive || !strings.Contains(out, "INCONCLUSIVE") || !strings.Contains(out, "4 of 6 orders were not explored") {
+		t.Errorf("exit %d, output:\n%s", code, out)
+	}
+}
+
+func TestExploreFormats(t *testing.T) {
+	out, _, _ := execCmd(t, false, "explore", "check-then-write", "-o", "json", "--block-after", "1s")
+	var doc struct {
+		Verdict   string
+		Counts    struct{ Explored, Violating int }
+		Violating []struct{ Schedule, Replay string }
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("json: %v\n%s", err, out)
+	}
+	if doc.Verdict != "RACE" || doc.Counts.Explored != 6 || doc.Counts.Violating != 4 || len(doc.Violating) != 4 ||
+		!strings.HasSuffix(doc.Violating[0].Replay, "--schedule '"+doc.Violating[0].Schedule+"'") {
+		t.Errorf("json document %+v", doc)
+	}
+	out, _, _ = execCmd(t, false, "explore", "check-then-write", "-o", "junit")
+	var suite struct {
+		Failures int `xml:"failures,attr"`
+	}
+	if err := xml.Unmarshal([]byte(out), &suite); err != nil || suite.Failures != 1 {
+		t.Errorf("junit: %v, %d failures (want 1: RACE, expected safe)\n%s", err, suite.Failures, out)
+	}
+	out, _, _ = execCmd(t, false, "explore", "check-then-write", "-o", "markdown")
+	if !strings.Contains(out, "**RACE**") || !strings.Contains(out, "| 6 | 4 |") {
+		t.Errorf("markdown:\n%s", out)
+	}
+	out, _, _ = execCmd(t, false, "explore", "check-then-write", "-o", "html")
+	if !strings.Contains(out, `<strong class="RACE">RACE</strong>`) || !strings.Contains(out, "--schedule &#39;A1 B1 A2 B2&#39;") {
+		t.Errorf("html:\n%s", out)
+	}
+}
+
+// Every flag the README's explore section names exists on explore or
+// replay (or on their script forms).
+func TestREADMEExploreFlagsExist(t *testing.T) {
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	start := strings.Index(text, "## Every order, no timing luck")
+	if start < 0 {
+		t.Fatal("README has no explore section")
+	}
+	end := strings.Index(text[start+3:], "\n## ")
+	section := text[start : start+3+end]
+	f := &Factory{IO: func() *IOStreams { io, _, _ := Test(); return io }(), Registry: memoryOnly()}
+	cmds := []*cobra.Command{NewCmdExplore(f, nil), NewCmdReplay(f, nil)}
+	for _, c := range append([]*cobra.Command(nil), cmds...) {
+		cmds = append(cmds, c.Commands()...)
+	}
+	flags := regexp.MustCompile(`--([a-z][a-z-]+)`).FindAllStringSubmatch(section, -1)
+	if len(flags) < 10 {
+		t.Fatalf("found %d flags in the section: the pattern is wrong", len(flags))
+	}
+	for _, m := range flags {
+		found := false
+		for _, c := range cmds {
+			found = found || c.Flags().Lookup(m[1]) != nil
+		}
+		if !found {
+			t.Errorf("README's explore section names --%s, which neither explore nor replay has", m[1])
+		}
+	}
+}
+
+// Your own scripts, step by step, on each server that answers: the naive
+// redeem races in some order, with its statements named; the conditional
+// one is SAFE for every order; the plain reads of the naive SQL script
+// commute, so some orders are skipped as equivalent.
+func TestExploreScriptsOnServers(t *testing.T) {
+	dir := "../examples/redeem/scripts/"
+	sql := func(b, attempt string) []string {
+		return []string{"explore", "sql", "-b", b, "--setup", "@" + dir + "schema.sql", "--subject", "@" + dir + "coupon.sql",
+			"--attempt", "@" + dir + attempt, "--effects", "@" + dir + "count.sql", "--teardown", "@" + dir + "drop.sql", "--block-after", "200ms"}
+	}
+	redis := func(attempt string) []string {
+		return []string{"explore", "redis", "--attempt", "@" + dir + attempt, "--effects", "SCARD redeemed:{{.Token}}",
+			"--teardown", "@" + dir + "drop.redis", "--block-after", "200ms"}
+	}
+	for _, c := range []struct {
+		name        string
+		naive, fixd []string
+		step        string
+		pruned      bool
+	}{
+		{"postgres", sql("postgres", "naive.sql"), sql("postgres", "conditional.sql"), "SELECT used FROM coupons_{{.RunID}} WHERE code … (naive.sql:4)", true},
+		{"mysql", sql("mysql", "naive.sql"), sql("mysql", "conditional.sql"), "SELECT used FROM coupons_{{.RunID}} WHERE code … (naive.sql:4)", true},
+		{"redis", redis("naive.redis"), redis("conditional.redis"), "A: GET coupon:{{.Token}} (naive.redis:3)", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out, stderr, code := execCmd(t, false, append(c.naive, "--expect", "race")...)
+			if code == ExitSetup {
+				conformance.Unavailable(t, c.name, nil)
+			}
+			if code != ExitOK || !strings.Contains(out, "RACE") || !strings.Contains(out, c.step) || !strings.Contains(out, "racetest replay") {
+				t.Errorf("naive: exit %d\n%s\n%s", code, out, stderr)
+			}
+			if c.pruned && !strings.Contains(stderr, "only swap independent reads and are skipped") {
+				t.Errorf("naive: no order was skipped as equivalent:\n%s", stderr)
+			}
+			out, stderr, code = execCmd(t, false, c.fixd...)
+			if code != ExitOK || !strings.Contains(out, "SAFE for every order at this step granularity") {
+				t.Errorf("conditional: exit %d\n%s\n%s", code, out, stderr)
+			}
+		})
+	}
+}
+
+// A deliberate --gap inside the check step is not a lock: the probe is
+// raised above it, and the user is told.
+func TestExploreGapRaisesTheProbe(t *testing.T) {
+	_, errOut, _ := execCmd(t, false, "explore", "check-then-write", "--gap", "80ms")
+	if !strings.Contains(errOut, "--gap 80ms lengthens the check step: --block-after raised to 130ms") {
+		t.Errorf("stderr:\n%s", errOut)
+	}
+}

@@ -1,0 +1,636 @@
+// Package explore runs a scenario's attempts step by step, in every order,
+// on the real store: two or three attempts, each on its own connection,
+// held at every step boundary (runner.Worker.Step) while a controller lets
+// exactly one step proceed at a time. Where bursts find races by timing
+// luck, an exploration proves which orders break — or that none does, at
+// the granularity of the steps the attempts mark.
+//
+//	res, err := explore.Run(ctx, target, explore.Options{Attempts: 2})
+//	if res.Verdict() == explore.Race { … res.Violating() … }
+//
+// It imports only runner: a target is built elsewhere (scenarios, script,
+// the race package) and counted in its own store, as always.
+package explore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/big"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/racetest/racetest/runner"
+)
+
+// Defaults the command line reuses.
+const (
+	DefaultAttempts     = 2
+	DefaultBlockAfter   = 50 * time.Millisecond
+	DefaultMaxSchedules = 10000
+	MaxAttempts         = 3
+)
+
+// Options shape an exploration.
+type Options struct {
+	Attempts int // 2 or 3 attempts, each on its own session
+	Replicas int // attempt i runs on replica i mod Replicas (default 1)
+	// Allowed and Required bound the correct effects per order (defaults 1, 1).
+	Allowed, Required int
+	// BlockAfter: a step that has not reached the next boundary by then is
+	// blocked (waiting on a lock), and the next step in the order goes.
+	BlockAfter time.Duration
+	// Timeout bounds each attempt, so no order holds a transaction longer:
+	// an attempt past it is abandoned (its code rolls back) and reported.
+	Timeout time.Duration
+	// MaxSchedules caps the orders run. Past it, Run refuses (a
+	// *TooManyError) unless Cap is set, which runs the first MaxSchedules
+	// and leaves the rest unexplored (verdict INCONCLUSIVE).
+	MaxSchedules int
+	Cap          bool
+	// Schedule, when set, runs exactly this one order (a replay).
+	Schedule []int
+	// Independent, when set, says whether two steps (by name) of different
+	// attempts commute (two plain reads): of the orders that differ only
+	// by swapping such adjacent steps, one runs.
+	Independent func(a, b string) bool
+	// Counted is called once the orders are counted, before they run (the
+	// command says the count here); an error stops the run.
+	Counted func(*Result) error
+	// Progress is called after each order.
+	Progress func(done, total int)
+	// Pace, when set, is called before each step is let go (a trainer's
+	// "press Enter"), from the controller.
+	Pace func(Event)
+	// Keep leaves what Prepare made (Cleanup is not called).
+	Keep bool
+}
+
+// Verdict is an exploration's answer.
+type Verdict string
+
+const (
+	// Race: some order left more effects than allowed.
+	Race Verdict = "RACE"
+	// Lost: no order over the allowance, but some left fewer than required.
+	Lost Verdict = "LOST"
+	// Safe: every order stayed within the allowance.
+	Safe Verdict = "SAFE"
+	// Inconclusive: no order broke, but some were not explored or abandoned.
+	Inconclusive Verdict = "INCONCLUSIVE"
+)
+
+// SafeClaim is exactly what a SAFE verdict claims.
+const SafeClaim = "SAFE for every order at this step granularity"
+
+// Event is one step of an order as it ran.
+type Event struct {
+	Worker int    `json:"attempt"` // 0 = A
+	Step   int    `json:"step"`    // the attempt's step number, from 1
+	Name   string `json:"name"`    // the mark: "check", "redeem.sql:2"
+	// Blocked: it had not reached the next boundary within --block-after;
+	// the next step went ahead while it waited (on a lock).
+	Blocked bool `json:"blocked,omitempty"`
+	// Extra: a step beyond the order's plan (the attempt took more steps
+	// than it took alone), run in attempt order.
+	Extra bool `json:"extra,omitempty"`
+}
+
+// Label is the event as a schedule names it: "A2".
+func (e Event) Label() string { return fmt.Sprintf("%s%d", Letter(e.Worker), e.Step) }
+
+// Attempt is what became of one attempt in one order.
+type Attempt struct {
+	Outcome runner.Class `json:"-"`
+	Class   string       `json:"outcome"`
+	Err     string       `json:"error,omitempty"`
+}
+
+// Order is one explored interleaving.
+type Order struct {
+	Index    int       `json:"index"`
+	Planned  string    `json:"planned"`  // "A1 B1 A2 B2"
+	Schedule string    `json:"schedule"` // as it ran: blocked steps let the next go first
+	Ran      []Event   `json:"steps"`
+	Effects  int       `json:"effects"`
+	Allowed  int       `json:"allowed"`
+	Attempts []Attempt `json:"attempts"`
+	// Blocked counts steps that waited on a lock; Deadlocked the attempts
+	// the server ended with a deadlock; Conflicts the other serialization
+	// failures; Abandoned the attempts past --timeout (rolled back).
+	Blocked    int `json:"blocked"`
+	Deadlocked int `json:"deadlocked"`
+	Conflicts  int `json:"conflicts"`
+	Abandoned  int `json:"abandoned"`
+	Required   int `json:"required"`
+	planned    []int
+}
+
+// Over reports an order with more effects than allowed.
+func (o Order) Over() bool { return o.Effects > o.Allowed }
+
+// Under reports an order with fewer effects than required.
+func (o Order) Under() bool { return o.Effects < o.Required }
+
+// Result is an exploration.
+type Result struct {
+	Attempts int `json:"attempts"`
+	// Steps are the marks of one attempt run alone, in order: the steps
+	// each attempt is planned with.
+	Steps []string `json:"steps"`
+	// Total is the number of interleavings of those steps; Pruned were
+	// skipped as equivalent to a run one; Unexplored were past the cap.
+	Total      string        `json:"total"`
+	Pruned     int           `json:"pruned"`
+	Planned    int           `json:"planned"`
+	Unexplored string        `json:"unexplored,omitempty"`
+	Orders     []Order       `json:"orders"`
+	Allowed    int           `json:"allowed"`
+	Required   int           `json:"required"`
+	BlockAfter time.Duration `json:"-"`
+	Timeout    time.Duration `json:"-"`
+	Server     string        `json:"server,omitempty"`
+	Notes      []string      `json:"notes,omitempty"`
+	Elapsed    time.Duration `json:"-"`
+	// Interrupted: Ctrl-C stopped it between orders.
+	Interrupted bool  `json:"interrupted,omitempty"`
+	CleanupErr  error `json:"-"`
+	unexplored  *big.Int
+}
+
+// Verdict is the exploration's answer.
+func (r *Result) Verdict() Verdict {
+	var lost bool
+	for _, o := range r.Orders {
+		if o.Over() {
+			return Race
+		}
+		lost = lost || o.Under()
+	}
+	switch {
+	case lost:
+		return Lost
+	case r.Interrupted || r.unexplored != nil && r.unexplored.Sign() > 0 || r.Count().Abandoned > 0 || len(r.Orders) == 0:
+		return Inconclusive
+	}
+	return Safe
+}
+
+// Why says in one line what the verdict rests on.
+func (r *Result) Why() string {
+	c := r.Count()
+	switch r.Verdict() {
+	case Race:
+		return fmt.Sprintf("%d of %d orders left more than %d effect(s)", c.Over, c.Explored, r.Allowed)
+	case Lost:
+		return fmt.Sprintf("%d of %d orders left fewer than %d effect(s)", c.Under, c.Explored, r.Required)
+	case Safe:
+		return fmt.Sprintf("%s: all %d orders of %d attempts × %d steps (%s) stayed within %d effect(s)",
+			SafeClaim, c.Explored, r.Attempts, len(r.Steps), strings.Join(r.Steps, ", "), r.Allowed)
+	}
+	var why []string
+	if r.unexplored != nil && r.unexplored.Sign() > 0 {
+		why = append(why, fmt.Sprintf("%s of %s orders were not explored (--max-schedules %d)", r.Unexplored, r.Total, r.Planned))
+	}
+	if c.Abandoned > 0 {
+		why = append(why, fmt.Sprintf("%d orders had an attempt abandoned at --timeout %s (rolled back)", c.Abandoned, r.Timeout))
+	}
+	if r.Interrupted {
+		why = append(why, fmt.Sprintf("interrupted after %d of %d orders", c.Explored, r.Planned))
+	}
+	if len(r.Orders) == 0 {
+		why = append(why, "no order ran")
+	}
+	return "no order broke, but " + strings.Join(why, "; ")
+}
+
+// Counts are the totals over the explored orders.
+type Counts struct {
+	Explored   int `json:"explored"`
+	Violating  int `json:"violating"`
+	Over       int `json:"over"`
+	Under      int `json:"under"`
+	Blocked    int `json:"blocked"`    // orders with a blocked step
+	Deadlocked int `json:"deadlocked"` // orders with a deadlock
+	Conflicts  int `json:"conflicts"`  // orders with another serialization failure
+	Abandoned  int `json:"abandoned"`  // orders with an attempt past --timeout
+}
+
+// Count totals the explored orders.
+func (r *Result) Count() Counts {
+	c := Counts{Explored: len(r.Orders)}
+	for _, o := range r.Orders {
+		if o.Over() || o.Under() {
+			c.Violating++
+		}
+		if o.Over() {
+			c.Over++
+		}
+		if o.Under() {
+			c.Under++
+		}
+		c.Blocked += b2i(o.Blocked > 0)
+		c.Deadlocked += b2i(o.Deadlocked > 0)
+		c.Conflicts += b2i(o.Conflicts > 0)
+		c.Abandoned += b2i(o.Abandoned > 0)
+	}
+	return c
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// Violating lists the violating orders, one per distinct schedule as it
+// ran (orders that ran alike are one schedule), the minimal first: the
+// fewest switches from one attempt to another (CHESS's preemptions), then
+// the fewest steps, then in the order they ran.
+func (r *Result) Violating() []Order {
+	var out []Order
+	seen := map[string]bool{}
+	for _, o := range r.Orders {
+		if (o.Over() || o.Under()) && !seen[o.Schedule] {
+			seen[o.Schedule] = true
+			out = append(out, o)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		si, sj := out[i].Switches(), out[j].Switches()
+		if si != sj {
+			return si < sj
+		}
+		return len(out[i].Ran) < len(out[j].Ran)
+	})
+	return out
+}
+
+// Switches counts the times the order passes from one attempt to another.
+func (o Order) Switches() int {
+	n := 0
+	for i := 1; i < len(o.Ran); i++ {
+		if o.Ran[i].Worker != o.Ran[i-1].Worker {
+			n++
+		}
+	}
+	return n
+}
+
+// NoStepsError is a target whose attempts mark no steps: there is nothing
+// to interleave.
+type NoStepsError struct{}
+
+func (NoStepsError) Error() string {
+	return "its attempts mark no steps (runner.Worker.Step): there is nothing to interleave"
+}
+
+// TooManyError is an exploration with more orders than --max-schedules.
+type TooManyError struct {
+	Orders *big.Int // to run, after pruning
+	Total  *big.Int // every interleaving
+	Max    int
+	Steps  []string
+	N      int
+}
+
+func (e *TooManyError) Error() string {
+	count := e.Orders.String() + " orders"
+	if e.Total != nil && e.Total.Cmp(e.Orders) != 0 {
+		count = fmt.Sprintf("%s orders (%s once those that only swap independent reads are left out)", e.Total, e.Orders)
+	}
+	return fmt.Sprintf("%d attempts of %d steps each (%s) have %s, more than --max-schedules %d: "+
+		"raise --max-schedules, use fewer attempts, or add --cap to explore the first %d (verdict INCONCLUSIVE)",
+		e.N, len(e.Steps), strings.Join(e.Steps, ", "), count, e.Max, e.Max)
+}
+
+// hangGrace is how long past the attempt timeout an order waits for
+// attempts that ignore their context.
+var hangGrace = 5 * time.Second
+
+// Run explores t. The first order runs the attempts one after the other
+// (A's steps, then B's): it learns the steps of an attempt alone, and so
+// the count of orders, which Counted hears before the others run. On
+// error the Result holds the orders that ran.
+func Run(ctx context.Context, t runner.Target, o Options) (res *Result, err error) {
+	o = o.withDefaults()
+	start := time.Now()
+	res = &Result{Attempts: o.Attempts, Allowed: o.Allowed, Required: min(o.Required, o.Allowed),
+		BlockAfter: o.BlockAfter, Timeout: o.Timeout}
+	defer func() { res.Elapsed = time.Since(start) }()
+	if err := t.Prepare(ctx); err != nil {
+		return res, fmt.Errorf("prepare: %w", err)
+	}
+	describe(t, res)
+	if !o.Keep {
+		defer func() {
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+			defer cancel()
+			res.CleanupErr = t.Cleanup(cctx)
+		}()
+	}
+	f := &fleet{t: t, o: o}
+	defer f.close()
+	if err := f.open(ctx); err != nil {
+		return res, err
+	}
+	// The first order: the attempts one after the other, or the replay.
+	first, err := f.order(ctx, 0, o.Schedule, o.Pace)
+	if err != nil {
+		return res, err
+	}
+	// The steps of an attempt: those of the attempt that took the most
+	// (the first, alone on a fresh subject, unless it was held up).
+	steps := make([][]string, o.Attempts)
+	for _, ev := range first.Ran {
+		steps[ev.Worker] = append(steps[ev.Worker], ev.Name)
+	}
+	for _, s := range steps {
+		if len(s) > len(res.Steps) {
+			res.Steps = s
+		}
+	}
+	if len(first.Ran) == 0 {
+		return res, NoStepsError{}
+	}
+	k := len(res.Steps)
+	if o.Schedule == nil {
+		// The plan of the first order is every attempt's k steps in turn.
+		first.planned = first.planned[:0]
+		for w := range o.Attempts {
+			for range k {
+				first.planned = append(first.planned, w)
+			}
+		}
+		first.Planned = Format(first.planned)
+	}
+	res.Orders = append(res.Orders, first)
+	total := Orders(o.Attempts, k)
+	res.Total = total.String()
+	if o.Schedule != nil {
+		res.Total, res.Planned = "1", 1
+		describe(t, res)
+		return res, nil
+	}
+	// Count, then run, every other order.
+	var seqs [][]int
+	serial := Format(first.planned)
+	limit := big.NewInt(int64(o.MaxSchedules))
+	if total.Cmp(big.NewInt(1<<22)) > 0 {
+		// Too many even to enumerate: pruning is not tried.
+		if !o.Cap {
+			return res, &TooManyError{Orders: total, Total: total, Max: o.MaxSchedules, Steps: res.Steps, N: o.Attempts}
+		}
+		seqs = firstOrders(o.Attempts, k, o.MaxSchedules, serial)
+		res.unexplored = new(big.Int).Sub(total, big.NewInt(int64(len(seqs)+1)))
+		res.Unexplored = res.unexplored.String()
+		return runOrders(ctx, f, o, res, seqs)
+	}
+	var indep Independent
+	if o.Independent != nil {
+		indep = func(i, j int) bool { return o.Independent(res.Steps[i], res.Steps[j]) }
+	}
+	// Only the orders that will run are kept; the rest are counted (up to
+	// 4M visits: past that, the count of pruned orders is a lower bound and
+	// the unexplored an upper one).
+	res.Pruned = enumerate(o.Attempts, k, indep, func(seq []int) bool {
+		if Format(seq) != serial && len(seqs) < o.MaxSchedules-1 {
+			seqs = append(seqs, seq)
+		}
+		return true
+	})
+	kept := new(big.Int).Sub(total, big.NewInt(int64(res.Pruned)))
+	if kept.Cmp(limit) > 0 {
+		if !o.Cap {
+			return res, &TooManyError{Orders: kept, Total: total, Max: o.MaxSchedules, Steps: res.Steps, N: o.Attempts}
+		}
+		res.unexplored = new(big.Int).Sub(kept, limit)
+		res.Unexplored = res.unexplored.String()
+	}
+	return runOrders(ctx, f, o, res, seqs)
+}
+
+// firstOrders are the first max-1 orders in lexicographic order, without
+// the serial one (which has run).
+func firstOrders(n, k, max int, serial string) [][]int {
+	var seqs [][]int
+	enumerate(n, k, nil, func(seq []int) bool {
+		if Format(seq) != serial {
+			seqs = append(seqs, seq)
+		}
+		return len(seqs) < max-1
+	})
+	return seqs
+}
+
+// runOrders says the count, then runs seqs after the first order.
+func runOrders(ctx context.Context, f *fleet, o Options, res *Result, seqs [][]int) (*Result, error) {
+	res.Planned = len(seqs) + 1
+	if o.Counted != nil {
+		if err := o.Counted(res); err != nil {
+			return res, err
+		}
+	}
+	if o.Progress != nil {
+		o.Progress(1, res.Planned)
+	}
+	for i, seq := range seqs {
+		if ctx.Err() != nil {
+			res.Interrupted = true
+			return res, context.Cause(ctx)
+		}
+		ord, err := f.order(ctx, i+1, seq, o.Pace)
+		if ctx.Err() != nil {
+			res.Interrupted = true
+			return res, context.Cause(ctx)
+		}
+		if err != nil {
+			return res, err
+		}
+		res.Orders = append(res.Orders, ord)
+		if o.Progress != nil {
+			o.Progress(i+2, res.Planned)
+		}
+	}
+	describe(f.t, res)
+	return res, nil
+}
+
+func (o Options) withDefaults() Options {
+	if o.Attempts == 0 {
+		o.Attempts = DefaultAttempts
+	}
+	if o.Replicas == 0 {
+		o.Replicas = 1
+	}
+	if o.Allowed == 0 && o.Required == 0 {
+		o.Allowed, o.Required = runner.DefaultAllowed, runner.DefaultRequired
+	}
+	if o.BlockAfter == 0 {
+		o.BlockAfter = DefaultBlockAfter
+	}
+	if o.Timeout == 0 {
+		o.Timeout = runner.DefaultTimeout
+	}
+	if o.MaxSchedules == 0 {
+		o.MaxSchedules = DefaultMaxSchedules
+	}
+	return o
+}
+
+// Validate reports options no exploration can use.
+func (o Options) Validate() error {
+	o = o.withDefaults()
+	switch {
+	case o.Attempts < 2 || o.Attempts > MaxAttempts:
+		return fmt.Errorf("--attempts must be 2 or 3 (got %d): every order of more attempts is too many to run", o.Attempts)
+	case o.BlockAfter < 0:
+		return fmt.Errorf("--block-after cannot be negative (got %s)", o.BlockAfter)
+	case o.Timeout < 0:
+		return fmt.Errorf("--timeout cannot be negative (got %s)", o.Timeout)
+	case o.BlockAfter >= o.Timeout:
+		return fmt.Errorf("--block-after %s must be shorter than --timeout %s", o.BlockAfter, o.Timeout)
+	case o.MaxSchedules < 1:
+		return fmt.Errorf("--max-schedules must be at least 1 (got %d)", o.MaxSchedules)
+	}
+	return nil
+}
+
+func describe(t runner.Target, res *Result) {
+	if d, ok := t.(runner.Describer); ok {
+		res.Server = d.Server()
+	}
+	if n, ok := t.(runner.Noter); ok {
+		res.Notes = n.Notes()
+	}
+}
+
+// fleet is the attempts' replicas and sessions, open for the whole
+// exploration: each attempt keeps its own connection.
+type fleet struct {
+	t        runner.Target
+	o        Options
+	apps     []runner.App
+	sessions []runner.Session
+}
+
+func (f *fleet) open(ctx context.Context) error {
+	n, r := f.o.Attempts, f.o.Replicas
+	for i := range r {
+		app, err := f.t.Open(ctx, i, (n-i+r-1)/r)
+		if err != nil {
+			return fmt.Errorf("open replica %d: %w", i, err)
+		}
+		f.apps = append(f.apps, app)
+	}
+	for i := range n {
+		s, err := f.apps[i%r].Session(ctx, i)
+		if err != nil {
+			return fmt.Errorf("replica %d, attempt %s: %w", i%r, Letter(i), err)
+		}
+		f.sessions = append(f.sessions, s)
+	}
+	return nil
+}
+
+func (f *fleet) close() {
+	for _, s := range f.sessions {
+		s.Close()
+	}
+	for _, a := range f.apps {
+		a.Close()
+	}
+}
+
+// order runs one order at a fresh subject and counts its effects.
+func (f *fleet) order(ctx context.Context, index int, seq []int, pace func(Event)) (Order, error) {
+	s, err := f.t.Reset(ctx, index)
+	if err != nil {
+		return Order{}, fmt.Errorf("order %d: reset: %w", index+1, err)
+	}
+	n := f.o.Attempts
+	c := newController(n)
+	outs := make([]runner.Outcome, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		w := runner.NewWorker(i, i%f.o.Replicas, c)
+		actx, cancel := context.WithTimeoutCause(ctx, f.o.Timeout, runner.ErrTimeout)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer cancel()
+			o := f.sessions[i].Attempt(actx, s, w)
+			if o.Class == runner.Error && errors.Is(context.Cause(actx), runner.ErrTimeout) {
+				o = runner.Outcome{Class: runner.Unknown, Err: o.Err}
+			}
+			outs[i] = o
+			c.Done(i)
+		}()
+	}
+	dctx, cancel := context.WithTimeout(ctx, f.o.Timeout+hangGrace)
+	ran := c.drive(dctx, seq, f.o.BlockAfter, pace)
+	cancel()
+	finished := make(chan struct{})
+	go func() { wg.Wait(); close(finished) }()
+	select {
+	case <-finished:
+	case <-time.After(f.o.Timeout + hangGrace):
+		return Order{}, fmt.Errorf("order %d: %w", index+1, runner.ErrHung)
+	}
+	if ctx.Err() != nil {
+		return Order{}, ctx.Err()
+	}
+	ord := Order{Index: index, Ran: ran, Required: f.o.Required, Allowed: f.o.Allowed, planned: seq}
+	if seq == nil {
+		// The serial order: what ran is the plan.
+		for i := range ran {
+			ran[i].Extra = false
+			ord.planned = append(ord.planned, ran[i].Worker)
+		}
+	}
+	ord.Planned = Format(ord.planned)
+	labels := make([]string, len(ran))
+	for i, ev := range ran {
+		labels[i] = ev.Label()
+		ord.Blocked += b2i(ev.Blocked)
+	}
+	ord.Schedule = strings.Join(labels, " ")
+	for _, o := range outs {
+		a := Attempt{Outcome: o.Class, Class: o.Class.String()}
+		if o.Err != nil {
+			a.Err = o.Err.Error()
+		}
+		switch {
+		case o.Class == runner.Conflict && isDeadlock(a.Err):
+			ord.Deadlocked++
+		case o.Class == runner.Conflict:
+			ord.Conflicts++
+		case o.Class == runner.Unknown:
+			ord.Abandoned++
+		}
+		ord.Attempts = append(ord.Attempts, a)
+	}
+	ord.Effects, err = f.t.Effects(ctx, s)
+	if err != nil {
+		return ord, fmt.Errorf("order %d: count effects: %w", index+1, err)
+	}
+	if a, ok := f.t.(runner.Allowancer); ok {
+		var classes [runner.NumClasses]int
+		for _, o := range outs {
+			classes[o.Class]++
+		}
+		ord.Allowed = a.Allowed(s, classes)
+		ord.Required = min(ord.Required, ord.Allowed)
+	}
+	return ord, nil
+}
+
+// isDeadlock tells a deadlock (MySQL 1213, PostgreSQL 40P01) from the
+// other conflicts, by the server's own words.
+func isDeadlock(msg string) bool {
+	m := strings.ToLower(msg)
+	return strings.Contains(m, "deadlock") || strings.Contains(m, "1213") || strings.Contains(m, "40p01")
+}

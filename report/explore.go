@@ -1,0 +1,316 @@
+package report
+
+import (
+	"encoding/json"
+	"encoding/xml"
+	"fmt"
+	"html/template"
+	"io"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/racetest/racetest/explore"
+)
+
+// Exploration is one 'racetest explore' (or 'replay') as the reporters
+// show it.
+type Exploration struct {
+	Name     string // "check-then-write", or the attempt script's name
+	Backend  string
+	Settings map[string]string
+	Result   *explore.Result
+	// Describe names a step as a person reads it ("SELECT … (redeem.sql:2)");
+	// nil: the step's own name.
+	Describe func(step string) string
+	// Replay is the command that replays an order, without its --schedule.
+	Replay string
+	// Replayed: one order was replayed; its verdict is that order's alone.
+	Replayed bool
+	// Expect is what the exploration must show: safe or race.
+	Expect ExpectKind
+	// Err is why the exploration did not finish (the orders that ran stay).
+	Err error
+}
+
+// Verdict is the exploration's answer; a replay's SAFE is the one order's.
+func (e Exploration) Verdict() Verdict {
+	if e.Result == nil {
+		return Errored
+	}
+	return Verdict(e.Result.Verdict())
+}
+
+// Met reports whether the verdict is what was expected; unproven is an
+// INCONCLUSIVE verdict.
+func (e Exploration) Met() (ok, unproven bool) {
+	switch v := e.Verdict(); {
+	case v == Errored:
+		return false, false
+	case v == Inconclusive:
+		return true, true
+	case e.Expect == ExpectRace:
+		return v == Race, false
+	default:
+		return v == Safe, false
+	}
+}
+
+// Why says what the verdict rests on in one line.
+func (e Exploration) Why() string {
+	if e.Result == nil {
+		return fmt.Sprint(e.Err)
+	}
+	if e.Replayed {
+		o := e.Result.Orders[0]
+		return fmt.Sprintf("this order (%s) left %s, %d allowed", o.Schedule, plural(o.Effects, "effect"), o.Allowed)
+	}
+	return e.Result.Why()
+}
+
+var fileLine = regexp.MustCompile(`\(([^():]+):(\d+)\)$`)
+
+// Readable writes an order as a person reads it: "A: SELECT … (redeem.sql:2)
+// → B: SELECT … (:2) → … — 2 effects".
+func (e Exploration) Readable(o explore.Order) string {
+	var parts []string
+	seen := map[string]bool{}
+	for _, ev := range o.Ran {
+		d := ev.Name
+		if e.Describe != nil {
+			d = e.Describe(ev.Name)
+		}
+		if m := fileLine.FindStringSubmatchIndex(d); m != nil {
+			file := d[m[2]:m[3]]
+			if seen[file] {
+				d = d[:m[2]] + d[m[3]:]
+			}
+			seen[file] = true
+		}
+		s := explore.Letter(ev.Worker) + ": " + d
+		if ev.Blocked {
+			s += " [blocked]"
+		}
+		parts = append(parts, s)
+	}
+	var outs []string
+	for i, a := range o.Attempts {
+		s := explore.Letter(i) + " " + a.Class
+		if a.Class == "conflict" {
+			if strings.Contains(strings.ToLower(a.Err), "deadlock") {
+				s += " (deadlock)"
+			} else {
+				s += " (serialization failure)"
+			}
+		}
+		outs = append(outs, s)
+	}
+	return fmt.Sprintf("%s — %s (%s)", strings.Join(parts, " → "), plural(o.Effects, "effect"), strings.Join(outs, ", "))
+}
+
+// ReplayCommand is the command that replays o.
+func (e Exploration) ReplayCommand(o explore.Order) string {
+	return e.Replay + " --schedule '" + o.Schedule + "'"
+}
+
+func (e Exploration) settings() string {
+	keys := make([]string, 0, len(e.Settings))
+	for k := range e.Settings {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, k+"="+e.Settings[k])
+	}
+	return strings.Join(parts, " ")
+}
+
+// ExploreReporter writes an exploration in one format.
+type ExploreReporter func(w io.Writer, e Exploration) error
+
+// ExploreReporters are the formats by name, as for runs.
+var ExploreReporters = map[string]ExploreReporter{
+	"table": ExploreText, "json": ExploreJSON, "markdown": ExploreMarkdown, "junit": ExploreJUnit, "html": ExploreHTML,
+}
+
+// LookupExplore finds an exploration reporter by name.
+func LookupExplore(name string) (ExploreReporter, error) {
+	if r, ok := ExploreReporters[name]; ok {
+		return r, nil
+	}
+	return nil, fmt.Errorf("unknown format %q (want one of: %s)", name, strings.Join(Formats(), ", "))
+}
+
+// maxShown is how many violating orders the text report shows.
+const maxShown = 5
+
+// ExploreText is the terminal's report.
+func ExploreText(w io.Writer, e Exploration) error {
+	var b strings.Builder
+	r := e.Result
+	title := e.Name + " on " + e.Backend
+	if s := e.settings(); s != "" {
+		title += " (" + s + ")"
+	}
+	fmt.Fprintln(&b, title)
+	if r != nil {
+		if r.Server != "" {
+			fmt.Fprintln(&b, "server:", r.Server)
+		}
+		c := r.Count()
+		if !e.Replayed {
+			fmt.Fprintf(&b, "steps of one attempt: %s\n", strings.Join(r.Steps, ", "))
+			fmt.Fprintf(&b, "orders: %d explored of %s (%d pruned as equivalent", c.Explored, r.Total, r.Pruned)
+			if r.Unexplored != "" {
+				fmt.Fprintf(&b, ", %s unexplored", r.Unexplored)
+			}
+			fmt.Fprintf(&b, "), %d violating, %d blocked, %d deadlocked, %d conflicts, %d abandoned — %s\n",
+				c.Violating, c.Blocked, c.Deadlocked, c.Conflicts, c.Abandoned, human(r.Elapsed))
+		}
+		if v := r.Violating(); len(v) > 0 {
+			fmt.Fprintf(&b, "\nviolating orders (%d distinct as they ran; the fewest switches between attempts first):\n", len(v))
+			for i, o := range v {
+				if i == maxShown {
+					fmt.Fprintf(&b, "  … and %d more (--format json lists every order)\n", len(v)-maxShown)
+					break
+				}
+				fmt.Fprintf(&b, "  %s\n    %s\n", e.Readable(o), e.ReplayCommand(o))
+			}
+		} else if e.Replayed {
+			fmt.Fprintf(&b, "\norder:\n  %s\n", e.Readable(r.Orders[0]))
+		}
+		for _, n := range r.Notes {
+			fmt.Fprintln(&b, "note:", n)
+		}
+	}
+	fmt.Fprintf(&b, "\n%s  %s\n", e.Verdict(), e.Why())
+	if e.Err != nil && r != nil {
+		fmt.Fprintln(&b, "stopped:", e.Err)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+type exploreJSON struct {
+	Schema     string            `json:"schema"`
+	Name       string            `json:"name"`
+	Backend    string            `json:"backend"`
+	Settings   map[string]string `json:"settings,omitempty"`
+	Verdict    Verdict           `json:"verdict"`
+	Why        string            `json:"why"`
+	Expect     ExpectKind        `json:"expect"`
+	Met        bool              `json:"met"`
+	Counts     *explore.Counts   `json:"counts,omitempty"`
+	ElapsedSec float64           `json:"elapsed_seconds"`
+	Violating  []violationJSON   `json:"violating"`
+	Result     *explore.Result   `json:"result,omitempty"`
+	Error      string            `json:"error,omitempty"`
+}
+
+type violationJSON struct {
+	Schedule string `json:"schedule"`
+	Readable string `json:"readable"`
+	Effects  int    `json:"effects"`
+	Replay   string `json:"replay"`
+}
+
+func (e Exploration) doc() exploreJSON {
+	ok, _ := e.Met()
+	d := exploreJSON{Schema: "racetest.explore/v1", Name: e.Name, Backend: e.Backend, Settings: e.Settings,
+		Verdict: e.Verdict(), Why: e.Why(), Expect: e.Expect, Met: ok, Result: e.Result, Violating: []violationJSON{}}
+	if e.Err != nil {
+		d.Error = e.Err.Error()
+	}
+	if r := e.Result; r != nil {
+		c := r.Count()
+		d.Counts, d.ElapsedSec = &c, r.Elapsed.Seconds()
+		for _, o := range r.Violating() {
+			d.Violating = append(d.Violating, violationJSON{Schedule: o.Schedule, Readable: e.Readable(o), Effects: o.Effects, Replay: e.ReplayCommand(o)})
+		}
+	}
+	return d
+}
+
+// ExploreJSON writes the exploration as one JSON document (schema
+// racetest.explore/v1): every count of the text report, every order.
+func ExploreJSON(w io.Writer, e Exploration) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(e.doc())
+}
+
+// ExploreMarkdown writes the exploration for a CI job summary.
+func ExploreMarkdown(w io.Writer, e Exploration) error {
+	d := e.doc()
+	var b strings.Builder
+	fmt.Fprintf(&b, "## racetest explore: %s on %s\n\n**%s** — %s\n\n", mdEscape(e.Name), e.Backend, d.Verdict, mdEscape(d.Why))
+	if c := d.Counts; c != nil {
+		fmt.Fprintf(&b, "| explored | violating | blocked | deadlocked | conflicts | abandoned |\n|---|---|---|---|---|---|\n| %d | %d | %d | %d | %d | %d |\n\n",
+			c.Explored, c.Violating, c.Blocked, c.Deadlocked, c.Conflicts, c.Abandoned)
+	}
+	for _, v := range d.Violating {
+		fmt.Fprintf(&b, "- %s  \n  `%s`\n", mdEscape(v.Readable), v.Replay)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// ExploreJUnit writes one test case: it fails where the expectation failed.
+func ExploreJUnit(w io.Writer, e Exploration) error {
+	type failure struct {
+		Message string `xml:"message,attr"`
+		Text    string `xml:",chardata"`
+	}
+	type tc struct {
+		Name      string   `xml:"name,attr"`
+		Classname string   `xml:"classname,attr"`
+		Time      float64  `xml:"time,attr"`
+		Failure   *failure `xml:"failure,omitempty"`
+		SystemOut string   `xml:"system-out,omitempty"`
+	}
+	type suite struct {
+		XMLName  xml.Name `xml:"testsuite"`
+		Name     string   `xml:"name,attr"`
+		Tests    int      `xml:"tests,attr"`
+		Failures int      `xml:"failures,attr"`
+		Cases    []tc     `xml:"testcase"`
+	}
+	d := e.doc()
+	c := tc{Name: e.Name + " on " + e.Backend, Classname: "racetest.explore", Time: d.ElapsedSec}
+	var lines []string
+	for _, v := range d.Violating {
+		lines = append(lines, v.Readable, "  "+v.Replay)
+	}
+	c.SystemOut = strings.Join(lines, "\n")
+	s := suite{Name: "racetest explore", Tests: 1, Cases: []tc{c}}
+	if ok, _ := e.Met(); !ok {
+		s.Failures = 1
+		s.Cases[0].Failure = &failure{Message: fmt.Sprintf("%s, expected %s: %s", d.Verdict, e.Expect, d.Why), Text: c.SystemOut}
+	}
+	if _, err := io.WriteString(w, xml.Header); err != nil {
+		return err
+	}
+	enc := xml.NewEncoder(w)
+	enc.Indent("", "  ")
+	if err := enc.Encode(s); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, "\n")
+	return err
+}
+
+var exploreHTML = template.Must(template.New("explore").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>racetest explore: {{.Name}} on {{.Backend}}</title>
+<style>body{font-family:system-ui,sans-serif;margin:2em;max-width:70em}code{background:#f4f4f4;padding:0 .2em}
+.RACE,.LOST{color:#b00020}.SAFE{color:#006400}.INCONCLUSIVE{color:#8a6d00}td,th{padding:.2em .6em;text-align:left}</style></head>
+<body><h1>{{.Name}} on {{.Backend}}</h1>
+<p><strong class="{{.Verdict}}">{{.Verdict}}</strong> — {{.Why}}</p>
+{{with .Counts}}<table><tr><th>explored</th><th>violating</th><th>blocked</th><th>deadlocked</th><th>conflicts</th><th>abandoned</th></tr>
+<tr><td>{{.Explored}}</td><td>{{.Violating}}</td><td>{{.Blocked}}</td><td>{{.Deadlocked}}</td><td>{{.Conflicts}}</td><td>{{.Abandoned}}</td></tr></table>{{end}}
+{{if .Violating}}<h2>Violating orders</h2><ol>{{range .Violating}}<li>{{.Readable}}<br><code>{{.Replay}}</code></li>{{end}}</ol>{{end}}
+</body></html>
+`))
+
+// ExploreHTML writes a self-contained page.
+func ExploreHTML(w io.Writer, e Exploration) error { return exploreHTML.Execute(w, e.doc()) }
