@@ -153,7 +153,7 @@ func (o *CleanOptions) cleanOne(ctx context.Context, j registry.Janitor) error {
 		seen++
 		if !l.Registered {
 			fmt.Fprintf(out, "%s: left alone %s: named like racetest's, but no run registered them — drop them by hand if they are yours\n",
-				j.Where(), strings.Join(l.Objects, ", "))
+				j.Where(), listed(l.Objects))
 			continue
 		}
 		if why := o.keep(*l.Record); why != "" {
@@ -161,7 +161,7 @@ func (o *CleanOptions) cleanOne(ctx context.Context, j registry.Janitor) error {
 			continue
 		}
 		if o.DryRun {
-			what := strings.Join(l.Objects, ", ")
+			what := listed(l.Objects)
 			if what == "" {
 				what = "nothing but its registration"
 			}
@@ -205,6 +205,18 @@ func (o *CleanOptions) keep(r registry.Record) string {
 		return fmt.Sprintf("registered from another host %s ago; racetest cannot tell whether it still runs — give --older-than to drop it", age.Round(time.Second))
 	}
 	return ""
+}
+
+// listedMax is how many object names a line of 'clean' shows: a killed
+// Redis run leaves a key or two per burst, thousands of them.
+const listedMax = 10
+
+// listed names objects, the first listedMax of them and how many more.
+func listed(objects []string) string {
+	if len(objects) <= listedMax {
+		return strings.Join(objects, ", ")
+	}
+	return fmt.Sprintf("%s and %d more (%d in all)", strings.Join(objects[:listedMax], ", "), len(objects)-listedMax, len(objects))
 }
 
 // connOf is backend's address in c, or "" (the default) where reg does not

@@ -100,6 +100,10 @@ func TestBadInputIsAUsageError(t *testing.T) {
 		{[]string{"run", "check-then-write", "--deploy"}, "--waves 2"},
 		{[]string{"run", "check-then-write", "--release", "sideways"}, "--release"},
 		{[]string{"run", "check-then-write", "--variant", "sideways"}, `no variant "sideways"`},
+		{[]string{"run", "check-then-write", "--isolation", "serializable"}, "no transactions and no isolation levels"},
+		{[]string{"run", "check-then-write", "--isolation", "repeatable-read"}, "--backend mysql or --backend postgres"},
+		{[]string{"run", "check-then-write", "--retry", "3"}, "--retry retries deadlocks and serialization failures"},
+		{[]string{"run", "check-then-write", "--retry", "-1"}, "--retry cannot be negative"},
 	} {
 		out, errOut, code := execCmd(t, false, c.args...)
 		if code != ExitUsage {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -31,7 +32,7 @@ func execute(ctx context.Context, f *Factory, plans []plan, each func(report.Cas
 			break
 		}
 		c := p.Case
-		end := inFlight.begin(c.Backend, p.Params.RunID)
+		end := inFlight.begin(c.Backend, connFlag(f.Registry, c.Backend), p.Params.RunID)
 		if spec, err := f.Registry.Scenario(c.Scenario); err == nil && c.Story == nil {
 			c.Story = storyOf(spec)
 		}
@@ -81,20 +82,35 @@ var keptObjects = map[string]string{
 
 // inFlight are the runs under way on server backends, so that a second
 // Ctrl-C can say what may be left behind.
-var inFlight = &runs{ids: map[string]string{}}
+var inFlight = &runs{ids: map[string]inFlightRun{}}
 
 type runs struct {
 	mu  sync.Mutex
-	ids map[string]string // run id → backend
+	ids map[string]inFlightRun // by run id
+}
+
+// inFlightRun is where a run under way makes its objects.
+type inFlightRun struct {
+	backend string
+	flag    string // the flag that names its server ("--postgres-url"), for 'clean'
+}
+
+// connFlag is the flag that names backend's server ("--postgres-url"), or
+// "" for a backend without a server.
+func connFlag(reg *scenarios.Registry, backend string) string {
+	if b, err := reg.Backend(backend); err == nil && b.Conn != nil {
+		return "--" + b.Conn.Flag
+	}
+	return ""
 }
 
 // begin records a run until the returned func is called.
-func (r *runs) begin(backend, runID string) (end func()) {
+func (r *runs) begin(backend, flag, runID string) (end func()) {
 	if _, server := keptObjects[backend]; !server || runID == "" {
 		return func() {}
 	}
 	r.mu.Lock()
-	r.ids[runID] = backend
+	r.ids[runID] = inFlightRun{backend, flag}
 	r.mu.Unlock()
 	return func() {
 		r.mu.Lock()
@@ -117,9 +133,13 @@ func (r *runs) leftovers() string {
 	sort.Strings(ids)
 	var b strings.Builder
 	for _, id := range ids {
-		backend := r.ids[id]
-		fmt.Fprintf(&b, "\n  the %s named racetest_%s_* may remain on %s: see them with 'racetest clean --backend %s --run-id %s --dry-run', drop them without --dry-run",
-			keptObjects[backend], id, backend, backend, id)
+		run := r.ids[id]
+		with := ""
+		if run.flag != "" {
+			with = fmt.Sprintf(" (with the run's %s, if it gave one)", run.flag)
+		}
+		fmt.Fprintf(&b, "\n  the %s named racetest_%s_* may remain on %s: see them with 'racetest clean --backend %s --run-id %s --dry-run'%s, drop them without --dry-run",
+			keptObjects[run.backend], id, run.backend, run.backend, id, with)
 	}
 	return "What the interrupted run made may remain:" + b.String()
 }
@@ -154,7 +174,10 @@ func verdictError(ctx context.Context, cases []report.Case) error {
 			// A backend refused a parameter before the run began: bad input.
 			return usageError(fmt.Errorf("%s on %s: %w", c.Scenario, c.Backend, bad))
 		case c.Err != nil:
-			setup = append(setup, fmt.Sprintf("%s on %s: %v", c.Scenario, c.Backend, c.Err))
+			// Cases that failed alike (a server down under a matrix) say it once.
+			if line := fmt.Sprintf("%s on %s: %v", c.Scenario, c.Backend, c.Err); !slices.Contains(setup, line) {
+				setup = append(setup, line)
+			}
 		case !a.Met && a.Unproven:
 			inconclusive++
 		case !a.Met:

@@ -347,7 +347,7 @@ func runExplore(ctx context.Context, o *ExploreOptions) error {
 			_, _ = in.ReadString('\n')
 		}
 	}
-	end := inFlight.begin(o.Backend, o.runID)
+	end := inFlight.begin(o.Backend, connFlag(o.Registry, o.Backend), o.runID)
 	res, runErr := explore.Run(ctx, t, opt)
 	end()
 	if opt.Keep && res != nil && o.Scenario != "" && (o.Backend == "memory" || keptObjects[o.Backend] != "") {

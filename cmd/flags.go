@@ -16,6 +16,9 @@ import (
 // shapeFlags are the flags every command that fires bursts shares.
 type shapeFlags struct {
 	Attempts, Bursts, Replicas, Waves int
+	// Retry is how many times an attempt refused with a conflict is tried
+	// again (SQL backends).
+	Retry                             int
 	Deploy                            bool
 	Gap, Latency, TTL, Timeout        time.Duration
 	Seed                              int64
@@ -31,6 +34,7 @@ func (s *shapeFlags) register(fs *pflag.FlagSet, reg *scenarios.Registry, attemp
 	fs.IntVar(&s.Waves, "waves", runner.DefaultWaves, "waves of attempts per burst, all at the same subject")
 	fs.BoolVar(&s.Deploy, "deploy", false, "restart every replica between waves (a deploy wipes their memory)")
 	fs.DurationVar(&s.Timeout, "timeout", runner.DefaultTimeout, "per-attempt timeout; an attempt past it counts as unknown")
+	fs.IntVar(&s.Retry, "retry", 0, "SQL backends: retry an attempt the server refused with a deadlock or serialization failure (1213, 1020, 40001, 40P01) up to this many times, as applications do")
 	s.registerParams(fs, reg)
 }
 
@@ -57,6 +61,9 @@ func (s *shapeFlags) validate(backend string) error {
 		if n < 1 {
 			return usageErrorf("--%s must be at least 1 (got %d)", name, n)
 		}
+	}
+	if err := checkRetry(s.Retry, backend); err != nil {
+		return err
 	}
 	if err := checkBurstMemory(s.Attempts, backend); err != nil {
 		return err
@@ -85,6 +92,7 @@ func (s *shapeFlags) params(replicas int) scenarios.Params {
 		Engine:    s.Engine,
 		Variant:   s.Variant,
 		Fault:     s.Fault,
+		Retries:   s.Retry,
 		Conn:      s.Conn,
 	}
 }
@@ -95,7 +103,20 @@ func (s *shapeFlags) plan(replicas int) runplan.Shape {
 		Attempts: s.Attempts, Bursts: s.Bursts, Replicas: replicas, Waves: s.Waves, Deploy: s.Deploy, Keep: s.Keep,
 		Gap: s.Gap, Latency: s.Latency, TTL: s.TTL, Timeout: s.Timeout, Seed: s.Seed,
 		Isolation: s.Isolation, Engine: s.Engine, Variant: s.Variant, Fault: s.Fault, Conn: s.Conn,
+		Retries: s.Retry,
 	}
+}
+
+// checkRetry refuses a retry count that is negative, or given to a backend
+// whose attempts never end in a conflict to retry.
+func checkRetry(k int, backend string) error {
+	if k < 0 {
+		return usageErrorf("--retry cannot be negative (got %d)", k)
+	}
+	if k > 0 && backend != "mysql" && backend != "postgres" {
+		return usageErrorf("--retry retries deadlocks and serialization failures, which only the SQL backends (mysql, postgres) report; backend %s has none — drop --retry", backend)
+	}
+	return nil
 }
 
 // attemptCost is what one attempt of a burst costs racetest's memory, in

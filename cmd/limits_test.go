@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -115,9 +116,9 @@ func TestAttemptsPastMemoryAreRefused(t *testing.T) {
 // The first Ctrl-C cancels; the second quits at once, naming what the
 // runs under way may leave and the command that removes it.
 func TestSecondInterruptQuitsAtOnce(t *testing.T) {
-	end := inFlight.begin("postgres", "ab12cd")
+	end := inFlight.begin("postgres", "--postgres-url", "ab12cd")
 	defer end()
-	defer inFlight.begin("memory", "zz99")() // in-process: nothing to name
+	defer inFlight.begin("memory", "", "zz99")() // in-process: nothing to name
 	sigs := make(chan os.Signal, 2)
 	cancelled := make(chan struct{})
 	exited := make(chan int, 1)
@@ -148,6 +149,7 @@ func TestSecondInterruptQuitsAtOnce(t *testing.T) {
 		"Ctrl-C again to quit at once",
 		"the tables named racetest_ab12cd_* may remain on postgres",
 		"racetest clean --backend postgres --run-id ab12cd --dry-run",
+		"with the run's --postgres-url",
 	} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("the message does not say %q:\n%s", want, msg)
@@ -224,5 +226,21 @@ func TestCaseNamesArePrintedEscaped(t *testing.T) {
 	}
 	if err := json.Unmarshal(b, &doc); err != nil || len(doc.Runs) != 1 || doc.Runs[0].Name != "pay\u202eevil\x1b[2J\x00" {
 		t.Errorf("the JSON report does not keep the name as written: %v %s", err, bytes.TrimSpace(b))
+	}
+}
+
+// A killed Redis run leaves thousands of keys: 'clean' names ten and
+// counts the rest, so that its line stays readable.
+func TestCleanListsAFewObjects(t *testing.T) {
+	var many []string
+	for i := range 2944 {
+		many = append(many, fmt.Sprintf("racetest_d0c5de33_b%d:effects", i))
+	}
+	got := listed(many)
+	if !strings.HasSuffix(got, "and 2934 more (2944 in all)") || strings.Count(got, "racetest_") != listedMax {
+		t.Errorf("listed(2944 keys) = %q", got)
+	}
+	if got := listed(many[:3]); got != strings.Join(many[:3], ", ") {
+		t.Errorf("listed(3 keys) = %q, want all three", got)
 	}
 }

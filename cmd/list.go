@@ -74,7 +74,7 @@ func NewCmdExplain(f *Factory) *cobra.Command {
 				fmt.Fprintln(w, wrap(part.text, "    "))
 			}
 			fmt.Fprintf(w, "Runs on: %s\n", strings.Join(f.Registry.BackendsOf(s.Name), ", "))
-			var variants []string
+			variants := s.Variants
 			for _, dc := range s.Demo {
 				if dc.Variant != "" && !slices.Contains(variants, dc.Variant) {
 					variants = append(variants, dc.Variant)

@@ -21,13 +21,18 @@ func newProgress(io *IOStreams) *progress {
 
 // track returns the callback for one run and a func to call when it ends.
 func (pr *progress) track(name string, total int) (func(runner.Progress), func()) {
+	return pr.trackUnit(name, total, "bursts")
+}
+
+// trackUnit is track counting in unit ("bursts", "cells").
+func (pr *progress) trackUnit(name string, total int, unit string) (func(runner.Progress), func()) {
 	if pr.p == nil {
 		return nil, func() {}
 	}
 	bar := pr.p.AddBar(int64(total),
 		mpb.PrependDecorators(decor.Name(name, decor.WC{W: 28, C: decor.DindentRight})),
 		mpb.AppendDecorators(
-			decor.CountersNoUnit("%d/%d bursts"),
+			decor.CountersNoUnit("%d/%d "+unit),
 		),
 		mpb.BarRemoveOnComplete(),
 	)

@@ -94,7 +94,9 @@ func runReport(ctx context.Context, o *ReportOptions) error {
 	if title == "" {
 		title = doc.Title
 	}
-	if err := reporter(o.IO.Out, cases, reportOptions(o.IO, report.Options{Timeline: true, Version: doc.Version, Title: title})); err != nil {
+	if err := reporter(o.IO.Out, cases, reportOptions(o.IO, report.Options{Timeline: true, Version: doc.Version, Title: title,
+		// A matrix's report is rendered as a matrix again.
+		Matrix: len(doc.Matrix) > 0})); err != nil {
 		return fmt.Errorf("writing the report: %w", err)
 	}
 	err = verdictError(ctx, cases)

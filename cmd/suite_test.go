@@ -354,8 +354,7 @@ func TestCatalogSuiteCoversTheCatalog(t *testing.T) {
 		if p.Config.Bursts < 50 || p.Config.Attempts < 4 {
 			t.Errorf("%s on %s: %d×%d is too small to be a gate", p.Case.Name, p.Case.Backend, p.Config.Attempts, p.Config.Bursts)
 		}
-		spec, _ := reg.Scenario(p.Case.Scenario)
-		if want := string(spec.Expect(p.Params)); string(p.Case.Expect.Kind) != want {
+		if want, _ := reg.Expect(p.Case.Scenario, p.Case.Backend, p.Params, ""); string(p.Case.Expect.Kind) != string(want) {
 			t.Errorf("%s on %s expects %s, the catalog says %s", p.Case.Name, p.Case.Backend, p.Case.Expect, want)
 		}
 		for _, r := range p.OnServer {

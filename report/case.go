@@ -297,12 +297,12 @@ func met(c Case, r *runner.Result, a Assessment) (ok, unproven bool, why string)
 	switch c.Expect.Kind {
 	case ExpectRace:
 		if a.Verdict != Race {
-			return false, false, fmt.Sprintf("expected RACE, but no burst of %d exceeded %s (%s)", a.Bursts, plural(r.Allowed, "effect"), found(a))
+			return false, false, fmt.Sprintf("expected RACE, but no burst of %d exceeded %s (%s)", a.Bursts, ceiling(r), found(a))
 		}
 		return true, false, a.Why
 	case ExpectLost:
 		if a.Verdict != Lost {
-			return false, false, fmt.Sprintf("expected LOST, but no burst of %d left fewer than %s while an attempt claimed it done (%s)", a.Bursts, plural(r.Required, "effect"), found(a))
+			return false, false, fmt.Sprintf("expected LOST, but no burst of %d left fewer than %s while an attempt claimed it done (%s)", a.Bursts, floor(r), found(a))
 		}
 		return true, false, a.Why
 	case ExpectMax, ExpectRange:
@@ -323,7 +323,7 @@ func met(c Case, r *runner.Result, a Assessment) (ok, unproven bool, why string)
 		switch a.Verdict {
 		case Race:
 			return false, false, fmt.Sprintf("expected SAFE, but %d of %d bursts left more than %s (worst %d)",
-				a.Violations, a.Bursts, plural(r.Allowed, "effect"), r.EffectsSummary().Max)
+				a.Violations, a.Bursts, ceiling(r), r.EffectsSummary().Max)
 		case Lost:
 			return false, false, lostWhy(r, a)
 		}
@@ -336,7 +336,7 @@ func met(c Case, r *runner.Result, a Assessment) (ok, unproven bool, why string)
 
 func lostWhy(r *runner.Result, a Assessment) string {
 	return fmt.Sprintf("expected SAFE, but %d of %d bursts left fewer than %s (fewest %d) while an attempt claimed it done",
-		a.Violations, a.Bursts, plural(r.Required, "effect"), r.EffectsSummary().Min)
+		a.Violations, a.Bursts, floor(r), r.EffectsSummary().Min)
 }
 
 // found names the verdict, and an inconclusive run's reason.

@@ -30,6 +30,10 @@ type Options struct {
 	// Width is the columns the table may use (0: DefaultWidth). A row stays
 	// one line: headers shorten, columns leave, names are cut to fit.
 	Width int
+	// Matrix lays the cases out as 'racetest matrix' does: per backend a
+	// table with a row per scenario and variant and a column per isolation
+	// level (see Matrix). Each format shows it in its own way.
+	Matrix bool
 }
 
 // DefaultWidth is the table's width where no terminal says otherwise (a

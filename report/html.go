@@ -36,6 +36,9 @@ func HTML(w io.Writer, cases []Case, o Options) error {
 	if p.Title == "" {
 		p.Title = "racetest report"
 	}
+	if o.Matrix {
+		p.Matrix = htmlMatrixOf(cases)
+	}
 	for i, c := range cases {
 		hc := htmlCaseOf(i, c)
 		if hc.Met {
@@ -50,6 +53,7 @@ type htmlPage struct {
 	Title, Version string
 	Met            int
 	Cases          []htmlCase
+	Matrix         []htmlMatrix
 	CSS            template.CSS
 	JS             template.JS
 }
@@ -71,6 +75,50 @@ type htmlCase struct {
 }
 
 type htmlPair struct{ Key, Value string }
+
+// htmlMatrix is one backend's table of a matrix; each cell links to its case.
+type htmlMatrix struct {
+	Backend, Server string
+	Settings        []string
+	Isolations      []string
+	Rows            []htmlMatrixRow
+}
+
+type htmlMatrixRow struct {
+	Name  string
+	Cells []htmlMatrixCell
+}
+
+type htmlMatrixCell struct {
+	ID, Text, VerdictClass, Expect string
+	Ran, Met                       bool
+}
+
+func htmlMatrixOf(cases []Case) []htmlMatrix {
+	var out []htmlMatrix
+	for _, t := range Matrix(cases) {
+		hm := htmlMatrix{Backend: t.Backend, Server: t.Server, Settings: t.Settings}
+		for _, l := range t.Isolations {
+			hm.Isolations = append(hm.Isolations, levelHeader(l, false))
+		}
+		for _, r := range t.Rows {
+			hr := htmlMatrixRow{Name: rowName(r.Scenario, r.Variant)}
+			for _, i := range r.Cells {
+				if i < 0 {
+					hr.Cells = append(hr.Cells, htmlMatrixCell{})
+					continue
+				}
+				a := Assess(cases[i])
+				hr.Cells = append(hr.Cells, htmlMatrixCell{ID: fmt.Sprintf("case-%d", i+1), Ran: true, Met: a.Met,
+					Text: strings.TrimPrefix(matrixCell(cases[i], a, conflictsFull), "✗ "), VerdictClass: "v-" + strings.ToLower(string(a.Verdict)),
+					Expect: strings.ToUpper(cases[i].Expect.String())})
+			}
+			hm.Rows = append(hm.Rows, hr)
+		}
+		out = append(out, hm)
+	}
+	return out
+}
 
 func htmlCaseOf(i int, c Case) htmlCase {
 	a := Assess(c)

@@ -18,6 +18,42 @@ type Document struct {
 	Version string    `json:"racetest_version"`
 	Title   string    `json:"title,omitempty"`
 	Runs    []RunJSON `json:"runs"`
+	// Matrix is set by 'racetest matrix': per backend, its runs laid out
+	// by scenario and variant (rows) and isolation level (columns).
+	Matrix []MatrixJSON `json:"matrix,omitempty"`
+}
+
+// MatrixJSON is one backend's table of a matrix.
+type MatrixJSON struct {
+	Backend    string          `json:"backend"`
+	Server     string          `json:"server,omitempty"`
+	Settings   []string        `json:"settings,omitempty"`
+	Isolations []string        `json:"isolations"`
+	Rows       []MatrixRowJSON `json:"rows"`
+}
+
+// MatrixRowJSON is one scenario and variant ("" the default), with one
+// cell per isolation level, in the order of Isolations.
+type MatrixRowJSON struct {
+	Scenario string           `json:"scenario"`
+	Variant  string           `json:"variant"`
+	Cells    []MatrixCellJSON `json:"cells"`
+}
+
+// MatrixCellJSON is one run of a matrix: its verdict, the catalog's
+// expectation for this server, and Run, the run's index in runs (-1 when
+// the cell did not run).
+type MatrixCellJSON struct {
+	Isolation      string  `json:"isolation"`
+	Run            int     `json:"run"`
+	Verdict        Verdict `json:"verdict,omitempty"`
+	Expect         string  `json:"expect,omitempty"`
+	ExpectationMet bool    `json:"expectation_met"`
+	Violations     int     `json:"violations"`
+	Bursts         int     `json:"bursts"`
+	UpperBound95   float64 `json:"upper_bound_95"`
+	Conflicts      int     `json:"conflicts"`
+	Cell           string  `json:"cell,omitempty"`
 }
 
 // RunJSON is one case in the JSON report. Durations are in microseconds.
@@ -49,15 +85,17 @@ type RunJSON struct {
 	Overlap        Stat              `json:"overlap"`
 	SpreadMicros   StatF             `json:"spread_us"`
 	Outcomes       map[string]int    `json:"outcomes"`
-	Errors         map[string]int    `json:"errors,omitempty"`
-	Checks         []runner.Check    `json:"checks,omitempty"`
-	Notes          []string          `json:"notes,omitempty"`
-	Interrupted    bool              `json:"interrupted"`
-	StoppedEarly   bool              `json:"stopped_early"`
-	Error          string            `json:"error,omitempty"`
-	CleanupError   string            `json:"cleanup_error,omitempty"`
-	ElapsedMillis  float64           `json:"elapsed_ms"`
-	Example        *TraceJSON        `json:"example,omitempty"`
+	// Retries counts the conflicts retried (run --retry); absent when none.
+	Retries       int            `json:"retries,omitempty"`
+	Errors        map[string]int `json:"errors,omitempty"`
+	Checks        []runner.Check `json:"checks,omitempty"`
+	Notes         []string       `json:"notes,omitempty"`
+	Interrupted   bool           `json:"interrupted"`
+	StoppedEarly  bool           `json:"stopped_early"`
+	Error         string         `json:"error,omitempty"`
+	CleanupError  string         `json:"cleanup_error,omitempty"`
+	ElapsedMillis float64        `json:"elapsed_ms"`
+	Example       *TraceJSON     `json:"example,omitempty"`
 	// What a saved report needs to be rendered again ('racetest report'):
 	// the case's lesson and story, how it was judged, and every burst's
 	// figures, from which the HTML draws its histograms.
@@ -83,6 +121,7 @@ type BurstJSON struct {
 	Spread   float64        `json:"spread_us"`
 	Duration float64        `json:"duration_us"`
 	Outcomes map[string]int `json:"outcomes"`
+	Retries  int            `json:"retries,omitempty"`
 	Wire     *WireJSON      `json:"wire,omitempty"`
 }
 
@@ -144,6 +183,9 @@ func newDocument(cases []Case, o Options) Document {
 	for _, c := range cases {
 		doc.Runs = append(doc.Runs, runJSON(c))
 	}
+	if o.Matrix {
+		doc.Matrix = matrixJSON(cases)
+	}
 	return doc
 }
 
@@ -176,6 +218,7 @@ func runJSON(c Case) RunJSON {
 	if len(r.Errors) > 0 {
 		j.Errors = r.Errors
 	}
+	j.Retries = r.Retries()
 	j.Checks, j.Notes, j.StoppedEarly = r.Checks, r.Notes, r.Stopped
 	if r.CleanupErr != nil {
 		j.CleanupError = r.CleanupErr.Error()
@@ -196,7 +239,7 @@ func runJSON(c Case) RunJSON {
 	j.PerBurst = make([]BurstJSON, len(r.Bursts))
 	for i, b := range r.Bursts {
 		bj := BurstJSON{Index: b.Index, Effects: b.Effects, Allowed: b.Allowed, Required: b.Required, Overlap: b.Overlap,
-			Spread: micros(b.Spread), Duration: micros(b.Duration), Outcomes: map[string]int{}}
+			Spread: micros(b.Spread), Duration: micros(b.Duration), Outcomes: map[string]int{}, Retries: b.Retries}
 		for _, cl := range runner.Classes() {
 			if n := b.Outcomes[cl]; n > 0 {
 				bj.Outcomes[cl.String()] = n
@@ -215,4 +258,29 @@ func JSON(w io.Writer, cases []Case, o Options) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(newDocument(cases, o))
+}
+
+func matrixJSON(cases []Case) []MatrixJSON {
+	var out []MatrixJSON
+	for _, t := range Matrix(cases) {
+		mj := MatrixJSON{Backend: t.Backend, Server: t.Server, Settings: t.Settings, Isolations: t.Isolations, Rows: []MatrixRowJSON{}}
+		for _, r := range t.Rows {
+			rj := MatrixRowJSON{Scenario: r.Scenario, Variant: r.Variant}
+			for j, i := range r.Cells {
+				cell := MatrixCellJSON{Isolation: t.Isolations[j], Run: i}
+				if i >= 0 {
+					c := cases[i]
+					a := Assess(c)
+					cell.Verdict, cell.Expect, cell.ExpectationMet = a.Verdict, c.Expect.String(), a.Met
+					cell.Violations, cell.Bursts, cell.Conflicts = a.Violations, a.Bursts, Conflicts(c)
+					cell.UpperBound95 = a.Upper
+					cell.Cell = matrixCell(c, a, conflictsFull)
+				}
+				rj.Cells = append(rj.Cells, cell)
+			}
+			mj.Rows = append(mj.Rows, rj)
+		}
+		out = append(out, mj)
+	}
+	return out
 }

@@ -280,10 +280,10 @@ func foundText(c Case, a Assessment) string {
 	switch a.Verdict {
 	case Race:
 		found = fmt.Sprintf("RACE — %d of %d bursts left more than %s (%s, 95%% upper bound %s); worst was burst #%d with %s",
-			a.Violations, a.Bursts, plural(r.Allowed, "effect"), percent(a.Rate), percent(a.Upper), worst.Index, plural(worst.Effects, "effect"))
+			a.Violations, a.Bursts, ceiling(r), percent(a.Rate), percent(a.Upper), worst.Index, plural(worst.Effects, "effect"))
 	case Lost:
 		found = fmt.Sprintf("LOST — %d of %d bursts left fewer than %s while an attempt claimed it done (%s, 95%% upper bound %s); the fewest was %s",
-			a.Violations, a.Bursts, plural(r.Required, "effect"), percent(a.Rate), percent(a.Upper), plural(r.EffectsSummary().Min, "effect"))
+			a.Violations, a.Bursts, floor(r), percent(a.Rate), percent(a.Upper), plural(r.EffectsSummary().Min, "effect"))
 	case Safe:
 		found = fmt.Sprintf("SAFE — 0 of %d tested bursts left the allowed range (violation rate ≤%s at 95%%); worst burst had %s",
 			a.Tested, percent(a.Upper), plural(worst.Effects, "effect"))

@@ -7,7 +7,8 @@ import (
 )
 
 // Markdown writes a CI job summary: one line saying whether the gate held,
-// one table with every case's verdict, then for each case that did not meet
+// one table with every case's verdict (with Options.Matrix, the matrix's
+// tables instead), then for each case that did not meet
 // its expectation why, and the lesson of its scenario.
 func Markdown(w io.Writer, cases []Case, o Options) error {
 	as := make([]Assessment, len(cases))
@@ -24,26 +25,19 @@ func Markdown(w io.Writer, cases []Case, o Options) error {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "## %s\n\n", mdEscape(title))
-	if met == len(cases) {
-		fmt.Fprintf(&b, "**%d of %d cases met their expectation.**\n\n", met, len(cases))
-	} else {
-		fmt.Fprintf(&b, "**%d of %d cases did not meet their expectation.**\n\n", len(cases)-met, len(cases))
+	what := "cases"
+	if o.Matrix {
+		what = "cells"
 	}
-	b.WriteString("| | Case | Backend | Server | N × bursts | Violated | Worst burst | Verdict | Expected |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
-	for i, c := range cases {
-		a := as[i]
-		server, shape, worst := "", "–", "–"
-		if r := c.Result; r != nil {
-			server = r.Server
-			if len(r.Bursts) > 0 {
-				shape = fmt.Sprintf("%d × %d", r.Attempts, len(r.Bursts))
-				worst = plural(r.EffectsSummary().Max, "effect")
-			}
-		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %d/%d | %s | %s | %s |\n",
-			mdMark(a), mdEscape(displayName(c)), mdEscape(c.Backend), mdEscape(server), shape,
-			a.Violations, a.Bursts, worst, mdEscape(verdictCell(a)), mdEscape(c.Expect.String()))
+	if met == len(cases) {
+		fmt.Fprintf(&b, "**%d of %d %s met their expectation.**\n\n", met, len(cases), what)
+	} else {
+		fmt.Fprintf(&b, "**%d of %d %s did not meet their expectation.**\n\n", len(cases)-met, len(cases), what)
+	}
+	if o.Matrix {
+		mdMatrix(&b, cases, as)
+	} else {
+		mdCases(&b, cases, as)
 	}
 	for i, c := range cases {
 		a := as[i]
@@ -58,12 +52,12 @@ func Markdown(w io.Writer, cases []Case, o Options) error {
 			r := c.Result
 			w := worstBurst(r)
 			fmt.Fprintf(&b, "%d of %d bursts left more than %s (%s; 95%% upper bound %s); the worst, burst #%d, left %d.\n",
-				a.Violations, a.Bursts, plural(r.Allowed, "effect"), percent(a.Rate), percent(a.Upper), w.Index, w.Effects)
+				a.Violations, a.Bursts, ceiling(r), percent(a.Rate), percent(a.Upper), w.Index, w.Effects)
 		}
 		if a.Verdict == Lost && c.Result != nil {
 			r := c.Result
 			fmt.Fprintf(&b, "%d of %d bursts left fewer than %s while an attempt claimed it done (%s; 95%% upper bound %s); the fewest left %d.\n",
-				a.Violations, a.Bursts, plural(r.Required, "effect"), percent(a.Rate), percent(a.Upper), r.EffectsSummary().Min)
+				a.Violations, a.Bursts, floor(r), percent(a.Rate), percent(a.Upper), r.EffectsSummary().Min)
 		}
 		if c.Lesson != "" {
 			fmt.Fprintf(&b, "\n> **Lesson:** %s\n", mdEscape(c.Lesson))
@@ -97,9 +91,9 @@ func Headline(c Case) string {
 	}
 	detail := ""
 	if r := c.Result; r != nil {
-		detail = fmt.Sprintf(" (%d of %d bursts over %s)", a.Violations, a.Bursts, plural(r.Allowed, "effect"))
+		detail = fmt.Sprintf(" (%d of %d bursts over %s)", a.Violations, a.Bursts, ceiling(r))
 		if a.Verdict == Lost {
-			detail = fmt.Sprintf(" (%d of %d bursts under %s while an attempt claimed it done)", a.Violations, a.Bursts, plural(r.Required, "effect"))
+			detail = fmt.Sprintf(" (%d of %d bursts under %s while an attempt claimed it done)", a.Violations, a.Bursts, floor(r))
 		}
 	}
 	return fmt.Sprintf("%s: %s%s, expected %s", where, verdictCell(a), detail, c.Expect)
@@ -123,4 +117,67 @@ func mdEscape(s string) string {
 		"|", `\|`, "\n", " ", "\r", " ", "*", `\*`, "_", `\_`, "`", "\\`", "<", "&lt;", ">", "&gt;",
 		"[", `\[`, "]", `\]`,
 	).Replace(s)
+}
+
+// mdCases is one table row per case.
+func mdCases(b *strings.Builder, cases []Case, as []Assessment) {
+	b.WriteString("| | Case | Backend | Server | N × bursts | Violated | Worst burst | Verdict | Expected |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
+	for i, c := range cases {
+		a := as[i]
+		server, shape, worst := "", "–", "–"
+		if r := c.Result; r != nil {
+			server = r.Server
+			if len(r.Bursts) > 0 {
+				shape = fmt.Sprintf("%d × %d", r.Attempts, len(r.Bursts))
+				worst = plural(r.EffectsSummary().Max, "effect")
+			}
+		}
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %d/%d | %s | %s | %s |\n",
+			mdMark(a), mdEscape(displayName(c)), mdEscape(c.Backend), mdEscape(server), shape,
+			a.Violations, a.Bursts, worst, mdEscape(verdictCell(a)), mdEscape(c.Expect.String()))
+	}
+}
+
+// mdMatrix is the matrix: per backend, its server and the settings that
+// change outcomes, then a row per scenario and variant and a column per
+// isolation level; ❌ marks a cell that is not the catalog's expectation.
+func mdMatrix(b *strings.Builder, cases []Case, as []Assessment) {
+	for _, t := range Matrix(cases) {
+		fmt.Fprintf(b, "### %s", mdEscape(t.Backend))
+		if t.Server != "" {
+			fmt.Fprintf(b, " — %s", mdEscape(t.Server))
+		}
+		b.WriteString("\n\n")
+		for _, s := range t.Settings {
+			fmt.Fprintf(b, "- %s\n", mdEscape(s))
+		}
+		if len(t.Settings) > 0 {
+			b.WriteString("\n")
+		}
+		b.WriteString("| Scenario |")
+		for _, l := range t.Isolations {
+			fmt.Fprintf(b, " %s |", mdEscape(levelHeader(l, false)))
+		}
+		b.WriteString("\n|---|" + strings.Repeat("---|", len(t.Isolations)) + "\n")
+		for _, r := range t.Rows {
+			fmt.Fprintf(b, "| %s |", mdEscape(rowName(r.Scenario, r.Variant)))
+			for _, i := range r.Cells {
+				cell := "–"
+				if i >= 0 {
+					cell = strings.TrimPrefix(matrixCell(cases[i], as[i], conflictsFull), "✗ ")
+					switch {
+					case as[i].Verdict == Errored:
+						cell = "⛔ " + cell
+					case !as[i].Met:
+						cell = "❌ " + cell + " (expected " + strings.ToUpper(cases[i].Expect.String()) + ")"
+					}
+					cell = mdEscape(cell)
+				}
+				fmt.Fprintf(b, " %s |", cell)
+			}
+			b.WriteString("\n")
+		}
+		b.WriteString("\n")
+	}
 }

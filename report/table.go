@@ -22,6 +22,10 @@ const (
 // lesson of each scenario, why an expectation failed, notes, checks, errors,
 // and (with Timeline) the example burst of each RACE.
 func Table(w io.Writer, cases []Case, o Options) error {
+	if o.Matrix {
+		matrixText(w, cases, o)
+		return nil
+	}
 	paint := func(code, s string) string {
 		if !o.Color {
 			return s
@@ -203,12 +207,37 @@ func commonServer(cases []Case) string {
 func allowance(r *runner.Result) string {
 	lo, hi := r.Bursts[0].Required, r.Bursts[0].Allowed
 	for _, b := range r.Bursts {
-		lo, hi = min(lo, b.Required), max(hi, b.Allowed)
+		// A floor set from what committed may exceed what one burst
+		// allowed (every queued job required, fewer taken): the range
+		// still spans both.
+		lo, hi = min(lo, b.Required, b.Allowed), max(hi, b.Allowed, b.Required)
 	}
 	if lo == hi {
 		return fmt.Sprint(lo)
 	}
 	return fmt.Sprintf("%d-%d", lo, hi)
+}
+
+// ceiling names what a burst's effects are held under in a message: the
+// run's allowance, or each burst's own where the target set it per burst
+// from what happened (the writes that committed, the jobs taken).
+func ceiling(r *runner.Result) string {
+	for _, b := range r.Bursts {
+		if b.Allowed != r.Allowed {
+			return "its allowance (" + allowance(r) + " effects per burst, from what committed)"
+		}
+	}
+	return plural(r.Allowed, "effect")
+}
+
+// floor is ceiling's counterpart for the fewest effects required.
+func floor(r *runner.Result) string {
+	for _, b := range r.Bursts {
+		if b.Required != r.Required {
+			return "its floor (" + allowance(r) + " effects per burst, from what committed)"
+		}
+	}
+	return plural(r.Required, "effect")
 }
 
 func displayName(c Case) string {

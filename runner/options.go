@@ -27,6 +27,10 @@ type Config struct {
 	// is lower requires no more than it allows.
 	Required int
 	Timeout  time.Duration // per attempt; 0 means none
+	// Retries is how many times an attempt the store refused with a
+	// conflict (a deadlock, a serialization failure) is tried again, as an
+	// application that retries them does; 0 reports the conflict as is.
+	Retries int
 	// StopOnViolation ends the run at the first burst over the allowance.
 	StopOnViolation bool
 	// Progress, when set, is called after every burst, from the runner's
@@ -71,6 +75,9 @@ func Required(n int) Option { return func(c *Config) { c.Required = n } }
 
 // Timeout bounds each attempt; an attempt past it counts as Unknown.
 func Timeout(d time.Duration) Option { return func(c *Config) { c.Timeout = d } }
+
+// Retries tries an attempt that ended in a conflict again, up to k times.
+func Retries(k int) Option { return func(c *Config) { c.Retries = k } }
 
 // StopOnViolation ends the run at the first burst over the allowance.
 func StopOnViolation(on bool) Option { return func(c *Config) { c.StopOnViolation = on } }

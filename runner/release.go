@@ -142,7 +142,7 @@ func (e *engine) wireWave(ctx context.Context, s Subject, wave int) (spread time
 		go func(i int, w *Worker, sess Session) {
 			defer done.Done()
 			actx := rel.Context(wctx, i)
-			o := sess.Attempt(actx, s, w)
+			o := e.attempt(actx, i, sess, s, w)
 			if o.Class == Error && errors.Is(context.Cause(actx), ErrTimeout) {
 				o = Outcome{Class: Unknown, Err: o.Err}
 			}

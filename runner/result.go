@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"fmt"
 	"sort"
 	"time"
 )
@@ -49,6 +50,8 @@ type Burst struct {
 	Allowed  int
 	Required int
 	Outcomes [NumClasses]int
+	// Retries counts the conflicts retried in the burst (Config.Retries).
+	Retries int
 	// Spread is the time from the first to the last worker released.
 	Spread time.Duration
 	// Overlap is the most attempts in flight at one instant (the smallest
@@ -108,6 +111,15 @@ func (r *Result) Violations() int {
 		if b.Violated() {
 			n++
 		}
+	}
+	return n
+}
+
+// Retries counts the conflicts retried over the run.
+func (r *Result) Retries() int {
+	n := 0
+	for _, b := range r.Bursts {
+		n += b.Retries
 	}
 	return n
 }
@@ -192,4 +204,17 @@ func collect[T any](bs []Burst, f func(Burst) T) []T {
 		out[i] = f(b)
 	}
 	return out
+}
+
+// retryNote says what retrying conflicts did over the run.
+func retryNote(k, retried, gaveUp int) string {
+	s := fmt.Sprintf("retry: %d conflicts retried (up to %d per attempt)", retried, k)
+	if gaveUp > 0 {
+		what := "attempts"
+		if gaveUp == 1 {
+			what = "attempt"
+		}
+		return s + fmt.Sprintf("; %d %s still in conflict after %d retries", gaveUp, what, k)
+	}
+	return s + "; every attempt reached a decision"
 }

@@ -13,8 +13,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -44,6 +46,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Required < 0 || c.Required > c.Allowed {
 		return &ConfigError{fmt.Sprintf("required effects must be between 0 and the %d allowed (got %d)", c.Allowed, c.Required)}
+	}
+	if c.Retries < 0 {
+		return &ConfigError{fmt.Sprintf("retries cannot be negative (got %d)", c.Retries)}
 	}
 	if c.Timeout < 0 {
 		return &ConfigError{fmt.Sprintf("timeout cannot be negative (got %s)", c.Timeout)}
@@ -195,9 +200,13 @@ type engine struct {
 	sessions []Session
 	workers  []*Worker
 	outs     []Outcome
+	retries  []int         // this wave's conflicts retried, per worker
+	gaveUp   int           // attempts still in conflict after every retry
 	cur      []WorkerTrace // this burst's trace, reused between bursts
 	wire     WireCounts    // the last wave's, in a wire release
 	maxSeen  int
+	// closeNote says that closing the fleet was abandoned, or is "".
+	closeNote string
 }
 
 func (e *engine) openFleet(ctx context.Context) error {
@@ -208,6 +217,7 @@ func (e *engine) openFleet(ctx context.Context) error {
 			e.workers[i] = &Worker{ID: i, Replica: i % r, marks: make([]Mark, 0, 8), sched: e.cfg.Scheduler}
 		}
 		e.outs = make([]Outcome, n)
+		e.retries = make([]int, n)
 	}
 	e.apps = make([]App, r)
 	e.sessions = make([]Session, n)
@@ -251,6 +261,12 @@ func (e *engine) session(ctx context.Context, i int) (Session, error) {
 func (e *engine) addNotes() {
 	var extra []string
 	extra = append(extra, e.cfg.Notes...)
+	if e.cfg.Retries > 0 {
+		extra = append(extra, retryNote(e.cfg.Retries, e.res.Retries(), e.gaveUp))
+	}
+	if e.closeNote != "" {
+		extra = append(extra, e.closeNote)
+	}
 	if e.cfg.Release != nil {
 		extra = append(extra, wireNote(e.cfg.Release.Name(), e.res.Bursts, e.relErr))
 	}
@@ -259,18 +275,63 @@ func (e *engine) addNotes() {
 	}
 }
 
+// closeTimeout bounds the closing of the fleet. A session whose attempt
+// never returned (ErrHung: a driver call that ignores its context, on a
+// server that stopped answering) holds its connection's lock, and closing
+// it would wait as long: such sessions are abandoned to the process's exit.
+var closeTimeout = 5 * time.Second
+
+// closeFleet closes every session, then every app, each on its own, and
+// waits for them at most closeTimeout.
 func (e *engine) closeFleet() {
-	for i, s := range e.sessions {
-		if s != nil {
-			s.Close()
-			e.sessions[i] = nil
+	sessions, apps := e.sessions, e.apps
+	e.sessions, e.apps = nil, nil
+	var open atomic.Int32
+	closeAll := func(closers []func() error) bool {
+		var wg sync.WaitGroup
+		for _, c := range closers {
+			wg.Add(1)
+			open.Add(1)
+			go func() {
+				defer wg.Done()
+				c()
+				open.Add(-1)
+			}()
+		}
+		done := make(chan struct{})
+		go func() { wg.Wait(); close(done) }()
+		t := time.NewTimer(closeTimeout)
+		defer t.Stop()
+		select {
+		case <-done:
+			return true
+		case <-t.C:
+			return false
 		}
 	}
-	for i, a := range e.apps {
-		if a != nil {
-			a.Close()
-			e.apps[i] = nil
+	var cs []func() error
+	for _, s := range sessions {
+		if s != nil {
+			cs = append(cs, s.Close)
 		}
+	}
+	ok := closeAll(cs)
+	var as []func() error
+	for _, a := range apps {
+		if a != nil {
+			as = append(as, a.Close)
+		}
+	}
+	if ok {
+		ok = closeAll(as)
+	} else {
+		// An app's pool may wait for the stuck sessions' connections too.
+		for _, c := range as {
+			go c()
+		}
+	}
+	if !ok {
+		e.closeNote = fmt.Sprintf("%d connection(s) did not close within %s (the server stopped answering): racetest abandoned them", open.Load(), closeTimeout)
 	}
 }
 
@@ -300,8 +361,12 @@ func (e *engine) burst(ctx context.Context, index int) (Burst, error) {
 		if b.Overlap < 0 || overlap < b.Overlap {
 			b.Overlap = overlap
 		}
-		for _, o := range e.outs {
+		for i, o := range e.outs {
 			b.Outcomes[o.Class]++
+			b.Retries += e.retries[i]
+			if o.Class == Conflict && e.cfg.Retries > 0 {
+				e.gaveUp++
+			}
 			if o.Err != nil && o.Class >= Conflict {
 				e.countError(o.Err.Error())
 			}
@@ -321,11 +386,52 @@ func (e *engine) burst(ctx context.Context, index int) (Burst, error) {
 	}
 	// A policy that allows nothing in a burst also requires nothing.
 	b.Required = min(e.cfg.Required, b.Allowed)
+	if r, ok := e.t.(Requirer); ok {
+		b.Required = r.Required(s, b.Outcomes)
+	}
 	if e.res.Example == nil || b.Effects > e.maxSeen {
 		e.maxSeen = b.Effects
 		e.res.Example = e.snapshot(b)
 	}
 	return b, nil
+}
+
+// attempt runs worker i's attempt at s, and again while the store answers
+// with a conflict and retries are left, as an application that retries
+// deadlocks and serialization failures does. Each retry is marked on the
+// worker, so a timeline shows it, and counted.
+func (e *engine) attempt(ctx context.Context, i int, sess Session, s Subject, w *Worker) Outcome {
+	e.retries[i] = 0
+	o := sess.Attempt(ctx, s, w)
+	for o.Class == Conflict && e.retries[i] < e.cfg.Retries && ctx.Err() == nil {
+		e.retries[i]++
+		if backoff(ctx, e.retries[i]) != nil {
+			break
+		}
+		w.Mark("retry")
+		o = sess.Attempt(ctx, s, w)
+	}
+	return o
+}
+
+// retryBackoff caps the pause before a retry. Retrying at once, every loser
+// of a serialization failure meets the others again; a short random pause
+// that doubles with each retry spreads them out, as retry loops in
+// applications do.
+const retryBackoff = 32 * time.Millisecond
+
+// backoff pauses before retry number n (from 1): a random time below
+// min(2^n × 250µs, retryBackoff).
+func backoff(ctx context.Context, n int) error {
+	limit := min(time.Duration(1)<<min(n, 10)*250*time.Microsecond, retryBackoff)
+	t := time.NewTimer(rand.N(limit) + 1)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // countError counts msg among the run's errors; past maxErrorKinds
@@ -363,7 +469,7 @@ func (e *engine) wave(ctx context.Context, s Subject, wave int) (spread time.Dur
 			<-gate
 			w.base = base
 			w.Mark("released")
-			o := sess.Attempt(actx, s, w)
+			o := e.attempt(actx, i, sess, s, w)
 			if o.Class == Error && errors.Is(context.Cause(actx), ErrTimeout) {
 				o = Outcome{Class: Unknown, Err: o.Err}
 			}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -217,6 +219,72 @@ func TestHungSessionDoesNotHangTheRun(t *testing.T) {
 	_, err := Run(context.Background(), c, Attempts(2), Bursts(1), Timeout(10*time.Millisecond))
 	if !errors.Is(err, ErrHung) {
 		t.Fatalf("err = %v, want ErrHung", err)
+	}
+}
+
+// lockedSession is a session whose Close waits for its attempt, as a
+// database/sql connection waits for the call that holds it.
+type lockedSession struct {
+	mu      sync.Mutex
+	release chan struct{}
+}
+
+func (s *lockedSession) Attempt(context.Context, Subject, *Worker) Outcome {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	<-s.release
+	return Done()
+}
+
+func (s *lockedSession) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return nil
+}
+
+type lockedApp struct{ s *lockedSession }
+
+func (a lockedApp) Session(context.Context, int) (Session, error) { return a.s, nil }
+func (lockedApp) Close() error                                    { return nil }
+
+type lockedTarget struct {
+	*counter
+	s *lockedSession
+}
+
+func (t lockedTarget) Open(context.Context, int, int) (App, error) { return lockedApp{t.s}, nil }
+
+// An attempt stuck in a call that ignores its context (the MySQL driver's
+// COMMIT on a paused server) holds its connection; closing that connection
+// must not hold the run for ever: the run ends, cleans up, and says it
+// abandoned the connection.
+func TestStuckSessionDoesNotHoldTheClose(t *testing.T) {
+	oldGrace, oldClose := hangGrace, closeTimeout
+	hangGrace, closeTimeout = 20*time.Millisecond, 50*time.Millisecond
+	defer func() { hangGrace, closeTimeout = oldGrace, oldClose }()
+	c := newCounter()
+	s := &lockedSession{release: make(chan struct{})}
+	defer close(s.release)
+	done := make(chan struct{})
+	var res *Result
+	var err error
+	go func() {
+		defer close(done)
+		res, err = Run(context.Background(), lockedTarget{c, s}, Attempts(1), Bursts(1), Timeout(10*time.Millisecond))
+	}()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the run did not end: closing a stuck session held it")
+	}
+	if !errors.Is(err, ErrHung) {
+		t.Fatalf("err = %v, want ErrHung", err)
+	}
+	if !c.cleaned {
+		t.Error("cleanup did not run")
+	}
+	if !slices.ContainsFunc(res.Notes, func(n string) bool { return strings.Contains(n, "abandoned") }) {
+		t.Errorf("no note says a connection was abandoned: %q", res.Notes)
 	}
 }
 

@@ -65,6 +65,13 @@ type (
 	Allowancer interface {
 		Allowed(s Subject, outcomes [NumClasses]int) int
 	}
+	// Requirer lets a target say how many effects one burst required when
+	// that depends on what happened: every increment that executed must
+	// have landed, every queued job must have been taken. Without it the
+	// run's Required applies, capped by the burst's allowance.
+	Requirer interface {
+		Required(s Subject, outcomes [NumClasses]int) int
+	}
 	// Describer names the server a target measured ("MariaDB 10.11.19").
 	Describer interface {
 		Server() string

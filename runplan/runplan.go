@@ -40,6 +40,9 @@ type Shape struct {
 	// Isolation, Engine, Variant and Fault are passed to the backend as given.
 	Isolation, Engine, Variant, Fault string
 	Conn                              scenarios.Connections
+	// Retries retries an attempt the server refused with a conflict up to
+	// this many times (runner.Retries); the catalog's table reads it too.
+	Retries int
 }
 
 // Request is the run a command asks for.
@@ -111,6 +114,7 @@ func Build(reg *scenarios.Registry, req Request) (Run, error) {
 		RunID: runID, Attempts: sh.Attempts, Replicas: sh.Replicas,
 		Gap: sh.Gap, Latency: sh.Latency, TTL: sh.TTL, Seed: sh.Seed,
 		Isolation: sh.Isolation, Engine: sh.Engine, Variant: sh.Variant, Fault: sh.Fault, Conn: sh.Conn,
+		Retries: sh.Retries,
 	}
 	if err := p.Validate(); err != nil {
 		return Run{}, &FieldError{"params", err}
@@ -132,7 +136,7 @@ func Build(reg *scenarios.Registry, req Request) (Run, error) {
 	cfg := runner.NewConfig(append([]runner.Option{
 		runner.Attempts(sh.Attempts), runner.Bursts(sh.Bursts), runner.Replicas(sh.Replicas),
 		runner.Waves(sh.Waves), runner.Deploy(sh.Deploy), runner.Allowed(spec.Allowed),
-		runner.Timeout(sh.Timeout), runner.Keep(sh.Keep),
+		runner.Timeout(sh.Timeout), runner.Keep(sh.Keep), runner.Retries(sh.Retries),
 	}, rel.Options()...)...)
 	name := req.Name
 	if name == "" {
@@ -190,6 +194,9 @@ func Settings(backend string, p scenarios.Params, cfg runner.Config) map[string]
 	}
 	if cfg.Timeout != runner.DefaultTimeout {
 		s["timeout"] = cfg.Timeout.String()
+	}
+	if cfg.Retries > 0 {
+		s["retry"] = strconv.Itoa(cfg.Retries)
 	}
 	if cfg.Waves > 1 {
 		s["waves"] = strconv.Itoa(cfg.Waves)

@@ -12,6 +12,24 @@ const (
 	TTLLease          = "ttl-lease"
 )
 
+// The anomaly scenarios (package anomalies), whose outcome depends on the
+// server, its isolation level and the locking the code asks for.
+const (
+	LostUpdate = "lost-update"
+	WriteSkew  = "write-skew"
+	JobQueue   = "job-queue"
+)
+
+// Variants of the anomaly scenarios; VariantNaive is each one's default.
+const (
+	VariantNaive        = "naive"
+	VariantAtomic       = "atomic"
+	VariantVersion      = "version"
+	VariantMaterialized = "materialized"
+	VariantSkipLocked   = "skip-locked"
+	VariantConditional  = "conditional"
+)
+
 func always(e Expectation) func(Params) Expectation { return func(Params) Expectation { return e } }
 
 // Core returns the specs of the five built-in scenarios in demo order.
@@ -65,8 +83,9 @@ constraint on token (unique-insert) or a conditional update (conditional-update)
 				Numbers: `Effects per burst above 1, in most bursts. The timeline shows several "check" marks
 before the first "act". --gap widens the window on purpose; even --gap 0 races.`,
 			},
-			Expect: always(ExpectRace),
-			Demo:   []DemoCase{{}},
+			Expect:   always(ExpectRace),
+			Demo:     []DemoCase{{}},
+			Variants: []string{VariantPlain, VariantForUpdate, VariantForShare, VariantAdvisoryLock},
 		},
 		{
 			Name:   ConditionalUpdate,

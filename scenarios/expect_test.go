@@ -73,3 +73,47 @@ func TestAutoGate(t *testing.T) {
 		}
 	}
 }
+
+// TestRetriedRows: a row marked Retried decides only runs that retry
+// conflicts; the job-queue workers refused at serializable take nothing
+// unless retried.
+func TestRetriedRows(t *testing.T) {
+	reg := scenarios.NewRegistry()
+	for _, c := range []struct {
+		backend, isolation, server string
+		retries                    int
+		want                       scenarios.Expectation
+	}{
+		{"postgres", "serializable", "", 0, scenarios.ExpectLost},
+		{"postgres", "serializable", "", 3, scenarios.ExpectSafe},
+		{"postgres", "repeatable-read", "", 3, scenarios.ExpectSafe},
+		{"postgres", "read-committed", "", 3, scenarios.ExpectRace},
+		{"mysql", "serializable", "", 0, scenarios.ExpectLost},
+		{"mysql", "serializable", "", 1, scenarios.ExpectSafe},
+		{"mysql", "", "MariaDB 10.11.19 (innodb_snapshot_isolation=ON)", 0, scenarios.ExpectLost},
+		{"mysql", "", "MariaDB 10.11.19 (innodb_snapshot_isolation=ON)", 5, scenarios.ExpectSafe},
+		{"mysql", "", "MariaDB 10.11.19", 5, scenarios.ExpectRace},
+	} {
+		p := scenarios.Params{Isolation: c.isolation, Retries: c.retries}
+		if got, why := reg.Expect(scenarios.JobQueue, c.backend, p, c.server); got != c.want {
+			t.Errorf("job-queue on %s at %q (%s), %d retries: %s, want %s (%s)", c.backend, c.isolation, c.server, c.retries, got, c.want, why)
+		}
+	}
+}
+
+// TestDependsOnIsolation reads the table: check-then-write's outcome on a
+// server changes with the level, conditional-update's does not.
+func TestDependsOnIsolation(t *testing.T) {
+	for _, c := range []struct {
+		scenario, variant string
+		want              bool
+	}{
+		{scenarios.CheckThenWrite, "", true}, {scenarios.ConditionalUpdate, "", false},
+		{scenarios.LostUpdate, "", true}, {scenarios.LostUpdate, scenarios.VariantAtomic, false},
+		{scenarios.WriteSkew, scenarios.VariantForUpdate, false}, {scenarios.JobQueue, scenarios.VariantConditional, true},
+	} {
+		if got := scenarios.DependsOnIsolation(c.scenario, c.variant); got != c.want {
+			t.Errorf("DependsOnIsolation(%s, %q) = %v, want %v", c.scenario, c.variant, got, c.want)
+		}
+	}
+}

@@ -2,7 +2,9 @@ package scenarios
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/racetest/racetest/runner"
@@ -53,4 +55,30 @@ const CleanupTimeout = 15 * time.Second
 // the process forever.
 func CleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), CleanupTimeout)
+}
+
+// NoAnswer reports whether err is a server that did not answer in time, as
+// opposed to one that refused or failed: a cleanup tries such a server
+// again until its own deadline, since a paused server (a stopped VM, a
+// stalled disk) that resumes would then drop what the run made, and a
+// failure reported for a drop that succeeds later is a lie.
+func NoAnswer(err error) bool {
+	var ne net.Error
+	return err != nil && (errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout())
+}
+
+// RetryNoAnswer calls connect until it succeeds, fails otherwise than
+// NoAnswer, or ctx ends.
+func RetryNoAnswer[T any](ctx context.Context, connect func(context.Context) (T, error)) (T, error) {
+	for {
+		c, err := connect(ctx)
+		if !NoAnswer(err) || ctx.Err() != nil {
+			return c, err
+		}
+		select {
+		case <-ctx.Done():
+			return c, err
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }

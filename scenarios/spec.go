@@ -39,6 +39,10 @@ type Spec struct {
 	// (its check is in the replica's memory): holding a request back cannot
 	// line the attempts up, so the default release (auto) uses the gate.
 	InProcess string
+	// Variants lists every --variant the scenario has, its default first,
+	// on the backends that implement variants (nil: none, or only those
+	// the demo shows). 'racetest explain' and the matrix read it.
+	Variants []string
 	// Topology names the cluster the scenario needs beyond one server
 	// ("replica": a primary and a replica of it; see scripts/cluster.sh);
 	// "" for one server. What runs every scenario on one server (the
@@ -110,6 +114,10 @@ type Params struct {
 	Engine string
 	// Variant selects a scenario's variant ("for-update", "fenced", ...).
 	Variant string
+	// Retries is how many times the run retries an attempt refused with a
+	// conflict (runner.Retries). The backends ignore it; the catalog's
+	// expectations read it, since retried conflicts finish their work.
+	Retries int
 	// Fault is a fault to inject into a cluster scripts/cluster.sh started
 	// ("failover-after-act"; "" is the scenario's default).
 	Fault string
@@ -141,6 +149,14 @@ type Connections struct {
 
 // Variant names shared by every backend that has the variant.
 const (
+	// VariantPlain: check-then-write reads with a plain SELECT (the default).
+	VariantPlain = "plain"
+	// VariantForShare: check-then-write reads with a shared locking read
+	// (FOR SHARE, LOCK IN SHARE MODE).
+	VariantForShare = "for-share"
+	// VariantAdvisoryLock: check-then-write takes a named lock around the
+	// check and the write (pg_advisory_xact_lock, GET_LOCK).
+	VariantAdvisoryLock = "advisory-lock"
 	// VariantForUpdate: check-then-write reads with SELECT … FOR UPDATE.
 	VariantForUpdate = "for-update"
 	// VariantOneActive: unique-insert as "one active per user" — a partial

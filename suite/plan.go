@@ -260,6 +260,7 @@ func (c *checker) scenarioCase(path string, k *Case, sh shape, p *Plan) {
 	// A default knob reaches only the backends it means something to.
 	if len(b.Isolations) == 0 {
 		sh.isolation = ""
+		sh.retry = 0
 	}
 	if len(b.Engines) == 0 {
 		sh.engine = ""
@@ -293,7 +294,7 @@ func (c *checker) scenarioCase(path string, k *Case, sh shape, p *Plan) {
 			Attempts: sh.attempts, Bursts: sh.bursts, Replicas: sh.replicas, Waves: sh.waves,
 			Deploy: sh.deploy, Keep: sh.keep || c.o.Keep,
 			Gap: sh.gap, Latency: sh.latency, TTL: sh.ttl, Timeout: sh.timeout, Seed: sh.seed,
-			Isolation: sh.isolation, Engine: sh.engine, Variant: sh.variant, Conn: conn,
+			Isolation: sh.isolation, Engine: sh.engine, Variant: sh.variant, Conn: conn, Retries: sh.retry,
 		},
 		Release: cmp.Or(sh.release, string(release.Default)),
 		Expect:  expect, Catalog: catalog, Strict: c.strict(k),
@@ -537,12 +538,15 @@ func (c *checker) applicable(path string, sh Shape, b scenarios.Backend) {
 	}
 	only("isolation", sh.Isolation != nil && *sh.Isolation != "", declaring(func(d scenarios.Backend) []string { return d.Isolations })...)
 	only("engine", sh.Engine != nil && *sh.Engine != "", declaring(func(d scenarios.Backend) []string { return d.Engines })...)
+	// Conflicts to retry come from the servers with isolation levels.
+	only("retry", sh.Retry != nil && *sh.Retry > 0, declaring(func(d scenarios.Backend) []string { return d.Isolations })...)
 	only("latency", sh.Latency != nil, "memory")
 }
 
 // shape is a case's knobs with the defaults applied.
 type shape struct {
 	attempts, bursts, replicas, waves int
+	retry                             int
 	deploy, keep                      bool
 	gap, latency, ttl, timeout        time.Duration
 	seed                              int64
@@ -562,6 +566,7 @@ func (c *checker) shape(path string, sh Shape) {
 		{"bursts", sh.Bursts, 1, ""},
 		{"replicas", sh.Replicas, 1, ""},
 		{"waves", sh.Waves, 1, ""},
+		{"retry", sh.Retry, 0, ""},
 	} {
 		if n.v != nil && *n.v < n.min {
 			c.fail(path+"."+n.key, "%s must be at least %d (got %d)%s", n.key, n.min, *n.v, n.why)
@@ -627,6 +632,7 @@ func (c *checker) merged(k Shape) shape {
 		bursts:    intOr(k.Bursts, d.Bursts, runner.DefaultBursts),
 		replicas:  intOr(k.Replicas, d.Replicas, runner.DefaultReplicas),
 		waves:     intOr(k.Waves, d.Waves, runner.DefaultWaves),
+		retry:     intOr(k.Retry, d.Retry, 0),
 		deploy:    boolOr(k.Deploy, d.Deploy),
 		keep:      boolOr(k.Keep, d.Keep),
 		gap:       durOr(k.Gap, d.Gap, 0),

@@ -51,6 +51,9 @@ type Shape struct {
 	Bursts   *int `yaml:"bursts"`
 	Replicas *int `yaml:"replicas"`
 	Waves    *int `yaml:"waves"`
+	// Retry tries an attempt the SQL server refused with a deadlock or a
+	// serialization failure again, up to this many times.
+	Retry *int `yaml:"retry"`
 	// Deploy restarts every replica between waves.
 	Deploy *bool `yaml:"deploy"`
 	// Durations are written as Go durations ("200us", "1.5s"; "0" is zero).

@@ -324,6 +324,8 @@ func TestPlanErrors(t *testing.T) {
 		{"negative duration", "cases:\n  - scenario: unique-insert\n    timeout: -1s\n", 3, 14, "cannot be negative"},
 		{"deploy without waves", "cases:\n  - scenario: memory-set\n    deploy: true\n", 2, 5, "waves: 2"},
 		{"isolation on redis", "defaults:\n  connections: {redis: default}\ncases:\n  - scenario: unique-insert\n    backend: redis\n    isolation: serializable\n", 6, 16, "applies to backend mysql and postgres"},
+		{"retry on memory", "cases:\n  - scenario: unique-insert\n    retry: 3\n", 3, 12, "applies to backend mysql and postgres"},
+		{"negative retry", "cases:\n  - scenario: unique-insert\n    backend: mysql\n    connection: default\n    retry: -1\n", 5, 12, "retry must be at least 0"},
 		{"variant in defaults", "defaults:\n  variant: for-update\ncases:\n  - scenario: unique-insert\n", 2, 12, "move it into the case"},
 		{"connection on memory", "cases:\n  - scenario: unique-insert\n    connection: x\n", 3, 17, "takes no connection"},
 		{"duplicate names", "cases:\n  - scenario: unique-insert\n  - scenario: unique-insert\n", 3, 5, "both named"},

@@ -19,6 +19,7 @@ import (
 // SQLSTATE codes racetest reads. This is the one place they are written.
 const (
 	CodeUniqueViolation      = "23505"
+	CodeDuplicateTable       = "42P07"
 	CodeSerializationFailure = "40001"
 	CodeDeadlockDetected     = "40P01"
 	CodeTooManyConnections   = "53300"

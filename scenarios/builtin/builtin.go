@@ -4,6 +4,7 @@ package builtin
 
 import (
 	"github.com/racetest/racetest/scenarios"
+	"github.com/racetest/racetest/scenarios/anomalies"
 	"github.com/racetest/racetest/scenarios/incidents"
 	"github.com/racetest/racetest/scenarios/memstore"
 	"github.com/racetest/racetest/scenarios/mongostore"
@@ -25,5 +26,6 @@ func Registry() *scenarios.Registry {
 	pgstore.Register(r)
 	mongostore.Register(r)
 	incidents.Register(r)
+	anomalies.Register(r)
 	return r
 }

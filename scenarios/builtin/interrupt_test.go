@@ -3,6 +3,7 @@ package builtin
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"strconv"
@@ -92,6 +93,51 @@ var janitorOf = map[string]func(context.Context, scenarios.Connections) (runs.Ja
 // collection under its prefix, and no registration. RACETEST_INTERRUPTS
 // sets the interrupts per scenario × backend (default 20; 4 with -short).
 func TestInterruptsLeaveNothing(t *testing.T) {
+	janitors := maps.Clone(janitorOf)
+	if os.Getenv("RACETEST_MONGO_URI") == "" {
+		// Without it the mongo backend would try the default port, where CI
+		// runs no MongoDB (FerretDB is started by .ci/run, which sets it).
+		t.Log("RACETEST_MONGO_URI is not set: mongo is left out")
+		delete(janitors, mongostore.Name)
+	}
+	interruptAll(t, janitors, connections(), func(s scenarios.Spec) bool { return s.Topology == "" })
+}
+
+// The scenarios that need a cluster (replica-read, failover-lock), on the
+// clusters scripts/cluster.sh started (.ci/run's cluster step sets
+// RACETEST_CLUSTER_*): the same, with the run's objects looked for on the
+// primary.
+func TestInterruptsLeaveNothingOnClusters(t *testing.T) {
+	// failover-lock kills nodes: go-redis would log each failed dial.
+	redisstore.QuietDriverLog()
+	conn := scenarios.Connections{
+		RedisURL: os.Getenv("RACETEST_CLUSTER_REDIS_URL"), RedisReadURL: os.Getenv("RACETEST_CLUSTER_REDIS_READ_URL"),
+		MySQLDSN: os.Getenv("RACETEST_CLUSTER_MYSQL_DSN"), MySQLReadDSN: os.Getenv("RACETEST_CLUSTER_MYSQL_READ_DSN"),
+		PostgresURL: os.Getenv("RACETEST_CLUSTER_POSTGRES_URL"), PostgresReadURL: os.Getenv("RACETEST_CLUSTER_POSTGRES_READ_URL"),
+	}
+	have := map[string]bool{
+		redisstore.Name: conn.RedisReadURL != "", mysqlstore.Name: conn.MySQLReadDSN != "", pgstore.Name: conn.PostgresReadURL != "",
+	}
+	janitors := maps.Clone(janitorOf)
+	delete(janitors, mongostore.Name) // no clustered scenario runs on it
+	for name := range janitors {
+		if !have[name] {
+			if os.Getenv("RACETEST_REQUIRE_CLUSTERS") != "" {
+				t.Errorf("no %s cluster and RACETEST_REQUIRE_CLUSTERS is set: start one with scripts/cluster.sh and set RACETEST_CLUSTER_*", name)
+			}
+			delete(janitors, name)
+		}
+	}
+	if len(janitors) == 0 {
+		t.Skip("no cluster: start them with scripts/cluster.sh and set RACETEST_CLUSTER_* to the addresses it prints (set RACETEST_REQUIRE_CLUSTERS=1 to make this a failure)")
+	}
+	interruptAll(t, janitors, conn, func(s scenarios.Spec) bool { return s.Topology != "" })
+}
+
+// interruptAll interrupts each scenario that include selects, on each
+// backend of janitors, per times (RACETEST_INTERRUPTS), and counts what
+// was left.
+func interruptAll(t *testing.T, janitors map[string]func(context.Context, scenarios.Connections) (runs.Janitor, error), conn scenarios.Connections, include func(scenarios.Spec) bool) {
 	per := 20
 	if testing.Short() {
 		per = 4
@@ -103,17 +149,10 @@ func TestInterruptsLeaveNothing(t *testing.T) {
 		}
 		per = n
 	}
-	if os.Getenv("RACETEST_MONGO_URI") == "" {
-		// Without it the mongo backend would try the default port, where CI
-		// runs no MongoDB (FerretDB is started by .ci/run, which sets it).
-		t.Log("RACETEST_MONGO_URI is not set: mongo is left out")
-		delete(janitorOf, mongostore.Name)
-	}
 	reg := Registry()
-	conn := connections()
-	var total, left atomic.Int64
+	var total, left, pairs atomic.Int64
 	for _, b := range reg.Backends() {
-		open, ok := janitorOf[b.Name]
+		open, ok := janitors[b.Name]
 		if !ok {
 			continue
 		}
@@ -127,9 +166,10 @@ func TestInterruptsLeaveNothing(t *testing.T) {
 		var jmu sync.Mutex
 		t.Cleanup(func() { j.Close() })
 		for _, spec := range reg.Scenarios() {
-			if _, err := reg.Factory(spec.Name, b.Name); err != nil || spec.Topology != "" {
-				continue // not here, or needs a cluster
+			if _, err := reg.Factory(spec.Name, b.Name); err != nil || !include(spec) {
+				continue
 			}
+			pairs.Add(1)
 			t.Run(spec.Name+"/"+b.Name, func(t *testing.T) {
 				t.Parallel()
 				for i := range per {
@@ -148,7 +188,8 @@ func TestInterruptsLeaveNothing(t *testing.T) {
 		}
 	}
 	t.Cleanup(func() {
-		t.Logf("%d interrupted runs, %d left something behind", total.Load(), left.Load())
+		t.Logf("%d scenario × backend pairs, %d interrupted runs (%d in each of the phases %v), %d left something behind",
+			pairs.Load(), total.Load(), per/len(phases), phases, left.Load())
 	})
 }
 

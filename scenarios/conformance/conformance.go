@@ -58,7 +58,7 @@ type Override struct {
 // Run runs every scenario the backend implements and asserts the catalog's
 // expectation for it: SAFE means exactly Allowed effects in every burst, in
 // bursts that really overlapped, with no errors; RACE means at least one
-// burst over the allowance.
+// burst over the allowance; LOST at least one under its floor.
 func Run(t *testing.T, s Suite) {
 	t.Helper()
 	if s.Attempts == 0 {
@@ -101,7 +101,12 @@ func runCase(t *testing.T, s Suite, spec scenarios.Spec, dc scenarios.DemoCase) 
 	if dc.Gap > 0 && p.Gap == 0 {
 		p.Gap = dc.Gap
 	}
-	want := spec.Expect(p)
+	// The catalog's table decides, as it does for every command: a
+	// scenario whose outcome depends on the server has its rows there.
+	want, why := s.Registry.Expect(spec.Name, s.Backend, p, "")
+	if why != "" {
+		t.Logf("expectation: %s (%s)", want, why)
+	}
 	if o, ok := s.Override[spec.Name]; ok {
 		want = o.Expect
 		t.Logf("expectation on this server: %s (%s)", want, o.Why)
@@ -154,6 +159,11 @@ func runCase(t *testing.T, s Suite, spec scenarios.Spec, dc scenarios.DemoCase) 
 		}
 		if ov := res.Overlapped(); ov*2 < len(res.Bursts) {
 			t.Errorf("only %d of %d bursts had two attempts in flight at once: a SAFE here proves nothing", ov, len(res.Bursts))
+		}
+	case scenarios.ExpectLost:
+		if res.Lost() == 0 {
+			t.Errorf("no burst left fewer effects than required in %d bursts; effects %+v, outcomes %v",
+				len(res.Bursts), res.EffectsSummary(), out)
 		}
 	case scenarios.ExpectRace:
 		if res.Violations() == 0 {

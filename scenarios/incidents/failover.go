@@ -158,6 +158,8 @@ type failoverTarget struct {
 func (t *failoverTarget) Server() string { return describeRedis(context.Background(), t.nodes[0].cl) }
 
 func (t *failoverTarget) Close() error {
+	t.reg.close()
+	t.resumeReplica()
 	var errs []error
 	for _, n := range t.nodes {
 		if n != nil && n.cl != nil {
@@ -261,6 +263,7 @@ func (t *failoverTarget) Prepare(ctx context.Context) error {
 // Cleanup deletes the run's keys, and hands the primary role back to the
 // node that had it, so that the cluster's URLs stay true.
 func (t *failoverTarget) Cleanup(ctx context.Context) error {
+	t.resumeReplica()
 	var errs []error
 	if t.current() != t.nodes[0] {
 		errs = append(errs, t.switchBack(ctx))
@@ -336,6 +339,22 @@ func (t *failoverTarget) Reset(ctx context.Context, burst int) (runner.Subject, 
 		}
 	}
 	return runner.Subject{Burst: burst, Key: t.p.Prefix() + "lease" + strconv.Itoa(burst)}, nil
+}
+
+// resumeReplica resumes the replica Reset paused: a run interrupted
+// between Reset and the failover (Ctrl-C, or attempts that all failed)
+// would leave it stopped for good, and the cluster broken for every later
+// run. SIGCONT to a node that runs changes nothing.
+func (t *failoverTarget) resumeReplica() {
+	if t.fault != FaultFailoverAfterAct {
+		return
+	}
+	t.mu.Lock()
+	replica := t.nodes[1-t.primary]
+	t.mu.Unlock()
+	if replica != nil && replica.pid > 0 {
+		_ = syscall.Kill(replica.pid, syscall.SIGCONT)
+	}
 }
 
 // failover kills the primary, promotes the replica, and restarts the

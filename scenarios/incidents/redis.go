@@ -114,11 +114,17 @@ var keyTTL = runs.KeyTTL.Milliseconds()
 
 // redisRegistration is a run's marker on Redis (see package runs): written
 // before the run writes a key, and the only licence to delete keys under
-// the run's prefix.
+// the run's prefix. While the run goes on, its TTL is renewed every
+// markerRefresh, so that a run longer than the marker's TTL stays
+// registered (and 'racetest clean' still knows its keys).
 type redisRegistration struct {
 	mu         sync.Mutex
 	registered bool
+	stop       chan struct{} // closed to end the renewal; nil when none runs
 }
+
+// markerRefresh is how often a registered run renews its marker.
+var markerRefresh = time.Minute
 
 func (g *redisRegistration) register(ctx context.Context, cl *redis.Client, runID, where string) error {
 	cctx, cancel := context.WithTimeout(ctx, redisConnectTimeout)
@@ -128,11 +134,48 @@ func (g *redisRegistration) register(ctx context.Context, cl *redis.Client, runI
 	g.mu.Lock()
 	// Without an answer the marker may have been written: drop removes it.
 	g.registered = !errors.As(err, &inUse)
+	if err == nil && g.stop == nil {
+		g.stop = make(chan struct{})
+		go renew(cl, runID, g.stop)
+	}
 	g.mu.Unlock()
 	if err != nil && inUse == nil {
 		err = fmt.Errorf("%w (on %s)", err, where)
 	}
 	return err
+}
+
+// renew renews run id's marker every markerRefresh until stop is closed.
+// PEXPIRE never recreates a marker that is gone (dropped, or cleaned).
+func renew(cl *redis.Client, runID string, stop <-chan struct{}) {
+	t := time.NewTicker(markerRefresh)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			ctx, cancel := context.WithTimeout(context.Background(), redisConnectTimeout)
+			_ = runs.RefreshRedis(ctx, cl, runID)
+			cancel()
+		}
+	}
+}
+
+// stopRenewal ends the marker's renewal; g.mu is held.
+func (g *redisRegistration) stopRenewal() {
+	if g.stop != nil {
+		close(g.stop)
+		g.stop = nil
+	}
+}
+
+// close ends the renewal of a run that keeps its keys (--keep), before its
+// client closes.
+func (g *redisRegistration) close() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.stopRenewal()
 }
 
 // drop deletes the run's keys and its marker, under a deadline of its own
@@ -141,12 +184,14 @@ func (g *redisRegistration) register(ctx context.Context, cl *redis.Client, runI
 func (g *redisRegistration) drop(ctx context.Context, cl *redis.Client, runID, where string) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	g.stopRenewal()
 	if !g.registered {
 		return nil
 	}
 	cctx, cancel := scenarios.CleanupContext(ctx)
 	defer cancel()
-	if _, err := runs.DropRedis(cctx, cl, runID); err != nil {
+	drop := func(ctx context.Context) (int, error) { return runs.DropRedis(ctx, cl, runID) }
+	if _, err := scenarios.RetryNoAnswer(cctx, drop); err != nil {
 		return fmt.Errorf("redis: could not delete the run's keys %s* on %s: %w — run 'racetest clean --run-id %s'", runs.Prefix(runID), where, err, runID)
 	}
 	g.registered = false
@@ -265,6 +310,7 @@ func (c *redisClaims) Cleanup(ctx context.Context) error {
 }
 
 func (c *redisClaims) Close() error {
+	c.reg.close()
 	if c.hang != nil {
 		c.hang.Close()
 	}
@@ -443,7 +489,10 @@ func (r *redisLeases) Cleanup(ctx context.Context) error {
 	return r.reg.drop(ctx, r.admin, r.p.RunID, r.srv.redacted)
 }
 
-func (r *redisLeases) Close() error   { return r.admin.Close() }
+func (r *redisLeases) Close() error {
+	r.reg.close()
+	return r.admin.Close()
+}
 func (r *redisLeases) Server() string { return r.name }
 
 func (r *redisLeases) Open(_ context.Context, workers int) (leasePool, error) {

@@ -12,6 +12,7 @@ import (
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/conformance"
 	"github.com/racetest/racetest/scenarios/redisstore"
+	"github.com/racetest/racetest/scenarios/runs"
 )
 
 func TestMain(m *testing.M) {
@@ -155,5 +156,59 @@ func TestRedisTouchesOnlyItsKeys(t *testing.T) {
 	}
 	if v, err := cl.Get(ctx, bystander).Result(); err != nil || v != "keep" {
 		t.Errorf("the bystander key was touched: %q, %v", v, err)
+	}
+}
+
+// A run longer than its marker's TTL keeps its registration: the marker is
+// renewed while the run goes on, and not recreated once the run dropped it.
+func TestRedisMarkerRenewedWhileTheRunGoes(t *testing.T) {
+	p, cl := needRedis(t)
+	old := markerRefresh
+	markerRefresh = 20 * time.Millisecond
+	defer func() { markerRefresh = old }()
+	ctx := context.Background()
+	type backend interface {
+		Prepare(context.Context) error
+		Cleanup(context.Context) error
+		Close() error
+	}
+	builds := map[string]func(scenarios.Params) (backend, error){
+		"claims": func(p scenarios.Params) (backend, error) { return redisClaimsBackend(ctx, p, storeUp) },
+		"leases": func(p scenarios.Params) (backend, error) { return redisLeaseBackend(ctx, p) },
+	}
+	for name, build := range builds {
+		pp := p
+		pp.RunID = scenarios.NewRunID()
+		b, err := build(pp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Prepare(ctx); err != nil {
+			t.Fatal(err)
+		}
+		marker := runs.Marker(pp.RunID)
+		// As if the run had lasted all but 2 s of the marker's TTL.
+		if err := cl.PExpire(ctx, marker, 2*time.Second).Err(); err != nil {
+			t.Fatal(err)
+		}
+		renewed := false
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			if ttl, _ := cl.PTTL(ctx, marker).Result(); ttl > time.Hour {
+				renewed = true
+				break
+			}
+		}
+		if !renewed {
+			t.Errorf("%s: the marker was not renewed (PTTL %s)", name, cl.PTTL(ctx, marker).Val())
+		}
+		if err := b.Cleanup(ctx); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * markerRefresh)
+		if n := cl.Exists(ctx, marker).Val(); n != 0 {
+			t.Errorf("%s: the marker is back after the cleanup dropped it", name)
+			cl.Del(ctx, marker)
+		}
+		b.Close()
 	}
 }

@@ -225,7 +225,7 @@ func (s *sqlServer) dropTables(ctx context.Context, tables []string, registered 
 	defer cancel()
 	pool := s.db.Pool(1)
 	defer pool.Close()
-	c, err := pool.Conn(cctx)
+	c, err := scenarios.RetryNoAnswer(cctx, pool.Conn)
 	if err != nil {
 		return tables, err
 	}

@@ -45,6 +45,9 @@ func factory(name string, attempt attemptFunc) scenarios.Factory {
 		if p.Variant != "" {
 			return nil, scenarios.BadParam(fmt.Errorf("memory: %s has no variant %q on the embedded store; drop --variant", name, p.Variant))
 		}
+		if err := scenarios.NoIsolation(name, p); err != nil {
+			return nil, err
+		}
 		if p.TTL == 0 {
 			p.TTL = scenarios.DefaultTTL
 		}
@@ -97,14 +100,22 @@ func (t *target) Effects(_ context.Context, s runner.Subject) (int, error) {
 }
 
 func (t *target) Notes() []string {
+	var notes []string
 	if t.p.Latency == 0 {
-		return []string{"memory: no simulated round trip (--latency 0): windows are as narrow as in-process code"}
+		notes = append(notes, "memory: no simulated round trip (--latency 0): windows are as narrow as in-process code")
+	} else {
+		jitter := ""
+		if t.p.Seed != 0 {
+			jitter = fmt.Sprintf(" ±%.0f%%", jitterShare*100)
+		}
+		notes = append(notes, fmt.Sprintf("memory: every store operation takes a simulated round trip of %s%s (--latency)", t.p.Latency, jitter))
 	}
-	jitter := ""
-	if t.p.Seed != 0 {
-		jitter = fmt.Sprintf(" ±%.0f%%", jitterShare*100)
+	// The embedded store has one behaviour; on a server the outcome may
+	// depend on the isolation level, and the report must not imply one.
+	if n := scenarios.IsolationNote(t.name, t.p.Variant); n != "" {
+		notes = append(notes, n)
 	}
-	return []string{fmt.Sprintf("memory: every store operation takes a simulated round trip of %s%s (--latency)", t.p.Latency, jitter)}
+	return notes
 }
 
 func (t *target) Open(_ context.Context, replica, _ int) (runner.App, error) {

@@ -553,3 +553,75 @@ func TestServerDiesMidRun(t *testing.T) {
 		t.Errorf("left behind: %v", left)
 	}
 }
+
+// straggling cancels the run as burst 1 begins, so that its attempts are
+// abandoned, and then plays the insert such an attempt left in flight: it
+// lands 200 ms into the cleanup, after the drops.
+type straggling struct {
+	runner.Target
+	cancel  context.CancelFunc
+	insert  func()
+	landed  chan time.Time
+	cleaned time.Time
+}
+
+func (s *straggling) Reset(ctx context.Context, burst int) (runner.Subject, error) {
+	if burst == 1 {
+		s.cancel()
+	}
+	return s.Target.Reset(ctx, burst)
+}
+
+func (s *straggling) Cleanup(ctx context.Context) error {
+	go func() {
+		time.Sleep(200 * time.Millisecond)
+		s.insert()
+		s.landed <- time.Now()
+	}()
+	err := s.Target.Cleanup(ctx)
+	s.cleaned = time.Now()
+	return err
+}
+
+// An insert that a cancelled attempt left in flight can land after the
+// cleanup dropped the collections (MongoDB makes a collection on insert):
+// the cleanup waits for such stragglers and drops what they made before it
+// unregisters the run, so nothing is left that 'clean' would call a
+// stranger's.
+func TestCleanupDropsALateStraggler(t *testing.T) {
+	p, _ := server(t)
+	db := client(t, p)
+	for trial := 1; ; trial++ {
+		tg, prefix := build(t, p, scenarios.UniqueInsert, 4)
+		ctx, cancel := context.WithCancel(context.Background())
+		s := &straggling{Target: tg, cancel: cancel, landed: make(chan time.Time, 1), insert: func() {
+			ictx, icancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer icancel()
+			_, _ = db.Collection(prefix+"effects").InsertOne(ictx, bson.D{{Key: "late", Value: true}})
+		}}
+		_, err := runner.Run(ctx, s, runner.Attempts(4), runner.Bursts(100))
+		cancel()
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("run: %v, want a cancelled run", err)
+		}
+		if c, ok := tg.(runner.Closer); ok {
+			c.Close()
+		}
+		landed := <-s.landed
+		left := runCollections(t, db, prefix)
+		for _, n := range left {
+			_ = db.Collection(n).Drop(context.Background())
+		}
+		if landed.Before(s.cleaned) {
+			if len(left) > 0 {
+				t.Fatalf("a straggler that landed during the cleanup left %v", left)
+			}
+			return
+		}
+		// The straggler landed after the cleanup ended: either the cleanup
+		// did not wait for it (the bug), or the insert itself was slow.
+		if trial == 3 {
+			t.Fatalf("3 times the cleanup ended before an insert issued 200 ms into it landed (left: %v): it does not wait for stragglers", left)
+		}
+	}
+}

@@ -98,6 +98,12 @@ type target struct {
 	// redemptions and effectsSeen compare conditional-update's $inc counter
 	// with the effects documents, to show FerretDB's lost updates.
 	redemptions, effectsSeen atomic.Int64
+	// abandoned: an attempt's context ended (Ctrl-C, --timeout) while it
+	// may have had an operation in flight, which the server can still
+	// carry out after the cleanup dropped the collections (see
+	// dropStragglers).
+	abandoned atomic.Bool
+	inFlight  atomic.Int32 // attempts under way (a hung one never returns)
 }
 
 // coll is the run's collection named suffix, through db: the control
@@ -265,21 +271,27 @@ func (t *target) Cleanup(ctx context.Context) error {
 	return nil
 }
 
-// stragglerWait is how long Cleanup gives operations a cancelled attempt
-// left in flight to land (FerretDB finishes an insert whose client is gone,
-// through PostgreSQL, in milliseconds; more under load).
-const stragglerWait = 100 * time.Millisecond
+// stragglerLook is how often Cleanup looks for collections that operations
+// a cancelled attempt left in flight made after the drops (FerretDB
+// finishes an insert whose client is gone, through its backend, in
+// milliseconds; more under load), and stragglerQuiet how long it must find
+// none before it unregisters the run: a collection made after that would
+// be a stranger's to 'racetest clean'.
+const (
+	stragglerLook  = 100 * time.Millisecond
+	stragglerQuiet = time.Second
+)
 
 // dropStragglers drops the collections under the run's prefix that are
-// still there, after a moment for operations in flight to land, until a
-// look finds none (a few looks at most).
+// still there. When no attempt was abandoned mid-operation or is still
+// under way, every operation has returned and one look is enough; otherwise it looks until
+// stragglerQuiet passes with none found, or ctx (the cleanup's deadline)
+// ends.
 func (t *target) dropStragglers(ctx context.Context) error {
-	for range 4 {
-		if err := scenarios.Sleep(ctx, stragglerWait); err != nil {
-			return err
-		}
+	quietSince := time.Now()
+	for {
 		names, err := runs.CollectionsMongo(ctx, t.db, t.p.RunID)
-		if err != nil || len(names) == 0 {
+		if err != nil {
 			return err
 		}
 		for _, n := range names {
@@ -287,8 +299,17 @@ func (t *target) dropStragglers(ctx context.Context) error {
 				return err
 			}
 		}
+		if len(names) > 0 {
+			quietSince = time.Now()
+		}
+		settled := !t.abandoned.Load() && t.inFlight.Load() == 0
+		if settled || time.Since(quietSince) >= stragglerQuiet {
+			return nil
+		}
+		if err := scenarios.Sleep(ctx, stragglerLook); err != nil {
+			return err
+		}
 	}
-	return nil
 }
 
 // unreachable reports an error that says the server cannot be reached at
@@ -509,7 +530,13 @@ type session struct {
 }
 
 func (s *session) Attempt(ctx context.Context, subj runner.Subject, w *runner.Worker) runner.Outcome {
-	return s.t.kind.attempt(ctx, s, subj, w)
+	s.t.inFlight.Add(1)
+	defer s.t.inFlight.Add(-1)
+	o := s.t.kind.attempt(ctx, s, subj, w)
+	if ctx.Err() != nil {
+		s.t.abandoned.Store(true)
+	}
+	return o
 }
 
 func (s *session) Close() error {

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/racetest/racetest/internal/sqldb"
 	"github.com/racetest/racetest/runner"
@@ -50,13 +51,28 @@ var memorySet = kind{
 
 // checkThenWrite reads, and when it finds nothing, writes — in one
 // transaction, as careful code does, which on its own protects nothing.
+// Its variants lock in different ways: FOR UPDATE and LOCK IN SHARE MODE
+// lock the index gap of the absent row (InnoDB at repeatable-read or
+// above), and GET_LOCK takes a named lock around the whole transaction.
 var checkThenWrite = kind{
-	variants: []string{"plain", "for-update"},
+	variants: []string{scenarios.VariantPlain, scenarios.VariantForUpdate, scenarios.VariantForShare, scenarios.VariantAdvisoryLock},
 	tables:   effects("check_then_write"),
 	attempt: func(ctx context.Context, t *target, s *session, subj runner.Subject, w *runner.Worker) runner.Outcome {
 		check := "SELECT id FROM `" + t.table + "` WHERE token = ? LIMIT 1"
-		if t.p.Variant == "for-update" {
+		switch t.p.Variant {
+		case scenarios.VariantForUpdate:
 			check += " FOR UPDATE"
+		case scenarios.VariantForShare:
+			// MariaDB has no FOR SHARE; both servers accept this spelling.
+			check += " LOCK IN SHARE MODE"
+		case scenarios.VariantAdvisoryLock:
+			// A session lock, not a transaction's: taken before BEGIN and
+			// released after COMMIT, as an application does around its work.
+			w.Mark("lock")
+			if err := getLock(ctx, s, subj.Key); err != nil {
+				return sqldb.Classify(err)
+			}
+			defer releaseLock(ctx, s, subj.Key)
 		}
 		tx, err := s.conn.BeginTx(ctx, nil)
 		if err != nil {
@@ -87,11 +103,41 @@ var checkThenWrite = kind{
 	},
 	effects: countTokenRows,
 	notes: func(t *target) []string {
-		if t.p.Variant == "for-update" {
+		switch t.p.Variant {
+		case scenarios.VariantForUpdate:
 			return []string{"mysql: check-then-write checks with SELECT ... FOR UPDATE inside the transaction"}
+		case scenarios.VariantForShare:
+			return []string{"mysql: check-then-write checks with SELECT ... LOCK IN SHARE MODE inside the transaction"}
+		case scenarios.VariantAdvisoryLock:
+			return []string{fmt.Sprintf("mysql: check-then-write holds GET_LOCK(<token>, %d) from before BEGIN until after COMMIT", int(advisoryWait.Seconds()))}
 		}
 		return []string{"mysql: check-then-write checks with a plain SELECT inside the transaction (--variant for-update locks)"}
 	},
+}
+
+// advisoryWait is how long GET_LOCK waits for a named lock: longer than any
+// holder's transaction takes, shorter than the attempt timeout.
+const advisoryWait = 5 * time.Second
+
+// getLock takes the named lock key for the session. GET_LOCK answers 1
+// when taken, 0 when the wait ran out and NULL on an error.
+func getLock(ctx context.Context, s *session, key string) error {
+	var got sql.NullInt64
+	if err := s.conn.QueryRowContext(ctx, "SELECT GET_LOCK(?, ?)", key, int(advisoryWait.Seconds())).Scan(&got); err != nil {
+		return fmt.Errorf("GET_LOCK: %w", err)
+	}
+	if !got.Valid || got.Int64 != 1 {
+		return fmt.Errorf("GET_LOCK(%q) was not granted within %s", key, advisoryWait)
+	}
+	return nil
+}
+
+// releaseLock releases the named lock even when the attempt's context has
+// ended: a lock left held would stall every later attempt of the burst.
+func releaseLock(ctx context.Context, s *session, key string) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sqldb.CloseTimeout)
+	defer cancel()
+	_, _ = s.conn.ExecContext(rctx, "DO RELEASE_LOCK(?)", key)
 }
 
 // conditionalUpdate is one atomic compare-and-set on an issued coupon. The

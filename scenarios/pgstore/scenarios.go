@@ -53,13 +53,18 @@ func catalog() []scenario {
 		},
 		{
 			name:     scenarios.CheckThenWrite,
-			variants: []string{VariantPlain, VariantForUpdate},
+			variants: []string{VariantPlain, VariantForUpdate, scenarios.VariantForShare, scenarios.VariantAdvisoryLock},
 			tables:   effectsTable,
 			attempt:  checkThenWrite,
 			effects:  countEffects,
 			note: func(t *target) string {
-				if t.p.Variant == VariantForUpdate {
+				switch t.p.Variant {
+				case VariantForUpdate:
 					return "postgres: the check is SELECT ... FOR UPDATE, which locks nothing while the row does not exist yet"
+				case scenarios.VariantForShare:
+					return "postgres: the check is SELECT ... FOR SHARE, which locks nothing while the row does not exist yet"
+				case scenarios.VariantAdvisoryLock:
+					return "postgres: each transaction first takes pg_advisory_xact_lock(hashtextextended(<token>, 0)), held until COMMIT"
 				}
 				return ""
 			},
@@ -153,15 +158,26 @@ func memorySet(ctx context.Context, s *session, subj runner.Subject, w *runner.W
 // the snapshot starts at the read, not at a separate BEGIN round trip.
 func checkThenWrite(ctx context.Context, s *session, subj runner.Subject, w *runner.Worker) runner.Outcome {
 	check := "SELECT id FROM " + s.t.n.effects + " WHERE k = $1::text LIMIT 1"
-	if s.t.p.Variant == VariantForUpdate {
+	switch s.t.p.Variant {
+	case VariantForUpdate:
 		check += " FOR UPDATE"
+	case scenarios.VariantForShare:
+		check += " FOR SHARE"
 	}
 	b := &pgx.Batch{}
 	b.Queue(s.t.begin)
+	if s.t.p.Variant == scenarios.VariantAdvisoryLock {
+		// The lock is the transaction's first statement: under repeatable
+		// read its snapshot is taken as it starts, before the wait.
+		b.Queue("SELECT pg_advisory_xact_lock(hashtextextended($1::text, 0))", subj.Key)
+	}
 	b.Queue(check, subj.Key)
 	w.Step(ctx, "check")
 	br := s.c.SendBatch(ctx, b)
 	_, err := br.Exec()
+	if err == nil && s.t.p.Variant == scenarios.VariantAdvisoryLock {
+		_, err = br.Exec()
+	}
 	found := false
 	if err == nil {
 		var id int64

@@ -271,7 +271,9 @@ func (t *target) Cleanup(ctx context.Context) error {
 	list := strings.Join(t.created, ", ")
 	dctx, cancel := scenarios.CleanupContext(ctx)
 	defer cancel()
-	c, err := t.connect(dctx)
+	// A paused server that answers before the deadline still gets its
+	// tables dropped (see scenarios.NoAnswer).
+	c, err := scenarios.RetryNoAnswer(dctx, t.connect)
 	if err != nil {
 		return fmt.Errorf("postgres: cannot drop this run's tables %s: %w — drop them by hand (DROP TABLE %s) or run 'racetest clean --run-id %s'", list, err, list, t.p.RunID)
 	}

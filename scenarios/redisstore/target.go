@@ -253,7 +253,9 @@ func (t *target) Cleanup(ctx context.Context) error {
 	var err error
 	if registered {
 		cctx, cancel := scenarios.CleanupContext(ctx)
-		_, err = runs.DropRedis(cctx, cl, t.p.RunID)
+		// A paused server that answers before the deadline still gets
+		// its keys deleted (see scenarios.NoAnswer).
+		_, err = scenarios.RetryNoAnswer(cctx, func(ctx context.Context) (int, error) { return runs.DropRedis(ctx, cl, t.p.RunID) })
 		cancel()
 	}
 	t.mu.Lock()
