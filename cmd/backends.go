@@ -132,7 +132,7 @@ func engineHelp(reg *scenarios.Registry) string {
 }
 
 func releaseHelp(reg *scenarios.Registry) string {
-	modes := []string{string(release.Gate)}
+	modes := []string{string(release.Auto), string(release.Gate)}
 	var parts []string
 	values, _ := knobValues(reg, releasesOf)
 	for _, m := range values {
@@ -145,7 +145,7 @@ func releaseHelp(reg *scenarios.Registry) string {
 		modes = append(modes, m)
 		parts = append(parts, fmt.Sprintf("%s on %s", m, strings.Join(on, ", ")))
 	}
-	help := "how each burst's attempts are released: " + orList(modes)
+	help := "how each burst's attempts are released: " + orList(modes) + " (auto, the default: last-byte where the backend has a wire, else the gate)"
 	if slices.Contains(values, string(release.LastByte)) {
 		help += " (last-byte: each first request held back by its last byte, all released in one loop)"
 	}

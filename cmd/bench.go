@@ -32,14 +32,19 @@ func NewCmdBench(f *Factory, runF func(context.Context, *BenchOptions) error) *c
 one run, with the modes interleaved chunk by chunk so that a noisy machine weighs on them alike:
 
   naive      a goroutine per attempt on a fresh pool with the driver's defaults, no warm-up, no gate
-  gate       racetest's default: a pre-dialled connection per worker, one gate
-  last-byte  each attempt's first request held back by its last byte, all released in one loop
+  gate       a pre-dialled connection per worker, one gate
+  last-byte  racetest's default on these servers (--release auto): each attempt's first request
+             held back by its last byte, all released in one loop
 
 It prints check-then-write (no injected gap) on each backend and N, with the client-side release
 spread, the overlap, the server-side arrival spread and the share of bursts that exposed the race;
 then the resolution: on a calibration target whose window is set in µs of the server's clock, the
 narrowest window each mode exposes in at least half of the bursts at N=2. It creates and drops
-its own racetest_<id>_ tables and keys. The default run takes about three to five minutes.`,
+its own racetest_<id>_ tables and keys. The default run takes about three to five minutes.
+
+It exits 1 when the default release (last-byte on these servers) exposes the race in fewer bursts
+than the naive launcher beyond the noise: a one-sided two-proportion z-test at 95% over the whole
+family of backend × N comparisons (Bonferroni). --quick runs only that check, fit for CI.`,
 		Example: `  racetest bench
   racetest bench --backends redis --attempts 2,16 --bursts 200
   racetest bench --quick`,
@@ -58,7 +63,7 @@ its own racetest_<id>_ tables and keys. The default run takes about three to fiv
 	fs.IntVar(&cfg.Bursts, "bursts", bench.DefaultBursts, "check-then-write bursts per backend, N and mode")
 	fs.IntVar(&cfg.Chunk, "chunk", bench.DefaultChunk, "bursts one mode fires before the next mode's turn")
 	fs.DurationSliceVar(&opts.Windows, "windows", bench.DefaultWindows, "calibration windows (server-side, set in µs)")
-	fs.BoolVar(&opts.Quick, "quick", false, "a short run to try it out (20 bursts per mode): the figures are rough")
+	fs.BoolVar(&opts.Quick, "quick", false, "the CI check: the default release against the naive launcher only, 40 bursts each, no calibration; exits 1 when the default loses")
 	// The servers bench measures, connected as every command connects them.
 	onlyBench := scenarios.NewRegistry()
 	for _, b := range f.Registry.Backends() {
@@ -98,7 +103,13 @@ func runBench(ctx context.Context, o *BenchOptions) error {
 		}
 	}
 	if o.Quick {
-		cfg.Bursts, cfg.Chunk = 20, 10
+		// The CI check: the default against the naive launcher only, on
+		// check-then-write, no calibration.
+		// Chunks of 5: eight turns each, so that a passing disturbance
+		// (another job on the server) weighs on both modes.
+		cfg.Bursts, cfg.Chunk = QuickBursts, 5
+		cfg.Modes = []string{bench.Naive, bench.DefaultMode}
+		cfg.NoCalibration = true
 	}
 	cfg.Progress = func(s string) { fmt.Fprintln(o.IO.ErrOut, "bench: "+s) }
 	rep, err := bench.Run(ctx, cfg)
@@ -112,5 +123,17 @@ func runBench(ctx context.Context, o *BenchOptions) error {
 		return setupError(fmt.Errorf("no server answered: %v", rep.Skipped))
 	}
 	rep.Print(o.IO.Out)
+	return benchVerdict(rep)
+}
+
+// benchVerdict is bench's exit: 1 when the default release lost to the
+// naive launcher beyond the noise.
+func benchVerdict(rep *bench.Report) error {
+	if rep.Failed() {
+		return &exitError{code: ExitViolated, err: fmt.Errorf("bench: the default release (%s) exposed fewer races than the naive launcher beyond the noise (see the check above)", bench.DefaultMode)}
+	}
 	return nil
 }
+
+// QuickBursts is --quick's bursts per backend, N and mode.
+const QuickBursts = 40

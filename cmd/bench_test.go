@@ -2,12 +2,15 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/racetest/racetest/release/bench"
+	"github.com/racetest/racetest/scenarios/builtin"
+	"github.com/racetest/racetest/scenarios/conformance"
 )
 
 func TestBenchFlagsParse(t *testing.T) {
@@ -49,6 +52,52 @@ func TestBenchBadInputIsAUsageError(t *testing.T) {
 		_, stderr, code := execCmd(t, false, args...)
 		if code != ExitUsage || !strings.Contains(stderr, "racetest: ") {
 			t.Errorf("%q: exit %d, stderr %q; want a usage error", args, code, stderr)
+		}
+	}
+}
+
+// bench exits 1 when the default release loses to the naive launcher beyond
+// the noise, and 0 otherwise.
+func TestBenchVerdict(t *testing.T) {
+	rep := func(naive, def int) *bench.Report {
+		return &bench.Report{Config: bench.Config{Backends: []string{"redis"}, Attempts: []int{2}}, Rows: []bench.Row{
+			{Backend: "redis", N: 2, Mode: bench.Naive, Bursts: 200, Exposed: naive},
+			{Backend: "redis", N: 2, Mode: bench.DefaultMode, Bursts: 200, Exposed: def},
+		}}
+	}
+	if code := ExitCode(benchVerdict(rep(196, 150))); code != ExitViolated {
+		t.Errorf("the default far below naive: exit %d, want %d", code, ExitViolated)
+	}
+	if code := ExitCode(benchVerdict(rep(150, 196))); code != ExitOK {
+		t.Errorf("the default above naive: exit %d, want %d", code, ExitOK)
+	}
+}
+
+// --quick against a real Redis: only the naive launcher and the default, no
+// calibration, and the check's verdict as the exit code.
+func TestBenchQuickOnRedis(t *testing.T) {
+	out, stderr, code := execWith(t, builtin.Registry(), "bench", "--quick", "--backends", "redis", "-n", "2")
+	if code == ExitSetup {
+		conformance.Unavailable(t, "redis", errors.New(stderr))
+	}
+	if code != ExitOK && code != ExitViolated {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if (code == ExitViolated) != strings.Contains(out, "LOSES") {
+		t.Errorf("exit %d, but the check says:\n%s", code, out)
+	}
+	modes := map[string]bool{}
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) > 4 && f[0] == "redis" && f[1] == "check-then-write" && f[2] == "2" {
+			modes[f[3]] = true
+		}
+	}
+	if len(modes) != 2 || !modes["naive"] || !modes["last-byte"] || !strings.Contains(out, "check (exits 1") {
+		t.Errorf("--quick rows %v, want naive and last-byte, then the check:\n%s", modes, out)
+	}
+	for _, not := range []string{"  gate  ", "resolution at N=2"} {
+		if strings.Contains(out, not) {
+			t.Errorf("--quick output has %q:\n%s", not, out)
 		}
 	}
 }

@@ -46,6 +46,8 @@ in the store after each burst. The URL, headers, body and effects check are Go t
 {{.Burst}}, {{.Attempt}}, {{.Token}} (random, fresh each burst), {{.RunID}}, {{.Key}}.
 
 Release modes (--release):
+  auto           the default: single-packet when the server negotiates HTTP/2 (asked once,
+                 before the first burst; the report says what was chosen), else last-byte
   barrier        one warmed keep-alive connection per request; all write when the gate opens
   last-byte      HTTP/1.1: each connection sends its request but the last byte before the
                  gate; then one loop sends every last byte
@@ -105,7 +107,7 @@ Effects checks (--effects), run after each burst with the burst's template value
 	fs.StringVar(&declined, "declined", "", "the only status codes that mean \"already done\", e.g. 409 or 404,409 (default: any 4xx but those refusing the request itself: 401, 403, 404, 405, 429, …)")
 	fs.StringVar(&opts.Allowed, "allowed", strconv.Itoa(runner.DefaultAllowed), "effects per burst that are correct: N (1: exactly once) or MIN-MAX (0-1: at most once)")
 	fs.StringArrayVar(&cfg.CredentialsTo, "credentials-to", nil, "another host (host or host:port) the setup request and an http: effects check may send the Authorization header and cookies to (repeatable; default: the target's own host only)")
-	fs.StringVar((*string)(&cfg.Release), "release", string(httpfire.Barrier), "how a burst leaves: barrier, last-byte, single-packet or naive")
+	fs.StringVar((*string)(&cfg.Release), "release", string(httpfire.Auto), "how a burst leaves: auto (single-packet if the server speaks HTTP/2, else last-byte), barrier, last-byte, single-packet or naive")
 	fs.BoolVarP(&cfg.Insecure, "insecure", "k", false, "skip TLS certificate verification (a local server with a self-signed certificate)")
 	fs.DurationVar(&cfg.Timeout, "timeout", httpfire.DefaultTimeout, "bound on connecting, on each request and on each effects check; a request past it counts as unknown")
 	fs.StringVar(&cfg.Warmup, "warmup", "", "a URL on the same host fetched once on each new HTTP/1.1 connection before it is used")
@@ -153,6 +155,10 @@ func runHTTP(ctx context.Context, o *HTTPOptions) error {
 	target, err := httpfire.New(cfg, p)
 	if err != nil {
 		return usageError(err)
+	}
+	if why, err := target.Choose(ctx); err == nil && why != "" {
+		// A server that cannot be reached fails the run below, in its words.
+		fmt.Fprintf(o.IO.ErrOut, "racetest: release: %s (%s)\n", target.Release(), why)
 	}
 	rc := runner.NewConfig(runner.Attempts(o.Attempts), runner.Bursts(o.Bursts), runner.Allowed(allowed), runner.Required(required), runner.Timeout(cfg.Timeout))
 	c := report.Case{

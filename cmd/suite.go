@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -99,7 +100,7 @@ func runSuite(ctx context.Context, o *SuiteOptions) error {
 	if err != nil {
 		return err
 	}
-	f, err := httpFactory(o.Factory, o.File, plans)
+	f, chosen, err := httpFactory(o.Factory, o.File, plans)
 	if err != nil {
 		return suiteError(o.IO, err)
 	}
@@ -143,6 +144,14 @@ func runSuite(ctx context.Context, o *SuiteOptions) error {
 			c.Err = ce
 		}
 		c = scriptCaseError(c)
+		if p.HTTP != nil {
+			// An auto release became a mode once the server was asked:
+			// the report names that one.
+			if r := chosen(p.Params.RunID); r != "" && r != httpfire.Auto {
+				c.Release = string(r)
+				c.Settings["release"] = string(r)
+			}
+		}
 		c = p.Resolve(c)
 		done = append(done, c)
 		log.line(c)
@@ -284,7 +293,7 @@ func httpConfig(p suite.Plan) httpfire.Config {
 func httpSettings(p suite.Plan) map[string]string {
 	release := p.HTTP.Release
 	if release == "" {
-		release = string(httpfire.Barrier)
+		release = string(httpfire.Auto)
 	}
 	s := map[string]string{"release": release, "run_id": p.Params.RunID}
 	if p.HTTP.Effects != "" {
@@ -300,9 +309,20 @@ func httpSettings(p suite.Plan) map[string]string {
 // when the suite has HTTP cases, an "http" scenario on an "http" backend
 // whose build looks each case's engine configuration up by its run id. The
 // engine checks every configuration here, before anything runs: a problem
-// is a usage error at the case's place in the file.
-func httpFactory(base *Factory, file string, plans []suite.Plan) (*Factory, error) {
+// is a usage error at the case's place in the file. chosen says which
+// release a case's target ended up using (auto is settled by the run).
+func httpFactory(base *Factory, file string, plans []suite.Plan) (f *Factory, chosen func(runID string) httpfire.Release, err error) {
 	configs := map[string]httpfire.Config{}
+	var mu sync.Mutex
+	built := map[string]*httpfire.Target{}
+	chosen = func(runID string) httpfire.Release {
+		mu.Lock()
+		defer mu.Unlock()
+		if t := built[runID]; t != nil {
+			return t.Release()
+		}
+		return ""
+	}
 	var problems []string
 	for _, p := range plans {
 		if p.HTTP == nil {
@@ -316,10 +336,10 @@ func httpFactory(base *Factory, file string, plans []suite.Plan) (*Factory, erro
 		configs[p.Params.RunID] = cfg
 	}
 	if len(problems) > 0 {
-		return nil, errors.New(strings.Join(problems, "\n"))
+		return nil, nil, errors.New(strings.Join(problems, "\n"))
 	}
 	if len(configs) == 0 {
-		return base, nil
+		return base, chosen, nil
 	}
 	reg := base.Registry.Clone()
 	if _, err := reg.Scenario("http"); err != nil {
@@ -334,9 +354,15 @@ func httpFactory(base *Factory, file string, plans []suite.Plan) (*Factory, erro
 		if !ok {
 			return nil, fmt.Errorf("no http case has run id %s", p.RunID)
 		}
-		return httpfire.New(cfg, p)
+		t, err := httpfire.New(cfg, p)
+		if err == nil {
+			mu.Lock()
+			built[p.RunID] = t
+			mu.Unlock()
+		}
+		return t, err
 	})
-	return &Factory{IO: base.IO, Registry: reg}, nil
+	return &Factory{IO: base.IO, Registry: reg}, chosen, nil
 }
 
 // listSuite shows what would run, with which connection, and nothing runs.

@@ -38,10 +38,15 @@ const (
 	// Naive is the reference a hand-written load script gives: a fresh
 	// connection per request, dialled after the gate.
 	Naive Release = "naive"
+	// Auto (the default) is single-packet when the server negotiates HTTP/2
+	// (ALPN h2 over TLS, h2c with prior knowledge over http://), else
+	// last-byte: the target probes the server once, before the first burst
+	// (Target.Choose), and its notes say what was chosen and why.
+	Auto Release = "auto"
 )
 
 // Releases lists the release modes in the order the help text names them.
-func Releases() []Release { return []Release{Barrier, LastByte, SinglePacket, Naive} }
+func Releases() []Release { return []Release{Auto, Barrier, LastByte, SinglePacket, Naive} }
 
 // DefaultTimeout bounds connecting, each request and each effects check.
 const DefaultTimeout = 10 * time.Second
@@ -129,6 +134,7 @@ type compiled struct {
 	cfg      Config
 	method   string
 	release  Release
+	auto     string // why auto chose release; "" when it was asked for by name
 	url      *template.Template
 	headers  []headerTemplate
 	cookie   string
@@ -153,7 +159,7 @@ type headerTemplate struct {
 func compile(c Config) (*compiled, error) {
 	cc := &compiled{cfg: c, release: c.Release, timeout: c.Timeout}
 	if cc.release == "" {
-		cc.release = Barrier
+		cc.release = Auto
 	}
 	if !validRelease(cc.release) {
 		return nil, inputErrorf("release", "unknown release mode %q (want one of: %s)", cc.release, releaseNames())
@@ -260,6 +266,10 @@ func compile(c Config) (*compiled, error) {
 		if _, err := parseTarget("setup", u); err != nil {
 			return nil, err
 		}
+	}
+	if cc.release == Auto && len(body) > maxSinglePacketBody {
+		// Too big to hold in HTTP/2's windows: no need to ask the server.
+		cc.release, cc.auto = LastByte, fmt.Sprintf("auto: the body (%d bytes) is over single-packet's %d", len(body), maxSinglePacketBody)
 	}
 	if cc.release == SinglePacket && len(body) > maxSinglePacketBody {
 		return nil, inputErrorf("body", "single-packet holds each request's body in the connection's flow-control window: keep it under %d bytes (got %d), or use --release last-byte", maxSinglePacketBody, len(body))

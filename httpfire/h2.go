@@ -613,3 +613,57 @@ func (c *h2Conn) cancel(id uint32) {
 }
 
 func (c *h2Conn) close() { c.fail(errors.New("connection closed")) }
+
+// probeWait bounds how long auto's probe waits for the server's answer to
+// HTTP/2's preface: an HTTP/1.1 server answers it at once (an error
+// status), one that says nothing is taken to speak HTTP/1.1 only.
+const probeWait = 2 * time.Second
+
+// probeH2 asks the server once whether it speaks HTTP/2: for https://, the
+// TLS handshake's ALPN; for http://, HTTP/2's preface with prior knowledge
+// (h2c), answered by a SETTINGS frame. proto is "" when it does not; streams
+// is its limit on concurrent streams. The only error is a server that could
+// not be reached. To an HTTP/1.1 server the preface reads as a request
+// "PRI * HTTP/2.0", for "*": no resource, and answered with an error status
+// (curl's --http2-prior-knowledge sends the same).
+func (t *Target) probeH2(ctx context.Context) (proto string, streams uint32, err error) {
+	nc, err := t.dial(ctx, []string{"h2", "http/1.1"})
+	if err != nil {
+		return "", 0, err
+	}
+	defer nc.Close()
+	proto = "h2c (HTTP/2 with prior knowledge)"
+	if tc, ok := nc.(*tls.Conn); ok {
+		if tc.ConnectionState().NegotiatedProtocol != "h2" {
+			return "", 0, nil
+		}
+		proto = "h2 (TLS ALPN)"
+	}
+	var out bytes.Buffer
+	out.WriteString(http2.ClientPreface)
+	fr := http2.NewFramer(&out, bufio.NewReader(nc))
+	if err := fr.WriteSettings(); err != nil {
+		return "", 0, nil
+	}
+	nc.SetDeadline(time.Now().Add(min(t.c.timeout, probeWait)))
+	if _, err := nc.Write(out.Bytes()); err != nil {
+		return "", 0, nil
+	}
+	f, err := fr.ReadFrame()
+	if err != nil {
+		return "", 0, nil
+	}
+	sf, ok := f.(*http2.SettingsFrame)
+	if !ok || sf.IsAck() {
+		return "", 0, nil
+	}
+	streams = math.MaxUint32
+	if v, ok := sf.Value(http2.SettingMaxConcurrentStreams); ok {
+		streams = v
+	}
+	out.Reset()
+	if fr.WriteGoAway(0, http2.ErrCodeNo, nil) == nil {
+		_, _ = nc.Write(out.Bytes())
+	}
+	return proto, streams, nil
+}

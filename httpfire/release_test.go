@@ -2,6 +2,7 @@ package httpfire_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -255,5 +256,85 @@ func TestSetupRequest(t *testing.T) {
 	}
 	if _, err := runner.Run(context.Background(), target, runner.Attempts(2), runner.Bursts(1)); err == nil || !strings.Contains(err.Error(), "setup request: PUT") || !strings.Contains(err.Error(), "HTTP 400") {
 		t.Errorf("err = %v", err)
+	}
+}
+
+// auto (the default) asks the server once and chooses single-packet where it
+// speaks HTTP/2 — h2c by prior knowledge, h2 by ALPN — and last-byte where it
+// does not; the requests then arrive in the protocol chosen, and the notes
+// say what was chosen and why.
+func TestAutoChoosesByWhatTheServerSpeaks(t *testing.T) {
+	for _, c := range []struct {
+		server, want, why, proto string
+	}{
+		{plainH1, "last-byte", "does not speak HTTP/2", "HTTP/1.1"},
+		{tlsH1, "last-byte", "TLS handshake chose HTTP/1.1", "HTTP/1.1"},
+		{h2c, "single-packet", "negotiated h2c", "HTTP/2.0"},
+		{tlsH2, "single-packet", "negotiated h2 (TLS ALPN)", "HTTP/2.0"},
+	} {
+		t.Run(c.server, func(t *testing.T) {
+			ctw := httpfiretest.NewCheckThenWrite(0)
+			protos := make(chan string, 100)
+			srv := newServer(t, c.server, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Method == "PRI" {
+					// auto's probe: HTTP/2's preface, which an HTTP/1.1
+					// server reads as a request for "*", no resource.
+					http.Error(w, "no HTTP/2 here", http.StatusHTTPVersionNotSupported)
+					return
+				}
+				if r.URL.Path != "/count" {
+					protos <- r.Proto
+				}
+				ctw.ServeHTTP(w, r)
+			}))
+			cfg := ctwConfig(srv.URL, "")
+			target, err := httpfire.New(cfg, params())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if target.Release() != httpfire.Auto {
+				t.Fatalf("default release %q, want auto", target.Release())
+			}
+			why, err := target.Choose(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(target.Release()) != c.want || !strings.Contains(why, c.why) {
+				t.Fatalf("auto chose %s (%s), want %s because the server %s", target.Release(), why, c.want, c.why)
+			}
+			res, err := runner.Run(context.Background(), target, runner.Attempts(4), runner.Bursts(3), runner.Timeout(5*time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Bursts) != 3 {
+				t.Fatalf("%d bursts, want 3", len(res.Bursts))
+			}
+			close(protos)
+			for p := range protos {
+				if p != c.proto {
+					t.Fatalf("the server saw %s, want %s", p, c.proto)
+				}
+			}
+			notes := strings.Join(target.Notes(), "\n")
+			if !strings.Contains(notes, "release: "+c.want) || !strings.Contains(notes, c.why) {
+				t.Errorf("notes do not name the mode auto chose and why:\n%s", notes)
+			}
+		})
+	}
+}
+
+// A server that cannot be reached is an error from the probe, not a choice.
+func TestAutoOnADeadServerIsAConnectError(t *testing.T) {
+	srv := newServer(t, plainH1, http.NotFoundHandler())
+	url := srv.URL
+	srv.Close()
+	target, err := httpfire.New(ctwConfig(url, httpfire.Auto), params())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = target.Choose(context.Background())
+	var ce *httpfire.ConnectError
+	if !errors.As(err, &ce) || target.Release() != httpfire.Auto {
+		t.Fatalf("Choose on a closed port = %v (release %s), want a ConnectError and no choice", err, target.Release())
 	}
 }

@@ -31,6 +31,8 @@ type Target struct {
 	c       *compiled
 	p       scenarios.Params
 	effects effectsCheck
+	// maxStreams is the server's stream limit, as auto's probe read it.
+	maxStreams uint32
 
 	mu       sync.Mutex
 	sessions map[armer]struct{}
@@ -69,12 +71,45 @@ func New(cfg Config, p scenarios.Params) (*Target, error) {
 	return t, nil
 }
 
-// Release is the release mode the target uses.
+// Release is the release mode the target uses: Auto until Choose (or
+// Prepare) has asked the server.
 func (t *Target) Release() Release { return t.c.release }
+
+// Choose settles an Auto release: it probes the server once — the TLS
+// handshake's ALPN for https://, HTTP/2's preface with prior knowledge
+// (h2c) for http:// — and picks single-packet when the server speaks
+// HTTP/2, else last-byte. It returns why ("" when the mode was asked for by
+// name, or already chosen). The only error is a server that cannot be
+// reached (a *ConnectError); Prepare calls it too.
+func (t *Target) Choose(ctx context.Context) (string, error) {
+	if t.c.release != Auto {
+		return t.c.auto, nil
+	}
+	proto, streams, err := t.probeH2(ctx)
+	if err != nil {
+		return "", err
+	}
+	if proto == "" {
+		t.c.release = LastByte
+		t.c.auto = "auto: " + t.c.addr + " does not speak HTTP/2 here"
+		if t.c.scheme == "https" {
+			t.c.auto += " (its TLS handshake chose HTTP/1.1)"
+		} else {
+			t.c.auto += " (it did not answer HTTP/2's preface with prior knowledge, h2c)"
+		}
+		return t.c.auto, nil
+	}
+	t.c.release, t.maxStreams = SinglePacket, streams
+	t.c.auto = fmt.Sprintf("auto: %s negotiated %s", t.c.addr, proto)
+	return t.c.auto, nil
+}
 
 // Prepare connects the effects check, so an unreachable store stops the run
 // before the first burst. An HTTP target creates nothing.
 func (t *Target) Prepare(ctx context.Context) error {
+	if _, err := t.Choose(ctx); err != nil {
+		return err
+	}
 	if t.effects == nil {
 		return nil
 	}
@@ -102,6 +137,12 @@ func (t *Target) Cleanup(context.Context) error {
 // Open dials replica's connections: one keep-alive connection per attempt
 // for HTTP/1.1, one HTTP/2 connection for all of them with single-packet.
 func (t *Target) Open(ctx context.Context, replica, workers int) (runner.App, error) {
+	if t.c.auto != "" && t.c.release == SinglePacket && t.maxStreams > 0 && uint32(workers) > t.maxStreams {
+		// Auto chose HTTP/2, but a burst of this size does not fit on one
+		// connection: the strongest mode left is last-byte.
+		t.c.release = LastByte
+		t.c.auto += fmt.Sprintf(", but it allows %d streams at once, fewer than the %d attempts of a burst", t.maxStreams, workers)
+	}
 	switch t.c.release {
 	case SinglePacket:
 		conn, err := t.dialH2(ctx)
@@ -257,6 +298,9 @@ func (t *Target) Notes() []string {
 	t.st.mu.Lock()
 	defer t.st.mu.Unlock()
 	notes := []string{"request: " + t.c.describe() + "; success: " + t.c.rules.desc, "release: " + releaseNote[t.c.release]}
+	if t.c.auto != "" {
+		notes[1] += " (" + t.c.auto + ")"
+	}
 	if t.st.bursts == 0 {
 		return notes
 	}

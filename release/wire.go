@@ -41,11 +41,12 @@ const (
 // heartbeat), a connection is claimed by its first write that is not a
 // monitor's (see anonymous), never by its dial.
 type Wire struct {
-	dialer   net.Dialer
-	parkWait time.Duration
-	cut      framer
-	anon     func(p []byte) bool // nil: every write claims
-	writers  int                 // threads that write the held tails at once
+	dialer    net.Dialer
+	parkWait  time.Duration
+	cut       framer
+	anon      func(p []byte) bool // nil: every write claims
+	writers   int                 // threads that write the held tails at once
+	settleFor time.Duration       // see WireOptions.Settle
 	// held, when set (by tests), sees every request held back.
 	held func(worker int, request []byte)
 
@@ -62,15 +63,57 @@ type Wire struct {
 // NewWire returns a last-byte release for backend's protocol that waits at
 // most parkWait for a wave's attempts to park (DefaultParkWait when 0).
 func NewWire(backend string, parkWait time.Duration) *Wire {
-	if parkWait <= 0 {
-		parkWait = DefaultParkWait
+	return NewWireWith(backend, WireOptions{ParkWait: parkWait})
+}
+
+// WireOptions tune how a Wire writes the held tails; the zero value is the
+// default. They exist to measure the choices (release/bench's experiment,
+// docs/measurements.md).
+type WireOptions struct {
+	// ParkWait bounds the wait for a wave's attempts to park
+	// (DefaultParkWait when 0).
+	ParkWait time.Duration
+	// Writers is how many threads write the held tails at once (0: the
+	// default, see writersFor).
+	Writers int
+	// Settle is how long the release leaves the CPUs to the server after
+	// the last tail left, before it wakes the attempts whose requests were
+	// held (they have nothing to do before the server answers). 0: at once.
+	Settle time.Duration
+}
+
+// NewWireWith is NewWire tuned by o.
+func NewWireWith(backend string, o WireOptions) *Wire {
+	if o.ParkWait <= 0 {
+		o.ParkWait = DefaultParkWait
 	}
 	cut := framers[backend]
 	if cut == nil {
 		cut = lastByteOnly
 	}
-	return &Wire{parkWait: parkWait, cut: cut, anon: anonymous[backend], writers: runtime.GOMAXPROCS(0), notify: make(chan struct{}, 1)}
+	return &Wire{parkWait: o.ParkWait, cut: cut, anon: anonymous[backend], writers: o.Writers, settleFor: o.Settle, notify: make(chan struct{}, 1)}
 }
+
+// writersFor is how many threads write a wave's n held tails: the Wire's
+// own count when set, else one thread up to soloMax tails and one per CPU
+// above.
+func (w *Wire) writersFor(n int) int {
+	if w.writers > 0 {
+		return w.writers
+	}
+	if n <= soloMax {
+		return 1
+	}
+	return runtime.GOMAXPROCS(0)
+}
+
+// soloMax is the most held tails one thread writes alone. Measured with
+// the servers' arrival stamps (docs/measurements.md), at N=2 and 8 one
+// writer put the attempts as close together at the server as one per CPU,
+// or closer — threads spinning to write at once hold both CPUs of a small
+// machine just when the server's processes are woken to read — and never
+// exposed fewer races; at N=32 they tied.
+const soloMax = 8
 
 var _ runner.WireRelease = (*Wire)(nil)
 
@@ -223,6 +266,9 @@ wait:
 	parked := w.parked
 	w.mu.Unlock()
 	w.writeAll(parked)
+	if w.settleFor > 0 && len(parked) > 0 {
+		time.Sleep(w.settleFor)
+	}
 	w.mu.Lock()
 	for _, pk := range parked {
 		if !pk.at.IsZero() {
@@ -235,13 +281,14 @@ wait:
 	}
 }
 
-// writeAll writes every held tail. One thread writing them one after the
-// other gives a server that starts on the first request time to finish it
-// before the last lands, and a server thread woken by that thread waits for
-// its CPU. So the tails are shared among up to GOMAXPROCS threads that spin
-// on one flag and write at once (docs/measurements.md has the figures).
+// writeAll writes every held tail. For a few tails one thread writes them
+// (soloMax). For more, one thread writing them one after the other gives a
+// server that starts on the first request time to finish it before the
+// last lands, and a server thread woken by that thread waits for its CPU;
+// so the tails are shared among up to GOMAXPROCS threads that spin on one
+// flag and write at once (docs/measurements.md has the figures).
 func (w *Wire) writeAll(parked []*park) {
-	k := min(w.writers, len(parked))
+	k := min(w.writersFor(len(parked)), len(parked))
 	if k < 2 {
 		for _, pk := range parked {
 			w.write(pk)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -258,6 +259,7 @@ func (s *misSession) Attempt(ctx context.Context, subj runner.Subject, w *runner
 func TestAttemptThatNeverWritesDoesNotHoldTheBurst(t *testing.T) {
 	const n = 4
 	w := NewWire("redis", time.Hour)
+	w.writers = 2 // threads sharing the tails (a burst above soloMax)
 	tg := build(t, w, scenarios.ConditionalUpdate, "redis", n)
 	m := &misbehave{Target: tg, attempt: func(ctx context.Context, s runner.Session, subj runner.Subject, wk *runner.Worker) runner.Outcome {
 		if wk.ID == 0 {
@@ -286,7 +288,7 @@ func TestAttemptThatNeverWritesDoesNotHoldTheBurst(t *testing.T) {
 func TestLateAttemptIsReleasedWithoutAndCounted(t *testing.T) {
 	const n = 3
 	w := NewWire("mysql", 300*time.Millisecond)
-	w.writers = 1 // the single loop; the other tests share the tails among threads
+	w.writers = 1 // the single loop, whatever soloMax says
 	tg := build(t, w, scenarios.UniqueInsert, "mysql", n)
 	m := &misbehave{Target: tg, attempt: func(ctx context.Context, s runner.Session, subj runner.Subject, wk *runner.Worker) runner.Outcome {
 		if wk.ID == 0 {
@@ -534,5 +536,24 @@ func TestMongoIsReleasedAtTheWire(t *testing.T) {
 		if got := mongoCommand(r); got != "find" {
 			t.Errorf("held %q (%q), want the check's find", got, printable(r))
 		}
+	}
+}
+
+// A few tails are written by one thread, more by one thread per CPU; a
+// count set on the Wire wins.
+func TestWritersFor(t *testing.T) {
+	w := NewWire("redis", 0)
+	if got := w.writersFor(2); got != 1 {
+		t.Errorf("2 tails: %d writers, want 1", got)
+	}
+	if got := w.writersFor(soloMax); got != 1 {
+		t.Errorf("%d tails: %d writers, want 1", soloMax, got)
+	}
+	if got := w.writersFor(soloMax + 1); got != runtime.GOMAXPROCS(0) {
+		t.Errorf("%d tails: %d writers, want one per CPU (%d)", soloMax+1, got, runtime.GOMAXPROCS(0))
+	}
+	w = NewWireWith("redis", WireOptions{Writers: 3})
+	if got := w.writersFor(2); got != 3 {
+		t.Errorf("Writers: 3 set, 2 tails: %d writers, want 3", got)
 	}
 }

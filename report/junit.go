@@ -343,7 +343,9 @@ func reproduce(c Case) string {
 			parts = append(parts, "--"+k, v)
 		}
 	}
-	if c.Release != "" && c.Release != "gate" {
+	// The default (auto) is the gate only on memory: anywhere else the
+	// mode the run used is named, or the command would run another one.
+	if c.Release != "" && (c.Release != "gate" || c.Backend != "memory") {
 		parts = append(parts, "--release", c.Release)
 	}
 	if c.Expect.Kind != "" {

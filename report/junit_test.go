@@ -450,3 +450,21 @@ func TestHeadline(t *testing.T) {
 		}
 	}
 }
+
+// The reproduce line names the release a run used unless it is what the
+// default (auto) picks there: the gate on memory, and only there.
+func TestReproduceNamesTheRelease(t *testing.T) {
+	for _, c := range []struct {
+		backend, release, want string
+		named                  bool
+	}{
+		{"memory", "gate", "--release", false},
+		{"redis", "gate", "--release gate", true},
+		{"mysql", "last-byte", "--release last-byte", true},
+	} {
+		got := reproduce(Case{Scenario: "check-then-write", Backend: c.backend, Release: c.release})
+		if strings.Contains(got, c.want) != c.named {
+			t.Errorf("%s with %s: reproduce %q, want --release named: %v", c.backend, c.release, got, c.named)
+		}
+	}
+}

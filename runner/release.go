@@ -129,6 +129,10 @@ func (e *engine) wireWave(ctx context.Context, s Subject, wave int) (spread time
 	var done sync.WaitGroup
 	done.Add(n)
 	rel.Begin(n)
+	// One timeout for the wave (see wave): each attempt's context is the
+	// wave's, tagged with its worker.
+	wctx, cancel := e.waveContext(ctx)
+	defer cancel()
 	base := time.Now()
 	for i, w := range e.workers {
 		w.Wave = wave
@@ -137,16 +141,10 @@ func (e *engine) wireWave(ctx context.Context, s Subject, wave int) (spread time
 		w.onFirstMark = e.arm[i]
 		go func(i int, w *Worker, sess Session) {
 			defer done.Done()
-			actx, cancel := rel.Context(ctx, i), context.CancelFunc(nil)
-			if e.cfg.Timeout > 0 {
-				actx, cancel = context.WithTimeoutCause(actx, e.cfg.Timeout, ErrTimeout)
-			}
+			actx := rel.Context(wctx, i)
 			o := e.attempt(actx, i, sess, s, w)
 			if o.Class == Error && errors.Is(context.Cause(actx), ErrTimeout) {
 				o = Outcome{Class: Unknown, Err: o.Err}
-			}
-			if cancel != nil {
-				cancel()
 			}
 			w.onFirstMark = nil
 			if w.sched != nil {

@@ -453,16 +453,17 @@ func (e *engine) wave(ctx context.Context, s Subject, wave int) (spread time.Dur
 	done.Add(n)
 	gate := make(chan struct{})
 	var base time.Time
+	// One timeout for the wave, not a context per attempt: every attempt
+	// starts at the gate, so they share one deadline, and N timers (each
+	// registered with ctx, and removed under its lock by N cancels) were
+	// half of a worker's cost at N=10,000 (issue 15).
+	var actx context.Context
 	for i, w := range e.workers {
 		w.Wave = wave
 		go func(i int, w *Worker, sess Session) {
 			defer done.Done()
 			// Everything that can be done before the gate is: after it, a
 			// worker should do nothing but its attempt.
-			actx, cancel := ctx, context.CancelFunc(nil)
-			if e.cfg.Timeout > 0 {
-				actx, cancel = context.WithTimeoutCause(ctx, e.cfg.Timeout, ErrTimeout)
-			}
 			w.marks = w.marks[:0]
 			ready.Done()
 			<-gate
@@ -472,9 +473,6 @@ func (e *engine) wave(ctx context.Context, s Subject, wave int) (spread time.Dur
 			if o.Class == Error && errors.Is(context.Cause(actx), ErrTimeout) {
 				o = Outcome{Class: Unknown, Err: o.Err}
 			}
-			if cancel != nil {
-				cancel()
-			}
 			if w.sched != nil {
 				w.sched.Done(i)
 			}
@@ -483,6 +481,8 @@ func (e *engine) wave(ctx context.Context, s Subject, wave int) (spread time.Dur
 		}(i, w, e.sessions[i])
 	}
 	ready.Wait()
+	actx, cancel := e.waveContext(ctx)
+	defer cancel()
 	base = time.Now()
 	close(gate)
 	if err := e.await(&done); err != nil {
@@ -496,6 +496,15 @@ func (e *engine) wave(ctx context.Context, s Subject, wave int) (spread time.Dur
 	overlap = inFlight(e.workers)
 	e.trace(wave)
 	return last - first, overlap, nil
+}
+
+// waveContext is the attempts' context for one wave: ctx bounded by the
+// per-attempt timeout (whose cause is ErrTimeout), starting now.
+func (e *engine) waveContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if e.cfg.Timeout <= 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeoutCause(ctx, e.cfg.Timeout, ErrTimeout)
 }
 
 // trace keeps the wave's marks for the burst's trace.

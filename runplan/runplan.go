@@ -129,6 +129,9 @@ func Build(reg *scenarios.Registry, req Request) (Run, error) {
 	if err != nil {
 		return Run{}, &FieldError{"release", err}
 	}
+	// Auto keeps the gate where holding a request back cannot line the
+	// attempts up (memory-set) or was not measured (clusters).
+	rel.KeepGate(spec.AutoGate())
 	p.Dial = rel.Dial
 	cfg := runner.NewConfig(append([]runner.Option{
 		runner.Attempts(sh.Attempts), runner.Bursts(sh.Bursts), runner.Replicas(sh.Replicas),

@@ -112,3 +112,23 @@ func TestBuildErrorsNameTheirField(t *testing.T) {
 		}
 	}
 }
+
+// The default (auto) is last-byte on a backend with a wire, and the gate,
+// with a note why, for memory-set (its check is in memory).
+func TestBuildAuto(t *testing.T) {
+	reg := builtin.Registry()
+	r, err := runplan.Build(reg, runplan.Request{Scenario: scenarios.CheckThenWrite, Backend: "redis", Shape: shape(), Release: "auto"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Config.ReleaseName() != "last-byte" || r.Params.Dial == nil || r.Case.Release != "last-byte" || r.Warning != "" {
+		t.Errorf("auto on redis: release %s, case %q, warning %q; want last-byte, quietly", r.Config.ReleaseName(), r.Case.Release, r.Warning)
+	}
+	r, err = runplan.Build(reg, runplan.Request{Scenario: scenarios.MemorySet, Backend: "redis", Shape: shape(), Release: "auto"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Config.ReleaseName() != "gate" || r.Params.Dial != nil || r.Case.Release != "gate" || len(r.Config.Notes) != 1 {
+		t.Errorf("auto for memory-set on redis: release %s, case %q, notes %q; want the gate and a note", r.Config.ReleaseName(), r.Case.Release, r.Config.Notes)
+	}
+}

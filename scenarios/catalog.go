@@ -36,8 +36,9 @@ func always(e Expectation) func(Params) Expectation { return func(Params) Expect
 func Core() []Spec {
 	return []Spec{
 		{
-			Name:   MemorySet,
-			Lesson: "a lock in one process guards one process: R replicas run it up to R times",
+			Name:      MemorySet,
+			Lesson:    "a lock in one process guards one process: R replicas run it up to R times",
+			InProcess: "memory-set's check is in the replica's memory, not on the wire",
 			Story: Story{
 				Naive: `var processing = map[string]bool{}; var mu sync.Mutex
 mu.Lock()

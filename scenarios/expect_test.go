@@ -52,6 +52,28 @@ func TestExpectationTable(t *testing.T) {
 	}
 }
 
+// auto keeps the gate for memory-set (its check is in memory) and for a
+// scenario on a cluster; the others are left to auto.
+func TestAutoGate(t *testing.T) {
+	for _, c := range []struct {
+		spec scenarios.Spec
+		keep bool
+	}{
+		{scenarios.Spec{Name: "a", InProcess: "in memory"}, true},
+		{scenarios.Spec{Name: "b", Topology: scenarios.TopologyReplica}, true},
+		{scenarios.Spec{Name: "c"}, false},
+	} {
+		if got := c.spec.AutoGate(); (got != "") != c.keep {
+			t.Errorf("%s: AutoGate %q, want kept: %v", c.spec.Name, got, c.keep)
+		}
+	}
+	for _, s := range scenarios.Core() {
+		if (s.Name == scenarios.MemorySet) != (s.AutoGate() != "") {
+			t.Errorf("%s: AutoGate %q", s.Name, s.AutoGate())
+		}
+	}
+}
+
 // TestRetriedRows: a row marked Retried decides only runs that retry
 // conflicts; the job-queue workers refused at serializable take nothing
 // unless retried.

@@ -35,6 +35,10 @@ type Spec struct {
 	Expect func(p Params) Expectation
 	// Demo lists the parameter sets 'racetest demo' runs (nil: not in the demo).
 	Demo []DemoCase
+	// InProcess, when set, says why the attempt's first step sends nothing
+	// (its check is in the replica's memory): holding a request back cannot
+	// line the attempts up, so the default release (auto) uses the gate.
+	InProcess string
 	// Variants lists every --variant the scenario has, its default first,
 	// on the backends that implement variants (nil: none, or only those
 	// the demo shows). 'racetest explain' and the matrix read it.
@@ -45,6 +49,21 @@ type Spec struct {
 	// catalog gate, the conformance suites, the matrix) leaves such a
 	// scenario out.
 	Topology string
+}
+
+// AutoGate says why the default release (auto) keeps the gate for this
+// scenario rather than last-byte, or "" when it need not: a first step that
+// sends nothing (InProcess), or a cluster, whose reads and failovers go on
+// connections that are not the workers' own and where last-byte was not
+// measured.
+func (s Spec) AutoGate() string {
+	if s.InProcess != "" {
+		return s.InProcess
+	}
+	if s.Topology != "" {
+		return s.Name + " runs on a " + s.Topology + " cluster, where last-byte was not measured"
+	}
+	return ""
 }
 
 // TopologyReplica: a primary and an asynchronous replica of it.

