@@ -42,7 +42,7 @@ func TestRowVariants(t *testing.T) {
 		{scenarios.UniqueInsert, "postgres", []string{"", "one-active"}},
 		{"naive-first", "postgres", []string{"naive", "atomic"}},
 		// mysql declared nothing: the table's rows name for-update.
-		{scenarios.CheckThenWrite, "mysql", []string{"", "for-update"}},
+		{scenarios.CheckThenWrite, "mysql", []string{"", "advisory-lock", "for-update", "for-share"}},
 		{scenarios.ConditionalUpdate, "postgres", []string{""}},
 	} {
 		if got := reg.RowVariants(c.scenario, c.backend); !slices.Equal(got, c.want) {

@@ -208,7 +208,7 @@ var lostUpdateMem = &memPattern{
 		// The row lock a SELECT … FOR UPDATE takes, held until the write.
 		ForUpdate: memReadModifyWrite(true),
 		Atomic: func(ctx context.Context, t *memTarget, s runner.Subject, w *runner.Worker) error {
-			w.Mark("act")
+			w.Step(ctx, "act")
 			return t.db.trip(ctx, func() {
 				a := t.db.accounts[s.Data.(int64)]
 				a.balance++
@@ -218,7 +218,7 @@ var lostUpdateMem = &memPattern{
 		Version: func(ctx context.Context, t *memTarget, s runner.Subject, w *runner.Worker) error {
 			tries := maxTries(t.p)
 			for try := 1; ; try++ {
-				w.Mark("check")
+				w.Step(ctx, "check")
 				var balance, version int
 				if err := t.db.trip(ctx, func() { a := t.db.accounts[s.Data.(int64)]; balance, version = a.balance, a.version }); err != nil {
 					return err
@@ -226,7 +226,7 @@ var lostUpdateMem = &memPattern{
 				if err := t.gap(ctx); err != nil {
 					return err
 				}
-				w.Mark("act")
+				w.Step(ctx, "act")
 				ok := false
 				err := t.db.trip(ctx, func() {
 					if a := t.db.accounts[s.Data.(int64)]; a.version == version {
@@ -260,7 +260,7 @@ func memReadModifyWrite(lock bool) memAttempt {
 			}
 			defer t.db.unlock(s.Key)
 		}
-		w.Mark("check")
+		w.Step(ctx, "check")
 		var balance int
 		if err := t.db.trip(ctx, func() { balance = t.db.accounts[id].balance }); err != nil {
 			return err
@@ -268,7 +268,7 @@ func memReadModifyWrite(lock bool) memAttempt {
 		if err := t.gap(ctx); err != nil {
 			return err
 		}
-		w.Mark("act")
+		w.Step(ctx, "act")
 		return t.db.trip(ctx, func() {
 			a := t.db.accounts[id]
 			a.balance = balance + 1
@@ -310,13 +310,13 @@ func memGoOffCall(lock bool) memAttempt {
 	return func(ctx context.Context, t *memTarget, s runner.Subject, w *runner.Worker) error {
 		shift := s.Data.(int64)
 		if lock {
-			w.Mark("lock")
+			w.Step(ctx, "lock")
 			if err := t.db.lock(ctx, s.Key); err != nil {
 				return err
 			}
 			defer t.db.unlock(s.Key)
 		}
-		w.Mark("check")
+		w.Step(ctx, "check")
 		n := 0
 		err := t.db.trip(ctx, func() {
 			for _, on := range t.db.onCall[shift] {
@@ -334,7 +334,7 @@ func memGoOffCall(lock bool) memAttempt {
 		if err := t.gap(ctx); err != nil {
 			return err
 		}
-		w.Mark("act")
+		w.Step(ctx, "act")
 		return t.db.trip(ctx, func() {
 			if d := t.db.onCall[shift]; w.ID < len(d) {
 				d[w.ID] = false
@@ -381,7 +381,7 @@ func firstPending(jobs []job, skipLocked bool) int {
 func memTakeJob(skipLocked bool) memAttempt {
 	return func(ctx context.Context, t *memTarget, s runner.Subject, w *runner.Worker) error {
 		q := s.Data.(int64)
-		w.Mark("check")
+		w.Step(ctx, "check")
 		i := -1
 		if err := t.db.trip(ctx, func() { i = firstPending(t.db.jobs[q], skipLocked) }); err != nil {
 			return err
@@ -392,7 +392,7 @@ func memTakeJob(skipLocked bool) memAttempt {
 		if err := t.gap(ctx); err != nil {
 			return err
 		}
-		w.Mark("act")
+		w.Step(ctx, "act")
 		return t.db.trip(ctx, func() {
 			j := &t.db.jobs[q][i]
 			j.taken, j.locked = true, false
@@ -405,7 +405,7 @@ func memClaimJob(ctx context.Context, t *memTarget, s runner.Subject, w *runner.
 	q := s.Data.(int64)
 	tries := maxTries(t.p)
 	for try := 1; ; try++ {
-		w.Mark("check")
+		w.Step(ctx, "check")
 		i := -1
 		if err := t.db.trip(ctx, func() { i = firstPending(t.db.jobs[q], false) }); err != nil {
 			return err
@@ -416,7 +416,7 @@ func memClaimJob(ctx context.Context, t *memTarget, s runner.Subject, w *runner.
 		if err := t.gap(ctx); err != nil {
 			return err
 		}
-		w.Mark("act")
+		w.Step(ctx, "act")
 		ok := false
 		err := t.db.trip(ctx, func() {
 			if j := &t.db.jobs[q][i]; !j.taken {

@@ -50,14 +50,14 @@ func readModifyWrite(lock string) sqlAttempt {
 		if err != nil {
 			return outcome(err)
 		}
-		w.Mark("check")
+		w.Step(ctx, "check")
 		var balance int64
 		err = tx.QueryRow(ctx, t.q("SELECT balance FROM "+t.tableName("accounts")+" WHERE id = ?"+lock), subj.Data).Scan(&balance)
 		if err == nil {
 			err = scenarios.Sleep(ctx, t.p.Gap)
 		}
 		if err == nil {
-			w.Mark("act")
+			w.Step(ctx, "act")
 			_, _, err = tx.Exec(ctx, t.q("UPDATE "+t.tableName("accounts")+" SET balance = ?, writes = writes + 1 WHERE id = ?"), balance+1, subj.Data)
 		}
 		return outcome(end(ctx, tx, err))
@@ -67,7 +67,7 @@ func readModifyWrite(lock string) sqlAttempt {
 // atomicIncrement lets the store do the arithmetic, in one statement.
 func atomicIncrement(ctx context.Context, s *sqlSession, subj runner.Subject, w *runner.Worker) runner.Outcome {
 	t := s.t
-	w.Mark("act")
+	w.Step(ctx, "act")
 	n, _, err := s.c.Exec(ctx, t.q("UPDATE "+t.tableName("accounts")+" SET balance = balance + 1, writes = writes + 1 WHERE id = ?"), subj.Data)
 	if err == nil && n != 1 {
 		err = fmt.Errorf("the increment changed %d rows, want 1", n)
@@ -81,7 +81,7 @@ func versionedIncrement(ctx context.Context, s *sqlSession, subj runner.Subject,
 	t := s.t
 	tries := maxTries(t.p)
 	for try := 1; ; try++ {
-		w.Mark("check")
+		w.Step(ctx, "check")
 		var balance, version int64
 		err := s.c.QueryRow(ctx, t.q("SELECT balance, version FROM "+t.tableName("accounts")+" WHERE id = ?"), subj.Data).Scan(&balance, &version)
 		if err == nil {
@@ -90,7 +90,7 @@ func versionedIncrement(ctx context.Context, s *sqlSession, subj runner.Subject,
 		if err != nil {
 			return outcome(err)
 		}
-		w.Mark("act")
+		w.Step(ctx, "act")
 		n, _, err := s.c.Exec(ctx, t.q("UPDATE "+t.tableName("accounts")+" SET balance = ?, version = version + 1, writes = writes + 1 WHERE id = ? AND version = ?"),
 			balance+1, subj.Data, version)
 		switch {
@@ -161,12 +161,12 @@ func goOffCall(lock, materialize bool) sqlAttempt {
 			return outcome(err)
 		}
 		if materialize {
-			w.Mark("lock")
+			w.Step(ctx, "lock")
 			_, _, err = tx.Exec(ctx, t.q("UPDATE "+t.tableName("shifts")+" SET version = version + 1 WHERE id = ?"), subj.Data)
 		}
 		onCall := 0
 		if err == nil {
-			w.Mark("check")
+			w.Step(ctx, "check")
 			onCall, err = countOnCall(ctx, tx, t, doctors, subj.Data, lock)
 		}
 		if err == nil && onCall < 2 {
@@ -176,7 +176,7 @@ func goOffCall(lock, materialize bool) sqlAttempt {
 			err = scenarios.Sleep(ctx, t.p.Gap)
 		}
 		if err == nil {
-			w.Mark("act")
+			w.Step(ctx, "act")
 			_, _, err = tx.Exec(ctx, t.q("UPDATE "+doctors+" SET on_call = 0 WHERE shift = ? AND doctor = ?"), subj.Data, w.ID)
 		}
 		return outcome(end(ctx, tx, err))
@@ -255,7 +255,7 @@ func takeJob(lock string) sqlAttempt {
 		if err != nil {
 			return outcome(err)
 		}
-		w.Mark("check")
+		w.Step(ctx, "check")
 		var id int64
 		err = tx.QueryRow(ctx, t.q("SELECT id FROM "+jobs+nextJob+lock), subj.Data).Scan(&id)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -265,7 +265,7 @@ func takeJob(lock string) sqlAttempt {
 			err = scenarios.Sleep(ctx, t.p.Gap)
 		}
 		if err == nil {
-			w.Mark("act")
+			w.Step(ctx, "act")
 			_, _, err = tx.Exec(ctx, t.q("UPDATE "+jobs+" SET status = 'taken', worker = ?, runs = runs + 1 WHERE id = ?"), w.ID, id)
 		}
 		return outcome(end(ctx, tx, err))
@@ -279,7 +279,7 @@ func claimJob(ctx context.Context, s *sqlSession, subj runner.Subject, w *runner
 	jobs := t.tableName("jobs")
 	tries := maxTries(t.p)
 	for try := 1; ; try++ {
-		w.Mark("check")
+		w.Step(ctx, "check")
 		var id int64
 		err := s.c.QueryRow(ctx, t.q("SELECT id FROM "+jobs+nextJob), subj.Data).Scan(&id)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -291,7 +291,7 @@ func claimJob(ctx context.Context, s *sqlSession, subj runner.Subject, w *runner
 		if err != nil {
 			return outcome(err)
 		}
-		w.Mark("act")
+		w.Step(ctx, "act")
 		n, _, err := s.c.Exec(ctx, t.q("UPDATE "+jobs+" SET status = 'taken', worker = ?, runs = runs + 1 WHERE id = ? AND status = 'pending'"), w.ID, id)
 		switch {
 		case err != nil:

@@ -230,7 +230,7 @@ func write(ctx context.Context, p redis.Pipeliner, subj runner.Subject, balance 
 
 // redisReadModifyWrite: GET, then SET of read + 1, computed in the client.
 func redisReadModifyWrite(ctx context.Context, s *redisSession, subj runner.Subject, w *runner.Worker) error {
-	w.Mark("check")
+	w.Step(ctx, "check")
 	balance, err := s.cn.Get(ctx, subj.Key).Int()
 	if err == nil {
 		err = scenarios.Sleep(ctx, s.t.p.Gap)
@@ -238,7 +238,7 @@ func redisReadModifyWrite(ctx context.Context, s *redisSession, subj runner.Subj
 	if err != nil {
 		return err
 	}
-	w.Mark("act")
+	w.Step(ctx, "act")
 	_, err = s.cn.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		write(ctx, p, subj, balance+1)
 		return nil
@@ -248,7 +248,7 @@ func redisReadModifyWrite(ctx context.Context, s *redisSession, subj runner.Subj
 
 // redisIncrement lets the store add: INCR, and the write's own count.
 func redisIncrement(ctx context.Context, s *redisSession, subj runner.Subject, w *runner.Worker) error {
-	w.Mark("act")
+	w.Step(ctx, "act")
 	_, err := s.cn.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.Incr(ctx, subj.Key)
 		p.Incr(ctx, subj.Data.(string))
@@ -264,7 +264,7 @@ func redisWatched(ctx context.Context, s *redisSession, subj runner.Subject, w *
 	tries := maxTries(s.t.p)
 	for try := 1; ; try++ {
 		err := s.cn.Watch(ctx, func(tx *redis.Tx) error {
-			w.Mark("check")
+			w.Step(ctx, "check")
 			balance, err := tx.Get(ctx, subj.Key).Int()
 			if err == nil {
 				err = scenarios.Sleep(ctx, s.t.p.Gap)
@@ -272,7 +272,7 @@ func redisWatched(ctx context.Context, s *redisSession, subj runner.Subject, w *
 			if err != nil {
 				return err
 			}
-			w.Mark("act")
+			w.Step(ctx, "act")
 			_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
 				write(ctx, p, subj, balance+1)
 				return nil

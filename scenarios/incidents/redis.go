@@ -7,6 +7,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -123,8 +124,15 @@ type redisRegistration struct {
 	stop       chan struct{} // closed to end the renewal; nil when none runs
 }
 
+// markerRefreshNs is how often a registered run renews its marker, in
+// nanoseconds; atomic, since a test shortens it while renewals of runs
+// from earlier tests may still be reading it.
+var markerRefreshNs atomic.Int64
+
+func init() { markerRefreshNs.Store(int64(time.Minute)) }
+
 // markerRefresh is how often a registered run renews its marker.
-var markerRefresh = time.Minute
+func markerRefresh() time.Duration { return time.Duration(markerRefreshNs.Load()) }
 
 func (g *redisRegistration) register(ctx context.Context, cl *redis.Client, runID, where string) error {
 	cctx, cancel := context.WithTimeout(ctx, redisConnectTimeout)
@@ -148,7 +156,7 @@ func (g *redisRegistration) register(ctx context.Context, cl *redis.Client, runI
 // renew renews run id's marker every markerRefresh until stop is closed.
 // PEXPIRE never recreates a marker that is gone (dropped, or cleaned).
 func renew(cl *redis.Client, runID string, stop <-chan struct{}) {
-	t := time.NewTicker(markerRefresh)
+	t := time.NewTicker(markerRefresh())
 	defer t.Stop()
 	for {
 		select {

@@ -163,9 +163,9 @@ func TestRedisTouchesOnlyItsKeys(t *testing.T) {
 // renewed while the run goes on, and not recreated once the run dropped it.
 func TestRedisMarkerRenewedWhileTheRunGoes(t *testing.T) {
 	p, cl := needRedis(t)
-	old := markerRefresh
-	markerRefresh = 20 * time.Millisecond
-	defer func() { markerRefresh = old }()
+	old := markerRefreshNs.Load()
+	markerRefreshNs.Store(int64(20 * time.Millisecond))
+	defer markerRefreshNs.Store(old)
 	ctx := context.Background()
 	type backend interface {
 		Prepare(context.Context) error
@@ -204,7 +204,7 @@ func TestRedisMarkerRenewedWhileTheRunGoes(t *testing.T) {
 		if err := b.Cleanup(ctx); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(10 * markerRefresh)
+		time.Sleep(10 * markerRefresh())
 		if n := cl.Exists(ctx, marker).Val(); n != 0 {
 			t.Errorf("%s: the marker is back after the cleanup dropped it", name)
 			cl.Del(ctx, marker)
