@@ -203,6 +203,15 @@ func TestExploreAgreesWithTheCatalog(t *testing.T) {
 				n := res.Count()
 				line := fmt.Sprintf("%s: catalog %s, explore %s (%d orders, %d violating, %d blocked, %d deadlocked, %d conflicts)",
 					c, want, got, n.Explored, n.Violating, n.Blocked, n.Deadlocked, n.Conflicts)
+				if !ok && want != scenarios.ExpectSafe && got == explore.Safe && insideStatement(c, res.Server) {
+					// The catalog's outcome needs two statements in flight
+					// inside the server at once (a conditional UPDATE that
+					// waits on another's row lock, then finds it changed:
+					// 40001); one statement at a time cannot show it.
+					inside++
+					t.Logf("%s — the catalog's outcome here needs two statements in flight at once (%s): below this step granularity", line, why)
+					continue
+				}
 				if !ok && want == scenarios.ExpectRace && got == explore.Safe && serverRule(c, res.Server) {
 					// The race is inside one operation of this server
 					// (FerretDB's findAndModify): no order of the steps
@@ -303,4 +312,15 @@ func TestExploreReproducesHermitageG2(t *testing.T) {
 			}
 		})
 	}
+}
+
+// insideStatement reports whether the catalog row that decides c says its
+// outcome needs two statements in flight inside the server at once.
+func insideStatement(c agreementCase, server string) bool {
+	for _, row := range scenarios.Expectations {
+		if row.Match(c.scenario, c.backend, c.p, server) {
+			return row.InsideStatement
+		}
+	}
+	return false
 }

@@ -617,13 +617,18 @@ func (f *fleet) order(ctx context.Context, index int, seq []int, pace func(Event
 	if err != nil {
 		return ord, fmt.Errorf("order %d: count effects: %w", index+1, err)
 	}
+	var classes [runner.NumClasses]int
+	for _, o := range outs {
+		classes[o.Class]++
+	}
 	if a, ok := f.t.(runner.Allowancer); ok {
-		var classes [runner.NumClasses]int
-		for _, o := range outs {
-			classes[o.Class]++
-		}
 		ord.Allowed = a.Allowed(s, classes)
 		ord.Required = min(ord.Required, ord.Allowed)
+	}
+	// As a burst does (runner): a target that knows from what committed
+	// how many effects must have landed sets the order's floor.
+	if r, ok := f.t.(runner.Requirer); ok {
+		ord.Required = r.Required(s, classes)
 	}
 	return ord, nil
 }
