@@ -156,8 +156,9 @@ func runHTTP(ctx context.Context, o *HTTPOptions) error {
 	if err != nil {
 		return usageError(err)
 	}
-	if why, err := target.Choose(ctx); err == nil && why != "" {
-		// A server that cannot be reached fails the run below, in its words.
+	if why, err := target.Choose(ctx); err == nil && why != "" && !o.IO.Quiet {
+		// A server that cannot be reached fails the run below, in its
+		// words. Quiet, the choice is said only in the report's note.
 		fmt.Fprintf(o.IO.ErrOut, "racetest: release: %s (%s)\n", target.Release(), why)
 	}
 	rc := runner.NewConfig(runner.Attempts(o.Attempts), runner.Bursts(o.Bursts), runner.Allowed(allowed), runner.Required(required), runner.Timeout(cfg.Timeout))
