@@ -13,18 +13,11 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// shapeFlags are the flags every command that fires bursts shares.
+// shapeFlags are the flags every command that fires bursts shares: they
+// fill a run's shape (runplan.Shape) directly, so the shape's fields are
+// written once.
 type shapeFlags struct {
-	Attempts, Bursts, Replicas, Waves int
-	// Retry is how many times an attempt refused with a conflict is tried
-	// again (SQL backends).
-	Retry                             int
-	Deploy                            bool
-	Gap, Latency, TTL, Timeout        time.Duration
-	Seed                              int64
-	Isolation, Engine, Variant, Fault string
-	Keep                              bool
-	Conn                              scenarios.Connections
+	runplan.Shape
 }
 
 func (s *shapeFlags) register(fs *pflag.FlagSet, reg *scenarios.Registry, attempts, bursts int) {
@@ -34,7 +27,7 @@ func (s *shapeFlags) register(fs *pflag.FlagSet, reg *scenarios.Registry, attemp
 	fs.IntVar(&s.Waves, "waves", runner.DefaultWaves, "waves of attempts per burst, all at the same subject")
 	fs.BoolVar(&s.Deploy, "deploy", false, "restart every replica between waves (a deploy wipes their memory)")
 	fs.DurationVar(&s.Timeout, "timeout", runner.DefaultTimeout, "per-attempt timeout; an attempt past it counts as unknown")
-	fs.IntVar(&s.Retry, "retry", 0, "SQL backends: retry an attempt the server refused with a deadlock or serialization failure (1213, 1020, 40001, 40P01) up to this many times, as applications do")
+	fs.IntVar(&s.Retries, "retry", 0, "SQL backends: retry an attempt the server refused with a deadlock or serialization failure (1213, 1020, 40001, 40P01) up to this many times, as applications do")
 	s.registerParams(fs, reg)
 }
 
@@ -62,7 +55,7 @@ func (s *shapeFlags) validate(backend string) error {
 			return usageErrorf("--%s must be at least 1 (got %d)", name, n)
 		}
 	}
-	if err := checkRetry(s.Retry, backend); err != nil {
+	if err := checkRetry(s.Retries, backend); err != nil {
 		return err
 	}
 	if err := checkBurstMemory(s.Attempts, backend); err != nil {
@@ -80,31 +73,14 @@ func (s *shapeFlags) validate(backend string) error {
 
 // params builds a scenario's parameters for one run.
 func (s *shapeFlags) params(replicas int) scenarios.Params {
-	return scenarios.Params{
-		RunID:     scenarios.NewRunID(),
-		Attempts:  s.Attempts,
-		Replicas:  replicas,
-		Gap:       s.Gap,
-		Latency:   s.Latency,
-		TTL:       s.TTL,
-		Seed:      s.Seed,
-		Isolation: s.Isolation,
-		Engine:    s.Engine,
-		Variant:   s.Variant,
-		Fault:     s.Fault,
-		Retries:   s.Retry,
-		Conn:      s.Conn,
-	}
+	return s.plan(replicas).Params(scenarios.NewRunID())
 }
 
 // plan is the run's shape for runplan, with replicas replicas.
 func (s *shapeFlags) plan(replicas int) runplan.Shape {
-	return runplan.Shape{
-		Attempts: s.Attempts, Bursts: s.Bursts, Replicas: replicas, Waves: s.Waves, Deploy: s.Deploy, Keep: s.Keep,
-		Gap: s.Gap, Latency: s.Latency, TTL: s.TTL, Timeout: s.Timeout, Seed: s.Seed,
-		Isolation: s.Isolation, Engine: s.Engine, Variant: s.Variant, Fault: s.Fault, Conn: s.Conn,
-		Retries: s.Retry,
-	}
+	sh := s.Shape
+	sh.Replicas = replicas
+	return sh
 }
 
 // checkRetry refuses a retry count that is negative, or given to a backend

@@ -81,8 +81,8 @@ committed).`,
 	for _, l := range sqldb.Isolations() {
 		levels = append(levels, string(l))
 	}
-	opts.Shape = shapeFlags{Replicas: runner.DefaultReplicas, Waves: runner.DefaultWaves,
-		Latency: scenarios.DefaultLatency, TTL: scenarios.DefaultTTL}
+	opts.Shape = shapeFlags{runplan.Shape{Replicas: runner.DefaultReplicas, Waves: runner.DefaultWaves,
+		Latency: scenarios.DefaultLatency, TTL: scenarios.DefaultTTL}}
 	fs := c.Flags()
 	fs.StringSliceVarP(&opts.Backends, "backend", "b", matrixBackends(f.Registry), "SQL backends to run on, comma-separated")
 	fs.StringSliceVar(&opts.Scenarios, "scenario", nil, "scenarios to run, comma-separated (default: every scenario whose expected verdict depends on the isolation level)")

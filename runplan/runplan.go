@@ -45,6 +45,17 @@ type Shape struct {
 	Retries int
 }
 
+// Params are the scenario's parameters for a run of this shape, named
+// runID: the one place a shape becomes a backend's parameters.
+func (sh Shape) Params(runID string) scenarios.Params {
+	return scenarios.Params{
+		RunID: runID, Attempts: sh.Attempts, Replicas: sh.Replicas,
+		Gap: sh.Gap, Latency: sh.Latency, TTL: sh.TTL, Seed: sh.Seed,
+		Isolation: sh.Isolation, Engine: sh.Engine, Variant: sh.Variant, Fault: sh.Fault, Conn: sh.Conn,
+		Retries: sh.Retries,
+	}
+}
+
 // Request is the run a command asks for.
 type Request struct {
 	Scenario, Backend string
@@ -110,12 +121,7 @@ func Build(reg *scenarios.Registry, req Request) (Run, error) {
 	if runID == "" {
 		runID = scenarios.NewRunID()
 	}
-	p := scenarios.Params{
-		RunID: runID, Attempts: sh.Attempts, Replicas: sh.Replicas,
-		Gap: sh.Gap, Latency: sh.Latency, TTL: sh.TTL, Seed: sh.Seed,
-		Isolation: sh.Isolation, Engine: sh.Engine, Variant: sh.Variant, Fault: sh.Fault, Conn: sh.Conn,
-		Retries: sh.Retries,
-	}
+	p := sh.Params(runID)
 	if err := p.Validate(); err != nil {
 		return Run{}, &FieldError{"params", err}
 	}
