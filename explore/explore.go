@@ -131,8 +131,26 @@ type Order struct {
 // Over reports an order with more effects than allowed.
 func (o Order) Over() bool { return o.Effects > o.Allowed }
 
-// Under reports an order with fewer effects than required.
-func (o Order) Under() bool { return o.Effects < o.Required }
+// Under reports an order with fewer effects than required while an
+// attempt claimed the work done (executed, or declined as "already
+// done"), as a burst's LOST does: attempts that all failed or timed out
+// lost nothing, they decided nothing.
+func (o Order) Under() bool { return o.Effects < o.Required && o.claimed() }
+
+// claimed reports whether an attempt of the order executed or declined.
+func (o Order) claimed() bool {
+	for _, a := range o.Attempts {
+		if a.Outcome == runner.Executed || a.Outcome == runner.Declined {
+			return true
+		}
+	}
+	return false
+}
+
+// Untested reports an order in which nothing took effect and no attempt
+// decided anything (every one failed, timed out or conflicted): it put
+// the guard to no test, and a SAFE cannot rest on it.
+func (o Order) Untested() bool { return o.Effects == 0 && !o.claimed() }
 
 // Result is an exploration.
 type Result struct {
@@ -162,17 +180,18 @@ type Result struct {
 
 // Verdict is the exploration's answer.
 func (r *Result) Verdict() Verdict {
-	var lost bool
+	var lost, untested bool
 	for _, o := range r.Orders {
 		if o.Over() {
 			return Race
 		}
 		lost = lost || o.Under()
+		untested = untested || o.Untested()
 	}
 	switch {
 	case lost:
 		return Lost
-	case r.Interrupted || r.unexplored != nil && r.unexplored.Sign() > 0 || r.Count().Abandoned > 0 || len(r.Orders) == 0:
+	case untested || r.Interrupted || r.unexplored != nil && r.unexplored.Sign() > 0 || r.Count().Abandoned > 0 || len(r.Orders) == 0:
 		return Inconclusive
 	}
 	return Safe
@@ -196,6 +215,15 @@ func (r *Result) Why() string {
 	}
 	if c.Abandoned > 0 {
 		why = append(why, fmt.Sprintf("%d orders had an attempt abandoned at --timeout %s (rolled back)", c.Abandoned, r.Timeout))
+	}
+	untested := 0
+	for _, o := range r.Orders {
+		if o.Untested() {
+			untested++
+		}
+	}
+	if untested > 0 {
+		why = append(why, fmt.Sprintf("in %d of %d orders nothing took effect and no attempt decided anything (every one failed, timed out or conflicted)", untested, len(r.Orders)))
 	}
 	if r.Interrupted {
 		why = append(why, fmt.Sprintf("interrupted after %d of %d orders", c.Explored, r.Planned))
