@@ -150,6 +150,7 @@ type failoverTarget struct {
 	faulted   chan struct{}
 	fired     bool
 	failovers int
+	bursts    int // bursts counted
 	resource  map[string]int64 // the protected resource: the highest token it accepted per job
 	accepted  map[string]int   // writes the resource accepted per job
 	refused   int
@@ -435,7 +436,26 @@ func (t *failoverTarget) Effects(ctx context.Context, s runner.Subject) (int, er
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.bursts++
 	return t.accepted[s.Key], nil
+}
+
+// Checks says whether the fault the run promised was injected in every
+// burst: a SAFE over bursts without a failover would claim a fix held
+// against a fault it never met.
+func (t *failoverTarget) Checks(context.Context) []runner.Check {
+	if t.fault != FaultFailoverAfterAct {
+		return nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	c := runner.Check{Name: "failover injected", OK: t.failovers == t.bursts,
+		Detail: fmt.Sprintf("%d failovers in %d bursts", t.failovers, t.bursts)}
+	if !c.OK {
+		c.Inconclusive = true
+		c.Detail += ": the bursts without one did not test the fix against a failover"
+	}
+	return []runner.Check{c}
 }
 
 func (t *failoverTarget) Notes() []string {

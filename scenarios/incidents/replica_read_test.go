@@ -159,3 +159,20 @@ func TestFailoverLockOnACluster(t *testing.T) {
 		})
 	}
 }
+
+// A burst in which the promised failover did not happen tested nothing of
+// the fix: the run cannot read SAFE on it.
+func TestFailoverLockWithoutItsFaultIsInconclusive(t *testing.T) {
+	tg := &failoverTarget{fault: FaultFailoverAfterAct, failovers: 1, bursts: 2}
+	cs := tg.Checks(context.Background())
+	if len(cs) != 1 || cs[0].OK || !cs[0].Inconclusive {
+		t.Fatalf("1 failover in 2 bursts: want an inconclusive check, got %+v", cs)
+	}
+	tg.failovers = 2
+	if cs := tg.Checks(context.Background()); len(cs) != 1 || !cs[0].OK {
+		t.Fatalf("a failover in every burst: want the check ok, got %+v", cs)
+	}
+	if cs := (&failoverTarget{fault: FaultNone, bursts: 2}).Checks(context.Background()); len(cs) != 0 {
+		t.Fatalf("--fault none promises no failover: want no check, got %+v", cs)
+	}
+}
