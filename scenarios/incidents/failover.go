@@ -150,7 +150,7 @@ type failoverTarget struct {
 	faulted   chan struct{}
 	fired     bool
 	failovers int
-	bursts    int // bursts counted
+	bursts    int              // bursts counted
 	resource  map[string]int64 // the protected resource: the highest token it accepted per job
 	accepted  map[string]int   // writes the resource accepted per job
 	refused   int
