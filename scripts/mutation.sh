@@ -62,12 +62,10 @@ EQUIVALENTS=scripts/mutation-equivalents.txt
 # shape, expectation and settings) for run, demo and suite; in suite, plan building and on_server
 # resolution (plan.go, resolve.go), not the YAML reader; in internal/sqldb,
 # the error classification of both SQL backends (classify.go), not DSN
-# parsing and connecting. The Redis and MongoDB backends classify an
-# insert in a three-way switch on the error (scenarios/redisstore
-# attempts.go, scenarios/mongostore scenarios.go), whose case expressions
-# gremlins never mutates: mongostore's TestClassifyInsert pins every case
-# without a server; redisstore's is exercised only by its server-backed
-# conformance tests (not measured here).
+# parsing and connecting; in the Redis and MongoDB backends, the
+# classification of an insert's reply (classify.go: OK, the duplicate key,
+# no reply in time, any other error), which both packages test without a
+# server.
 # The server-backed tests of a backend package are pointed at a closed port
 # so they skip: classification is tested without a server, and a mutant run
 # against a live server would take minutes each. MUTATION_SKIP names tests
@@ -81,6 +79,8 @@ TARGETS=(
   "runplan|runplan|runplan.go|90|90|"
   "suite|suite|plan.go resolve.go|90|90|MUTATION_SKIP=^TestParseRefusesHostileFiles\$"
   "sqldb|internal/sqldb|classify.go|90|90|RACETEST_MYSQL_DSN=root@tcp(127.0.0.1:9)/test RACETEST_POSTGRES_URL=postgres://postgres@127.0.0.1:9/test"
+  "redisstore|scenarios/redisstore|classify.go|90|90|RACETEST_REDIS_URL=redis://127.0.0.1:9"
+  "mongostore|scenarios/mongostore|classify.go|90|90|RACETEST_MONGO_URI=mongodb://127.0.0.1:9/"
 )
 
 die() { echo "mutation: $*" >&2; exit 2; }
