@@ -23,9 +23,16 @@
 #
 # The base: MUTATION_BASE if set; else, on a branch, its merge base with
 # main (everything the branch would land); else (CI runs a clean clone of
-# main) HEAD^1, the first parent: for the merge commit with which a branch
-# lands that is main before it landed, so the step judges the whole branch;
-# for a commit made on main directly, that commit. gremlins' --diff reads
+# main) the commit named in .ci/landed, where the previous landing ended,
+# so that a landing of many commits is judged whole, not on its last
+# commit. A session sets .ci/landed to main's HEAD when it starts (the file
+# says how), and lands the change with its work. A file not updated only
+# widens the judgement to the landings since the commit it names. When the
+# file is missing, or names a commit that is not an ancestor of HEAD (a
+# shallow clone, history rewritten), the base is HEAD^1, the first parent,
+# and the script says so: for a merge commit that is main before the
+# branch landed; for a commit made on main directly, that commit alone.
+# gremlins' --diff reads
 # the lines added in each hunk of 'git diff --merge-base BASE', so a hunk
 # with several separate additions is taken as its first added lines' span
 # (v0.6.0): a mutant next to a change can be tested, or one in it missed.
@@ -53,6 +60,7 @@ cd "$(dirname "$0")/.."
 GREMLINS_VERSION=v0.6.0
 OUT=${MUTATION_OUT:-/tmp/racetest-mutation}
 EQUIVALENTS=scripts/mutation-equivalents.txt
+LANDED=.ci/landed
 
 # TARGETS: name | package dir | files mutated (the verdict path in it) |
 # efficacy floor | coverage floor | environment for its tests. Only the
@@ -96,12 +104,38 @@ gremlins_bin() {
   echo "$bin"
 }
 
-# base_ref: the commit a change is measured against (see the top).
+# landed: the commit .ci/landed names (its first line that is not a
+# comment), or nothing.
+landed() {
+  [ -f "$LANDED" ] && grep -v '^[[:space:]]*#' "$LANDED" | awk 'NF { print $1; exit }'
+}
+
+# base_ref: the commit a change is measured against (see "The base" at the
+# top). What it chose, and why, goes to stderr.
 base_ref() {
-  local base=${MUTATION_BASE:-}
-  if [ -z "$base" ]; then
+  local base=${MUTATION_BASE:-} head l n
+  head=$(git rev-parse HEAD)
+  if [ -n "$base" ]; then
+    echo "mutation: base $base (MUTATION_BASE)" >&2
+  else
     base=$(git merge-base HEAD main 2>/dev/null || true)
-    if [ -z "$base" ] || [ "$base" = "$(git rev-parse HEAD)" ]; then base=$(git rev-parse -q --verify 'HEAD^1' || true); fi
+    if [ -n "$base" ] && [ "$base" != "$head" ]; then
+      echo "mutation: base $(git rev-parse --short "$base"), this branch's merge base with main" >&2
+    else
+      l=$(landed || true)
+      if [ -n "$l" ] && git rev-parse -q --verify "$l^{commit}" >/dev/null && git merge-base --is-ancestor "$l" HEAD; then
+        base=$l
+        n=$(git rev-list --count "$base..HEAD")
+        echo "mutation: base $(git rev-parse --short "$base") from $LANDED, where the previous landing ended: judging the $n commit(s) since" >&2
+      else
+        base=$(git rev-parse -q --verify 'HEAD^1' || true)
+        if [ -z "$l" ]; then
+          echo "mutation: $LANDED names no commit; judging only HEAD's own change (against HEAD^1)" >&2
+        else
+          echo "mutation: $LANDED names $l, which is not an ancestor of HEAD here (a shallow clone, or history rewritten?); judging only HEAD's own change (against HEAD^1): fetch the history, or correct the file" >&2
+        fi
+      fi
+    fi
   fi
   [ -n "$base" ] || die "no commit to compare with (a repository of one commit?): set MUTATION_BASE, or use --all"
   git rev-parse -q --verify "$base^{commit}" || die "MUTATION_BASE=$base is not a commit here"
