@@ -1,0 +1,41 @@
+package cmd
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/racetest/racetest/report"
+)
+
+// TestReportTellsTheScenariosStory: a run's JSON report (and so its HTML
+// page, which reads the same case) carries the scenario's story as
+// 'racetest explain' tells it, the naive code first; a trainer's page
+// without it shows numbers with no lesson.
+func TestReportTellsTheScenariosStory(t *testing.T) {
+	spec, err := memoryOnly().Scenario("check-then-write")
+	if err != nil || spec.Story.Breaks == "" {
+		t.Fatalf("check-then-write has no story to tell (%v)", err)
+	}
+	out, errOut, code := execCmd(t, false, "run", "check-then-write", "-n", "2", "--bursts", "2", "--format", "json")
+	if code != ExitOK && code != ExitViolated {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	var doc report.Document
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || len(doc.Runs) != 1 {
+		t.Fatalf("not a one-run JSON report (%v):\n%s", err, out)
+	}
+	story := doc.Runs[0].Story
+	if len(story) == 0 {
+		t.Fatalf("the report has no story:\n%s", out)
+	}
+	if story[0].Title != "The naive code" || story[0].Text != spec.Story.Naive || !story[0].Code {
+		t.Errorf("the story opens with %+v, want the naive code as code", story[0])
+	}
+	found := false
+	for _, p := range story {
+		found = found || (p.Title == "Why it breaks" && p.Text == spec.Story.Breaks)
+	}
+	if !found {
+		t.Errorf("the story %+v does not say why it breaks", story)
+	}
+}
