@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/racetest/racetest/report"
@@ -37,5 +38,25 @@ func TestReportTellsTheScenariosStory(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("the story %+v does not say why it breaks", story)
+	}
+}
+
+// TestInterruptNamesTheCleanFlag: a second Ctrl-C names, for each run under
+// way on a server, the flag with which 'racetest clean' reaches that server
+// ("with the run's --postgres-url"); an embedded backend has none to name.
+func TestInterruptNamesTheCleanFlag(t *testing.T) {
+	f := &Factory{IO: func() *IOStreams { io, _, _ := Test(); return io }(), Registry: memoryOnly()}
+	clean, _, err := NewCmdRoot(f).Find([]string{"clean"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, backend := range []string{"redis", "mysql", "postgres", "mongo"} {
+		flag := connFlag(f.Registry, backend)
+		if !strings.HasPrefix(flag, "--"+backend+"-") || clean.Flags().Lookup(strings.TrimPrefix(flag, "--")) == nil {
+			t.Errorf("%s: the interrupt message would name %q, not a flag of 'racetest clean'", backend, flag)
+		}
+	}
+	if flag := connFlag(f.Registry, "memory"); flag != "" {
+		t.Errorf("memory: the interrupt message would name %q; the embedded store has no server", flag)
 	}
 }
