@@ -10,16 +10,17 @@
 #   scripts/mutation.sh --all           every package of the verdict path, whole
 #   scripts/mutation.sh runner suite    the packages named, whole (names as in TARGETS)
 #
-# What CI runs (no arguments): the packages of TARGETS with a Go file (code
-# or test) that differs from the base, and in them only the mutants on the
+# What CI runs (no arguments): the packages of TARGETS in which a file the
+# gate mutates differs from the base, and in them only the mutants on the
 # lines that differ (gremlins --diff). The whole verdict path takes 40-60
 # minutes on this machine's 2 shared cores, and even one package 6-10
 # (the figures are in issue 17's closing note): more than the 15 minutes CI
 # gives this step. A change is judged by what it changed; --all, run by
 # hand and before a release, judges the packages whole. A change that
-# touches only tests of a package runs no mutant there (gremlins sees no
-# changed code line), so it passes: run that package by name to see what a
-# weakened test lets through.
+# touches only tests of a package (or files the gate does not mutate) has
+# no mutant there, so the package is not run at all (its coverage run alone
+# took 2 minutes for cmd) and the script names it: run that package by
+# name to see what a weakened test lets through.
 #
 # The base: MUTATION_BASE if set; else, on a branch, its merge base with
 # main (everything the branch would land); else (CI runs a clean clone of
@@ -141,9 +142,9 @@ base_ref() {
   git rev-parse -q --verify "$base^{commit}" || die "MUTATION_BASE=$base is not a commit here"
 }
 
-touched_dirs() {
-  { git diff --name-only "$1" -- '*.go'; git ls-files --others --exclude-standard -- '*.go'; } |
-    xargs -r -n1 dirname | sort -u
+# touched_files BASE: the Go files that differ from BASE, new ones included.
+touched_files() {
+  { git diff --name-only "$1" -- '*.go'; git ls-files --others --exclude-standard -- '*.go'; } | sort -u
 }
 
 # equivalent FILE LINE COL TYPE: the matching entry of the list (its
@@ -258,13 +259,21 @@ case $mode in
     done ;;
   changed)
     base=$(base_ref)
-    dirs=$(touched_dirs "$base")
+    touched=$(touched_files "$base")
     for t in "${TARGETS[@]}"; do
-      IFS='|' read -r _ dir _ <<< "$t"
-      if grep -qx "$dir" <<< "$dirs"; then selected+=("$t"); fi
+      IFS='|' read -r name dir files _ <<< "$t"
+      hit=
+      for f in $files; do
+        if grep -qxF "$dir/$f" <<< "$touched"; then hit=1; fi
+      done
+      if [ -n "$hit" ]; then
+        selected+=("$t")
+      elif others=$(grep "^$dir/[^/]*\.go\$" <<< "$touched"); then
+        echo "mutation: $name: only files the gate does not mutate changed ($(echo $others)); no mutant to run"
+      fi
     done
     if [ ${#selected[@]} -eq 0 ]; then
-      echo "mutation: this change touches no package of the verdict path; nothing to test (--all runs them all)"
+      echo "mutation: this change touches no file the gate mutates; nothing to test (--all runs every package whole)"
       exit 0
     fi ;;
 esac
