@@ -80,10 +80,10 @@ func parseClusterURL(raw string) (*redis.ClusterOptions, error) {
 		}
 		q.Del("db")
 	}
+	// The seeds in the order given: the URL's own first, then the ?addr= ones.
 	u.Host, u.Path = seeds[0], ""
-	for _, s := range seeds[1:] {
-		q.Add("addr", s)
-	}
+	given := q["addr"]
+	q["addr"] = append(seeds[1:len(seeds):len(seeds)], given...)
 	u.RawQuery = q.Encode()
 	return redis.ParseClusterURL(u.String())
 }

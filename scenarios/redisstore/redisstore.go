@@ -255,6 +255,9 @@ func (c *conn) connect(ctx context.Context, poolSize int) (redis.UniversalClient
 			return cl, nil
 		}
 		cl.Close()
+		if err != nil && strings.Contains(err.Error(), "SELECT is not allowed in cluster mode") {
+			return nil, scenarios.BadParam(fmt.Errorf("redis: %s is a Redis Cluster node, and a Redis Cluster has database 0 only — %s to a URL like redis://%s/0", c.addr, flagHint, c.addr))
+		}
 		if err != nil {
 			return nil, c.failedConnect(ctx, err)
 		}
