@@ -54,6 +54,24 @@ func needCluster(t *testing.T) (string, *redis.ClusterClient) {
 	return raw, cc
 }
 
+// primaryAddrs lists the cluster's primaries, sorted.
+func primaryAddrs(t *testing.T, cc *redis.ClusterClient) []string {
+	t.Helper()
+	var mu sync.Mutex
+	var out []string
+	err := cc.ForEachMaster(context.Background(), func(_ context.Context, n *redis.Client) error {
+		mu.Lock()
+		defer mu.Unlock()
+		out = append(out, n.Options().Addr)
+		return nil
+	})
+	if err != nil || len(out) == 0 {
+		t.Fatalf("the cluster's primaries: %v %v", out, err)
+	}
+	sort.Strings(out)
+	return out
+}
+
 // clusterKeys lists, on every primary, the keys under prefix: each
 // primary's address with its keys.
 func clusterKeys(t *testing.T, cc *redis.ClusterClient, prefix string) map[string][]string {
@@ -152,11 +170,7 @@ func TestClusterRunInOneSlot(t *testing.T) {
 // MOVED. The counts come from the store.
 func TestClusterNodeURL(t *testing.T) {
 	_, cc := needCluster(t)
-	var node string
-	_ = cc.ForEachMaster(context.Background(), func(_ context.Context, n *redis.Client) error {
-		node = n.Options().Addr // any primary: the run's slot may be on another
-		return nil
-	})
+	node := primaryAddrs(t, cc)[0] // any primary: the run's slot may be on another
 	tg, p := build(t, scenarios.UniqueInsert, "redis://"+node+"/0", 4, nil)
 	res, err := runner.Run(context.Background(), tg, runner.Attempts(4), runner.Bursts(20))
 	if err != nil {
@@ -263,8 +277,8 @@ func TestClusterClean(t *testing.T) {
 // error class, for a plain URL of a node as for a seed URL.
 func TestClusterRefused(t *testing.T) {
 	raw, cc := needCluster(t)
-	var node *redis.Client
-	_ = cc.ForEachMaster(context.Background(), func(_ context.Context, n *redis.Client) error { node = n; return nil })
+	node := redis.NewClient(&redis.Options{Addr: primaryAddrs(t, cc)[0], MaxRetries: -1})
+	defer node.Close()
 	if err := redisstore.RefuseCluster(context.Background(), "redis://"+node.Options().Addr+"/0", node, "lost-update"); !isClusterRefusal(err, "lost-update") {
 		t.Errorf("a cluster node: %v", err)
 	}

@@ -48,7 +48,7 @@ var Backend = scenarios.Backend{
 	Summary: "Redis (or a compatible server such as Valkey) via go-redis v9; --redis-url, default " + DefaultURL,
 	Server:  true,
 	Conn: &scenarios.Connection{
-		Flag: "redis-url", Env: "RACETEST_REDIS_URL", Default: DefaultURL, What: "Redis URL", Redact: Redact,
+		Flag: "redis-url", Env: "RACETEST_REDIS_URL", Default: DefaultURL, What: "Redis URL (a Redis Cluster too, for the five built-in scenarios: redis://host:port?addr=host2:port2, or any node's URL)", Redact: Redact,
 		Field: func(c *scenarios.Connections) *string { return &c.RedisURL },
 	},
 	ReadConn: &scenarios.Connection{
