@@ -6,8 +6,8 @@ import (
 	"net"
 	"net/url"
 	"sort"
-	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/redis/go-redis/v9"
 
@@ -171,23 +171,19 @@ func (ci *clusterInfo) describe() string {
 	return fmt.Sprintf("Redis Cluster of %d primaries (%s)", len(ci.primaries), formatAddrs(ci.primaries))
 }
 
-// primaries lists the cluster's primaries (those that serve slots).
+// primaries lists the cluster's primaries (those that serve slots): the
+// servers cleanup and clean visit.
 func primaries(ctx context.Context, cc *redis.ClusterClient) ([]string, error) {
-	slots, err := cc.ClusterSlots(ctx).Result()
-	if err != nil {
-		return nil, err
-	}
-	seen := map[string]bool{}
+	var mu sync.Mutex
 	var out []string
-	for _, s := range slots {
-		if len(s.Nodes) == 0 || seen[s.Nodes[0].Addr] {
-			continue
-		}
-		seen[s.Nodes[0].Addr] = true
-		out = append(out, s.Nodes[0].Addr)
-	}
+	err := cc.ForEachMaster(ctx, func(_ context.Context, n *redis.Client) error {
+		mu.Lock()
+		defer mu.Unlock()
+		out = append(out, n.Options().Addr)
+		return nil
+	})
 	sort.Strings(out)
-	return out, nil
+	return out, err
 }
 
 // hashTag is the part of a key Redis Cluster hashes: the run id in braces.
@@ -207,14 +203,4 @@ func formatAddrs(addrs []string) string {
 		return "no primary"
 	}
 	return strings.Join(addrs, ", ")
-}
-
-// portOf is addr's port, for redis-cli's -p.
-func portOf(addr string) (host string, port int) {
-	h, p, err := net.SplitHostPort(addr)
-	if err != nil {
-		return addr, 0
-	}
-	n, _ := strconv.Atoi(p)
-	return h, n
 }
