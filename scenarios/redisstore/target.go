@@ -102,7 +102,7 @@ func (t *target) locate(ctx context.Context, cc *redis.ClusterClient) (*clusterI
 		node, err = cc.MasterForKey(ctx, hashTag(t.p.RunID))
 	}
 	if err != nil {
-		return nil, t.opError("find the primary that serves the run's hash slot (CLUSTER KEYSLOT, CLUSTER SHARDS)", err)
+		return nil, t.opError("find the primary that serves the run's hash slot (CLUSTER SLOTS, CLUSTER KEYSLOT)", err)
 	}
 	ci.node = node.Options().Addr
 	t.c.node = ci.node
