@@ -31,7 +31,7 @@ func NewCmdBench(f *Factory, runF func(context.Context, *BenchOptions) error) *c
 		Long: `bench measures how well each way of releasing a burst exposes a race, on the same servers in
 one run, with the modes interleaved chunk by chunk so that a noisy machine weighs on them alike:
 
-  naive      a goroutine per attempt on a fresh pool with the driver's defaults, no warm-up, no gate
+  naive      a goroutine per attempt on a fresh pool, no warm-up, no gate (the same statements, sent the same way)
   gate       a pre-dialled connection per worker, one gate
   last-byte  racetest's default on these servers (--release auto): each attempt's first request
              held back by its last byte, all released in one loop
