@@ -43,8 +43,9 @@ narrowest window each mode exposes in at least half of the bursts at N=2. It cre
 its own racetest_<id>_ tables and keys. The default run takes about three to five minutes.
 
 It exits 1 when the default release (last-byte on these servers) exposes the race in fewer bursts
-than the naive launcher beyond the noise: a one-sided two-proportion z-test at 95% over the whole
-family of backend × N comparisons (Bonferroni). --quick runs only that check, fit for CI.`,
+than the naive launcher beyond the noise: a one-sided permutation test on the chunks (the modes take
+turns chunk by chunk, so load that hits one chunk is noise, not a loss) at 95% over the whole family
+of backend × N comparisons (Bonferroni). --quick runs only that check, fit for CI.`,
 		Example: `  racetest bench
   racetest bench --backends redis --attempts 2,16 --bursts 200
   racetest bench --quick`,
