@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -117,6 +118,10 @@ func runBench(ctx context.Context, o *BenchOptions) error {
 	if err != nil {
 		if ctx.Err() != nil {
 			return context.Canceled
+		}
+		var bad *scenarios.ParamError
+		if errors.As(err, &bad) {
+			return usageError(err)
 		}
 		return setupError(err)
 	}

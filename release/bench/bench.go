@@ -274,6 +274,10 @@ func runBackend(ctx context.Context, cfg *Config, rep *Report, backend string) e
 	prefix := "racetest_" + scenarios.NewRunID() + "_bench_"
 	rep.Prefixes[backend] = append(rep.Prefixes[backend], prefix)
 	st, err := openStore(ctx, backend, cfg.Conn, prefix)
+	var bad *scenarios.ParamError
+	if errors.As(err, &bad) {
+		return err // a server bench cannot use (a Redis Cluster) is not one that did not answer
+	}
 	if err != nil {
 		return &skipError{err}
 	}
