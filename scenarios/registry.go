@@ -5,6 +5,7 @@ package scenarios
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -60,6 +61,24 @@ type Connection struct {
 	Redact func(string) string
 	// Field is where the backend's address is in Connections.
 	Field func(*Connections) *string
+}
+
+// Key is the connection's key in a suite's connections: (the YAML key of
+// the Connections field that Field points at), so that the key is written
+// in one place, the struct tag. It panics when Field points at no tagged
+// field: a programming error in a backend's declaration.
+func (c *Connection) Key() string {
+	var conns Connections
+	target := reflect.ValueOf(c.Field(&conns)).Pointer()
+	v := reflect.ValueOf(&conns).Elem()
+	for i := range v.NumField() {
+		if v.Field(i).Addr().Pointer() == target {
+			if key, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("yaml"), ","); key != "" && key != "-" {
+				return key
+			}
+		}
+	}
+	panic("scenarios: connection --" + c.Flag + " points at no field of Connections with a yaml key")
 }
 
 // Accepts reports whether b accepts the value v for a knob whose accepted
