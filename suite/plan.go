@@ -500,16 +500,8 @@ func (c *checker) readConnection(path string, k *Case, b scenarios.Backend, spec
 	}
 	c.fail(path+".backend", "%s on %s reads a replica, but no %s connection is configured: set defaults.connections.%s "+
 		"(e.g. ${%s}), the case's read_connection, %s, or env %s; 'scripts/cluster.sh start %s' starts a primary with a replica and prints both",
-		spec.Name, b.Name, key, key, rc.Env, flag, rc.Env, clusterOf(b.Name))
+		spec.Name, b.Name, key, key, rc.Env, flag, rc.Env, rc.Cluster)
 	return resolved{}, false
-}
-
-// clusterOf names the scripts/cluster.sh topology with a replica of backend.
-func clusterOf(backend string) string {
-	if backend == "mysql" {
-		return "mariadb-replica"
-	}
-	return backend + "-replica"
 }
 
 // resolve takes the first of the case's own value, the command line, the

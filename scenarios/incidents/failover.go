@@ -74,7 +74,7 @@ const (
 func failoverSpec() scenarios.Spec {
 	return scenarios.Spec{
 		Name:   FailoverLock,
-		Lesson: "a lock acknowledged by a primary that dies before replicating it is granted again by the promoted replica",
+		Lesson: "a lock (or an alert claim) acknowledged by a primary that dies before replicating it is granted again by the promoted replica",
 		Story: scenarios.Story{
 			Naive: `if redis.SET("lease:"+job, me, NX, PX 5000) != OK { return }   // acknowledged by the primary
 write(job)                                                       // the protected resource
@@ -120,10 +120,10 @@ long, then send. Here the restarted node acknowledges well within it.`,
 		Demo: []scenarios.DemoCase{
 			// Each burst is a real failover (about a second): a few
 			// bursts show it, as the tests do.
-			{Label: "lease, no WAIT", Variant: Naive, Bursts: failoverDemoBursts},
+			{Label: "lease", Variant: Naive, Bursts: failoverDemoBursts},
 			{Label: "lease, WAIT 1", Variant: WaitReplica, Bursts: failoverDemoBursts},
-			{Label: "lease, fencing token", Variant: FencedWrite, Bursts: failoverDemoBursts},
-			{Label: "alert claim, no WAIT", Variant: AlertClaim, Bursts: failoverDemoBursts},
+			{Label: "lease, fenced", Variant: FencedWrite, Bursts: failoverDemoBursts},
+			{Label: "alert claim", Variant: AlertClaim, Bursts: failoverDemoBursts},
 			{Label: "alert claim, WAIT 1", Variant: AlertClaimWait, Bursts: failoverDemoBursts},
 		},
 	}
