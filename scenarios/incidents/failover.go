@@ -86,28 +86,29 @@ notify("credits low for app X")`,
 replica. When the primary dies in between — here racetest cuts the replication link, lets
 the first holder's SET NX be acknowledged, kills the primary with SIGKILL and promotes the
 replica (REPLICAOF NO ONE) — the new primary has never heard of the lease. The next worker
-asks it, is granted the same lease, and writes too: two holders, two effects.`,
+asks it, is granted the same lease, and writes too: two holders, two effects. The seeds'
+alert claim (alert-dedupe's fix: SET alert:<key> 1 NX PX 86400000, then send) is lost the
+same way: the next replica that sees the alert claims it on the new primary, and the alert
+goes out twice (alert-claim).`,
 			Fix: `wait: WAIT 1 <ms> after the grant, and trust it only if a replica acknowledged it (the
 holder whose WAIT fails or answers 0 lets go and tries again; Redis docs: WAIT makes loss
 less likely, not impossible — a replica that acknowledged and is then not the one promoted
 still loses it). fenced: the lease carries a token from a counter on the same store, and
 the protected resource refuses a token not higher than the last it accepted; after the
 failover the counter has lost the first grant too, so the second holder's token is no
-higher, and one of the two writes is refused (Kleppmann's fencing token).`,
+higher, and one of the two writes is refused (Kleppmann's fencing token). alert-claim-wait:
+WAIT 1 after the alert claim; a claim no replica acknowledged is claimed again on the new
+primary. Its residual risk is wait's, plus the seeds' fail-open policy: a claim not
+confirmed within the 1.5 s deadline would be sent anyway (a duplicate allowed by policy),
+so a replica that stays down makes every alert wait that long, then send.`,
 			Numbers: `naive: 2 effects in nearly every burst with --fault failover-after-act (the default);
 --fault none measures the same code without a failover (on one machine the replica is
 current within a round trip, so expect 1). wait and fenced: exactly 1. Each burst injects a
 real failover (a kill, a promotion, and the killed node restarted as the new replica),
 so bursts take about a second; the report names the topology and the fault.
-
-The seeds' alert claim (alert-dedupe's fix: SET alert:<key> 1 NX PX 86400000 before
-sending, one send across replicas) is lost the same way: alert-claim sends the alert twice
-in a burst with a failover, counted by the simulated alert sink in racetest's process;
-alert-claim-wait (WAIT 1 after the claim; a claim no replica acknowledged is claimed
-again on the new primary) sends it once. Its residual risk is wait's, plus the seeds'
-fail-open policy: a claim not confirmed within the 1.5 s deadline would be sent anyway (a
-duplicate allowed by policy), so a replica that stays down makes every alert wait that
-long, then send. Here the restarted node acknowledges well within it.`,
+alert-claim: 2 alerts in every burst, counted by the simulated alert sink in racetest's
+process, outside the failing store; alert-claim-wait: exactly 1 (the restarted node
+acknowledges well within the deadline).`,
 		},
 		Expect: func(p scenarios.Params) scenarios.Expectation {
 			v := cmp.Or(p.Variant, Naive)
