@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -31,7 +32,7 @@ func NewCmdBench(f *Factory, runF func(context.Context, *BenchOptions) error) *c
 		Long: `bench measures how well each way of releasing a burst exposes a race, on the same servers in
 one run, with the modes interleaved chunk by chunk so that a noisy machine weighs on them alike:
 
-  naive      a goroutine per attempt on a fresh pool with the driver's defaults, no warm-up, no gate
+  naive      a goroutine per attempt on a fresh pool, no warm-up, no gate (the same statements, sent the same way)
   gate       a pre-dialled connection per worker, one gate
   last-byte  racetest's default on these servers (--release auto): each attempt's first request
              held back by its last byte, all released in one loop
@@ -43,8 +44,9 @@ narrowest window each mode exposes in at least half of the bursts at N=2. It cre
 its own racetest_<id>_ tables and keys. The default run takes about three to five minutes.
 
 It exits 1 when the default release (last-byte on these servers) exposes the race in fewer bursts
-than the naive launcher beyond the noise: a one-sided two-proportion z-test at 95% over the whole
-family of backend × N comparisons (Bonferroni). --quick runs only that check, fit for CI.`,
+than the naive launcher beyond the noise: a one-sided permutation test on the chunks (the modes take
+turns chunk by chunk, so load that hits one chunk is noise, not a loss) at 95% over the whole family
+of backend × N comparisons (Bonferroni). --quick runs only that check, fit for CI.`,
 		Example: `  racetest bench
   racetest bench --backends redis --attempts 2,16 --bursts 200
   racetest bench --quick`,
@@ -116,6 +118,10 @@ func runBench(ctx context.Context, o *BenchOptions) error {
 	if err != nil {
 		if ctx.Err() != nil {
 			return context.Canceled
+		}
+		var bad *scenarios.ParamError
+		if errors.As(err, &bad) {
+			return usageError(err)
 		}
 		return setupError(err)
 	}

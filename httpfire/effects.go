@@ -100,6 +100,9 @@ func parseEffects(spec string, t *Target) (effectsCheck, error) {
 		if raw == "" {
 			raw = defaultRedisURL
 		}
+		if redisstore.IsClusterURL(raw) {
+			return nil, &InputError{Field: "redis-url", Err: redisstore.ClusterRefusal(effectsOnRedis)}
+		}
 		opt, err := redis.ParseURL(raw)
 		if err != nil {
 			return nil, inputErrorf("redis-url", "cannot parse the Redis URL (%s): %v", redactURL(raw), strings.ReplaceAll(err.Error(), raw, redactURL(raw)))
@@ -286,6 +289,9 @@ func (c *pgCheck) close() error {
 	return nil
 }
 
+// effectsOnRedis names, in the refusal of a Redis Cluster, what refuses it.
+const effectsOnRedis = "the effects check redis:CMD (racetest http --effects)"
+
 type redisCheck struct {
 	opt    *redis.Options
 	cmd    *template.Template
@@ -298,6 +304,10 @@ func (c *redisCheck) open(ctx context.Context) error {
 	c.client = redis.NewClient(c.opt)
 	if err := c.client.Ping(ctx).Err(); err != nil {
 		return fmt.Errorf("cannot connect to Redis at %s: %w — is it running? set --redis-url or RACETEST_REDIS_URL", c.opt.Addr, err)
+	}
+	// On a cluster node most keys would meet MOVED errors.
+	if err := redisstore.RefuseCluster(ctx, "", c.client, effectsOnRedis); err != nil {
+		return &InputError{Field: "redis-url", Err: err}
 	}
 	return nil
 }

@@ -27,11 +27,17 @@ type rdStore struct {
 
 const redisHint = "set --redis-url or RACETEST_REDIS_URL"
 
+// scriptsOnRedis names, in the refusal of a Redis Cluster, what refuses it.
+const scriptsOnRedis = "a script (racetest redis)"
+
 // OpenRedis connects racetest's own connection to p.Conn.RedisURL.
 func OpenRedis(ctx context.Context, p scenarios.Params) (Store, error) {
 	raw := p.Conn.RedisURL
 	if raw == "" {
 		raw = redisstore.DefaultURL
+	}
+	if redisstore.IsClusterURL(raw) {
+		return nil, redisstore.ClusterRefusal(scriptsOnRedis)
 	}
 	opt, err := redis.ParseURL(raw)
 	if err != nil {
@@ -54,6 +60,11 @@ func OpenRedis(ctx context.Context, p scenarios.Params) (Store, error) {
 	s := &rdStore{url: redisstore.Redact(raw), opt: opt}
 	admin, err := s.open(ctx, 1)
 	if err != nil {
+		return nil, err
+	}
+	// On a cluster node most keys would meet MOVED errors.
+	if err := redisstore.RefuseCluster(ctx, "", admin.cl, scriptsOnRedis); err != nil {
+		admin.cl.Close()
 		return nil, err
 	}
 	s.admin = admin

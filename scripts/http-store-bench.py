@@ -1,12 +1,17 @@
 #!/usr/bin/env python3
 """Every HTTP release mode against a naive fan-out, on an endpoint whose check
-and write are real Redis GET/SET and PostgreSQL SELECT/INSERT round trips
+and write are real Redis GET/SET and PostgreSQL SELECT/INSERT round trips, or a
+100µs parked window
 (httpfire/httpfiretest/storeserver, in a process of its own, HTTP/1.1 + h2c).
 The modes take turns in chunks of bursts within one run, so a noisy machine
 weighs on all alike; the load average is printed beside the table.
 
     go build -o /tmp/racetest . && go build -o /tmp/storeserver ./httpfire/httpfiretest/storeserver
-    scripts/http-store-bench.py /tmp/racetest /tmp/storeserver [rounds] [chunk]
+    scripts/http-store-bench.py /tmp/racetest /tmp/storeserver [rounds] [chunk] [stores]
+
+stores: a comma-separated list of redis, postgres and parked (default all
+three); parked is the 100µs parked-I/O window of the repo's in-process HTTP
+target, served from its own process.
 """
 import json, os, re, subprocess, sys
 
@@ -20,7 +25,7 @@ def load():
 
 print(f"load before {load()}")
 rows = []
-for store in ["redis", "postgres"]:
+for store in (sys.argv[5].split(",") if len(sys.argv) > 5 else ["redis", "postgres", "parked"]):
     srv = subprocess.Popen([storeserver, "-store", store], stdout=subprocess.PIPE, text=True)
     addr = srv.stdout.readline().split()[-1]
     try:

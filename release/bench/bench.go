@@ -143,6 +143,10 @@ type Row struct {
 	Wire runner.WireCounts
 	// Errors counts attempts that failed.
 	Errors int
+	// Chunks are the exposed bursts of each chunk the mode fired, in order
+	// (ChunkBursts the chunk's bursts): how much the share moved from one
+	// turn to the next, which the check weighs (Report.Checks).
+	Chunks, ChunkBursts []int
 }
 
 // Share is the exposed share of bursts.
@@ -253,12 +257,27 @@ type tally struct {
 	overlaps                []int
 	wire                    runner.WireCounts
 	cal                     []calBurst
+	// chunks and chunkBursts: exposed and fired bursts per chunk.
+	chunks, chunkBursts []int
+}
+
+// endChunk closes the chunk that began when the tally had fired bursts0
+// bursts, exposed0 of them exposing.
+func (t *tally) endChunk(bursts0, exposed0 int) {
+	if t.bursts > bursts0 {
+		t.chunks = append(t.chunks, t.exposed-exposed0)
+		t.chunkBursts = append(t.chunkBursts, t.bursts-bursts0)
+	}
 }
 
 func runBackend(ctx context.Context, cfg *Config, rep *Report, backend string) error {
 	prefix := "racetest_" + scenarios.NewRunID() + "_bench_"
 	rep.Prefixes[backend] = append(rep.Prefixes[backend], prefix)
 	st, err := openStore(ctx, backend, cfg.Conn, prefix)
+	var bad *scenarios.ParamError
+	if errors.As(err, &bad) {
+		return err // a server bench cannot use (a Redis Cluster) is not one that did not answer
+	}
 	if err != nil {
 		return &skipError{err}
 	}
@@ -359,6 +378,7 @@ func (c *cell) run(ctx context.Context, rep *Report) error {
 
 func (c *cell) checkThenWrite(ctx context.Context, mode string, bursts int, rep *Report) error {
 	t := c.rows[mode]
+	defer t.endChunk(t.bursts, t.exposed)
 	if mode == Naive {
 		for range bursts {
 			token := fmt.Sprintf("naive-%d-%d", c.n, c.naiveAt)
@@ -469,6 +489,7 @@ func (c *cell) report(rep *Report) {
 			Backend: c.backend, Server: rep.Servers[c.backend], Scenario: scenarios.CheckThenWrite, N: c.n, Mode: m,
 			Bursts: t.bursts, Exposed: t.exposed, Spread: median(t.spreads), Overlap: median(t.overlaps),
 			Arrival: c.calRows[m].arrival(c.n), Wire: t.wire, Errors: t.errors,
+			Chunks: t.chunks, ChunkBursts: t.chunkBursts,
 		})
 	}
 	if c.n != 2 || c.cfg.NoCalibration {

@@ -109,11 +109,17 @@ func (p *pgSession) arrive(ctx context.Context) (at int64, err error) {
 func (p *pgSession) close() { p.c.Close(context.Background()) }
 
 // naive is a pool as database/sql's default behaves (connections opened on
-// demand, two kept idle) of connections with pgx's defaults, which prepare
-// and cache each new statement in a round trip of its own. (pgxpool is not
-// among racetest's dependencies.)
+// demand, two kept idle). (pgxpool is not among racetest's dependencies.)
 func (s *pgStore) naive(context.Context) (naivePool, error) {
-	return &pgNaive{s: s, cfg: s.cfg.Copy()}, nil
+	cfg := s.cfg.Copy()
+	// The scenario's statements sent the scenario's way (pgstore, through
+	// internal/sqldb): one write and one round trip each, no statement
+	// prepared in a round trip of its own. The launcher is what the bench
+	// compares, not the client.
+	cfg.DefaultQueryExecMode = pgx.QueryExecModeExec
+	cfg.StatementCacheCapacity = 0
+	cfg.DescriptionCacheCapacity = 0
+	return &pgNaive{s: s, cfg: cfg}, nil
 }
 
 type pgNaive struct {

@@ -10,6 +10,9 @@ import (
 	"github.com/racetest/racetest/scenarios/redisstore"
 )
 
+// benchOnRedis names, in the refusal of a Redis Cluster, what refuses it.
+const benchOnRedis = "racetest bench"
+
 type redisStore struct {
 	opt    *redis.Options
 	prefix string
@@ -20,6 +23,9 @@ func newRedisStore(ctx context.Context, url, prefix string) (*redisStore, error)
 	if url == "" {
 		url = redisstore.DefaultURL
 	}
+	if redisstore.IsClusterURL(url) {
+		return nil, redisstore.ClusterRefusal(benchOnRedis)
+	}
 	opt, err := redis.ParseURL(url)
 	if err != nil {
 		return nil, fmt.Errorf("redis: bad URL %s: %w", redisstore.Redact(url), err)
@@ -29,6 +35,11 @@ func newRedisStore(ctx context.Context, url, prefix string) (*redisStore, error)
 	if err := s.admin.Ping(ctx).Err(); err != nil {
 		s.admin.Close()
 		return nil, fmt.Errorf("redis: %s does not answer: %w", s.opt.Addr, err)
+	}
+	// On a cluster node most keys would meet MOVED errors.
+	if err := redisstore.RefuseCluster(ctx, "", s.admin, benchOnRedis); err != nil {
+		s.admin.Close()
+		return nil, err
 	}
 	return s, nil
 }

@@ -22,8 +22,9 @@ type store interface {
 	// open is one replica's pool for the calibration target, dialling
 	// through dial; each session holds one connection of it.
 	open(ctx context.Context, dial dialFunc, workers int) (calApp, error)
-	// naive opens a fresh pool with the driver's defaults, as a hand-written
-	// race test would.
+	// naive opens a fresh pool, as a hand-written race test would, that
+	// sends the scenario's statements the scenario's way: the bench
+	// compares launchers on one target, not two clients.
 	naive(ctx context.Context) (naivePool, error)
 	// effects counts the naive check-then-write's rows for token.
 	effects(ctx context.Context, token string) (int, error)

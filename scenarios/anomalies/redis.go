@@ -60,6 +60,9 @@ func redisFactory(scenario string) scenarios.Factory {
 		if raw == "" {
 			raw = redisstore.DefaultURL
 		}
+		if redisstore.IsClusterURL(raw) {
+			return nil, redisstore.ClusterRefusal(scenario)
+		}
 		opt, err := redis.ParseURL(raw)
 		if err != nil {
 			return nil, scenarios.BadParam(fmt.Errorf("redis: cannot use the URL %s — set --redis-url or RACETEST_REDIS_URL to a URL like %s",
@@ -81,6 +84,11 @@ func redisFactory(scenario string) scenarios.Factory {
 		if err := t.admin.Ping(pctx).Err(); err != nil {
 			t.admin.Close()
 			return nil, fmt.Errorf("redis: cannot reach %s: %w — is the server running? set --redis-url or RACETEST_REDIS_URL", t.redacted, err)
+		}
+		// On a cluster node most keys would meet MOVED errors.
+		if err := redisstore.RefuseCluster(ctx, "", t.admin, scenario); err != nil {
+			t.admin.Close()
+			return nil, err
 		}
 		return t, nil
 	}

@@ -134,6 +134,25 @@ func TestInterruptsLeaveNothingOnClusters(t *testing.T) {
 	interruptAll(t, janitors, conn, func(s scenarios.Spec) bool { return s.Topology != "" })
 }
 
+// The five built-in scenarios on the Redis Cluster scripts/cluster.sh
+// started (RACETEST_CLUSTER_REDIS_CLUSTER_URL, set by .ci/run's cluster
+// step): the same, with the run's keys looked for on every primary.
+func TestInterruptsLeaveNothingOnRedisCluster(t *testing.T) {
+	url := os.Getenv("RACETEST_CLUSTER_REDIS_CLUSTER_URL")
+	if url == "" {
+		if os.Getenv("RACETEST_REQUIRE_CLUSTERS") != "" {
+			t.Fatal("no Redis Cluster and RACETEST_REQUIRE_CLUSTERS is set: start one with scripts/cluster.sh start redis-cluster and set RACETEST_CLUSTER_REDIS_CLUSTER_URL to the URL it prints")
+		}
+		t.Skip("no Redis Cluster: start one with scripts/cluster.sh start redis-cluster and set RACETEST_CLUSTER_REDIS_CLUSTER_URL to the URL it prints (set RACETEST_REQUIRE_CLUSTERS=1 to make this a failure)")
+	}
+	core := map[string]bool{}
+	for _, s := range scenarios.Core() {
+		core[s.Name] = true
+	}
+	janitors := map[string]func(context.Context, scenarios.Connections) (runs.Janitor, error){redisstore.Name: redisstore.Janitor}
+	interruptAll(t, janitors, scenarios.Connections{RedisURL: url}, func(s scenarios.Spec) bool { return core[s.Name] })
+}
+
 // interruptAll interrupts each scenario that include selects, on each
 // backend of janitors, per times (RACETEST_INTERRUPTS), and counts what
 // was left.

@@ -21,6 +21,7 @@ import (
 
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
+	"github.com/racetest/racetest/scenarios/redisstore"
 )
 
 // FailoverLock is a lease acknowledged by a primary that dies before
@@ -234,6 +235,12 @@ func (t *failoverTarget) checkCluster(ctx context.Context) error {
 	for i, n := range t.nodes {
 		if err := n.cl.Ping(cctx).Err(); err != nil {
 			return fmt.Errorf("redis: cannot reach %s: %w — is the cluster running? scripts/cluster.sh status redis-replica", n.addr, err)
+		}
+		// A Redis Cluster's nodes are primaries and replicas too, and its
+		// directories carry cluster.sh's marker: failing one over is not
+		// this scenario's fault.
+		if err := redisstore.RefuseCluster(cctx, "", n.cl, incidentsOnRedis); err != nil {
+			return err
 		}
 		info, err := n.cl.Info(cctx, "server", "replication").Result()
 		if err != nil {

@@ -33,6 +33,9 @@ func parseRedis(p scenarios.Params) (*redisServer, error) {
 	if raw == "" {
 		raw = redisstore.DefaultURL
 	}
+	if redisstore.IsClusterURL(raw) {
+		return nil, redisstore.ClusterRefusal(incidentsOnRedis)
+	}
 	opt, err := redis.ParseURL(raw)
 	if err != nil {
 		// The parse error may quote the URL, password included: say only
@@ -68,12 +71,20 @@ func (r *redisServer) client(addr string, poolSize int) *redis.Client {
 	return redis.NewClient(&opt)
 }
 
-// connect opens racetest's own client and proves the server answers.
+// incidentsOnRedis names, in the refusal of a Redis Cluster, what refuses it.
+const incidentsOnRedis = "this incident scenario"
+
+// connect opens racetest's own client and proves the server answers, and is
+// one server: on a Redis Cluster node most keys would meet MOVED errors.
 func (r *redisServer) connect(ctx context.Context) (*redis.Client, error) {
 	cl := r.client("", 2)
 	if err := pingWithin(ctx, cl); err != nil {
 		cl.Close()
 		return nil, fmt.Errorf("redis: cannot reach %s: %w — is the server running? set --redis-url or RACETEST_REDIS_URL", r.redacted, err)
+	}
+	if err := redisstore.RefuseCluster(ctx, "", cl, incidentsOnRedis); err != nil {
+		cl.Close()
+		return nil, err
 	}
 	return cl, nil
 }

@@ -20,11 +20,25 @@ func Janitor(ctx context.Context, c scenarios.Connections) (runs.Janitor, error)
 	if err != nil {
 		return nil, err
 	}
-	return &janitor{cl: cl, where: "redis " + cn.addr}, nil
+	where := "redis " + cn.addr
+	if cc, ok := cl.(*redis.ClusterClient); ok {
+		// clean visits every primary: name them, not only the seeds given.
+		pctx, cancel := context.WithTimeout(ctx, connectTimeout)
+		ps, err := primaries(pctx, cc)
+		cancel()
+		if err != nil {
+			cl.Close()
+			return nil, cn.connectError(err)
+		}
+		where = "redis cluster (primaries " + formatAddrs(ps) + ")"
+	}
+	return &janitor{cl: cl, where: where}, nil
 }
 
+// janitor is 'racetest clean' on one server, or on every primary of a
+// Redis Cluster (package runs scans each).
 type janitor struct {
-	cl    *redis.Client
+	cl    redis.UniversalClient
 	where string
 }
 

@@ -84,7 +84,7 @@ func (t *target) Checks(ctx context.Context) []runner.Check {
 
 func (t *target) liveness(ctx context.Context, round int) (c runner.Check, late bool) {
 	c = runner.Check{Name: "lease liveness"}
-	k := keys{subject: fmt.Sprintf("%sliveness%d:lease", t.p.Prefix(), round), effects: fmt.Sprintf("%sliveness%d:grants", t.p.Prefix(), round)}
+	k := keys{subject: fmt.Sprintf("%sliveness%d:lease", t.keyPrefix(), round), effects: fmt.Sprintf("%sliveness%d:grants", t.keyPrefix(), round)}
 	ttl := time.Duration(t.ttlMS) * time.Millisecond
 	try := func(owner string) (bool, error) {
 		cctx, cancel := context.WithTimeout(ctx, opTimeout)

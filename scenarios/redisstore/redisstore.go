@@ -48,7 +48,7 @@ var Backend = scenarios.Backend{
 	Summary: "Redis (or a compatible server such as Valkey) via go-redis v9; --redis-url, default " + DefaultURL,
 	Server:  true,
 	Conn: &scenarios.Connection{
-		Flag: "redis-url", Env: "RACETEST_REDIS_URL", Default: DefaultURL, What: "Redis URL", Redact: Redact,
+		Flag: "redis-url", Env: "RACETEST_REDIS_URL", Default: DefaultURL, What: "Redis URL (a Redis Cluster too, for the five built-in scenarios: redis://host:port?addr=host2:port2, or any node's URL)", Redact: Redact,
 		Field: func(c *scenarios.Connections) *string { return &c.RedisURL },
 		Probe: probe,
 	},
@@ -65,6 +65,9 @@ var Backend = scenarios.Backend{
 func probe(ctx context.Context, url string) error {
 	if url == "" {
 		url = DefaultURL
+	}
+	if seeds, ok := seedsOf(url); ok {
+		return scenarios.ProbeAddr(ctx, "tcp", seeds[0]) // a cluster: one seed answering is enough
 	}
 	opt, err := redis.ParseURL(url)
 	if err != nil {
@@ -98,8 +101,15 @@ var userinfoPassword = regexp.MustCompile(`^([^:/]*://[^:@/]*:).*@`)
 type conn struct {
 	raw      string // as given, with the password: never printed
 	password string
-	addr     string
+	addr     string // for messages: the server, or a cluster's seeds
 	dial     scenarios.DialFunc
+
+	// cluster is set when the URL names a Redis Cluster, by its seeds or by
+	// one node that says it is one (see connect).
+	cluster *redis.ClusterOptions
+	// node is, on a cluster, the primary that serves the run's hash slot:
+	// the server of every session, as the one server is without a cluster.
+	node string
 }
 
 // parseConn reads the run's URL (or the default).
@@ -108,12 +118,20 @@ func parseConn(p scenarios.Params) (*conn, error) {
 	if raw == "" {
 		raw = DefaultURL
 	}
+	pw := ""
+	if u, uerr := url.Parse(raw); uerr == nil {
+		pw, _ = u.User.Password()
+	}
+	if seeds, ok := seedsOf(raw); ok {
+		co, err := parseClusterURL(raw)
+		if err != nil {
+			return nil, scenarios.BadParam(fmt.Errorf("redis: cannot use the cluster URL %s: %s — %s to a URL like redis://host1:port1?addr=host2:port2&addr=host3:port3 (the addresses of some of the cluster's nodes)",
+				Redact(raw), scrub(strings.ReplaceAll(err.Error(), raw, Redact(raw)), pw), flagHint))
+		}
+		return &conn{raw: raw, password: co.Password, addr: strings.Join(seeds, ","), dial: p.Dial, cluster: co}, nil
+	}
 	opt, err := redis.ParseURL(raw)
 	if err != nil {
-		pw := ""
-		if u, uerr := url.Parse(raw); uerr == nil {
-			pw, _ = u.User.Password()
-		}
 		// url.Error repeats the URL as given, password included: keep only
 		// the scrubbed text, never the error value itself.
 		return nil, scenarios.BadParam(fmt.Errorf("redis: cannot use the URL %s: %s — %s to a URL like %s",
@@ -123,11 +141,17 @@ func parseConn(p scenarios.Params) (*conn, error) {
 }
 
 // options returns the client options of one pool of size poolSize; a warm
-// pool dials its connections at once rather than on first use.
+// pool dials its connections at once rather than on first use. On a
+// cluster, the pool is to the primary that serves the run (c.node).
 func (c *conn) options(poolSize int, warm bool) *redis.Options {
-	opt, err := redis.ParseURL(c.raw)
-	if err != nil {
-		panic("redisstore: URL parsed once and not twice: " + err.Error())
+	var opt *redis.Options
+	if c.cluster != nil {
+		opt = nodeOptions(c.cluster, c.node)
+	} else {
+		var err error
+		if opt, err = redis.ParseURL(c.raw); err != nil {
+			panic("redisstore: URL parsed once and not twice: " + err.Error())
+		}
 	}
 	// Without it go-redis bounds a call by ReadTimeout only (3-5 s), and an
 	// attempt against a hung server would outlive its per-attempt timeout.
@@ -158,9 +182,42 @@ func (c *conn) options(poolSize int, warm bool) *redis.Options {
 	return opt
 }
 
-// client opens a pool of size poolSize.
+// clusterOptions are the cluster client's options: racetest's own calls
+// (reset, count, cleanup, the marker) go through it, to whichever primary
+// serves each key, with the same bounds as options gives a node's pool.
+func (c *conn) clusterOptions(poolSize int) *redis.ClusterOptions {
+	co := *c.cluster
+	node := c.options(poolSize, false)
+	co.ContextTimeoutEnabled = true
+	co.DialTimeout, co.DialerRetries, co.MaxRetries = node.DialTimeout, node.DialerRetries, node.MaxRetries
+	co.PoolSize, co.MaxIdleConns = poolSize, poolSize
+	co.DisableIdentity = true
+	co.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+	co.Dialer = node.Dialer
+	return &co
+}
+
+// server names the server the sessions use: the one server, or on a
+// cluster the primary that serves the run.
+func (c *conn) server() string {
+	if c.node != "" {
+		return c.node
+	}
+	return c.addr
+}
+
+// client opens a pool of size poolSize (on a cluster, to c.node).
 func (c *conn) client(poolSize int, warm bool) *redis.Client {
 	return redis.NewClient(c.options(poolSize, warm))
+}
+
+// admin opens the client of racetest's own calls: the cluster client on a
+// cluster, else a pool to the one server.
+func (c *conn) admin(poolSize int) redis.UniversalClient {
+	if c.cluster != nil {
+		return redis.NewClusterClient(c.clusterOptions(poolSize))
+	}
+	return c.client(poolSize, false)
 }
 
 // cliArgs are redis-cli's arguments for the same server and database, without
@@ -201,20 +258,56 @@ func DialVia(dial scenarios.DialFunc, cfg *tls.Config) func(context.Context, str
 	}
 }
 
-// connect opens a client of poolSize connections and proves the server
-// answers, within connectTimeout.
-func (c *conn) connect(ctx context.Context, poolSize int) (*redis.Client, error) {
-	cl := c.client(poolSize, false)
+// connect opens racetest's own client (see admin) and proves the server
+// answers, within connectTimeout. A plain URL whose server turns out to be a
+// Redis Cluster node becomes a cluster URL with that node as its seed: a
+// plain client would meet MOVED errors for most keys.
+func (c *conn) connect(ctx context.Context, poolSize int) (redis.UniversalClient, error) {
 	pctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
-	if err := cl.Ping(pctx).Err(); err != nil {
-		cl.Close()
-		if ctx.Err() != nil {
-			return nil, context.Cause(ctx)
+	if c.cluster == nil {
+		cl := c.client(poolSize, false)
+		err := cl.Ping(pctx).Err()
+		if err == nil && !clusterEnabled(pctx, cl) {
+			return cl, nil
 		}
-		return nil, c.connectError(err)
+		cl.Close()
+		if err != nil && strings.Contains(err.Error(), "SELECT is not allowed in cluster mode") {
+			return nil, scenarios.BadParam(fmt.Errorf("redis: %s is a Redis Cluster node, and a Redis Cluster has database 0 only — %s to a URL like redis://%s/0", c.addr, flagHint, c.addr))
+		}
+		if err != nil {
+			return nil, c.failedConnect(ctx, err)
+		}
+		opt, _ := redis.ParseURL(c.raw)
+		co, err := clusterFromNode(opt)
+		if err != nil {
+			return nil, scenarios.BadParam(fmt.Errorf("redis: %s is a Redis Cluster node, and the URL %s cannot be used for the cluster: %s — %s to a URL like redis://%s/0",
+				c.addr, Redact(c.raw), err, flagHint, c.addr))
+		}
+		c.cluster = co
 	}
-	return cl, nil
+	cc := redis.NewClusterClient(c.clusterOptions(poolSize))
+	// Every primary must answer: cleanup and clean visit them all.
+	err := cc.ForEachMaster(pctx, func(ctx context.Context, n *redis.Client) error {
+		if err := n.Ping(ctx).Err(); err != nil {
+			return fmt.Errorf("primary %s: %w", n.Options().Addr, err)
+		}
+		return nil
+	})
+	if err != nil {
+		cc.Close()
+		return nil, c.failedConnect(ctx, err)
+	}
+	return cc, nil
+}
+
+// failedConnect is connect's error: the caller's own cancellation, or why
+// the server could not be reached.
+func (c *conn) failedConnect(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	return c.connectError(err)
 }
 
 // connectError says, in one line, why the server could not be reached and
@@ -232,6 +325,8 @@ func (c *conn) connectError(err error) error {
 			"is the address right, and does the server answer Redis on it? "+flagHint
 	case isTooManyClients(err):
 		why, hint = "max number of clients reached", "the server is at its maxclients limit: close other clients or raise maxclients"
+	case strings.Contains(err.Error(), "cluster support disabled"):
+		why, hint = "a server there is not a Redis Cluster node", "give the addresses of a cluster's nodes, or one server's URL (redis://host:port/0); "+flagHint
 	case isAuthError(err):
 		why, hint = "authentication failed", "check the user and password; "+flagHint
 	default:

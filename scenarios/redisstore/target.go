@@ -50,6 +50,7 @@ type keys struct {
 	effects string
 }
 
+// burstKeys are burst's keys under prefix (see target.keyPrefix).
 func burstKeys(prefix string, burst int) keys {
 	b := prefix + "b" + strconv.Itoa(burst)
 	return keys{subject: b + ":subject", effects: b + ":effects"}
@@ -75,9 +76,37 @@ func factory(k kind) scenarios.Factory {
 			return nil, err
 		}
 		t := &target{kind: k, p: p, c: c, admin: admin, ttlMS: leaseMillis(p.TTL)}
+		if cc, ok := admin.(*redis.ClusterClient); ok {
+			if t.cluster, err = t.locate(ctx, cc); err != nil {
+				admin.Close()
+				return nil, err
+			}
+		}
 		t.server = t.describeServer(ctx)
 		return t, nil
 	}
+}
+
+// locate finds, on a cluster, the primary that serves the run's hash slot:
+// every session connects to it.
+func (t *target) locate(ctx context.Context, cc *redis.ClusterClient) (*clusterInfo, error) {
+	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
+	defer cancel()
+	ci := &clusterInfo{}
+	var err error
+	if ci.primaries, err = primaries(ctx, cc); err == nil {
+		ci.slot, err = slotOf(ctx, cc, t.p.RunID)
+	}
+	var node *redis.Client
+	if err == nil {
+		node, err = cc.MasterForKey(ctx, hashTag(t.p.RunID))
+	}
+	if err != nil {
+		return nil, t.opError("find the primary that serves the run's hash slot (CLUSTER SLOTS, CLUSTER KEYSLOT)", err)
+	}
+	ci.node = node.Options().Addr
+	t.c.node = ci.node
+	return ci, nil
 }
 
 // target is one scenario on one Redis server for one run.
@@ -87,32 +116,60 @@ type target struct {
 	c      *conn
 	ttlMS  int64 // the lease length as Redis keeps it: whole milliseconds
 	server string
+	// cluster is set on a Redis Cluster: its primaries and the one that
+	// serves the run.
+	cluster *clusterInfo
 
 	mu         sync.Mutex
-	admin      *redis.Client // racetest's own calls: reset, count, cleanup
-	registered bool          // the run's marker is written (see package runs)
-	refreshed  time.Time     // when the marker's TTL was last renewed
+	admin      redis.UniversalClient // racetest's own calls: reset, count, cleanup
+	registered bool                  // the run's marker is written (see package runs)
+	refreshed  time.Time             // when the marker's TTL was last renewed
 }
 
 // client returns the admin client, reopening it if Cleanup closed it, so that
 // Cleanup stays callable more than once.
-func (t *target) client() *redis.Client {
+func (t *target) client() redis.UniversalClient {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.admin == nil {
-		t.admin = t.c.client(2, false)
+		t.admin = t.c.admin(2)
 	}
 	return t.admin
 }
 
-func (t *target) describeServer(ctx context.Context) string {
+// keyPrefix is what every key of the run begins with: the run's prefix, and
+// on a cluster the run's hash tag, so that all of them are in one hash slot.
+// They stay under the run's prefix, where cleanup and clean look for them.
+func (t *target) keyPrefix() string {
+	if t.cluster != nil {
+		return t.p.Prefix() + hashTag(t.p.RunID)
+	}
+	return t.p.Prefix()
+}
+
+// nodeInfo reads an INFO section of the server the sessions use: the one
+// server, or on a cluster the primary that serves the run.
+func (t *target) nodeInfo(ctx context.Context, section string) (string, error) {
 	cctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
-	info, err := t.client().Info(cctx, "server").Result()
-	if err != nil {
-		return "Redis-compatible server (INFO refused: " + scrub(err.Error(), t.c.password) + ")"
+	if t.cluster == nil {
+		return t.client().Info(cctx, section).Result()
 	}
-	return serverName(info)
+	cl := t.c.client(1, false)
+	defer cl.Close()
+	return cl.Info(cctx, section).Result()
+}
+
+func (t *target) describeServer(ctx context.Context) string {
+	info, err := t.nodeInfo(ctx, "server")
+	name := serverName(info)
+	if err != nil {
+		name = "Redis-compatible server (INFO refused: " + scrub(err.Error(), t.c.password) + ")"
+	}
+	if t.cluster != nil {
+		name += ", " + t.cluster.describe()
+	}
+	return name
 }
 
 // serverName names the product and version an INFO server reply describes.
@@ -146,6 +203,10 @@ func (t *target) Notes() []string {
 	var notes []string
 	if t.kind.scenario == scenarios.TTLLease && time.Duration(t.ttlMS)*time.Millisecond != t.p.TTL {
 		notes = append(notes, fmt.Sprintf("redis: the lease TTL %s was rounded up to %d ms: Redis keeps expiry in whole milliseconds", t.p.TTL, t.ttlMS))
+	}
+	if t.cluster != nil {
+		notes = append(notes, fmt.Sprintf("redis: on the Redis Cluster every key of this run carries the hash tag %s, so all are in hash slot %d, served by the primary %s; each worker keeps its own connection to it, as on one server",
+			hashTag(t.p.RunID), t.cluster.slot, t.cluster.node))
 	}
 	if t.p.Isolation != "" || t.p.Engine != "" {
 		notes = append(notes, "redis: --isolation and --engine do not apply to Redis and were ignored (each command, and each script, runs alone)")
@@ -205,7 +266,7 @@ func (t *target) refresh(ctx context.Context) {
 // Reset makes burst's subject. Only conditional-update needs one in place:
 // the coupon exists, issued, before the attempts race to redeem it.
 func (t *target) Reset(ctx context.Context, burst int) (runner.Subject, error) {
-	k := burstKeys(t.p.Prefix(), burst)
+	k := burstKeys(t.keyPrefix(), burst)
 	s := runner.Subject{Burst: burst, Key: k.subject, Data: k}
 	t.refresh(ctx)
 	if t.kind.scenario == scenarios.ConditionalUpdate {
@@ -264,6 +325,10 @@ func (t *target) Cleanup(ctx context.Context) error {
 	t.mu.Unlock()
 	cl.Close()
 	if err != nil {
+		if t.cluster != nil {
+			return fmt.Errorf("redis: could not delete this run's keys %s* on the Redis Cluster %s: %s — delete them by hand on each primary (%s): redis-cli -h HOST -p PORT --scan --pattern '%s*' | xargs redis-cli -c -h HOST -p PORT del, or run 'racetest clean --run-id %s'",
+				t.p.Prefix(), t.c.addr, describeErr(err, t.c.password), formatAddrs(t.cluster.primaries), globEscape(t.p.Prefix()), t.p.RunID)
+		}
 		cli := "redis-cli " + t.c.cliArgs()
 		return fmt.Errorf("redis: could not delete this run's keys %s* on %s: %s — delete them by hand: %s --scan --pattern '%s*' | xargs %s del",
 			t.p.Prefix(), t.c.addr, describeErr(err, t.c.password), cli, globEscape(t.p.Prefix()), cli)
@@ -337,7 +402,7 @@ func (t *target) nearClientLimit(ctx context.Context) bool {
 func (t *target) clientCounts(ctx context.Context) (connected, limit int) {
 	cctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
-	info, err := t.client().Info(cctx, "clients").Result()
+	info, err := t.nodeInfo(cctx, "clients")
 	if err != nil {
 		return 0, 0
 	}
@@ -361,7 +426,7 @@ func (t *target) tooManyClients(ctx context.Context, err error) error {
 	}
 	return &wrapped{
 		msg: fmt.Sprintf("redis: %s refused a connection: %s reached — run fewer attempts (--attempts %d asks for one connection each), or raise maxclients on the server",
-			t.c.addr, lim, t.p.Attempts),
+			t.c.server(), lim, t.p.Attempts),
 		err: err,
 	}
 }

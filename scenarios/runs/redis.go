@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -61,7 +63,35 @@ func KeysRedis(ctx context.Context, cl redis.Cmdable, runID string, limit int) (
 	return scanPrefix(ctx, cl, Prefix(runID), limit, Marker(runID))
 }
 
+// scanPrefix lists the keys under prefix, except one. On a Redis Cluster it
+// walks every primary: each holds only its own slots' keys, and SCAN through
+// the cluster client would ask one node only.
 func scanPrefix(ctx context.Context, cl redis.Cmdable, prefix string, limit int, except string) ([]string, error) {
+	cc, ok := cl.(*redis.ClusterClient)
+	if !ok {
+		return scanNode(ctx, cl, prefix, limit, except)
+	}
+	var mu sync.Mutex
+	var out []string
+	err := cc.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
+		ks, err := scanNode(ctx, node, prefix, limit, except)
+		mu.Lock()
+		defer mu.Unlock()
+		out = append(out, ks...)
+		if err != nil {
+			return fmt.Errorf("primary %s: %w", node.Options().Addr, err)
+		}
+		return nil
+	})
+	sort.Strings(out)
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
+	}
+	return out, err
+}
+
+// scanNode lists the keys under prefix on one server.
+func scanNode(ctx context.Context, cl redis.Cmdable, prefix string, limit int, except string) ([]string, error) {
 	var out []string
 	var cursor uint64
 	for {
@@ -92,6 +122,13 @@ func DropRedis(ctx context.Context, cl redis.Cmdable, runID string) (int, error)
 	if err != nil {
 		return 0, err
 	}
+	if cc, ok := cl.(*redis.ClusterClient); ok {
+		n, err := dropCluster(ctx, cc, keys)
+		if err != nil {
+			return n, err
+		}
+		return n, cl.Del(ctx, Marker(runID)).Err()
+	}
 	n := 0
 	for len(keys) > 0 {
 		batch := keys[:min(len(keys), 500)]
@@ -102,6 +139,33 @@ func DropRedis(ctx context.Context, cl redis.Cmdable, runID string) (int, error)
 		n += len(batch)
 	}
 	return n, cl.Del(ctx, Marker(runID)).Err()
+}
+
+// dropCluster deletes keys on a Redis Cluster, one DEL each in a pipeline
+// that the cluster client sends to each key's primary: a DEL of several keys
+// is refused there unless all are in one hash slot, and keys a run left may
+// not be.
+func dropCluster(ctx context.Context, cc *redis.ClusterClient, keys []string) (int, error) {
+	n := 0
+	for len(keys) > 0 {
+		batch := keys[:min(len(keys), 500)]
+		keys = keys[len(batch):]
+		cmds, err := cc.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, k := range batch {
+				p.Del(ctx, k)
+			}
+			return nil
+		})
+		for _, c := range cmds {
+			if c.Err() == nil {
+				n++
+			}
+		}
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
 }
 
 // LeftoversRedis lists the registered runs (their markers) and every key

@@ -4,6 +4,11 @@
 //
 //	storeserver -addr 127.0.0.1:0 -store redis      # check: GET, write: INCR then SET
 //	storeserver -addr 127.0.0.1:0 -store postgres   # check: SELECT, write: INSERT
+//	storeserver -addr 127.0.0.1:0 -store parked     # no database: the write lands 100µs after the check
+//
+// The parked store is httpfiretest.CheckThenWrite with a 100µs window: the
+// handler's gap is parked I/O, as the repo's in-process HTTP target has it,
+// served from a process of its own like the others.
 //
 // POST /attempt?key=K checks whether K was written; if not, it writes it
 // (200), else 409. GET /count?key=K is how many writes K got: the effects.
@@ -33,10 +38,23 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/racetest/racetest/httpfire"
+	"github.com/racetest/racetest/httpfire/httpfiretest"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/pgstore"
 	"github.com/racetest/racetest/scenarios/redisstore"
 )
+
+// parkedWindow is the parked store's check-to-write window: the window of
+// the HTTP rows of issue 15's table.
+const parkedWindow = 100 * time.Microsecond
+
+// parked is the store of -store parked: the handler keeps its own state in
+// memory, so there is nothing to clean up.
+type parked struct{}
+
+func (parked) attempt(context.Context, string) (bool, error) { panic("parked: served by httpfiretest") }
+func (parked) count(context.Context, string) (int64, error)  { panic("parked: served by httpfiretest") }
+func (parked) cleanup(context.Context) error                 { return nil }
 
 type store interface {
 	// attempt checks key and writes it if absent: whether it wrote.
@@ -47,7 +65,7 @@ type store interface {
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:0", "address to listen on")
-	kind := flag.String("store", "redis", "redis or postgres")
+	kind := flag.String("store", "redis", "redis, postgres or parked")
 	redisURL := flag.String("redis-url", redisstore.DefaultURL, "Redis URL")
 	pgURL := flag.String("postgres-url", pgstore.DefaultURL, "PostgreSQL URL")
 	flag.Parse()
@@ -55,13 +73,18 @@ func main() {
 	prefix := "racetest_" + scenarios.NewRunID() + "_storeserver_"
 	var st store
 	var err error
+	var h http.Handler
 	switch *kind {
+	case "parked":
+		// No store: the handler keeps its writes in memory, and there is
+		// nothing to clean up.
+		h = httpfiretest.NewCheckThenWrite(parkedWindow)
 	case "redis":
 		st, err = newRedis(ctx, *redisURL, prefix)
 	case "postgres":
 		st, err = newPG(ctx, *pgURL, prefix)
 	default:
-		err = fmt.Errorf("-store: redis or postgres, not %q", *kind)
+		err = fmt.Errorf("-store: redis, postgres or parked, not %q", *kind)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "storeserver:", err)
@@ -69,11 +92,16 @@ func main() {
 	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
-		st.cleanup(ctx)
+		if st != nil {
+			st.cleanup(ctx)
+		}
 		fmt.Fprintln(os.Stderr, "storeserver:", err)
 		os.Exit(2)
 	}
-	srv := &http.Server{Handler: handler(st), Protocols: new(http.Protocols)}
+	if h == nil {
+		h = handler(st)
+	}
+	srv := &http.Server{Handler: h, Protocols: new(http.Protocols)}
 	srv.Protocols.SetHTTP1(true)
 	srv.Protocols.SetUnencryptedHTTP2(true)
 	go srv.Serve(ln)
@@ -84,6 +112,9 @@ func main() {
 	sctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	srv.Shutdown(sctx)
+	if st == nil {
+		return
+	}
 	if err := st.cleanup(sctx); err != nil {
 		fmt.Fprintln(os.Stderr, "storeserver: cleanup:", err)
 		os.Exit(1)
