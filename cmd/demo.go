@@ -21,9 +21,16 @@ type DemoOptions struct {
 	// and the table again.
 	Details bool
 	Strict  bool
+	// Cluster runs the clustered scenarios' rows (replica-read,
+	// failover-lock) on the clusters scripts/cluster.sh started, named by
+	// the same connection flags and RACETEST_* variables as run.
+	Cluster bool
 	Shape   shapeFlags
 	// burstsSet: --bursts was given, so it applies to every row.
 	burstsSet bool
+	// backendSet: --backend was given; with --cluster it keeps that
+	// backend's rows only.
+	backendSet bool
 }
 
 // NewCmdDemo builds 'racetest demo': every built-in scenario, naive to safe,
@@ -37,10 +44,12 @@ func NewCmdDemo(f *Factory, runF func(context.Context, *DemoOptions) error) *cob
   racetest demo --details
   racetest demo --backend redis
   racetest demo --format html > demo.html
-  racetest demo --format json`,
+  racetest demo --format json
+  eval "$(scripts/cluster.sh start postgres-replica)"; racetest demo --cluster`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			opts.burstsSet = c.Flags().Changed("bursts")
+			opts.backendSet = c.Flags().Changed("backend")
 			if runF != nil {
 				return runF(c.Context(), opts)
 			}
@@ -53,6 +62,8 @@ func NewCmdDemo(f *Factory, runF func(context.Context, *DemoOptions) error) *cob
 	fs.BoolVar(&opts.Details, "details", false, "show each case's figures, notes and (with --timeline) the timeline of each RACE, between the table and the table again")
 	fs.BoolVar(&opts.Timeline, "timeline", true, "with --details, draw the example burst of each RACE as a timeline (table format)")
 	fs.BoolVar(&opts.Strict, "strict", false, "fail (exit 4) when a SAFE scenario's bursts did not overlap enough to prove anything")
+	fs.BoolVar(&opts.Cluster, "cluster", false, "run the clustered rows instead (replica-read, failover-lock) on the clusters scripts/cluster.sh started, "+
+		"named by the connection flags or RACETEST_* variables it prints; rows whose cluster is not running are skipped and named")
 	opts.Shape.register(fs, f.Registry, 8, 100)
 	completeEnums(c, f.Registry)
 	return c
@@ -66,33 +77,44 @@ func runDemo(ctx context.Context, o *DemoOptions) error {
 	if err != nil {
 		return usageError(err)
 	}
-	if err := o.Shape.validate(o.Backend); err != nil {
-		return err
-	}
 	var plans []plan
-	for _, spec := range o.Registry.Scenarios() {
-		if len(spec.Demo) == 0 || !has(o.Registry.BackendsOf(spec.Name), o.Backend) {
-			continue
+	var title, where string
+	if o.Cluster {
+		if plans, title, err = clusterDemoPlans(ctx, o); err != nil {
+			return err
 		}
-		for _, dc := range spec.Demo {
-			p, err := demoPlan(o, spec, dc)
-			if err != nil {
-				return usageError(err)
+		where = "the clusters"
+	} else {
+		if err := o.Shape.validate(o.Backend); err != nil {
+			return err
+		}
+		for _, spec := range o.Registry.Scenarios() {
+			// A clustered scenario needs a primary and a replica: its rows
+			// run under --cluster only.
+			if len(spec.Demo) == 0 || spec.Topology != "" || !has(o.Registry.BackendsOf(spec.Name), o.Backend) {
+				continue
 			}
-			plans = append(plans, p)
+			for _, dc := range spec.Demo {
+				p, err := demoPlan(o, spec, dc, o.Backend)
+				if err != nil {
+					return usageError(err)
+				}
+				plans = append(plans, p)
+			}
 		}
-	}
-	if len(plans) == 0 {
-		return usageErrorf("backend %s has no demo scenarios", o.Backend)
-	}
-	title := fmt.Sprintf("racetest demo — %d runs on %s, %d attempts released together, up to %d bursts each",
-		len(plans), o.Backend, o.Shape.Attempts, o.Shape.Bursts)
-	if o.Backend == "memory" {
-		title += fmt.Sprintf(", simulated round trip %s", o.Shape.Latency)
+		if len(plans) == 0 {
+			return usageErrorf("backend %s has no demo scenarios", o.Backend)
+		}
+		title = fmt.Sprintf("racetest demo — %d runs on %s, %d attempts released together, up to %d bursts each",
+			len(plans), o.Backend, o.Shape.Attempts, o.Shape.Bursts)
+		if o.Backend == "memory" {
+			title += fmt.Sprintf(", simulated round trip %s", o.Shape.Latency)
+		}
+		where = o.Backend
 	}
 	if o.Format == "table" && !o.IO.OutTTY && !o.IO.Quiet {
 		// In a pipe there are no bars: say what is happening on stderr.
-		fmt.Fprintf(o.IO.ErrOut, "running %d scenarios on %s…\n", len(plans), o.Backend)
+		fmt.Fprintf(o.IO.ErrOut, "running %d scenarios on %s…\n", len(plans), where)
 	}
 	cases := execute(ctx, o.Factory, plans, nil)
 	if err := reporter(o.IO.Out, cases, reportOptions(o.IO, report.Options{
@@ -107,7 +129,7 @@ func runDemo(ctx context.Context, o *DemoOptions) error {
 	return verdictError(ctx, cases)
 }
 
-func demoPlan(o *DemoOptions, spec scenarios.Spec, dc scenarios.DemoCase) (plan, error) {
+func demoPlan(o *DemoOptions, spec scenarios.Spec, dc scenarios.DemoCase, backend string) (plan, error) {
 	sh := o.Shape.plan(o.Shape.Replicas)
 	if dc.Replicas > 0 {
 		sh.Replicas = dc.Replicas
@@ -126,7 +148,7 @@ func demoPlan(o *DemoOptions, spec scenarios.Spec, dc scenarios.DemoCase) (plan,
 		name += " (" + dc.Label + ")"
 	}
 	p, err := runplan.Build(o.Registry, runplan.Request{
-		Scenario: spec.Name, Backend: o.Backend, Name: name, Shape: sh, Catalog: true, Strict: o.Strict,
+		Scenario: spec.Name, Backend: backend, Name: name, Shape: sh, Catalog: true, Strict: o.Strict,
 	})
 	if err != nil {
 		return plan{}, err

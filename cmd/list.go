@@ -98,7 +98,7 @@ exits 0 when the scenario behaves as told).`,
 				fmt.Fprintln(w, "  "+cmd)
 			}
 			if s.Topology != "" {
-				fmt.Fprintf(w, "  (needs a %s topology, not one server: 'scripts/cluster.sh' starts one and prints the flags to add; see docs/clusters.md)\n", s.Topology)
+				fmt.Fprintf(w, "  (needs a %s topology, not one server: 'scripts/cluster.sh' starts one and prints the flags to add; 'racetest demo --cluster' runs every clustered row; see docs/clusters.md)\n", s.Topology)
 			}
 			return nil
 		},

@@ -53,7 +53,9 @@ non-zero when any expectation is not met. The whole file is checked before anyth
 
 A server backend runs only where its connection is configured: the case's own connection, then
 the flag (--mysql-dsn, …), then defaults.connections in the file, then the environment
-(RACETEST_MYSQL_DSN, …). The word "default" accepts the standard local address.`,
+(RACETEST_MYSQL_DSN, …). The word "default" accepts the standard local address. The clustered
+scenarios (replica-read, failover-lock) also need a replica, found in the same order: the case's
+read_connection, --postgres-read-url (…), defaults.connections.postgres_read (…), the environment.`,
 		Example: `  racetest suite testdata/suites/memory.yaml
   racetest suite --list testdata/suites/catalog.yaml
   racetest suite --strict --junit racetest.xml --markdown "$GITHUB_STEP_SUMMARY" ci/racetest.yaml`,
@@ -86,6 +88,9 @@ the flag (--mysql-dsn, …), then defaults.connections in the file, then the env
 		// No default from the environment here: a suite reads it last,
 		// after the file's own defaults.connections.
 		fs.StringVar(b.Conn.Field(&opts.Conn), b.Conn.Flag, "", fmt.Sprintf("%s for every %s case (overrides the suite file)", b.Conn.What, b.Name))
+		if r := b.ReadConn; r != nil {
+			fs.StringVar(r.Field(&opts.Conn), r.Flag, "", fmt.Sprintf("%s, for every clustered %s case (overrides the suite file's %s)", r.What, b.Name, r.Key()))
+		}
 	}
 	completeEnums(c, f.Registry)
 	return c
@@ -395,6 +400,9 @@ func listSuite(w io.Writer, file string, plans []suite.Plan) error {
 		conn := "-"
 		if p.Conn.Value != "" {
 			conn = p.Conn.Value + " (" + p.Conn.Source + ")"
+		}
+		if p.ReadConn.Value != "" {
+			conn += "; replica " + p.ReadConn.Value + " (" + p.ReadConn.Source + ")"
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", i+1, p.Case.Name, p.Case.Backend, shape, expect, conn)
 	}

@@ -4,10 +4,14 @@ package scenarios
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/racetest/racetest/runner"
 )
@@ -60,6 +64,51 @@ type Connection struct {
 	Redact func(string) string
 	// Field is where the backend's address is in Connections.
 	Field func(*Connections) *string
+	// Cluster is the scripts/cluster.sh topology that starts a primary
+	// with this replica (a ReadConn's; "" for a primary's connection).
+	Cluster string
+	// Probe reports whether something listens at the address (a connect,
+	// no handshake, no login), so that a command can tell "not running"
+	// from a failure; nil when the backend has none. Empty is Default.
+	Probe func(ctx context.Context, address string) error
+}
+
+// ProbeAddr connects to addr on network and hangs up: what a Connection's
+// Probe does once it has parsed the address. The error names the address.
+func ProbeAddr(ctx context.Context, network, addr string) error {
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	var d net.Dialer
+	c, err := d.DialContext(ctx, network, addr)
+	if err != nil {
+		cause := err
+		if op := new(net.OpError); errors.As(err, &op) {
+			cause = op.Err // the address is in the message already
+		}
+		return fmt.Errorf("nothing answers at %s (%v)", addr, cause)
+	}
+	return c.Close()
+}
+
+// probeTimeout bounds a probe: a local server answers a connect at once.
+const probeTimeout = time.Second
+
+// Key is the connection's key in a suite's connections: (the YAML key of
+// the Connections field that Field points at), so that the key is written
+// in one place, the struct tag. It panics when Field points at no tagged
+// field: a programming error in a backend's declaration.
+func (c *Connection) Key() string {
+	var conns Connections
+	target := reflect.ValueOf(c.Field(&conns)).Pointer()
+	v := reflect.ValueOf(&conns).Elem()
+	for i := range v.NumField() {
+		if v.Field(i).Addr().Pointer() == target {
+			if key, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("yaml"), ","); key != "" && key != "-" {
+				return key
+			}
+		}
+	}
+	panic("scenarios: connection --" + c.Flag + " points at no field of Connections with a yaml key")
 }
 
 // Accepts reports whether b accepts the value v for a knob whose accepted

@@ -133,7 +133,9 @@ type DialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
 
 // Connections are the servers' addresses, one field per server backend
 // (whose Connection.Field points at it). Empty means the standard local
-// address. The YAML keys, a suite's connections:, are the backends' names.
+// address. The YAML keys, a suite's connections:, are the backends' names,
+// and the backend's name with ReadSuffix for its read endpoint
+// (Connection.Key reads them from here).
 type Connections struct {
 	RedisURL    string `yaml:"redis"`
 	MySQLDSN    string `yaml:"mysql"`
@@ -142,10 +144,13 @@ type Connections struct {
 	// The read endpoints (replicas) of the clustered scenarios, whose
 	// check reads a replica or whose fault promotes one; "" means none.
 	// A backend's ReadConn points at its own.
-	RedisReadURL    string `yaml:"-"`
-	PostgresReadURL string `yaml:"-"`
-	MySQLReadDSN    string `yaml:"-"`
+	RedisReadURL    string `yaml:"redis_read"`
+	PostgresReadURL string `yaml:"postgres_read"`
+	MySQLReadDSN    string `yaml:"mysql_read"`
 }
+
+// ReadSuffix ends the suite key of a backend's read endpoint: redis_read.
+const ReadSuffix = "_read"
 
 // Variant names shared by every backend that has the variant.
 const (

@@ -116,6 +116,9 @@ func (c *checker) httpCase(path string, k *Case, sh shape, p *Plan) {
 	if k.Connection != "" {
 		c.fail(path+".connection", "an http case's only connection is its effects check's, taken from the suite's connections")
 	}
+	if k.ReadConnection != "" {
+		c.fail(path+".read_connection", "an http case reads no replica: remove read_connection")
+	}
 	c.applicable(path, k.Shape, scenarios.Backend{Name: "http"})
 	cfg := runner.NewConfig(
 		runner.Attempts(sh.attempts), runner.Bursts(sh.bursts), runner.Replicas(sh.replicas),

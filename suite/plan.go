@@ -58,6 +58,9 @@ type Plan struct {
 	OnServer []ServerRule
 	// Conn is the connection the case uses, redacted, and where it came from.
 	Conn Conn
+	// ReadConn is its read endpoint (a replica), for the clustered
+	// scenarios; zero for the others.
+	ReadConn Conn
 	// Line and Column are where the case starts in the file.
 	Line, Column int
 }
@@ -120,6 +123,9 @@ func (c *checker) file() {
 	c.shape("$.defaults", f.Defaults.Shape)
 	if f.Defaults.Variant != nil {
 		c.fail("$.defaults.variant", "variant belongs to one case's scenario (for-update, one-active, …): move it into the case")
+	}
+	if f.Defaults.Fault != nil {
+		c.fail("$.defaults.fault", "fault belongs to one case's clustered scenario (failover-lock): move it into the case")
 	}
 	if len(f.Cases) == 0 {
 		c.fail("$", "the suite has no cases: add a list under cases:")
@@ -276,8 +282,18 @@ func (c *checker) scenarioCase(path string, k *Case, sh shape, p *Plan) {
 		}
 		resolved.into(&conn)
 		p.Conn = resolved.Conn
-	} else if k.Connection != "" {
-		c.fail(path+".connection", "backend %s runs in racetest's own process and takes no connection", b.Name)
+		read, ok := c.readConnection(path, k, b, spec)
+		if !ok {
+			return
+		}
+		read.into(&conn)
+		p.ReadConn = read.Conn
+	} else {
+		for _, set := range []struct{ key, value string }{{"connection", k.Connection}, {"read_connection", k.ReadConnection}} {
+			if set.value != "" {
+				c.fail(path+"."+set.key, "backend %s runs in racetest's own process and takes no connection", b.Name)
+			}
+		}
 	}
 	catalog := k.MaxEffects == nil && (k.Expect == "" || k.Expect == "catalog")
 	var expect report.Expect
@@ -297,7 +313,7 @@ func (c *checker) scenarioCase(path string, k *Case, sh shape, p *Plan) {
 			Attempts: sh.attempts, Bursts: sh.bursts, Replicas: sh.replicas, Waves: sh.waves,
 			Deploy: sh.deploy, Keep: sh.keep || c.o.Keep,
 			Gap: sh.gap, Latency: sh.latency, TTL: sh.ttl, Timeout: sh.timeout, Seed: sh.seed,
-			Isolation: sh.isolation, Engine: sh.engine, Variant: sh.variant, Conn: conn, Retries: sh.retry,
+			Isolation: sh.isolation, Engine: sh.engine, Variant: sh.variant, Fault: sh.fault, Conn: conn, Retries: sh.retry,
 		},
 		Release: cmp.Or(sh.release, string(release.Default)),
 		Expect:  expect, Catalog: catalog, Strict: c.strict(k),
@@ -455,39 +471,83 @@ func (c *checker) connection(path, own, backend, who string) (resolved, bool) {
 		c.fail(path, "racetest suite does not know how to connect to backend %s", backend)
 		return resolved{}, false
 	}
-	sc, flag := b.Conn, "--"+b.Conn.Flag
+	local := cmp.Or(c.o.Local[backend], b.Conn.Default, "its standard local address")
+	if r, ok := c.resolve(b.Conn, own, local); ok {
+		return r, true
+	}
+	key, flag := b.Conn.Key(), "--"+b.Conn.Flag
+	c.fail(path+".backend", "%s runs on %s, but no %s connection is configured: set defaults.connections.%s "+
+		"(e.g. ${%s}), %s, or env %s; write %s: %s to accept %s",
+		who, backend, backend, key, b.Conn.Env, flag, b.Conn.Env, key, LocalDefault, Redact(local))
+	return resolved{}, false
+}
+
+// readConnection resolves the read endpoint (a replica) of a case whose
+// scenario needs one, in connection's order; a replica has no standard
+// local address, so "default" is refused and nothing at all is an error
+// that says how to start one.
+func (c *checker) readConnection(path string, k *Case, b scenarios.Backend, spec scenarios.Spec) (resolved, bool) {
+	rc := b.ReadConn
+	if spec.Topology == "" || rc == nil {
+		if k.ReadConnection != "" {
+			c.fail(path+".read_connection", "%s on %s reads no replica: remove read_connection (it is for the clustered scenarios, see 'racetest list')", spec.Name, b.Name)
+			return resolved{}, false
+		}
+		return resolved{}, true // nothing to set
+	}
+	key, flag := rc.Key(), "--"+rc.Flag
+	if r, ok := c.resolve(rc, k.ReadConnection, ""); ok {
+		if r.local {
+			c.fail(path+".read_connection", "%s names the replica %q, but a replica has no standard local address: name it (%s, defaults.connections.%s or env %s)",
+				r.from, LocalDefault, flag, key, rc.Env)
+			return resolved{}, false
+		}
+		return r, true
+	}
+	c.fail(path+".backend", "%s on %s reads a replica, but no %s connection is configured: set defaults.connections.%s "+
+		"(e.g. ${%s}), the case's read_connection, %s, or env %s; 'scripts/cluster.sh start %s' starts a primary with a replica and prints both",
+		spec.Name, b.Name, key, key, rc.Env, flag, rc.Env, rc.Cluster)
+	return resolved{}, false
+}
+
+// resolve takes the first of the case's own value, the command line, the
+// suite's defaults and the environment that is set; "default" resolves to
+// an empty value (the backend dials local itself), shown as local.
+func (c *checker) resolve(sc *scenarios.Connection, own, local string) (resolved, bool) {
 	candidates := []struct{ value, source string }{
 		{own, "case"},
-		{*sc.Field(&c.o.Conn), flag},
+		{*sc.Field(&c.o.Conn), "--" + sc.Flag},
 		{*sc.Field(&c.s.File.Defaults.Connections), "suite defaults"},
 	}
 	if v, _ := c.o.Env(sc.Env); v != "" {
 		candidates = append(candidates, struct{ value, source string }{v, "env " + sc.Env})
 	}
-	local := cmp.Or(c.o.Local[backend], sc.Default, "its standard local address")
 	for _, cand := range candidates {
 		switch cand.value {
 		case "":
 			continue
 		case LocalDefault:
-			return resolved{field: sc.Field, Conn: Conn{Value: Redact(local), Source: cand.source + ": default local address"}}, true
+			return resolved{field: sc.Field, local: true, from: cand.source, Conn: Conn{Value: Redact(local), Source: cand.source + ": default local address"}}, true
 		}
-		return resolved{field: sc.Field, value: cand.value, Conn: Conn{Value: Redact(cand.value), Source: cand.source}}, true
+		return resolved{field: sc.Field, value: cand.value, from: cand.source, Conn: Conn{Value: Redact(cand.value), Source: cand.source}}, true
 	}
-	c.fail(path+".backend", "%s runs on %s, but no %s connection is configured: set defaults.connections.%s "+
-		"(e.g. ${%s}), %s, or env %s; write %s: %s to accept %s",
-		who, backend, backend, backend, sc.Env, flag, sc.Env, backend, LocalDefault, Redact(local))
 	return resolved{}, false
 }
 
 type resolved struct {
 	value string
 	field func(*scenarios.Connections) *string
+	local bool   // "default": the standard local address
+	from  string // where it was found ("case", "suite defaults", …)
 	Conn
 }
 
-// into sets the resolved connection in conn.
-func (r resolved) into(conn *scenarios.Connections) { *r.field(conn) = r.value }
+// into sets the resolved connection in conn; a zero resolved sets nothing.
+func (r resolved) into(conn *scenarios.Connections) {
+	if r.field != nil {
+		*r.field(conn) = r.value
+	}
+}
 
 func defaultName(scenario string, sh Shape) string {
 	var knobs []string
@@ -504,7 +564,7 @@ func defaultName(scenario string, sh Shape) string {
 	for _, kv := range []struct {
 		k string
 		v *string
-	}{{"variant", sh.Variant}, {"isolation", sh.Isolation}, {"engine", sh.Engine}, {"gap", sh.Gap}} {
+	}{{"variant", sh.Variant}, {"fault", sh.Fault}, {"isolation", sh.Isolation}, {"engine", sh.Engine}, {"gap", sh.Gap}} {
 		if kv.v != nil && *kv.v != "" {
 			add(kv.k, *kv.v)
 		}
@@ -556,7 +616,7 @@ type shape struct {
 	deploy, keep                      bool
 	gap, latency, ttl, timeout        time.Duration
 	seed                              int64
-	isolation, engine, variant        string
+	isolation, engine, variant, fault string
 	release                           string
 }
 
@@ -646,6 +706,7 @@ func (c *checker) merged(k Shape) shape {
 		ttl:       durOr(k.TTL, d.TTL, scenarios.DefaultTTL),
 		timeout:   durOr(k.Timeout, d.Timeout, runner.DefaultTimeout),
 		variant:   strOr(k.Variant, nil),
+		fault:     strOr(k.Fault, nil),
 		isolation: strOr(k.Isolation, d.Isolation),
 		engine:    strOr(k.Engine, d.Engine),
 		release:   strOr(k.Release, d.Release),

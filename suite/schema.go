@@ -40,8 +40,9 @@ type File struct {
 type Defaults struct {
 	Shape `yaml:",inline"`
 	// Connections are the servers' addresses, by backend name (the
-	// registry's backends that take a connection). The word "default"
-	// accepts the backend's standard local address.
+	// registry's backends that take a connection), and their replicas', by
+	// backend name and _read (postgres_read), for the clustered scenarios.
+	// The word "default" accepts the backend's standard local address.
 	Connections scenarios.Connections `yaml:"connections"`
 }
 
@@ -66,6 +67,10 @@ type Shape struct {
 	Isolation *string `yaml:"isolation"`
 	Engine    *string `yaml:"engine"`
 	Variant   *string `yaml:"variant"`
+	// Fault is a fault to inject into a cluster scripts/cluster.sh started
+	// (failover-lock: failover-after-act, its default, or none); a case's
+	// own, like variant.
+	Fault *string `yaml:"fault"`
 	// Keep leaves the run's namespaced objects in the store.
 	Keep *bool `yaml:"keep"`
 	// Release is how a scenario's attempts leave the client: gate
@@ -89,7 +94,11 @@ type Case struct {
 	Demo bool `yaml:"demo"`
 	// Connection overrides the backend's connection for this case alone.
 	Connection string `yaml:"connection"`
-	HTTP       *HTTP  `yaml:"http"`
+	// ReadConnection overrides the backend's read endpoint (a replica of
+	// the primary, defaults.connections.<backend>_read) for this case
+	// alone: replica-read and failover-lock need one.
+	ReadConnection string `yaml:"read_connection"`
+	HTTP           *HTTP  `yaml:"http"`
 	// SQL and Redis are cases of the user's own scripts (see Scripts).
 	SQL         *Scripts `yaml:"sql"`
 	Redis       *Scripts `yaml:"redis"`

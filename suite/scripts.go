@@ -94,6 +94,10 @@ func (c *checker) scriptCase(path string, k *Case, sh shape, p *Plan) {
 	if d == script.SQL {
 		params.Isolation = sh.isolation
 	}
+	if k.ReadConnection != "" {
+		c.fail(path+".read_connection", "a script case runs on one server and reads no replica: remove read_connection")
+		return
+	}
 	conn, ok := c.connection(path, k.Connection, backend, "the case")
 	if !ok {
 		return

@@ -2,6 +2,7 @@ package incidents
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,9 +32,28 @@ const FailoverLock = "failover-lock"
 const (
 	WaitReplica = "wait"   // WAIT 1 before trusting the grant
 	FencedWrite = "fenced" // a token the protected resource checks
+	// AlertClaim guards alert-dedupe's fix instead of a lease: the claim
+	// SET alert:<key> 1 NX PX 86400000, trusted as soon as the primary
+	// acknowledged it.
+	AlertClaim = "alert-claim"
+	// AlertClaimWait is the alert claim trusted only once a replica
+	// acknowledged it (WAIT 1).
+	AlertClaimWait = "alert-claim-wait"
 )
 
-var failoverVariants = variants{Naive, WaitReplica, FencedWrite}
+var failoverVariants = variants{Naive, WaitReplica, FencedWrite, AlertClaim, AlertClaimWait}
+
+// racesUnderFailover are the variants that trust a grant only the primary
+// acknowledged: a failover after it grants the subject again.
+var racesUnderFailover = []string{Naive, AlertClaim}
+
+// guardsAlert reports whether variant guards the seeds' alert claim (the
+// effect is an alert sent) rather than a lease (a write to a resource).
+func guardsAlert(variant string) bool { return variant == AlertClaim || variant == AlertClaimWait }
+
+// waitsForReplica reports whether variant trusts a grant only once a
+// replica acknowledged it.
+func waitsForReplica(variant string) bool { return variant == WaitReplica || variant == AlertClaimWait }
 
 // Faults racetest can inject into a cluster that scripts/cluster.sh started.
 const (
@@ -54,37 +75,65 @@ const (
 func failoverSpec() scenarios.Spec {
 	return scenarios.Spec{
 		Name:   FailoverLock,
-		Lesson: "a lock acknowledged by a primary that dies before replicating it is granted again by the promoted replica",
+		Lesson: "a lock (or an alert claim) acknowledged by a primary that dies before replicating it is granted again by the promoted replica",
 		Story: scenarios.Story{
 			Naive: `if redis.SET("lease:"+job, me, NX, PX 5000) != OK { return }   // acknowledged by the primary
-write(job)                                                       // the protected resource`,
+write(job)                                                       // the protected resource
+
+// alert-claim: alert-dedupe's fix, the same SET NX PX
+if redis.SET("alert:"+key, 1, NX, PX 86400000) != OK { return }  // another replica sent it
+notify("credits low for app X")`,
 			Breaks: `Redis replicates asynchronously: the primary answers OK, then sends the write to its
 replica. When the primary dies in between — here racetest cuts the replication link, lets
 the first holder's SET NX be acknowledged, kills the primary with SIGKILL and promotes the
 replica (REPLICAOF NO ONE) — the new primary has never heard of the lease. The next worker
-asks it, is granted the same lease, and writes too: two holders, two effects.`,
+asks it, is granted the same lease, and writes too: two holders, two effects. The seeds'
+alert claim (alert-dedupe's fix: SET alert:<key> 1 NX PX 86400000, then send) is lost the
+same way: the next replica that sees the alert claims it on the new primary, and the alert
+goes out twice (alert-claim).`,
 			Fix: `wait: WAIT 1 <ms> after the grant, and trust it only if a replica acknowledged it (the
 holder whose WAIT fails or answers 0 lets go and tries again; Redis docs: WAIT makes loss
 less likely, not impossible — a replica that acknowledged and is then not the one promoted
 still loses it). fenced: the lease carries a token from a counter on the same store, and
 the protected resource refuses a token not higher than the last it accepted; after the
 failover the counter has lost the first grant too, so the second holder's token is no
-higher, and one of the two writes is refused (Kleppmann's fencing token).`,
+higher, and one of the two writes is refused (Kleppmann's fencing token). alert-claim-wait:
+WAIT 1 after the alert claim; a claim no replica acknowledged is claimed again on the new
+primary. Its residual risk is wait's, plus the seeds' fail-open policy: a claim not
+confirmed within the 1.5 s deadline would be sent anyway (a duplicate allowed by policy),
+so a replica that stays down makes every alert wait that long, then send.`,
 			Numbers: `naive: 2 effects in nearly every burst with --fault failover-after-act (the default);
 --fault none measures the same code without a failover (on one machine the replica is
 current within a round trip, so expect 1). wait and fenced: exactly 1. Each burst injects a
 real failover (a kill, a promotion, and the killed node restarted as the new replica),
-so bursts take about a second; the report names the topology and the fault.`,
+so bursts take about a second; the report names the topology and the fault.
+alert-claim: 2 alerts in every burst, counted by the simulated alert sink in racetest's
+process, outside the failing store; alert-claim-wait: exactly 1 (the restarted node
+acknowledges well within the deadline).`,
 		},
 		Expect: func(p scenarios.Params) scenarios.Expectation {
-			if p.Fault == FaultNone || p.Variant != "" && p.Variant != Naive {
+			v := cmp.Or(p.Variant, Naive)
+			if p.Fault == FaultNone || !slices.Contains(racesUnderFailover, v) {
 				return scenarios.ExpectSafe
 			}
 			return scenarios.ExpectRace
 		},
 		Topology: scenarios.TopologyReplica,
+		Demo: []scenarios.DemoCase{
+			// Each burst is a real failover (about a second): a few
+			// bursts show it, as the tests do.
+			{Label: "lease", Variant: Naive, Bursts: failoverDemoBursts},
+			{Label: "lease, WAIT 1", Variant: WaitReplica, Bursts: failoverDemoBursts},
+			{Label: "lease, fenced", Variant: FencedWrite, Bursts: failoverDemoBursts},
+			{Label: "alert claim", Variant: AlertClaim, Bursts: failoverDemoBursts},
+			{Label: "alert claim, WAIT 1", Variant: AlertClaimWait, Bursts: failoverDemoBursts},
+		},
 	}
 }
+
+// failoverDemoBursts caps a failover-lock row of 'demo --cluster': each
+// burst kills, promotes and restarts a node.
+const failoverDemoBursts = 5
 
 // failoverFactory builds failover-lock on a Redis primary and its replica.
 func failoverFactory(ctx context.Context, p scenarios.Params) (runner.Target, error) {
@@ -346,7 +395,11 @@ func (t *failoverTarget) Reset(ctx context.Context, burst int) (runner.Subject, 
 			return runner.Subject{}, err
 		}
 	}
-	return runner.Subject{Burst: burst, Key: t.p.Prefix() + "lease" + strconv.Itoa(burst)}, nil
+	key := t.p.Prefix() + "lease" + strconv.Itoa(burst)
+	if guardsAlert(t.variant) {
+		key = t.p.Prefix() + "alert:credits-low:app" + strconv.Itoa(burst) // as alert-dedupe names it
+	}
+	return runner.Subject{Burst: burst, Key: key}, nil
 }
 
 // resumeReplica resumes the replica Reset paused: a run interrupted
@@ -475,6 +528,9 @@ func (t *failoverTarget) Notes() []string {
 	if t.variant == FencedWrite {
 		notes = append(notes, fmt.Sprintf("the resource refused %d writes whose token was not higher than the last it accepted", t.refused))
 	}
+	if guardsAlert(t.variant) {
+		notes = append(notes, "alert-claim: the guarded action is alert-dedupe's claim (SET alert:<key> 1 NX PX 86400000); alerts sent are counted by the simulated alert sink in racetest's process, not by the failing store")
+	}
 	return notes
 }
 
@@ -523,7 +579,7 @@ func (s failoverSession) Attempt(ctx context.Context, sub runner.Subject, w *run
 		token, granted, err := s.acquire(ctx, n, sub.Key, owner)
 		if err == nil && granted {
 			t.failover(ctx)
-			if t.variant == WaitReplica && !s.replicated(ctx, n) {
+			if waitsForReplica(t.variant) && !s.replicated(ctx, n) {
 				continue // the grant died with its primary: ask the new one
 			}
 			w.Step(ctx, "act")
@@ -534,6 +590,9 @@ func (s failoverSession) Attempt(ctx context.Context, sub runner.Subject, w *run
 		}
 		select {
 		case <-ctx.Done():
+			if guardsAlert(t.variant) {
+				return runner.Refused(errors.New("already sent: another replica holds the claim"))
+			}
 			return runner.Refused(errors.New("lease held by another"))
 		case <-time.After(failoverPoll):
 		}
@@ -559,7 +618,12 @@ func (s failoverSession) replicated(ctx context.Context, n *redisNode) bool {
 // from a counter on the same store, raised only by a grant (in one script,
 // as a lock service issues it).
 func (s failoverSession) acquire(ctx context.Context, n *redisNode, key, owner string) (token int64, granted bool, err error) {
-	if s.t.variant != FencedWrite {
+	switch {
+	case guardsAlert(s.t.variant):
+		// alert-dedupe's own claim, on the node that is primary now.
+		ok, err := (&redisClaimConn{cmd: unclosable{n.cl}}).Claim(ctx, key, AlertWindow)
+		return 0, ok, err
+	case s.t.variant != FencedWrite:
 		ok, err := n.cl.SetNX(ctx, key, owner, failoverLeaseTTL).Result()
 		return 0, ok, err
 	}

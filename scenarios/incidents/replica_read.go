@@ -66,6 +66,10 @@ the primary and the replica it measured.`,
 		},
 		Expect:   raceFor(Naive),
 		Topology: scenarios.TopologyReplica,
+		Demo: []scenarios.DemoCase{
+			{Label: "reads the replica", Variant: Naive},
+			{Label: "unique key", Variant: Conditional},
+		},
 	}
 }
 

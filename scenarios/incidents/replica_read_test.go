@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -151,8 +152,8 @@ func TestFailoverLockOnACluster(t *testing.T) {
 			if !strings.Contains(notes, "5 failovers injected") {
 				t.Fatalf("want a failover in each of 5 bursts: %s", notes)
 			}
-			if v == Naive {
-				everyBurst(t, res, "two holders, two writes", func(b runner.Burst) bool { return b.Effects == 2 })
+			if slices.Contains(racesUnderFailover, v) {
+				everyBurst(t, res, "two holders, two writes (or alerts)", func(b runner.Burst) bool { return b.Effects == 2 })
 				return
 			}
 			everyBurst(t, res, "exactly one write", func(b runner.Burst) bool { return b.Effects == 1 })
@@ -174,5 +175,35 @@ func TestFailoverLockWithoutItsFaultIsInconclusive(t *testing.T) {
 	}
 	if cs := (&failoverTarget{fault: FaultNone, bursts: 2}).Checks(context.Background()); len(cs) != 0 {
 		t.Fatalf("--fault none promises no failover: want no check, got %+v", cs)
+	}
+}
+
+// failover-lock's expectations: the variants that trust a grant only the
+// primary acknowledged race under the fault, the others hold; without the
+// fault everything holds. The alert claim is held to the same rule.
+func TestFailoverLockExpectations(t *testing.T) {
+	spec := failoverSpec()
+	for _, tc := range []struct {
+		variant, fault string
+		want           scenarios.Expectation
+	}{
+		{"", "", scenarios.ExpectRace},
+		{Naive, FaultFailoverAfterAct, scenarios.ExpectRace},
+		{AlertClaim, "", scenarios.ExpectRace},
+		{AlertClaim, FaultFailoverAfterAct, scenarios.ExpectRace},
+		{AlertClaim, FaultNone, scenarios.ExpectSafe},
+		{AlertClaimWait, "", scenarios.ExpectSafe},
+		{WaitReplica, "", scenarios.ExpectSafe},
+		{FencedWrite, "", scenarios.ExpectSafe},
+		{Naive, FaultNone, scenarios.ExpectSafe},
+	} {
+		if got := spec.Expect(scenarios.Params{Variant: tc.variant, Fault: tc.fault}); got != tc.want {
+			t.Errorf("variant %q, fault %q: expect %s, want %s", tc.variant, tc.fault, got, tc.want)
+		}
+	}
+	for _, d := range spec.Demo {
+		if !slices.Contains(failoverVariants, d.Variant) || d.Bursts == 0 {
+			t.Errorf("demo row %+v: want a variant of failover-lock and a cap on its bursts", d)
+		}
 	}
 }

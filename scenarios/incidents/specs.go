@@ -90,7 +90,9 @@ started replica finds the claim. The replica's own map may stay as a first filte
 by each entry's own expiry. Policy choices, on purpose:
   - fail open: if the store is down or does not answer within 1.5 s, send anyway — a
     duplicate is noise, a missed alert is worse (variants fail-open, fail-open-hang);
-  - P0 alerts skip the shared claim and are sent by every replica (variant p0).`,
+  - P0 alerts skip the shared claim and are sent by every replica (variant p0).
+A claim only the primary acknowledged is lost when Redis fails over, and the alert goes
+out twice: 'racetest explain failover-lock' (variants alert-claim, alert-claim-wait).`,
 			Numbers: `naive with 3 replicas and --waves 2 --deploy: 3 sends per wave, 6 per alert. fixed: exactly
 1. fail-open: one send per replica, all counted as allowed by policy (see the note), and
 each burst lasts the 1.5 s deadline when the store hangs — not the driver's 5 s default.

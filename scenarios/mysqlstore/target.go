@@ -35,15 +35,26 @@ var Backend = scenarios.Backend{
 		Flag: "mysql-dsn", Env: "RACETEST_MYSQL_DSN", Default: DefaultDSN,
 		What: "MySQL/MariaDB DSN or mysql:// URL", Redact: sqldb.RedactMySQL,
 		Field: func(c *scenarios.Connections) *string { return &c.MySQLDSN },
+		Probe: probe,
 	},
 	ReadConn: &scenarios.Connection{
 		Flag: "mysql-read-dsn", Env: "RACETEST_MYSQL_READ_DSN",
 		What: "a replica of --mysql-dsn, for replica-read (scripts/cluster.sh start mariadb-replica prints one)", Redact: sqldb.RedactMySQL,
-		Field: func(c *scenarios.Connections) *string { return &c.MySQLReadDSN },
+		Field:   func(c *scenarios.Connections) *string { return &c.MySQLReadDSN },
+		Cluster: "mariadb-replica", Probe: probe,
 	},
 	Isolations: sqldb.IsolationNames(),
 	Engines:    Engines,
 	Releases:   []string{"last-byte"},
+}
+
+// probe connects to the server conn names, without a handshake.
+func probe(ctx context.Context, conn string) error {
+	cfg, err := sqldb.MySQLConfig(conn)
+	if err != nil {
+		return err
+	}
+	return scenarios.ProbeAddr(ctx, cfg.Net, cfg.Addr)
 }
 
 // Register adds the MySQL/MariaDB backend and its five scenarios to r.

@@ -1,7 +1,9 @@
 package pgstore
 
 import (
+	"context"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -29,14 +31,28 @@ var Backend = scenarios.Backend{
 		Flag: "postgres-url", Env: "RACETEST_POSTGRES_URL", Default: DefaultURL,
 		What: "PostgreSQL URL", Redact: sqldb.RedactPostgres,
 		Field: func(c *scenarios.Connections) *string { return &c.PostgresURL },
+		Probe: probe,
 	},
 	ReadConn: &scenarios.Connection{
 		Flag: "postgres-read-url", Env: "RACETEST_POSTGRES_READ_URL",
 		What: "a streaming replica of --postgres-url, for replica-read (scripts/cluster.sh start postgres-replica prints one)", Redact: sqldb.RedactPostgres,
-		Field: func(c *scenarios.Connections) *string { return &c.PostgresReadURL },
+		Field:   func(c *scenarios.Connections) *string { return &c.PostgresReadURL },
+		Cluster: "postgres-replica", Probe: probe,
 	},
 	Isolations: sqldb.IsolationNames(),
 	Releases:   []string{"last-byte"},
+}
+
+// probe connects to the server conn names, without a handshake.
+func probe(ctx context.Context, conn string) error {
+	cfg, err := sqldb.PostgresConfig(conn, sqldb.Options{})
+	if err != nil {
+		return err
+	}
+	if strings.HasPrefix(cfg.Host, "/") {
+		return scenarios.ProbeAddr(ctx, "unix", fmt.Sprintf("%s/.s.PGSQL.%d", cfg.Host, cfg.Port))
+	}
+	return scenarios.ProbeAddr(ctx, "tcp", sqldb.PostgresAddr(cfg))
 }
 
 // Register adds the PostgreSQL backend and its five core scenarios to r.

@@ -50,13 +50,30 @@ var Backend = scenarios.Backend{
 	Conn: &scenarios.Connection{
 		Flag: "redis-url", Env: "RACETEST_REDIS_URL", Default: DefaultURL, What: "Redis URL (a Redis Cluster too, for the five built-in scenarios: redis://host:port?addr=host2:port2, or any node's URL)", Redact: Redact,
 		Field: func(c *scenarios.Connections) *string { return &c.RedisURL },
+		Probe: probe,
 	},
 	ReadConn: &scenarios.Connection{
 		Flag: "redis-read-url", Env: "RACETEST_REDIS_READ_URL",
 		What: "a replica of --redis-url, for failover-lock (scripts/cluster.sh start redis-replica prints one)", Redact: Redact,
-		Field: func(c *scenarios.Connections) *string { return &c.RedisReadURL },
+		Field:   func(c *scenarios.Connections) *string { return &c.RedisReadURL },
+		Cluster: "redis-replica", Probe: probe,
 	},
 	Releases: []string{"last-byte"},
+}
+
+// probe connects to the server url names, without a handshake.
+func probe(ctx context.Context, url string) error {
+	if url == "" {
+		url = DefaultURL
+	}
+	if seeds, ok := seedsOf(url); ok {
+		return scenarios.ProbeAddr(ctx, "tcp", seeds[0]) // a cluster: one seed answering is enough
+	}
+	opt, err := redis.ParseURL(url)
+	if err != nil {
+		return scenarios.BadParam(fmt.Errorf("redis: cannot parse %s: %w", Redact(url), err))
+	}
+	return scenarios.ProbeAddr(ctx, opt.Network, opt.Addr)
 }
 
 // Register adds the Redis backend and its scenarios to r.
