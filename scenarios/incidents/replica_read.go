@@ -151,11 +151,11 @@ func (t *replicaTarget) checkTopology(ctx context.Context) error {
 		if !recovering {
 			return scenarios.BadParam(fmt.Errorf("replica-read: the read endpoint %s is not a replica (pg_is_in_recovery() is false): set --postgres-read-url to a streaming replica of the primary", t.replica.Addr()))
 		}
-		var sync, lag sql.NullString
+		var sync, lag, commit sql.NullString
 		_ = t.s.db.Admin(ctx, func(ctx context.Context, q sqldb.Querier) error {
-			return q.QueryRow(ctx, "SELECT string_agg(sync_state, ','), max(replay_lag)::text FROM pg_stat_replication").Scan(&sync, &lag)
+			return q.QueryRow(ctx, "SELECT string_agg(sync_state, ','), max(replay_lag)::text, current_setting('synchronous_commit') FROM pg_stat_replication").Scan(&sync, &lag, &commit)
 		})
-		replica += ", replication " + orUnknown(sync.String) + ", replay lag at start " + orUnknown(lag.String)
+		replica += ", " + pgReplication(sync.String, commit.String) + ", replay lag at start " + orUnknown(lag.String)
 		states := "," + sync.String + ","
 		if t.variant == RemoteApply && !strings.Contains(states, ",sync,") && !strings.Contains(states, ",quorum,") {
 			return scenarios.BadParam(fmt.Errorf("replica-read --variant remote-apply: the primary %s has no synchronous replica (pg_stat_replication: %s), so remote_apply would not wait for anything; name the replica in synchronous_standby_names (scripts/cluster.sh does)",
@@ -426,4 +426,29 @@ func (s *replicaSession) attemptMySQL(ctx context.Context, sub runner.Subject, w
 		}
 	}
 	return runner.Done()
+}
+
+// pgReplication words how a PostgreSQL primary's commits reach its
+// replicas, from pg_stat_replication's sync_state list and the server's
+// synchronous_commit. A standby listed in synchronous_standby_names reads
+// "sync" there, yet with synchronous_commit = local or off no commit waits
+// for it: "replication sync" alone would tell the reader the opposite of
+// what the run measured.
+func pgReplication(states, commit string) string {
+	list := "," + states + ","
+	named := strings.Contains(list, ",sync,") || strings.Contains(list, ",quorum,")
+	switch {
+	case states == "":
+		return "replication unknown (pg_stat_replication lists no replica)"
+	case !named:
+		return "replication asynchronous"
+	case commit == "local" || commit == "off":
+		return "replication asynchronous for commits (synchronous_commit = " + commit + "; the replica is a synchronous standby only for a session that asks, as remote-apply does)"
+	case commit == "remote_apply":
+		return "replication synchronous (synchronous_commit = remote_apply: a commit waits until the replica applied it)"
+	case commit == "":
+		return "replication " + states + " (synchronous_commit unknown)"
+	default:
+		return "replication synchronous (synchronous_commit = " + commit + ": a commit waits for the replica's copy, not for it to be applied and readable)"
+	}
 }

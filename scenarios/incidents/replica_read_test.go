@@ -207,3 +207,22 @@ func TestFailoverLockExpectations(t *testing.T) {
 		}
 	}
 }
+
+// The topology line says what a commit waits for, not only the standby's
+// listed state: a standby listed as synchronous under synchronous_commit =
+// local waits for nothing.
+func TestPGReplicationWording(t *testing.T) {
+	for _, c := range []struct{ states, commit, want string }{
+		{"async", "on", "replication asynchronous"},
+		{"sync", "local", "replication asynchronous for commits (synchronous_commit = local;"},
+		{"sync", "off", "replication asynchronous for commits (synchronous_commit = off;"},
+		{"quorum,async", "on", "replication synchronous (synchronous_commit = on: a commit waits for the replica's copy"},
+		{"sync", "remote_apply", "replication synchronous (synchronous_commit = remote_apply"},
+		{"", "on", "replication unknown"},
+		{"sync", "", "replication sync (synchronous_commit unknown)"},
+	} {
+		if got := pgReplication(c.states, c.commit); !strings.HasPrefix(got, c.want) {
+			t.Errorf("sync_state %q, synchronous_commit %q: %q, want it to start %q", c.states, c.commit, got, c.want)
+		}
+	}
+}
