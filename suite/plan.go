@@ -214,15 +214,18 @@ func (c *checker) plan(path string, k *Case) (Plan, bool) {
 	before := len(c.errs)
 	line, col := c.s.position(path)
 	p := Plan{Line: line, Column: col}
-	switch {
-	case k.HTTP != nil && (k.Scenario != "" || k.Backend != ""):
+	// Ifs, not a switch: gremlins v0.6.0 never mutates a switch's case
+	// expressions, and these decide what kind of case a file holds.
+	if k.HTTP != nil && (k.Scenario != "" || k.Backend != "") {
 		c.fail(path, "a case is either a scenario on a backend or an http target, not both: remove scenario/backend or http")
 		return p, false
-	case k.SQL != nil || k.Redis != nil || k.Mongo != nil:
+	}
+	if k.SQL != nil || k.Redis != nil || k.Mongo != nil {
 		c.shape(path, k.Shape)
 		c.scriptCase(path, k, c.merged(k.Shape), &p)
 		return p, len(c.errs) == before
-	case k.HTTP == nil && k.Scenario == "":
+	}
+	if k.HTTP == nil && k.Scenario == "" {
 		c.fail(path, "the case names no scenario: add scenario: (one of %s), an http: target, or sql:, redis: or mongo: scripts",
 			strings.Join(scenarioNames(c.reg), ", "))
 		return p, false
@@ -347,14 +350,17 @@ func (c *checker) strict(k *Case) bool {
 // expectation reads a case's expectation; catalog is what the catalog
 // predicts for it (empty for an HTTP case, which has no catalog).
 func (c *checker) expectation(path string, e Expectation, catalog report.Expect, sh shape) (report.Expect, bool) {
-	switch {
-	case e.MaxEffects != nil && e.Expect != "" && e.Expect != "max":
+	// Ifs, not a switch: gremlins v0.6.0 never mutates a switch's case
+	// expressions, and these decide which expectation a run is held to.
+	if e.MaxEffects != nil && e.Expect != "" && e.Expect != "max" {
 		c.fail(path+".max_effects", "expect: %s and max_effects: %d contradict each other: keep one", e.Expect, *e.MaxEffects)
 		return report.Expect{}, false
-	case e.MaxEffects != nil && *e.MaxEffects < 1:
+	}
+	if e.MaxEffects != nil && *e.MaxEffects < 1 {
 		c.fail(path+".max_effects", "max_effects %d can never be met: every burst of a do-once pattern lets at least one attempt through (use max_effects: 1 or expect: safe)", *e.MaxEffects)
 		return report.Expect{}, false
-	case e.MaxEffects != nil:
+	}
+	if e.MaxEffects != nil {
 		return report.Expect{Kind: report.ExpectMax, Max: *e.MaxEffects}, true
 	}
 	switch e.Expect {

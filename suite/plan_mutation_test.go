@@ -161,3 +161,17 @@ func TestZeroDurationWithAUnit(t *testing.T) {
 		t.Fatalf("gap: 0s, timeout: 0ms: %v", err)
 	}
 }
+
+// retry: 0 is no retry, the default: a suite may write it on any backend
+// (in its defaults, say, for a file that mixes backends). Only a positive
+// retry, which a backend without conflicts would ignore, is refused there.
+func TestRetryZeroOnAnyBackend(t *testing.T) {
+	ps, err := plans(t, "cases:\n  - {scenario: unique-insert, retry: 0}\n", suite.Options{})
+	if err != nil || len(ps) != 1 || ps[0].Config.Retries != 0 {
+		t.Fatalf("retry: 0 on memory: %v", err)
+	}
+	_, err = plans(t, "cases:\n  - {scenario: unique-insert, retry: 1}\n", suite.Options{})
+	if e := firstError(t, err); e.Line != 2 || !strings.Contains(e.Msg, "retry applies to backend mysql and postgres, not memory") {
+		t.Errorf("retry: 1 on memory: got %d: %q", e.Line, e.Msg)
+	}
+}

@@ -237,20 +237,6 @@ func uniqueInsert(ctx context.Context, s *session, subj runner.Subject, w *runne
 	return classifyInsert(err)
 }
 
-// classifyInsert maps an insert's error to an outcome: the duplicate-key
-// error (11000) is the guard's "already done"; every other error stays an
-// error.
-func classifyInsert(err error) runner.Outcome {
-	switch {
-	case err == nil:
-		return runner.Done()
-	case mongo.IsDuplicateKeyError(err):
-		return runner.Refused(err)
-	default:
-		return runner.Failed(fmt.Errorf("mongo: insertOne: %w", err))
-	}
-}
-
 func countUnique(ctx context.Context, t *target, key string) (int, error) {
 	if t.p.Variant == VariantOneActive {
 		return t.count(ctx, collActive, bson.D{{Key: "user", Value: key}, {Key: "active", Value: true}})

@@ -3,7 +3,6 @@ package redisstore
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -136,19 +135,6 @@ func uniqueInsert(ctx context.Context, s *session, k keys, w *runner.Worker) run
 	return runner.Done()
 }
 
-// classifyInsert reads SET NX's reply: OK inserted, nil is the duplicate key,
-// and every other error stays an error.
-func classifyInsert(ctx context.Context, s *session, err error) (runner.Outcome, bool) {
-	switch {
-	case err == nil:
-		return runner.Done(), true
-	case errors.Is(err, redis.Nil):
-		return runner.Refused(errDuplicate), false
-	default:
-		return s.fail(ctx, "SET NX", err), false
-	}
-}
-
 // ttlLease: take the lease if it is free or expired (the server expires it);
 // the holder then dies without releasing it.
 func ttlLease(ctx context.Context, s *session, k keys, w *runner.Worker) runner.Outcome {
@@ -166,24 +152,6 @@ func ttlLease(ctx context.Context, s *session, k keys, w *runner.Worker) runner.
 func acquire(ctx context.Context, sc redis.Scripter, k keys, owner string, ttlMS int64) (bool, error) {
 	n, err := leaseScript.Run(ctx, sc, []string{k.subject, k.effects}, owner, ttlMS, keyTTL).Int()
 	return n == 1, err
-}
-
-// fail is the outcome of a call that failed. A call that got no reply in time
-// is unknown, not an error: the server may have applied it. The socket's
-// deadline is the context's, and it can fire a moment before the context
-// itself reports done, so the timeout is read from the error, not from ctx.
-func (s *session) fail(ctx context.Context, op string, err error) runner.Outcome {
-	if isTimeout(err) {
-		// One wording whatever ended the wait, so the report counts these
-		// together.
-		return runner.Outcome{Class: runner.Unknown, Err: &wrapped{
-			msg: fmt.Sprintf("redis %s: no reply in time (it may have been applied)", op), err: err}}
-	}
-	var e error = &wrapped{msg: fmt.Sprintf("redis %s: %s", op, describeErr(err, s.app.t.c.password)), err: err}
-	if cause := context.Cause(ctx); cause != nil && !errors.Is(err, cause) {
-		e = fmt.Errorf("%w (%w)", e, cause)
-	}
-	return runner.Failed(e)
 }
 
 func sleep(ctx context.Context, d time.Duration) error { return scenarios.Sleep(ctx, d) }

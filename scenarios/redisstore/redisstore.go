@@ -335,11 +335,6 @@ func (c *conn) connectError(err error) error {
 	return &wrapped{msg: fmt.Sprintf("redis: cannot connect to %s (%s) — %s", c.addr, why, hint), err: err}
 }
 
-func isTimeout(err error) bool {
-	var ne net.Error
-	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
-}
-
 func isAuthError(err error) bool {
 	var re redis.Error
 	if !errors.As(err, &re) {
