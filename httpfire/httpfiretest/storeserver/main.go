@@ -48,14 +48,6 @@ import (
 // the HTTP rows of issue 15's table.
 const parkedWindow = 100 * time.Microsecond
 
-// parked is the store of -store parked: the handler keeps its own state in
-// memory, so there is nothing to clean up.
-type parked struct{}
-
-func (parked) attempt(context.Context, string) (bool, error) { panic("parked: served by httpfiretest") }
-func (parked) count(context.Context, string) (int64, error)  { panic("parked: served by httpfiretest") }
-func (parked) cleanup(context.Context) error                 { return nil }
-
 type store interface {
 	// attempt checks key and writes it if absent: whether it wrote.
 	attempt(ctx context.Context, key string) (bool, error)
