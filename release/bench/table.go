@@ -199,7 +199,8 @@ func permutationP(def, naive Row) float64 {
 		// The shares of equal groups order as their sums: count the
 		// m-subsets whose sum is at most the default's, by dynamic
 		// programming over (subset size, sum).
-		return subsetsAtMost(k, m, def.Exposed) / math.Exp(lchoose(len(k), m))
+		atMost, all := subsetsAtMost(k, m, def.Exposed)
+		return atMost / all
 	}
 	observed := share(def.Exposed, def.Bursts)
 	const eps = 1e-12 // at most as exposed as the default's, within rounding
@@ -258,8 +259,9 @@ func sameSize(b []int) bool {
 }
 
 // subsetsAtMost counts the m-element subsets of k whose sum is at most
-// limit (as a float64: C(40,20) is past 10^11).
-func subsetsAtMost(k []int, m, limit int) float64 {
+// limit, and all the m-element subsets (as float64s: C(40,20) is past
+// 10^11).
+func subsetsAtMost(k []int, m, limit int) (atMost, all float64) {
 	total := 0
 	for _, x := range k {
 		total += x
@@ -277,19 +279,13 @@ func subsetsAtMost(k []int, m, limit int) float64 {
 			}
 		}
 	}
-	n := 0.0
-	for s := 0; s <= min(limit, total); s++ {
-		n += ways[m][s]
+	for s, w := range ways[m] {
+		if s <= limit {
+			atMost += w
+		}
+		all += w
 	}
-	return n
-}
-
-// lchoose is log(n choose k).
-func lchoose(n, k int) float64 {
-	a, _ := math.Lgamma(float64(n + 1))
-	b, _ := math.Lgamma(float64(k + 1))
-	c, _ := math.Lgamma(float64(n - k + 1))
-	return a - b - c
+	return atMost, all
 }
 
 // binomial is n choose k, saturating past maxDeals.
