@@ -178,12 +178,18 @@ func (t *target) Prepare(ctx context.Context) error {
 	return err
 }
 
+// Reset and Effects are never cut short, as Prepare is not: an insert (a
+// coupon, an effect moved to the settled collection) that the client gave
+// up on is still carried out by the server, and FerretDB would recreate a
+// collection the cleanup had just dropped. The control timeout bounds them;
+// the runner stops the run after them when its context has ended.
 func (t *target) Reset(ctx context.Context, burst int) (runner.Subject, error) {
 	key := t.p.Prefix() + strconv.Itoa(burst)
 	if t.kind.reset != nil {
-		ctx, cancel := context.WithTimeout(ctx, controlTimeout)
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), controlTimeout)
 		defer cancel()
 		if err := t.kind.reset(ctx, t, key); err != nil {
+			t.abandonedIf(ctx)
 			return runner.Subject{}, t.lost(err)
 		}
 	}
@@ -191,10 +197,21 @@ func (t *target) Reset(ctx context.Context, burst int) (runner.Subject, error) {
 }
 
 func (t *target) Effects(ctx context.Context, s runner.Subject) (int, error) {
-	ctx, cancel := context.WithTimeout(ctx, controlTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), controlTimeout)
 	defer cancel()
 	n, err := t.kind.effects(ctx, t, s.Key)
+	if err != nil {
+		t.abandonedIf(ctx)
+	}
 	return n, t.lost(err)
+}
+
+// abandonedIf marks the run as having left an operation in flight when ctx
+// ended before it was answered (see dropStragglers).
+func (t *target) abandonedIf(ctx context.Context) {
+	if ctx.Err() != nil {
+		t.abandoned.Store(true)
+	}
 }
 
 // lost says in one line that the server went away mid-run, when it did.
