@@ -36,7 +36,13 @@ func (pr *progress) trackUnit(name string, total int, unit string) (func(runner.
 		),
 		mpb.BarRemoveOnComplete(),
 	)
-	return func(p runner.Progress) { bar.SetCurrent(int64(p.Done)) },
+	return func(p runner.Progress) {
+			if p.Total > 0 {
+				// A run that tops up its bursts (runner.TopUp) grows its total.
+				bar.SetTotal(int64(p.Total), false)
+			}
+			bar.SetCurrent(int64(p.Done))
+		},
 		func() {
 			if !bar.Completed() {
 				bar.Abort(true)

@@ -33,6 +33,12 @@ type Config struct {
 	Retries int
 	// StopOnViolation ends the run at the first burst over the allowance.
 	StopOnViolation bool
+	// TopUp fires another burst for each one that did not put the guard to
+	// the test (Burst.Tested), until Bursts of them did or 2×Bursts were
+	// fired: a bound on the violation rate counts only the bursts that
+	// tested the guard, and a busy machine can leave one burst's attempts
+	// apart.
+	TopUp bool
 	// Progress, when set, is called after every burst, from the runner's
 	// goroutine. It must be quick.
 	Progress func(Progress)
@@ -81,6 +87,9 @@ func Retries(k int) Option { return func(c *Config) { c.Retries = k } }
 
 // StopOnViolation ends the run at the first burst over the allowance.
 func StopOnViolation(on bool) Option { return func(c *Config) { c.StopOnViolation = on } }
+
+// TopUp replaces the bursts that did not test the guard (see Config.TopUp).
+func TopUp(on bool) Option { return func(c *Config) { c.TopUp = on } }
 
 // OnProgress sets the progress callback.
 func OnProgress(f func(Progress)) Option { return func(c *Config) { c.Progress = f } }

@@ -135,7 +135,10 @@ func RunConfig(ctx context.Context, t Target, cfg Config) (res *Result, err erro
 	if err := e.openFleet(ctx); err != nil {
 		return res, interrupted(ctx, res, err)
 	}
-	for b := 0; b < cfg.Bursts; b++ {
+	// goal is how many bursts the run fires: cfg.Bursts, and under TopUp
+	// one more for each that did not test the guard, up to twice as many.
+	goal := cfg.Bursts
+	for b := 0; b < goal; b++ {
 		if ctx.Err() != nil {
 			res.Interrupted = true
 			break
@@ -149,8 +152,11 @@ func RunConfig(ctx context.Context, t Target, cfg Config) (res *Result, err erro
 			return res, err
 		}
 		res.Bursts = append(res.Bursts, burst)
+		if cfg.TopUp && !burst.Tested() && goal < 2*cfg.Bursts {
+			goal++
+		}
 		if cfg.Progress != nil {
-			cfg.Progress(Progress{Done: b + 1, Total: cfg.Bursts, Violations: res.Violations()})
+			cfg.Progress(Progress{Done: b + 1, Total: goal, Violations: res.Violations()})
 		}
 		if cfg.StopOnViolation && burst.Violated() {
 			res.Stopped = true
@@ -270,9 +276,21 @@ func (e *engine) addNotes() {
 	if e.cfg.Release != nil {
 		extra = append(extra, wireNote(e.cfg.Release.Name(), e.res.Bursts, e.relErr))
 	}
+	if n := len(e.res.Bursts) - e.res.Planned; e.cfg.TopUp && n > 0 {
+		extra = append(extra, fmt.Sprintf("runner: %s fired beyond the %d planned, one for each that did not put the guard to the test (%d of %d did)",
+			bursts(n), e.res.Planned, e.res.Tested(), len(e.res.Bursts)))
+	}
 	if len(extra) > 0 {
 		e.res.Notes = append(append([]string(nil), e.res.Notes...), extra...)
 	}
+}
+
+// bursts is "1 burst" or "n bursts".
+func bursts(n int) string {
+	if n == 1 {
+		return "1 burst"
+	}
+	return fmt.Sprintf("%d bursts", n)
 }
 
 // closeTimeout bounds the closing of the fleet. A session whose attempt

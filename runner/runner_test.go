@@ -327,3 +327,54 @@ func TestClassifiers(t *testing.T) {
 		t.Error("constructors map to the wrong classes")
 	}
 }
+
+// TopUp fires one more burst for each that did not test the guard, up to
+// twice the plan; without it the run fires the plan and no more.
+func TestTopUpReplacesUntestedBursts(t *testing.T) {
+	c := newCounter()
+	c.pause = 20 * time.Millisecond // in flight together, even under load
+	c.effectsOverride = func(s Subject) int {
+		if s.Burst == 1 || s.Burst == 3 {
+			return 0 // nothing took effect: the guard was not tested
+		}
+		return 1
+	}
+	res, err := Run(context.Background(), c, Attempts(2), Bursts(5), TopUp(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	untested := len(res.Bursts) - res.Tested()
+	if untested < 2 || len(res.Bursts) != min(10, 5+untested) || res.Planned != 5 {
+		t.Fatalf("fired %d bursts (%d untested, planned %d), want the 5 planned and one more per untested burst", len(res.Bursts), untested, res.Planned)
+	}
+	if res.Tested() == 5 && !slices.ContainsFunc(res.Notes, func(n string) bool {
+		return strings.Contains(n, fmt.Sprintf("%d bursts fired beyond the 5 planned", untested)) && strings.Contains(n, fmt.Sprintf("(5 of %d did)", 5+untested))
+	}) {
+		t.Errorf("notes %q do not say the run fired %d bursts beyond its plan", res.Notes, untested)
+	}
+
+	c.effectsOverride = func(Subject) int { return 1 }
+	res, err = Run(context.Background(), c, Attempts(2), Bursts(5), TopUp(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Bursts) == 5 && len(res.Notes) != 0 {
+		t.Errorf("every burst tested the guard, yet notes %q", res.Notes)
+	}
+
+	c.effectsOverride = func(Subject) int { return 0 } // no burst ever tests the guard
+	res, err = Run(context.Background(), c, Attempts(2), Bursts(5), TopUp(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Bursts) != 10 {
+		t.Errorf("fired %d bursts when none tested the guard, want twice the plan: 10", len(res.Bursts))
+	}
+	res, err = Run(context.Background(), c, Attempts(2), Bursts(5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Bursts) != 5 || len(res.Notes) != 0 {
+		t.Errorf("without TopUp: fired %d bursts, notes %q; want the 5 planned and no note", len(res.Bursts), res.Notes)
+	}
+}

@@ -404,6 +404,7 @@ func (c *checker) prove(path string, k *Case, expect report.Expect, cfg *runner.
 	}
 	cfg.Bursts = report.BurstsFor(bound)
 	cfg.StopOnViolation = true
+	cfg.TopUp = true
 	p.Prove = bound
 	return true
 }

@@ -216,8 +216,8 @@ cases:
 			t.Errorf("case %d: latency %s, want the default 0", i, p.Params.Latency)
 		}
 	}
-	if ps[3].Prove != 0.01 || !ps[3].Config.StopOnViolation || ps[0].Config.StopOnViolation {
-		t.Errorf("prove: got %v stop=%v; a case without prove must not stop early", ps[3].Prove, ps[3].Config.StopOnViolation)
+	if ps[3].Prove != 0.01 || !ps[3].Config.StopOnViolation || ps[0].Config.StopOnViolation || !ps[3].Config.TopUp || ps[0].Config.TopUp {
+		t.Errorf("prove: got %v stop=%v top-up=%v; a case without prove must not stop early or top up", ps[3].Prove, ps[3].Config.StopOnViolation, ps[3].Config.TopUp)
 	}
 	if ps[1].Config.Replicas != 3 || ps[1].Params.Replicas != 3 {
 		t.Errorf("replicas not applied: %+v", ps[1].Config)
