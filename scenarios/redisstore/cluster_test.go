@@ -12,7 +12,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/racetest/racetest/release"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/conformance"
@@ -108,13 +107,7 @@ func TestClusterConformance(t *testing.T) {
 		Registry: registry(),
 		Backend:  redisstore.Name,
 		Params:   scenarios.Params{Conn: scenarios.Connections{RedisURL: raw}, TTL: scenarios.DefaultTTL},
-		Release: func(t *testing.T) (scenarios.DialFunc, []runner.Option) {
-			rel, err := release.New(string(release.LastByte), redisstore.Name)
-			if err != nil || rel.Warning != "" {
-				t.Fatalf("last-byte on redis: %v %s", err, rel.Warning)
-			}
-			return rel.Dial, rel.Options()
-		},
+		Release:  lastByte,
 	})
 }
 
