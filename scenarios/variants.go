@@ -41,14 +41,11 @@ func (r *Registry) RowVariants(scenario, backend string) []string {
 // known (rows that name a server do not count).
 func (r *Registry) DependsOnIsolation(scenario, backend string, levels []string) bool {
 	for _, v := range r.RowVariants(scenario, backend) {
-		var first Expectation
-		for i, l := range levels {
-			e, _ := r.Expect(scenario, backend, Params{Isolation: l, Variant: v, Replicas: 1}, "")
-			if i == 0 {
-				first = e
-			} else if e != first {
-				return true
-			}
+		if varies(levels, func(level string) Expectation {
+			e, _ := r.Expect(scenario, backend, Params{Isolation: level, Variant: v, Replicas: 1}, "")
+			return e
+		}) {
+			return true
 		}
 	}
 	return false
