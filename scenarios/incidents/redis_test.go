@@ -42,7 +42,11 @@ func needRedis(t *testing.T) (scenarios.Params, *redis.Client) {
 
 func TestConformanceRedis(t *testing.T) {
 	p, _ := needRedis(t)
-	conformance.Run(t, conformance.Suite{Registry: registry("redis"), Backend: "redis", Params: p, Bursts: 15})
+	// The last-byte release, as a run's default on redis: a Redis round trip
+	// takes ~30 µs, and under load the gate's spread (0.15–2.3 ms) left
+	// job-window's claimed window without overlap in 8 of 15 bursts.
+	conformance.Run(t, conformance.Suite{Registry: registry("redis"), Backend: "redis", Params: p, Bursts: 15,
+		Release: conformance.LastByte("redis")})
 }
 
 // TestRedisHungServerFailsOpenAtTheDeadline points the replicas at a

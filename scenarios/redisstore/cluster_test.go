@@ -107,7 +107,7 @@ func TestClusterConformance(t *testing.T) {
 		Registry: registry(),
 		Backend:  redisstore.Name,
 		Params:   scenarios.Params{Conn: scenarios.Connections{RedisURL: raw}, TTL: scenarios.DefaultTTL},
-		Release:  lastByte,
+		Release:  conformance.LastByte(redisstore.Name),
 	})
 }
 

@@ -7,8 +7,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/racetest/racetest/release"
-	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/conformance"
 	"github.com/racetest/racetest/scenarios/redisstore"
@@ -58,17 +56,8 @@ func TestConformance(t *testing.T) {
 		Params:   scenarios.Params{Conn: scenarios.Connections{RedisURL: testURL()}, TTL: scenarios.DefaultTTL},
 		// A Redis attempt is one ~30µs round trip; under load the gate's spread
 		// (100–300µs at N=8) left half the bursts without overlap, proving nothing.
-		Release: lastByte,
+		Release: conformance.LastByte(redisstore.Name),
 	})
-}
-
-// lastByte is the last-byte wire release on redis, for a conformance suite.
-func lastByte(t *testing.T) (scenarios.DialFunc, []runner.Option) {
-	rel, err := release.New(string(release.LastByte), redisstore.Name)
-	if err != nil || rel.Warning != "" {
-		t.Fatalf("last-byte on redis: %v %s", err, rel.Warning)
-	}
-	return rel.Dial, rel.Options()
 }
 
 func TestMain(m *testing.M) {
