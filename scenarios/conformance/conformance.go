@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/racetest/racetest/release"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
 )
@@ -88,19 +87,6 @@ func Run(t *testing.T, s Suite) {
 				runCase(t, s, spec, dc)
 			})
 		}
-	}
-}
-
-// LastByte is a Suite's Release for the last-byte wire release on backend,
-// the default of a run there: it fails the test where that release does not
-// apply as is.
-func LastByte(backend string) func(t *testing.T) (scenarios.DialFunc, []runner.Option) {
-	return func(t *testing.T) (scenarios.DialFunc, []runner.Option) {
-		rel, err := release.New(string(release.LastByte), backend)
-		if err != nil || rel.Warning != "" {
-			t.Fatalf("last-byte on %s: %v %s", backend, err, rel.Warning)
-		}
-		return rel.Dial, rel.Options()
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/racetest/racetest/internal/wiretest"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/conformance"
@@ -46,7 +47,7 @@ func TestConformanceRedis(t *testing.T) {
 	// takes ~30 µs, and under load the gate's spread (0.15–2.3 ms) left
 	// job-window's claimed window without overlap in 8 of 15 bursts.
 	conformance.Run(t, conformance.Suite{Registry: registry("redis"), Backend: "redis", Params: p, Bursts: 15,
-		Release: conformance.LastByte("redis")})
+		Release: wiretest.LastByte("redis")})
 }
 
 // TestRedisHungServerFailsOpenAtTheDeadline points the replicas at a

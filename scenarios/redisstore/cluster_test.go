@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/racetest/racetest/internal/wiretest"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/conformance"
@@ -107,7 +108,7 @@ func TestClusterConformance(t *testing.T) {
 		Registry: registry(),
 		Backend:  redisstore.Name,
 		Params:   scenarios.Params{Conn: scenarios.Connections{RedisURL: raw}, TTL: scenarios.DefaultTTL},
-		Release:  conformance.LastByte(redisstore.Name),
+		Release:  wiretest.LastByte(redisstore.Name),
 	})
 }
 

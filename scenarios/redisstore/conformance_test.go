@@ -7,6 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/racetest/racetest/internal/wiretest"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/conformance"
 	"github.com/racetest/racetest/scenarios/redisstore"
@@ -56,7 +57,7 @@ func TestConformance(t *testing.T) {
 		Params:   scenarios.Params{Conn: scenarios.Connections{RedisURL: testURL()}, TTL: scenarios.DefaultTTL},
 		// A Redis attempt is one ~30µs round trip; under load the gate's spread
 		// (100–300µs at N=8) left half the bursts without overlap, proving nothing.
-		Release: conformance.LastByte(redisstore.Name),
+		Release: wiretest.LastByte(redisstore.Name),
 	})
 }
 
