@@ -339,9 +339,13 @@ func TestTopUpReplacesUntestedBursts(t *testing.T) {
 		}
 		return 1
 	}
-	res, err := Run(context.Background(), c, Attempts(2), Bursts(5), TopUp(true))
+	var last Progress
+	res, err := Run(context.Background(), c, Attempts(2), Bursts(5), TopUp(true), OnProgress(func(p Progress) { last = p }))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if last.Done != len(res.Bursts) || last.Total != len(res.Bursts) {
+		t.Errorf("last progress %d of %d after %d bursts: a bar must end full at the bursts fired", last.Done, last.Total, len(res.Bursts))
 	}
 	untested := len(res.Bursts) - res.Tested()
 	if untested < 2 || len(res.Bursts) != min(10, 5+untested) || res.Planned != 5 {
