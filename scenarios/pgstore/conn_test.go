@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgproto3"
 
+	"github.com/racetest/racetest/internal/privserver"
 	"github.com/racetest/racetest/internal/sqldb"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
@@ -136,10 +137,16 @@ func TestUnknownDatabase(t *testing.T) {
 
 // When the attempts need more connections than the server accepts, the run
 // fails with one line naming max_connections and what to change. The test
-// fills the server itself, leaving a few slots, and frees them at the end.
+// fills every slot but a few of a private server of its own
+// (RACETEST_FAULTS=1, a step of .ci/run): filling the shared server refused
+// whatever other package's test connected in that moment, and their
+// connections changed the slots it had counted.
 func TestTooManyConnections(t *testing.T) {
-	p := serverParams(t)
-	c := rawConn(t)
+	privserver.Gate(t)
+	privserver.Need(t, privserver.Postgres)
+	url := privserver.Start(t, privserver.Postgres).URL
+	p := scenarios.Params{RunID: scenarios.NewRunID(), Conn: scenarios.Connections{PostgresURL: url}, TTL: scenarios.DefaultTTL}
+	c := connTo(t, url)
 	ctx := context.Background()
 	tg := build(t, scenarios.UniqueInsert, p)
 	var maxConn, inUse int
@@ -164,7 +171,7 @@ func TestTooManyConnections(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			f, err := pgx.Connect(ctx, testURL())
+			f, err := pgx.Connect(ctx, url)
 			if err != nil {
 				return // someone else took the slot: the server is full enough
 			}

@@ -42,9 +42,15 @@ func serverParams(t testing.TB) scenarios.Params {
 // rawConn is a plain connection for the test's own looking, closed at the end.
 func rawConn(t testing.TB) *pgx.Conn {
 	t.Helper()
+	return connTo(t, testURL())
+}
+
+// connTo is rawConn to the server at url.
+func connTo(t testing.TB, url string) *pgx.Conn {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := pgx.Connect(ctx, testURL())
+	c, err := pgx.Connect(ctx, url)
 	if err != nil {
 		t.Fatalf("connect: %v", err)
 	}
