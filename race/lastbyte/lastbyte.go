@@ -22,7 +22,7 @@
 //	// or on a mysql.Config: cfg.DialFunc = rel.Dial
 //
 //	// go-redis:
-//	client := redis.NewClient(&redis.Options{Addr: addr, Dialer: rel.Dial, PoolSize: 1})
+//	client := redis.NewClient(&redis.Options{Addr: addr, Dialer: rel.Dial, PoolSize: 1, PipelinePoolSize: -1})
 //
 //	// mongo-driver v2:
 //	client, _ := mongo.Connect(options.Client().ApplyURI(uri).SetDialer(rel))

@@ -111,6 +111,12 @@ func (t *redisTarget) client(pool int) *redis.Client {
 	opt := *t.opt
 	opt.PoolSize = max(pool, 1)
 	opt.MaxIdleConns = opt.PoolSize
+	// go-redis 9.23 sends pipelines, MULTI/EXEC included, through a pool of
+	// their own, dialled on first use outside the worker's session: the
+	// atomic variant's one request then left on a connection of no worker,
+	// which the last-byte release cannot hold (0 of 800 held). The worker's
+	// one connection carries them instead.
+	opt.PipelinePoolSize = -1
 	return redis.NewClient(&opt)
 }
 

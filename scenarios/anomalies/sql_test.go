@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/racetest/racetest/internal/sqldb"
+	"github.com/racetest/racetest/internal/wiretest"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/conformance"
@@ -175,5 +176,40 @@ func TestRedisLostUpdate(t *testing.T) {
 	var bad *scenarios.ParamError
 	if !errors.As(err, &bad) || !strings.Contains(err.Error(), "no SELECT … FOR UPDATE") {
 		t.Fatalf("for-update on redis: err = %v, want a usage error", err)
+	}
+}
+
+// TestRedisLastByteHoldsEveryVariant: each variant's first request leaves
+// on the worker's own connection, so the last-byte release holds it. The
+// atomic variant's one request is a MULTI/EXEC pipeline, which go-redis
+// 9.23 sent through a pool of its own, dialled outside the worker's
+// session: 0 of its requests were held, and the run fell back to timing
+// its attempts from their first step.
+func TestRedisLastByteHoldsEveryVariant(t *testing.T) {
+	p := scenarios.Params{Conn: scenarios.Connections{RedisURL: os.Getenv("RACETEST_REDIS_URL")}}
+	probe := p
+	probe.RunID = scenarios.NewRunID()
+	target, err := registry("redis").Build(context.Background(), LostUpdate, "redis", probe)
+	if err != nil {
+		conformance.Unavailable(t, "redis", err)
+	}
+	target.(runner.Closer).Close()
+	for _, v := range []string{Naive, Atomic, Version} {
+		t.Run(v, func(t *testing.T) {
+			q := p
+			var opts []runner.Option
+			q.Dial, opts = wiretest.LastByte("redis")(t)
+			res, _ := run(t, "redis", LostUpdate, v, q, 4, opts...)
+			var w runner.WireCounts
+			for _, b := range res.Bursts {
+				w.Held += b.Wire.Held
+				w.Late += b.Wire.Late
+				w.Silent += b.Wire.Silent
+			}
+			if res.Release != "last-byte" || w.Silent > 0 || w.Held == 0 {
+				t.Errorf("release %q: %d first requests held, %d late, %d sent none at the wire; want every one on the worker's connection (notes: %v)",
+					res.Release, w.Held, w.Late, w.Silent, res.Notes)
+			}
+		})
 	}
 }
