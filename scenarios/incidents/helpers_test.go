@@ -29,6 +29,7 @@ type shape struct {
 	bursts          int
 	replicas, waves int
 	deploy          bool
+	stopAtRace      bool // end the run at the first burst over the allowance
 }
 
 // runCase builds scenario on backend with p and runs it, failing t on a
@@ -55,7 +56,7 @@ func runCase(t *testing.T, backend, scenario string, p scenarios.Params, sh shap
 	})
 	res, err := runner.Run(ctx, target,
 		runner.Attempts(p.Attempts), runner.Bursts(cmp.Or(sh.bursts, 10)), runner.Replicas(p.Replicas),
-		runner.Waves(max(sh.waves, 1)), runner.Deploy(sh.deploy))
+		runner.Waves(max(sh.waves, 1)), runner.Deploy(sh.deploy), runner.StopOnViolation(sh.stopAtRace))
 	if err != nil {
 		t.Fatalf("run %s (%s) on %s: %v", scenario, sh.variant, backend, err)
 	}
