@@ -141,10 +141,11 @@ func TestLeavesNothingBehind(t *testing.T) {
 	}
 }
 
-// TestRedisLostUpdate: GET then SET loses increments on Redis; INCR and
-// WATCH/MULTI/EXEC do not; FOR UPDATE does not exist there; and the run
-// leaves no key behind.
-func TestRedisLostUpdate(t *testing.T) {
+// needRedis skips (or fails, under RACETEST_REQUIRE_SERVERS) without a
+// Redis, and returns the params to reach it and a lost-update target built
+// on it, for the test's own look at the keys.
+func needRedis(t *testing.T) (scenarios.Params, *redisTarget) {
+	t.Helper()
 	p := scenarios.Params{Conn: scenarios.Connections{RedisURL: os.Getenv("RACETEST_REDIS_URL")}}
 	probe := p
 	probe.RunID = scenarios.NewRunID()
@@ -152,8 +153,17 @@ func TestRedisLostUpdate(t *testing.T) {
 	if err != nil {
 		conformance.Unavailable(t, "redis", err)
 	}
-	admin := target.(*redisTarget).admin
-	defer target.(runner.Closer).Close()
+	return p, target.(*redisTarget)
+}
+
+// TestRedisLostUpdate: GET then SET loses increments on Redis; INCR and
+// WATCH/MULTI/EXEC do not; FOR UPDATE does not exist there; and the run
+// leaves no key behind.
+func TestRedisLostUpdate(t *testing.T) {
+	p, target := needRedis(t)
+	admin := target.admin
+	defer target.Close()
+	probe := p
 	for _, v := range []string{Naive, Atomic, Version} {
 		t.Run(v, func(t *testing.T) {
 			q := p
@@ -172,7 +182,7 @@ func TestRedisLostUpdate(t *testing.T) {
 		})
 	}
 	probe.RunID, probe.Variant = scenarios.NewRunID(), ForUpdate
-	_, err = registry("redis").Build(context.Background(), LostUpdate, "redis", probe)
+	_, err := registry("redis").Build(context.Background(), LostUpdate, "redis", probe)
 	var bad *scenarios.ParamError
 	if !errors.As(err, &bad) || !strings.Contains(err.Error(), "no SELECT … FOR UPDATE") {
 		t.Fatalf("for-update on redis: err = %v, want a usage error", err)
@@ -186,14 +196,8 @@ func TestRedisLostUpdate(t *testing.T) {
 // session: 0 of its requests were held, and the run fell back to timing
 // its attempts from their first step.
 func TestRedisLastByteHoldsEveryVariant(t *testing.T) {
-	p := scenarios.Params{Conn: scenarios.Connections{RedisURL: os.Getenv("RACETEST_REDIS_URL")}}
-	probe := p
-	probe.RunID = scenarios.NewRunID()
-	target, err := registry("redis").Build(context.Background(), LostUpdate, "redis", probe)
-	if err != nil {
-		conformance.Unavailable(t, "redis", err)
-	}
-	target.(runner.Closer).Close()
+	p, target := needRedis(t)
+	target.Close()
 	for _, v := range []string{Naive, Atomic, Version} {
 		t.Run(v, func(t *testing.T) {
 			q := p
