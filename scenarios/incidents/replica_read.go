@@ -60,10 +60,10 @@ primary — a unique key refuses the second insert (conditional).`,
 			Numbers: `naive: bursts end with 2 or more rows, counted on the primary, although the lock
 serialized every attempt: at -n 4 on a 2-core machine, 8-90% of bursts on MariaDB, varying
 with load, and 91-99% on scripts/cluster.sh's PostgreSQL replica, which applies each commit
-1 ms late (without that delay, 0-15% there) (the notes count the checks that read the past). primary-read,
-remote-apply, gtid-wait: 1 row, the others "declined: already there". conditional: 1 row;
-the attempts that read the stale replica are declined by the unique key. The report names
-the primary and the replica it measured.`,
+1 ms late (0-15% without that delay); the notes count the checks that read the past.
+primary-read, remote-apply, gtid-wait: 1 row, the others "declined: already there".
+conditional: 1 row; the attempts that read the stale replica are declined by the unique
+key. The report names the primary and the replica it measured.`,
 		},
 		Expect:   raceFor(Naive),
 		Topology: scenarios.TopologyReplica,
