@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
@@ -43,20 +42,10 @@ func OpenRedis(ctx context.Context, p scenarios.Params) (Store, error) {
 	if err != nil {
 		return nil, scenarios.BadParam(fmt.Errorf("redis: cannot use the URL %s — %s to a URL like %s", redisstore.Redact(raw), redisHint, redisstore.DefaultURL))
 	}
-	// As redisstore: honour the attempt's context, one dial, no retries (a
-	// retried write may count twice), one HELLO and nothing else per
-	// connection.
-	opt.ContextTimeoutEnabled = true
 	if opt.DialTimeout == 0 {
 		opt.DialTimeout = 3 * time.Second
 	}
-	opt.DialerRetries = 1
-	opt.MaxRetries = -1
-	opt.DisableIdentity = true
-	opt.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
-	if p.Dial != nil {
-		opt.Dialer = redisstore.DialVia(p.Dial, opt.TLSConfig)
-	}
+	redisstore.ForRun(opt, p.Dial)
 	s := &rdStore{url: redisstore.Redact(raw), opt: opt}
 	admin, err := s.open(ctx, 1)
 	if err != nil {

@@ -68,15 +68,11 @@ func redisFactory(scenario string) scenarios.Factory {
 			return nil, scenarios.BadParam(fmt.Errorf("redis: cannot use the URL %s — set --redis-url or RACETEST_REDIS_URL to a URL like %s",
 				redisstore.Redact(raw), redisstore.DefaultURL))
 		}
-		// The attempt's deadline bounds each call, and nothing is retried
-		// behind the pattern's back.
-		opt.ContextTimeoutEnabled = true
+		// The attempt's deadline bounds each call, nothing is retried behind
+		// the pattern's back, and MULTI/EXEC stays on the worker's one
+		// connection.
 		opt.DialTimeout = redisConnectTimeout
-		opt.MaxRetries = -1
-		opt.DisableIdentity = true
-		if p.Dial != nil {
-			opt.Dialer = redisstore.DialVia(p.Dial, opt.TLSConfig)
-		}
+		redisstore.ForRun(opt, p.Dial)
 		t := &redisTarget{p: p, variant: variant, attempt: attempt, opt: opt, redacted: redisstore.Redact(raw), tallies: map[int]tally{}}
 		t.admin = t.client(2)
 		pctx, cancel := context.WithTimeout(ctx, redisConnectTimeout)
@@ -111,12 +107,6 @@ func (t *redisTarget) client(pool int) *redis.Client {
 	opt := *t.opt
 	opt.PoolSize = max(pool, 1)
 	opt.MaxIdleConns = opt.PoolSize
-	// go-redis 9.23 sends pipelines, MULTI/EXEC included, through a pool of
-	// their own, dialled on first use outside the worker's session: the
-	// atomic variant's one request then left on a connection of no worker,
-	// which the last-byte release cannot hold (0 of 800 held). The worker's
-	// one connection carries them instead.
-	opt.PipelinePoolSize = -1
 	return redis.NewClient(&opt)
 }
 

@@ -153,33 +153,46 @@ func (c *conn) options(poolSize int, warm bool) *redis.Options {
 			panic("redisstore: URL parsed once and not twice: " + err.Error())
 		}
 	}
-	// Without it go-redis bounds a call by ReadTimeout only (3-5 s), and an
-	// attempt against a hung server would outlive its per-attempt timeout.
-	opt.ContextTimeoutEnabled = true
 	if opt.DialTimeout == 0 {
 		opt.DialTimeout = connectTimeout
 	}
-	// One dial per connection: the driver's default of five, with backoff,
-	// would turn an unreachable server into a 15 s wait.
-	opt.DialerRetries = 1
-	// No retries, whatever the URL says: a write retried after a timeout may
-	// have been applied the first time, and would be counted twice as an
-	// effect. (0 means "the default of 3" to go-redis; -1 means none.)
-	opt.MaxRetries = -1
+	ForRun(opt, c.dial)
 	opt.PoolSize = poolSize
 	opt.MaxIdleConns = poolSize
 	if warm {
 		opt.MinIdleConns = poolSize
 	}
-	// Keep the handshake to one HELLO: no CLIENT SETINFO and no maintenance
-	// notification probe, so a connection is ready after one round trip and
-	// nothing but the attempt's own request crosses it during a burst.
+	return opt
+}
+
+// ForRun sets what every go-redis client of a run needs, whichever part of
+// racetest opens it (DialTimeout and the pool are the caller's):
+//   - the attempt's context bounds each call: without it go-redis bounds a
+//     call by ReadTimeout only (3-5 s), and an attempt against a hung
+//     server would outlive its per-attempt timeout;
+//   - one dial per connection: the default of five, with backoff, turns an
+//     unreachable server into a 15 s wait;
+//   - no retries, whatever the URL says: a write retried after a timeout
+//     may have been applied the first time, and would be counted twice (0
+//     means "the default of 3" to go-redis; -1 means none);
+//   - a handshake of one HELLO: no CLIENT SETINFO and no maintenance
+//     notification probe, so nothing but the attempt's own request crosses
+//     a connection during a burst;
+//   - pipelines, MULTI/EXEC included, on the client's own connections:
+//     go-redis 9.23 sends them through a pool of their own, dialled on first
+//     use outside the worker's session, where the last-byte release never
+//     sees them (lost-update's atomic variant held 0 of 400);
+//   - with dial set, every connection dialled through the run's Dial hook.
+func ForRun(opt *redis.Options, dial scenarios.DialFunc) {
+	opt.ContextTimeoutEnabled = true
+	opt.DialerRetries = 1
+	opt.MaxRetries = -1
 	opt.DisableIdentity = true
 	opt.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
-	if c.dial != nil {
-		opt.Dialer = DialVia(c.dial, opt.TLSConfig)
+	opt.PipelinePoolSize = -1
+	if dial != nil {
+		opt.Dialer = DialVia(dial, opt.TLSConfig)
 	}
-	return opt
 }
 
 // clusterOptions are the cluster client's options: racetest's own calls
