@@ -215,6 +215,9 @@ func Assess(c Case) (a Assessment) {
 // its allowance is a RACE, one under its floor LOST; otherwise SAFE when
 // enough bursts tested the guard, else INCONCLUSIVE with the reason.
 func verdict(r *runner.Result, tested int) (Verdict, int, string) {
+	if why := r.Twins.Reason(); why != "" {
+		return Inconclusive, 0, why
+	}
 	if n := r.Violations(); n > 0 {
 		return Race, n, ""
 	}
@@ -237,7 +240,7 @@ func untested(r *runner.Result, tested int) string {
 		if b.Tested() {
 			continue
 		}
-		if b.Effects == 0 {
+		if !b.TookEffect() {
 			noEffect++
 		} else if b.Overlap < 2 {
 			apart++
@@ -300,6 +303,9 @@ func met(c Case, r *runner.Result, a Assessment) (ok, unproven bool, why string)
 	}
 	switch c.Expect.Kind {
 	case ExpectRace:
+		if a.Verdict != Race && twinRun(r) {
+			return false, false, fmt.Sprintf("expected RACE, but no burst of %d changed the database more than the same attempts one at a time (%s)", a.Bursts, found(a))
+		}
 		if a.Verdict != Race {
 			return false, false, fmt.Sprintf("expected RACE, but no burst of %d exceeded %s (%s)", a.Bursts, ceiling(r), found(a))
 		}
@@ -325,6 +331,9 @@ func met(c Case, r *runner.Result, a Assessment) (ok, unproven bool, why string)
 			return false, false, lostWhy(r, a)
 		}
 	default:
+		if twinRun(r) && (a.Verdict == Race || a.Verdict == Lost) {
+			return false, false, twinUnmet(a)
+		}
 		switch a.Verdict {
 		case Race:
 			return false, false, fmt.Sprintf("expected SAFE, but %d of %d bursts left more than %s (worst %d)",

@@ -69,9 +69,12 @@ type htmlCase struct {
 	Server                        string
 	Settings                      []htmlPair
 	Lines                         []string
-	Story                         []StoryPart
-	Hists                         []*histogram
-	Timeline                      *timelineSVG
+	// Twin is the worst burst's change beside its solo twin's, as a
+	// preformatted table (--effects auto).
+	Twin     string
+	Story    []StoryPart
+	Hists    []*histogram
+	Timeline *timelineSVG
 }
 
 type htmlPair struct{ Key, Value string }
@@ -148,6 +151,13 @@ func htmlCaseOf(i int, c Case) htmlCase {
 	}
 	hc.Server = r.Server
 	hc.Settings = append(hc.Settings, htmlPair{"elapsed", human(r.Elapsed)})
+	if twinRun(r) {
+		if line := twinSummary(r, a); line != "" {
+			hc.Lines = append(hc.Lines, line)
+		}
+		hc.Lines = append(hc.Lines, twinNotes(r)...)
+		hc.Twin = strings.Join(twinTable(r), "\n")
+	}
 	hc.Lines = append(hc.Lines, outcomes(r))
 	hc.Lines = append(hc.Lines, r.Notes...)
 	for _, ch := range r.Checks {

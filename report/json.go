@@ -108,6 +108,8 @@ type RunJSON struct {
 	// TimeoutMillis the per-attempt timeout: both explain an INCONCLUSIVE.
 	Diagnosis     string  `json:"diagnosis,omitempty"`
 	TimeoutMillis float64 `json:"timeout_ms,omitempty"`
+	// Twins is set in a run judged by solo twins (--effects auto).
+	Twins *TwinsJSON `json:"solo_twins,omitempty"`
 }
 
 // BurstJSON is one burst's figures. Outcomes leaves out the classes no
@@ -123,6 +125,9 @@ type BurstJSON struct {
 	Outcomes map[string]int `json:"outcomes"`
 	Retries  int            `json:"retries,omitempty"`
 	Wire     *WireJSON      `json:"wire,omitempty"`
+	// Twin is the burst's change of the store beside its solo twin's
+	// (--effects auto).
+	Twin *TwinJSON `json:"twin,omitempty"`
 }
 
 // WireJSON counts, in a wire release, how a burst's first requests left the
@@ -236,6 +241,7 @@ func runJSON(c Case) RunJSON {
 		j.Example = tj
 	}
 	j.Diagnosis, j.TimeoutMillis = r.Diagnosis, micros(r.Timeout)/1e3
+	j.Twins = twinsJSON(r.Twins)
 	j.PerBurst = make([]BurstJSON, len(r.Bursts))
 	for i, b := range r.Bursts {
 		bj := BurstJSON{Index: b.Index, Effects: b.Effects, Allowed: b.Allowed, Required: b.Required, Overlap: b.Overlap,
@@ -248,6 +254,7 @@ func runJSON(c Case) RunJSON {
 		if b.Wire != (runner.WireCounts{}) {
 			bj.Wire = &WireJSON{b.Wire.Held, b.Wire.Late, b.Wire.Silent}
 		}
+		bj.Twin = twinJSON(b.Twin)
 		j.PerBurst[i] = bj
 	}
 	return j

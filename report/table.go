@@ -313,15 +313,20 @@ func details(w io.Writer, c Case, a Assessment, o Options, width int, shared []s
 			lines = append(lines, a.Why)
 		}
 	}
-	if a.Verdict == Race && r != nil {
+	if line := ""; twinRun(r) {
+		if line = twinSummary(r, a); line != "" {
+			lines = append(lines, line)
+		}
+		lines = append(lines, twinNotes(r)...)
+	} else if a.Verdict == Race && r != nil {
 		lines = append(lines, fmt.Sprintf("%d of %d bursts left more effects than allowed (%s; worst: %d); 95%% upper bound on the rate %s",
 			a.Violations, a.Bursts, allowance(r), r.EffectsSummary().Max, percent(a.Upper)))
 	}
-	if a.Verdict == Lost && r != nil {
+	if a.Verdict == Lost && r != nil && !twinRun(r) {
 		lines = append(lines, fmt.Sprintf("%d of %d bursts left fewer effects than required (%s; fewest: %d) while an attempt claimed it done; 95%% upper bound on the rate %s",
 			a.Violations, a.Bursts, allowance(r), r.EffectsSummary().Min, percent(a.Upper)))
 	}
-	if a.Verdict == Safe && r != nil {
+	if a.Verdict == Safe && r != nil && !twinRun(r) {
 		lines = append(lines, fmt.Sprintf("0 of %d tested bursts left the allowed range (%s): violation rate ≤%s at 95%%",
 			a.Tested, allowance(r), percent(a.Upper)))
 	}
@@ -357,6 +362,11 @@ func details(w io.Writer, c Case, a Assessment, o Options, width int, shared []s
 	for _, l := range lines {
 		for _, l := range wrapText(l, width, "  ", "    ") {
 			fmt.Fprintln(w, l)
+		}
+	}
+	if twinRun(r) {
+		for _, l := range twinTable(r) {
+			fmt.Fprintln(w, "  "+l)
 		}
 	}
 	if o.Timeline && a.Verdict == Race && r != nil && r.Example != nil {

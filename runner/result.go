@@ -38,6 +38,9 @@ type Result struct {
 	// Release names how the attempts were released: GateRelease, or the
 	// wire release's name.
 	Release string
+	// Twins is what the solo twins showed, in a run judged by them
+	// (Config.SoloEvery); nil otherwise.
+	Twins *Twins
 	// CleanupErr is set when the run's namespaced objects could not be
 	// dropped; the report names it so the user can drop them by hand.
 	CleanupErr error
@@ -61,18 +64,32 @@ type Burst struct {
 	// Wire counts, in a wire release, how the attempts' first requests left
 	// the client: held and released together, late, or not at all.
 	Wire WireCounts
+	// Twin is the burst's change of the store and its solo twin's, in a
+	// run judged by solo twins (Config.SoloEvery); nil otherwise.
+	Twin *Twin
 }
 
 // Violated reports whether the burst left more effects than allowed.
-func (b Burst) Violated() bool { return b.Effects > b.Allowed }
+// In a run judged by solo twins, it changed the store more than its twin.
+func (b Burst) Violated() bool {
+	if b.Twin != nil {
+		return b.Twin.Verdict == TwinMore
+	}
+	return b.Effects > b.Allowed
+}
 
 // Lost reports whether the burst left fewer effects than required while
 // some attempt claimed the action was done (executed, or declined as
 // "already done"): a user told "paid" or "already paid" and never paid.
 // A burst whose every attempt failed or timed out claimed nothing; it
 // only tested nothing.
+// In a run judged by solo twins, fewer is a smaller change than its twin's.
 func (b Burst) Lost() bool {
-	return b.Effects < b.Required && b.Outcomes[Executed]+b.Outcomes[Declined] > 0
+	fewer := b.Effects < b.Required
+	if b.Twin != nil {
+		fewer = b.Twin.Verdict == TwinFewer
+	}
+	return fewer && b.Outcomes[Executed]+b.Outcomes[Declined] > 0
 }
 
 // Answered is how many attempts the guard decided: executed, declined or
@@ -84,7 +101,17 @@ func (b Burst) Answered() int {
 // Tested reports whether the burst put the guard to the test: the guarded
 // action took effect, at least two attempts were in flight at one instant,
 // and at least two got an answer. Only such bursts can support SAFE.
-func (b Burst) Tested() bool { return b.Effects > 0 && b.Overlap >= 2 && b.Answered() >= 2 }
+func (b Burst) Tested() bool { return b.TookEffect() && b.Overlap >= 2 && b.Answered() >= 2 }
+
+// TookEffect reports whether the guarded action took effect in the burst:
+// an effect counted, or, in a run judged by solo twins, a burst that could
+// be compared with its twin and changed the store.
+func (b Burst) TookEffect() bool {
+	if b.Twin != nil {
+		return b.Twin.Verdict != TwinUnjudged && len(b.Twin.Together) > 0
+	}
+	return b.Effects > 0
+}
 
 // Trace is every worker's marks in one burst, for a timeline.
 type Trace struct {

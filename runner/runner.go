@@ -53,6 +53,9 @@ func (c *Config) Validate() error {
 	if c.Timeout < 0 {
 		return &ConfigError{fmt.Sprintf("timeout cannot be negative (got %s)", c.Timeout)}
 	}
+	if c.SoloEvery < 0 {
+		return &ConfigError{fmt.Sprintf("solo twins every K bursts needs K of at least 1, or 0 for none (got %d)", c.SoloEvery)}
+	}
 	return nil
 }
 
@@ -100,6 +103,13 @@ func RunConfig(ctx context.Context, t Target, cfg Config) (res *Result, err erro
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	snap, _ := t.(Snapshotter)
+	if cfg.SoloEvery > 0 && snap == nil {
+		return nil, &ConfigError{"solo twins (--effects auto) need a target that can measure its store, and this one cannot: count the effects with a query instead"}
+	}
+	if cfg.SoloEvery == 0 {
+		snap = nil
+	}
 	start := time.Now()
 	res = &Result{
 		Attempts: cfg.Attempts,
@@ -128,7 +138,7 @@ func RunConfig(ctx context.Context, t Target, cfg Config) (res *Result, err erro
 		}()
 	}
 
-	e := &engine{cfg: cfg, t: t, res: res, rel: cfg.Release}
+	e := &engine{cfg: cfg, t: t, res: res, rel: cfg.Release, snap: snap}
 	res.Release = cfg.ReleaseName()
 	defer e.addNotes()
 	defer e.closeFleet()
@@ -152,6 +162,11 @@ func RunConfig(ctx context.Context, t Target, cfg Config) (res *Result, err erro
 			return res, err
 		}
 		res.Bursts = append(res.Bursts, burst)
+		if snap != nil {
+			// Judged again after every burst: a column the solo twins
+			// disagree on is set aside for the bursts before it too.
+			res.Twins = judgeTwins(res.Bursts)
+		}
 		if cfg.TopUp && !burst.Tested() && goal < 2*cfg.Bursts {
 			goal++
 		}
@@ -211,6 +226,11 @@ type engine struct {
 	cur      []WorkerTrace // this burst's trace, reused between bursts
 	wire     WireCounts    // the last wave's, in a wire release
 	maxSeen  int
+	// snap measures the store for solo twins (nil: the effects are counted).
+	snap     Snapshotter
+	solos    int   // solo twins run so far
+	lastSolo Delta // the latest solo twin's change
+	soloOf   int   // the burst lastSolo ran for
 	// closeNote says that closing the fleet was abandoned, or is "".
 	closeNote string
 }
@@ -354,9 +374,22 @@ func (e *engine) closeFleet() {
 }
 
 func (e *engine) burst(ctx context.Context, index int) (Burst, error) {
+	if e.snap != nil && (e.lastSolo == nil || index%e.cfg.SoloEvery == 0) {
+		d, err := e.soloTwin(ctx, index)
+		if err != nil {
+			return Burst{}, err
+		}
+		e.lastSolo, e.soloOf = d, index
+	}
 	s, err := e.t.Reset(ctx, index)
 	if err != nil {
 		return Burst{}, fmt.Errorf("burst %d: reset: %w", index, err)
+	}
+	var before Snapshot
+	if e.snap != nil {
+		if before, err = e.snap.Snapshot(ctx); err != nil {
+			return Burst{}, fmt.Errorf("burst %d: snapshot: %w", index, err)
+		}
 	}
 	b := Burst{Index: index, Overlap: -1}
 	started := time.Now()
@@ -393,6 +426,9 @@ func (e *engine) burst(ctx context.Context, index int) (Burst, error) {
 	b.Duration = time.Since(started)
 	if ctx.Err() != nil {
 		return b, ctx.Err()
+	}
+	if e.snap != nil {
+		return e.twinBurst(ctx, b, before)
 	}
 	b.Effects, err = e.t.Effects(ctx, s)
 	if err != nil {
