@@ -173,9 +173,17 @@ type Twins struct {
 	Noise string
 }
 
+// MinSolos is the fewest solo twins a run judges by: one twin cannot show
+// that the application does the same thing twice, nor which columns only
+// record which attempt went first.
+const MinSolos = 2
+
 // judgeTwins decides, over the whole run, which keys the solo twins agree
 // on and how each burst compares with its twin on those keys.
-func judgeTwins(bursts []Burst) *Twins {
+func judgeTwins(bursts []Burst) *Twins { return judge(bursts, MinSolos) }
+
+// judge is judgeTwins with the fewest twins it judges by.
+func judge(bursts []Burst, minSolos int) *Twins {
 	tw := &Twins{}
 	solos := map[int]Delta{}
 	for _, b := range bursts {
@@ -223,7 +231,7 @@ func judgeTwins(bursts []Burst) *Twins {
 			}
 			continue
 		}
-		if tw.Disagree != "" {
+		if tw.Disagree != "" || tw.Solos < minSolos {
 			continue
 		}
 		t.Verdict = TwinSame
@@ -271,6 +279,9 @@ func unionKeys(a, b Delta) []string {
 func (tw *Twins) Reason() string {
 	if tw == nil {
 		return ""
+	}
+	if tw.Solos < MinSolos {
+		return fmt.Sprintf("only %d solo twin ran, and one cannot show that the application does the same thing twice: run more bursts (2 or more; with --solo-every K, K+1 or more)", tw.Solos)
 	}
 	if tw.Noisy > 0 {
 		return fmt.Sprintf("the database changed while no attempt ran (%s) in %s: another writer is at work, so no change can be put down to the attempts — run on a database of its own, or name the tables the action writes with --watch",
@@ -348,7 +359,7 @@ func (e *engine) twinBurst(ctx context.Context, b Burst, before Snapshot) (Burst
 	b.Allowed = e.lastSolo.Rows()
 	b.Required = b.Allowed
 	// The example burst is the one that differs most from its twin.
-	judgeTwins([]Burst{b})
+	judge([]Burst{b}, 1)
 	score := len(b.Twin.Diffs)
 	if e.res.Example == nil || score > e.maxSeen {
 		e.maxSeen = score

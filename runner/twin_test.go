@@ -268,7 +268,7 @@ func TestJudgeTwins(t *testing.T) {
 	}
 	for _, c := range cases {
 		bs := []Burst{{Twin: &Twin{Solo: solo, Together: c.together}}}
-		judgeTwins(bs)
+		judge(bs, 1)
 		if got := bs[0].Twin.Verdict; got != c.want || len(bs[0].Twin.Diffs) != c.diffs {
 			t.Errorf("%s: %s with %d diffs, want %s with %d", c.name, got, len(bs[0].Twin.Diffs), c.want, c.diffs)
 		}
@@ -298,11 +298,18 @@ func TestJudgeTwinsSetsAsideWhatVaries(t *testing.T) {
 	if bs[0].Twin.Verdict != TwinUnjudged {
 		t.Errorf("burst 0: %s", bs[0].Twin.Verdict)
 	}
-	// The same twin twice is not a disagreement.
+	// The same twin twice is not a disagreement, but one twin judges
+	// nothing.
 	bs[1].Twin.SoloBurst = 0
 	bs[1].Twin.Solo = bs[0].Twin.Solo
-	if tw = judgeTwins(bs); tw.Disagree != "" || tw.Solos != 1 {
-		t.Errorf("one twin: disagree %q solos %d", tw.Disagree, tw.Solos)
+	if tw = judgeTwins(bs); tw.Disagree != "" || tw.Solos != 1 || !strings.Contains(tw.Reason(), "only 1 solo twin ran") {
+		t.Errorf("one twin: disagree %q solos %d reason %q", tw.Disagree, tw.Solos, tw.Reason())
+	}
+	if bs[0].Twin.Verdict != TwinUnjudged {
+		t.Errorf("one twin judged %s", bs[0].Twin.Verdict)
+	}
+	if judge(bs, 1); bs[0].Twin.Verdict != TwinMore {
+		t.Errorf("judged with one twin allowed: %s", bs[0].Twin.Verdict)
 	}
 }
 

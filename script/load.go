@@ -34,8 +34,14 @@ func DialectOf(backend string) (Dialect, bool) {
 // Load reads and parses the five scripts. A file named @FILE is read
 // relative to dir (the suite file's directory; "" for the working
 // directory); field names each script in messages ("--" + name for flags).
+//
+// An effects value of "auto" asks for no effects script: the run measures
+// the store itself and compares each burst with a solo twin (Scripts.Auto).
 func (s Spec) Load(dir string, d Dialect, field func(name string) string) (Scripts, error) {
 	var sc Scripts
+	if IsAuto(s.Effects) {
+		sc.Auto, s.Effects = true, ""
+	}
 	for _, x := range []struct {
 		name  string
 		value string
@@ -50,7 +56,7 @@ func (s Spec) Load(dir string, d Dialect, field func(name string) string) (Scrip
 	} {
 		where := field(x.name)
 		if strings.TrimSpace(x.value) == "" {
-			if x.name == "attempt" || x.name == "effects" {
+			if x.name == "attempt" || (x.name == "effects" && !sc.Auto) {
 				return sc, fmt.Errorf("%s is required: the %s script, inline or @FILE", where, x.name)
 			}
 			continue
@@ -92,6 +98,9 @@ func read(value, dir, where string) (name, src string, err error) {
 	return path, string(b), nil
 }
 
+// IsAuto reports whether an effects value asks for --effects auto.
+func IsAuto(effects string) bool { return strings.TrimSpace(effects) == "auto" }
+
 // Open connects to backend's server for a run with p.
 func Open(ctx context.Context, backend string, p scenarios.Params) (Store, error) {
 	switch backend {
@@ -114,6 +123,13 @@ func (sc Scripts) Describe() []string {
 		role string
 		s    *Script
 	}{{"setup", sc.Setup}, {"subject", sc.Subject}, {"attempt", sc.Attempt}, {"effects", sc.Effects}, {"teardown", sc.Teardown}} {
+		if x.s == nil && x.role == "effects" && sc.Auto {
+			what := "every table of the schema"
+			if len(sc.Watch) > 0 {
+				what = strings.Join(sc.Watch, ", ")
+			}
+			out = append(out, fmt.Sprintf("%-9s auto: rows and numeric sums of %s, each burst beside the same attempts run one at a time", "effects", what))
+		}
 		if x.s == nil {
 			continue
 		}

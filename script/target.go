@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/racetest/racetest/internal/sqldb"
 	"github.com/racetest/racetest/runner"
 )
 
@@ -46,6 +47,11 @@ type SessionConn interface {
 // be nil.
 type Scripts struct {
 	Setup, Subject, Attempt, Effects, Teardown *Script
+	// Auto: no effects script; each burst's change of the store is
+	// compared with a solo twin's (--effects auto), on the tables (Redis:
+	// key patterns) Watch names, or every one of the schema.
+	Auto  bool
+	Watch []string
 }
 
 // Target runs scripts as a runner.Target: Setup in Prepare, Subject in
@@ -57,8 +63,15 @@ type Target struct {
 	runID string
 	admin sync.Mutex // the admin connection serves one script at a time
 
-	mu    sync.Mutex
-	first []runner.Outcome // the first burst's outcomes, by worker
+	mu      sync.Mutex
+	first   []runner.Outcome // the first burst's outcomes, by worker
+	checked bool             // the first burst was checked (--effects auto)
+}
+
+// Snapshotter is a Store that can measure what it holds, for --effects
+// auto: watch names tables (Redis: key patterns); none, the whole schema.
+type Snapshotter interface {
+	Snapshot(ctx context.Context, watch []string) (runner.Snapshot, error)
 }
 
 var (
@@ -70,9 +83,17 @@ var (
 // New makes a target of sc on store. runID fills {{.RunID}}; tokens are
 // "<runID>-<burst>".
 func New(store Store, sc Scripts, runID string) (*Target, error) {
-	if sc.Attempt == nil || sc.Effects == nil {
+	if sc.Attempt == nil || (sc.Effects == nil && !sc.Auto) {
 		return nil, errors.New("script: an attempt and an effects script are required")
 	}
+	if _, ok := store.(Snapshotter); sc.Auto && !ok {
+		return nil, &RunError{What: "--effects auto", Script: true, Err: fmt.Errorf("%s cannot be measured: count the effects with a query instead", store.Server())}
+	}
+	watch := make([]string, len(sc.Watch))
+	for i, w := range sc.Watch {
+		watch[i] = strings.ReplaceAll(w, "{{.RunID}}", runID)
+	}
+	sc.Watch = watch
 	return &Target{store: store, sc: sc, runID: runID}, nil
 }
 
@@ -151,6 +172,37 @@ func (t *Target) Reset(ctx context.Context, b int) (runner.Subject, error) {
 		}
 	}
 	return s, nil
+}
+
+// Snapshot measures the store for --effects auto, on racetest's own
+// connection; the first one after the first burst checks that burst, as
+// Effects does.
+func (t *Target) Snapshot(ctx context.Context) (runner.Snapshot, error) {
+	if err := t.checkFirstOnce(); err != nil {
+		return nil, err
+	}
+	t.admin.Lock()
+	defer t.admin.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, adminTimeout)
+	defer cancel()
+	s, err := t.store.(Snapshotter).Snapshot(ctx, t.sc.Watch)
+	if err != nil {
+		var se *sqldb.SnapshotError
+		return nil, &RunError{What: "--effects auto", Err: err, Script: errors.As(err, &se)}
+	}
+	return s, nil
+}
+
+// checkFirstOnce runs checkFirst once the first burst's attempts ran.
+func (t *Target) checkFirstOnce() error {
+	t.mu.Lock()
+	ready := len(t.first) > 0 && !t.checked
+	t.checked = t.checked || ready
+	t.mu.Unlock()
+	if !ready {
+		return nil
+	}
+	return t.checkFirst()
 }
 
 // Effects checks the first burst for a script that cannot work, then runs
