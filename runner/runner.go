@@ -428,7 +428,7 @@ func (e *engine) burst(ctx context.Context, index int) (Burst, error) {
 		return b, ctx.Err()
 	}
 	if e.snap != nil {
-		return e.twinBurst(ctx, b, before)
+		return e.twinBurst(ctx, b, s, before)
 	}
 	b.Effects, err = e.t.Effects(ctx, s)
 	if err != nil {

@@ -24,6 +24,14 @@ type Snapshotter interface {
 	Snapshot(ctx context.Context) (Snapshot, error)
 }
 
+// SoloResetter is a Target whose Reset readies its connections for a
+// synchronized release (an HTTP target's last-byte holds every request's
+// tail until all are ready): a solo twin's subject, whose attempts run one
+// at a time, is made with ResetSolo instead, each attempt going out alone.
+type SoloResetter interface {
+	ResetSolo(ctx context.Context, burst int) (Subject, error)
+}
+
 // RowsSuffix ends the key of a table's (or key pattern's, or collection's)
 // row count in a Snapshot: "grants rows".
 const RowsSuffix = " rows"
@@ -300,7 +308,11 @@ func (e *engine) soloIndex(b int) int { return 2*e.cfg.Bursts + b }
 // went first varies between twins and is told from a quantity), and
 // returns the change the attempts made.
 func (e *engine) soloTwin(ctx context.Context, b int) (Delta, error) {
-	s, err := e.t.Reset(ctx, e.soloIndex(b))
+	reset := e.t.Reset
+	if sr, ok := e.t.(SoloResetter); ok {
+		reset = sr.ResetSolo
+	}
+	s, err := reset(ctx, e.soloIndex(b))
 	if err != nil {
 		return nil, fmt.Errorf("burst %d: solo twin: reset: %w", b, err)
 	}
@@ -345,7 +357,11 @@ func noise(a, b Snapshot) []string {
 // while nothing ran; its effects are the rows it changed, its allowance the
 // rows its solo twin changed (what the reports show as EFFECTS and
 // ALLOWED); the verdict is judgeTwins'.
-func (e *engine) twinBurst(ctx context.Context, b Burst, before Snapshot) (Burst, error) {
+//
+// The target's Effects is still called, after the snapshots, for what it
+// checks and keeps besides its count (a script's first burst, an HTTP
+// target's responses); the count is not used.
+func (e *engine) twinBurst(ctx context.Context, b Burst, s Subject, before Snapshot) (Burst, error) {
 	after, err := e.snap.Snapshot(ctx)
 	if err != nil {
 		return b, fmt.Errorf("burst %d: snapshot: %w", b.Index, err)
@@ -353,6 +369,9 @@ func (e *engine) twinBurst(ctx context.Context, b Burst, before Snapshot) (Burst
 	quiet, err := e.snap.Snapshot(ctx)
 	if err != nil {
 		return b, fmt.Errorf("burst %d: snapshot: %w", b.Index, err)
+	}
+	if _, err := e.t.Effects(ctx, s); err != nil {
+		return b, fmt.Errorf("burst %d: %w", b.Index, err)
 	}
 	b.Twin = &Twin{Solo: e.lastSolo, SoloBurst: e.soloOf, Together: after.Change(before), Noise: noise(after, quiet)}
 	b.Effects = b.Twin.Together.Rows()

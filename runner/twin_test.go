@@ -333,3 +333,60 @@ func TestDeltaAndSigned(t *testing.T) {
 		t.Errorf("diff %q", got)
 	}
 }
+
+// soloLedger makes its twins' subjects apart, as an HTTP target does.
+type soloLedger struct {
+	*ledger
+	solo, reset []int
+	effects     int
+}
+
+func (l *soloLedger) ResetSolo(_ context.Context, b int) (Subject, error) {
+	l.solo = append(l.solo, b)
+	return Subject{Burst: b, Key: "solo"}, nil
+}
+
+func (l *soloLedger) Reset(ctx context.Context, b int) (Subject, error) {
+	l.reset = append(l.reset, b)
+	return l.ledger.Reset(ctx, b)
+}
+
+func (l *soloLedger) Effects(ctx context.Context, s Subject) (int, error) {
+	l.effects++
+	return 99, nil
+}
+
+func TestSoloTwinSubjectsComeFromResetSolo(t *testing.T) {
+	l := &soloLedger{ledger: newLedger(casGrant)}
+	res, err := Run(context.Background(), l, Attempts(3), Bursts(3), SoloTwins(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Twins past every burst a run may fire (2 × 3 with TopUp).
+	if len(l.solo) != 2 || l.solo[0] != 6 || l.solo[1] != 8 {
+		t.Errorf("solo subjects %v, want [6 8]", l.solo)
+	}
+	if len(l.reset) != 3 {
+		t.Errorf("resets %v, want the 3 bursts only", l.reset)
+	}
+	// Effects is called for each burst, and its count is not the verdict.
+	if l.effects != 3 {
+		t.Errorf("Effects called %d times, want 3", l.effects)
+	}
+	for _, b := range res.Bursts {
+		if b.Effects == 99 {
+			t.Errorf("burst %d took the Effects count", b.Index)
+		}
+	}
+}
+
+func TestNoSoloTwinsWithoutSoloEvery(t *testing.T) {
+	l := newLedger(casGrant)
+	res, err := Run(context.Background(), l, Attempts(2), Bursts(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.snaps != 0 || res.Twins != nil || res.Bursts[0].Twin != nil {
+		t.Errorf("a run without SoloEvery took %d snapshots", l.snaps)
+	}
+}

@@ -213,6 +213,9 @@ func (t *Target) Effects(ctx context.Context, s runner.Subject) (int, error) {
 			return 0, err
 		}
 	}
+	if t.sc.Auto {
+		return 0, nil // measured by snapshots (Snapshot)
+	}
 	r, err := t.once(ctx, t.sc.Effects, Data{RunID: t.runID, Token: s.Key, Burst: s.Burst})
 	if err != nil {
 		return 0, runError("--effects", err)
