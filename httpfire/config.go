@@ -66,9 +66,14 @@ type Config struct {
 	Success  Success `yaml:"success,omitempty" json:"success,omitempty"`
 	// Effects is the ground-truth check run after each burst:
 	// sql:mysql:QUERY, sql:postgres:QUERY, redis:COMMAND,
-	// mongo:DB.COLLECTION:FILTER or http:URL (a GET returning a number).
-	Effects string  `yaml:"effects,omitempty" json:"effects,omitempty"`
-	Release Release `yaml:"release,omitempty" json:"release,omitempty"`
+	// mongo:DB.COLLECTION:FILTER or http:URL (a GET returning a number);
+	// or auto:postgres, auto:mysql: no count, each burst's change of the
+	// store beside a solo twin's (run the target with runner.SoloTwins).
+	Effects string `yaml:"effects,omitempty" json:"effects,omitempty"`
+	// Watch names the tables an auto: check measures ({{.RunID}} is the
+	// run's id); none, every table of the connection's schema.
+	Watch   []string `yaml:"watch,omitempty" json:"watch,omitempty"`
+	Release Release  `yaml:"release,omitempty" json:"release,omitempty"`
 	// Insecure skips TLS certificate verification (local targets).
 	Insecure bool `yaml:"insecure,omitempty" json:"insecure,omitempty"`
 	// Timeout bounds connecting and each effects check (default 10s).

@@ -31,6 +31,8 @@ type Target struct {
 	c       *compiled
 	p       scenarios.Params
 	effects effectsCheck
+	// auto measures the store for solo twins (--effects auto:STORE).
+	auto *autoCheck
 	// maxStreams is the server's stream limit, as auto's probe read it.
 	maxStreams uint32
 
@@ -62,10 +64,19 @@ func New(cfg Config, p scenarios.Params) (*Target, error) {
 		p.RunID = scenarios.NewRunID()
 	}
 	t := &Target{c: c, p: p, sessions: map[armer]struct{}{}}
-	if cfg.Effects != "" {
+	if kind, store, _ := strings.Cut(cfg.Effects, ":"); kind == "auto" {
+		if t.auto, err = parseAuto(store, cfg.Watch, t); err != nil {
+			return nil, err
+		}
+		if c.release == SinglePacket {
+			return nil, inputErrorf("release", "--effects auto runs each burst's requests one at a time too, and single-packet cannot send one alone: use --release last-byte")
+		}
+	} else if cfg.Effects != "" {
 		if t.effects, err = parseEffects(cfg.Effects, t); err != nil {
 			return nil, err
 		}
+	} else if len(cfg.Watch) > 0 {
+		return nil, inputErrorf("watch", "--watch names what --effects auto:STORE measures; there is no auto: effects check")
 	}
 	t.st.statuses = map[int]int{}
 	return t, nil
@@ -83,6 +94,11 @@ func (t *Target) Release() Release { return t.c.release }
 // reached (a *ConnectError); Prepare calls it too.
 func (t *Target) Choose(ctx context.Context) (string, error) {
 	if t.c.release != Auto {
+		return t.c.auto, nil
+	}
+	if t.auto != nil {
+		t.c.release = LastByte
+		t.c.auto = "auto: --effects auto sends each solo twin's requests one at a time, which single-packet cannot"
 		return t.c.auto, nil
 	}
 	proto, streams, err := t.probeH2(ctx)
@@ -110,6 +126,13 @@ func (t *Target) Prepare(ctx context.Context) error {
 	if _, err := t.Choose(ctx); err != nil {
 		return err
 	}
+	if t.auto != nil {
+		ctx, cancel := context.WithTimeout(ctx, t.c.timeout)
+		defer cancel()
+		if err := t.auto.open(ctx); err != nil {
+			return fmt.Errorf("effects %s: %w", t.auto.describe(), err)
+		}
+	}
 	if t.effects == nil {
 		return nil
 	}
@@ -128,6 +151,9 @@ func (t *Target) Cleanup(context.Context) error {
 		t.client.CloseIdleConnections()
 	}
 	t.mu.Unlock()
+	if t.auto != nil {
+		t.auto.close()
+	}
 	if t.effects != nil {
 		return t.effects.close()
 	}
@@ -179,6 +205,27 @@ func (t *Target) unregister(a armer) {
 // each request is rendered and, for last-byte and single-packet, written but
 // for its held-back tail, before the runner's gate opens.
 func (t *Target) Reset(ctx context.Context, index int) (runner.Subject, error) {
+	return t.reset(ctx, index, true)
+}
+
+// ResetSolo makes a solo twin's subject (--effects auto): the setup
+// request, and no connection readied for a release, so that each attempt's
+// request goes out alone.
+func (t *Target) ResetSolo(ctx context.Context, index int) (runner.Subject, error) {
+	return t.reset(ctx, index, false)
+}
+
+// Snapshot measures the store for --effects auto.
+func (t *Target) Snapshot(ctx context.Context) (runner.Snapshot, error) {
+	if t.auto == nil {
+		return nil, errors.New("httpfire: no auto: effects check to measure the store with")
+	}
+	ctx, cancel := context.WithTimeout(ctx, max(t.c.timeout, 30*time.Second))
+	defer cancel()
+	return t.auto.snapshot(ctx)
+}
+
+func (t *Target) reset(ctx context.Context, index int, arm bool) (runner.Subject, error) {
 	var tok [8]byte
 	if _, err := rand.Read(tok[:]); err != nil {
 		return runner.Subject{}, err
@@ -196,6 +243,9 @@ func (t *Target) Reset(ctx context.Context, index int) (runner.Subject, error) {
 		}
 	}
 	b := newBurst(v)
+	if !arm {
+		return runner.Subject{Burst: index, Key: v.Key, Data: b}, nil
+	}
 	t.mu.Lock()
 	live := make([]armer, 0, len(t.sessions))
 	for a := range t.sessions {
