@@ -102,7 +102,7 @@ func (a *autoCheck) snapshot(ctx context.Context) (runner.Snapshot, error) {
 	if a.plan == nil {
 		p, err := sqldb.PlanSnapshot(ctx, a.dialect, q, a.watch)
 		if err != nil {
-			var se *sqldb.SnapshotError
+			var se *runner.SnapshotError
 			if errors.As(err, &se) {
 				return nil, &InputError{Field: "effects", Err: se}
 			}

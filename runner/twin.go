@@ -32,6 +32,12 @@ type SoloResetter interface {
 	ResetSolo(ctx context.Context, burst int) (Subject, error)
 }
 
+// SnapshotError is a store that cannot be measured as asked: too large to
+// read per burst, or nothing named to watch. It is the user's to change.
+type SnapshotError struct{ Msg string }
+
+func (e *SnapshotError) Error() string { return e.Msg }
+
 // RowsSuffix ends the key of a table's (or key pattern's, or collection's)
 // row count in a Snapshot: "grants rows".
 const RowsSuffix = " rows"

@@ -99,3 +99,64 @@ func TestEffectsAutoOnSQLServers(t *testing.T) {
 		})
 	}
 }
+
+// On Redis and MongoDB: the redeem examples of examples/redeem, with the
+// effects command replaced by auto and the run's keys (collection) watched.
+func TestEffectsAutoOnRedisAndMongo(t *testing.T) {
+	for _, c := range []struct {
+		backend string
+		spec    func(attempt string) Spec
+		watch   []string
+		naive   string // the key that differs in the naive redeem
+	}{
+		{"redis", func(a string) Spec { return Spec{Attempt: "@" + a + ".redis", Effects: "auto", Teardown: "@drop.redis"} },
+			[]string{"coupon:{{.RunID}}-*", "redeemed:{{.RunID}}-*"}, "redeemed:%s-*.members"},
+		{"mongo", func(a string) Spec {
+			if a == "conditional" {
+				a = "unique"
+			}
+			return Spec{Setup: "@schema.mongo", Attempt: "@" + a + ".mongo", Effects: "auto", Teardown: "@drop.mongo"}
+		}, []string{"redemptions_{{.RunID}}"}, "redemptions_%s rows"},
+	} {
+		t.Run(c.backend, func(t *testing.T) {
+			for _, attempt := range []string{"naive", "conditional"} {
+				t.Run(attempt, func(t *testing.T) {
+					st, p := open(t, c.backend)
+					d, _ := DialectOf(c.backend)
+					sc, err := c.spec(attempt).Load(examples, d, func(n string) string { return "--" + n })
+					if err != nil {
+						t.Fatal(err)
+					}
+					sc.Watch = c.watch
+					tg, err := New(st, sc, p.RunID)
+					if err != nil {
+						t.Fatal(err)
+					}
+					ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+					defer cancel()
+					res, err := runner.Run(ctx, tg, runner.Attempts(8), runner.Bursts(12), runner.SoloTwins(1))
+					if err != nil {
+						t.Fatal(err)
+					}
+					if res.CleanupErr != nil {
+						t.Errorf("teardown: %v", res.CleanupErr)
+					}
+					if why := res.Twins.Reason(); why != "" {
+						t.Fatalf("the twins cannot judge: %s", why)
+					}
+					diffs := differing(res)
+					if attempt == "conditional" {
+						if len(diffs) > 0 || 2*res.Tested() < len(res.Bursts) {
+							t.Fatalf("conditional: differing %v, %d of %d tested", diffs, res.Tested(), len(res.Bursts))
+						}
+						return
+					}
+					key := strings.Replace(c.naive, "%s", p.RunID, 1)
+					if v := diffs[key]; v != runner.TwinMore {
+						t.Fatalf("want %s more together; differing: %v", key, diffs)
+					}
+				})
+			}
+		})
+	}
+}

@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/racetest/racetest/internal/sqldb"
 	"github.com/racetest/racetest/runner"
 )
 
@@ -187,7 +186,7 @@ func (t *Target) Snapshot(ctx context.Context) (runner.Snapshot, error) {
 	defer cancel()
 	s, err := t.store.(Snapshotter).Snapshot(ctx, t.sc.Watch)
 	if err != nil {
-		var se *sqldb.SnapshotError
+		var se *runner.SnapshotError
 		return nil, &RunError{What: "--effects auto", Err: err, Script: errors.As(err, &se)}
 	}
 	return s, nil

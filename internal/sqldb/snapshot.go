@@ -37,12 +37,6 @@ var maxTables, maxBytes int64 = MaxSnapshotTables, MaxSnapshotBytes
 // RegistryTable is racetest's own table of runs, never watched.
 const RegistryTable = "racetest_runs"
 
-// SnapshotError is a schema a snapshot cannot read as asked: too large, or
-// a --watch that names no table. It is the user's to change (exit 2).
-type SnapshotError struct{ Msg string }
-
-func (e *SnapshotError) Error() string { return e.Msg }
-
 // SnapshotPlan is what a snapshot of one schema reads.
 type SnapshotPlan struct {
 	dialect Dialect
@@ -146,11 +140,11 @@ func PlanSnapshot(ctx context.Context, d Dialect, q Querier, watch []string) (*S
 		p.Tables = append(p.Tables, *byName[n])
 	}
 	if int64(len(p.Tables)) > maxTables {
-		return nil, &SnapshotError{fmt.Sprintf("--effects auto: schema %s has %d tables, more than the %d a snapshot reads per burst — name the tables the attempt writes with --watch TABLE,…, or count the effects with --effects QUERY",
+		return nil, &runner.SnapshotError{Msg: fmt.Sprintf("--effects auto: schema %s has %d tables, more than the %d a snapshot reads per burst — name the tables the attempt writes with --watch TABLE,…, or count the effects with --effects QUERY",
 			p.Schema, len(p.Tables), maxTables)}
 	}
 	if p.Bytes > maxBytes {
-		return nil, &SnapshotError{fmt.Sprintf("--effects auto: the watched tables of schema %s hold %d MiB, more than the %d MiB a snapshot reads per burst (a burst with its solo twin reads them five times) — name the tables the attempt writes with --watch TABLE,…, or count the effects with --effects QUERY",
+		return nil, &runner.SnapshotError{Msg: fmt.Sprintf("--effects auto: the watched tables of schema %s hold %d MiB, more than the %d MiB a snapshot reads per burst (a burst with its solo twin reads them five times) — name the tables the attempt writes with --watch TABLE,…, or count the effects with --effects QUERY",
 			p.Schema, p.Bytes>>20, maxBytes>>20)}
 	}
 	return p, nil
@@ -179,7 +173,7 @@ func pick(names, watch []string, schema string) ([]string, error) {
 			if list == "" {
 				list = "none"
 			}
-			return nil, &SnapshotError{fmt.Sprintf("--watch: no table %q in schema %s (its tables: %s)", w, schema, list)}
+			return nil, &runner.SnapshotError{Msg: fmt.Sprintf("--watch: no table %q in schema %s (its tables: %s)", w, schema, list)}
 		}
 		if !seen[found] {
 			seen[found] = true

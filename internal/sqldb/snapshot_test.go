@@ -132,7 +132,7 @@ func TestSnapshotReadsRowsAndSums(t *testing.T) {
 				_, err := PlanSnapshot(ctx, d, q, []string{"stock", "nosuch"})
 				return err
 			})
-			var se *SnapshotError
+			var se *runner.SnapshotError
 			if !errors.As(err, &se) || !strings.Contains(err.Error(), `no table "nosuch"`) || !strings.Contains(err.Error(), "grants, stock") {
 				t.Errorf("unknown table: %v", err)
 			}
@@ -159,7 +159,7 @@ func TestSnapshotRefusesTooLargeASchema(t *testing.T) {
 				t.Fatalf("2 tables at a limit of 2: %v", err)
 			}
 			maxTables = 1
-			var se *SnapshotError
+			var se *runner.SnapshotError
 			if err := plan(); !errors.As(err, &se) || !strings.Contains(err.Error(), "--watch TABLE") {
 				t.Fatalf("2 tables over a limit of 1: %v", err)
 			}
