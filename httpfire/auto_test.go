@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/racetest/racetest/internal/sqldb"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
@@ -197,7 +199,8 @@ func TestEffectsAutoInput(t *testing.T) {
 		cfg  Config
 		want string
 	}{
-		{Config{URL: "http://127.0.0.1:1/", Effects: "auto:oracle"}, "auto:postgres or auto:mysql"},
+		{Config{URL: "http://127.0.0.1:1/", Effects: "auto:oracle"}, "auto:postgres, auto:mysql, auto:redis or auto:mongo"},
+		{Config{URL: "http://127.0.0.1:1/", Effects: "auto:redis"}, "--watch 'PATTERN"},
 		{Config{URL: "http://127.0.0.1:1/", Effects: "auto:postgres", Release: SinglePacket}, "single-packet cannot send one alone"},
 		{Config{URL: "http://127.0.0.1:1/", Watch: []string{"t"}}, "there is no auto: effects check"},
 	} {
@@ -213,5 +216,89 @@ func TestEffectsAutoInput(t *testing.T) {
 	}
 	if got := strings.Join(tg.auto.watch, "|"); got != "a_r1|b" {
 		t.Errorf("watch %s", got)
+	}
+}
+
+// A redeem service on Redis: naive (GET the flag, then SET it and record
+// the redemption) or fixed (SET NX).
+func TestEffectsAutoOverHTTPOnRedis(t *testing.T) {
+	url := os.Getenv("RACETEST_REDIS_URL")
+	if url == "" {
+		url = defaultRedisURL
+	}
+	opt, err := redis.ParseURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(opt)
+	defer rdb.Close()
+	if err := rdb.Ping(context.Background()).Err(); err != nil {
+		conformance.Unavailable(t, "redis", err)
+	}
+	b := make([]byte, 4)
+	rand.Read(b)
+	prefix := "racetest_" + hex.EncodeToString(b)
+	t.Cleanup(func() {
+		ctx := context.Background()
+		keys, _ := rdb.Keys(ctx, prefix+":*").Result()
+		if len(keys) > 0 {
+			rdb.Del(ctx, keys...)
+		}
+	})
+	for _, mode := range []string{"naive", "fixed"} {
+		t.Run(mode, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				ctx := r.Context()
+				code := r.URL.Query().Get("code")
+				used, redeemed := prefix+":"+mode+":used:"+code, prefix+":"+mode+":redeemed:"+code
+				won := false
+				if mode == "naive" {
+					if rdb.Get(ctx, used).Val() == "" {
+						time.Sleep(2 * time.Millisecond)
+						rdb.Set(ctx, used, "1", time.Minute)
+						won = true
+					}
+				} else {
+					won = rdb.SetNX(ctx, used, "1", time.Minute).Val()
+				}
+				if !won {
+					http.Error(w, "already", http.StatusConflict)
+					return
+				}
+				rdb.Incr(ctx, redeemed)
+			}))
+			defer srv.Close()
+			p := scenarios.Params{RunID: scenarios.NewRunID(), Conn: scenarios.Connections{RedisURL: url}}
+			tg, err := New(Config{Method: "POST", URL: srv.URL + "/?code={{.Token}}", Effects: "auto:redis",
+				Watch: []string{prefix + ":" + mode + ":used:*," + prefix + ":" + mode + ":redeemed:*"}}, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			res, err := runner.Run(ctx, tg, runner.Attempts(6), runner.Bursts(10), runner.SoloTwins(1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if why := res.Twins.Reason(); why != "" {
+				t.Fatal(why)
+			}
+			if mode == "fixed" {
+				if res.Violations() != 0 || 2*res.Tested() < len(res.Bursts) {
+					t.Fatalf("fixed: %d violations, %d tested", res.Violations(), res.Tested())
+				}
+				return
+			}
+			want := prefix + ":naive:redeemed:*.value"
+			found := false
+			for _, b := range res.Bursts {
+				for _, d := range b.Twin.Diffs {
+					found = found || (d.Key == want && b.Violated())
+				}
+			}
+			if !found {
+				t.Fatalf("no burst counted more redemptions (%s) than its twin", want)
+			}
+		})
 	}
 }
