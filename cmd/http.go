@@ -1,12 +1,13 @@
 package cmd
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/racetest/racetest/httpfire"
 	"github.com/racetest/racetest/internal/printable"
@@ -130,10 +131,8 @@ func runHTTP(ctx context.Context, o *HTTPOptions) error {
 	if err != nil {
 		return usageError(err)
 	}
-	for name, n := range map[string]int{"attempts": o.Attempts, "bursts": o.Bursts} {
-		if n < 1 {
-			return usageErrorf("--%s must be at least 1 (got %d)", name, n)
-		}
+	if err := checkAtLeastOne(intFlag{"attempts", o.Attempts}, intFlag{"bursts", o.Bursts}); err != nil {
+		return err
 	}
 	required, allowed, err := report.ParseRange(o.Allowed)
 	if err != nil {
@@ -142,7 +141,7 @@ func runHTTP(ctx context.Context, o *HTTPOptions) error {
 	if err := checkBurstMemory(o.Attempts, "http"); err != nil {
 		return err
 	}
-	if err := checkDurations(map[string]time.Duration{"timeout": o.Config.Timeout}); err != nil {
+	if err := checkDurations(durationFlag{"timeout", o.Config.Timeout}); err != nil {
 		return err
 	}
 	cfg := o.Config
@@ -152,55 +151,81 @@ func runHTTP(ctx context.Context, o *HTTPOptions) error {
 		cfg.Body = o.Data
 	}
 	p := scenarios.Params{RunID: scenarios.NewRunID(), Attempts: o.Attempts, Replicas: 1, Conn: o.Conn}
-	target, err := httpfire.New(cfg, p)
+	rc := runner.NewConfig(runner.Attempts(o.Attempts), runner.Bursts(o.Bursts), runner.Allowed(allowed), runner.Required(required), runner.Timeout(cfg.Timeout))
+	name := printable.Line(fmt.Sprintf("%s %s", methodOf(cfg), shortURL(cfg.URL)))
+	shown := ""
+	if required != runner.DefaultRequired || allowed != runner.DefaultAllowed {
+		shown = o.Allowed
+	}
+	pl, err := newHTTPPlan(cfg, p, rc, name, shown, expect, o.Strict)
 	if err != nil {
 		return usageError(err)
 	}
-	if why, err := target.Choose(ctx); err == nil && why != "" && !o.IO.Quiet {
-		// A server that cannot be reached fails the run below, in its
-		// words. Quiet, the choice is said only in the report's note.
-		fmt.Fprintf(o.IO.ErrOut, "racetest: release: %s (%s)\n", target.Release(), why)
+	build := pl.Build
+	pl.Build = func(ctx context.Context, p scenarios.Params) (runner.Target, error) {
+		t, err := build(ctx, p)
+		if ht, ok := t.(*httpfire.Target); ok {
+			if why, err := ht.Choose(ctx); err == nil && why != "" && !o.IO.Quiet {
+				// A server that cannot be reached fails the run, in its
+				// words. Quiet, the choice is said only in the report's note.
+				fmt.Fprintf(o.IO.ErrOut, "racetest: release: %s (%s)\n", ht.Release(), why)
+			}
+		}
+		return t, err
 	}
-	rc := runner.NewConfig(runner.Attempts(o.Attempts), runner.Bursts(o.Bursts), runner.Allowed(allowed), runner.Required(required), runner.Timeout(cfg.Timeout))
-	c := report.Case{
-		Name:     printable.Line(fmt.Sprintf("%s %s", methodOf(cfg), shortURL(cfg.URL))),
-		Scenario: "http",
-		Backend:  "http",
-		Lesson:   "what the server says is a claim; only the effects check counts what happened",
-		Expect:   expect,
-		Strict:   o.Strict,
-		Release:  string(target.Release()),
-		Settings: map[string]string{"release": string(target.Release()), "run_id": p.RunID},
+	cases := execute(ctx, o.Factory, []plan{pl}, nil)
+	var in *httpfire.InputError
+	if errors.As(cases[0].Err, &in) {
+		return usageError(in)
 	}
+	return finish(ctx, o.IO, reporter, cases, reportOptions(o.IO, report.Options{
+		Timeline: o.Timeline, Version: version(), Title: pageTitle(o.Format, "racetest http "+name),
+	}))
+}
+
+// httpLesson is what an HTTP case teaches, whatever the endpoint.
+const httpLesson = "what the server says is a claim; only the effects check counts what happened"
+
+// newHTTPPlan makes the run of an HTTP target, for 'racetest http' and a
+// suite's http: cases. The engine checks cfg now, so that a problem is bad
+// input before anything runs. allowed is the allowance as the report shows
+// it ("" when it is the default).
+func newHTTPPlan(cfg httpfire.Config, p scenarios.Params, rc runner.Config, name, allowed string, expect report.Expect, strict bool) (plan, error) {
+	if _, err := httpfire.New(cfg, p); err != nil {
+		return plan{}, err
+	}
+	release := string(cmp.Or(cfg.Release, httpfire.Auto))
+	settings := map[string]string{"release": release, "run_id": p.RunID}
 	if cfg.Effects != "" {
-		c.Settings["effects"], _, _ = strings.Cut(cfg.Effects, ":")
+		settings["effects"], _, _ = strings.Cut(cfg.Effects, ":")
 	}
-	if required != runner.DefaultRequired || allowed != runner.DefaultAllowed {
-		c.Settings["allowed"] = o.Allowed
+	if allowed != "" {
+		settings["allowed"] = allowed
 	}
-	pr := newProgress(o.IO)
-	var done func()
-	rc.Progress, done = pr.track(c.Name, rc.Bursts)
-	c.Result, c.Err = runner.RunConfig(ctx, target, rc)
-	done()
-	pr.wait()
-	// Say what failed in the target's words, not the engine's ("open replica 0: ...").
+	return plan{
+		Case: report.Case{Name: name, Scenario: "http", Backend: "http", Lesson: httpLesson,
+			Expect: expect, Strict: strict, Release: release, Settings: settings},
+		Params: p, Config: rc,
+		Build: func(_ context.Context, p scenarios.Params) (runner.Target, error) { return httpfire.New(cfg, p) },
+		After: httpRan,
+	}, nil
+}
+
+// httpRan completes an HTTP case once its target ran: an auto release
+// became a mode when the server was asked, and the report names that one;
+// a failure is said in the target's words, not the engine's ("open
+// replica 0: ...").
+func httpRan(t runner.Target, c report.Case) report.Case {
+	if ht, ok := t.(*httpfire.Target); ok && ht.Release() != httpfire.Auto {
+		c.Release = string(ht.Release())
+		c.Settings = maps.Clone(c.Settings)
+		c.Settings["release"] = c.Release
+	}
 	var ce *httpfire.ConnectError
 	if errors.As(c.Err, &ce) {
 		c.Err = ce
 	}
-	var in *httpfire.InputError
-	if errors.As(c.Err, &in) {
-		return usageError(in)
-	}
-	cases := []report.Case{c}
-	if err := reporter(o.IO.Out, cases, reportOptions(o.IO, report.Options{
-		Timeline: o.Timeline, Version: version(), Title: pageTitle(o.Format, "racetest http "+c.Name),
-	})); err != nil {
-		return fmt.Errorf("writing the report: %w", err)
-	}
-	strictHint(o.IO.ErrOut, cases)
-	return verdictError(ctx, cases)
+	return c
 }
 
 func methodOf(c httpfire.Config) string {
