@@ -1,11 +1,9 @@
 package cmd
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"strconv"
 	"strings"
 
@@ -26,12 +24,9 @@ type HTTPOptions struct {
 	Attempts int
 	Bursts   int
 	// Allowed is the effects per burst that are correct: N, or MIN-MAX.
-	Allowed  string
-	Expect   string
-	Strict   bool
-	Format   string
-	Timeline bool
-	Conn     scenarios.Connections
+	Allowed string
+	finishFlags
+	Conn scenarios.Connections
 }
 
 // NewCmdHTTP builds 'racetest http'. Tests pass runF to capture the options.
@@ -113,23 +108,17 @@ Effects checks (--effects), run after each burst with the burst's template value
 	fs.DurationVar(&cfg.Timeout, "timeout", httpfire.DefaultTimeout, "bound on connecting, on each request and on each effects check; a request past it counts as unknown")
 	fs.StringVar(&cfg.Warmup, "warmup", "", "a URL on the same host fetched once on each new HTTP/1.1 connection before it is used")
 	fs.StringVar(&cfg.Setup, "setup", "", "a request made before each burst to create its subject: 'METHOD URL' or a URL (POST); must answer 2xx")
-	fs.StringVar(&opts.Expect, "expect", "safe", "what the run must show: safe, race, lost, max=N or range=MIN-MAX effects per burst")
-	fs.BoolVar(&opts.Strict, "strict", false, "fail (exit 4) when the bursts did not overlap enough to prove anything")
-	fs.StringVarP(&opts.Format, "format", "o", "table", "output format: "+strings.Join(report.Formats(), ", "))
+	opts.finishFlags.register(fs, "what the run must show: safe, race, lost, max=N or range=MIN-MAX effects per burst",
+		"draw the example burst of a RACE as a timeline (table format)")
 	_ = c.RegisterFlagCompletionFunc("format", fixed(report.Formats()))
-	fs.BoolVar(&opts.Timeline, "timeline", true, "draw the example burst of a RACE as a timeline (table format)")
 	registerConn(fs, f.Registry, &opts.Conn)
 	return c
 }
 
 func runHTTP(ctx context.Context, o *HTTPOptions) error {
-	reporter, err := report.Lookup(o.Format)
+	reporter, expect, err := o.finishFlags.parse()
 	if err != nil {
-		return usageError(err)
-	}
-	expect, err := report.ParseExpect(o.Expect)
-	if err != nil {
-		return usageError(err)
+		return err
 	}
 	if err := checkAtLeastOne(intFlag{"attempts", o.Attempts}, intFlag{"bursts", o.Bursts}); err != nil {
 		return err
@@ -181,51 +170,6 @@ func runHTTP(ctx context.Context, o *HTTPOptions) error {
 	return finish(ctx, o.IO, reporter, cases, reportOptions(o.IO, report.Options{
 		Timeline: o.Timeline, Version: version(), Title: pageTitle(o.Format, "racetest http "+name),
 	}))
-}
-
-// httpLesson is what an HTTP case teaches, whatever the endpoint.
-const httpLesson = "what the server says is a claim; only the effects check counts what happened"
-
-// newHTTPPlan makes the run of an HTTP target, for 'racetest http' and a
-// suite's http: cases. The engine checks cfg now, so that a problem is bad
-// input before anything runs. allowed is the allowance as the report shows
-// it ("" when it is the default).
-func newHTTPPlan(cfg httpfire.Config, p scenarios.Params, rc runner.Config, name, allowed string, expect report.Expect, strict bool) (plan, error) {
-	if _, err := httpfire.New(cfg, p); err != nil {
-		return plan{}, err
-	}
-	release := string(cmp.Or(cfg.Release, httpfire.Auto))
-	settings := map[string]string{"release": release, "run_id": p.RunID}
-	if cfg.Effects != "" {
-		settings["effects"], _, _ = strings.Cut(cfg.Effects, ":")
-	}
-	if allowed != "" {
-		settings["allowed"] = allowed
-	}
-	return plan{
-		Case: report.Case{Name: name, Scenario: "http", Backend: "http", Lesson: httpLesson,
-			Expect: expect, Strict: strict, Release: release, Settings: settings},
-		Params: p, Config: rc,
-		Build: func(_ context.Context, p scenarios.Params) (runner.Target, error) { return httpfire.New(cfg, p) },
-		After: httpRan,
-	}, nil
-}
-
-// httpRan completes an HTTP case once its target ran: an auto release
-// became a mode when the server was asked, and the report names that one;
-// a failure is said in the target's words, not the engine's ("open
-// replica 0: ...").
-func httpRan(t runner.Target, c report.Case) report.Case {
-	if ht, ok := t.(*httpfire.Target); ok && ht.Release() != httpfire.Auto {
-		c.Release = string(ht.Release())
-		c.Settings = maps.Clone(c.Settings)
-		c.Settings["release"] = c.Release
-	}
-	var ce *httpfire.ConnectError
-	if errors.As(c.Err, &ce) {
-		c.Err = ce
-	}
-	return c
 }
 
 func methodOf(c httpfire.Config) string {

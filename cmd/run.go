@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/racetest/racetest/release"
 	"github.com/racetest/racetest/report"
@@ -19,11 +18,8 @@ type RunOptions struct {
 	*Factory
 	Scenario string
 	Backend  string
-	Format   string
-	Expect   string
-	Strict   bool
-	Timeline bool
-	Shape    shapeFlags
+	finishFlags
+	Shape shapeFlags
 	// Processes runs each replica as a 'racetest serve' process (see serve.go).
 	Processes bool
 	// RestartBetween restarts the replicas between two waves: --waves 2 --deploy.
@@ -55,10 +51,8 @@ func NewCmdRun(f *Factory, runF func(context.Context, *RunOptions) error) *cobra
 	}
 	fs := c.Flags()
 	fs.StringVarP(&opts.Backend, "backend", "b", "memory", backendHelp(f.Registry))
-	fs.StringVarP(&opts.Format, "format", "o", "table", "output format: "+strings.Join(report.Formats(), ", "))
-	fs.StringVar(&opts.Expect, "expect", "safe", "what the run must show: safe, race, lost, max=N, range=MIN-MAX effects per burst, or catalog (the catalog's expectation for this backend, isolation, variant and server)")
-	fs.BoolVar(&opts.Strict, "strict", false, "fail (exit 4) when the bursts did not overlap enough to prove anything")
-	fs.BoolVar(&opts.Timeline, "timeline", true, "draw the example burst of a RACE as a timeline (table format)")
+	opts.finishFlags.register(fs, "what the run must show: safe, race, lost, max=N, range=MIN-MAX effects per burst, or catalog (the catalog's expectation for this backend, isolation, variant and server)",
+		"draw the example burst of a RACE as a timeline (table format)")
 	opts.Shape.register(fs, f.Registry, 16, 100)
 	fs.BoolVar(&opts.Processes, "processes", false, "run each replica as a real 'racetest serve' process; attempts reach them over HTTP, round-robin")
 	fs.BoolVar(&opts.RestartBetween, "restart-between", false, "restart the replicas between two waves at the same subject (a deploy): --waves 2 --deploy")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
@@ -13,7 +12,6 @@ import (
 	"github.com/racetest/racetest/release"
 	"github.com/racetest/racetest/report"
 	"github.com/racetest/racetest/runner"
-	"github.com/racetest/racetest/runplan"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/script"
 	"github.com/racetest/racetest/suite"
@@ -22,18 +20,15 @@ import (
 // ScriptOptions are the parsed flags of 'racetest sql' and 'racetest redis'.
 type ScriptOptions struct {
 	*Factory
-	Dialect   script.Dialect
-	Backend   string
-	Scripts   script.Spec
-	Attempts  int
-	Bursts    int
-	Allowed   int
-	Timeout   time.Duration
-	Release   string
-	Expect    string
-	Strict    bool
-	Format    string
-	Timeline  bool
+	Dialect  script.Dialect
+	Backend  string
+	Scripts  script.Spec
+	Attempts int
+	Bursts   int
+	Allowed  int
+	Timeout  time.Duration
+	Release  string
+	finishFlags
 	Isolation string
 	Conn      scenarios.Connections
 }
@@ -103,11 +98,9 @@ func newCmdScript(f *Factory, d script.Dialect, runF func(context.Context, *Scri
 	fs.IntVar(&opts.Allowed, "allowed", runner.DefaultAllowed, "effects per burst that are correct")
 	fs.DurationVar(&opts.Timeout, "timeout", runner.DefaultTimeout, "per-attempt timeout; an attempt past it counts as unknown")
 	fs.StringVar(&opts.Release, "release", string(release.Default), "how each burst's attempts are released: auto (last-byte: each attempt's first marked statement held back by its last byte, all released in one loop), gate, or last-byte")
-	fs.StringVar(&opts.Expect, "expect", "safe", "what the run must show: safe, race, or max=N effects per burst")
-	fs.BoolVar(&opts.Strict, "strict", false, "fail (exit 4) when the bursts did not overlap enough to prove anything")
-	fs.StringVarP(&opts.Format, "format", "o", "table", "output format: "+strings.Join(report.Formats(), ", "))
+	opts.finishFlags.register(fs, "what the run must show: safe, race, or max=N effects per burst",
+		"draw the example burst of a RACE as a timeline, its steps named file:line")
 	_ = c.RegisterFlagCompletionFunc("format", fixed(report.Formats()))
-	fs.BoolVar(&opts.Timeline, "timeline", true, "draw the example burst of a RACE as a timeline, its steps named file:line")
 	registerConn(fs, f.Registry, &opts.Conn)
 	return c
 }
@@ -148,13 +141,9 @@ func runScript(ctx context.Context, o *ScriptOptions) error {
 	if err := checkDurations(durationFlag{"timeout", o.Timeout}); err != nil {
 		return err
 	}
-	reporter, err := report.Lookup(o.Format)
+	reporter, expect, err := o.finishFlags.parse()
 	if err != nil {
-		return usageError(err)
-	}
-	expect, err := report.ParseExpect(o.Expect)
-	if err != nil {
-		return usageError(err)
+		return err
 	}
 	scripts, err := o.Scripts.Load("", o.Dialect, func(n string) string { return "--" + n })
 	if err != nil {
@@ -200,27 +189,6 @@ func runScript(ctx context.Context, o *ScriptOptions) error {
 	return finish(ctx, o.IO, reporter, cases, report.Options{
 		Color: o.IO.Color(), Timeline: o.Timeline, Version: version(),
 	})
-}
-
-// scriptBuilder builds a target of the user's own scripts on backend, and
-// says on stderr (after "racetest: <doing> on <server>") what it will run.
-func scriptBuilder(w io.Writer, doing, backend string, sc script.Scripts) runplan.Builder {
-	return func(ctx context.Context, p scenarios.Params) (runner.Target, error) {
-		store, err := script.Open(ctx, backend, p)
-		if err != nil {
-			return nil, err
-		}
-		t, err := script.New(store, sc, p.RunID)
-		if err != nil {
-			store.Close()
-			return nil, err
-		}
-		fmt.Fprintf(w, "racetest: %s on %s\n", doing, store.Where())
-		for _, line := range sc.Describe() {
-			fmt.Fprintln(w, "  "+line)
-		}
-		return t, nil
-	}
 }
 
 // scriptRunError turns a script that cannot work (it does not parse, a
