@@ -174,6 +174,9 @@ func htmlCaseOf(i int, c Case) htmlCase {
 	hc.Shape = fmt.Sprintf("%d × %d", r.Attempts, len(r.Bursts))
 	hc.Effects = fmt.Sprintf("%d / %d / %d", e.Min, e.Median, e.Max)
 	hc.Allowed = allowance(r)
+	if twinRun(r) {
+		hc.Effects, hc.Allowed = twinCells()
+	}
 	hc.Overlap = fmt.Sprintf("%d / %d", r.OverlapSummary().Median, r.Attempts)
 	hc.Spread = human(r.SpreadSummary().Median)
 	hc.Hists = []*histogram{effectsHistogram(r), overlapHistogram(r, a), spreadHistogram(r)}
@@ -389,6 +392,7 @@ const timelineLanes = 64
 // shared time axis.
 type timelineSVG struct {
 	Burst, Effects, Allowed int
+	Twin                    bool
 	W, H                    int
 	Lanes                   []lane
 	More                    int
@@ -434,7 +438,7 @@ func newTimelineSVG(t *runner.Trace) *timelineSVG {
 	}
 	end = max(end, time.Microsecond)
 	shown := t.Workers[:min(len(t.Workers), timelineLanes)]
-	s := &timelineSVG{Burst: t.Burst, Effects: t.Effects, Allowed: t.Allowed, W: tlW,
+	s := &timelineSVG{Burst: t.Burst, Effects: t.Effects, Allowed: t.Allowed, Twin: t.Twin, W: tlW,
 		More: len(t.Workers) - len(shown), PlotL: tlLeft, PlotR: tlW - tlRight, OutcomeX: tlW - tlRight + 12}
 	x := func(d time.Duration) float64 {
 		return r1(s.PlotL + float64(d)/float64(end)*(s.PlotR-s.PlotL))

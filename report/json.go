@@ -157,6 +157,7 @@ type TraceJSON struct {
 	Burst   int          `json:"burst"`
 	Effects int          `json:"effects"`
 	Allowed int          `json:"allowed"`
+	Twin    bool         `json:"twin,omitempty"`
 	Workers []WorkerJSON `json:"workers"`
 }
 
@@ -230,7 +231,7 @@ func runJSON(c Case) RunJSON {
 	}
 	j.ElapsedMillis = micros(r.Elapsed) / 1e3
 	if t := r.Example; t != nil {
-		tj := &TraceJSON{Burst: t.Burst, Effects: t.Effects, Allowed: t.Allowed}
+		tj := &TraceJSON{Burst: t.Burst, Effects: t.Effects, Allowed: t.Allowed, Twin: t.Twin}
 		for _, w := range t.Workers {
 			wj := WorkerJSON{Worker: w.Worker, Replica: w.Replica, Wave: w.Wave, Outcome: w.Outcome.String(), Error: w.Err}
 			for _, m := range w.Marks {

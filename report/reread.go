@@ -99,7 +99,7 @@ func (j RunJSON) toCase(version string) (Case, error) {
 		r.Bursts = append(r.Bursts, b)
 	}
 	if t := j.Example; t != nil {
-		tr := &runner.Trace{Burst: t.Burst, Effects: t.Effects, Allowed: t.Allowed}
+		tr := &runner.Trace{Burst: t.Burst, Effects: t.Effects, Allowed: t.Allowed, Twin: t.Twin}
 		for _, wj := range t.Workers {
 			cl, err := classOf(wj.Outcome)
 			if err != nil {

@@ -112,6 +112,9 @@ func summary(w io.Writer, cases []Case, as []Assessment, width int, paint func(s
 			e := r.EffectsSummary()
 			effects = fmt.Sprintf("%d/%d/%d", e.Min, e.Median, e.Max)
 			allowed = allowance(r)
+			if twinRun(r) {
+				effects, allowed = twinCells()
+			}
 			overlap = fmt.Sprintf("%d/%d", r.OverlapSummary().Median, r.Attempts)
 			spread = human(r.SpreadSummary().Median)
 		}

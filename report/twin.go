@@ -243,3 +243,8 @@ func twinUnmet(a Assessment) string {
 	}
 	return fmt.Sprintf("expected SAFE, but %d of %d bursts changed the database %s than the same attempts did one at a time", a.Violations, a.Bursts, more)
 }
+
+// twinCells are the EFFECTS and ALLOWED cells of a run judged by solo
+// twins: no count stands for a burst's effects there; each burst's change
+// must equal its solo twin's.
+func twinCells() (effects, allowed string) { return "auto", "=solo" }

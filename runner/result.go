@@ -118,6 +118,9 @@ type Trace struct {
 	Burst   int
 	Effects int
 	Allowed int
+	// Twin: the burst was judged against a solo twin (Effects and Allowed
+	// are the rows it and its twin changed).
+	Twin    bool
 	Workers []WorkerTrace
 }
 

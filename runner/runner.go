@@ -623,7 +623,7 @@ func inFlight(ws []*Worker) int {
 }
 
 func (e *engine) snapshot(b Burst) *Trace {
-	tr := &Trace{Burst: b.Index, Effects: b.Effects, Allowed: b.Allowed, Workers: make([]WorkerTrace, len(e.cur))}
+	tr := &Trace{Burst: b.Index, Effects: b.Effects, Allowed: b.Allowed, Twin: b.Twin != nil, Workers: make([]WorkerTrace, len(e.cur))}
 	for i, w := range e.cur {
 		w.Marks = append([]Mark(nil), w.Marks...)
 		tr.Workers[i] = w
