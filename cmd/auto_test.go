@@ -1,9 +1,18 @@
 package cmd
 
 import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net/http"
+	"net/http/httptest"
+	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/racetest/racetest/internal/sqldb"
 	"github.com/racetest/racetest/scenarios/conformance"
 )
 
@@ -71,6 +80,114 @@ func TestEffectsAutoSQLCommand(t *testing.T) {
 						t.Errorf("the banner does not name auto:\n%s", stderr)
 					}
 				})
+			}
+		})
+	}
+}
+
+// 'racetest http … --effects auto:postgres' against a small redeem service
+// of the test's own: naive is a RACE named by its redemptions table, the
+// conditional one SAFE, an erratic one (every third redemption recorded
+// twice) INCONCLUSIVE.
+func TestEffectsAutoHTTPCommand(t *testing.T) {
+	ctx := context.Background()
+	db, err := sqldb.Open(ctx, sqldb.Postgres, os.Getenv("RACETEST_POSTGRES_URL"), sqldb.Options{})
+	if err != nil {
+		conformance.Unavailable(t, "postgres", err)
+	}
+	defer db.Close()
+	b := make([]byte, 4)
+	rand.Read(b)
+	coupons, redemptions := "racetest_"+hex.EncodeToString(b)+"_coupons", "racetest_"+hex.EncodeToString(b)+"_redemptions"
+	for _, q := range []string{"CREATE TABLE " + coupons + " (code TEXT PRIMARY KEY, used INT NOT NULL DEFAULT 0)", "CREATE TABLE " + redemptions + " (code TEXT NOT NULL)"} {
+		if err := db.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer func() {
+		for _, tb := range []string{coupons, redemptions} {
+			if err := db.Exec(context.Background(), "DROP TABLE "+tb); err != nil {
+				t.Errorf("drop %s by hand: %v", tb, err)
+			}
+		}
+	}()
+	pool, conns, err := db.Warm(ctx, 6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	free := make(chan sqldb.Conn, len(conns))
+	for _, c := range conns {
+		free <- c
+		defer c.Close()
+	}
+	var recorded atomic.Int32
+	handler := func(mode string) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			c := <-free
+			defer func() { free <- c }()
+			ctx, code := r.Context(), r.URL.Query().Get("code")
+			if r.URL.Path == "/coupon" {
+				if _, _, err := c.Exec(ctx, "INSERT INTO "+coupons+" (code) VALUES ($1)", code); err != nil {
+					http.Error(w, err.Error(), 500)
+				}
+				return
+			}
+			won := false
+			err := sqldb.InTx(ctx, c, "", func(tx sqldb.Tx) error {
+				if mode == "naive" {
+					var used int
+					if err := tx.QueryRow(ctx, "SELECT used FROM "+coupons+" WHERE code = $1", code).Scan(&used); err != nil || used != 0 {
+						return err
+					}
+					time.Sleep(2 * time.Millisecond)
+					if _, _, err := tx.Exec(ctx, "UPDATE "+coupons+" SET used = 1 WHERE code = $1", code); err != nil {
+						return err
+					}
+				} else if n, _, err := tx.Exec(ctx, "UPDATE "+coupons+" SET used = 1 WHERE code = $1 AND used = 0", code); err != nil || n == 0 {
+					return err
+				}
+				won = true
+				times := 1
+				if mode == "erratic" && recorded.Add(1)%3 == 0 {
+					times = 2
+				}
+				for range times {
+					if _, _, err := tx.Exec(ctx, "INSERT INTO "+redemptions+" (code) VALUES ($1)", code); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				http.Error(w, err.Error(), 500)
+			} else if !won {
+				http.Error(w, "already redeemed", http.StatusConflict)
+			}
+		}
+	}
+	t.Setenv("COLUMNS", "250")
+	for _, c := range []struct {
+		mode, expect string
+		code         int
+		want         []string
+	}{
+		{"naive", "race", ExitOK, []string{"RACE", "`" + redemptions + "`", "+1 row solo, +"}},
+		{"fixed", "safe", ExitOK, []string{"SAFE", "0 of 8 tested bursts changed the database otherwise"}},
+		{"erratic", "safe", ExitInconclusive, []string{"INCONCLUSIVE", "the solo runs differ from each other (`" + redemptions + "`"}},
+	} {
+		t.Run(c.mode, func(t *testing.T) {
+			srv := httptest.NewServer(handler(c.mode))
+			defer srv.Close()
+			out, stderr, code := execCmd(t, false, "http", "POST", srv.URL+"/redeem?code={{.Token}}", "--setup", srv.URL+"/coupon?code={{.Token}}",
+				"--effects", "auto:postgres", "--watch", coupons+","+redemptions, "-n", "6", "--bursts", "8", "--expect", c.expect, "--strict")
+			if code != c.code {
+				t.Fatalf("exit %d, want %d\n%s\n%s", code, c.code, out, stderr)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("the report does not say %q:\n%s", w, out)
+				}
 			}
 		})
 	}

@@ -209,3 +209,6 @@ func (a *autoCheck) close() error {
 	}
 	return nil
 }
+
+// IsAuto reports whether an effects value asks for --effects auto:STORE.
+func IsAuto(effects string) bool { return strings.HasPrefix(effects, "auto:") }
