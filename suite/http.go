@@ -95,8 +95,13 @@ func (c *checker) httpCase(path string, k *Case, sh shape, p *Plan) {
 		}
 	}
 	var params scenarios.Params
-	if h.Effects != "" {
+	auto := strings.HasPrefix(h.Effects, "auto:")
+	every := c.autoShape(hp, auto, h.Effects == "auto:redis", h.Watch, h.SoloEvery)
+	if h.Effects != "" && !auto {
 		c.effects(hp+".effects", h.Effects, &params)
+	}
+	if auto {
+		c.autoStore(hp+".effects", strings.TrimPrefix(h.Effects, "auto:"), &params)
 	}
 	allowed := runner.DefaultAllowed
 	if h.Allowed != nil {
@@ -125,6 +130,7 @@ func (c *checker) httpCase(path string, k *Case, sh shape, p *Plan) {
 		runner.Waves(sh.waves), runner.Deploy(sh.deploy), runner.Allowed(allowed),
 		runner.Timeout(sh.timeout), runner.Keep(sh.keep || c.o.Keep),
 	)
+	cfg.SoloEvery = every
 	if !ok || !c.prove(path, k, expect, &cfg, p) {
 		return
 	}
@@ -183,6 +189,19 @@ func (c *checker) effects(path, spec string, params *scenarios.Params) {
 	}
 	c.template(path, rest)
 	if backend == "" {
+		return
+	}
+	if conn, ok := c.connection(path, "", backend, "the effects check"); ok {
+		conn.into(&params.Conn)
+	}
+}
+
+// autoStore resolves the connection of effects: auto:STORE.
+func (c *checker) autoStore(path, store string, params *scenarios.Params) {
+	backend := map[string]string{"postgres": "postgres", "postgresql": "postgres", "pg": "postgres", "mysql": "mysql", "mariadb": "mysql",
+		"redis": "redis", "mongo": "mongo", "mongodb": "mongo"}[store]
+	if backend == "" {
+		c.fail(path, "effects auto:%s: the store is auto:postgres, auto:mysql, auto:redis or auto:mongo", store)
 		return
 	}
 	if conn, ok := c.connection(path, "", backend, "the effects check"); ok {

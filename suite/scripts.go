@@ -24,6 +24,32 @@ type Scripts struct {
 	Teardown string `yaml:"teardown"`
 	// Allowed is how many effects per burst are correct (default 1).
 	Allowed *int `yaml:"allowed"`
+	// Watch and SoloEvery shape effects: auto (racetest sql --watch,
+	// --solo-every): the tables (Redis: key patterns, MongoDB:
+	// collections) to measure, and how often a solo twin runs.
+	Watch     []string `yaml:"watch"`
+	SoloEvery *int     `yaml:"solo_every"`
+}
+
+// autoShape checks effects: auto's watch and solo_every: how often a solo
+// twin runs (0 when the case counts its effects).
+func (c *checker) autoShape(path string, auto bool, needWatch bool, watch []string, soloEvery *int) int {
+	if !auto {
+		if len(watch) > 0 || soloEvery != nil {
+			c.fail(path, "watch and solo_every shape effects: auto: set effects: auto, or remove them")
+		}
+		return 0
+	}
+	if needWatch && len(watch) == 0 {
+		c.fail(path+".watch", "effects: auto on Redis measures the keys watch names: add watch: [\"coupon:{{.RunID}}-*\"]")
+	}
+	every := 1
+	if soloEvery != nil {
+		if every = *soloEvery; every < 1 {
+			c.fail(path+".solo_every", "solo_every must be at least 1 (got %d): 1 runs a solo twin before every burst", every)
+		}
+	}
+	return every
 }
 
 // ScriptCase is a script case ready to run: its parsed scripts.
@@ -71,6 +97,8 @@ func (c *checker) scriptCase(path string, k *Case, sh shape, p *Plan) {
 		c.fail(sp, "%v", err)
 		return
 	}
+	every := c.autoShape(sp, scripts.Auto, d == script.Redis, s.Watch, s.SoloEvery)
+	scripts.Watch = s.Watch
 	if k.Variant != nil || k.Engine != nil || k.Gap != nil || k.Latency != nil || k.TTL != nil {
 		c.fail(path, "a script case takes the shape of its bursts (attempts, bursts, timeout, isolation, release), not variant, engine, gap, latency or ttl")
 		return
@@ -115,6 +143,7 @@ func (c *checker) scriptCase(path string, k *Case, sh shape, p *Plan) {
 	for _, opt := range rel.Options() {
 		opt(&cfg)
 	}
+	cfg.SoloEvery = every
 	if !c.prove(path, k, expect, &cfg, p) {
 		return
 	}
