@@ -191,7 +191,7 @@ func (a *autoCheck) snapshot(ctx context.Context) (runner.Snapshot, error) {
 		}
 		a.plan = p
 	}
-	return a.plan.Read(ctx, q)
+	return sqldb.ReadSnapshot(ctx, a.plan, q)
 }
 
 func (a *autoCheck) close() error {

@@ -78,6 +78,16 @@ type Case struct {
 	// effect on s: the ground truth of a burst, never what the attempts
 	// believed.
 	Effects func(ctx context.Context, s any) (int, error)
+	// Auto, instead of Effects, judges each burst against a solo twin: the
+	// same attempts run one at a time on a subject of their own, and the
+	// store's change in the burst (race.Auto(db) measures a *sql.DB) must
+	// equal the twin's, table by table, column by column. More is RACE,
+	// less LOST; twins that differ from each other, or a store that changes
+	// while nothing runs, are INCONCLUSIVE.
+	Auto Watcher
+	// SoloEvery runs a solo twin before every SoloEvery-th burst only (1
+	// when 0); the others are compared with the latest twin.
+	SoloEvery int
 
 	// Options are runner options applied after the fields above: a
 	// timeout (runner.Timeout), replicas, a wire release
@@ -263,15 +273,18 @@ func (c *Case) validate() error {
 	if c.Attempt == nil {
 		missing = append(missing, "Attempt")
 	}
-	if c.Effects == nil {
+	if c.Effects == nil && c.Auto == nil {
 		missing = append(missing, "Effects")
 	}
+	if c.Effects != nil && c.Auto != nil {
+		return fmt.Errorf("case %q: Effects and Auto contradict each other: count the effects, or compare with solo twins — keep one", c.Name)
+	}
 	if len(missing) > 0 {
-		return fmt.Errorf("case %q: %s must be set (Subject makes each burst's fresh subject, Attempt tries the action once, Effects counts in the store what took effect)",
+		return fmt.Errorf("case %q: %s must be set (Subject makes each burst's fresh subject, Attempt tries the action once, Effects counts in the store what took effect, or Auto compares each burst with solo twins)",
 			c.Name, strings.Join(missing, ", "))
 	}
-	if c.Attempts < 0 || c.Bursts < 0 || c.Allowed < 0 || c.ShortBursts < 0 {
-		return fmt.Errorf("case %q: Attempts, Bursts, ShortBursts and Allowed cannot be negative (0 takes the default)", c.Name)
+	if c.Attempts < 0 || c.Bursts < 0 || c.Allowed < 0 || c.ShortBursts < 0 || c.SoloEvery < 0 {
+		return fmt.Errorf("case %q: Attempts, Bursts, ShortBursts, Allowed and SoloEvery cannot be negative (0 takes the default)", c.Name)
 	}
 	return nil
 }
@@ -286,6 +299,9 @@ func (c *Case) options() []runner.Option {
 	}
 	if c.Allowed > 0 {
 		opts = append(opts, runner.Allowed(c.Allowed))
+	}
+	if c.Auto != nil {
+		opts = append(opts, runner.SoloTwins(max(c.SoloEvery, 1)))
 	}
 	return append(opts, c.Options...)
 }
@@ -330,6 +346,9 @@ func (t *target) Reset(ctx context.Context, burst int) (runner.Subject, error) {
 }
 
 func (t *target) Effects(ctx context.Context, s runner.Subject) (int, error) {
+	if t.c.Effects == nil {
+		return 0, nil // Auto: the runner measures the store instead
+	}
 	return t.c.Effects(ctx, s.Data)
 }
 

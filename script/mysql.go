@@ -37,7 +37,7 @@ func (s *myStore) Snapshot(ctx context.Context, watch []string) (runner.Snapshot
 		}
 		s.plan = p
 	}
-	return s.plan.Read(ctx, q)
+	return sqldb.ReadSnapshot(ctx, s.plan, q)
 }
 
 // OpenMySQL connects racetest's own connection to the server of

@@ -40,7 +40,7 @@ func (s *pgStore) Snapshot(ctx context.Context, watch []string) (runner.Snapshot
 		}
 		s.plan = p
 	}
-	return s.plan.Read(ctx, q)
+	return sqldb.ReadSnapshot(ctx, s.plan, q)
 }
 
 // OpenPostgres connects racetest's own connection to the server of

@@ -92,7 +92,7 @@ WHERE v < %d`, i, rows))
 			b.ResetTimer()
 			for b.Loop() {
 				if err := db.Admin(ctx, func(ctx context.Context, q Querier) error {
-					s, err := plan.Read(ctx, q)
+					s, err := ReadSnapshot(ctx, plan, q)
 					if err == nil && len(s) != tables*4 {
 						err = fmt.Errorf("snapshot of %d keys", len(s))
 					}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/racetest/racetest/internal/sqlsnap"
 	"github.com/racetest/racetest/runner"
 )
 
@@ -66,7 +67,7 @@ func snapshotOf(t *testing.T, db *DB, watch []string) (*SnapshotPlan, runner.Sna
 		if p, err = PlanSnapshot(ctx, db.Dialect(), q, watch); err != nil {
 			return err
 		}
-		s, err = p.Read(ctx, q)
+		s, err = ReadSnapshot(ctx, p, q)
 		return err
 	})
 	if err != nil {
@@ -153,12 +154,12 @@ func TestSnapshotRefusesTooLargeASchema(t *testing.T) {
 					return err
 				})
 			}
-			defer func(t, b int64) { maxTables, maxBytes = t, b }(maxTables, maxBytes)
-			maxTables = 2
+			defer func(l sqlsnap.Limits) { snapshotLimits = l }(snapshotLimits)
+			snapshotLimits.Tables = 2
 			if err := plan(); err != nil {
 				t.Fatalf("2 tables at a limit of 2: %v", err)
 			}
-			maxTables = 1
+			snapshotLimits.Tables = 1
 			var se *runner.SnapshotError
 			if err := plan(); !errors.As(err, &se) || !strings.Contains(err.Error(), "--watch TABLE") {
 				t.Fatalf("2 tables over a limit of 1: %v", err)
@@ -166,7 +167,7 @@ func TestSnapshotRefusesTooLargeASchema(t *testing.T) {
 			if err := plan("a"); err != nil {
 				t.Fatalf("one watched table: %v", err)
 			}
-			maxTables, maxBytes = 10, 0
+			snapshotLimits = sqlsnap.Limits{Tables: 10, Bytes: 0}
 			mustExec(t, db, "INSERT INTO a VALUES (1)")
 			if d == MySQL {
 				mustExec(t, db, "ANALYZE TABLE a")
