@@ -374,7 +374,8 @@ func (e *engine) closeFleet() {
 }
 
 func (e *engine) burst(ctx context.Context, index int) (Burst, error) {
-	if e.snap != nil && (e.lastSolo == nil || index%e.cfg.SoloEvery == 0) {
+	// Burst 0 always has one: every burst is compared with a twin.
+	if e.snap != nil && index%e.cfg.SoloEvery == 0 {
 		d, err := e.soloTwin(ctx, index)
 		if err != nil {
 			return Burst{}, err

@@ -109,7 +109,9 @@ func TestEffectsAutoOnRedisAndMongo(t *testing.T) {
 		watch   []string
 		naive   string // the key that differs in the naive redeem
 	}{
-		{"redis", func(a string) Spec { return Spec{Attempt: "@" + a + ".redis", Effects: "auto", Teardown: "@drop.redis"} },
+		{"redis", func(a string) Spec {
+			return Spec{Attempt: "@" + a + ".redis", Effects: "auto", Teardown: "@drop.redis"}
+		},
 			[]string{"coupon:{{.RunID}}-*", "redeemed:{{.RunID}}-*"}, "redeemed:%s-*.members"},
 		{"mongo", func(a string) Spec {
 			if a == "conditional" {
