@@ -52,6 +52,13 @@ func TestEffectsAutoSQLCommand(t *testing.T) {
 			} else if code != ExitOK && code != ExitInconclusive {
 				t.Fatalf("probe: exit %d\n%s", code, stderr)
 			}
+			// A snapshot that cannot be taken as asked is the user's to
+			// change: exit 2, with the way out.
+			_, stderr, code := execCmd(t, false, "sql", "-b", backend, "--setup", "@"+dir+"schema.sql", "--subject", "@"+dir+"subject.sql",
+				"--attempt", "@"+dir+"redeem-fixed.sql", "--effects", "auto", "--teardown", "@"+dir+"drop.sql", "--watch", "no_such_table", "-n", "2", "--bursts", "2")
+			if code != ExitUsage || !strings.Contains(stderr, `--watch: no table "no_such_table"`) {
+				t.Errorf("unknown watched table: exit %d\n%s", code, stderr)
+			}
 			for _, c := range []struct {
 				attempt, expect string
 				want            []string
