@@ -20,6 +20,8 @@ import (
 // ScriptOptions are the parsed flags of 'racetest sql' and 'racetest redis'.
 type ScriptOptions struct {
 	*Factory
+	// Command is the command line as given, for the Reproduce line.
+	Command  string
 	Dialect  script.Dialect
 	Backend  string
 	Scripts  script.Spec
@@ -74,7 +76,8 @@ func newCmdScript(f *Factory, d script.Dialect, runF func(context.Context, *Scri
 	c := &cobra.Command{
 		Args: cobra.NoArgs,
 		Long: scriptHelp,
-		RunE: func(c *cobra.Command, _ []string) error {
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.Command = commandLine(c, args, f.Registry)
 			if runF != nil {
 				return runF(c.Context(), opts)
 			}
@@ -163,7 +166,7 @@ func runScript(ctx context.Context, o *ScriptOptions) error {
 	pl := plan{
 		Case: report.Case{
 			Name: scripts.Attempt.Name, Scenario: suite.ScriptScenario, Backend: o.Backend, Expect: expect, Strict: o.Strict,
-			Release: string(rel.Mode), Settings: map[string]string{},
+			Release: string(rel.Mode), Settings: map[string]string{}, Command: o.Command,
 		},
 		Params: p, Config: cfg,
 	}
