@@ -138,6 +138,11 @@ func runScript(ctx context.Context, o *ScriptOptions) error {
 	if err := checkAtLeastOne(intFlag{"attempts", o.Attempts}, intFlag{"bursts", o.Bursts}); err != nil {
 		return err
 	}
+	// As run does: a burst too large for this machine is refused before
+	// anything connects (it connected first, and failed 27 s later).
+	if err := checkBurstMemory(o.Attempts, o.Backend); err != nil {
+		return err
+	}
 	if o.Allowed < 0 {
 		return usageErrorf("--allowed cannot be negative (got %d)", o.Allowed)
 	}
