@@ -65,3 +65,15 @@ func TestScriptVerbsCheckTheBurstFirst(t *testing.T) {
 		}
 	}
 }
+
+// sql, redis and mongo take -q as run and http do: the verdict line alone,
+// without the lines that say what will run (issue 29).
+func TestScriptVerbsAreQuietWhenAsked(t *testing.T) {
+	root := NewCmdRoot(&Factory{IO: &IOStreams{}, Registry: builtin.Registry()})
+	for _, name := range []string{"sql", "redis", "mongo"} {
+		c, _, err := root.Find([]string{name})
+		if err != nil || c.Flags().ShorthandLookup("q") == nil || c.Flags().Lookup("verbose") == nil {
+			t.Errorf("%s has no -q/-v (%v)", name, err)
+		}
+	}
+}

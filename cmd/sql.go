@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -178,11 +179,16 @@ func runScript(ctx context.Context, o *ScriptOptions) error {
 	if o.Isolation != "" {
 		pl.Case.Settings["isolation"] = o.Isolation
 	}
-	build := scriptBuilder(o.IO.ErrOut, "running your scripts", o.Backend, scripts)
+	// -q keeps the verdict line alone: what will run is not said.
+	var say io.Writer = o.IO.ErrOut
+	if o.IO.Quiet {
+		say = io.Discard
+	}
+	build := scriptBuilder(say, "running your scripts", o.Backend, scripts)
 	pl.Build = func(ctx context.Context, p scenarios.Params) (runner.Target, error) {
 		t, err := build(ctx, p)
 		if err == nil {
-			fmt.Fprintf(o.IO.ErrOut, "  %d attempts released together (%s), %d bursts, token {{.Token}} = %s-<burst>; racetest creates and drops nothing of its own here\n",
+			fmt.Fprintf(say, "  %d attempts released together (%s), %d bursts, token {{.Token}} = %s-<burst>; racetest creates and drops nothing of its own here\n",
 				cfg.Attempts, cfg.ReleaseName(), cfg.Bursts, p.RunID)
 		}
 		return t, err
@@ -194,9 +200,7 @@ func runScript(ctx context.Context, o *ScriptOptions) error {
 	if err := nothingRan(o.Format, cases); err != nil {
 		return err
 	}
-	return finish(ctx, o.IO, reporter, cases, report.Options{
-		Color: o.IO.Color(), Timeline: o.Timeline, Version: version(),
-	})
+	return finish(ctx, o.IO, reporter, cases, reportOptions(o.IO, report.Options{Timeline: o.Timeline, Version: version()}))
 }
 
 // scriptRunError turns a script that cannot work (it does not parse, a
