@@ -92,3 +92,29 @@ func TestServeSuggestsItsOwnWorkers(t *testing.T) {
 		}
 	}
 }
+
+// run --help and completion list the variants of every scenario, the
+// isolation anomalies' too (issue 29: lost-update, write-skew and
+// job-queue were missing from both).
+func TestVariantsOfTheAnomaliesAreListed(t *testing.T) {
+	reg := builtin.Registry()
+	help := variantHelp(reg)
+	for _, want := range []string{"lost-update: naive, atomic", "write-skew: ", "job-queue: "} {
+		if !strings.Contains(help, want) {
+			t.Errorf("--variant's help lacks %q: %s", want, help)
+		}
+	}
+	for _, s := range []string{"lost-update", "write-skew", "job-queue"} {
+		spec, err := reg.Scenario(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io, out, _ := Test()
+		execIO(t, io, reg, "__complete", "run", s, "--variant", "")
+		for _, v := range spec.Variants {
+			if !strings.Contains(out.String(), v+"\n") {
+				t.Errorf("completing run %s --variant does not offer %s:\n%s", s, v, out)
+			}
+		}
+	}
+}
