@@ -238,15 +238,15 @@ func readSuite(o *SuiteOptions) ([]suite.Plan, error) {
 }
 
 // suiteInputs names the files a suite run reads: the suite itself and the
-// HTTP bodies it names.
-func suiteInputs(file string, plans []suite.Plan) map[string]string {
-	in := map[string]string{}
+// HTTP bodies it names, in file order.
+func suiteInputs(file string, plans []suite.Plan) []input {
+	var in []input
 	if file != "-" {
-		in["the suite file"] = file
+		in = append(in, input{"the suite file", file})
 	}
 	for _, p := range plans {
 		if p.HTTP != nil && p.HTTP.BodyFile != "" {
-			in[fmt.Sprintf("the body_file of case %q", p.Case.Name)] = p.HTTP.BodyFile
+			in = append(in, input{fmt.Sprintf("the body_file of case %q", p.Case.Name), p.HTTP.BodyFile})
 		}
 	}
 	return in
