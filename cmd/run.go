@@ -84,6 +84,9 @@ func runRun(ctx context.Context, o *RunOptions) error {
 	if err := sh.validate(o.Backend); err != nil {
 		return err
 	}
+	if err := o.Shape.checkEngine(o.Registry, o.Backend); err != nil {
+		return err
+	}
 	req := runplan.Request{
 		Scenario: spec.Name, Backend: o.Backend, Shape: sh.plan(sh.Replicas),
 		Release: cmp.Or(o.Release, string(release.Default)), Expect: expect, Catalog: catalog, Strict: o.Strict,
