@@ -232,7 +232,9 @@ func (s *h2Session) Attempt(ctx context.Context, subj runner.Subject, w *runner.
 		}
 		return b.outcome(runner.Outcome{Class: runner.Unknown, Err: fmt.Errorf("no response (the request may have run): %w", st.err)})
 	}
-	b.answer(st.status, st.header, "HTTP/2.0")
+	// Every held frame of the connection left in one write, at the burst's
+	// first send.
+	b.answer(st.status, st.header, "HTTP/2.0", time.Since(time.Unix(0, b.sentFirst.Load())))
 	return b.outcome(s.a.t.c.rules.classify(st.status, st.body))
 }
 
