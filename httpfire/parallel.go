@@ -22,23 +22,44 @@ import (
 // The step is measured over the middle half of the sorted response times
 // (from the lower to the upper quartile), so that a few stragglers — an
 // attempt the client's scheduler woke late on a loaded machine — move it
-// little. The estimate is capped at the number of responses. It errs
-// towards "at once": the fastest response also carries the round trip, so
-// a one-at-a-time server whose service time is no longer than the round
-// trip reads as two or more.
+// little. Under minQuartiles responses the quartiles are the extremes, and
+// the step is the median gap between successive responses instead: one
+// straggler cannot make it. The estimate is capped at the number of
+// responses. It errs towards "at once": the fastest response also carries
+// the round trip, so a one-at-a-time server whose service time is no
+// longer than the round trip reads as two or more.
 //
-// It returns 0 when there are fewer than two responses: nothing to say.
+// It returns 0 — cannot tell — under minResponses responses: with two or
+// three, one response read late looks like a queue.
 func parallelism(responses []time.Duration) float64 {
 	n := len(responses)
-	if n < 2 {
+	if n < minResponses {
 		return 0
 	}
 	r := slices.Clone(responses)
 	slices.Sort(r)
-	lo, hi := (n-1)/4, (3*(n-1)+3)/4
-	step := float64(r[hi]-r[lo]) / float64(hi-lo)
+	var step float64
+	if n < minQuartiles {
+		gaps := make([]time.Duration, n-1)
+		for i := range gaps {
+			gaps[i] = r[i+1] - r[i]
+		}
+		slices.Sort(gaps)
+		step = float64(gaps[len(gaps)/2])
+	} else {
+		lo, hi := (n-1)/4, (3*(n-1)+3)/4
+		step = float64(r[hi]-r[lo]) / float64(hi-lo)
+	}
 	if r[0] <= 0 || step <= 0 {
 		return float64(n)
 	}
 	return min(float64(n), float64(r[0])/step)
 }
+
+// minResponses is the fewest answered requests the parallelism is
+// estimated from; minQuartiles the fewest whose quartiles are not their
+// extremes.
+const (
+	minResponses = 4
+	minQuartiles = 8
+)

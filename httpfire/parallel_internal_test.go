@@ -38,9 +38,17 @@ func TestParallelismEstimate(t *testing.T) {
 		{name: "all at once", took: ms(2.1, 2.1, 2.2, 2.2, 2.3, 2.2, 2.1, 2.4, 2.2, 2.3, 2.2, 2.1, 2.5, 2.2, 2.2, 2.3), lo: 10, hi: 16},
 		{name: "all at once, three stragglers", took: ms(2.1, 2.1, 2.2, 2.2, 2.3, 2.2, 2.1, 9, 2.2, 2.3, 2.2, 2.1, 14, 2.2, 2.2, 30), lo: 10, hi: 16},
 		{name: "identical", took: ms(2, 2, 2, 2), estimate: 4},
-		// Two requests: the first answered after 2 ms, the second after 4.
-		{name: "pair, one at a time", took: ms(2, 4), estimate: 1},
-		{name: "pair, together", took: ms(2, 2.5), estimate: 2},
+		// Two or three: one response read late would look like a queue.
+		{name: "pair, one at a time", took: ms(2, 4), estimate: 0},
+		{name: "three, one at a time", took: ms(2, 4, 6), estimate: 0},
+		// Four to seven: the median gap, which one straggler cannot make.
+		{name: "four, one at a time", took: ms(2, 4, 6, 8), estimate: 1},
+		{name: "four, together, one read late", took: ms(2, 2.2, 2.4, 12), estimate: 4},
+		{name: "seven, one at a time", took: ms(2.1, 4.1, 6.1, 8.1, 10.1, 12.1, 14.1), lo: 1, hi: 1.1},
+		{name: "seven, together, two read late", took: ms(2.1, 2.2, 2.4, 2.5, 2.6, 9, 20), lo: 7, hi: 7},
+		// Eight: the quartiles, at index 1 and 6.
+		{name: "eight, one at a time", took: ms(2, 4, 6, 8, 10, 12, 14, 16), estimate: 1},
+		{name: "eight, two workers", took: ms(2, 2, 4, 4, 6, 6, 8, 8), lo: 1.6, hi: 2.2},
 	} {
 		got := parallelism(c.took)
 		if c.lo == 0 && c.hi == 0 {
