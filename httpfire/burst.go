@@ -121,13 +121,16 @@ func (b *burst) sent(t time.Time) {
 }
 
 // answer records one response, which took took from the request leaving
-// the client to the response read.
+// the client to the response read (0: not known, and left out of the
+// parallelism estimate).
 func (b *burst) answer(status int, h http.Header, proto string, took time.Duration) {
 	b.answered.Add(1)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.statuses[status]++
-	b.responses = append(b.responses, took)
+	if took > 0 {
+		b.responses = append(b.responses, took)
+	}
 	if b.server == "" {
 		b.server, b.proto = h.Get("Server"), proto
 	}

@@ -79,7 +79,11 @@ func (s naiveSession) Attempt(ctx context.Context, subj runner.Subject, w *runne
 	if err != nil {
 		return b.outcome(runner.Outcome{Class: runner.Unknown, Err: fmt.Errorf("reading the response body: %w", err)})
 	}
-	b.answer(resp.StatusCode, resp.Header, resp.Proto, time.Since(time.Unix(0, wroteAt.Load())))
+	var took time.Duration
+	if at := wroteAt.Load(); at != 0 {
+		took = time.Since(time.Unix(0, at))
+	}
+	b.answer(resp.StatusCode, resp.Header, resp.Proto, took)
 	return b.outcome(s.t.c.rules.classify(resp.StatusCode, body))
 }
 

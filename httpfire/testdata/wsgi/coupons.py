@@ -15,7 +15,7 @@ import threading
 import time
 from urllib.parse import parse_qs
 
-GAP = 0.005  # seconds between the check and the insert, as a database round trip
+GAP = 0.010  # seconds between the check and the insert, as a database round trip
 
 _lock = threading.Lock()
 _made = set()
