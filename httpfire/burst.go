@@ -178,7 +178,7 @@ func (b *burst) serverSpread() (time.Duration, bool) {
 }
 
 // parallelism is the burst's estimate of how many requests the server
-// handled at once (0: fewer than two responses).
+// handled at once (0: too few responses to tell).
 func (b *burst) parallelism() float64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()

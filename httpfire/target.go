@@ -29,7 +29,8 @@ var (
 )
 
 // Target fires a run's bursts at one HTTP endpoint. Build it with New; it is
-// a runner.Target, and also a runner.Noter, Describer and Checker.
+// a runner.Target, and also a runner.Noter, Describer, Checker and
+// ServerParalleler.
 type Target struct {
 	c       *compiled
 	p       scenarios.Params
@@ -256,7 +257,7 @@ func (t *Target) Effects(ctx context.Context, s runner.Subject) (int, error) {
 
 // ServerParallelism estimates how many of the burst's requests the server
 // handled at once, from their response times (see parallelism); 0 when
-// fewer than two were answered.
+// too few were answered to tell.
 func (t *Target) ServerParallelism(s runner.Subject) float64 {
 	b, ok := s.Data.(*burst)
 	if !ok {
