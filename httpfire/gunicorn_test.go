@@ -36,6 +36,8 @@ func gunicorn(t *testing.T, args ...string) string {
 	var log strings.Builder
 	cmd := exec.Command(bin, append([]string{"--chdir", "testdata/wsgi", "-b", addr, "-w", "1"}, append(args, "coupons:app")...)...)
 	cmd.Stdout, cmd.Stderr = &log, &log
+	// No __pycache__ left in testdata.
+	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
