@@ -390,3 +390,20 @@ func TestNoSoloTwinsWithoutSoloEvery(t *testing.T) {
 		t.Errorf("a run without SoloEvery took %d snapshots", l.snaps)
 	}
 }
+
+// parLedger says the server ran the burst's attempts one at a time.
+type parLedger struct{ *ledger }
+
+func (parLedger) ServerParallelism(Subject) float64 { return 1 }
+
+func TestATwinBurstServedOneAtATimeIsUntested(t *testing.T) {
+	res, err := Run(context.Background(), parLedger{newLedger(naiveGrant)}, Attempts(4), Bursts(3), SoloTwins(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range res.Bursts {
+		if b.ServerParallelism != 1 || b.Tested() {
+			t.Errorf("burst %d: server parallelism %v, tested %v", b.Index, b.ServerParallelism, b.Tested())
+		}
+	}
+}
