@@ -10,7 +10,7 @@ import (
 // team's test binary that imports race must not pull in every database
 // driver (or cobra, or mpb) with the rest of racetest.
 var ours = map[string][]string{
-	".":          {"runner", "report", "explore", "internal/sqlsnap"},
+	".":          {"runner", "report", "explore", "internal/sqlsnap", "internal/printable"},
 	"./lastbyte": {"runner", "release"},
 }
 
