@@ -407,3 +407,23 @@ func TestATwinBurstServedOneAtATimeIsUntested(t *testing.T) {
 		}
 	}
 }
+
+func TestTookEffectInATwinBurst(t *testing.T) {
+	b := Burst{Effects: 5, Overlap: 2, Twin: &Twin{Verdict: TwinSame, Together: Delta{}}}
+	b.Outcomes[Executed] = 2
+	if b.TookEffect() || b.Tested() {
+		t.Error("a burst that changed nothing took effect (its Effects count is not what a twin burst is judged by)")
+	}
+	b.Twin.Together = Delta{"t rows": rat(1)}
+	if !b.TookEffect() || !b.Tested() {
+		t.Error("a judged burst that changed the store did not take effect")
+	}
+	b.Twin.Verdict = TwinUnjudged
+	if b.TookEffect() {
+		t.Error("an unjudged burst took effect")
+	}
+	b.Twin = nil
+	if !b.TookEffect() {
+		t.Error("a counted burst with 5 effects did not take effect")
+	}
+}
