@@ -370,7 +370,9 @@ func (t *Target) Notes() []string {
 		return notes
 	}
 	said := fmt.Sprintf("said success: %d responses in %d bursts (median %d per burst)", t.st.said, t.st.bursts, median(t.st.saidPer))
-	if t.effects != nil {
+	if t.auto != nil {
+		notes = append(notes, said, "effects: "+t.auto.describe()+" — each burst's change of the store, beside the same requests sent one at a time")
+	} else if t.effects != nil {
 		notes = append(notes, said+fmt.Sprintf("; actually happened: %d (median %d per burst), counted by %s", t.st.happened, median(t.st.happenedPer), t.effects.describe()))
 	} else {
 		notes = append(notes, said, "no effects check: counting the responses, which is what the server claims, not what happened")

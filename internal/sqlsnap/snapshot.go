@@ -91,18 +91,19 @@ var floatTypes = map[string]bool{"real": true, "double precision": true, "float"
 // listing reads the schema's tables and their columns: name, column, data
 // type, whether the column is a key or an identity, and the table's size.
 var listing = map[Dialect]string{
-	Postgres: `SELECT t.table_name::text, COALESCE(c.column_name::text, ''), COALESCE(c.data_type::text, ''),
-  COALESCE(c.is_identity = 'YES' OR c.column_default LIKE 'nextval(%' OR EXISTS (
-    SELECT 1 FROM information_schema.table_constraints tc
-    JOIN information_schema.key_column_usage k ON k.constraint_schema = tc.constraint_schema AND k.constraint_name = tc.constraint_name
-    WHERE tc.table_schema = t.table_schema AND tc.table_name = t.table_name AND tc.constraint_type = 'PRIMARY KEY'
-      AND k.column_name = c.column_name), false),
-  COALESCE(pg_relation_size(format('%I.%I', t.table_schema, t.table_name)::regclass), 0),
-  current_schema()::text
-FROM information_schema.tables t
-LEFT JOIN information_schema.columns c ON c.table_schema = t.table_schema AND c.table_name = t.table_name
-WHERE t.table_schema = current_schema() AND t.table_type = 'BASE TABLE'
-ORDER BY t.table_name, c.ordinal_position`,
+	// The catalog, not information_schema: a table another session drops
+	// meanwhile is simply not there (pg_relation_size of its oid is NULL),
+	// where a cast of its name to regclass would fail the listing.
+	Postgres: `SELECT c.relname::text, COALESCE(a.attname::text, ''), COALESCE(format_type(a.atttypid, NULL), ''),
+  COALESCE(a.attidentity <> '' OR pg_get_expr(d.adbin, d.adrelid) LIKE 'nextval(%' OR a.attnum = ANY(i.indkey), false),
+  COALESCE(pg_relation_size(c.oid), 0), current_schema()::text
+FROM pg_class c
+JOIN pg_namespace n ON n.oid = c.relnamespace
+LEFT JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+LEFT JOIN pg_attrdef d ON d.adrelid = c.oid AND d.adnum = a.attnum
+LEFT JOIN pg_index i ON i.indrelid = c.oid AND i.indisprimary
+WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p')
+ORDER BY c.relname, a.attnum`,
 	MySQL: `SELECT t.table_name, COALESCE(c.column_name, ''), COALESCE(c.data_type, ''),
   COALESCE(c.column_key = 'PRI' OR c.extra LIKE '%auto_increment%', 0),
   COALESCE(t.data_length, 0), DATABASE()
