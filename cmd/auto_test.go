@@ -141,6 +141,10 @@ func TestEffectsAutoHTTPCommand(t *testing.T) {
 				return
 			}
 			won := false
+			// Some work before the store, as a real handler has: a server
+			// that answers at once looks like one that serves one request
+			// at a time.
+			time.Sleep(2 * time.Millisecond)
 			err := sqldb.InTx(ctx, c, "", func(tx sqldb.Tx) error {
 				if mode == "naive" {
 					var used int
