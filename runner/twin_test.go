@@ -147,6 +147,9 @@ func TestSoloTwinFindsTheExtraRows(t *testing.T) {
 	if res.Twins.Solos != 6 || res.Twins.Reason() != "" {
 		t.Errorf("solos %d (want 6), reason %q", res.Twins.Solos, res.Twins.Reason())
 	}
+	if res.Example == nil || !res.Example.Twin {
+		t.Error("the example burst of a twin run is not marked as judged by its twin")
+	}
 	// Solo twin, burst: 2 + 3 snapshots each.
 	if l.snaps != 6*5 {
 		t.Errorf("%d snapshots, want 30", l.snaps)
@@ -386,7 +389,7 @@ func TestNoSoloTwinsWithoutSoloEvery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.snaps != 0 || res.Twins != nil || res.Bursts[0].Twin != nil {
+	if l.snaps != 0 || res.Twins != nil || res.Bursts[0].Twin != nil || res.Example.Twin {
 		t.Errorf("a run without SoloEvery took %d snapshots", l.snaps)
 	}
 }
