@@ -74,7 +74,22 @@ func (p *myPool) Session(ctx context.Context, _ int) (SessionConn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &myConn{c: c, pool: p}, nil
+	mc := &myConn{c: c, pool: p}
+	if mc.id, err = sqldb.SessionID(ctx, sqldb.MySQL, sqldb.Std(c)); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return mc, nil
+}
+
+// lockWait asks, on racetest's own connection, whether the worker's
+// connection c waits on a lock (InnoDB's lock waits, the process list).
+func (s *myStore) lockWait(ctx context.Context, c SessionConn) (bool, error) {
+	mc, ok := c.(*myConn)
+	if !ok || mc.bad {
+		return false, fmt.Errorf("mysql: the connection is being replaced")
+	}
+	return sqldb.LockWait(ctx, sqldb.MySQL, sqldb.Std(s.admin.c), mc.id)
 }
 
 func (p *myPool) Close() error { return p.db.Close() }
@@ -85,6 +100,7 @@ type myConn struct {
 	c    *sql.Conn
 	pool *myPool // nil for racetest's own connection
 	bad  bool
+	id   int64 // the server's connection id, for lock-wait questions
 }
 
 // renew replaces a worker's broken connection with a fresh session.
@@ -94,7 +110,12 @@ func (c *myConn) renew(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	c.c, c.bad = n, false
+	id, err := sqldb.SessionID(context.WithoutCancel(ctx), sqldb.MySQL, sqldb.Std(n))
+	if err != nil {
+		n.Close()
+		return err
+	}
+	c.c, c.bad, c.id = n, false, id
 	return nil
 }
 

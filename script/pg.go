@@ -117,6 +117,16 @@ func (p pgPool) Session(ctx context.Context, _ int) (SessionConn, error) {
 
 func (pgPool) Close() error { return nil }
 
+// lockWait asks, on racetest's own connection, whether the worker's
+// connection c waits on a lock (pg_blocking_pids of its backend).
+func (s *pgStore) lockWait(ctx context.Context, c SessionConn) (bool, error) {
+	pc, ok := c.(*pgConn)
+	if !ok || pc.c.IsClosed() {
+		return false, fmt.Errorf("postgres: the connection is closed")
+	}
+	return sqldb.LockWait(ctx, sqldb.Postgres, sqldb.Pgx(s.admin.c), int64(pc.c.PgConn().PID()))
+}
+
 // pgConn is one connection.
 type pgConn struct {
 	c *pgx.Conn

@@ -19,11 +19,31 @@ import (
 type Scripts struct {
 	Setup    string `yaml:"setup"`
 	Subject  string `yaml:"subject"`
-	Attempt  string `yaml:"attempt"`
+	// Attempt is one script for every attempt, or a list: one script per
+	// transaction, attempt i running the i-th (round again past the end).
+	Attempt  Attempts `yaml:"attempt"`
 	Effects  string `yaml:"effects"`
 	Teardown string `yaml:"teardown"`
 	// Allowed is how many effects per burst are correct (default 1).
 	Allowed *int `yaml:"allowed"`
+}
+
+// Attempts is an attempt: field, one script or a list of them.
+type Attempts []string
+
+// UnmarshalYAML reads one script (a string) or a list of scripts.
+func (a *Attempts) UnmarshalYAML(unmarshal func(any) error) error {
+	var one string
+	if err := unmarshal(&one); err == nil {
+		*a = Attempts{one}
+		return nil
+	}
+	var many []string
+	if err := unmarshal(&many); err != nil {
+		return fmt.Errorf("attempt: write one script (inline or @FILE), or a list of them, one per transaction")
+	}
+	*a = many
+	return nil
 }
 
 // ScriptCase is a script case ready to run: its parsed scripts.
