@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/racetest/racetest/explore"
+	"github.com/racetest/racetest/internal/sqldb"
 	"github.com/racetest/racetest/report"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
@@ -145,7 +146,13 @@ func newCmdExploreScript(f *Factory, replay bool, d script.Dialect, run func(*co
 		Short: "Your own " + name + " script, step by step: each statement is a step",
 		Long:  exploreLong + "\n\n" + scriptHelp,
 		Args:  cobra.NoArgs,
-		RunE:  func(c *cobra.Command, _ []string) error { return run(c, o) },
+		RunE: func(c *cobra.Command, _ []string) error {
+			if n := len(o.Scripts.Attempt); n > 1 && !c.Flags().Changed("attempts") {
+				// One script per transaction: as many attempts as scripts.
+				o.Explore.Attempts = n
+			}
+			return run(c, o)
+		},
 	}
 	fs := c.Flags()
 	if d == script.SQL {
@@ -156,7 +163,7 @@ func newCmdExploreScript(f *Factory, replay bool, d script.Dialect, run func(*co
 	}
 	fs.StringVar(&o.Scripts.Setup, "setup", "", "run once before the first order (inline or @FILE; template {{.RunID}})")
 	fs.StringVar(&o.Scripts.Subject, "subject", "", "run before each order: make the subject {{.Token}} names")
-	fs.StringVar(&o.Scripts.Attempt, "attempt", "", "what each attempt runs, one step per statement (required)")
+	fs.StringArrayVar(&o.Scripts.Attempt, "attempt", nil, "what each attempt runs, one step per statement (required); repeat it for one script per transaction: attempt A runs the first, B the second (--attempts defaults to their number; with more attempts they go round again)")
 	fs.StringVar(&o.Scripts.Effects, "effects", "", "after each order: a query or command returning how many times the action took effect (required)")
 	fs.StringVar(&o.Scripts.Teardown, "teardown", "", "run once at the end, also after Ctrl-C (inline or @FILE)")
 	fs.IntVar(&o.Allowed, "allowed", runner.DefaultAllowed, "effects per order that are correct")
@@ -178,11 +185,21 @@ func replayCommand(c *cobra.Command, o *ExploreOptions) string {
 	skip := map[string]bool{"max-schedules": true, "cap": true, "format": true, "schedule": true, "step": true, "strict": true, "expect": true}
 	var flags []string
 	c.Flags().Visit(func(fl *pflag.Flag) {
-		if !skip[fl.Name] {
-			flags = append(flags, "--"+fl.Name+"="+shellQuote(fl.Value.String()))
+		if skip[fl.Name] {
+			return
 		}
+		if sv, ok := fl.Value.(pflag.SliceValue); ok {
+			// A repeated flag (--attempt per transaction) stays repeated, in order.
+			for _, v := range sv.GetSlice() {
+				flags = append(flags, "--"+fl.Name+"="+shellQuote(v))
+			}
+			return
+		}
+		flags = append(flags, "--"+fl.Name+"="+shellQuote(fl.Value.String()))
 	})
-	sort.Strings(flags)
+	// By name; a repeated flag's values keep their order (attempt A's script first).
+	name := func(f string) string { return f[:strings.Index(f, "=")] }
+	sort.SliceStable(flags, func(i, j int) bool { return name(flags[i]) < name(flags[j]) })
 	return strings.Join(append(parts, flags...), " ")
 }
 
@@ -284,6 +301,9 @@ func scriptPlan(ctx context.Context, o *ExploreOptions, p scenarios.Params, ex r
 	if o.Allowed < 0 {
 		return nil, ex, opt, usageErrorf("--allowed cannot be negative (got %d)", o.Allowed)
 	}
+	if err := attemptScripts(len(o.Scripts.Attempt), opt.Attempts); err != nil {
+		return nil, ex, opt, err
+	}
 	scripts, err := o.Scripts.Load("", o.Dialect, func(n string) string { return "--" + n })
 	if err != nil {
 		return nil, ex, opt, usageError(err)
@@ -304,7 +324,22 @@ func scriptPlan(ctx context.Context, o *ExploreOptions, p scenarios.Params, ex r
 	ex.Name = scripts.Attempt.Name
 	ex.Describe = t.DescribeStep
 	opt.Allowed, opt.Required = o.Allowed, min(runner.DefaultRequired, o.Allowed)
+	// Two plain reads of different attempts commute, each judged in the
+	// script its own attempt runs.
+	opt.Independent = func(a, b explore.StepRef) bool {
+		return t.ReadOnly(a.Attempt, a.Name) && t.ReadOnly(b.Attempt, b.Name)
+	}
 	return t, ex, opt, nil
+}
+
+// attemptScripts refuses more --attempt scripts than attempts: a
+// transaction no attempt runs would be silently left out.
+func attemptScripts(scripts, attempts int) error {
+	if scripts > attempts {
+		return usageErrorf("%d --attempt scripts but --attempts %d: each script is one attempt's transaction, so give --attempts %d or more (with more attempts than scripts they go round again: attempt %d runs the first)",
+			scripts, attempts, scripts, scripts+1)
+	}
+	return nil
 }
 
 func runExplore(ctx context.Context, o *ExploreOptions) error {
@@ -330,11 +365,7 @@ func runExplore(ctx context.Context, o *ExploreOptions) error {
 	if cl, ok := t.(runner.Closer); ok {
 		defer cl.Close()
 	}
-	if sc, ok := t.(interface{ ReadOnly(string) bool }); ok {
-		// Two plain reads of different attempts commute: run one order of
-		// each pair that differs only by swapping them.
-		opt.Independent = func(a, b string) bool { return sc.ReadOnly(a) && sc.ReadOnly(b) }
-	}
+	opt.Deadlock = sqldb.IsDeadlock
 	opt.Counted = countedLine(o)
 	if o.Step {
 		in := bufio.NewReader(o.IO.In)

@@ -43,7 +43,7 @@ func TestExploreFlagsParse(t *testing.T) {
 	if err := c.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	if got.Scenario != "" || got.Backend != "postgres" || got.Scripts.Attempt != "SELECT 1;" || got.Explore.Attempts != 2 ||
+	if got.Scenario != "" || got.Backend != "postgres" || strings.Join(got.Scripts.Attempt, "|") != "SELECT 1;" || got.Explore.Attempts != 2 ||
 		got.Explore.BlockAfter != 50*time.Millisecond || got.Explore.MaxSchedules != 10000 {
 		t.Errorf("explore sql options = %+v", got)
 	}
