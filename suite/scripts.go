@@ -17,13 +17,13 @@ import (
 // 'racetest sql' and 'racetest redis' run them: each field inline text or
 // @FILE, a file relative to the suite file.
 type Scripts struct {
-	Setup    string `yaml:"setup"`
-	Subject  string `yaml:"subject"`
+	Setup   string `yaml:"setup"`
+	Subject string `yaml:"subject"`
 	// Attempt is one script for every attempt, or a list: one script per
 	// transaction, attempt i running the i-th (round again past the end).
 	Attempt  Attempts `yaml:"attempt"`
-	Effects  string `yaml:"effects"`
-	Teardown string `yaml:"teardown"`
+	Effects  string   `yaml:"effects"`
+	Teardown string   `yaml:"teardown"`
 	// Allowed is how many effects per burst are correct (default 1).
 	Allowed *int `yaml:"allowed"`
 }
