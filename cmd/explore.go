@@ -432,12 +432,7 @@ func runExplore(ctx context.Context, o *ExploreOptions) error {
 // countedLine says on stderr, before the orders run, how many there are.
 func countedLine(o *ExploreOptions) func(*explore.Result) error {
 	return func(r *explore.Result) error {
-		n, k := r.Attempts, len(r.Steps)
-		formula := fmt.Sprintf("C(%d,%d)", 2*k, k)
-		if n == 3 {
-			formula = fmt.Sprintf("(%d)!/(%d!)^3", 3*k, k)
-		}
-		line := fmt.Sprintf("racetest: %d attempts × %d steps (%s): %s = %s orders", n, k, strings.Join(r.Steps, ", "), formula, r.Total)
+		line := fmt.Sprintf("racetest: %s: %s = %s orders", r.Shape(), ordersFormula(r.AttemptSteps), r.Total)
 		if r.Pruned > 0 {
 			line += fmt.Sprintf("; %d only swap independent reads and are skipped", r.Pruned)
 		}
@@ -447,4 +442,23 @@ func countedLine(o *ExploreOptions) func(*explore.Result) error {
 		fmt.Fprintf(o.IO.ErrOut, "%s; running %d, each at a fresh subject\n", line, r.Planned)
 		return nil
 	}
+}
+
+// ordersFormula writes how the orders of attempts of these steps are
+// counted: C(7,2) for 2 and 5 steps, (6)!/(2!)^3 or (9)!/(2!·3!·4!) for three.
+func ordersFormula(steps [][]string) string {
+	ks := make([]string, len(steps))
+	total, same := 0, true
+	for i, s := range steps {
+		ks[i] = fmt.Sprintf("%d!", len(s))
+		total += len(s)
+		same = same && len(s) == len(steps[0])
+	}
+	switch {
+	case len(steps) == 2:
+		return fmt.Sprintf("C(%d,%d)", total, min(len(steps[0]), len(steps[1])))
+	case same:
+		return fmt.Sprintf("(%d)!/(%d!)^%d", total, len(steps[0]), len(steps))
+	}
+	return fmt.Sprintf("(%d)!/(%s)", total, strings.Join(ks, "·"))
 }

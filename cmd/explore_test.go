@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"encoding/xml"
+	"errors"
 	"os"
 	"regexp"
 	"strings"
@@ -272,5 +273,37 @@ func TestExploreGapRaisesTheProbe(t *testing.T) {
 	_, errOut, _ := execCmd(t, false, "explore", "check-then-write", "--gap", "80ms")
 	if !strings.Contains(errOut, "--gap 80ms lengthens the check step: --block-after raised to 130ms") {
 		t.Errorf("stderr:\n%s", errOut)
+	}
+}
+
+// The reversed reader and writer of issue 26 on MariaDB at READ
+// UNCOMMITTED: attempt A reads twice, attempt B updates and rolls back.
+// A's reads do not commute with B's update, so the orders where A reads
+// the uncommitted value run, and the verdict is RACE — written as one
+// script branching on {{.Attempt}}, or as one script per transaction
+// (2 and 5 steps: C(7,2) = 21 orders).
+func TestExploreReaderAndWriterAreNotTwoReaders(t *testing.T) {
+	dir := "testdata/dirty-read/"
+	args := func(attempts ...string) []string {
+		a := []string{"explore", "sql", "-b", "mysql", "--isolation", "read-uncommitted", "--setup", "@" + dir + "schema.sql",
+			"--subject", "@" + dir + "subject.sql", "--effects", "@" + dir + "count.sql", "--teardown", "@" + dir + "drop.sql", "--expect", "race"}
+		for _, s := range attempts {
+			a = append(a, "--attempt", "@"+dir+s)
+		}
+		return a
+	}
+	out, stderr, code := execCmd(t, false, args("one-script.sql")...)
+	if code == ExitSetup {
+		conformance.Unavailable(t, "mysql", errors.New(stderr))
+	}
+	if code != ExitOK || !strings.Contains(out, "RACE") {
+		t.Errorf("one script: exit %d\n%s\n%s", code, out, stderr)
+	}
+	out, stderr, code = execCmd(t, false, args("reader.sql", "writer.sql")...)
+	if code != ExitOK || !strings.Contains(out, "RACE") || !strings.Contains(stderr, "C(7,2) = 21 orders") {
+		t.Errorf("two scripts: exit %d\n%s\n%s", code, out, stderr)
+	}
+	if !strings.Contains(out, "--attempt=@"+dir+"reader.sql --attempt=@"+dir+"writer.sql") {
+		t.Errorf("the replay command does not keep the scripts in their order:\n%s", out)
 	}
 }
