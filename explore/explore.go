@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -258,15 +259,22 @@ func (r *Result) Why() string {
 // were pruned on that judgement.
 func (r *Result) unsound() bool { return r.Diverged > 0 && r.Pruned > 0 }
 
+// Alike reports whether every attempt takes the same steps (or the steps
+// are not known yet).
+func (r *Result) Alike() bool {
+	for _, s := range r.AttemptSteps {
+		if !slices.Equal(s, r.AttemptSteps[0]) {
+			return false
+		}
+	}
+	return true
+}
+
 // Shape says the attempts and their steps: "2 attempts × 2 steps (check,
 // act)", or each attempt's own when they differ: "A: 2 steps (…), B: 5
 // steps (…)".
 func (r *Result) Shape() string {
-	same := len(r.AttemptSteps) > 0
-	for _, s := range r.AttemptSteps {
-		same = same && strings.Join(s, "\x00") == strings.Join(r.AttemptSteps[0], "\x00")
-	}
-	if same || len(r.AttemptSteps) == 0 {
+	if r.Alike() {
 		return fmt.Sprintf("%d attempts × %d steps (%s)", r.Attempts, len(r.Steps), strings.Join(r.Steps, ", "))
 	}
 	parts := make([]string, len(r.AttemptSteps))

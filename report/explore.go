@@ -97,7 +97,7 @@ func (e Exploration) Readable(o explore.Order) string {
 	for i, a := range o.Attempts {
 		s := explore.Letter(i) + " " + a.Class
 		if a.Class == "conflict" {
-			if strings.Contains(strings.ToLower(a.Err), "deadlock") {
+			if a.Deadlock {
 				s += " (deadlock)"
 			} else {
 				s += " (serialization failure)"
@@ -160,7 +160,11 @@ func ExploreText(w io.Writer, e Exploration) error {
 		}
 		c := r.Count()
 		if !e.Replayed {
-			fmt.Fprintf(&b, "steps of one attempt: %s\n", strings.Join(r.Steps, ", "))
+			if !r.Alike() {
+				fmt.Fprintf(&b, "steps of each attempt: %s\n", r.Shape())
+			} else {
+				fmt.Fprintf(&b, "steps of one attempt: %s\n", strings.Join(r.Steps, ", "))
+			}
 			fmt.Fprintf(&b, "orders: %d explored of %s (%d pruned as equivalent", c.Explored, r.Total, r.Pruned)
 			if r.Unexplored != "" {
 				fmt.Fprintf(&b, ", %s unexplored", r.Unexplored)
