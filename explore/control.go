@@ -69,7 +69,7 @@ const (
 
 // probeEvery is how often the controller asks the server whether a step
 // that has not come back waits on a lock.
-const probeEvery = time.Millisecond
+const probeEvery = 250 * time.Microsecond
 
 // drive carries out one order: it lets the attempts cross their steps in
 // the order of seq (worker indexes), one at a time. A step the server says
