@@ -71,6 +71,20 @@ func (s *shapeFlags) validate(backend string) error {
 	return checkDurations(map[string]time.Duration{"gap": s.Gap, "latency": s.Latency, "ttl": s.TTL, "timeout": s.Timeout})
 }
 
+// checkEngine refuses --engine on a backend that has no storage engines
+// to choose from: it was accepted and reported as a setting, on postgres
+// say, though nothing read it (issue 29).
+func (s *shapeFlags) checkEngine(reg *scenarios.Registry, backend string) error {
+	if s.Engine == "" {
+		return nil
+	}
+	b, err := reg.Backend(backend)
+	if err != nil || len(b.Engines) > 0 {
+		return nil // an unknown backend is refused on its own, an engine by the backend
+	}
+	return usageErrorf("--engine %s: the %s backend has no storage engines to choose from (%s): drop --engine", s.Engine, backend, engineHelp(reg))
+}
+
 // params builds a scenario's parameters for one run.
 func (s *shapeFlags) params(replicas int) scenarios.Params {
 	return s.plan(replicas).Params(scenarios.NewRunID())

@@ -95,6 +95,9 @@ func runRun(ctx context.Context, o *RunOptions) error {
 	if err := o.Shape.validate(o.Backend); err != nil {
 		return err
 	}
+	if err := o.Shape.checkEngine(o.Registry, o.Backend); err != nil {
+		return err
+	}
 	req := runplan.Request{
 		Scenario: spec.Name, Backend: o.Backend, Shape: o.Shape.plan(o.Shape.Replicas),
 		Release: cmp.Or(o.Release, string(release.Default)), Expect: expect, Catalog: catalog, Strict: o.Strict,
