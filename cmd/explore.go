@@ -167,6 +167,7 @@ func newCmdExploreScript(f *Factory, replay bool, d script.Dialect, run func(*co
 	fs.StringVar(&o.Scripts.Effects, "effects", "", "after each order: a query or command returning how many times the action took effect (required)")
 	fs.StringVar(&o.Scripts.Teardown, "teardown", "", "run once at the end, also after Ctrl-C (inline or @FILE)")
 	fs.IntVar(&o.Allowed, "allowed", runner.DefaultAllowed, "effects per order that are correct")
+	fs.BoolVar(&o.Shape.Keep, "keep", false, "do not run --teardown at the end: leave what --setup made for inspection")
 	exploreFlags(fs, o, replay)
 	registerConn(fs, f.Registry, &o.Shape.Conn)
 	return c
@@ -396,6 +397,7 @@ func runExplore(ctx context.Context, o *ExploreOptions) error {
 		ex.Expect = report.ExpectKind(e)
 	}
 	var tooMany *explore.TooManyError
+	var noStep *explore.StepError
 	var noSteps explore.NoStepsError
 	var re *script.RunError
 	switch {
@@ -406,6 +408,8 @@ func runExplore(ctx context.Context, o *ExploreOptions) error {
 		return context.Canceled
 	case errors.As(runErr, &tooMany):
 		return usageError(tooMany)
+	case errors.As(runErr, &noStep):
+		return usageError(noStep)
 	case errors.As(runErr, &noSteps):
 		return usageErrorf("%s on %s: %v", ex.Name, o.Backend, noSteps)
 	case errors.As(runErr, &re) && re.Script:

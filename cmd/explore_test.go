@@ -51,6 +51,19 @@ func TestExploreFlagsParse(t *testing.T) {
 	if !strings.HasPrefix(got.replay, "racetest replay sql ") || !strings.Contains(got.replay, "--attempt='SELECT 1;'") {
 		t.Errorf("replay command %q: want 'racetest replay sql' with the quoted script", got.replay)
 	}
+	// One script per transaction: as many attempts as scripts, each kept
+	// in its place in the replay command; a replay can keep what the
+	// setup made.
+	c = NewCmdReplay(f, func(_ context.Context, o *ExploreOptions) error { got = o; return nil })
+	c.SetArgs([]string{"sql", "-b", "postgres", "--attempt", "SELECT 2;", "--attempt", "SELECT 1;", "--attempt", "SELECT 3;",
+		"--effects", "SELECT 1;", "--keep", "--schedule", "A1 B1 C1"})
+	if err := c.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(got.Scripts.Attempt, "|") != "SELECT 2;|SELECT 1;|SELECT 3;" || got.Explore.Attempts != 3 || !got.Shape.Keep ||
+		!strings.Contains(got.replay, "--attempt='SELECT 2;' --attempt='SELECT 1;' --attempt='SELECT 3;'") {
+		t.Errorf("replay sql with three scripts: %+v, replay %q", got, got.replay)
+	}
 }
 
 func TestExploreFindsTheRaceAndPrintsReplayableOrders(t *testing.T) {
@@ -136,6 +149,8 @@ func TestExploreBadInputIsAUsageError(t *testing.T) {
 		{[]string{"explore", "check-then-write", "--block-after", "2s", "--timeout", "1s"}, "must be shorter than --timeout"},
 		{[]string{"replay", "check-then-write", "--schedule", "A2 B1"}, "comes out of turn"},
 		{[]string{"replay", "check-then-write", "--schedule", "A1 C1"}, "there are 2 attempts"},
+		{[]string{"replay", "check-then-write", "--schedule", "A1 B1 A2 B2 A3"}, "--schedule names A3, but attempt A takes 2 steps (A1..A2)"},
+		{[]string{"explore", "sql", "-b", "postgres", "--attempt", "SELECT 1;", "--attempt", "SELECT 2;", "--attempt", "SELECT 3;", "--attempts", "2", "--effects", "SELECT 1;"}, "3 --attempt scripts but --attempts 2"},
 		{[]string{"replay", "check-then-write", "--schedule", "A1 B1", "--step"}, "run it on a terminal"},
 		{[]string{"explore", "check-then-write", "--expect", "maybe"}, "--expect must be"},
 		{[]string{"explore", "sql", "--attempt", "SELECT 1;", "--effects", "SELECT 1;"}, "needs -b postgres or -b mysql"},
