@@ -218,7 +218,7 @@ func shellQuote(s string) string {
 // frame and the explorer's options. It is the one place an exploration
 // is planned (the run plans of issue 19 can take it over).
 func explorePlan(ctx context.Context, o *ExploreOptions) (runner.Target, report.Exploration, explore.Options, error) {
-	ex := report.Exploration{Backend: o.Backend, Settings: map[string]string{}, Replay: o.replay, Replayed: o.Replay}
+	ex := report.Exploration{Backend: o.Backend, Settings: map[string]string{}, Replay: o.replay, Replayed: o.Replay, Width: o.IO.Width()}
 	opt := o.Explore
 	if err := opt.Validate(); err != nil {
 		return nil, ex, opt, usageError(err)
