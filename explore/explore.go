@@ -460,6 +460,16 @@ func Run(ctx context.Context, t runner.Target, o Options) (res *Result, err erro
 			}
 		}
 	}
+	// An attempt whose steps begin another's runs the same code and
+	// stopped early (it found the work done, or lost a lock taken before
+	// its first step): it is planned with the longer path.
+	for w := range steps {
+		for v := range steps {
+			if len(steps[v]) > len(steps[w]) && slices.Equal(steps[w], steps[v][:len(steps[w])]) {
+				steps[w] = steps[v]
+			}
+		}
+	}
 	ks := make([]int, o.Attempts)
 	for w, s := range steps {
 		ks[w] = len(s)

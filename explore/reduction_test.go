@@ -2,6 +2,7 @@ package explore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand"
 	"slices"
@@ -189,5 +190,38 @@ func TestOrdersAreCountedOverEachAttemptsOwnSteps(t *testing.T) {
 			t.Errorf("order %s ran twice", o.Planned)
 		}
 		seen[o.Planned] = true
+	}
+}
+
+// An attempt that never runs its whole path in the first orders (the
+// other always takes a lock before its first step, and it then finds the
+// work done) is planned with the path of the attempt whose steps it
+// begins: the same code, stopped early.
+func TestAnAttemptThatStopsEarlyIsPlannedWithTheLongerPath(t *testing.T) {
+	st := newStore(func(ctx context.Context, st *store, s runner.Subject, w *runner.Worker) runner.Outcome {
+		if w.ID == 0 {
+			time.Sleep(20 * time.Millisecond) // B always takes the lock first
+		}
+		l := st.lock(s.Key)
+		select {
+		case l <- struct{}{}:
+		case <-ctx.Done():
+			return runner.Failed(context.Cause(ctx))
+		}
+		defer func() { <-l }()
+		w.Step(ctx, "check")
+		if st.count(s.Key) > 0 {
+			return runner.Refused(errors.New("already"))
+		}
+		w.Step(ctx, "act")
+		st.add(s.Key)
+		return runner.Done()
+	})
+	res, err := Run(context.Background(), st, Options{Attempts: 2, BlockAfter: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Total != "6" || fmt.Sprint(res.AttemptSteps) != "[[check act] [check act]]" {
+		t.Fatalf("%s orders of steps %v: want both attempts planned with check, act (6 orders)", res.Total, res.AttemptSteps)
 	}
 }
