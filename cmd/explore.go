@@ -38,6 +38,8 @@ type ExploreOptions struct {
 	Strict   bool
 	Schedule string
 	Step     bool
+	// Confirm is how many bursts of the same attempts follow a SAFE.
+	Confirm int
 	// replay is the command that replays one order, without --schedule.
 	replay string
 	// runID names what the exploration creates, for Ctrl-C's message.
@@ -135,6 +137,7 @@ func exploreFlags(fs *pflag.FlagSet, o *ExploreOptions, replay bool) {
 		fs.BoolVar(&o.Step, "step", false, "wait for Enter before each step (on a terminal): a trainer walks through the order")
 	} else {
 		fs.IntVar(&o.Explore.MaxSchedules, "max-schedules", explore.DefaultMaxSchedules, "the most orders to run; more are refused (exit 2) unless --cap")
+		fs.IntVar(&o.Confirm, "confirm", 0, "after a SAFE, fire this many bursts of the same attempts released together, and say (exit 1) if they disagree")
 		fs.BoolVar(&o.Explore.Cap, "cap", false, "past --max-schedules, run the first orders and report the rest unexplored (INCONCLUSIVE)")
 	}
 }
@@ -184,7 +187,7 @@ func replayCommand(c *cobra.Command, o *ExploreOptions) string {
 	} else {
 		parts = append(parts, shellQuote(o.Scenario))
 	}
-	skip := map[string]bool{"max-schedules": true, "cap": true, "format": true, "schedule": true, "step": true, "strict": true, "expect": true}
+	skip := map[string]bool{"max-schedules": true, "cap": true, "confirm": true, "format": true, "schedule": true, "step": true, "strict": true, "expect": true}
 	var flags []string
 	c.Flags().Visit(func(fl *pflag.Flag) {
 		if skip[fl.Name] {
@@ -380,11 +383,26 @@ func runExplore(ctx context.Context, o *ExploreOptions) error {
 			_, _ = in.ReadString('\n')
 		}
 	}
+	confirmed := true
 	end := inFlight.begin(o.Backend, connFlag(o.Registry, o.Backend), o.runID)
 	res, runErr := explore.Run(ctx, t, opt)
 	end()
 	if opt.Keep && res != nil && o.Scenario != "" && (o.Backend == "memory" || keptObjects[o.Backend] != "") {
 		res.Notes = append(res.Notes, keptNote(o.Backend, o.runID))
+	}
+	if res != nil && runErr == nil && res.Verdict() == explore.Safe {
+		if o.Scenario != "" {
+			p := o.Shape.params(max(o.Shape.Replicas, 1))
+			if want, why, ok := scenarios.BelowSteps(o.Scenario, o.Backend, p, res.Server); ok {
+				res.Notes = append(res.Notes, fmt.Sprintf("bursts of this case show %s, which no order of whole steps can: %s (see docs/verdicts.md)",
+					strings.ToUpper(string(want)), why))
+			}
+		}
+		if o.Confirm > 0 {
+			line, disagree := confirmSafe(ctx, t, opt, o.Confirm)
+			res.Notes = append(res.Notes, line)
+			confirmed = !disagree
+		}
 	}
 	ex.Result, ex.Err = res, runErr
 	ex.Expect = report.ExpectKind(o.Expect)
@@ -426,6 +444,8 @@ func runExplore(ctx context.Context, o *ExploreOptions) error {
 	}
 	ok, unproven := ex.Met()
 	switch {
+	case !confirmed:
+		return &exitError{code: ExitViolated, quiet: true, err: errors.New("bursts of the same attempts disagree with explore's SAFE (--confirm)")}
 	case !ok:
 		return &exitError{code: ExitViolated, quiet: true, err: fmt.Errorf("%s, expected %s", ex.Verdict(), ex.Expect)}
 	case unproven && o.Strict:
@@ -466,4 +486,27 @@ func ordersFormula(steps [][]string) string {
 		return fmt.Sprintf("(%d)!/(%d!)^%d", total, len(steps[0]), len(steps))
 	}
 	return fmt.Sprintf("(%d)!/(%s)", total, strings.Join(ks, "·"))
+}
+
+// confirmSafe fires n bursts of the exploration's attempts released
+// together, as 'racetest run' does, after a SAFE: a race below the step
+// granularity (inside one step, or two statements in flight at once in the
+// server) shows there. It returns the line the report notes, and whether
+// the bursts disagree (RACE or LOST).
+func confirmSafe(ctx context.Context, t runner.Target, opt explore.Options, n int) (string, bool) {
+	cfg := runner.NewConfig(runner.Attempts(opt.Attempts), runner.Bursts(n), runner.Replicas(max(opt.Replicas, 1)),
+		runner.Allowed(opt.Allowed), runner.Required(opt.Required), runner.Timeout(opt.Timeout))
+	r, err := runner.RunConfig(ctx, t, cfg)
+	if err != nil && (r == nil || len(r.Bursts) == 0) {
+		return fmt.Sprintf("--confirm: the bursts could not run: %v", err), false
+	}
+	a := report.Assess(report.Case{Result: r})
+	line := fmt.Sprintf("--confirm: %d bursts of the same %d attempts released together: %s", a.Bursts, opt.Attempts, a.Verdict)
+	switch a.Verdict {
+	case report.Race, report.Lost:
+		return fmt.Sprintf("%s in %d — they disagree with SAFE: what they show is below this step granularity (inside one step, or two statements in flight at once)", line, a.Violations), true
+	case report.Safe:
+		return line + fmt.Sprintf(" (%d tested): they agree", a.Tested), false
+	}
+	return line + ": " + a.Why + " — they neither agree nor disagree", false
 }

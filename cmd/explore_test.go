@@ -9,6 +9,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
+	"github.com/racetest/racetest/scenarios/builtin"
 	"github.com/racetest/racetest/scenarios/conformance"
 	"github.com/racetest/racetest/scenarios/memstore"
 )
@@ -320,5 +322,85 @@ func TestExploreReaderAndWriterAreNotTwoReaders(t *testing.T) {
 	}
 	if !strings.Contains(out, "--attempt=@"+dir+"reader.sql --attempt=@"+dir+"writer.sql") {
 		t.Errorf("the replay command does not keep the scripts in their order:\n%s", out)
+	}
+}
+
+// oneStep races inside its only step: it reads, waits, and writes while
+// held by no controller. Explore, one step at a time, cannot see it.
+type oneStep struct {
+	mu   *sync.Mutex
+	done map[int]int
+}
+
+func (s oneStep) Prepare(context.Context) error                      { return nil }
+func (s oneStep) Open(context.Context, int, int) (runner.App, error) { return s, nil }
+func (s oneStep) Reset(_ context.Context, b int) (runner.Subject, error) {
+	return runner.Subject{Burst: b}, nil
+}
+func (s oneStep) Effects(_ context.Context, sub runner.Subject) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.done[sub.Burst], nil
+}
+func (s oneStep) Cleanup(context.Context) error                        { return nil }
+func (s oneStep) Session(context.Context, int) (runner.Session, error) { return s, nil }
+func (s oneStep) Close() error                                         { return nil }
+func (s oneStep) Attempt(ctx context.Context, sub runner.Subject, w *runner.Worker) runner.Outcome {
+	w.Step(ctx, "redeem")
+	s.mu.Lock()
+	free := s.done[sub.Burst] == 0
+	s.mu.Unlock()
+	if !free {
+		return runner.Refused(errors.New("already redeemed"))
+	}
+	time.Sleep(5 * time.Millisecond) // the gap inside the step
+	s.mu.Lock()
+	s.done[sub.Burst]++
+	s.mu.Unlock()
+	return runner.Done()
+}
+
+// --confirm: after a SAFE, bursts of the same attempts; a race inside one
+// step shows there, is said beside the SAFE, and fails the run (exit 1);
+// bursts that agree are said too.
+func TestExploreConfirmFiresBursts(t *testing.T) {
+	reg := memoryOnly()
+	reg.AddScenario(scenarios.Spec{Name: "one-step", Expect: func(scenarios.Params) scenarios.Expectation { return scenarios.ExpectSafe }})
+	reg.Register("one-step", memstore.Name, func(context.Context, scenarios.Params) (runner.Target, error) {
+		return oneStep{mu: &sync.Mutex{}, done: map[int]int{}}, nil
+	})
+	run := func(args ...string) (string, int) {
+		io, out, errOut := Test()
+		root := NewCmdRoot(&Factory{IO: io, Registry: reg})
+		root.SetArgs(args)
+		err := root.ExecuteContext(context.Background())
+		printError(io, err)
+		return out.String() + errOut.String(), ExitCode(err)
+	}
+	out, code := run("explore", "one-step", "--confirm", "40")
+	if code != ExitViolated || !strings.Contains(out, "SAFE for every order") ||
+		!strings.Contains(out, "--confirm: 40 bursts of the same 2 attempts released together: RACE") ||
+		!strings.Contains(out, "disagree with SAFE") {
+		t.Errorf("a race inside one step: exit %d\n%s", code, out)
+	}
+	out, code = run("explore", "one-step")
+	if code != ExitOK || strings.Contains(out, "--confirm") {
+		t.Errorf("without --confirm: exit %d\n%s", code, out)
+	}
+	out, code = run("explore", "conditional-update", "--confirm", "30")
+	if code != ExitOK || !strings.Contains(out, "--confirm: 30 bursts of the same 2 attempts released together: SAFE") || !strings.Contains(out, "they agree") {
+		t.Errorf("conditional-update: exit %d\n%s", code, out)
+	}
+}
+
+// A case whose burst verdict no order of whole steps can show says so
+// beside its SAFE, from the catalog's table (issue 26: it was silent).
+func TestExploreSaysWhatOnlyBurstsShow(t *testing.T) {
+	out, stderr, code := execWith(t, builtin.Registry(), "explore", "job-queue", "-b", "postgres", "--isolation", "repeatable-read", "--variant", "conditional")
+	if code == ExitSetup {
+		conformance.Unavailable(t, "postgres", errors.New(stderr))
+	}
+	if code != ExitOK || !strings.Contains(out, "bursts of this case show LOST, which no order of whole steps can") || !strings.Contains(out, "docs/verdicts.md") {
+		t.Errorf("exit %d\n%s\n%s", code, out, stderr)
 	}
 }
