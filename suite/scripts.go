@@ -91,6 +91,11 @@ func (c *checker) scriptCase(path string, k *Case, sh shape, p *Plan) {
 		c.fail(sp, "%v", err)
 		return
 	}
+	if len(s.Attempt) > sh.attempts {
+		c.fail(sp+".attempt", "%d attempt scripts but attempts: %d: each script is one attempt's transaction, so give attempts: %d or more (with more attempts than scripts they go round again)",
+			len(s.Attempt), sh.attempts, len(s.Attempt))
+		return
+	}
 	if k.Variant != nil || k.Engine != nil || k.Gap != nil || k.Latency != nil || k.TTL != nil {
 		c.fail(path, "a script case takes the shape of its bursts (attempts, bursts, timeout, isolation, release), not variant, engine, gap, latency or ttl")
 		return
