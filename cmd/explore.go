@@ -51,9 +51,17 @@ Each attempt has its own connection; a controller holds every attempt at each
 step boundary and lets exactly one step go at a time. The steps are a built-in
 scenario's marks (check, act), a script's statements, or w.Step calls of the
 race package. Each order runs at a fresh subject; its effects are counted in
-the store. A step that has not returned within --block-after waits on a lock:
-it is recorded as blocked and the next step of the order goes ahead. Deadlocks
-and serialization failures the server reports are outcomes of the order.
+the store. A step the server says waits on a lock (PostgreSQL's
+pg_blocking_pids, InnoDB's lock waits) is recorded as blocked, and the next
+step of the order goes ahead at once; where the server cannot say (Redis,
+MongoDB), a step not back within --block-after counts as blocked, and the
+output says which rule applied. Deadlocks and serialization failures the
+server reports are outcomes of the order.
+
+Two different transactions are one script each: --attempt repeated, attempt A
+running the first, B the second (--attempts defaults to their number; with more
+attempts than scripts they go round again). Orders are counted over each
+attempt's own steps.
 
 The verdict is RACE with the violating orders (each with the 'racetest replay'
 command that runs it again), SAFE for every order at this step granularity, or
@@ -127,7 +135,7 @@ func newCmdExplore(f *Factory, replay bool, runF func(context.Context, *ExploreO
 // exploreFlags registers the flags every form of explore and replay shares.
 func exploreFlags(fs *pflag.FlagSet, o *ExploreOptions, replay bool) {
 	fs.IntVar(&o.Explore.Attempts, "attempts", explore.DefaultAttempts, "attempts, each on its own connection: 2 or 3")
-	fs.DurationVar(&o.Explore.BlockAfter, "block-after", explore.DefaultBlockAfter, "a step that has not returned by then waits on a lock: it is recorded as blocked and the next step goes")
+	fs.DurationVar(&o.Explore.BlockAfter, "block-after", explore.DefaultBlockAfter, "where the server cannot say whether a step waits on a lock (Redis, MongoDB, or a failed question), a step not back by then counts as blocked and the next step goes")
 	fs.DurationVar(&o.Explore.Timeout, "timeout", runner.DefaultTimeout, "the longest an attempt (and its transaction) may stay open; past it the attempt is abandoned, rolled back and reported")
 	fs.StringVarP(&o.Format, "format", "o", "table", "output format: "+strings.Join(report.Formats(), ", "))
 	fs.StringVar(&o.Expect, "expect", "safe", "what the exploration must show: safe, race, lost, or catalog (the catalog's expectation for a built-in scenario)")
