@@ -467,7 +467,7 @@ func countedLine(o *ExploreOptions) func(*explore.Result) error {
 	return func(r *explore.Result) error {
 		line := fmt.Sprintf("racetest: %s: %s = %s orders", r.Shape(), ordersFormula(r.AttemptSteps), r.Total)
 		if r.Pruned > 0 {
-			line += fmt.Sprintf("; %d only swap independent reads and are skipped", r.Pruned)
+			line += fmt.Sprintf("; %d only swap independent reads and are skipped (each is equivalent to one that runs: see docs/verdicts.md)", r.Pruned)
 		}
 		if r.Unexplored != "" {
 			line += fmt.Sprintf("; --cap: the first %d run, %s left unexplored", r.Planned, r.Unexplored)
