@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 
 	"github.com/go-sql-driver/mysql"
 
@@ -75,10 +76,12 @@ func (p *myPool) Session(ctx context.Context, _ int) (SessionConn, error) {
 		return nil, err
 	}
 	mc := &myConn{c: c, pool: p}
-	if mc.id, err = sqldb.SessionID(ctx, sqldb.MySQL, sqldb.Std(c)); err != nil {
+	id, err := sqldb.SessionID(ctx, sqldb.MySQL, sqldb.Std(c))
+	if err != nil {
 		c.Close()
 		return nil, err
 	}
+	mc.id.Store(id)
 	return mc, nil
 }
 
@@ -86,10 +89,10 @@ func (p *myPool) Session(ctx context.Context, _ int) (SessionConn, error) {
 // connection c waits on a lock (InnoDB's lock waits, the process list).
 func (s *myStore) lockWait(ctx context.Context, c SessionConn) (bool, error) {
 	mc, ok := c.(*myConn)
-	if !ok || mc.bad {
-		return false, fmt.Errorf("mysql: the connection is being replaced")
+	if !ok {
+		return false, fmt.Errorf("mysql: not a connection of this store")
 	}
-	return sqldb.LockWait(ctx, sqldb.MySQL, sqldb.Std(s.admin.c), mc.id)
+	return sqldb.LockWait(ctx, sqldb.MySQL, sqldb.Std(s.admin.c), mc.id.Load())
 }
 
 func (p *myPool) Close() error { return p.db.Close() }
@@ -100,7 +103,9 @@ type myConn struct {
 	c    *sql.Conn
 	pool *myPool // nil for racetest's own connection
 	bad  bool
-	id   int64 // the server's connection id, for lock-wait questions
+	// id is the server's connection id, read by lock-wait questions from
+	// another goroutine while c is busy (or being replaced).
+	id atomic.Int64
 }
 
 // renew replaces a worker's broken connection with a fresh session.
@@ -115,7 +120,8 @@ func (c *myConn) renew(ctx context.Context) error {
 		n.Close()
 		return err
 	}
-	c.c, c.bad, c.id = n, false, id
+	c.c, c.bad = n, false
+	c.id.Store(id)
 	return nil
 }
 
