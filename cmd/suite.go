@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -29,10 +30,9 @@ type SuiteOptions struct {
 	// AllowInconclusive lets a case that proved nothing pass.
 	AllowInconclusive bool
 	List              bool
-	JUnit             string
-	Markdown          string
-	JSON              string
-	HTML              string
+	// Files are the reports to write, by format name: --junit FILE,
+	// --markdown FILE, one flag for each format a file can hold.
+	Files map[string]string
 	// Format is what stdout gets: the table, or another report.
 	Format   string
 	Timeline bool
@@ -40,6 +40,8 @@ type SuiteOptions struct {
 	Conn     scenarios.Connections
 	// Shard is --shard K/N: run part K of N of the suite ("" the whole).
 	Shard string
+	// Cases are --case NAME: run only the cases of these names.
+	Cases []string
 }
 
 // NewCmdSuite builds 'racetest suite'. Tests pass runF to capture the options.
@@ -68,6 +70,12 @@ read_connection, --postgres-read-url (…), defaults.connections.postgres_read (
 		},
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.File = args[0]
+			opts.Files = map[string]string{}
+			for _, format := range fileFormats() {
+				if file, _ := c.Flags().GetString(format.Name); file != "" {
+					opts.Files[format.Name] = file
+				}
+			}
 			if runF != nil {
 				return runF(c.Context(), opts)
 			}
@@ -78,13 +86,13 @@ read_connection, --postgres-read-url (…), defaults.connections.postgres_read (
 	fs.BoolVar(&opts.Strict, "strict", false, "fail (exit 4) every INCONCLUSIVE case, even one with allow_inconclusive: true (without it a suite already fails those without)")
 	fs.BoolVar(&opts.AllowInconclusive, "allow-inconclusive", false, "let cases that proved nothing (INCONCLUSIVE) pass; by default a gate fails them (exit 4)")
 	fs.BoolVar(&opts.List, "list", false, "show what would run, and with which connections, without running anything")
-	fs.StringVar(&opts.JUnit, "junit", "", "write a JUnit XML report to `FILE`")
-	fs.StringVar(&opts.Markdown, "markdown", "", "write a Markdown summary to `FILE` (e.g. $GITHUB_STEP_SUMMARY)")
-	fs.StringVar(&opts.JSON, "json", "", "write the JSON report (the same schema as 'run --format json') to `FILE`")
-	fs.StringVar(&opts.HTML, "html", "", "write the HTML report (one self-contained page) to `FILE`")
+	for _, format := range fileFormats() {
+		fs.String(format.Name, "", "write "+format.File+" to `FILE`")
+	}
 	fs.StringVarP(&opts.Format, "format", "o", "table", "what standard output gets: "+strings.Join(report.Formats(), ", "))
 	fs.BoolVar(&opts.Timeline, "timeline", false, "draw the example burst of each RACE as a timeline under the table")
 	fs.BoolVar(&opts.Keep, "keep", false, "keep every run's namespaced tables, keys and collections for inspection")
+	fs.StringArrayVar(&opts.Cases, "case", nil, "run only the case of this `NAME` (repeatable): a report's Reproduce line for a suite's own code")
 	fs.StringVar(&opts.Shard, "shard", "", "run part `K/N` of the suite (one per CI job; each case is in one part, by its name): merge the parts' --json reports with 'racetest report merge'")
 	for _, b := range connBackends(f.Registry) {
 		// No default from the environment here: a suite reads it last,
@@ -111,6 +119,9 @@ func runSuite(ctx context.Context, o *SuiteOptions) error {
 	if err != nil {
 		return err
 	}
+	if plans, err = selectCases(o.File, plans, o.Cases); err != nil {
+		return err
+	}
 	if shard.N > 1 {
 		all := len(plans)
 		plans = shard.Select(plans)
@@ -128,7 +139,11 @@ func runSuite(ctx context.Context, o *SuiteOptions) error {
 	if o.List {
 		return listSuite(o.IO.Out, o.File, plans)
 	}
-	if err := checkOutputs(suiteInputs(o.File, plans), []output{{"--junit", o.JUnit}, {"--markdown", o.Markdown}, {"--json", o.JSON}, {"--html", o.HTML}}); err != nil {
+	var outs []output
+	for _, format := range fileFormats() {
+		outs = append(outs, output{"--" + format.Name, o.Files[format.Name]})
+	}
+	if err := checkOutputs(suiteInputs(o.File, plans), outs); err != nil {
 		return err
 	}
 	for _, p := range plans {
@@ -162,14 +177,12 @@ func runSuite(ctx context.Context, o *SuiteOptions) error {
 	}
 	ropts.Color = false
 	var writeErrs []string
-	for _, out := range []struct {
-		file     string
-		reporter report.Reporter
-	}{{o.JUnit, report.JUnit}, {o.Markdown, report.Markdown}, {o.JSON, report.JSON}, {o.HTML, report.HTML}} {
-		if out.file == "" {
+	for _, format := range fileFormats() {
+		file := o.Files[format.Name]
+		if file == "" {
 			continue
 		}
-		if err := writeReport(out.file, out.reporter, cases, ropts); err != nil {
+		if err := writeReport(file, format.Run, cases, ropts); err != nil {
 			writeErrs = append(writeErrs, err.Error())
 		}
 	}
@@ -184,6 +197,59 @@ func runSuite(ctx context.Context, o *SuiteOptions) error {
 		return setupError(werr)
 	}
 	return verdict
+}
+
+// fileFormats are the formats a suite writes to files, each with its flag.
+func fileFormats() []report.Format {
+	var out []report.Format
+	for _, f := range report.AllFormats() {
+		if f.File != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// selectCases keeps the plans named by --case, in the file's order; a
+// name no case has is bad input, with the nearest names.
+func selectCases(file string, plans []suite.Plan, names []string) ([]suite.Plan, error) {
+	if len(names) == 0 {
+		return plans, nil
+	}
+	want := map[string]bool{}
+	for _, n := range names {
+		want[n] = true
+	}
+	var kept, all []string
+	var mine []suite.Plan
+	for _, p := range plans {
+		all = append(all, p.Case.Name)
+		if want[p.Case.Name] {
+			mine = append(mine, p)
+			kept = append(kept, p.Case.Name)
+		}
+	}
+	for _, n := range names {
+		if !slices.Contains(kept, n) {
+			hint := ""
+			if s := scenarios.Suggest(n, all); s != "" {
+				hint = " (" + s + ")"
+			}
+			return nil, usageErrorf("--case %s: %s has no case of that name%s; 'racetest suite --list %s' shows them",
+				printable.Shell(n), printable.Line(file), hint, printable.Shell(file))
+		}
+	}
+	return mine, nil
+}
+
+// caseCommand is the command that runs one case of a suite file again,
+// for the Reproduce line of a case whose command no other verb can say
+// (an HTTP or script case). A suite read from standard input has none.
+func caseCommand(file, name string) string {
+	if file == "-" {
+		return ""
+	}
+	return printable.ShellLine("racetest", "suite", file, "--case", name)
 }
 
 // loadSuite reads, parses and checks the suite: every problem is a usage
@@ -242,15 +308,15 @@ func readSuite(o *SuiteOptions) ([]suite.Plan, error) {
 }
 
 // suiteInputs names the files a suite run reads: the suite itself and the
-// HTTP bodies it names.
-func suiteInputs(file string, plans []suite.Plan) map[string]string {
-	in := map[string]string{}
+// HTTP bodies it names, in file order.
+func suiteInputs(file string, plans []suite.Plan) []input {
+	var in []input
 	if file != "-" {
-		in["the suite file"] = file
+		in = append(in, input{"the suite file", file})
 	}
 	for _, p := range plans {
 		if p.HTTP != nil && p.HTTP.BodyFile != "" {
-			in[fmt.Sprintf("the body_file of case %q", p.Case.Name)] = p.HTTP.BodyFile
+			in = append(in, input{fmt.Sprintf("the body_file of case %q", p.Case.Name), p.HTTP.BodyFile})
 		}
 	}
 	return in
@@ -307,6 +373,9 @@ func suiteRuns(o *SuiteOptions, plans []suite.Plan) ([]plan, error) {
 		}
 		if p.Script != nil {
 			ps[i].Build = scriptBuilder(o.IO.ErrOut, "running scripts", p.Case.Backend, p.Script.Scripts)
+		}
+		if p.Script != nil || p.HTTP != nil {
+			ps[i].Case.Command = caseCommand(o.File, p.Case.Name)
 		}
 		if p.Prove > 0 {
 			ps[i].Case.Settings["prove"] = formatBound(p.Prove)

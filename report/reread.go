@@ -50,7 +50,7 @@ func (j RunJSON) toCase(version string) (Case, error) {
 	}
 	c := Case{
 		Name: j.Name, Scenario: j.Scenario, Backend: j.Backend, Lesson: j.Lesson, Expect: expect,
-		Strict: j.Strict, Settings: j.Settings, Release: j.Release, Prove: j.Prove, Story: j.Story,
+		Strict: j.Strict, Settings: j.Settings, Release: j.Release, Prove: j.Prove, Story: j.Story, Command: j.Command,
 	}
 	if j.Error != "" {
 		c.Err = errors.New(j.Error)
@@ -81,7 +81,7 @@ func (j RunJSON) toCase(version string) (Case, error) {
 	}
 	for _, bj := range j.PerBurst {
 		b := runner.Burst{Index: bj.Index, Effects: bj.Effects, Allowed: bj.Allowed, Required: bj.Required, Overlap: bj.Overlap,
-			Spread: fromMicros(bj.Spread), Duration: fromMicros(bj.Duration), Retries: bj.Retries}
+			Spread: fromMicros(bj.Spread), Duration: fromMicros(bj.Duration), Retries: bj.Retries, ServerParallelism: bj.ServerParallelism}
 		for name, n := range bj.Outcomes {
 			cl, err := classOf(name)
 			if err != nil {
