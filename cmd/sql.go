@@ -94,7 +94,7 @@ func newCmdScript(f *Factory, d script.Dialect, runF func(context.Context, *Scri
 	}
 	fs.StringVar(&opts.Scripts.Setup, "setup", "", "run once before the first burst (inline or @FILE; template {{.RunID}})")
 	fs.StringVar(&opts.Scripts.Subject, "subject", "", "run before each burst, outside its timing: make the subject {{.Token}} names")
-	fs.StringVar(&opts.Scripts.Attempt, "attempt", "", "what each attempt runs (required; templates {{.Token}} {{.Burst}} {{.Attempt}} {{.RunID}})")
+	fs.StringArrayVar(&opts.Scripts.Attempt, "attempt", nil, "what each attempt runs (required; templates {{.Token}} {{.Burst}} {{.Attempt}} {{.RunID}}); repeat it for one script per transaction: attempt i runs the i-th, round again past the last")
 	fs.StringVar(&opts.Scripts.Effects, "effects", "", "after each burst: a query or command returning how many times the action took effect (required)")
 	fs.StringVar(&opts.Scripts.Teardown, "teardown", "", "run once at the end, also after Ctrl-C (inline or @FILE)")
 	fs.IntVarP(&opts.Attempts, "attempts", "n", runner.DefaultAttempts, "attempts released together in each burst, each on its own connection")
@@ -146,6 +146,9 @@ func runScript(ctx context.Context, o *ScriptOptions) error {
 	}
 	if o.Allowed < 0 {
 		return usageErrorf("--allowed cannot be negative (got %d)", o.Allowed)
+	}
+	if err := attemptScripts(len(o.Scripts.Attempt), o.Attempts); err != nil {
+		return err
 	}
 	if err := checkDurations(durationFlag{"timeout", o.Timeout}); err != nil {
 		return err

@@ -219,8 +219,12 @@ func TestTooManyOrdersAreRefusedOrCapped(t *testing.T) {
 }
 
 func TestEnumerationPrunesOnlyEquivalentOrders(t *testing.T) {
-	count := func(n, k int, indep Independent) (kept, pruned int) {
-		pruned = enumerate(n, k, indep, func([]int) bool { kept++; return true })
+	count := func(n, k int, indep func(a, i, b, j int) bool) (kept, pruned int) {
+		ks := make([]int, n)
+		for i := range ks {
+			ks[i] = k
+		}
+		pruned = enumerate(ks, indep, func([]int) bool { kept++; return true })
 		return
 	}
 	for _, tc := range []struct{ n, k int }{{2, 2}, {2, 3}, {3, 2}, {3, 3}} {
@@ -230,7 +234,7 @@ func TestEnumerationPrunesOnlyEquivalentOrders(t *testing.T) {
 			t.Errorf("%d×%d: %d orders (%d pruned), want %d", tc.n, tc.k, kept, pruned, want)
 		}
 		// Only the first step (a read) commutes with other reads.
-		reads := func(i, j int) bool { return i == 0 && j == 0 }
+		reads := func(_, i, _, j int) bool { return i == 0 && j == 0 }
 		kept, pruned = count(tc.n, tc.k, reads)
 		if int64(kept+pruned) != want || pruned == 0 {
 			t.Errorf("%d×%d with reads first: kept %d + pruned %d, want a total of %d and some pruned", tc.n, tc.k, kept, pruned, want)
@@ -238,7 +242,7 @@ func TestEnumerationPrunesOnlyEquivalentOrders(t *testing.T) {
 	}
 	// Two attempts, read then write: A1 B1 … and B1 A1 … are one class
 	// each way: 6 orders, 4 classes.
-	kept, _ := count(2, 2, func(i, j int) bool { return i == 0 && j == 0 })
+	kept, _ := count(2, 2, func(_, i, _, j int) bool { return i == 0 && j == 0 })
 	if kept != 4 {
 		t.Errorf("2×2 with the reads commuting: kept %d, want 4 (B1 A1 A2 B2 is A1 B1 A2 B2; B1 A1 B2 A2 is A1 B1 B2 A2)", kept)
 	}

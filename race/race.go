@@ -74,6 +74,11 @@ type Case struct {
 	// Attempt tries the guarded action once on subject s. It marks its steps
 	// with w.Step ("check", "act") so the timeline shows them.
 	Attempt func(ctx context.Context, s any, w *Worker) Outcome
+	// Transactions, when set instead of Attempt, is one function per
+	// transaction (a reader and a writer, Hermitage's T1 and T2): worker i
+	// runs Transactions[i mod len(Transactions)] — with more workers than
+	// functions they go round again.
+	Transactions []func(ctx context.Context, s any, w *Worker) Outcome
 	// Effects counts, in the store itself, how many times the action took
 	// effect on s: the ground truth of a burst, never what the attempts
 	// believed.
@@ -260,8 +265,16 @@ func (c *Case) validate() error {
 	if c.Subject == nil {
 		missing = append(missing, "Subject")
 	}
-	if c.Attempt == nil {
+	if c.Attempt == nil && len(c.Transactions) == 0 {
 		missing = append(missing, "Attempt")
+	}
+	if c.Attempt != nil && len(c.Transactions) > 0 {
+		return fmt.Errorf("case %q: set Attempt (one function for every worker) or Transactions (one per transaction), not both", c.Name)
+	}
+	for i, f := range c.Transactions {
+		if f == nil {
+			return fmt.Errorf("case %q: Transactions[%d] is nil: every transaction needs its function", c.Name, i)
+		}
 	}
 	if c.Effects == nil {
 		missing = append(missing, "Effects")
@@ -274,6 +287,14 @@ func (c *Case) validate() error {
 		return fmt.Errorf("case %q: Attempts, Bursts, ShortBursts and Allowed cannot be negative (0 takes the default)", c.Name)
 	}
 	return nil
+}
+
+// attempt is the function worker runs.
+func (c *Case) attempt(worker int) func(ctx context.Context, s any, w *Worker) Outcome {
+	if len(c.Transactions) == 0 {
+		return c.Attempt
+	}
+	return c.Transactions[worker%len(c.Transactions)]
 }
 
 func (c *Case) options() []runner.Option {
@@ -362,7 +383,7 @@ func (s *session) Attempt(ctx context.Context, sub runner.Subject, rw *runner.Wo
 			o = runner.Failed(fmt.Errorf("attempt panicked: %v", p))
 		}
 	}()
-	return s.c.Attempt(ctx, sub.Data, &s.w)
+	return s.c.attempt(s.w.ID)(ctx, sub.Data, &s.w)
 }
 
 func (s *session) Close() error {

@@ -468,3 +468,83 @@ func TestExploreOrdersTheSteps(t *testing.T) {
 		t.Errorf("locked: %+v; want the second check blocked on the lock in some order", res.Count())
 	}
 }
+
+// One function per transaction: a writer that sets a value and puts it
+// back, a reader that reads it twice and records what it saw. Explored,
+// the reader's 3 steps and the writer's 2 give C(5,2) = 10 orders, and the
+// orders where the reader reads between the writer's two steps break; a
+// burst's workers alternate between the two functions.
+func TestTransactionsAreOneFunctionPerWorker(t *testing.T) {
+	var mu sync.Mutex
+	value := map[string]int{}
+	seen := map[string]int{}
+	ran := map[int]string{}
+	c := Case{
+		Attempts: 4, Bursts: 3,
+		Subject: func(_ context.Context, b Burst) (any, error) { return b.Token(), nil },
+		Transactions: []func(ctx context.Context, s any, w *Worker) Outcome{
+			func(_ context.Context, s any, w *Worker) Outcome { // the reader
+				mu.Lock()
+				ran[w.ID] = "reader"
+				mu.Unlock()
+				dirty := false
+				for _, step := range []string{"read", "read again"} {
+					w.Step(step)
+					mu.Lock()
+					dirty = dirty || value[s.(string)] != 0
+					mu.Unlock()
+				}
+				w.Step("record")
+				mu.Lock()
+				defer mu.Unlock()
+				seen[s.(string)] += 1 + b2i(dirty)
+				return From(nil)
+			},
+			func(_ context.Context, s any, w *Worker) Outcome { // the writer, rolled back
+				mu.Lock()
+				ran[w.ID] = "writer"
+				mu.Unlock()
+				w.Step("update")
+				mu.Lock()
+				value[s.(string)] = 1
+				mu.Unlock()
+				w.Step("rollback")
+				mu.Lock()
+				value[s.(string)] = 0
+				mu.Unlock()
+				return From(nil)
+			},
+		},
+		Effects: func(_ context.Context, s any) (int, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			return seen[s.(string)], nil
+		},
+	}
+	res, err := Explore(context.Background(), c, explore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Verdict() != explore.Race || res.Total != "10" || len(res.AttemptSteps[0]) != 3 || len(res.AttemptSteps[1]) != 2 {
+		t.Fatalf("%s, %s orders, steps %v: want RACE among C(5,2) = 10 orders of 3 and 2 steps", res.Verdict(), res.Total, res.AttemptSteps)
+	}
+	if _, err := Run(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if ran[0] != "reader" || ran[1] != "writer" || ran[2] != "reader" || ran[3] != "writer" {
+		t.Errorf("workers ran %v: want reader, writer, reader, writer", ran)
+	}
+	c.Attempt = c.Transactions[0]
+	if _, err := Explore(context.Background(), c, explore.Options{}); err == nil || !strings.Contains(err.Error(), "not both") {
+		t.Errorf("Attempt and Transactions both set: %v, want a refusal", err)
+	}
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -117,3 +117,26 @@ func TestDependsOnIsolation(t *testing.T) {
 		}
 	}
 }
+
+// The cases whose burst verdict no order of whole steps can show are
+// exactly the rows that say so; a server-setting row is not one.
+func TestBelowSteps(t *testing.T) {
+	for _, tc := range []struct {
+		scenario, backend, isolation, variant, server string
+		want                                          scenarios.Expectation
+	}{
+		{scenarios.JobQueue, "postgres", "repeatable-read", scenarios.VariantConditional, "PostgreSQL 15.20", scenarios.ExpectLost},
+		{scenarios.ConditionalUpdate, "mongo", "", "", "FerretDB 1.24 (MongoDB 7.0.77 compatible)", scenarios.ExpectRace},
+		{scenarios.TTLLease, "mongo", "", "", "FerretDB 1.24", scenarios.ExpectRace},
+		{scenarios.ConditionalUpdate, "mongo", "", "", "MongoDB 7.0", ""},
+		{scenarios.JobQueue, "postgres", "serializable", scenarios.VariantSkipLocked, "PostgreSQL 15.20", ""},
+		{scenarios.JobQueue, "mysql", "default", "", "MariaDB 10.11 innodb_snapshot_isolation=ON", ""},
+		{scenarios.CheckThenWrite, "postgres", "serializable", "", "PostgreSQL 15.20", ""},
+	} {
+		p := scenarios.Params{Isolation: tc.isolation, Variant: tc.variant}
+		got, why, ok := scenarios.BelowSteps(tc.scenario, tc.backend, p, tc.server)
+		if got != tc.want || ok != (tc.want != "") || ok && why == "" {
+			t.Errorf("%s %s %s %s on %q: %q %v %q, want %q", tc.scenario, tc.backend, tc.isolation, tc.variant, tc.server, got, ok, why, tc.want)
+		}
+	}
+}

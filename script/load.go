@@ -10,10 +10,13 @@ import (
 	"github.com/racetest/racetest/scenarios"
 )
 
-// Spec is a run's five scripts as the user gave them: each inline text or
-// @FILE, empty when not given.
+// Spec is a run's scripts as the user gave them: each inline text or
+// @FILE, empty when not given. Attempt holds one script per transaction:
+// one for every attempt, or several, attempt i running the i-th (round
+// again when there are more attempts than scripts).
 type Spec struct {
-	Setup, Subject, Attempt, Effects, Teardown string
+	Setup, Subject, Effects, Teardown string
+	Attempt                           []string
 }
 
 // Backends lists the backends each dialect runs on.
@@ -36,19 +39,33 @@ func DialectOf(backend string) (Dialect, bool) {
 // directory); field names each script in messages ("--" + name for flags).
 func (s Spec) Load(dir string, d Dialect, field func(name string) string) (Scripts, error) {
 	var sc Scripts
-	for _, x := range []struct {
+	type script struct {
 		name  string
 		value string
 		scope Scope
 		dst   **Script
-	}{
-		{"setup", s.Setup, ScopeRun, &sc.Setup},
-		{"subject", s.Subject, ScopeBurst, &sc.Subject},
-		{"attempt", s.Attempt, ScopeAttempt, &sc.Attempt},
-		{"effects", s.Effects, ScopeBurst, &sc.Effects},
-		{"teardown", s.Teardown, ScopeRun, &sc.Teardown},
-	} {
-		where := field(x.name)
+		where string
+	}
+	scripts := []script{{"setup", s.Setup, ScopeRun, &sc.Setup, ""}, {"subject", s.Subject, ScopeBurst, &sc.Subject, ""}}
+	attempts := s.Attempt
+	if len(attempts) == 0 {
+		attempts = []string{""}
+	}
+	sc.Attempts = make([]*Script, len(attempts))
+	for i, a := range attempts {
+		where := ""
+		if len(attempts) > 1 {
+			// Each transaction's own name, so that its steps' labels differ.
+			where = fmt.Sprintf("%s#%d", field("attempt"), i+1)
+		}
+		scripts = append(scripts, script{"attempt", a, ScopeAttempt, &sc.Attempts[i], where})
+	}
+	scripts = append(scripts, script{"effects", s.Effects, ScopeBurst, &sc.Effects, ""}, script{"teardown", s.Teardown, ScopeRun, &sc.Teardown, ""})
+	for _, x := range scripts {
+		where := x.where
+		if where == "" {
+			where = field(x.name)
+		}
 		if strings.TrimSpace(x.value) == "" {
 			if x.name == "attempt" || x.name == "effects" {
 				return sc, fmt.Errorf("%s is required: the %s script, inline or @FILE", where, x.name)
@@ -69,6 +86,7 @@ func (s Spec) Load(dir string, d Dialect, field func(name string) string) (Scrip
 		p.Inline = !strings.HasPrefix(x.value, "@")
 		*x.dst = p
 	}
+	sc.Attempt = sc.Attempts[0]
 	return sc, nil
 }
 
@@ -118,32 +136,42 @@ func (sc Scripts) Describe() []string {
 		role string
 		s    *Script
 	}{{"setup", sc.Setup}, {"subject", sc.Subject}, {"attempt", sc.Attempt}, {"effects", sc.Effects}, {"teardown", sc.Teardown}} {
-		if x.s == nil {
+		if x.role == "attempt" && len(sc.Attempts) > 1 {
+			for i, a := range sc.Attempts {
+				out = append(out, describeOne("attempt "+string(rune('A'+i)), a))
+			}
 			continue
 		}
-		n := x.s.Statements()
-		unit := "statements"
-		if x.s.Dialect != SQL {
-			unit = "commands"
+		if x.s != nil {
+			out = append(out, describeOne(x.role, x.s))
 		}
-		if n == 1 {
-			unit = strings.TrimSuffix(unit, "s")
-		}
-		first := x.s.lastStatement().Text
-		for i := range x.s.Steps {
-			if x.s.Steps[i].Kind == Statement {
-				first = x.s.Steps[i].Text
-				break
-			}
-		}
-		line := fmt.Sprintf("%-9s %s (%d %s)", x.role, x.s.Name, n, unit)
-		if x.s.Inline {
-			line = fmt.Sprintf("%-9s %s", x.role, oneLine(first))
-			if n > 1 {
-				line += fmt.Sprintf(" … (%d %s)", n, unit)
-			}
-		}
-		out = append(out, line)
 	}
 	return out
+}
+
+// describeOne is one script's line of the banner.
+func describeOne(role string, s *Script) string {
+	n := s.Statements()
+	unit := "statements"
+	if s.Dialect != SQL {
+		unit = "commands"
+	}
+	if n == 1 {
+		unit = strings.TrimSuffix(unit, "s")
+	}
+	first := s.lastStatement().Text
+	for i := range s.Steps {
+		if s.Steps[i].Kind == Statement {
+			first = s.Steps[i].Text
+			break
+		}
+	}
+	line := fmt.Sprintf("%-9s %s (%d %s)", role, s.Name, n, unit)
+	if s.Inline {
+		line = fmt.Sprintf("%-9s %s", role, oneLine(first))
+		if n > 1 {
+			line += fmt.Sprintf(" … (%d %s)", n, unit)
+		}
+	}
+	return line
 }

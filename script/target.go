@@ -42,10 +42,22 @@ type SessionConn interface {
 	Close() error
 }
 
-// Scripts are the five scripts of a run; all but Attempt and Effects may
-// be nil.
+// Scripts are the scripts of a run; all but Attempt and Effects may be
+// nil. Attempts, when there are several, are one script per transaction:
+// attempt i runs Attempts[i mod len(Attempts)] (A the first, B the
+// second, and round again when there are more attempts than scripts);
+// Attempt is the first.
 type Scripts struct {
 	Setup, Subject, Attempt, Effects, Teardown *Script
+	Attempts                                   []*Script
+}
+
+// For is the script attempt worker runs.
+func (sc Scripts) For(worker int) *Script {
+	if len(sc.Attempts) == 0 {
+		return sc.Attempt
+	}
+	return sc.Attempts[worker%len(sc.Attempts)]
 }
 
 // Target runs scripts as a runner.Target: Setup in Prepare, Subject in
@@ -266,7 +278,32 @@ func (a *app) Session(ctx context.Context, worker int) (runner.Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &session{t: a.t, conn: c}, nil
+	s := &session{t: a.t, conn: c}
+	if lp, ok := a.t.store.(lockProber); ok {
+		return &waitingSession{session: s, probe: lp}, nil
+	}
+	return s, nil
+}
+
+// lockProber is a store whose server says whether a worker's connection
+// waits on a lock.
+type lockProber interface {
+	lockWait(ctx context.Context, c SessionConn) (bool, error)
+}
+
+// waitingSession is a session on such a store: an explorer asks it
+// whether its statement waits on a lock, rather than timing it.
+type waitingSession struct {
+	*session
+	probe lockProber
+}
+
+// LockWait asks the server, on racetest's own connection, whether the
+// session's statement waits on a lock.
+func (s *waitingSession) LockWait(ctx context.Context) (bool, error) {
+	s.t.admin.Lock()
+	defer s.t.admin.Unlock()
+	return s.probe.lockWait(ctx, s.conn)
 }
 
 func (a *app) Close() error { return a.pool.Close() }
@@ -280,7 +317,7 @@ func (s *session) Attempt(ctx context.Context, subj runner.Subject, w *runner.Wo
 	d := Data{RunID: s.t.runID, Token: subj.Key, Burst: subj.Burst, Attempt: w.ID}
 	// Each marked statement is a step: an explorer may hold the attempt
 	// before it (without one, Step is Mark).
-	o := s.t.sc.Attempt.Start(s.conn, d, nil).Run(ctx, func(label string) { w.Step(ctx, label) })
+	o := s.t.sc.For(w.ID).Start(s.conn, d, nil).Run(ctx, func(label string) { w.Step(ctx, label) })
 	if subj.Burst == 0 {
 		s.t.record(w.ID, o)
 	}
@@ -298,12 +335,14 @@ func (t *Target) DescribeStep(label string) string {
 	return label
 }
 
-// ReadOnly reports whether the attempt's step label is a plain read: a
-// SELECT that locks nothing, a Redis command that only reads. Two plain
-// reads of different attempts commute, so an explorer runs only one of
-// the orders that differ by swapping them.
-func (t *Target) ReadOnly(label string) bool {
-	st := t.step(label)
+// ReadOnly reports whether step label of attempt's own script is a plain
+// read: a SELECT that locks nothing, a Redis command that only reads. Two
+// plain reads of different attempts commute, so an explorer runs only one
+// of the orders that differ by swapping them; a step is judged in the
+// script its attempt runs, never in another's.
+func (t *Target) ReadOnly(attempt int, label string) bool {
+	sc := t.sc.For(attempt)
+	st := sc.stepLabeled(label)
 	if st == nil || st.Kind != Statement {
 		return false
 	}
@@ -311,7 +350,7 @@ func (t *Target) ReadOnly(label string) bool {
 	if len(words) == 0 {
 		return false
 	}
-	switch t.sc.Attempt.Dialect {
+	switch sc.Dialect {
 	case SQL:
 		text := " " + strings.Join(words, " ") + " "
 		for _, lock := range []string{" FOR UPDATE", " FOR SHARE", " FOR NO KEY", " FOR KEY SHARE", " LOCK IN SHARE MODE", " INTO "} {
@@ -333,9 +372,22 @@ var redisReads = map[string]bool{
 	"ZSCORE": true, "ZCARD": true, "ZRANGE": true, "STRLEN": true, "TYPE": true, "TTL": true, "PTTL": true,
 }
 
+// step finds the step labelled label in any attempt's script.
 func (t *Target) step(label string) *Step {
-	for i := range t.sc.Attempt.Steps {
-		if st := &t.sc.Attempt.Steps[i]; st.Marked() && t.sc.Attempt.StepLabel(st) == label {
+	for _, sc := range append([]*Script{t.sc.Attempt}, t.sc.Attempts...) {
+		if st := sc.stepLabeled(label); st != nil {
+			return st
+		}
+	}
+	return nil
+}
+
+func (s *Script) stepLabeled(label string) *Step {
+	if s == nil {
+		return nil
+	}
+	for i := range s.Steps {
+		if st := &s.Steps[i]; st.Marked() && s.StepLabel(st) == label {
 			return st
 		}
 	}

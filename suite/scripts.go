@@ -17,13 +17,33 @@ import (
 // 'racetest sql' and 'racetest redis' run them: each field inline text or
 // @FILE, a file relative to the suite file.
 type Scripts struct {
-	Setup    string `yaml:"setup"`
-	Subject  string `yaml:"subject"`
-	Attempt  string `yaml:"attempt"`
-	Effects  string `yaml:"effects"`
-	Teardown string `yaml:"teardown"`
+	Setup   string `yaml:"setup"`
+	Subject string `yaml:"subject"`
+	// Attempt is one script for every attempt, or a list: one script per
+	// transaction, attempt i running the i-th (round again past the end).
+	Attempt  Attempts `yaml:"attempt"`
+	Effects  string   `yaml:"effects"`
+	Teardown string   `yaml:"teardown"`
 	// Allowed is how many effects per burst are correct (default 1).
 	Allowed *int `yaml:"allowed"`
+}
+
+// Attempts is an attempt: field, one script or a list of them.
+type Attempts []string
+
+// UnmarshalYAML reads one script (a string) or a list of scripts.
+func (a *Attempts) UnmarshalYAML(unmarshal func(any) error) error {
+	var one string
+	if err := unmarshal(&one); err == nil {
+		*a = Attempts{one}
+		return nil
+	}
+	var many []string
+	if err := unmarshal(&many); err != nil {
+		return fmt.Errorf("attempt: write one script (inline or @FILE), or a list of them, one per transaction")
+	}
+	*a = many
+	return nil
 }
 
 // ScriptCase is a script case ready to run: its parsed scripts.
@@ -69,6 +89,11 @@ func (c *checker) scriptCase(path string, k *Case, sh shape, p *Plan) {
 		// The message names the script's own file:line:col, and the
 		// field it came from.
 		c.fail(sp, "%v", err)
+		return
+	}
+	if len(s.Attempt) > sh.attempts {
+		c.fail(sp+".attempt", "%d attempt scripts but attempts: %d: each script is one attempt's transaction, so give attempts: %d or more (with more attempts than scripts they go round again)",
+			len(s.Attempt), sh.attempts, len(s.Attempt))
 		return
 	}
 	if k.Variant != nil || k.Engine != nil || k.Gap != nil || k.Latency != nil || k.TTL != nil {

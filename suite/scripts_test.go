@@ -53,6 +53,20 @@ func TestScriptCases(t *testing.T) {
 		t.Errorf("redis plan: %+v %+v", r.Case, r.Config)
 	}
 
+	// One script per transaction: attempt: as a list, attempt i running
+	// the i-th; more scripts than attempts is refused.
+	ps, err = plans(t, "cases:\n  - redis:\n      attempt: [\"GET k:{{.Token}}\", \"SET k:{{.Token}} 1\"]\n      effects: \"EXISTS k:{{.Token}}\"\n    connection: default\n    attempts: 2\n", o)
+	if err != nil {
+		t.Fatalf("plans: %v", err)
+	}
+	if sc := ps[0].Script.Scripts; len(sc.Attempts) != 2 || sc.For(0).Steps[0].Text != "GET k:{{.Token}}" || sc.For(1).Steps[0].Text != "SET k:{{.Token}} 1" || sc.For(2) != sc.For(0) {
+		t.Errorf("attempt list: %+v", sc.Attempts)
+	}
+	if _, err := plans(t, "cases:\n  - redis:\n      attempt: [\"GET a\", \"GET b\", \"GET c\"]\n      effects: \"EXISTS a\"\n    connection: default\n    attempts: 2\n", o); err == nil ||
+		!strings.Contains(err.Error(), "3 attempt scripts but attempts: 2") {
+		t.Errorf("three scripts for two attempts: %v", err)
+	}
+
 	for src, want := range map[string]string{
 		"cases:\n  - backend: mysql\n    connection: default\n    sql:\n      attempt: \"@s/bad.sql\"\n      effects: \"SELECT 1;\"\n":                            "s/bad.sql:2:1: unknown meta-command \\nope",
 		"cases:\n  - backend: redis\n    connection: default\n    sql:\n      attempt: \"SELECT 1;\"\n      effects: \"SELECT 1;\"\n":                             "a sql: case runs on backend postgres or mysql",
