@@ -14,7 +14,8 @@ type observed struct {
 	*counter
 	before     func(s Subject) int
 	names      []string
-	broken     func(s Subject) []int
+	broken     func(s Subject, after bool) []int
+	calls      map[string]int // Broken's calls per subject
 	uncounted  bool
 	baselineOK bool // Baseline was called with the burst's own subject
 }
@@ -25,7 +26,11 @@ func (o *observed) Baseline(_ context.Context, s Subject) (int, error) {
 }
 func (o *observed) Invariants() []string { return o.names }
 func (o *observed) Broken(_ context.Context, s Subject) ([]int, error) {
-	return o.broken(s), nil
+	if o.calls == nil {
+		o.calls = map[string]int{}
+	}
+	o.calls[s.Key]++
+	return o.broken(s, o.calls[s.Key] > 1), nil
 }
 func (o *observed) Uncounted() bool { return o.uncounted }
 
@@ -92,14 +97,14 @@ func TestBaselineThatFallsIsAnError(t *testing.T) {
 func TestInvariantsAreCheckedAfterEachBurst(t *testing.T) {
 	o := &observed{counter: newCounter(), before: func(Subject) int { return 0 },
 		names: []string{"no account below 0", "one owner"}}
-	o.broken = func(s Subject) []int {
-		if s.Burst == 2 {
-			return []int{3, 0}
+	// Burst 2 leaves 3 rows broken, burst 3 one more; burst 1 finds one
+	// broken row from before and leaves it as it was.
+	o.broken = func(s Subject, after bool) []int {
+		before := map[int]int{1: 1, 3: 3}[s.Burst]
+		if !after {
+			return []int{before, 0}
 		}
-		if s.Burst == 3 {
-			return []int{1, 0}
-		}
-		return []int{0, 0}
+		return []int{before + map[int]int{2: 3, 3: 1}[s.Burst], 0}
 	}
 	o.effectsOverride = func(Subject) int { return 1 }
 	res, err := Run(context.Background(), o, Attempts(2), Bursts(4))
@@ -130,9 +135,35 @@ func TestInvariantsAreCheckedAfterEachBurst(t *testing.T) {
 		}
 	}
 
-	o.broken = func(Subject) []int { return []int{0} }
-	if _, err := Run(context.Background(), o, Attempts(2), Bursts(1)); err == nil || !strings.Contains(err.Error(), "1 counts for 2 invariants") {
+	o.calls = nil
+	o.broken = func(s Subject, after bool) []int {
+		if after {
+			return []int{0}
+		}
+		return []int{0, 0}
+	}
+	if _, err := Run(context.Background(), o, Attempts(2), Bursts(1)); err == nil || !strings.Contains(err.Error(), "check invariants: 1 counts for 2 invariants") {
 		t.Errorf("err = %v, want one count per invariant", err)
+	}
+	o.calls = nil
+	o.broken = func(Subject, bool) []int { return []int{0} }
+	if _, err := Run(context.Background(), o, Attempts(2), Bursts(1)); err == nil || !strings.Contains(err.Error(), "before the burst: 1 counts for 2 invariants") {
+		t.Errorf("err = %v, want one count per invariant before the burst too", err)
+	}
+
+	// Data broken before the run is said once, and judged by what each
+	// burst adds.
+	o.calls = nil
+	o.broken = func(Subject, bool) []int { return []int{2, 0} }
+	res, err = Run(context.Background(), o, Attempts(2), Bursts(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Violations() != 0 || !slices.Contains(res.Notes, "invariant no account below 0: already broken before the first burst (2); a burst is judged by the violations it adds") {
+		t.Errorf("violations %d, notes %q", res.Violations(), res.Notes)
+	}
+	if slices.ContainsFunc(res.Notes, func(n string) bool { return strings.HasPrefix(n, "invariant one owner: already") }) {
+		t.Errorf("an invariant that held is said to be broken before the run: %q", res.Notes)
 	}
 }
 
@@ -140,7 +171,7 @@ func TestInvariantsAreCheckedAfterEachBurst(t *testing.T) {
 // never read, and nothing is allowed or required of them.
 func TestUncountedTargetCountsNothing(t *testing.T) {
 	o := &observed{counter: newCounter(), uncounted: true, names: []string{"inv"},
-		broken: func(Subject) []int { return []int{0} }}
+		broken: func(Subject, bool) []int { return []int{0} }}
 	o.before = func(Subject) int { t.Error("Baseline called on an Uncounted target"); return 0 }
 	o.effectsOverride = func(Subject) int { t.Error("Effects called on an Uncounted target"); return 7 }
 	res, err := Run(context.Background(), o, Attempts(2), Bursts(2), Allowed(3), Required(2))

@@ -217,6 +217,8 @@ type engine struct {
 	maxSeen  int
 	// exampleBroke: the Example broke an invariant.
 	exampleBroke bool
+	// invFirst is each invariant's violations before the first burst.
+	invFirst []int
 	// closeNote says that closing the fleet was abandoned, or is "".
 	closeNote string
 }
@@ -329,6 +331,9 @@ func (e *engine) observedNotes() []string {
 		notes = append(notes, "accounting: each attempt that reported success must have landed exactly once (allowed and required per burst: its successes)")
 	}
 	for i, name := range r.Invariants {
+		if i < len(e.invFirst) && e.invFirst[i] > 0 {
+			notes = append(notes, fmt.Sprintf("invariant %s: already broken before the first burst (%d); a burst is judged by the violations it adds", name, e.invFirst[i]))
+		}
 		n, most := r.BrokenBursts(i)
 		if n == 0 {
 			notes = append(notes, fmt.Sprintf("invariant %s: held after every burst (%d)", name, len(r.Bursts)))
@@ -418,6 +423,15 @@ func (e *engine) burst(ctx context.Context, index int) (Burst, error) {
 			return b, fmt.Errorf("burst %d: count effects before the burst: %w", index, err)
 		}
 	}
+	var held []int // each invariant's violations before the burst
+	if e.inv != nil {
+		if held, err = e.broken(ctx, s); err != nil {
+			return b, fmt.Errorf("burst %d: check invariants before the burst: %w", index, err)
+		}
+		if index == 0 {
+			e.invFirst = held
+		}
+	}
 	started := time.Now()
 	e.cur = e.cur[:0]
 	for wave := range e.cfg.Waves {
@@ -458,11 +472,14 @@ func (e *engine) burst(ctx context.Context, index int) (Burst, error) {
 	}
 	e.allow(s, &b)
 	if e.inv != nil {
-		if b.Broken, err = e.inv.Broken(ctx, s); err != nil {
+		if b.Broken, err = e.broken(ctx, s); err != nil {
 			return b, fmt.Errorf("burst %d: check invariants: %w", index, err)
 		}
-		if len(b.Broken) != len(e.res.Invariants) {
-			return b, fmt.Errorf("burst %d: check invariants: %d counts for %d invariants", index, len(b.Broken), len(e.res.Invariants))
+		// A burst breaks an invariant when it adds violations: one that
+		// an earlier burst (or the data) broke stays broken, and is that
+		// burst's, not this one's.
+		for i := range b.Broken {
+			b.Broken[i] = max(0, b.Broken[i]-held[i])
 		}
 	}
 	// The timeline shows the burst with the most effects, or the first to
@@ -474,6 +491,15 @@ func (e *engine) burst(ctx context.Context, index int) (Burst, error) {
 		e.res.Example = e.snapshot(b)
 	}
 	return b, nil
+}
+
+// broken counts each invariant's violations now.
+func (e *engine) broken(ctx context.Context, s Subject) ([]int, error) {
+	n, err := e.inv.Broken(ctx, s)
+	if err == nil && len(n) != len(e.res.Invariants) {
+		err = fmt.Errorf("%d counts for %d invariants", len(n), len(e.res.Invariants))
+	}
+	return n, err
 }
 
 // count sets the burst's effects: the target's count, or its change since

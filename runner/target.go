@@ -85,9 +85,10 @@ type (
 	}
 	// Invarianter is a target that checks, after every burst, properties
 	// that must always hold ("no account below 0"). Invariants names them,
-	// in order (nil: none); Broken counts, after the burst at s, how many
-	// times each is broken (0: it holds), in the same order. A broken
-	// invariant makes the burst a violation whatever its effects.
+	// in order (nil: none); Broken counts how many times each is broken
+	// now (0: it holds), in the same order. The runner calls it after Reset
+	// and after the burst: a burst that added violations broke the
+	// invariant, which makes it a violation whatever its effects.
 	Invarianter interface {
 		Invariants() []string
 		Broken(ctx context.Context, s Subject) ([]int, error)
