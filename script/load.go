@@ -71,6 +71,9 @@ func (s Spec) Load(dir string, d Dialect, field func(name string) string) (Scrip
 		if strings.TrimSpace(v) == "" {
 			return sc, fmt.Errorf("%s is empty: write a query that counts what breaks the invariant, inline or @FILE", field("invariant"))
 		}
+		if t := strings.TrimSpace(v); d == SQL && !strings.HasPrefix(t, "@") && !strings.HasSuffix(t, ";") {
+			v = t + ";" // one query on the command line, as the docs write it
+		}
 		p, err := load(v, dir, d, ScopeBurst, field("invariant"))
 		if err != nil {
 			return sc, err

@@ -190,7 +190,7 @@ func (t *Target) Invariants() []string {
 			var texts []string
 			for _, st := range inv.Steps {
 				if st.Kind == Statement {
-					texts = append(texts, st.Text)
+					texts = append(texts, strings.TrimSuffix(strings.TrimSpace(st.Text), ";"))
 				}
 			}
 			names[i] = oneLine(strings.Join(texts, "; "))
