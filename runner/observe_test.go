@@ -24,6 +24,7 @@ func (o *observed) Baseline(_ context.Context, s Subject) (int, error) {
 	o.baselineOK = s.Key != ""
 	return o.before(s), nil
 }
+func (o *observed) Baselined() bool      { return o.before != nil }
 func (o *observed) Invariants() []string { return o.names }
 func (o *observed) Broken(_ context.Context, s Subject) ([]int, error) {
 	if o.calls == nil {
@@ -72,6 +73,17 @@ func TestBaselineMakesEffectsAChange(t *testing.T) {
 	}
 	if res.Bursts[0].Effects != 101 {
 		t.Errorf("effects %d, want 101 (the change from 0)", res.Bursts[0].Effects)
+	}
+
+	// A Baseliner that says it counts by itself is read as it counts
+	// (Baseline, nil here, is never called).
+	o.before = nil
+	res, err = Run(context.Background(), o, Attempts(2), Bursts(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Baselined || res.Bursts[1].Effects != 102 {
+		t.Errorf("baselined %v, effects %d; want false and the count itself, 102", res.Baselined, res.Bursts[1].Effects)
 	}
 }
 

@@ -229,7 +229,7 @@ type engine struct {
 func (e *engine) observe() {
 	if u, ok := e.t.(Uncounted); ok && u.Uncounted() {
 		e.res.Uncounted = true
-	} else if b, ok := e.t.(Baseliner); ok {
+	} else if b, ok := e.t.(Baseliner); ok && b.Baselined() {
 		e.base, e.res.Baselined = b, true
 	}
 	if inv, ok := e.t.(Invarianter); ok && len(inv.Invariants()) > 0 {

@@ -80,7 +80,10 @@ type (
 	// change between the two counts (Result.Baselined), so that a check
 	// which never moves while attempts report success can be told apart
 	// from a guard that held (report's "the check never changed").
+	// Baselined says whether it applies: a target that counts by itself
+	// where no check was given (HTTP's successful responses) says false.
 	Baseliner interface {
+		Baselined() bool
 		Baseline(ctx context.Context, s Subject) (int, error)
 	}
 	// Invarianter is a target that checks, after every burst, properties

@@ -177,6 +177,9 @@ func (t *Target) Baseline(ctx context.Context, s runner.Subject) (int, error) {
 	return t.count(ctx, t.sc.Effects, "--effects", s, false)
 }
 
+// Baselined: the effects script is the team's own, read as a change.
+func (t *Target) Baselined() bool { return t.sc.Effects != nil }
+
 // Uncounted reports a run without an effects script: its invariants judge it.
 func (t *Target) Uncounted() bool { return t.sc.Effects == nil }
 
