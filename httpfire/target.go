@@ -25,6 +25,7 @@ var (
 	_ runner.Noter       = (*Target)(nil)
 	_ runner.Baseliner   = (*Target)(nil)
 	_ runner.Invarianter = (*Target)(nil)
+	_ runner.Uncounted   = (*Target)(nil)
 )
 
 // Target fires a run's bursts at one HTTP endpoint. Build it with New; it is
@@ -318,6 +319,10 @@ func (t *Target) Baseline(_ context.Context, s runner.Subject) (int, error) {
 	}
 	return b.baseline, nil
 }
+
+// Uncounted: invariants without an effects check judge the run alone; the
+// successful responses are not counted as effects.
+func (t *Target) Uncounted() bool { return t.effects == nil && len(t.invariants) > 0 }
 
 // Invariants names the invariants as they were written.
 func (t *Target) Invariants() []string { return t.invNames }
