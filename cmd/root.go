@@ -102,6 +102,9 @@ many attempts actually executed — the races a one-click test never sees.`,
 	root.PersistentFlags().StringVar(&f.IO.ColorMode, "color", f.IO.ColorMode,
 		"colour: auto (on a terminal, unless NO_COLOR is set or FORCE_COLOR/CLICOLOR_FORCE forces it), always or never")
 	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
+		if err := applyEnv(c, f.Registry, f.IO.Env); err != nil {
+			return err
+		}
 		if err := checkOutputFlags(c, f.IO); err != nil {
 			return err
 		}
@@ -127,6 +130,7 @@ many attempts actually executed — the races a one-click test never sees.`,
 		NewCmdReport(f, nil),
 	)
 	addVerbosityFlags(f.IO, root, "run", "demo", "suite", "http")
+	root.AddCommand(newEnvironmentTopic(root, f.Registry))
 	strictCompletion(root)
 	return root
 }

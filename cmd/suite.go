@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -39,6 +40,8 @@ type SuiteOptions struct {
 	Timeline bool
 	Keep     bool
 	Conn     scenarios.Connections
+	// Shard is --shard K/N: run part K of N of the suite ("" the whole).
+	Shard string
 }
 
 // NewCmdSuite builds 'racetest suite'. Tests pass runF to capture the options.
@@ -84,6 +87,7 @@ read_connection, --postgres-read-url (…), defaults.connections.postgres_read (
 	fs.StringVarP(&opts.Format, "format", "o", "table", "what standard output gets: "+strings.Join(report.Formats(), ", "))
 	fs.BoolVar(&opts.Timeline, "timeline", false, "draw the example burst of each RACE as a timeline under the table")
 	fs.BoolVar(&opts.Keep, "keep", false, "keep every run's namespaced tables, keys and collections for inspection")
+	fs.StringVar(&opts.Shard, "shard", "", "run part `K/N` of the suite (one per CI job; each case is in one part, by its name): merge the parts' --json reports with 'racetest report merge'")
 	for _, b := range connBackends(f.Registry) {
 		// No default from the environment here: a suite reads it last,
 		// after the file's own defaults.connections.
@@ -101,9 +105,23 @@ func runSuite(ctx context.Context, o *SuiteOptions) error {
 	if err != nil {
 		return usageError(err)
 	}
+	shard, err := suite.ParseShard(cmp.Or(o.Shard, "1/1"))
+	if err != nil {
+		return usageError(err)
+	}
 	plans, err := loadSuite(ctx, o)
 	if err != nil {
 		return err
+	}
+	if shard.N > 1 {
+		all := len(plans)
+		plans = shard.Select(plans)
+		fmt.Fprintf(o.IO.ErrOut, "racetest suite: shard %s: %d of the %d cases\n", shard, len(plans), all)
+		if len(plans) == 0 {
+			// Its reports are still written, empty, so that a CI matrix
+			// merges every part alike.
+			fmt.Fprintf(o.IO.ErrOut, "racetest suite: shard %s of %s holds no case: nothing to run\n", shard, printable.Line(o.File))
+		}
 	}
 	f, chosen, err := httpFactory(o.Factory, o.File, plans)
 	if err != nil {
@@ -164,6 +182,9 @@ func runSuite(ctx context.Context, o *SuiteOptions) error {
 	cases = done[:len(cases)]
 
 	title := fmt.Sprintf("racetest suite %s — %d of %d cases", printable.Line(o.File), len(cases), len(plans))
+	if shard.N > 1 {
+		title = fmt.Sprintf("racetest suite %s, shard %s — %d of %d cases", printable.Line(o.File), shard, len(cases), len(plans))
+	}
 	ropts := reportOptions(o.IO, report.Options{Timeline: o.Timeline, Version: version(), Title: title, Brief: true})
 	if err := reporter(o.IO.Out, printableNames(cases), ropts); err != nil {
 		return fmt.Errorf("writing the %s report: %w", o.Format, err)
