@@ -83,8 +83,12 @@ func TestInvariantsDecideTheVerdict(t *testing.T) {
 	if !strings.Contains(out.String(), "0 of 20 tested bursts broke an invariant: violation rate ≤") {
 		t.Errorf("table does not say what held:\n%s", out.String())
 	}
-	r.Bursts[4].Broken = []int{2}
-	r.Bursts[9].Broken = []int{1}
+	r.Invariants = append(r.Invariants, "one owner")
+	for i := range r.Bursts {
+		r.Bursts[i].Broken = []int{0, 0}
+	}
+	r.Bursts[4].Broken = []int{2, 0}
+	r.Bursts[9].Broken = []int{1, 0}
 	a = Assess(Case{Result: r})
 	if a.Verdict != Race || a.Violations != 2 || a.Met {
 		t.Fatalf("invariant broken twice: %s, %d violations, met %v; want RACE, 2, unmet", a.Verdict, a.Violations, a.Met)

@@ -166,8 +166,8 @@ func TestInvariantsAreCheckedAfterEachBurst(t *testing.T) {
 	// Data broken before the run is said once, and judged by what each
 	// burst adds.
 	o.calls = nil
-	o.broken = func(Subject, bool) []int { return []int{2, 0} }
-	res, err = Run(context.Background(), o, Attempts(2), Bursts(2))
+	o.broken = func(s Subject, _ bool) []int { return []int{2 * btoi(s.Burst == 0), 0} } // the first burst's, repaired before the second
+	res, err = Run(context.Background(), o, Attempts(2), Bursts(3))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,4 +313,11 @@ func TestParseAllowance(t *testing.T) {
 	if !c.Accounting {
 		t.Error("successes did not turn accounting on")
 	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
