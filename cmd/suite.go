@@ -10,14 +10,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"text/tabwriter"
 	"time"
 
 	"github.com/racetest/racetest/httpfire"
 	"github.com/racetest/racetest/internal/printable"
 	"github.com/racetest/racetest/report"
-	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/suite"
 	"github.com/spf13/cobra"
@@ -123,11 +121,10 @@ func runSuite(ctx context.Context, o *SuiteOptions) error {
 			fmt.Fprintf(o.IO.ErrOut, "racetest suite: shard %s of %s holds no case: nothing to run\n", shard, printable.Line(o.File))
 		}
 	}
-	f, chosen, err := httpFactory(o.Factory, o.File, plans)
+	ps, err := suiteRuns(o, plans)
 	if err != nil {
 		return suiteError(o.IO, err)
 	}
-	f = scriptFactory(f, plans)
 	if o.List {
 		return listSuite(o.IO.Out, o.File, plans)
 	}
@@ -139,19 +136,6 @@ func runSuite(ctx context.Context, o *SuiteOptions) error {
 			return usageError(fmt.Errorf("%s:%d:%d: case %q: %w", o.File, p.Line, p.Column, p.Case.Name, err))
 		}
 	}
-	ps := make([]plan, len(plans))
-	for i, p := range plans {
-		ps[i] = p.Run
-		if p.HTTP != nil {
-			ps[i].Case.Settings = httpSettings(p)
-			ps[i].Case.Release = ps[i].Case.Settings["release"]
-			ps[i].Case.Lesson = httpLesson
-		}
-		if p.Prove > 0 {
-			ps[i].Case.Settings["prove"] = formatBound(p.Prove)
-			ps[i].Case.Prove = p.Prove
-		}
-	}
 	// A CI log (stderr not a terminal, so no bars) gets a line per case,
 	// unless -q asked for the verdict lines alone (on stdout).
 	log := caseLog{w: o.IO.ErrOut, on: !o.IO.ErrTTY && !o.IO.Quiet, color: o.IO.ErrColor(), total: len(plans)}
@@ -159,22 +143,9 @@ func runSuite(ctx context.Context, o *SuiteOptions) error {
 		fmt.Fprintf(o.IO.ErrOut, "racetest suite %s: %d cases\n", printable.Line(o.File), len(plans))
 	}
 	var done []report.Case
-	cases := execute(ctx, f, ps, func(c report.Case) {
+	cases := execute(ctx, o.Factory, ps, func(c report.Case) {
 		p := plans[len(done)]
-		// Say what failed in the target's words, not the engine's.
-		var ce *httpfire.ConnectError
-		if errors.As(c.Err, &ce) {
-			c.Err = ce
-		}
 		c = scriptCaseError(c)
-		if p.HTTP != nil {
-			// An auto release became a mode once the server was asked:
-			// the report names that one.
-			if r := chosen(p.Params.RunID); r != "" && r != httpfire.Auto {
-				c.Release = string(r)
-				c.Settings["release"] = string(r)
-			}
-		}
 		c = p.Resolve(c)
 		done = append(done, c)
 		log.line(c)
@@ -292,9 +263,6 @@ func suiteError(io *IOStreams, err error) error {
 	return &exitError{code: ExitUsage, err: err, quiet: true}
 }
 
-// httpLesson is what an HTTP case teaches, whatever the endpoint.
-const httpLesson = "what the server says is a claim; only the effects check counts what happened"
-
 // httpConfig maps an HTTP case onto the HTTP engine's configuration, field
 // for field; the timeout, unless the case gives its own, is the case's
 // per-attempt timeout.
@@ -316,79 +284,39 @@ func httpConfig(p suite.Plan) httpfire.Config {
 	return cfg
 }
 
-func httpSettings(p suite.Plan) map[string]string {
-	release := p.HTTP.Release
-	if release == "" {
-		release = string(httpfire.Auto)
-	}
-	s := map[string]string{"release": release, "run_id": p.Params.RunID}
-	if p.HTTP.Effects != "" {
-		s["effects"], _, _ = strings.Cut(p.HTTP.Effects, ":")
-	}
-	if p.Config.Allowed != 1 {
-		s["allowed"] = strconv.Itoa(p.Config.Allowed)
-	}
-	return s
-}
-
-// httpFactory returns the factory a suite runs with: the catalog, plus,
-// when the suite has HTTP cases, an "http" scenario on an "http" backend
-// whose build looks each case's engine configuration up by its run id. The
-// engine checks every configuration here, before anything runs: a problem
-// is a usage error at the case's place in the file. chosen says which
-// release a case's target ended up using (auto is settled by the run).
-func httpFactory(base *Factory, file string, plans []suite.Plan) (f *Factory, chosen func(runID string) httpfire.Release, err error) {
-	configs := map[string]httpfire.Config{}
-	var mu sync.Mutex
-	built := map[string]*httpfire.Target{}
-	chosen = func(runID string) httpfire.Release {
-		mu.Lock()
-		defer mu.Unlock()
-		if t := built[runID]; t != nil {
-			return t.Release()
-		}
-		return ""
-	}
+// suiteRuns makes the runs of a suite's plans: a scenario's plan is its
+// run; an HTTP case's and a script case's runs build their own targets.
+// The HTTP engine checks every case's configuration here, before anything
+// runs: a problem is a usage error at the case's place in the file.
+func suiteRuns(o *SuiteOptions, plans []suite.Plan) ([]plan, error) {
+	ps := make([]plan, len(plans))
 	var problems []string
-	for _, p := range plans {
-		if p.HTTP == nil {
-			continue
+	for i, p := range plans {
+		ps[i] = p.Run
+		if p.HTTP != nil {
+			allowed := ""
+			if p.Config.Allowed != 1 {
+				allowed = strconv.Itoa(p.Config.Allowed)
+			}
+			var err error
+			ps[i], err = newHTTPPlan(httpConfig(p), p.Params, p.Config, p.Case.Name, allowed, p.Case.Expect, p.Case.Strict)
+			if err != nil {
+				problems = append(problems, fmt.Sprintf("%s:%d:%d: case %q: %v", o.File, p.Line, p.Column, p.Case.Name, err))
+				continue
+			}
 		}
-		cfg := httpConfig(p)
-		if _, err := httpfire.New(cfg, p.Params); err != nil {
-			problems = append(problems, fmt.Sprintf("%s:%d:%d: case %q: %v", file, p.Line, p.Column, p.Case.Name, err))
-			continue
+		if p.Script != nil {
+			ps[i].Build = scriptBuilder(o.IO.ErrOut, "running scripts", p.Case.Backend, p.Script.Scripts)
 		}
-		configs[p.Params.RunID] = cfg
+		if p.Prove > 0 {
+			ps[i].Case.Settings["prove"] = formatBound(p.Prove)
+			ps[i].Case.Prove = p.Prove
+		}
 	}
 	if len(problems) > 0 {
-		return nil, nil, errors.New(strings.Join(problems, "\n"))
+		return nil, errors.New(strings.Join(problems, "\n"))
 	}
-	if len(configs) == 0 {
-		return base, chosen, nil
-	}
-	reg := base.Registry.Clone()
-	if _, err := reg.Scenario("http"); err != nil {
-		reg.AddScenario(scenarios.Spec{Name: "http", Lesson: httpLesson,
-			Expect: func(scenarios.Params) scenarios.Expectation { return scenarios.ExpectSafe }})
-	}
-	if _, err := reg.Backend("http"); err != nil {
-		reg.AddBackend(scenarios.Backend{Name: "http", Summary: "an HTTP endpoint, fired at by the HTTP engine", Server: true})
-	}
-	reg.Register("http", "http", func(_ context.Context, p scenarios.Params) (runner.Target, error) {
-		cfg, ok := configs[p.RunID]
-		if !ok {
-			return nil, fmt.Errorf("no http case has run id %s", p.RunID)
-		}
-		t, err := httpfire.New(cfg, p)
-		if err == nil {
-			mu.Lock()
-			built[p.RunID] = t
-			mu.Unlock()
-		}
-		return t, err
-	})
-	return &Factory{IO: base.IO, Registry: reg}, chosen, nil
+	return ps, nil
 }
 
 // listSuite shows what would run, with which connection, and nothing runs.
