@@ -62,6 +62,16 @@ func TestBaselineMakesEffectsAChange(t *testing.T) {
 		t.Errorf("notes %q do not say the count is shared", res.Notes)
 	}
 
+	// The same count before every burst reads as such.
+	o.before = func(Subject) int { return 7 }
+	res, err = Run(context.Background(), o, Attempts(2), Bursts(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(res.Notes, func(n string) bool { return strings.Contains(n, "(it read 7 before every burst: a shared count") }) {
+		t.Errorf("notes %q do not say the check read 7 before every burst", res.Notes)
+	}
+
 	// A check that reads 0 before every burst counts per subject.
 	o.before = func(Subject) int { return 0 }
 	res, err = Run(context.Background(), o, Attempts(2), Bursts(2))

@@ -101,6 +101,9 @@ type Allowance struct {
 	Successes bool
 }
 
+// DefaultAllowance is exactly DefaultAllowed effects per burst.
+var DefaultAllowance = Allowance{Min: DefaultRequired, Max: DefaultAllowed}
+
 // SuccessesWord is the --allowed value that asks for accounting.
 const SuccessesWord = "successes"
 

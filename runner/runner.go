@@ -325,6 +325,9 @@ func (e *engine) observedNotes() []string {
 		if hi > 0 {
 			kind = fmt.Sprintf("it read %d to %d before the bursts: a shared count, of which each burst's effects are the change", lo, hi)
 		}
+		if hi > 0 && lo == hi {
+			kind = fmt.Sprintf("it read %d before every burst: a shared count, of which each burst's effects are the change", hi)
+		}
 		notes = append(notes, "effects: the change of the effects check across each burst, read after the subject was made and after the burst ("+kind+")")
 	}
 	if r.Accounting {
