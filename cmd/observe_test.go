@@ -23,6 +23,7 @@ func TestAllowedIsOneFlagEverywhere(t *testing.T) {
 		{"redis", "--attempt", "GET a", "--effects", "GET a", "--allowed", "2-1"},
 		{"mongo", "--attempt", `{"ping": 1}`, "--effects", `{"count": "c"}`, "--allowed", "some"},
 		{"http", "http://127.0.0.1:1/", "--allowed", "successes!"},
+		{"explore", "sql", "-b", "postgres", "--attempt", "SELECT 1;", "--effects", "SELECT 1;", "--allowed", "1-0"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			_, stderr, code := execCmd(t, false, append(args, noServer...)...)
@@ -38,7 +39,11 @@ func TestAllowedIsOneFlagEverywhere(t *testing.T) {
 			t.Errorf("--allowed %s: exit %d, want %d (accepted, then the server is unreachable):\n%s", allowed, code, ExitSetup, stderr)
 		}
 	}
-	_, stderr, code := execCmd(t, false, append([]string{"sql", "-b", "postgres", "--attempt", "SELECT 1;", "--invariant", "SELECT 0", "--allowed", "2"}, noServer...)...)
+	_, stderr, code := execCmd(t, false, append([]string{"explore", "sql", "-b", "postgres", "--attempt", "SELECT 1;", "--effects", "SELECT 1;", "--allowed", "successes"}, noServer...)...)
+	if code != ExitUsage || !strings.Contains(stderr, "accounting is for sql, redis, mongo and http") {
+		t.Errorf("explore --allowed successes: exit %d\n%s", code, stderr)
+	}
+	_, stderr, code = execCmd(t, false, append([]string{"sql", "-b", "postgres", "--attempt", "SELECT 1;", "--invariant", "SELECT 0", "--allowed", "2"}, noServer...)...)
 	if code != ExitUsage || !strings.Contains(stderr, "there is no --effects") {
 		t.Errorf("--allowed without --effects: exit %d\n%s", code, stderr)
 	}
