@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/racetest/racetest/scenarios/builtin"
 )
@@ -40,5 +41,39 @@ func TestEngineOnlyWhereThereAreEngines(t *testing.T) {
 	code = execIO(t, io, builtin.Registry(), "demo", "-b", "memory", "--engine", "aria")
 	if code != ExitUsage || !strings.Contains(errOut.String(), "the memory backend has no storage engines") {
 		t.Errorf("--engine on memory: exit %d, err %q", code, errOut)
+	}
+}
+
+// sql, redis and mongo refuse a burst this machine cannot hold before they
+// connect, as run does (issue 29: -n 10000000 connected, then failed after
+// 27 s with "too many clients").
+func TestScriptVerbsCheckTheBurstFirst(t *testing.T) {
+	for _, args := range [][]string{
+		{"sql", "-b", "postgres", "--postgres-url", "postgres://nobody@127.0.0.1:9/x"},
+		{"redis", "--redis-url", "redis://127.0.0.1:9"},
+		{"mongo", "--mongo-uri", "mongodb://127.0.0.1:9/"},
+	} {
+		io, out, errOut := Test()
+		args = append(args, "-n", "10000000", "--attempt", "SELECT 1;", "--effects", "SELECT 1;")
+		start := time.Now()
+		code := execIO(t, io, builtin.Registry(), args...)
+		if code != ExitUsage || out.Len() != 0 || !strings.Contains(errOut.String(), "cannot fit") {
+			t.Errorf("%s -n 10000000: exit %d, err %q", args[0], code, errOut)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("%s took %s to refuse: did it connect first?", args[0], d)
+		}
+	}
+}
+
+// sql, redis and mongo take -q as run and http do: the verdict line alone,
+// without the lines that say what will run (issue 29).
+func TestScriptVerbsAreQuietWhenAsked(t *testing.T) {
+	root := NewCmdRoot(&Factory{IO: &IOStreams{}, Registry: builtin.Registry()})
+	for _, name := range []string{"sql", "redis", "mongo"} {
+		c, _, err := root.Find([]string{name})
+		if err != nil || c.Flags().ShorthandLookup("q") == nil || c.Flags().Lookup("verbose") == nil {
+			t.Errorf("%s has no -q/-v (%v)", name, err)
+		}
 	}
 }

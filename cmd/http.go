@@ -18,6 +18,8 @@ import (
 // HTTPOptions are the parsed flags of 'racetest http'.
 type HTTPOptions struct {
 	*Factory
+	// Command is the command line as given, for the Reproduce line.
+	Command string
 	// Config is the target as a suite file would state it.
 	Config   httpfire.Config
 	Data     string // -d: the body, or @FILE
@@ -86,6 +88,7 @@ success to have landed exactly once (accounting):
 			if declined != "" {
 				opts.Config.Success.Declined = strings.Split(declined, ",")
 			}
+			opts.Command = commandLine(c, args, f.Registry)
 			if runF != nil {
 				return runF(c.Context(), opts)
 			}
@@ -154,6 +157,7 @@ func runHTTP(ctx context.Context, o *HTTPOptions) error {
 	if err != nil {
 		return usageError(err)
 	}
+	pl.Case.Command = o.Command
 	build := pl.Build
 	pl.Build = func(ctx context.Context, p scenarios.Params) (runner.Target, error) {
 		t, err := build(ctx, p)

@@ -9,7 +9,9 @@ import (
 	"os"
 	"strings"
 
+	"github.com/racetest/racetest/internal/printable"
 	"github.com/racetest/racetest/report"
+	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/spf13/cobra"
 )
@@ -148,6 +150,14 @@ func renderDocument(ctx context.Context, o *ReportOptions, reporter report.Repor
 	if title == "" {
 		title = doc.Title
 	}
+	if o.Format == "table" || o.Format == "markdown" {
+		// A saved report is data from elsewhere: an ESC or BEL in it must
+		// not reach the terminal as a control sequence (issue 29).
+		title = printable.Line(title)
+		for i := range cases {
+			cases[i] = printableCase(cases[i])
+		}
+	}
 	if err := reporter(o.IO.Out, cases, reportOptions(o.IO, report.Options{Timeline: true, Version: doc.Version, Title: title,
 		// A matrix's report is rendered as a matrix again.
 		Matrix: len(doc.Matrix) > 0})); err != nil {
@@ -159,6 +169,41 @@ func renderDocument(ctx context.Context, o *ReportOptions, reporter report.Repor
 		return &exitError{code: ExitViolated, err: errors.New("a run in the report was interrupted before it finished")}
 	}
 	return err
+}
+
+// printableCase is c with every text a person reads escaped by
+// printable: control characters become visible escapes.
+func printableCase(c report.Case) report.Case {
+	c.Name, c.Scenario, c.Backend = printable.Line(c.Name), printable.Line(c.Scenario), printable.Line(c.Backend)
+	c.Lesson, c.Release, c.Command = printable.Line(c.Lesson), printable.Line(c.Release), printable.Line(c.Command)
+	settings := make(map[string]string, len(c.Settings))
+	for k, v := range c.Settings {
+		settings[printable.Line(k)] = printable.Line(v)
+	}
+	c.Settings = settings
+	story := make([]report.StoryPart, len(c.Story))
+	for i, p := range c.Story {
+		story[i] = report.StoryPart{Title: printable.Line(p.Title), Text: printable.Text(p.Text), Code: p.Code}
+	}
+	c.Story = story
+	if c.Err != nil && !errors.Is(c.Err, context.Canceled) {
+		c.Err = errors.New(printable.Text(c.Err.Error()))
+	}
+	if c.Result != nil {
+		r := *c.Result
+		r.Server, r.Diagnosis, r.Release = printable.Line(r.Server), printable.Line(r.Diagnosis), printable.Line(r.Release)
+		r.Notes = make([]string, len(c.Result.Notes))
+		for i, n := range c.Result.Notes {
+			r.Notes[i] = printable.Line(n)
+		}
+		r.Checks = make([]runner.Check, len(c.Result.Checks))
+		for i, ch := range c.Result.Checks {
+			ch.Name, ch.Detail = printable.Line(ch.Name), printable.Line(ch.Detail)
+			r.Checks[i] = ch
+		}
+		c.Result = &r
+	}
+	return c
 }
 
 // NewCmdReportMerge builds 'racetest report merge': the JSON reports of a

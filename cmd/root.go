@@ -138,7 +138,7 @@ many attempts actually executed — the races a one-click test never sees.`,
 		NewCmdVersion(f),
 		NewCmdReport(f, nil),
 	)
-	addVerbosityFlags(f.IO, root, "run", "demo", "suite", "http")
+	addVerbosityFlags(f.IO, root, "run", "demo", "suite", "http", "sql", "redis", "mongo")
 	root.AddCommand(newEnvironmentTopic(root, f.Registry))
 	strictCompletion(root)
 	return root

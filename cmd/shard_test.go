@@ -1,8 +1,10 @@
 package cmd
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -116,5 +118,37 @@ func TestReportReadsBoundedInput(t *testing.T) {
 	io, out, errOut = Test()
 	if code := execIO(t, io, memoryOnly(), "report", "/dev/zero"); code != ExitUsage || !strings.Contains(errOut.String(), "not a regular file") {
 		t.Errorf("/dev/zero: exit %d, out %q, err %q", code, out, errOut)
+	}
+}
+
+// A saved report is data from elsewhere: its ESC and BEL bytes never reach
+// a terminal as control sequences, in any field a person reads.
+func TestReportEscapesControlCharacters(t *testing.T) {
+	data := readFile(t, "../report/testdata/report.json")
+	var doc report.Document
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	doc.Title = "title\x1b]0;owned\a"
+	doc.Runs[0].Name = "name\x1b[2J"
+	doc.Runs[0].Notes = append(doc.Runs[0].Notes, "note\a\x1b[31m")
+	doc.Runs[0].Lesson = "lesson\x1b[1m"
+	doc.Runs[0].Settings = map[string]string{"seed": "1\x1b[0m"}
+	doc.Runs[0].Command = "racetest run x\x1b[K"
+	file := filepath.Join(t.TempDir(), "r.json")
+	b, _ := json.Marshal(doc)
+	if err := os.WriteFile(file, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, format := range []string{"table", "markdown"} {
+		io, out, errOut := Test()
+		io.OutTTY, io.TermWidth, io.NoColor = true, 200, true // colour codes are ours to write
+		execIO(t, io, memoryOnly(), "report", file, "-o", format)
+		if bytes.ContainsAny(out.Bytes(), "\x1b\a") {
+			t.Errorf("-o %s wrote control characters to the terminal:\n%q", format, out)
+		}
+		if !strings.Contains(out.String(), "name") || errOut.Len() > 0 && strings.Contains(errOut.String(), "\x1b") {
+			t.Errorf("-o %s: the report lost its case or stderr carries ESC:\n%s\n%q", format, out, errOut)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -21,6 +22,8 @@ import (
 // ScriptOptions are the parsed flags of 'racetest sql' and 'racetest redis'.
 type ScriptOptions struct {
 	*Factory
+	// Command is the command line as given, for the Reproduce line.
+	Command  string
 	Dialect  script.Dialect
 	Backend  string
 	Scripts  script.Spec
@@ -76,7 +79,8 @@ func newCmdScript(f *Factory, d script.Dialect, runF func(context.Context, *Scri
 	c := &cobra.Command{
 		Args: cobra.NoArgs,
 		Long: scriptHelp,
-		RunE: func(c *cobra.Command, _ []string) error {
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.Command = commandLine(c, args, f.Registry)
 			if runF != nil {
 				return runF(c.Context(), opts)
 			}
@@ -143,6 +147,11 @@ func runScript(ctx context.Context, o *ScriptOptions) error {
 	if err := checkAtLeastOne(intFlag{"attempts", o.Attempts}, intFlag{"bursts", o.Bursts}); err != nil {
 		return err
 	}
+	// As run does: a burst too large for this machine is refused before
+	// anything connects (it connected first, and failed 27 s later).
+	if err := checkBurstMemory(o.Attempts, o.Backend); err != nil {
+		return err
+	}
 	allowed, err := runner.ParseAllowance(o.Allowed)
 	if err != nil {
 		return usageErrorf("--allowed: %v", err)
@@ -175,7 +184,7 @@ func runScript(ctx context.Context, o *ScriptOptions) error {
 	pl := plan{
 		Case: report.Case{
 			Name: scripts.Attempt.Name, Scenario: suite.ScriptScenario, Backend: o.Backend, Expect: expect, Strict: o.Strict,
-			Release: string(rel.Mode), Settings: map[string]string{},
+			Release: string(rel.Mode), Settings: map[string]string{}, Command: o.Command,
 		},
 		Params: p, Config: cfg,
 	}
@@ -185,11 +194,16 @@ func runScript(ctx context.Context, o *ScriptOptions) error {
 	if allowed != runner.DefaultAllowance {
 		pl.Case.Settings["allowed"] = allowed.String()
 	}
-	build := scriptBuilder(o.IO.ErrOut, "running your scripts", o.Backend, scripts)
+	// -q keeps the verdict line alone: what will run is not said.
+	var say io.Writer = o.IO.ErrOut
+	if o.IO.Quiet {
+		say = io.Discard
+	}
+	build := scriptBuilder(say, "running your scripts", o.Backend, scripts)
 	pl.Build = func(ctx context.Context, p scenarios.Params) (runner.Target, error) {
 		t, err := build(ctx, p)
 		if err == nil {
-			fmt.Fprintf(o.IO.ErrOut, "  %d attempts released together (%s), %d bursts, token {{.Token}} = %s-<burst>; racetest creates and drops nothing of its own here\n",
+			fmt.Fprintf(say, "  %d attempts released together (%s), %d bursts, token {{.Token}} = %s-<burst>; racetest creates and drops nothing of its own here\n",
 				cfg.Attempts, cfg.ReleaseName(), cfg.Bursts, p.RunID)
 		}
 		return t, err
@@ -201,9 +215,7 @@ func runScript(ctx context.Context, o *ScriptOptions) error {
 	if err := nothingRan(o.Format, cases); err != nil {
 		return err
 	}
-	return finish(ctx, o.IO, reporter, cases, report.Options{
-		Color: o.IO.Color(), Timeline: o.Timeline, Version: version(),
-	})
+	return finish(ctx, o.IO, reporter, cases, reportOptions(o.IO, report.Options{Timeline: o.Timeline, Version: version()}))
 }
 
 // scriptRunError turns a script that cannot work (it does not parse, a

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -41,6 +42,8 @@ type SuiteOptions struct {
 	Conn     scenarios.Connections
 	// Shard is --shard K/N: run part K of N of the suite ("" the whole).
 	Shard string
+	// Cases are --case NAME: run only the cases of these names.
+	Cases []string
 }
 
 // NewCmdSuite builds 'racetest suite'. Tests pass runF to capture the options.
@@ -86,6 +89,7 @@ read_connection, --postgres-read-url (…), defaults.connections.postgres_read (
 	fs.StringVarP(&opts.Format, "format", "o", "table", "what standard output gets: "+strings.Join(report.Formats(), ", "))
 	fs.BoolVar(&opts.Timeline, "timeline", false, "draw the example burst of each RACE as a timeline under the table")
 	fs.BoolVar(&opts.Keep, "keep", false, "keep every run's namespaced tables, keys and collections for inspection")
+	fs.StringArrayVar(&opts.Cases, "case", nil, "run only the case of this `NAME` (repeatable): a report's Reproduce line for a suite's own code")
 	fs.StringVar(&opts.Shard, "shard", "", "run part `K/N` of the suite (one per CI job; each case is in one part, by its name): merge the parts' --json reports with 'racetest report merge'")
 	for _, b := range connBackends(f.Registry) {
 		// No default from the environment here: a suite reads it last,
@@ -110,6 +114,9 @@ func runSuite(ctx context.Context, o *SuiteOptions) error {
 	}
 	plans, err := loadSuite(ctx, o)
 	if err != nil {
+		return err
+	}
+	if plans, err = selectCases(o.File, plans, o.Cases); err != nil {
 		return err
 	}
 	if shard.N > 1 {
@@ -185,6 +192,48 @@ func runSuite(ctx context.Context, o *SuiteOptions) error {
 		return setupError(werr)
 	}
 	return verdict
+}
+
+// selectCases keeps the plans named by --case, in the file's order; a
+// name no case has is bad input, with the nearest names.
+func selectCases(file string, plans []suite.Plan, names []string) ([]suite.Plan, error) {
+	if len(names) == 0 {
+		return plans, nil
+	}
+	want := map[string]bool{}
+	for _, n := range names {
+		want[n] = true
+	}
+	var kept, all []string
+	var mine []suite.Plan
+	for _, p := range plans {
+		all = append(all, p.Case.Name)
+		if want[p.Case.Name] {
+			mine = append(mine, p)
+			kept = append(kept, p.Case.Name)
+		}
+	}
+	for _, n := range names {
+		if !slices.Contains(kept, n) {
+			hint := ""
+			if s := scenarios.Suggest(n, all); s != "" {
+				hint = " (" + s + ")"
+			}
+			return nil, usageErrorf("--case %s: %s has no case of that name%s; 'racetest suite --list %s' shows them",
+				printable.Shell(n), printable.Line(file), hint, printable.Shell(file))
+		}
+	}
+	return mine, nil
+}
+
+// caseCommand is the command that runs one case of a suite file again,
+// for the Reproduce line of a case whose command no other verb can say
+// (an HTTP or script case). A suite read from standard input has none.
+func caseCommand(file, name string) string {
+	if file == "-" {
+		return ""
+	}
+	return printable.ShellLine("racetest", "suite", file, "--case", name)
 }
 
 // loadSuite reads, parses and checks the suite: every problem is a usage
@@ -308,6 +357,9 @@ func suiteRuns(o *SuiteOptions, plans []suite.Plan) ([]plan, error) {
 		}
 		if p.Script != nil {
 			ps[i].Build = scriptBuilder(o.IO.ErrOut, "running scripts", p.Case.Backend, p.Script.Scripts)
+		}
+		if p.Script != nil || p.HTTP != nil {
+			ps[i].Case.Command = caseCommand(o.File, p.Case.Name)
 		}
 		if p.Prove > 0 {
 			ps[i].Case.Settings["prove"] = formatBound(p.Prove)

@@ -82,3 +82,18 @@ func TestMergeRefuses(t *testing.T) {
 		t.Error("nothing to merge was accepted")
 	}
 }
+
+// A Reproduce line is one Markdown code span whatever it holds: a backtick
+// in a case's name does not end it, and a newline was already made an
+// escape by the shell quoting.
+func TestMarkdownCodeSpanHoldsAnyCommand(t *testing.T) {
+	for in, want := range map[string]string{
+		"racetest run x":                "`racetest run x`",
+		"racetest suite f --case 'a`b'": "``racetest suite f --case 'a`b'``",
+		"`x``":                          "``` `x`` ```",
+	} {
+		if got := mdCode(in); got != want {
+			t.Errorf("mdCode(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
