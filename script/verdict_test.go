@@ -109,3 +109,31 @@ COMMIT;`
 		})
 	}
 }
+
+// On Redis: an invariant command (EVAL returning the keys below 0) catches
+// the naive sale and holds for the atomic one, with no effects command.
+func TestStockInvariantOnRedis(t *testing.T) {
+	const (
+		subject  = "SET stock:{{.Token}} 1 PX 60000"
+		teardown = `EVAL "for _, k in ipairs(redis.call('KEYS', ARGV[1])) do redis.call('DEL', k) end return 0" 0 stock:{{.RunID}}-*`
+		naive    = "GET stock:{{.Token}} \\gset left\n\\if :left >= 1\n  DECR stock:{{.Token}}\n\\else\n  \\decline sold out\n\\endif\n"
+		atomic   = `EVAL "local n = tonumber(redis.call('GET', KEYS[1])) if n >= 1 then return redis.call('DECR', KEYS[1]) end return -1" 1 stock:{{.Token}} \gset left` +
+			"\n\\if :left < 0\n  \\decline sold out\n\\endif\n"
+		below = `EVAL "if tonumber(redis.call('GET', KEYS[1]) or '0') < 0 then return 1 end return 0" 1 stock:{{.Token}}`
+	)
+	for _, tc := range []struct {
+		name, attempt string
+		want          report.Verdict
+	}{{"naive", naive, report.Race}, {"atomic", atomic, report.Safe}} {
+		res, err := runSpec(t, "redis", Spec{Subject: subject, Attempt: tc.attempt, Teardown: teardown, Invariants: []string{below}}, 30)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if res.CleanupErr != nil {
+			t.Errorf("%s teardown: %v", tc.name, res.CleanupErr)
+		}
+		if a := report.Assess(report.Case{Backend: "redis", Result: res}); a.Verdict != tc.want {
+			t.Errorf("%s sale on Redis: %s (%s), want %s", tc.name, a.Verdict, a.Why, tc.want)
+		}
+	}
+}
