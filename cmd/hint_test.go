@@ -2,10 +2,12 @@ package cmd
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/builtin"
 )
 
@@ -74,6 +76,45 @@ func TestScriptVerbsAreQuietWhenAsked(t *testing.T) {
 		c, _, err := root.Find([]string{name})
 		if err != nil || c.Flags().ShorthandLookup("q") == nil || c.Flags().Lookup("verbose") == nil {
 			t.Errorf("%s has no -q/-v (%v)", name, err)
+		}
+	}
+}
+
+// serve suggests an http command whose -n is the attempts it opened
+// connections for (issue 29: it said -n 20 beside --workers 16, and the
+// suggestion, run as printed, answered 500s).
+func TestServeSuggestsItsOwnWorkers(t *testing.T) {
+	for _, workers := range []int{16, 7} {
+		var b strings.Builder
+		printServeHelp(&b, "check-then-write on memory", "127.0.0.1:8080", scenarios.Params{RunID: "abc"}, workers)
+		if want := fmt.Sprintf(" -n %d --release", workers); !strings.Contains(b.String(), want) {
+			t.Errorf("--workers %d: the suggestion lacks %q:\n%s", workers, want, b.String())
+		}
+	}
+}
+
+// run --help and completion list the variants of every scenario, the
+// isolation anomalies' too (issue 29: lost-update, write-skew and
+// job-queue were missing from both).
+func TestVariantsOfTheAnomaliesAreListed(t *testing.T) {
+	reg := builtin.Registry()
+	help := variantHelp(reg)
+	for _, want := range []string{"lost-update: naive, atomic", "write-skew: ", "job-queue: "} {
+		if !strings.Contains(help, want) {
+			t.Errorf("--variant's help lacks %q: %s", want, help)
+		}
+	}
+	for _, s := range []string{"lost-update", "write-skew", "job-queue"} {
+		spec, err := reg.Scenario(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io, out, _ := Test()
+		execIO(t, io, reg, "__complete", "run", s, "--variant", "")
+		for _, v := range spec.Variants {
+			if !strings.Contains(out.String(), v+"\n") {
+				t.Errorf("completing run %s --variant does not offer %s:\n%s", s, v, out)
+			}
 		}
 	}
 }

@@ -50,7 +50,7 @@ and HTTP/2 over cleartext (h2c), and stops cleanly on SIGTERM or Ctrl-C, droppin
 tables or keys it made.`,
 		Example: `  racetest serve check-then-write --addr 127.0.0.1:8080
   racetest http POST 'http://127.0.0.1:8080/attempt?key={{.Token}}' \
-      --effects 'http:http://127.0.0.1:8080/effects?key={{.Token}}' -n 20 --release last-byte
+      --effects 'http:http://127.0.0.1:8080/effects?key={{.Token}}' -n 16 --release last-byte
   racetest serve conditional-update --backend postgres --addr :9000`,
 		Args:              oneScenario("serve"),
 		ValidArgsFunction: completeScenario(f.Registry),
@@ -115,7 +115,7 @@ func runServe(ctx context.Context, o *ServeOptions) error {
 	// The first line says where: 'run --processes' reads it.
 	fmt.Fprintf(o.IO.Out, "listening on http://%s\n", ln.Addr())
 	if !o.Attached {
-		printServeHelp(o.IO.Out, name, ln.Addr().String(), p)
+		printServeHelp(o.IO.Out, name, ln.Addr().String(), p, o.Workers)
 	}
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: time.Minute}
 	hs.Protocols = new(http.Protocols)
@@ -149,14 +149,17 @@ func runServe(ctx context.Context, o *ServeOptions) error {
 	return nil
 }
 
-func printServeHelp(w io.Writer, name, addr string, p scenarios.Params) {
+// printServeHelp says what the server serves, and the http command to
+// try: with as many attempts as it opened connections for (--workers),
+// since more at once wait for connections of their own.
+func printServeHelp(w io.Writer, name, addr string, p scenarios.Params, workers int) {
 	fmt.Fprintf(w, `racetest serve: %s (pid %d); the store's objects are named %s*
   POST /attempt?key=K     one attempt at subject K: 200 executed, 409 declined, 5xx error
   GET  /effects?key=K     what really happened to K, counted in the store
   GET  /arrivals?key=K    when each attempt at K arrived (Unix ns) and their spread
 try:
-  racetest http POST 'http://%s/attempt?key={{.Token}}' --effects 'http:http://%s/effects?key={{.Token}}' -n 20 --release last-byte
-`, name, os.Getpid(), p.Prefix(), addr, addr)
+  racetest http POST 'http://%s/attempt?key={{.Token}}' --effects 'http:http://%s/effects?key={{.Token}}' -n %d --release last-byte
+`, name, os.Getpid(), p.Prefix(), addr, addr, workers)
 }
 
 // serveExecutable is the racetest binary that replicas run: this one (a

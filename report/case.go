@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -262,13 +263,15 @@ func stuck(r *runner.Result) string {
 // untested says in one line why too few bursts tested the guard, from the
 // attempts' outcomes (runner.Burst.Tested), never from the effects.
 func untested(r *runner.Result, tested int) string {
-	var noneRan, apart, unanswered int
+	var noneRan, apart, unanswered, serial int
 	for _, b := range r.Bursts {
 		if b.Tested() {
 			continue
 		}
 		if b.Outcomes[runner.Executed] == 0 {
 			noneRan++
+		} else if b.Serial() {
+			serial++
 		} else if b.Overlap < 2 {
 			apart++
 		} else {
@@ -279,12 +282,20 @@ func untested(r *runner.Result, tested int) string {
 	if noneRan == n {
 		return fmt.Sprintf("0 of %d bursts executed anything: %s", n, nothingRan(r))
 	}
+	if serial == n-tested {
+		return fmt.Sprintf("the server answered one request at a time in %d of %d bursts (%s): does it have one worker? racing needs a server that handles requests concurrently",
+			serial, n, serialFigure(r))
+	}
 	if apart == n-tested {
 		return fmt.Sprintf("only %d of %d bursts had two attempts in flight at once (need %.0f%%)",
 			tested, n, MinTestedShare*100)
 	}
-	return fmt.Sprintf("only %d of %d bursts put the guard to the test (need %.0f%%): %d executed nothing, %d never had two attempts in flight at once, %d had fewer than two answered attempts",
+	why := fmt.Sprintf("only %d of %d bursts put the guard to the test (need %.0f%%): %d executed nothing, %d never had two attempts in flight at once, %d had fewer than two answered attempts",
 		tested, n, MinTestedShare*100, noneRan, apart, unanswered)
+	if serial > 0 {
+		why += fmt.Sprintf(", %d were answered one request at a time by the server (does it have one worker?)", serial)
+	}
+	return why
 }
 
 // brokenWhy names the invariants a run broke, and how often: "invariant
@@ -297,6 +308,19 @@ func brokenWhy(r *runner.Result) string {
 		}
 	}
 	return strings.Join(parts, "; ")
+}
+
+// serialFigure is the median server parallelism of the bursts served one
+// at a time, as the reader can check it.
+func serialFigure(r *runner.Result) string {
+	var ps []float64
+	for _, b := range r.Bursts {
+		if b.Serial() {
+			ps = append(ps, b.ServerParallelism)
+		}
+	}
+	sort.Float64s(ps)
+	return fmt.Sprintf("estimated from the response times: median %.1f requests at once, below %.1f", ps[len(ps)/2], runner.SerialBelow)
 }
 
 // nothingRan is the cause of a run in which no burst took effect.

@@ -82,6 +82,25 @@ type Burst struct {
 	// Wire counts, in a wire release, how the attempts' first requests left
 	// the client: held and released together, late, or not at all.
 	Wire WireCounts
+	// ServerParallelism estimates how many of the burst's attempts the
+	// server handled at once (a ServerParalleler's figure; 0 when the
+	// target cannot tell). Overlap is measured at the client: a server with
+	// one worker takes overlapping requests one at a time, and below
+	// SerialBelow the burst counts as served one at a time (Serial).
+	ServerParallelism float64
+}
+
+// SerialBelow is the server parallelism under which a burst counts as served
+// one request at a time: a one-worker server measures about 1, two workers
+// about 2.
+const SerialBelow = 1.5
+
+// Serial reports whether the server answered the burst's attempts one at a
+// time (ServerParallelism measured, and below SerialBelow): however much
+// they overlapped at the client, none ran beside another, so the burst
+// tested nothing.
+func (b Burst) Serial() bool {
+	return b.ServerParallelism > 0 && b.ServerParallelism < SerialBelow
 }
 
 // Violated reports whether the burst left more effects than allowed, or
@@ -117,11 +136,11 @@ func (b Burst) Answered() int {
 // its attempts' outcomes alone and never from its effects (a check may
 // count an anomaly that a correct guard never lets happen, or count
 // nothing at all): at least one attempt reported that it executed the
-// action, at least two got an answer (executed, declined or conflict), and
-// at least two were in flight at one instant. Only such bursts can
-// support SAFE.
+// action, at least two got an answer (executed, declined or conflict), at
+// least two were in flight at one instant, and the server did not answer
+// them one at a time (Serial). Only such bursts can support SAFE.
 func (b Burst) Tested() bool {
-	return b.Outcomes[Executed] >= 1 && b.Answered() >= 2 && b.Overlap >= 2
+	return b.Outcomes[Executed] >= 1 && b.Answered() >= 2 && b.Overlap >= 2 && !b.Serial()
 }
 
 // Trace is every worker's marks in one burst, for a timeline.
@@ -212,6 +231,17 @@ func (r *Result) Tested() int {
 	n := 0
 	for _, b := range r.Bursts {
 		if b.Tested() {
+			n++
+		}
+	}
+	return n
+}
+
+// Serial counts the bursts the server answered one at a time (Burst.Serial).
+func (r *Result) Serial() int {
+	n := 0
+	for _, b := range r.Bursts {
+		if b.Serial() {
 			n++
 		}
 	}

@@ -534,6 +534,9 @@ func (e *engine) allow(s Subject, b *Burst) {
 		b.Allowed, b.Required = b.Outcomes[Executed], b.Outcomes[Executed]
 		return
 	}
+	if p, ok := e.t.(ServerParalleler); ok {
+		b.ServerParallelism = p.ServerParallelism(s)
+	}
 	b.Allowed = e.cfg.Allowed
 	if a, ok := e.t.(Allowancer); ok {
 		b.Allowed = a.Allowed(s, b.Outcomes)
