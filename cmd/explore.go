@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -29,7 +30,7 @@ type ExploreOptions struct {
 	Scenario string // a built-in scenario; "" with a script
 	Dialect  script.Dialect
 	Scripts  script.Spec
-	Allowed  int
+	Allowed  string // --allowed as written: N or MIN-MAX
 	Backend  string
 	Shape    shapeFlags
 	Explore  explore.Options
@@ -178,7 +179,7 @@ func newCmdExploreScript(f *Factory, replay bool, d script.Dialect, run func(*co
 	fs.StringArrayVar(&o.Scripts.Attempt, "attempt", nil, "what each attempt runs, one step per statement (required); repeat it for one script per transaction: attempt A runs the first, B the second (--attempts defaults to their number; with more attempts they go round again)")
 	fs.StringVar(&o.Scripts.Effects, "effects", "", "after each order: a query or command returning how many times the action took effect (required)")
 	fs.StringVar(&o.Scripts.Teardown, "teardown", "", "run once at the end, also after Ctrl-C (inline or @FILE)")
-	fs.IntVar(&o.Allowed, "allowed", runner.DefaultAllowed, "effects per order that are correct")
+	fs.StringVar(&o.Allowed, "allowed", strconv.Itoa(runner.DefaultAllowed), "effects per order that are correct: N (exactly N, 0 included) or MIN-MAX (0-1: at most once)")
 	fs.BoolVar(&o.Shape.Keep, "keep", false, "do not run --teardown at the end: leave what --setup made for inspection")
 	exploreFlags(fs, o, replay)
 	registerConn(fs, f.Registry, &o.Shape.Conn)
@@ -311,8 +312,12 @@ func scriptPlan(ctx context.Context, o *ExploreOptions, p scenarios.Params, ex r
 		}
 		return nil, ex, opt, usageErrorf("%s scripts run on %s, not %q", o.Dialect, strings.Join(script.Backends[o.Dialect], " or "), o.Backend)
 	}
-	if o.Allowed < 0 {
-		return nil, ex, opt, usageErrorf("--allowed cannot be negative (got %d)", o.Allowed)
+	allowed, err := runner.ParseAllowance(o.Allowed)
+	if err != nil {
+		return nil, ex, opt, usageErrorf("--allowed: %v", err)
+	}
+	if allowed.Successes {
+		return nil, ex, opt, usageErrorf("--allowed %s: explore judges each order by N or MIN-MAX effects; accounting is for sql, redis, mongo and http", o.Allowed)
 	}
 	if err := attemptScripts(len(o.Scripts.Attempt), opt.Attempts); err != nil {
 		return nil, ex, opt, err
@@ -336,7 +341,7 @@ func scriptPlan(ctx context.Context, o *ExploreOptions, p scenarios.Params, ex r
 	}
 	ex.Name = scripts.Attempt.Name
 	ex.Describe = t.DescribeStep
-	opt.Allowed, opt.Required = o.Allowed, min(runner.DefaultRequired, o.Allowed)
+	opt.Allowed, opt.Required = allowed.Max, allowed.Min
 	// Two plain reads of different attempts commute, each judged in the
 	// script its own attempt runs.
 	opt.Independent = func(a, b explore.StepRef) bool {

@@ -72,8 +72,12 @@ type Config struct {
 	// Effects is the ground-truth check run after each burst:
 	// sql:mysql:QUERY, sql:postgres:QUERY, redis:COMMAND,
 	// mongo:DB.COLLECTION:FILTER or http:URL (a GET returning a number).
-	Effects string  `yaml:"effects,omitempty" json:"effects,omitempty"`
-	Release Release `yaml:"release,omitempty" json:"release,omitempty"`
+	Effects string `yaml:"effects,omitempty" json:"effects,omitempty"`
+	// Invariants are checked before and after each burst, written as
+	// Effects is: each returns how many times it is broken (0: it holds)
+	// or a boolean that must hold. A burst that adds violations is a RACE.
+	Invariants []string `yaml:"invariant,omitempty" json:"invariant,omitempty"`
+	Release    Release  `yaml:"release,omitempty" json:"release,omitempty"`
 	// Insecure skips TLS certificate verification (local targets).
 	Insecure bool `yaml:"insecure,omitempty" json:"insecure,omitempty"`
 	// Timeout bounds connecting and each effects check (default 10s).

@@ -56,7 +56,9 @@ type Case struct {
 	// Allowed is how many effects per subject are correct (1 when 0: exactly
 	// once). The floor is runner.Required (1 by default: a payment that
 	// never happened is LOST); a case where none is correct sets
-	// runner.Allowed(0) and runner.Required(0) in Options.
+	// runner.Allowed(0) and runner.Required(0) in Options. Where each
+	// attempt that reports success (Done) must have landed exactly once,
+	// whatever their number, set runner.Accounting(true) in Options.
 	Allowed int
 	// AllowInconclusive lets Test pass on an INCONCLUSIVE run (the attempts
 	// did not overlap enough to mean anything). By default it fails: a test
@@ -81,8 +83,21 @@ type Case struct {
 	Transactions []func(ctx context.Context, s any, w *Worker) Outcome
 	// Effects counts, in the store itself, how many times the action took
 	// effect on s: the ground truth of a burst, never what the attempts
-	// believed.
+	// believed. It is read right after Subject and again after the burst,
+	// and the burst's effects are the change: it may count a shared table
+	// (every redemption) as well as s's own rows. A count that never
+	// changes while attempts report success observes nothing, and the run
+	// is INCONCLUSIVE, never SAFE. Effects may be nil when Invariant is
+	// set: the invariant alone judges the run.
 	Effects func(ctx context.Context, s any) (int, error)
+	// Invariant, when set, counts how many times what must always hold is
+	// broken now (0: it holds), e.g. the accounts below 0. It is read
+	// before and after each burst; a burst that adds violations is a RACE
+	// named after InvariantName, and bursts that never do can prove SAFE.
+	Invariant func(ctx context.Context, s any) (int, error)
+	// InvariantName names the invariant in the report ("no account below
+	// 0"); "Invariant" when empty.
+	InvariantName string
 
 	// Options are runner options applied after the fields above: a
 	// timeout (runner.Timeout), replicas, a wire release
@@ -276,11 +291,11 @@ func (c *Case) validate() error {
 			return fmt.Errorf("case %q: Transactions[%d] is nil: every transaction needs its function", c.Name, i)
 		}
 	}
-	if c.Effects == nil {
-		missing = append(missing, "Effects")
+	if c.Effects == nil && c.Invariant == nil {
+		missing = append(missing, "Effects (or Invariant)")
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("case %q: %s must be set (Subject makes each burst's fresh subject, Attempt tries the action once, Effects counts in the store what took effect)",
+		return fmt.Errorf("case %q: %s must be set (Subject makes each burst's fresh subject, Attempt tries the action once, Effects counts in the store what took effect, Invariant counts what breaks a rule that must always hold)",
 			c.Name, strings.Join(missing, ", "))
 	}
 	if c.Attempts < 0 || c.Bursts < 0 || c.Allowed < 0 || c.ShortBursts < 0 {
@@ -329,7 +344,12 @@ type target struct {
 	run string
 }
 
-var _ runner.Target = (*target)(nil)
+var (
+	_ runner.Target      = (*target)(nil)
+	_ runner.Baseliner   = (*target)(nil)
+	_ runner.Invarianter = (*target)(nil)
+	_ runner.Uncounted   = (*target)(nil)
+)
 
 func (t *target) Prepare(context.Context) error { return nil }
 func (t *target) Cleanup(context.Context) error { return nil }
@@ -352,6 +372,31 @@ func (t *target) Reset(ctx context.Context, burst int) (runner.Subject, error) {
 
 func (t *target) Effects(ctx context.Context, s runner.Subject) (int, error) {
 	return t.c.Effects(ctx, s.Data)
+}
+
+// The effects are read as a change since the subject was made.
+func (t *target) Baselined() bool { return t.c.Effects != nil }
+func (t *target) Baseline(ctx context.Context, s runner.Subject) (int, error) {
+	return t.c.Effects(ctx, s.Data)
+}
+func (t *target) Uncounted() bool { return t.c.Effects == nil }
+
+func (t *target) Invariants() []string {
+	if t.c.Invariant == nil {
+		return nil
+	}
+	if t.c.InvariantName == "" {
+		return []string{"Invariant"}
+	}
+	return []string{t.c.InvariantName}
+}
+
+func (t *target) Broken(ctx context.Context, s runner.Subject) ([]int, error) {
+	n, err := t.c.Invariant(ctx, s.Data)
+	if err != nil {
+		return nil, fmt.Errorf("invariant: %w", err)
+	}
+	return []int{n}, nil
 }
 
 type app struct{ c *Case }

@@ -17,6 +17,9 @@ import (
 type Spec struct {
 	Setup, Subject, Effects, Teardown string
 	Attempt                           []string
+	// Invariants are checked after each burst: each returns how many
+	// times it is broken (0: it holds), or a boolean that must hold.
+	Invariants []string
 }
 
 // Backends lists the backends each dialect runs on.
@@ -67,27 +70,52 @@ func (s Spec) Load(dir string, d Dialect, field func(name string) string) (Scrip
 			where = field(x.name)
 		}
 		if strings.TrimSpace(x.value) == "" {
-			if x.name == "attempt" || x.name == "effects" {
+			if x.name == "attempt" {
 				return sc, fmt.Errorf("%s is required: the %s script, inline or @FILE", where, x.name)
+			}
+			if x.name == "effects" && len(s.Invariants) == 0 {
+				return sc, fmt.Errorf("%s is required, unless %s is given: the query that counts what the attempts did, inline or @FILE", where, field("invariant"))
 			}
 			continue
 		}
-		name, src, err := read(x.value, dir, where)
+		p, err := load(x.value, dir, d, x.scope, where)
 		if err != nil {
 			return sc, err
 		}
-		p, err := Parse(name, src, d, x.scope, where)
-		if err != nil {
-			return sc, err
-		}
-		if p.Statements() == 0 {
-			return sc, fmt.Errorf("%s (%s) has no statement: it would do nothing", where, name)
-		}
-		p.Inline = !strings.HasPrefix(x.value, "@")
 		*x.dst = p
 	}
 	sc.Attempt = sc.Attempts[0]
+	for _, v := range s.Invariants {
+		if strings.TrimSpace(v) == "" {
+			return sc, fmt.Errorf("%s is empty: write a query that counts what breaks the invariant, inline or @FILE", field("invariant"))
+		}
+		if t := strings.TrimSpace(v); d == SQL && !strings.HasPrefix(t, "@") && !strings.HasSuffix(t, ";") {
+			v = t + ";" // one query on the command line, as the docs write it
+		}
+		p, err := load(v, dir, d, ScopeBurst, field("invariant"))
+		if err != nil {
+			return sc, err
+		}
+		sc.Invariants = append(sc.Invariants, p)
+	}
 	return sc, nil
+}
+
+// load reads and parses one script.
+func load(value, dir string, d Dialect, scope Scope, where string) (*Script, error) {
+	name, src, err := read(value, dir, where)
+	if err != nil {
+		return nil, err
+	}
+	p, err := Parse(name, src, d, scope, where)
+	if err != nil {
+		return nil, err
+	}
+	if p.Statements() == 0 {
+		return nil, fmt.Errorf("%s (%s) has no statement: it would do nothing", where, name)
+	}
+	p.Inline = !strings.HasPrefix(value, "@")
+	return p, nil
 }
 
 // MaxScriptSize is the largest script file read: a setup that loads seed
@@ -145,6 +173,9 @@ func (sc Scripts) Describe() []string {
 		if x.s != nil {
 			out = append(out, describeOne(x.role, x.s))
 		}
+	}
+	for _, inv := range sc.Invariants {
+		out = append(out, describeOne("invariant", inv))
 	}
 	return out
 }

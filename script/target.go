@@ -50,6 +50,8 @@ type SessionConn interface {
 type Scripts struct {
 	Setup, Subject, Attempt, Effects, Teardown *Script
 	Attempts                                   []*Script
+	// Invariants are checked after each burst (runner.Invarianter).
+	Invariants []*Script
 }
 
 // For is the script attempt worker runs.
@@ -74,16 +76,19 @@ type Target struct {
 }
 
 var (
-	_ runner.Target    = (*Target)(nil)
-	_ runner.Describer = (*Target)(nil)
-	_ runner.Noter     = (*Target)(nil)
+	_ runner.Target      = (*Target)(nil)
+	_ runner.Describer   = (*Target)(nil)
+	_ runner.Noter       = (*Target)(nil)
+	_ runner.Baseliner   = (*Target)(nil)
+	_ runner.Invarianter = (*Target)(nil)
+	_ runner.Uncounted   = (*Target)(nil)
 )
 
 // New makes a target of sc on store. runID fills {{.RunID}}; tokens are
 // "<runID>-<burst>".
 func New(store Store, sc Scripts, runID string) (*Target, error) {
-	if sc.Attempt == nil || sc.Effects == nil {
-		return nil, errors.New("script: an attempt and an effects script are required")
+	if sc.Attempt == nil || sc.Effects == nil && len(sc.Invariants) == 0 {
+		return nil, errors.New("script: an attempt script and an effects script or an invariant are required")
 	}
 	return &Target{store: store, sc: sc, runID: runID}, nil
 }
@@ -166,18 +171,72 @@ func (t *Target) Reset(ctx context.Context, b int) (runner.Subject, error) {
 }
 
 // Effects checks the first burst for a script that cannot work, then runs
-// the effects script: its last statement's first value is the count.
+// the effects script: its last statement's first value is the count. The
+// runner reads it as a change since Baseline.
 func (t *Target) Effects(ctx context.Context, s runner.Subject) (int, error) {
 	if s.Burst == 0 {
 		if err := t.checkFirst(); err != nil {
 			return 0, err
 		}
 	}
-	r, err := t.once(ctx, t.sc.Effects, Data{RunID: t.runID, Token: s.Key, Burst: s.Burst})
-	if err != nil {
-		return 0, runError("--effects", err)
+	return t.count(ctx, t.sc.Effects, "--effects", s, false)
+}
+
+// Baseline runs the effects script right after the subject was made: the
+// burst's effects are what it adds (a shared count, SELECT count(*) FROM
+// redemptions, works as well as a count per token).
+func (t *Target) Baseline(ctx context.Context, s runner.Subject) (int, error) {
+	return t.count(ctx, t.sc.Effects, "--effects", s, false)
+}
+
+// Baselined: the effects script is the team's own, read as a change.
+func (t *Target) Baselined() bool { return t.sc.Effects != nil }
+
+// Uncounted reports a run without an effects script: its invariants judge it.
+func (t *Target) Uncounted() bool { return t.sc.Effects == nil }
+
+// Invariants names the invariants: an inline one by its text, one from a
+// file by the file's name.
+func (t *Target) Invariants() []string {
+	names := make([]string, len(t.sc.Invariants))
+	for i, inv := range t.sc.Invariants {
+		names[i] = inv.Name
+		if inv.Inline {
+			var texts []string
+			for _, st := range inv.Steps {
+				if st.Kind == Statement {
+					texts = append(texts, strings.TrimSuffix(strings.TrimSpace(st.Text), ";"))
+				}
+			}
+			names[i] = oneLine(strings.Join(texts, "; "))
+		}
 	}
-	if t.sc.Effects.Dialect == Mongo {
+	return names
+}
+
+// Broken runs each invariant after the burst: a count of what breaks it,
+// or a boolean that must hold (false: broken once).
+func (t *Target) Broken(ctx context.Context, s runner.Subject) ([]int, error) {
+	out := make([]int, len(t.sc.Invariants))
+	for i, inv := range t.sc.Invariants {
+		n, err := t.count(ctx, inv, "--invariant", s, true)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = n
+	}
+	return out, nil
+}
+
+// count runs sc on the admin connection and reads its last statement's
+// first value as a whole number; with truth, a boolean reads as a
+// violation count (true: it holds, 0; false: 1).
+func (t *Target) count(ctx context.Context, sc *Script, what string, s runner.Subject, truth bool) (int, error) {
+	r, err := t.once(ctx, sc, Data{RunID: t.runID, Token: s.Key, Burst: s.Burst})
+	if err != nil {
+		return 0, runError(what, err)
+	}
+	if sc.Dialect == Mongo {
 		// A count's n, an update's n, a find's documents.
 		return int(r.Rows), nil
 	}
@@ -185,16 +244,40 @@ func (t *Target) Effects(ctx context.Context, s runner.Subject) (int, error) {
 	if len(r.Values) > 0 {
 		v = strings.TrimSpace(r.Values[0])
 	}
-	if v == "" && t.sc.Effects.Dialect == Redis {
+	if v == "" && sc.Dialect == Redis {
 		return 0, nil // a key that does not exist holds nothing
+	}
+	if truth {
+		if holds, ok := truthOf(v); ok {
+			if holds {
+				return 0, nil
+			}
+			return 1, nil
+		}
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 0 {
-		last := t.sc.Effects.lastStatement()
-		return 0, &RunError{What: "--effects", Script: true, Err: &ScriptError{Pos: last.Pos, Text: last.Text,
-			Msg: fmt.Sprintf("the effects script must end with a query that returns one whole number (a count), got %q", v)}}
+		last := sc.lastStatement()
+		want := "one whole number (a count)"
+		if truth {
+			want = "one whole number (how many rows break it) or a boolean (true: it holds)"
+		}
+		return 0, &RunError{What: what, Script: true, Err: &ScriptError{Pos: last.Pos, Text: last.Text,
+			Msg: fmt.Sprintf("the %s script must end with a query that returns %s, got %q", strings.TrimPrefix(what, "--"), want, v)}}
 	}
 	return n, nil
+}
+
+// truthOf reads a server's boolean: PostgreSQL's t and f, true and false.
+// MySQL's booleans are the numbers 1 and 0, which read as counts.
+func truthOf(v string) (holds, ok bool) {
+	switch strings.ToLower(v) {
+	case "t", "true":
+		return true, true
+	case "f", "false":
+		return false, true
+	}
+	return false, false
 }
 
 func (s *Script) lastStatement() *Step {

@@ -24,8 +24,12 @@ type Scripts struct {
 	Attempt  Attempts `yaml:"attempt"`
 	Effects  string   `yaml:"effects"`
 	Teardown string   `yaml:"teardown"`
-	// Allowed is how many effects per burst are correct (default 1).
-	Allowed *int `yaml:"allowed"`
+	// Invariant lists queries (or commands) that must hold after every
+	// burst: each returns how many times it is broken, or a boolean.
+	Invariant []string `yaml:"invariant"`
+	// Allowed is how many effects per burst are correct: N (default 1),
+	// MIN-MAX, or successes (each success landed exactly once).
+	Allowed *Allowance `yaml:"allowed"`
 }
 
 // Attempts is an attempt: field, one script or a list of them.
@@ -83,7 +87,8 @@ func (c *checker) scriptCase(path string, k *Case, sh shape, p *Plan) {
 		c.fail(path+".backend", "a %s: case runs on backend %s (got %q)", key, strings.Join(script.Backends[d], " or "), backend)
 		return
 	}
-	spec := script.Spec{Setup: s.Setup, Subject: s.Subject, Attempt: s.Attempt, Effects: s.Effects, Teardown: s.Teardown}
+	spec := script.Spec{Setup: s.Setup, Subject: s.Subject, Attempt: s.Attempt, Effects: s.Effects, Teardown: s.Teardown,
+		Invariants: s.Invariant}
 	scripts, err := spec.Load(c.o.Dir, d, func(n string) string { return sp + "." + n })
 	if err != nil {
 		// The message names the script's own file:line:col, and the
@@ -104,12 +109,9 @@ func (c *checker) scriptCase(path string, k *Case, sh shape, p *Plan) {
 		c.fail(path+".expect", "a script case has no catalog expectation: write expect: safe, race, or max_effects: N")
 		return
 	}
-	allowed := runner.DefaultAllowed
-	if s.Allowed != nil {
-		if allowed = *s.Allowed; allowed < 0 {
-			c.fail(sp+".allowed", "allowed cannot be negative (got %d)", allowed)
-			return
-		}
+	allowed, ok := c.allowance(sp+".allowed", s.Allowed)
+	if !ok {
+		return
 	}
 	expect, ok := c.expectation(path, k.Expectation, report.Expect{}, sh)
 	if !ok {
@@ -129,8 +131,8 @@ func (c *checker) scriptCase(path string, k *Case, sh shape, p *Plan) {
 	}
 	conn.into(&params.Conn)
 	p.Conn = conn.Conn
-	cfg := runner.NewConfig(runner.Attempts(sh.attempts), runner.Bursts(sh.bursts), runner.Allowed(allowed),
-		runner.Timeout(sh.timeout))
+	cfg := runner.NewConfig(append(allowed.Options(), runner.Attempts(sh.attempts), runner.Bursts(sh.bursts),
+		runner.Timeout(sh.timeout))...)
 	rel, err := release.New(sh.release, backend)
 	if err != nil {
 		c.fail(path+".release", "%v", err)
@@ -155,6 +157,19 @@ func (c *checker) scriptCase(path string, k *Case, sh shape, p *Plan) {
 	p.Params, p.Config, p.OnServer = params, cfg, rules
 	p.Case = report.Case{Name: name, Scenario: ScriptScenario, Backend: backend, Expect: expect, Strict: c.o.Strict,
 		Release: string(rel.Mode), Settings: runplan.Settings(backend, params, cfg)}
+}
+
+// allowance reads a case's allowed: (runner.DefaultAllowed when absent).
+func (c *checker) allowance(path string, a *Allowance) (runner.Allowance, bool) {
+	if a == nil {
+		return runner.Allowance{Min: runner.DefaultRequired, Max: runner.DefaultAllowed}, true
+	}
+	al, err := runner.ParseAllowance(a.Text)
+	if err != nil {
+		c.fail(path, "%v", err)
+		return al, false
+	}
+	return al, true
 }
 
 func btoi(b bool) int {
