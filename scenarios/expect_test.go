@@ -181,3 +181,25 @@ func TestEveryExpectationRowIsReachable(t *testing.T) {
 		}
 	}
 }
+
+// A row for InnoDB matches a MySQL run that names no engine (InnoDB is
+// the default) and no other backend's; a scenario without its own rule is
+// expected SAFE (found by mutation testing, issue 27).
+func TestExpectDefaults(t *testing.T) {
+	innodb := scenarios.Rule{Engine: "innodb"}
+	if !innodb.Match("x", "mysql", scenarios.Params{}, "") {
+		t.Error("an InnoDB row does not match a MySQL run with the default engine")
+	}
+	if innodb.Match("x", "postgres", scenarios.Params{}, "") || innodb.Match("x", "mysql", scenarios.Params{Engine: "myisam"}, "") {
+		t.Error("an InnoDB row matches a PostgreSQL run, or a MyISAM one")
+	}
+	reg := scenarios.NewRegistry()
+	reg.AddScenario(scenarios.Spec{Name: "own-rule-less"})
+	reg.AddScenario(scenarios.Spec{Name: "own-rule", Expect: func(scenarios.Params) scenarios.Expectation { return scenarios.ExpectRace }})
+	if got, why := reg.Expect("own-rule-less", "memory", scenarios.Params{}, ""); got != scenarios.ExpectSafe || why != "" {
+		t.Errorf("a scenario without a rule: %s (%q), want safe", got, why)
+	}
+	if got, _ := reg.Expect("own-rule", "memory", scenarios.Params{}, ""); got != scenarios.ExpectRace {
+		t.Errorf("a scenario's own rule: %s, want race", got)
+	}
+}
