@@ -66,6 +66,8 @@ cd "$(dirname "$0")/.."
 GREMLINS_VERSION=v0.6.0
 OUT=${MUTATION_OUT:-/tmp/racetest-mutation}
 EQUIVALENTS=scripts/mutation-equivalents.txt
+COSTS=scripts/mutation-costs.txt
+declare -A whole=()
 LANDED=.ci/landed
 
 # TARGETS: name | package dir | files mutated (the verdict path in it) |
@@ -86,6 +88,13 @@ LANDED=.ci/landed
 # (go test -skip) that cannot see a mutant of the files mutated and would
 # only slow every mutant's run: suite's hostile-file test exercises the
 # parser alone, and takes 11 of its package's 12 seconds.
+# Issue 27 added the packages that judge a team's own code: race (and its
+# last-byte release), explore, the script interpreter (its conditions,
+# control flow and target; each dialect's classification is a switch of
+# constants, tested on the real servers by scripts/handmutants.sh),
+# release, httpfire's response rules, effects, burst and target, and the
+# catalog's expectation table (scenarios/expect.go; its rows are
+# constants, mutated by hand in scripts/hand-mutants.txt).
 TARGETS=(
   "runner|runner|outcome.go options.go release.go result.go runner.go target.go|90|90|"
   "report|report|case.go stats.go|90|90|"
@@ -95,6 +104,13 @@ TARGETS=(
   "sqldb|internal/sqldb|classify.go|90|90|RACETEST_MYSQL_DSN=root@tcp(127.0.0.1:9)/test RACETEST_POSTGRES_URL=postgres://postgres@127.0.0.1:9/test"
   "redisstore|scenarios/redisstore|classify.go|90|90|RACETEST_REDIS_URL=redis://127.0.0.1:9"
   "mongostore|scenarios/mongostore|classify.go|90|90|RACETEST_MONGO_URI=mongodb://127.0.0.1:9/"
+  "scenarios|scenarios|expect.go|90|90|"
+  "race|race|race.go verdict.go explore.go outcome.go|90|90|MUTATION_FULL=1"
+  "lastbyte|race/lastbyte|lastbyte.go|90|90|"
+  "explore|explore|explore.go orders.go control.go|90|90|RACETEST_MYSQL_DSN=root@tcp(127.0.0.1:9)/test RACETEST_POSTGRES_URL=postgres://postgres@127.0.0.1:9/test RACETEST_REDIS_URL=redis://127.0.0.1:9 RACETEST_MONGO_URI=mongodb://127.0.0.1:9/"
+  "script|script|cond.go interp.go parse.go target.go|90|90|RACETEST_MYSQL_DSN=root@tcp(127.0.0.1:9)/test RACETEST_POSTGRES_URL=postgres://postgres@127.0.0.1:9/test RACETEST_REDIS_URL=redis://127.0.0.1:9 RACETEST_MONGO_URI=mongodb://127.0.0.1:9/"
+  "release|release|release.go frame.go wire.go|90|90|"
+  "httpfire|httpfire|rules.go effects.go burst.go target.go|90|90|RACETEST_MYSQL_DSN=root@tcp(127.0.0.1:9)/test RACETEST_POSTGRES_URL=postgres://postgres@127.0.0.1:9/test RACETEST_REDIS_URL=redis://127.0.0.1:9 RACETEST_MONGO_URI=mongodb://127.0.0.1:9/"
 )
 
 die() { echo "mutation: $*" >&2; exit 2; }
@@ -172,6 +188,26 @@ equivalent() {
     END { exit !found }' "$EQUIVALENTS"
 }
 
+# check_entries NAME DIR FILES: every entry of the list for FILES must name
+# exactly one mutant of the run (its line's text, or the text marked with
+# ^^ where the line holds two of one mutator). An entry that names several
+# would excuse a mutant nobody checked (`if bound <= 0 || bound >= 1 {`
+# without ^^ excused bound < 0 with bound > 1); one that names none is
+# stale or mistyped. In --diff mode only the changed lines' mutants exist,
+# so only an entry naming several is refused there.
+check_entries() {
+  local name=$1 dir=$2 files=$3 f entry n
+  for f in $files; do
+    while IFS= read -r entry; do
+      n=$(E="$entry" awk -F'\t' '$2 == ENVIRON["E"] { ids[$1] = 1 } END { print length(ids) }' "$OUT/$name.keys")
+      if [ "$n" -gt 1 ] || { [ "$n" = 0 ] && [ "$cur" != changed ]; }; then
+        echo "   BAD ENTRY in $EQUIVALENTS: it names $n mutants, want exactly one (mark the one meant with ^^ before its operator): $entry" >&2
+        bad_entries=1
+      fi
+    done < <(grep -v '^#' "$EQUIVALENTS" | awk -F' \\| ' -v p="$dir/$f" '$1 == p { print $1 " | " $2 " | " $3 }')
+  done
+}
+
 # measure NAME DIR FILES EFF COV ENV: run gremlins, then judge its output.
 measure() {
   local name=$1 dir=$2 files=$3 eff=$4 cov=$5 envs=$6 excl=() f bn
@@ -180,24 +216,38 @@ measure() {
     case "$bn" in *_test.go) continue ;; esac
     if [[ " $files " != *" $bn "* ]]; then excl+=(-E "(^|/)${bn//./\\.}\$"); fi
   done
+  # The packages below DIR are other targets (or none): their files are
+  # not mutated here, and the go wrapper below keeps their tests out.
+  for f in "$dir"/*/; do
+    [ -d "$f" ] && excl+=(-E "(^|/)$(basename "$f")/")
+  done
+  # cur: how this package is judged: on its changed lines (changed), or
+  # whole (a package named, --all, or in CI one whose whole run fits the
+  # budget).
+  cur=$mode
+  [ "$mode" = changed ] && [ -n "${whole[$name]:-}" ] && cur=whole
   local scope=""
-  [ "$mode" = changed ] && scope=", the lines changed since $(git rev-parse --short "$base")"
+  [ "$cur" = changed ] && scope=", the lines changed since $(git rev-parse --short "$base")"
   echo "== $name: $dir/{${files// /,}}$scope (floors: efficacy $eff%, coverage $cov%)"
   local start=$SECONDS json=$OUT/$name.json
   # One worker: on 2 shared cores a second one turns slow tests into
   # spurious time-outs; the coefficient gives a loaded machine room.
   local diff=() envv=() w
-  if [ "$mode" = changed ]; then
-    diff=(--diff "$base")
-    envv+=("PATH=$OUT/bin:$PATH" "MUTATION_DIR=$dir")
-  fi
+  envv+=("PATH=$OUT/bin:$PATH" "MUTATION_DIR=$dir")
+  [ "$cur" = changed ] && diff=(--diff "$base")
+  local gf=$GOFLAGS
   for w in $envs; do
     case "$w" in
-      MUTATION_SKIP=*) envv+=("GOFLAGS=$GOFLAGS -skip=${w#*=}") ;;
+      MUTATION_SKIP=*) gf="$gf -skip=${w#*=}" ;;
+      # The race package's tests are a user's view of Test and ExpectRace,
+      # which under -short run a fifth of the bursts: they are written for
+      # the full count.
+      MUTATION_FULL=1) gf=${gf//-short/} ;;
       *) envv+=("$w") ;;
     esac
   done
-  env "${envv[@]}" "$GREMLINS" unleash --workers 1 --timeout-coefficient 20 "${diff[@]}" "${excl[@]}" -o "$json" "./$dir" \
+  envv+=("GOFLAGS=$gf")
+  env "${envv[@]}" "$GREMLINS" unleash --workers 1 --timeout-coefficient 20 --invert-logical "${diff[@]}" "${excl[@]}" -o "$json" "./$dir" \
     > "$OUT/$name.txt" 2>&1 || { tail -20 "$OUT/$name.txt" >&2; die "gremlins failed on $dir (log: $OUT/$name.txt)"; }
   local killed=0 lived=0 uncovered=0 timedout=0 skipped=0 switchcase=0 status file line col type why
   while IFS=$'\t' read -r file line col type status; do
@@ -226,6 +276,16 @@ measure() {
         fi ;;
     esac
   done < <(jq -r '.files[] | .file_name as $f | .mutations[] | [$f, .line, .column, .type, .status] | @tsv' "$json")
+  # Every mutant's keys, whatever its status, for the entries check below:
+  # an entry must name exactly one mutant.
+  local id=0
+  while IFS=$'\t' read -r file line col type; do
+    [ -f "$file" ] || file="$dir/$(basename "$file")"
+    id=$((id + 1))
+    printf '%s\t%s | %s | %s\n' "$id" "$file" "$type" "$(sed -n "${line}p" "$file" | sed 's/^[[:space:]]*//;s/[[:space:]]*$//')"
+    printf '%s\t%s | %s | %s\n' "$id" "$file" "$type" "$(sed -n "${line}p" "$file" | LC_ALL=C awk -v c="$col" '{ print substr($0, 1, c - 1) "^^" substr($0, c) }' | sed 's/^[[:space:]]*//;s/[[:space:]]*$//')"
+  done < <(jq -r '.files[] | .file_name as $f | .mutations[] | [$f, .line, .column, .type] | @tsv' "$json") > "$OUT/$name.keys"
+  check_entries "$name" "$dir" "$files"
   local tested=$((killed + lived)) all=$((killed + lived + uncovered))
   local e=100 c=100
   [ "$tested" -gt 0 ] && e=$((100 * killed / tested))
@@ -265,18 +325,39 @@ case $mode in
   changed)
     base=$(base_ref)
     touched=$(touched_files "$base")
-    for t in "${TARGETS[@]}"; do
+    budget=${MUTATION_BUDGET:-1800}
+    [[ "$budget" =~ ^[0-9]+$ ]] || die "MUTATION_BUDGET=$budget is not a number of seconds"
+    # The packages touched (any .go file, tests included), cheapest whole
+    # run first: each is judged whole while its measured cost fits what is
+    # left of the budget, else on its changed lines.
+    spent=0
+    while IFS=$'\t' read -r cost t; do
       IFS='|' read -r name dir files _ <<< "$t"
       hit=
       for f in $files; do
         if grep -qxF "$dir/$f" <<< "$touched"; then hit=1; fi
       done
-      if [ -n "$hit" ]; then
+      if [ "$cost" != - ] && [ $((spent + cost)) -le "$budget" ]; then
+        spent=$((spent + cost))
+        whole[$name]=1
         selected+=("$t")
-      elif others=$(grep "^$dir/[^/]*\.go\$" <<< "$touched"); then
-        echo "mutation: $name: only files the gate does not mutate changed ($(echo $others)); no mutant to run"
+        echo "mutation: $name: touched; judged whole (measured ${cost}s; ${spent}s of the ${budget}s budget planned)"
+      elif [ -n "$hit" ]; then
+        selected+=("$t")
+        if [ "$cost" = - ]; then
+          echo "mutation: $name: touched; no measured cost in $COSTS, so judged on its changed lines only"
+        else
+          echo "mutation: $name: touched; a whole run (measured ${cost}s) does not fit the $((budget - spent))s left of the budget: judged on its changed lines; run 'scripts/mutation.sh $name' by hand"
+        fi
+      else
+        echo "mutation: $name: only files the gate does not mutate changed ($(grep "^$dir/[^/]*\.go\$" <<< "$touched" | tr '\n' ' ')), and a whole run (measured ${cost}s) does not fit the $((budget - spent))s left: no mutant run; run 'scripts/mutation.sh $name' by hand"
       fi
-    done
+    done < <(for t in "${TARGETS[@]}"; do
+      IFS='|' read -r name dir _ <<< "$t"
+      grep -q "^$dir/[^/]*\.go\$" <<< "$touched" || continue
+      printf '%s\t%s\n' "$( { [ -f "$COSTS" ] && grep -v '^#' "$COSTS"; } | awk -v n="$name" '$1 == n { print $2; f = 1; exit } END { if (!f) print "-" }')" "$t"
+    done | sort -t$'\t' -k1,1n)
+    echo "mutation: whole-package runs planned: ${spent}s of the ${budget}s budget (MUTATION_BUDGET), at the costs measured in $COSTS"
     if [ ${#selected[@]} -eq 0 ]; then
       echo "mutation: this change touches no file the gate mutates; nothing to test (--all runs every package whole)"
       exit 0
@@ -307,7 +388,23 @@ if [ "\$1" = diff ]; then shift; exec "$(command -v git)" diff -U0 --relative="\
 exec "$(command -v git)" "\$@"
 EOF
 chmod +x "$OUT/bin/git"
+# gremlins v0.6.0 gathers coverage with 'go test ./DIR/...': every package
+# below DIR too (scenarios' dozen backends, release/bench), minutes of tests
+# that cannot see a mutant of DIR, and server tests that can fail under
+# load. The go it runs tests ./DIR alone.
+cat > "$OUT/bin/go" <<EOF
+#!/bin/sh
+if [ "\$1" = test ]; then
+  for a in "\$@"; do
+    shift
+    if [ "\$a" = "./\$MUTATION_DIR/..." ]; then set -- "\$@" "./\$MUTATION_DIR"; else set -- "\$@" "\$a"; fi
+  done
+fi
+exec "$(command -v go)" "\$@"
+EOF
+chmod +x "$OUT/bin/go"
 failed=()
+bad_entries=
 total=$SECONDS
 for t in "${selected[@]}"; do
   IFS='|' read -r name dir files eff cov envs <<< "$t"
@@ -317,22 +414,25 @@ done
 # An entry of the list that matched no mutant of a package that ran is
 # stale: the code changed, or a test now kills the mutant. (Not judged in
 # --diff mode, which sees only the changed lines' mutants.)
-if [ "$mode" != changed ]; then
-  for t in "${selected[@]}"; do
-    IFS='|' read -r _ dir files _ <<< "$t"
-    for f in $files; do
-      grep -v '^#' "$EQUIVALENTS" | awk -F' \\| ' -v p="$dir/$f" '$1 == p { print $1 " | " $2 " | " $3 }' |
-        while IFS= read -r entry; do
-          if ! grep -qxF -- "$entry" "$OUT/used-equivalents" 2>/dev/null; then
-            echo "   stale entry in $EQUIVALENTS (no such mutant lives now): $entry"
-            stale=1
-          fi
-        done
-    done
+for t in "${selected[@]}"; do
+  IFS='|' read -r name dir files _ <<< "$t"
+  [ "$mode" != changed ] || [ -n "${whole[$name]:-}" ] || continue
+  for f in $files; do
+    grep -v '^#' "$EQUIVALENTS" | awk -F' \\| ' -v p="$dir/$f" '$1 == p { print $1 " | " $2 " | " $3 }' |
+      while IFS= read -r entry; do
+        if ! grep -qxF -- "$entry" "$OUT/used-equivalents" 2>/dev/null; then
+          echo "   stale entry in $EQUIVALENTS (no such mutant lives now): $entry"
+          stale=1
+        fi
+      done
   done
-fi
+done
 
 echo "mutation: ${#selected[@]} package(s) in $((SECONDS - total))s; raw output in $OUT"
+if [ -n "$bad_entries" ]; then
+  echo "mutation: $EQUIVALENTS has entries that do not name exactly one mutant (see BAD ENTRY above): correct them" >&2
+  exit 1
+fi
 if [ ${#failed[@]} -gt 0 ]; then
   echo "mutation: under the floor: ${failed[*]}" >&2
   exit 1
