@@ -74,3 +74,30 @@ func TestExploreTakesItsDefaultsFromTheCase(t *testing.T) {
 		t.Errorf("options given: %d attempts, allowed %d, %s; want 2, 1, RACE", res.Attempts, res.Allowed, res.Verdict())
 	}
 }
+
+// Options that set either bound are taken as given: an allowance of two
+// with no floor is not replaced by the case's exactly-once.
+func TestExploreKeepsTheBoundsGiven(t *testing.T) {
+	res, err := Explore(context.Background(), naiveRedeem(2, 1), explore.Options{Allowed: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Allowed != 2 || res.Required != 0 || res.Verdict() != explore.Safe {
+		t.Errorf("Options{Allowed: 2}: explored allowing %d, requiring %d, %s; want 2, 0, SAFE", res.Allowed, res.Required, res.Verdict())
+	}
+}
+
+// A case that leaves Attempts and Bursts at 0 runs the engine's defaults:
+// 16 attempts in each of 100 bursts.
+func TestACaseWithoutSizesRunsTheDefaults(t *testing.T) {
+	c := newCoupons()
+	cs := c.caseFor(c.fixed)
+	cs.Attempts, cs.Bursts = 0, 0
+	res, err := run(context.Background(), cs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Attempts != 16 || len(res.Bursts) != 100 {
+		t.Errorf("ran %d bursts of %d attempts, want 100 of 16", len(res.Bursts), res.Attempts)
+	}
+}
