@@ -47,38 +47,41 @@ func TestIfReadsAValueAsPsqlDoes(t *testing.T) {
 // text (10 > 9 as numbers, '10' < '9' as text).
 func TestIfComparesNumbersAsNumbersAndTextAsText(t *testing.T) {
 	for _, tc := range []struct{ cond, v, w, want string }{
-		{":v > :w", "10", "9", "then"},     // numbers
-		{":v > :w", "10", "9x", "else"},    // text: "10" < "9x"
-		{":v > :w", "10x", "9", "else"},    // text: "10x" < "9"
-		{":v < :w", "abc", "abd", "then"},  // text
-		{":v = :w", "1.0", "1", "then"},    // numbers: equal
-		{":v = :w", "1.0", "1x", "else"},   // text: not equal
-		{":v = :w", " 1", "1", "then"},     // numbers read past spaces
-		{":v = abc", "abc", "", "then"},    // a bare word is text
-		{":v != abc", "abd", "", "then"},   // text
-		{":v != :w", "2", "2.0", "else"},   // numbers: equal
-		{":v <= :w", "2", "2", "then"},     // equality is <=
-		{":v <= :w", "2", "3", "then"},     //
-		{":v <= :w", "3", "2", "else"},     //
-		{":v >= :w", "2", "2", "then"},     // equality is >=
-		{":v >= :w", "1", "2", "else"},     //
-		{":v < :w", "2", "2", "else"},      // equality is not <
-		{":v > :w", "2", "2", "else"},      // nor >
-		{":v <= :w", "b", "b", "then"},     // text equality is <=
-		{":v >= :w", "b", "b", "then"},     // and >=
-		{":v < :w", "b", "b", "else"},      //
-		{":v > :w", "b", "a", "then"},      //
-		{":v <= :w", "b", "a", "else"},     //
-		{":v = :w", "-1", "-1.0", "then"},  //
-		{":v < :w", "-2", "-1", "then"},    //
-		{":v > :w", "-2", "-1", "else"},    //
-		{":v >= :w", "-1", "-2", "then"},   //
-		{":v = :w", "abc", "abc", "then"},  //
-		{":v != :w", "abc", "abc", "else"}, //
-		{":v < :w", "9", "10", "then"},     // numbers, not text ("9" > "10")
-		{":v >= :w", "9", "10", "else"},    //
-		{":v <> :w", "1", "2", "then"},     // <> is !=
-		{":v == :w", "1", "1", "then"},     // == is =
+		{":v > :w", "10", "9", "then"},       // numbers
+		{":v > :w", "10", "9x", "else"},      // text: "10" < "9x"
+		{":v > :w", "10x", "9", "else"},      // text: "10x" < "9"
+		{":v < :w", "abc", "abd", "then"},    // text
+		{":v = :w", "1.0", "1", "then"},      // numbers: equal
+		{":v = :w", "1.0", "1x", "else"},     // text: not equal
+		{":v = :w", " 1", "1", "then"},       // numbers read past spaces
+		{":v = abc", "abc", "", "then"},      // a bare word is text
+		{":v != abc", "abd", "", "then"},     // text
+		{":v != :w", "2", "2.0", "else"},     // numbers: equal
+		{":v <= :w", "2", "2", "then"},       // equality is <=
+		{":v <= :w", "2", "3", "then"},       //
+		{":v <= :w", "3", "2", "else"},       //
+		{":v >= :w", "2", "2", "then"},       // equality is >=
+		{":v >= :w", "1", "2", "else"},       //
+		{":v < :w", "2", "2", "else"},        // equality is not <
+		{":v > :w", "2", "2", "else"},        // nor >
+		{":v <= :w", "b", "b", "then"},       // text equality is <=
+		{":v >= :w", "b", "b", "then"},       // and >=
+		{":v < :w", "b", "b", "else"},        //
+		{":v > :w", "b", "a", "then"},        //
+		{":v <= :w", "b", "a", "else"},       //
+		{":v = :w", "-1", "-1.0", "then"},    //
+		{":v < :w", "-2", "-1", "then"},      //
+		{":v > :w", "-2", "-1", "else"},      //
+		{":v >= :w", "-1", "-2", "then"},     //
+		{":v = :w", "abc", "abc", "then"},    //
+		{":v != :w", "abc", "abc", "else"},   //
+		{":v < :w", "9", "10", "then"},       // numbers, not text ("9" > "10")
+		{":v >= :w", "9", "10", "else"},      //
+		{":v <> :w", "1", "2", "then"},       // <> is !=
+		{":v == :w", "1", "1", "then"},       // == is =
+		{":v = 'it''s'", "it's", "", "then"}, // '' is a quote inside quotes
+		{":v = 'it''s'", "its", "", "else"},
+		{"'a b' = :v", "a b", "", "then"}, // a quoted literal keeps its spaces
 	} {
 		if got := branch(t, tc.cond, tc.v, tc.w); got != tc.want {
 			t.Errorf(`\if %s with v=%q w=%q took %s, want %s`, tc.cond, tc.v, tc.w, got, tc.want)
