@@ -155,11 +155,26 @@ func releaseHelp(reg *scenarios.Registry) string {
 	return help
 }
 
+// scenarioVariants is every --variant scenario takes on any backend: the
+// ones backends register, and those its spec lists (the isolation
+// anomalies', which the SQL and Redis backends read from the spec).
+func scenarioVariants(reg *scenarios.Registry, scenario string) []string {
+	vs := reg.Variants(scenario, "")
+	if spec, err := reg.Scenario(scenario); err == nil {
+		for _, v := range spec.Variants {
+			if !slices.Contains(vs, v) {
+				vs = append(vs, v)
+			}
+		}
+	}
+	return vs
+}
+
 // variantHelp lists each scenario's variants.
 func variantHelp(reg *scenarios.Registry) string {
 	var parts []string
 	for _, s := range reg.Scenarios() {
-		if vs := reg.Variants(s.Name, ""); len(vs) > 0 {
+		if vs := scenarioVariants(reg, s.Name); len(vs) > 0 {
 			parts = append(parts, s.Name+": "+strings.Join(vs, ", "))
 		}
 	}
@@ -200,10 +215,10 @@ func completeEnums(c *cobra.Command, reg *scenarios.Registry) {
 	reg1("variant", func(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
 		var vs []string
 		if len(args) > 0 {
-			vs = reg.Variants(args[0], "")
+			vs = scenarioVariants(reg, args[0])
 		} else {
 			for _, s := range reg.Scenarios() {
-				for _, v := range reg.Variants(s.Name, "") {
+				for _, v := range scenarioVariants(reg, s.Name) {
 					if !slices.Contains(vs, v) {
 						vs = append(vs, v)
 					}

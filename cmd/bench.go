@@ -94,10 +94,8 @@ func runBench(ctx context.Context, o *BenchOptions) error {
 			return usageErrorf("--attempts: a race needs at least 2 attempts (got %d)", n)
 		}
 	}
-	for name, n := range map[string]int{"bursts": cfg.Bursts, "chunk": cfg.Chunk} {
-		if n < 1 {
-			return usageErrorf("--%s must be at least 1 (got %d)", name, n)
-		}
+	if err := checkAtLeastOne(intFlag{"bursts", cfg.Bursts}, intFlag{"chunk", cfg.Chunk}); err != nil {
+		return err
 	}
 	for _, w := range cfg.Windows {
 		if w <= 0 {

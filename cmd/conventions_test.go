@@ -271,11 +271,12 @@ func TestVersionFromTheBuild(t *testing.T) {
 }
 
 // allCommands is every command a user can run, the root included, but not
-// cobra's help and completion.
+// cobra's help and completion, nor a help topic ('racetest help
+// environment'), which runs nothing.
 func allCommands(root *cobra.Command) []*cobra.Command {
 	all := []*cobra.Command{root}
 	for _, c := range root.Commands() {
-		if c.Hidden || c.Name() == "help" || c.Name() == "completion" {
+		if c.Hidden || c.Name() == "help" || c.Name() == "completion" || !c.Runnable() {
 			continue
 		}
 		all = append(all, c)

@@ -88,6 +88,9 @@ func runDemo(ctx context.Context, o *DemoOptions) error {
 		if err := o.Shape.validate(o.Backend); err != nil {
 			return err
 		}
+		if err := o.Shape.checkEngine(o.Registry, o.Backend); err != nil {
+			return err
+		}
 		for _, spec := range o.Registry.Scenarios() {
 			// A clustered scenario needs a primary and a replica: its rows
 			// run under --cluster only.

@@ -9,13 +9,13 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/racetest/racetest/internal/printable"
 	"github.com/racetest/racetest/report"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/runplan"
 	"github.com/racetest/racetest/scenarios"
+	"github.com/racetest/racetest/suite"
 )
 
 // plan is one run to carry out, as runplan.Build makes it.
@@ -32,11 +32,15 @@ func execute(ctx context.Context, f *Factory, plans []plan, each func(report.Cas
 			break
 		}
 		c := p.Case
-		end := inFlight.begin(c.Backend, connFlag(f.Registry, c.Backend), p.Params.RunID)
+		end := func() {}
+		if c.Scenario != suite.ScriptScenario {
+			// A script makes nothing of racetest's own: nothing to leave behind.
+			end = inFlight.begin(c.Backend, connFlag(f.Registry, c.Backend), p.Params.RunID)
+		}
 		if spec, err := f.Registry.Scenario(c.Scenario); err == nil && c.Story == nil {
 			c.Story = storyOf(spec)
 		}
-		target, err := f.Registry.Build(ctx, c.Scenario, c.Backend, p.Params)
+		target, err := p.Build(ctx, p.Params)
 		if err != nil {
 			c.Err = err
 		} else {
@@ -50,6 +54,9 @@ func execute(ctx context.Context, f *Factory, plans []plan, each func(report.Cas
 			}
 			if cfg.Keep && c.Result != nil && (c.Backend == "memory" || keptObjects[c.Backend] != "") {
 				c.Result.Notes = append(c.Result.Notes, keptNote(c.Backend, p.Params.RunID))
+			}
+			if p.After != nil {
+				c = p.After(target, c)
 			}
 		}
 		end()
@@ -215,13 +222,4 @@ func strictHint(w io.Writer, cases []report.Case) {
 			return
 		}
 	}
-}
-
-func checkDurations(named map[string]time.Duration) error {
-	for name, d := range named {
-		if d < 0 {
-			return usageErrorf("--%s cannot be negative (got %s)", name, d)
-		}
-	}
-	return nil
 }

@@ -1,11 +1,18 @@
 package cmd
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/racetest/racetest/report"
+	"github.com/racetest/racetest/runner"
+	"github.com/racetest/racetest/runplan"
+	"github.com/racetest/racetest/scenarios"
+	"github.com/racetest/racetest/suite"
 )
 
 // TestReportTellsTheScenariosStory: a run's JSON report (and so its HTML
@@ -58,5 +65,74 @@ func TestInterruptNamesTheCleanFlag(t *testing.T) {
 	}
 	if flag := connFlag(f.Registry, "memory"); flag != "" {
 		t.Errorf("memory: the interrupt message would name %q; the embedded store has no server", flag)
+	}
+}
+
+// TestExecuteBuildsThePlansOwnTarget: execute fires at the target the plan
+// builds, with the plan's parameters, and lets the plan complete the case
+// from that target once it ran; a plan whose target cannot be built ends
+// as a case with that error, and nothing is settled after.
+func TestExecuteBuildsThePlansOwnTarget(t *testing.T) {
+	f := &Factory{IO: func() *IOStreams { io, _, _ := Test(); return io }(), Registry: memoryOnly()}
+	pl, err := runplan.Build(f.Registry, runplan.Request{Scenario: "conditional-update", Backend: "memory",
+		Shape: runplan.Shape{Attempts: 2, Bursts: 2, Replicas: 1, Waves: 1, Timeout: time.Second}, RunID: "own"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var built runner.Target
+	var builtFor string
+	registry := pl.Build
+	pl.Build = func(ctx context.Context, p scenarios.Params) (runner.Target, error) {
+		builtFor = p.RunID
+		built, err = registry(ctx, p)
+		return built, err
+	}
+	var settled runner.Target
+	pl.After = func(tg runner.Target, c report.Case) report.Case {
+		settled = tg
+		c.Name = "settled"
+		return c
+	}
+	cases := execute(context.Background(), f, []plan{pl}, nil)
+	if len(cases) != 1 || cases[0].Err != nil || cases[0].Result == nil || len(cases[0].Result.Bursts) != 2 {
+		t.Fatalf("cases %+v: want one run of 2 bursts", cases)
+	}
+	if builtFor != "own" || settled == nil || settled != built || cases[0].Name != "settled" {
+		t.Errorf("built for %q, settled with %v (built %v), name %q: want the plan's own target, settled by After",
+			builtFor, settled, built, cases[0].Name)
+	}
+
+	broken := errors.New("no target here")
+	pl.Build = func(context.Context, scenarios.Params) (runner.Target, error) { return nil, broken }
+	settled = nil
+	cases = execute(context.Background(), f, []plan{pl}, nil)
+	if !errors.Is(cases[0].Err, broken) || cases[0].Result != nil || settled != nil || cases[0].Name == "settled" {
+		t.Errorf("case %+v, settled %v: want the build's error and nothing settled", cases[0], settled)
+	}
+}
+
+// TestScriptRunsAreNotInFlight: a second Ctrl-C names what a run on a
+// server may leave behind; a script run makes nothing of racetest's own,
+// so it is not named, while a scenario's run on the same server is.
+func TestScriptRunsAreNotInFlight(t *testing.T) {
+	f := &Factory{IO: func() *IOStreams { io, _, _ := Test(); return io }(), Registry: memoryOnly()}
+	for _, tc := range []struct {
+		scenario string
+		named    bool
+	}{{suite.ScriptScenario, false}, {"check-then-write", true}} {
+		var during string
+		pl := plan{Case: report.Case{Name: tc.scenario, Scenario: tc.scenario, Backend: "postgres"},
+			Params: scenarios.Params{RunID: "inflight1"},
+			Build: func(context.Context, scenarios.Params) (runner.Target, error) {
+				during = inFlight.leftovers()
+				return nil, errors.New("not connecting")
+			}}
+		execute(context.Background(), f, []plan{pl}, nil)
+		if named := strings.Contains(during, "racetest_inflight1_"); named != tc.named {
+			t.Errorf("%s: while it ran, a second Ctrl-C would say %q (naming the run: %v, want %v)", tc.scenario, during, named, tc.named)
+		}
+		if after := inFlight.leftovers(); strings.Contains(after, "inflight1") {
+			t.Errorf("%s: still in flight after it ended: %q", tc.scenario, after)
+		}
 	}
 }

@@ -7,14 +7,15 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/racetest/racetest/explore"
+	"github.com/racetest/racetest/release"
 	"github.com/racetest/racetest/report"
 	"github.com/racetest/racetest/runner"
+	"github.com/racetest/racetest/runplan"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/script"
 )
@@ -205,7 +206,7 @@ func explorePlan(ctx context.Context, o *ExploreOptions) (runner.Target, report.
 	if err := opt.Validate(); err != nil {
 		return nil, ex, opt, usageError(err)
 	}
-	if err := checkDurations(map[string]time.Duration{"gap": o.Shape.Gap, "latency": o.Shape.Latency, "ttl": o.Shape.TTL}); err != nil {
+	if err := checkDurations(durationFlag{"gap", o.Shape.Gap}, durationFlag{"latency", o.Shape.Latency}, durationFlag{"ttl", o.Shape.TTL}); err != nil {
 		return nil, ex, opt, err
 	}
 	if o.Replay {
@@ -230,22 +231,22 @@ func explorePlan(ctx context.Context, o *ExploreOptions) (runner.Target, report.
 }
 
 func builtinPlan(ctx context.Context, o *ExploreOptions, p scenarios.Params, ex report.Exploration, opt explore.Options) (runner.Target, report.Exploration, explore.Options, error) {
-	spec, err := o.Registry.Scenario(o.Scenario)
+	spec, err := scenarioOn(o.Registry, o.Scenario, o.Backend)
 	if err != nil {
-		return nil, ex, opt, usageError(err)
-	}
-	if _, err := o.Registry.Factory(o.Scenario, o.Backend); err != nil {
-		return nil, ex, opt, usageError(err)
+		return nil, ex, opt, err
 	}
 	if o.Shape.Replicas < 1 {
 		return nil, ex, opt, usageErrorf("--replicas must be at least 1 (got %d)", o.Shape.Replicas)
 	}
-	if p.Variant == "" && len(spec.Demo) > 0 && spec.Demo[0].Variant != "" {
-		p.Variant = spec.Demo[0].Variant
-	}
-	if err := p.Validate(); err != nil {
+	sh := o.Shape.plan(p.Replicas)
+	sh.Attempts, sh.Variant = p.Attempts, variantOf(spec, p.Variant)
+	// The explorer runs one step at a time: nothing to release together.
+	run, err := runplan.Build(o.Registry, runplan.Request{Scenario: spec.Name, Backend: o.Backend, Shape: sh, RunID: p.RunID,
+		Release: string(release.Gate)})
+	if err != nil {
 		return nil, ex, opt, usageError(err)
 	}
+	p = run.Params
 	for k, v := range map[string]string{"variant": p.Variant, "engine": p.Engine} {
 		if v != "" {
 			ex.Settings[k] = v
@@ -262,7 +263,7 @@ func builtinPlan(ctx context.Context, o *ExploreOptions, p scenarios.Params, ex 
 	}
 	ex.Name = spec.Name
 	opt.Replicas, opt.Allowed, opt.Required = p.Replicas, spec.Allowed, min(runner.DefaultRequired, spec.Allowed)
-	t, err := o.Registry.Build(ctx, o.Scenario, o.Backend, p)
+	t, err := run.Build(ctx, p)
 	if err != nil {
 		var bad *scenarios.ParamError
 		if errors.As(err, &bad) {

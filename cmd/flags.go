@@ -47,13 +47,44 @@ func (s *shapeFlags) registerParams(fs *pflag.FlagSet, reg *scenarios.Registry) 
 	registerConn(fs, reg, &s.Conn)
 }
 
+// intFlag and durationFlag are a flag's value with its name: checks take
+// them in a list, so that of two bad flags the user always hears of the
+// same one first.
+type intFlag struct {
+	name  string
+	value int
+}
+
+type durationFlag struct {
+	name  string
+	value time.Duration
+}
+
+// checkAtLeastOne refuses the first flag below 1.
+func checkAtLeastOne(flags ...intFlag) error {
+	for _, f := range flags {
+		if f.value < 1 {
+			return usageErrorf("--%s must be at least 1 (got %d)", f.name, f.value)
+		}
+	}
+	return nil
+}
+
+// checkDurations refuses the first negative duration.
+func checkDurations(flags ...durationFlag) error {
+	for _, f := range flags {
+		if f.value < 0 {
+			return usageErrorf("--%s cannot be negative (got %s)", f.name, f.value)
+		}
+	}
+	return nil
+}
+
 // validate checks what no backend could use, and a burst too large for
 // this machine's memory on backend; it runs before anything.
 func (s *shapeFlags) validate(backend string) error {
-	for name, n := range map[string]int{"attempts": s.Attempts, "bursts": s.Bursts, "replicas": s.Replicas, "waves": s.Waves} {
-		if n < 1 {
-			return usageErrorf("--%s must be at least 1 (got %d)", name, n)
-		}
+	if err := checkAtLeastOne(intFlag{"attempts", s.Attempts}, intFlag{"bursts", s.Bursts}, intFlag{"replicas", s.Replicas}, intFlag{"waves", s.Waves}); err != nil {
+		return err
 	}
 	if err := checkRetry(s.Retries, backend); err != nil {
 		return err
@@ -68,7 +99,21 @@ func (s *shapeFlags) validate(backend string) error {
 		// A fresh seed, recorded in the report so that it can be given back.
 		s.Seed = rand.Int64N(1<<53) + 1
 	}
-	return checkDurations(map[string]time.Duration{"gap": s.Gap, "latency": s.Latency, "ttl": s.TTL, "timeout": s.Timeout})
+	return checkDurations(durationFlag{"gap", s.Gap}, durationFlag{"latency", s.Latency}, durationFlag{"ttl", s.TTL}, durationFlag{"timeout", s.Timeout})
+}
+
+// checkEngine refuses --engine on a backend that has no storage engines
+// to choose from: it was accepted and reported as a setting, on postgres
+// say, though nothing read it (issue 29).
+func (s *shapeFlags) checkEngine(reg *scenarios.Registry, backend string) error {
+	if s.Engine == "" {
+		return nil
+	}
+	b, err := reg.Backend(backend)
+	if err != nil || len(b.Engines) > 0 {
+		return nil // an unknown backend is refused on its own, an engine by the backend
+	}
+	return usageErrorf("--engine %s: the %s backend has no storage engines to choose from (%s): drop --engine", s.Engine, backend, engineHelp(reg))
 }
 
 // params builds a scenario's parameters for one run.

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/racetest/racetest/httpfire"
 	"github.com/racetest/racetest/internal/printable"
@@ -19,18 +18,17 @@ import (
 // HTTPOptions are the parsed flags of 'racetest http'.
 type HTTPOptions struct {
 	*Factory
+	// Command is the command line as given, for the Reproduce line.
+	Command string
 	// Config is the target as a suite file would state it.
 	Config   httpfire.Config
 	Data     string // -d: the body, or @FILE
 	Attempts int
 	Bursts   int
 	// Allowed is the effects per burst that are correct: N, or MIN-MAX.
-	Allowed  string
-	Expect   string
-	Strict   bool
-	Format   string
-	Timeline bool
-	Conn     scenarios.Connections
+	Allowed string
+	finishFlags
+	Conn scenarios.Connections
 }
 
 // NewCmdHTTP builds 'racetest http'. Tests pass runF to capture the options.
@@ -87,6 +85,7 @@ Effects checks (--effects), run after each burst with the burst's template value
 			if declined != "" {
 				opts.Config.Success.Declined = strings.Split(declined, ",")
 			}
+			opts.Command = commandLine(c, args, f.Registry)
 			if runF != nil {
 				return runF(c.Context(), opts)
 			}
@@ -112,28 +111,20 @@ Effects checks (--effects), run after each burst with the burst's template value
 	fs.DurationVar(&cfg.Timeout, "timeout", httpfire.DefaultTimeout, "bound on connecting, on each request and on each effects check; a request past it counts as unknown")
 	fs.StringVar(&cfg.Warmup, "warmup", "", "a URL on the same host fetched once on each new HTTP/1.1 connection before it is used")
 	fs.StringVar(&cfg.Setup, "setup", "", "a request made before each burst to create its subject: 'METHOD URL' or a URL (POST); must answer 2xx")
-	fs.StringVar(&opts.Expect, "expect", "safe", "what the run must show: safe, race, lost, max=N or range=MIN-MAX effects per burst")
-	fs.BoolVar(&opts.Strict, "strict", false, "fail (exit 4) when the bursts did not overlap enough to prove anything")
-	fs.StringVarP(&opts.Format, "format", "o", "table", "output format: "+strings.Join(report.Formats(), ", "))
+	opts.finishFlags.register(fs, "what the run must show: safe, race, lost, max=N or range=MIN-MAX effects per burst",
+		"draw the example burst of a RACE as a timeline (table format)")
 	_ = c.RegisterFlagCompletionFunc("format", fixed(report.Formats()))
-	fs.BoolVar(&opts.Timeline, "timeline", true, "draw the example burst of a RACE as a timeline (table format)")
 	registerConn(fs, f.Registry, &opts.Conn)
 	return c
 }
 
 func runHTTP(ctx context.Context, o *HTTPOptions) error {
-	reporter, err := report.Lookup(o.Format)
+	reporter, expect, err := o.finishFlags.parse()
 	if err != nil {
-		return usageError(err)
+		return err
 	}
-	expect, err := report.ParseExpect(o.Expect)
-	if err != nil {
-		return usageError(err)
-	}
-	for name, n := range map[string]int{"attempts": o.Attempts, "bursts": o.Bursts} {
-		if n < 1 {
-			return usageErrorf("--%s must be at least 1 (got %d)", name, n)
-		}
+	if err := checkAtLeastOne(intFlag{"attempts", o.Attempts}, intFlag{"bursts", o.Bursts}); err != nil {
+		return err
 	}
 	required, allowed, err := report.ParseRange(o.Allowed)
 	if err != nil {
@@ -142,7 +133,7 @@ func runHTTP(ctx context.Context, o *HTTPOptions) error {
 	if err := checkBurstMemory(o.Attempts, "http"); err != nil {
 		return err
 	}
-	if err := checkDurations(map[string]time.Duration{"timeout": o.Config.Timeout}); err != nil {
+	if err := checkDurations(durationFlag{"timeout", o.Config.Timeout}); err != nil {
 		return err
 	}
 	cfg := o.Config
@@ -152,55 +143,37 @@ func runHTTP(ctx context.Context, o *HTTPOptions) error {
 		cfg.Body = o.Data
 	}
 	p := scenarios.Params{RunID: scenarios.NewRunID(), Attempts: o.Attempts, Replicas: 1, Conn: o.Conn}
-	target, err := httpfire.New(cfg, p)
+	rc := runner.NewConfig(runner.Attempts(o.Attempts), runner.Bursts(o.Bursts), runner.Allowed(allowed), runner.Required(required), runner.Timeout(cfg.Timeout))
+	name := printable.Line(fmt.Sprintf("%s %s", methodOf(cfg), shortURL(cfg.URL)))
+	shown := ""
+	if required != runner.DefaultRequired || allowed != runner.DefaultAllowed {
+		shown = o.Allowed
+	}
+	pl, err := newHTTPPlan(cfg, p, rc, name, shown, expect, o.Strict)
 	if err != nil {
 		return usageError(err)
 	}
-	if why, err := target.Choose(ctx); err == nil && why != "" && !o.IO.Quiet {
-		// A server that cannot be reached fails the run below, in its
-		// words. Quiet, the choice is said only in the report's note.
-		fmt.Fprintf(o.IO.ErrOut, "racetest: release: %s (%s)\n", target.Release(), why)
+	pl.Case.Command = o.Command
+	build := pl.Build
+	pl.Build = func(ctx context.Context, p scenarios.Params) (runner.Target, error) {
+		t, err := build(ctx, p)
+		if ht, ok := t.(*httpfire.Target); ok {
+			if why, err := ht.Choose(ctx); err == nil && why != "" && !o.IO.Quiet {
+				// A server that cannot be reached fails the run, in its
+				// words. Quiet, the choice is said only in the report's note.
+				fmt.Fprintf(o.IO.ErrOut, "racetest: release: %s (%s)\n", ht.Release(), why)
+			}
+		}
+		return t, err
 	}
-	rc := runner.NewConfig(runner.Attempts(o.Attempts), runner.Bursts(o.Bursts), runner.Allowed(allowed), runner.Required(required), runner.Timeout(cfg.Timeout))
-	c := report.Case{
-		Name:     printable.Line(fmt.Sprintf("%s %s", methodOf(cfg), shortURL(cfg.URL))),
-		Scenario: "http",
-		Backend:  "http",
-		Lesson:   "what the server says is a claim; only the effects check counts what happened",
-		Expect:   expect,
-		Strict:   o.Strict,
-		Release:  string(target.Release()),
-		Settings: map[string]string{"release": string(target.Release()), "run_id": p.RunID},
-	}
-	if cfg.Effects != "" {
-		c.Settings["effects"], _, _ = strings.Cut(cfg.Effects, ":")
-	}
-	if required != runner.DefaultRequired || allowed != runner.DefaultAllowed {
-		c.Settings["allowed"] = o.Allowed
-	}
-	pr := newProgress(o.IO)
-	var done func()
-	rc.Progress, done = pr.track(c.Name, rc.Bursts)
-	c.Result, c.Err = runner.RunConfig(ctx, target, rc)
-	done()
-	pr.wait()
-	// Say what failed in the target's words, not the engine's ("open replica 0: ...").
-	var ce *httpfire.ConnectError
-	if errors.As(c.Err, &ce) {
-		c.Err = ce
-	}
+	cases := execute(ctx, o.Factory, []plan{pl}, nil)
 	var in *httpfire.InputError
-	if errors.As(c.Err, &in) {
+	if errors.As(cases[0].Err, &in) {
 		return usageError(in)
 	}
-	cases := []report.Case{c}
-	if err := reporter(o.IO.Out, cases, reportOptions(o.IO, report.Options{
-		Timeline: o.Timeline, Version: version(), Title: pageTitle(o.Format, "racetest http "+c.Name),
-	})); err != nil {
-		return fmt.Errorf("writing the report: %w", err)
-	}
-	strictHint(o.IO.ErrOut, cases)
-	return verdictError(ctx, cases)
+	return finish(ctx, o.IO, reporter, cases, reportOptions(o.IO, report.Options{
+		Timeline: o.Timeline, Version: version(), Title: pageTitle(o.Format, "racetest http "+name),
+	}))
 }
 
 func methodOf(c httpfire.Config) string {

@@ -34,7 +34,8 @@ type IOStreams struct {
 	// terminal, or unknown).
 	TermWidth int
 	// Env looks up the colour conventions' variables (NO_COLOR,
-	// FORCE_COLOR, CLICOLOR_FORCE, TERM); nil is an empty environment.
+	// FORCE_COLOR, CLICOLOR_FORCE, TERM) and the settings by environment
+	// (RACETEST_<FLAG>, environment.go); nil is an empty environment.
 	Env func(string) (string, bool)
 	// ColorMode is --color: auto (the default), always or never.
 	ColorMode string

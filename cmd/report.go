@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -8,7 +9,9 @@ import (
 	"os"
 	"strings"
 
+	"github.com/racetest/racetest/internal/printable"
 	"github.com/racetest/racetest/report"
+	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/spf13/cobra"
 )
@@ -53,6 +56,7 @@ the one recorded is named on stderr. FILE "-" reads standard input.`,
 	fs.StringVarP(&opts.Format, "format", "o", "table", "output format: "+strings.Join(report.Formats(), ", "))
 	fs.StringVar(&opts.Title, "title", "", "a title above the report (default: the one the report recorded)")
 	completeEnums(c, f.Registry)
+	c.AddCommand(NewCmdReportMerge(f, nil))
 	return c
 }
 
@@ -61,23 +65,79 @@ func runReport(ctx context.Context, o *ReportOptions) error {
 	if err != nil {
 		return usageError(err)
 	}
-	var in io.Reader = o.IO.In
+	doc, err := readReport(ctx, o.IO, o.File)
+	if err != nil {
+		return err
+	}
+	return renderDocument(ctx, o, reporter, doc)
+}
+
+// MaxReportSize is the largest JSON report 'racetest report' reads: about
+// 200,000 bursts' figures. A larger file (or a stream that never ends) is
+// refused at once, before it takes the machine's memory.
+const MaxReportSize = 32 << 20
+
+// readReport reads the JSON report file names ("-": standard input), up
+// to MaxReportSize, and stops reading when ctx ends (Ctrl-C).
+func readReport(ctx context.Context, s *IOStreams, file string) (report.Document, error) {
+	var in io.Reader = s.In
 	name := "<stdin>"
-	if o.File != "-" {
-		fh, err := os.Open(o.File)
+	if file != "-" {
+		fh, err := os.Open(file)
 		if err != nil {
-			return usageErrorf("cannot read the report: %w", err)
+			return report.Document{}, usageErrorf("cannot read the report: %w", err)
 		}
 		defer fh.Close()
-		in, name = fh, o.File
+		st, err := fh.Stat()
+		if err != nil {
+			return report.Document{}, usageErrorf("cannot read the report: %w", err)
+		}
+		if !st.Mode().IsRegular() {
+			return report.Document{}, usageErrorf("%s is not a regular file (%s): save the report to a file, or pipe it to 'racetest report -'", file, st.Mode().Type())
+		}
+		if st.Size() > MaxReportSize {
+			return report.Document{}, usageErrorf("%s is %d MiB, more than the %d MiB a report may be: render the shards or cases apart", file, st.Size()>>20, MaxReportSize>>20)
+		}
+		in, name = fh, file
 	}
-	doc, err := report.ReadDocument(in)
+	data, err := io.ReadAll(&ctxReader{ctx: ctx, r: io.LimitReader(in, MaxReportSize+1)})
 	if err != nil {
-		return usageErrorf("%s: %w", name, err)
+		if ctx.Err() != nil {
+			return report.Document{}, context.Canceled
+		}
+		return report.Document{}, usageErrorf("%s: %w", name, err)
 	}
+	if len(data) > MaxReportSize {
+		return report.Document{}, usageErrorf("%s: more than the %d MiB a report may be: render the shards or cases apart", name, MaxReportSize>>20)
+	}
+	doc, err := report.ReadDocument(bytes.NewReader(data))
+	if err != nil {
+		return report.Document{}, usageErrorf("%s: %w", name, err)
+	}
+	return doc, nil
+}
+
+// ctxReader stops a read between two chunks once ctx ends, so that an
+// interrupt stops a read of a stream that never ends.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c *ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
+
+// renderDocument renders a saved report with reporter and returns the
+// exit its verdicts give, naming on stderr a verdict this racetest judges
+// otherwise than the one recorded.
+func renderDocument(ctx context.Context, o *ReportOptions, reporter report.Reporter, doc report.Document) error {
 	cases, err := doc.Cases()
 	if err != nil {
-		return usageErrorf("%s: %w", name, err)
+		return usageErrorf("%w", err)
 	}
 	for i, c := range cases {
 		a, run := report.Assess(c), doc.Runs[i]
@@ -90,6 +150,14 @@ func runReport(ctx context.Context, o *ReportOptions) error {
 	if title == "" {
 		title = doc.Title
 	}
+	if o.Format == "table" || o.Format == "markdown" {
+		// A saved report is data from elsewhere: an ESC or BEL in it must
+		// not reach the terminal as a control sequence (issue 29).
+		title = printable.Line(title)
+		for i := range cases {
+			cases[i] = printableCase(cases[i])
+		}
+	}
 	if err := reporter(o.IO.Out, cases, reportOptions(o.IO, report.Options{Timeline: true, Version: doc.Version, Title: title,
 		// A matrix's report is rendered as a matrix again.
 		Matrix: len(doc.Matrix) > 0})); err != nil {
@@ -101,6 +169,103 @@ func runReport(ctx context.Context, o *ReportOptions) error {
 		return &exitError{code: ExitViolated, err: errors.New("a run in the report was interrupted before it finished")}
 	}
 	return err
+}
+
+// printableCase is c with every text a person reads escaped by
+// printable: control characters become visible escapes.
+func printableCase(c report.Case) report.Case {
+	c.Name, c.Scenario, c.Backend = printable.Line(c.Name), printable.Line(c.Scenario), printable.Line(c.Backend)
+	c.Lesson, c.Release, c.Command = printable.Line(c.Lesson), printable.Line(c.Release), printable.Line(c.Command)
+	settings := make(map[string]string, len(c.Settings))
+	for k, v := range c.Settings {
+		settings[printable.Line(k)] = printable.Line(v)
+	}
+	c.Settings = settings
+	story := make([]report.StoryPart, len(c.Story))
+	for i, p := range c.Story {
+		story[i] = report.StoryPart{Title: printable.Line(p.Title), Text: printable.Text(p.Text), Code: p.Code}
+	}
+	c.Story = story
+	if c.Err != nil && !errors.Is(c.Err, context.Canceled) {
+		c.Err = errors.New(printable.Text(c.Err.Error()))
+	}
+	if c.Result != nil {
+		r := *c.Result
+		r.Server, r.Diagnosis, r.Release = printable.Line(r.Server), printable.Line(r.Diagnosis), printable.Line(r.Release)
+		r.Notes = make([]string, len(c.Result.Notes))
+		for i, n := range c.Result.Notes {
+			r.Notes[i] = printable.Line(n)
+		}
+		r.Checks = make([]runner.Check, len(c.Result.Checks))
+		for i, ch := range c.Result.Checks {
+			ch.Name, ch.Detail = printable.Line(ch.Name), printable.Line(ch.Detail)
+			r.Checks[i] = ch
+		}
+		c.Result = &r
+	}
+	return c
+}
+
+// NewCmdReportMerge builds 'racetest report merge': the JSON reports of a
+// suite's shards as one report, with the exit code of the whole.
+func NewCmdReportMerge(f *Factory, runF func(context.Context, *ReportOptions, []string) error) *cobra.Command {
+	opts := &ReportOptions{Factory: f}
+	c := &cobra.Command{
+		Use:   "merge A.json B.json [...]",
+		Short: "Merge the JSON reports of a suite's shards into one report, with the exit code of the whole",
+		Long: `merge reads the JSON reports of the shards of one suite ('racetest suite FILE --shard K/N
+--json part-K.json', one per CI job) and renders them as one report, each case once, in any
+format; its exit code is the one a single run of the whole suite would give. A run found in
+two reports, figure for figure (the same file given twice), is refused.`,
+		Example: `  racetest report merge part-1.json part-2.json part-3.json
+  racetest report merge parts/*.json -o junit > racetest.xml
+  racetest report merge parts/*.json -o markdown >> "$GITHUB_STEP_SUMMARY"`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) < 1 {
+				return usageErrorf("report merge takes the shards' JSON reports, got none")
+			}
+			return nil
+		},
+		RunE: func(c *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(c.Context(), opts, args)
+			}
+			return runReportMerge(c.Context(), opts, args)
+		},
+	}
+	fs := c.Flags()
+	fs.StringVarP(&opts.Format, "format", "o", "table", "output format: "+strings.Join(report.Formats(), ", "))
+	fs.StringVar(&opts.Title, "title", "", "a title above the report (default: the shards' own, when they agree)")
+	completeEnums(c, f.Registry)
+	return c
+}
+
+func runReportMerge(ctx context.Context, o *ReportOptions, files []string) error {
+	reporter, err := report.Lookup(o.Format)
+	if err != nil {
+		return usageError(err)
+	}
+	seen := map[string]bool{}
+	docs := make([]report.Document, 0, len(files))
+	for _, file := range files {
+		if seen[file] {
+			return usageErrorf("%s is named twice: each shard's report once", file)
+		}
+		seen[file] = true
+		if file == "-" {
+			return usageErrorf("report merge reads files, not standard input: save each shard's report")
+		}
+		doc, err := readReport(ctx, o.IO, file)
+		if err != nil {
+			return err
+		}
+		docs = append(docs, doc)
+	}
+	doc, err := report.Merge(docs, files)
+	if err != nil {
+		return usageError(err)
+	}
+	return renderDocument(ctx, o, reporter, doc)
 }
 
 // reportOptions completes o with what the streams say and the user asked

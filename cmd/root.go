@@ -37,8 +37,8 @@ func Main() int {
 	go watchInterrupts(sigs, cancel, f.IO.ErrOut, os.Exit)
 	root := NewCmdRoot(f)
 	root.SetArgs(os.Args[1:])
-	err := root.ExecuteContext(ctx)
-	printError(f.IO, err)
+	c, err := root.ExecuteContextC(ctx)
+	printCommandError(f.IO, err, c)
 	return ExitCode(err)
 }
 
@@ -58,7 +58,12 @@ func watchInterrupts(sigs <-chan os.Signal, cancel func(), w io.Writer, exit fun
 
 // printError prints err for a person, unless the command's own output already
 // said it.
-func printError(io *IOStreams, err error) {
+func printError(io *IOStreams, err error) { printCommandError(io, err, nil) }
+
+// printCommandError is printError for an error of command c: a usage
+// error points at c's own help ("racetest sql --help"), where the flag
+// that was wrong is described, not at the root's.
+func printCommandError(io *IOStreams, err error, c *cobra.Command) {
 	if err == nil {
 		return
 	}
@@ -71,7 +76,11 @@ func printError(io *IOStreams, err error) {
 	}
 	fmt.Fprintln(io.ErrOut, "racetest: "+printable.Text(err.Error()))
 	if ExitCode(err) == ExitUsage {
-		fmt.Fprintln(io.ErrOut, "Run 'racetest --help' for usage.")
+		path := "racetest"
+		if c != nil {
+			path = c.CommandPath()
+		}
+		fmt.Fprintf(io.ErrOut, "Run '%s --help' for usage.\n", path)
 	}
 }
 
@@ -102,6 +111,9 @@ many attempts actually executed — the races a one-click test never sees.`,
 	root.PersistentFlags().StringVar(&f.IO.ColorMode, "color", f.IO.ColorMode,
 		"colour: auto (on a terminal, unless NO_COLOR is set or FORCE_COLOR/CLICOLOR_FORCE forces it), always or never")
 	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
+		if err := applyEnv(c, f.Registry, f.IO.Env); err != nil {
+			return err
+		}
 		if err := checkOutputFlags(c, f.IO); err != nil {
 			return err
 		}
@@ -126,7 +138,8 @@ many attempts actually executed — the races a one-click test never sees.`,
 		NewCmdVersion(f),
 		NewCmdReport(f, nil),
 	)
-	addVerbosityFlags(f.IO, root, "run", "demo", "suite", "http")
+	addVerbosityFlags(f.IO, root, "run", "demo", "suite", "http", "sql", "redis", "mongo")
+	root.AddCommand(newEnvironmentTopic(root, f.Registry))
 	strictCompletion(root)
 	return root
 }

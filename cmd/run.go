@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/racetest/racetest/release"
 	"github.com/racetest/racetest/report"
@@ -19,11 +18,8 @@ type RunOptions struct {
 	*Factory
 	Scenario string
 	Backend  string
-	Format   string
-	Expect   string
-	Strict   bool
-	Timeline bool
-	Shape    shapeFlags
+	finishFlags
+	Shape shapeFlags
 	// Processes runs each replica as a 'racetest serve' process (see serve.go).
 	Processes bool
 	// RestartBetween restarts the replicas between two waves: --waves 2 --deploy.
@@ -55,10 +51,8 @@ func NewCmdRun(f *Factory, runF func(context.Context, *RunOptions) error) *cobra
 	}
 	fs := c.Flags()
 	fs.StringVarP(&opts.Backend, "backend", "b", "memory", backendHelp(f.Registry))
-	fs.StringVarP(&opts.Format, "format", "o", "table", "output format: "+strings.Join(report.Formats(), ", "))
-	fs.StringVar(&opts.Expect, "expect", "safe", "what the run must show: safe, race, lost, max=N, range=MIN-MAX effects per burst, or catalog (the catalog's expectation for this backend, isolation, variant and server)")
-	fs.BoolVar(&opts.Strict, "strict", false, "fail (exit 4) when the bursts did not overlap enough to prove anything")
-	fs.BoolVar(&opts.Timeline, "timeline", true, "draw the example burst of a RACE as a timeline (table format)")
+	opts.finishFlags.register(fs, "what the run must show: safe, race, lost, max=N, range=MIN-MAX effects per burst, or catalog (the catalog's expectation for this backend, isolation, variant and server)",
+		"draw the example burst of a RACE as a timeline (table format)")
 	opts.Shape.register(fs, f.Registry, 16, 100)
 	fs.BoolVar(&opts.Processes, "processes", false, "run each replica as a real 'racetest serve' process; attempts reach them over HTTP, round-robin")
 	fs.BoolVar(&opts.RestartBetween, "restart-between", false, "restart the replicas between two waves at the same subject (a deploy): --waves 2 --deploy")
@@ -68,12 +62,9 @@ func NewCmdRun(f *Factory, runF func(context.Context, *RunOptions) error) *cobra
 }
 
 func runRun(ctx context.Context, o *RunOptions) error {
-	spec, err := o.Registry.Scenario(o.Scenario)
+	spec, err := scenarioOn(o.Registry, o.Scenario, o.Backend)
 	if err != nil {
-		return usageError(err)
-	}
-	if _, err := o.Registry.Factory(o.Scenario, o.Backend); err != nil {
-		return usageError(err)
+		return err
 	}
 	reporter, err := report.Lookup(o.Format)
 	if err != nil {
@@ -84,19 +75,20 @@ func runRun(ctx context.Context, o *RunOptions) error {
 	if err != nil && !catalog {
 		return usageError(err)
 	}
-	if o.Shape.Variant == "" && len(spec.Demo) > 0 && spec.Demo[0].Variant != "" {
-		// Name the variant the scenario would default to, so that the
-		// report (and its Reproduce line) says which one ran.
-		o.Shape.Variant = spec.Demo[0].Variant
-	}
+	// The run's own shape: the parsed flags stay as they were given.
+	sh := o.Shape
+	sh.Variant = variantOf(spec, sh.Variant)
 	if o.RestartBetween {
-		o.Shape.Deploy, o.Shape.Waves = true, max(o.Shape.Waves, 2)
+		sh.Deploy, sh.Waves = true, max(sh.Waves, 2)
 	}
-	if err := o.Shape.validate(o.Backend); err != nil {
+	if err := sh.validate(o.Backend); err != nil {
+		return err
+	}
+	if err := o.Shape.checkEngine(o.Registry, o.Backend); err != nil {
 		return err
 	}
 	req := runplan.Request{
-		Scenario: spec.Name, Backend: o.Backend, Shape: o.Shape.plan(o.Shape.Replicas),
+		Scenario: spec.Name, Backend: o.Backend, Shape: sh.plan(sh.Replicas),
 		Release: cmp.Or(o.Release, string(release.Default)), Expect: expect, Catalog: catalog, Strict: o.Strict,
 	}
 	if o.Processes {
@@ -112,27 +104,44 @@ func runRun(ctx context.Context, o *RunOptions) error {
 	if pl.Warning != "" {
 		fmt.Fprintln(o.IO.ErrOut, "racetest: warning: "+pl.Warning)
 	}
-	f := o.Factory
 	if o.Processes {
-		if f, err = processFactory(o, spec, &pl); err != nil {
+		if pl, err = processPlan(o, spec, sh, pl); err != nil {
 			return err
 		}
 	}
-	cases := execute(ctx, f, []plan{pl}, nil)
+	cases := execute(ctx, o.Factory, []plan{pl}, nil)
 	if err := badParam(cases); err != nil {
 		return err
 	}
-	if c := cases[0]; o.Format == "table" && c.Err != nil && (c.Result == nil || len(c.Result.Bursts) == 0) && !errors.Is(c.Err, context.Canceled) {
-		// Nothing ran: a table of dashes would only repeat the error.
-		return setupError(c.Err)
+	if err := nothingRan(o.Format, cases); err != nil {
+		return err
 	}
-	if err := reporter(o.IO.Out, cases, reportOptions(o.IO, report.Options{
+	return finish(ctx, o.IO, reporter, cases, reportOptions(o.IO, report.Options{
 		Timeline: o.Timeline, Version: version(), Title: pageTitle(o.Format, "racetest run "+spec.Name+" on "+o.Backend),
-	})); err != nil {
-		return fmt.Errorf("writing the report: %w", err)
+	}))
+}
+
+// scenarioOn is the catalog's scenario for a command that fires it on
+// backend; an unknown scenario, or one the backend lacks, is bad input.
+func scenarioOn(reg *scenarios.Registry, scenario, backend string) (scenarios.Spec, error) {
+	spec, err := reg.Scenario(scenario)
+	if err != nil {
+		return spec, usageError(err)
 	}
-	strictHint(o.IO.ErrOut, cases)
-	return verdictError(ctx, cases)
+	if _, err := reg.Factory(spec.Name, backend); err != nil {
+		return spec, usageError(err)
+	}
+	return spec, nil
+}
+
+// variantOf is the variant a scenario runs when none is named: its
+// first demonstration's, so that the report (and its Reproduce line) says
+// which one ran.
+func variantOf(spec scenarios.Spec, variant string) string {
+	if variant == "" && len(spec.Demo) > 0 {
+		return spec.Demo[0].Variant
+	}
+	return variant
 }
 
 // pageTitle is the title of a single run's report where it has room for

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -49,7 +50,7 @@ and HTTP/2 over cleartext (h2c), and stops cleanly on SIGTERM or Ctrl-C, droppin
 tables or keys it made.`,
 		Example: `  racetest serve check-then-write --addr 127.0.0.1:8080
   racetest http POST 'http://127.0.0.1:8080/attempt?key={{.Token}}' \
-      --effects 'http:http://127.0.0.1:8080/effects?key={{.Token}}' -n 20 --release last-byte
+      --effects 'http:http://127.0.0.1:8080/effects?key={{.Token}}' -n 16 --release last-byte
   racetest serve conditional-update --backend postgres --addr :9000`,
 		Args:              oneScenario("serve"),
 		ValidArgsFunction: completeScenario(f.Registry),
@@ -85,11 +86,12 @@ func runServe(ctx context.Context, o *ServeOptions) error {
 	if o.Workers < 1 {
 		return usageErrorf("--workers must be at least 1 (got %d)", o.Workers)
 	}
-	if err := checkDurations(map[string]time.Duration{"gap": o.Shape.Gap, "latency": o.Shape.Latency, "ttl": o.Shape.TTL, "timeout": o.Timeout}); err != nil {
+	if err := checkDurations(durationFlag{"gap", o.Shape.Gap}, durationFlag{"latency", o.Shape.Latency}, durationFlag{"ttl", o.Shape.TTL}, durationFlag{"timeout", o.Timeout}); err != nil {
 		return err
 	}
-	o.Shape.Attempts = o.Workers
-	p := o.Shape.params(max(o.Replicas, 1))
+	sh := o.Shape
+	sh.Attempts = o.Workers
+	p := sh.params(max(o.Replicas, 1))
 	if o.RunID != "" {
 		p.RunID = o.RunID
 	}
@@ -113,7 +115,7 @@ func runServe(ctx context.Context, o *ServeOptions) error {
 	// The first line says where: 'run --processes' reads it.
 	fmt.Fprintf(o.IO.Out, "listening on http://%s\n", ln.Addr())
 	if !o.Attached {
-		printServeHelp(o.IO.Out, name, ln.Addr().String(), p)
+		printServeHelp(o.IO.Out, name, ln.Addr().String(), p, o.Workers)
 	}
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: time.Minute}
 	hs.Protocols = new(http.Protocols)
@@ -147,51 +149,52 @@ func runServe(ctx context.Context, o *ServeOptions) error {
 	return nil
 }
 
-func printServeHelp(w io.Writer, name, addr string, p scenarios.Params) {
+// printServeHelp says what the server serves, and the http command to
+// try: with as many attempts as it opened connections for (--workers),
+// since more at once wait for connections of their own.
+func printServeHelp(w io.Writer, name, addr string, p scenarios.Params, workers int) {
 	fmt.Fprintf(w, `racetest serve: %s (pid %d); the store's objects are named %s*
   POST /attempt?key=K     one attempt at subject K: 200 executed, 409 declined, 5xx error
   GET  /effects?key=K     what really happened to K, counted in the store
   GET  /arrivals?key=K    when each attempt at K arrived (Unix ns) and their spread
 try:
-  racetest http POST 'http://%s/attempt?key={{.Token}}' --effects 'http:http://%s/effects?key={{.Token}}' -n 20 --release last-byte
-`, name, os.Getpid(), p.Prefix(), addr, addr)
+  racetest http POST 'http://%s/attempt?key={{.Token}}' --effects 'http:http://%s/effects?key={{.Token}}' -n %d --release last-byte
+`, name, os.Getpid(), p.Prefix(), addr, addr, workers)
 }
 
 // serveExecutable is the racetest binary that replicas run: this one (a
 // test points it at a built racetest).
 var serveExecutable = os.Executable
 
-// processFactory returns a Factory whose registry builds pl's scenario as a
-// fleet of 'racetest serve' processes, one per replica.
-func processFactory(o *RunOptions, spec scenarios.Spec, pl *plan) (*Factory, error) {
+// processPlan makes pl a run whose target is a fleet of 'racetest serve'
+// processes, one per replica, over pl's own target.
+func processPlan(o *RunOptions, spec scenarios.Spec, shape shapeFlags, pl plan) (plan, error) {
 	if b, err := o.Registry.Backend(o.Backend); err == nil && !b.Server && pl.Config.Replicas > 1 && spec.Name != scenarios.MemorySet {
 		// Each process would hold a store of its own: R effects would be R
 		// stores saying yes once each, not a race.
-		return nil, usageErrorf("%s on %s with --processes and %d replicas: each process would keep its own private store, "+
+		return pl, usageErrorf("%s on %s with --processes and %d replicas: each process would keep its own private store, "+
 			"so %d effects would not be a race; run it on a server backend (--backend redis, mysql, postgres or mongo), "+
 			"or drop --processes (memory-set is the scenario whose state is private to each replica by design)",
 			spec.Name, b.Name, pl.Config.Replicas, pl.Config.Replicas)
 	}
 	exe, err := serveExecutable()
 	if err != nil {
-		return nil, setupError(fmt.Errorf("--processes starts racetest itself, and its path is unknown: %w", err))
+		return pl, setupError(fmt.Errorf("--processes starts racetest itself, and its path is unknown: %w", err))
 	}
 	backend, err := o.Registry.Backend(o.Backend)
 	if err != nil {
-		return nil, usageError(err)
+		return pl, usageError(err)
 	}
-	base, shape, replicas := o.Registry, o.Shape, pl.Config.Replicas
+	reg, replicas, allowed := o.Registry, pl.Config.Replicas, pl.Config.Allowed
 	// The embedded backend lives inside each process: there is no shared
 	// store for this process to count in.
 	perProcess := !backend.Server
-	reg := scenarios.NewRegistry()
-	reg.AddScenario(spec)
-	reg.AddBackend(backend)
-	reg.Register(spec.Name, backend.Name, func(ctx context.Context, p scenarios.Params) (runner.Target, error) {
-		var control runner.Target
+	control := pl.Build
+	pl.Build = func(ctx context.Context, p scenarios.Params) (runner.Target, error) {
+		var ctl runner.Target
 		if !perProcess {
 			var err error
-			if control, err = base.Build(ctx, spec.Name, backend.Name, p); err != nil {
+			if ctl, err = control(ctx, p); err != nil {
 				return nil, err
 			}
 		}
@@ -200,19 +203,20 @@ func processFactory(o *RunOptions, spec scenarios.Spec, pl *plan) (*Factory, err
 			Args: func(replica, workers int) []string {
 				return serveArgs(spec.Name, backend.Name, p, shape, replica, replicas, workers)
 			},
-			Env:             connEnv(base, p.Conn),
-			Control:         control,
+			Env:             connEnv(reg, p.Conn),
+			Control:         ctl,
 			PerProcessStore: perProcess,
 			Timeout:         shape.Timeout,
-			Allowed:         pl.Config.Allowed,
+			Allowed:         allowed,
 		})
-	})
+	}
 	pl.Case.Name = fmt.Sprintf("%s (%d %s)", spec.Name, replicas, map[bool]string{true: "processes", false: "process"}[replicas > 1])
+	pl.Case.Settings = maps.Clone(pl.Case.Settings)
 	if pl.Case.Settings == nil {
 		pl.Case.Settings = map[string]string{}
 	}
 	pl.Case.Settings["processes"] = strconv.Itoa(replicas)
-	return &Factory{IO: o.IO, Registry: reg}, nil
+	return pl, nil
 }
 
 // serveArgs are the arguments of one replica process: the run's scenario

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -20,18 +21,17 @@ import (
 // ScriptOptions are the parsed flags of 'racetest sql' and 'racetest redis'.
 type ScriptOptions struct {
 	*Factory
-	Dialect   script.Dialect
-	Backend   string
-	Scripts   script.Spec
-	Attempts  int
-	Bursts    int
-	Allowed   int
-	Timeout   time.Duration
-	Release   string
-	Expect    string
-	Strict    bool
-	Format    string
-	Timeline  bool
+	// Command is the command line as given, for the Reproduce line.
+	Command  string
+	Dialect  script.Dialect
+	Backend  string
+	Scripts  script.Spec
+	Attempts int
+	Bursts   int
+	Allowed  int
+	Timeout  time.Duration
+	Release  string
+	finishFlags
 	Isolation string
 	Conn      scenarios.Connections
 }
@@ -77,7 +77,8 @@ func newCmdScript(f *Factory, d script.Dialect, runF func(context.Context, *Scri
 	c := &cobra.Command{
 		Args: cobra.NoArgs,
 		Long: scriptHelp,
-		RunE: func(c *cobra.Command, _ []string) error {
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.Command = commandLine(c, args, f.Registry)
 			if runF != nil {
 				return runF(c.Context(), opts)
 			}
@@ -101,11 +102,9 @@ func newCmdScript(f *Factory, d script.Dialect, runF func(context.Context, *Scri
 	fs.IntVar(&opts.Allowed, "allowed", runner.DefaultAllowed, "effects per burst that are correct")
 	fs.DurationVar(&opts.Timeout, "timeout", runner.DefaultTimeout, "per-attempt timeout; an attempt past it counts as unknown")
 	fs.StringVar(&opts.Release, "release", string(release.Default), "how each burst's attempts are released: auto (last-byte: each attempt's first marked statement held back by its last byte, all released in one loop), gate, or last-byte")
-	fs.StringVar(&opts.Expect, "expect", "safe", "what the run must show: safe, race, or max=N effects per burst")
-	fs.BoolVar(&opts.Strict, "strict", false, "fail (exit 4) when the bursts did not overlap enough to prove anything")
-	fs.StringVarP(&opts.Format, "format", "o", "table", "output format: "+strings.Join(report.Formats(), ", "))
+	opts.finishFlags.register(fs, "what the run must show: safe, race, or max=N effects per burst",
+		"draw the example burst of a RACE as a timeline, its steps named file:line")
 	_ = c.RegisterFlagCompletionFunc("format", fixed(report.Formats()))
-	fs.BoolVar(&opts.Timeline, "timeline", true, "draw the example burst of a RACE as a timeline, its steps named file:line")
 	registerConn(fs, f.Registry, &opts.Conn)
 	return c
 }
@@ -137,24 +136,23 @@ func runScript(ctx context.Context, o *ScriptOptions) error {
 		}
 		return usageErrorf("racetest %s runs on %s, not %q", o.Dialect, strings.Join(script.Backends[o.Dialect], " or "), o.Backend)
 	}
-	for name, n := range map[string]int{"attempts": o.Attempts, "bursts": o.Bursts} {
-		if n < 1 {
-			return usageErrorf("--%s must be at least 1 (got %d)", name, n)
-		}
+	if err := checkAtLeastOne(intFlag{"attempts", o.Attempts}, intFlag{"bursts", o.Bursts}); err != nil {
+		return err
+	}
+	// As run does: a burst too large for this machine is refused before
+	// anything connects (it connected first, and failed 27 s later).
+	if err := checkBurstMemory(o.Attempts, o.Backend); err != nil {
+		return err
 	}
 	if o.Allowed < 0 {
 		return usageErrorf("--allowed cannot be negative (got %d)", o.Allowed)
 	}
-	if err := checkDurations(map[string]time.Duration{"timeout": o.Timeout}); err != nil {
+	if err := checkDurations(durationFlag{"timeout", o.Timeout}); err != nil {
 		return err
 	}
-	reporter, err := report.Lookup(o.Format)
+	reporter, expect, err := o.finishFlags.parse()
 	if err != nil {
-		return usageError(err)
-	}
-	expect, err := report.ParseExpect(o.Expect)
-	if err != nil {
-		return usageError(err)
+		return err
 	}
 	scripts, err := o.Scripts.Load("", o.Dialect, func(n string) string { return "--" + n })
 	if err != nil {
@@ -169,61 +167,40 @@ func runScript(ctx context.Context, o *ScriptOptions) error {
 	}
 	p := scenarios.Params{RunID: scenarios.NewRunID(), Attempts: o.Attempts, Replicas: 1,
 		Isolation: o.Isolation, Conn: o.Conn, Dial: rel.Dial}
-	cfg := runner.NewConfig(runner.Attempts(o.Attempts), runner.Bursts(o.Bursts),
-		runner.Allowed(o.Allowed), runner.Timeout(o.Timeout))
-	for _, opt := range rel.Options() {
-		opt(&cfg)
-	}
-	name := scripts.Attempt.Name
-	c := report.Case{
-		Name: name, Scenario: "script", Backend: o.Backend, Expect: expect, Strict: o.Strict,
-		Release: string(rel.Mode), Settings: map[string]string{},
+	cfg := runner.NewConfig(append([]runner.Option{runner.Attempts(o.Attempts), runner.Bursts(o.Bursts),
+		runner.Allowed(o.Allowed), runner.Timeout(o.Timeout)}, rel.Options()...)...)
+	pl := plan{
+		Case: report.Case{
+			Name: scripts.Attempt.Name, Scenario: suite.ScriptScenario, Backend: o.Backend, Expect: expect, Strict: o.Strict,
+			Release: string(rel.Mode), Settings: map[string]string{}, Command: o.Command,
+		},
+		Params: p, Config: cfg,
 	}
 	if o.Isolation != "" {
-		c.Settings["isolation"] = o.Isolation
+		pl.Case.Settings["isolation"] = o.Isolation
 	}
-	c.Result, c.Err = runScripts(ctx, o.Factory, o.Backend, p, scripts, cfg)
-	if err := scriptRunError(c.Err); err != nil {
+	// -q keeps the verdict line alone: what will run is not said.
+	var say io.Writer = o.IO.ErrOut
+	if o.IO.Quiet {
+		say = io.Discard
+	}
+	build := scriptBuilder(say, "running your scripts", o.Backend, scripts)
+	pl.Build = func(ctx context.Context, p scenarios.Params) (runner.Target, error) {
+		t, err := build(ctx, p)
+		if err == nil {
+			fmt.Fprintf(say, "  %d attempts released together (%s), %d bursts, token {{.Token}} = %s-<burst>; racetest creates and drops nothing of its own here\n",
+				cfg.Attempts, cfg.ReleaseName(), cfg.Bursts, p.RunID)
+		}
+		return t, err
+	}
+	cases := execute(ctx, o.Factory, []plan{pl}, nil)
+	if err := scriptRunError(cases[0].Err); err != nil {
 		return err
 	}
-	if o.Format == "table" && c.Err != nil && (c.Result == nil || len(c.Result.Bursts) == 0) && !errors.Is(c.Err, context.Canceled) {
-		return setupError(c.Err)
+	if err := nothingRan(o.Format, cases); err != nil {
+		return err
 	}
-	cases := []report.Case{c}
-	if err := reporter(o.IO.Out, cases, report.Options{
-		Color: o.IO.Color(), Timeline: o.Timeline, Version: version(),
-	}); err != nil {
-		return fmt.Errorf("writing the report: %w", err)
-	}
-	strictHint(o.IO.ErrOut, cases)
-	return verdictError(ctx, cases)
-}
-
-// runScripts opens the server, says on stderr what it will run, and runs.
-func runScripts(ctx context.Context, f *Factory, backend string, p scenarios.Params, sc script.Scripts, cfg runner.Config) (*runner.Result, error) {
-	store, err := script.Open(ctx, backend, p)
-	if err != nil {
-		return nil, err
-	}
-	t, err := script.New(store, sc, p.RunID)
-	if err != nil {
-		store.Close()
-		return nil, err
-	}
-	defer t.Close()
-	fmt.Fprintf(f.IO.ErrOut, "racetest: running your scripts on %s\n", store.Where())
-	for _, line := range sc.Describe() {
-		fmt.Fprintln(f.IO.ErrOut, "  "+line)
-	}
-	fmt.Fprintf(f.IO.ErrOut, "  %d attempts released together (%s), %d bursts, token {{.Token}} = %s-<burst>; racetest creates and drops nothing of its own here\n",
-		cfg.Attempts, cfg.ReleaseName(), cfg.Bursts, p.RunID)
-	pr := newProgress(f.IO)
-	var done func()
-	cfg.Progress, done = pr.track(sc.Attempt.Name, cfg.Bursts)
-	res, err := runner.RunConfig(ctx, t, cfg)
-	done()
-	pr.wait()
-	return res, err
+	return finish(ctx, o.IO, reporter, cases, reportOptions(o.IO, report.Options{Timeline: o.Timeline, Version: version()}))
 }
 
 // scriptRunError turns a script that cannot work (it does not parse, a
@@ -245,47 +222,6 @@ func scriptRunError(err error) error {
 		return usageError(bad)
 	}
 	return nil
-}
-
-// scriptFactory returns the factory a suite runs with: f, plus, when the
-// suite has script cases, a "script" scenario on their backends whose build
-// looks each case's scripts up by its run id.
-func scriptFactory(f *Factory, plans []suite.Plan) *Factory {
-	scripts := map[string]script.Scripts{}
-	for _, p := range plans {
-		if p.Script != nil {
-			scripts[p.Params.RunID] = p.Script.Scripts
-		}
-	}
-	if len(scripts) == 0 {
-		return f
-	}
-	reg := f.Registry.Clone()
-	reg.AddScenario(scenarios.Spec{Name: suite.ScriptScenario, Lesson: "your own statements: the effects query counts what happened",
-		Expect: func(scenarios.Params) scenarios.Expectation { return scenarios.ExpectSafe }})
-	for _, d := range []script.Dialect{script.SQL, script.Redis, script.Mongo} {
-		for _, b := range script.Backends[d] {
-			if _, err := reg.Backend(b); err != nil {
-				reg.AddBackend(scenarios.Backend{Name: b, Server: true})
-			}
-			reg.Register(suite.ScriptScenario, b, func(ctx context.Context, p scenarios.Params) (runner.Target, error) {
-				sc, ok := scripts[p.RunID]
-				if !ok {
-					return nil, fmt.Errorf("no script case has run id %s", p.RunID)
-				}
-				store, err := script.Open(ctx, b, p)
-				if err != nil {
-					return nil, err
-				}
-				fmt.Fprintf(f.IO.ErrOut, "racetest: running scripts on %s\n", store.Where())
-				for _, line := range sc.Describe() {
-					fmt.Fprintln(f.IO.ErrOut, "  "+line)
-				}
-				return script.New(store, sc, p.RunID)
-			})
-		}
-	}
-	return &Factory{IO: f.IO, Registry: reg}
 }
 
 // scriptCaseError makes a script case that failed through its own fault a

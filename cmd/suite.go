@@ -1,22 +1,22 @@
 package cmd
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"text/tabwriter"
 	"time"
 
 	"github.com/racetest/racetest/httpfire"
 	"github.com/racetest/racetest/internal/printable"
 	"github.com/racetest/racetest/report"
-	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/suite"
 	"github.com/spf13/cobra"
@@ -39,6 +39,10 @@ type SuiteOptions struct {
 	Timeline bool
 	Keep     bool
 	Conn     scenarios.Connections
+	// Shard is --shard K/N: run part K of N of the suite ("" the whole).
+	Shard string
+	// Cases are --case NAME: run only the cases of these names.
+	Cases []string
 }
 
 // NewCmdSuite builds 'racetest suite'. Tests pass runF to capture the options.
@@ -84,6 +88,8 @@ read_connection, --postgres-read-url (…), defaults.connections.postgres_read (
 	fs.StringVarP(&opts.Format, "format", "o", "table", "what standard output gets: "+strings.Join(report.Formats(), ", "))
 	fs.BoolVar(&opts.Timeline, "timeline", false, "draw the example burst of each RACE as a timeline under the table")
 	fs.BoolVar(&opts.Keep, "keep", false, "keep every run's namespaced tables, keys and collections for inspection")
+	fs.StringArrayVar(&opts.Cases, "case", nil, "run only the case of this `NAME` (repeatable): a report's Reproduce line for a suite's own code")
+	fs.StringVar(&opts.Shard, "shard", "", "run part `K/N` of the suite (one per CI job; each case is in one part, by its name): merge the parts' --json reports with 'racetest report merge'")
 	for _, b := range connBackends(f.Registry) {
 		// No default from the environment here: a suite reads it last,
 		// after the file's own defaults.connections.
@@ -101,15 +107,31 @@ func runSuite(ctx context.Context, o *SuiteOptions) error {
 	if err != nil {
 		return usageError(err)
 	}
+	shard, err := suite.ParseShard(cmp.Or(o.Shard, "1/1"))
+	if err != nil {
+		return usageError(err)
+	}
 	plans, err := loadSuite(ctx, o)
 	if err != nil {
 		return err
 	}
-	f, chosen, err := httpFactory(o.Factory, o.File, plans)
+	if plans, err = selectCases(o.File, plans, o.Cases); err != nil {
+		return err
+	}
+	if shard.N > 1 {
+		all := len(plans)
+		plans = shard.Select(plans)
+		fmt.Fprintf(o.IO.ErrOut, "racetest suite: shard %s: %d of the %d cases\n", shard, len(plans), all)
+		if len(plans) == 0 {
+			// Its reports are still written, empty, so that a CI matrix
+			// merges every part alike.
+			fmt.Fprintf(o.IO.ErrOut, "racetest suite: shard %s of %s holds no case: nothing to run\n", shard, printable.Line(o.File))
+		}
+	}
+	ps, err := suiteRuns(o, plans)
 	if err != nil {
 		return suiteError(o.IO, err)
 	}
-	f = scriptFactory(f, plans)
 	if o.List {
 		return listSuite(o.IO.Out, o.File, plans)
 	}
@@ -121,19 +143,6 @@ func runSuite(ctx context.Context, o *SuiteOptions) error {
 			return usageError(fmt.Errorf("%s:%d:%d: case %q: %w", o.File, p.Line, p.Column, p.Case.Name, err))
 		}
 	}
-	ps := make([]plan, len(plans))
-	for i, p := range plans {
-		ps[i] = p.Run
-		if p.HTTP != nil {
-			ps[i].Case.Settings = httpSettings(p)
-			ps[i].Case.Release = ps[i].Case.Settings["release"]
-			ps[i].Case.Lesson = httpLesson
-		}
-		if p.Prove > 0 {
-			ps[i].Case.Settings["prove"] = formatBound(p.Prove)
-			ps[i].Case.Prove = p.Prove
-		}
-	}
 	// A CI log (stderr not a terminal, so no bars) gets a line per case,
 	// unless -q asked for the verdict lines alone (on stdout).
 	log := caseLog{w: o.IO.ErrOut, on: !o.IO.ErrTTY && !o.IO.Quiet, color: o.IO.ErrColor(), total: len(plans)}
@@ -141,22 +150,9 @@ func runSuite(ctx context.Context, o *SuiteOptions) error {
 		fmt.Fprintf(o.IO.ErrOut, "racetest suite %s: %d cases\n", printable.Line(o.File), len(plans))
 	}
 	var done []report.Case
-	cases := execute(ctx, f, ps, func(c report.Case) {
+	cases := execute(ctx, o.Factory, ps, func(c report.Case) {
 		p := plans[len(done)]
-		// Say what failed in the target's words, not the engine's.
-		var ce *httpfire.ConnectError
-		if errors.As(c.Err, &ce) {
-			c.Err = ce
-		}
 		c = scriptCaseError(c)
-		if p.HTTP != nil {
-			// An auto release became a mode once the server was asked:
-			// the report names that one.
-			if r := chosen(p.Params.RunID); r != "" && r != httpfire.Auto {
-				c.Release = string(r)
-				c.Settings["release"] = string(r)
-			}
-		}
 		c = p.Resolve(c)
 		done = append(done, c)
 		log.line(c)
@@ -164,6 +160,9 @@ func runSuite(ctx context.Context, o *SuiteOptions) error {
 	cases = done[:len(cases)]
 
 	title := fmt.Sprintf("racetest suite %s — %d of %d cases", printable.Line(o.File), len(cases), len(plans))
+	if shard.N > 1 {
+		title = fmt.Sprintf("racetest suite %s, shard %s — %d of %d cases", printable.Line(o.File), shard, len(cases), len(plans))
+	}
 	ropts := reportOptions(o.IO, report.Options{Timeline: o.Timeline, Version: version(), Title: title, Brief: true})
 	if err := reporter(o.IO.Out, printableNames(cases), ropts); err != nil {
 		return fmt.Errorf("writing the %s report: %w", o.Format, err)
@@ -192,6 +191,48 @@ func runSuite(ctx context.Context, o *SuiteOptions) error {
 		return setupError(werr)
 	}
 	return verdict
+}
+
+// selectCases keeps the plans named by --case, in the file's order; a
+// name no case has is bad input, with the nearest names.
+func selectCases(file string, plans []suite.Plan, names []string) ([]suite.Plan, error) {
+	if len(names) == 0 {
+		return plans, nil
+	}
+	want := map[string]bool{}
+	for _, n := range names {
+		want[n] = true
+	}
+	var kept, all []string
+	var mine []suite.Plan
+	for _, p := range plans {
+		all = append(all, p.Case.Name)
+		if want[p.Case.Name] {
+			mine = append(mine, p)
+			kept = append(kept, p.Case.Name)
+		}
+	}
+	for _, n := range names {
+		if !slices.Contains(kept, n) {
+			hint := ""
+			if s := scenarios.Suggest(n, all); s != "" {
+				hint = " (" + s + ")"
+			}
+			return nil, usageErrorf("--case %s: %s has no case of that name%s; 'racetest suite --list %s' shows them",
+				printable.Shell(n), printable.Line(file), hint, printable.Shell(file))
+		}
+	}
+	return mine, nil
+}
+
+// caseCommand is the command that runs one case of a suite file again,
+// for the Reproduce line of a case whose command no other verb can say
+// (an HTTP or script case). A suite read from standard input has none.
+func caseCommand(file, name string) string {
+	if file == "-" {
+		return ""
+	}
+	return printable.ShellLine("racetest", "suite", file, "--case", name)
 }
 
 // loadSuite reads, parses and checks the suite: every problem is a usage
@@ -271,9 +312,6 @@ func suiteError(io *IOStreams, err error) error {
 	return &exitError{code: ExitUsage, err: err, quiet: true}
 }
 
-// httpLesson is what an HTTP case teaches, whatever the endpoint.
-const httpLesson = "what the server says is a claim; only the effects check counts what happened"
-
 // httpConfig maps an HTTP case onto the HTTP engine's configuration, field
 // for field; the timeout, unless the case gives its own, is the case's
 // per-attempt timeout.
@@ -295,79 +333,42 @@ func httpConfig(p suite.Plan) httpfire.Config {
 	return cfg
 }
 
-func httpSettings(p suite.Plan) map[string]string {
-	release := p.HTTP.Release
-	if release == "" {
-		release = string(httpfire.Auto)
-	}
-	s := map[string]string{"release": release, "run_id": p.Params.RunID}
-	if p.HTTP.Effects != "" {
-		s["effects"], _, _ = strings.Cut(p.HTTP.Effects, ":")
-	}
-	if p.Config.Allowed != 1 {
-		s["allowed"] = strconv.Itoa(p.Config.Allowed)
-	}
-	return s
-}
-
-// httpFactory returns the factory a suite runs with: the catalog, plus,
-// when the suite has HTTP cases, an "http" scenario on an "http" backend
-// whose build looks each case's engine configuration up by its run id. The
-// engine checks every configuration here, before anything runs: a problem
-// is a usage error at the case's place in the file. chosen says which
-// release a case's target ended up using (auto is settled by the run).
-func httpFactory(base *Factory, file string, plans []suite.Plan) (f *Factory, chosen func(runID string) httpfire.Release, err error) {
-	configs := map[string]httpfire.Config{}
-	var mu sync.Mutex
-	built := map[string]*httpfire.Target{}
-	chosen = func(runID string) httpfire.Release {
-		mu.Lock()
-		defer mu.Unlock()
-		if t := built[runID]; t != nil {
-			return t.Release()
-		}
-		return ""
-	}
+// suiteRuns makes the runs of a suite's plans: a scenario's plan is its
+// run; an HTTP case's and a script case's runs build their own targets.
+// The HTTP engine checks every case's configuration here, before anything
+// runs: a problem is a usage error at the case's place in the file.
+func suiteRuns(o *SuiteOptions, plans []suite.Plan) ([]plan, error) {
+	ps := make([]plan, len(plans))
 	var problems []string
-	for _, p := range plans {
-		if p.HTTP == nil {
-			continue
+	for i, p := range plans {
+		ps[i] = p.Run
+		if p.HTTP != nil {
+			allowed := ""
+			if p.Config.Allowed != 1 {
+				allowed = strconv.Itoa(p.Config.Allowed)
+			}
+			var err error
+			ps[i], err = newHTTPPlan(httpConfig(p), p.Params, p.Config, p.Case.Name, allowed, p.Case.Expect, p.Case.Strict)
+			if err != nil {
+				problems = append(problems, fmt.Sprintf("%s:%d:%d: case %q: %v", o.File, p.Line, p.Column, p.Case.Name, err))
+				continue
+			}
 		}
-		cfg := httpConfig(p)
-		if _, err := httpfire.New(cfg, p.Params); err != nil {
-			problems = append(problems, fmt.Sprintf("%s:%d:%d: case %q: %v", file, p.Line, p.Column, p.Case.Name, err))
-			continue
+		if p.Script != nil {
+			ps[i].Build = scriptBuilder(o.IO.ErrOut, "running scripts", p.Case.Backend, p.Script.Scripts)
 		}
-		configs[p.Params.RunID] = cfg
+		if p.Script != nil || p.HTTP != nil {
+			ps[i].Case.Command = caseCommand(o.File, p.Case.Name)
+		}
+		if p.Prove > 0 {
+			ps[i].Case.Settings["prove"] = formatBound(p.Prove)
+			ps[i].Case.Prove = p.Prove
+		}
 	}
 	if len(problems) > 0 {
-		return nil, nil, errors.New(strings.Join(problems, "\n"))
+		return nil, errors.New(strings.Join(problems, "\n"))
 	}
-	if len(configs) == 0 {
-		return base, chosen, nil
-	}
-	reg := base.Registry.Clone()
-	if _, err := reg.Scenario("http"); err != nil {
-		reg.AddScenario(scenarios.Spec{Name: "http", Lesson: httpLesson,
-			Expect: func(scenarios.Params) scenarios.Expectation { return scenarios.ExpectSafe }})
-	}
-	if _, err := reg.Backend("http"); err != nil {
-		reg.AddBackend(scenarios.Backend{Name: "http", Summary: "an HTTP endpoint, fired at by the HTTP engine", Server: true})
-	}
-	reg.Register("http", "http", func(_ context.Context, p scenarios.Params) (runner.Target, error) {
-		cfg, ok := configs[p.RunID]
-		if !ok {
-			return nil, fmt.Errorf("no http case has run id %s", p.RunID)
-		}
-		t, err := httpfire.New(cfg, p)
-		if err == nil {
-			mu.Lock()
-			built[p.RunID] = t
-			mu.Unlock()
-		}
-		return t, err
-	})
-	return &Factory{IO: base.IO, Registry: reg}, chosen, nil
+	return ps, nil
 }
 
 // listSuite shows what would run, with which connection, and nothing runs.

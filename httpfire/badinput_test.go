@@ -153,3 +153,14 @@ func TestTimeoutIsUnknown(t *testing.T) {
 		})
 	}
 }
+
+// A body named as a device, a pipe or a file past MaxBodySize is refused
+// at once, before any request (issue 29: -d @/dev/zero read 2.7 GB in 10 s).
+func TestBodyFileIsBounded(t *testing.T) {
+	for _, file := range []string{"/dev/zero", t.TempDir()} {
+		_, err := httpfire.New(httpfire.Config{URL: "http://127.0.0.1:9/x", BodyFile: file}, params())
+		if err == nil || !strings.Contains(err.Error(), "not a regular file") && !strings.Contains(err.Error(), "a directory") {
+			t.Errorf("body from %s: %v", file, err)
+		}
+	}
+}

@@ -13,13 +13,14 @@ package httpfire
 import (
 	"fmt"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 	"text/template"
 	"time"
 
 	"golang.org/x/net/http/httpguts"
+
+	"github.com/racetest/racetest/internal/bounded"
 )
 
 // Release is how a burst's requests leave the client together.
@@ -50,6 +51,10 @@ func Releases() []Release { return []Release{Auto, Barrier, LastByte, SinglePack
 
 // DefaultTimeout bounds connecting, each request and each effects check.
 const DefaultTimeout = 10 * time.Second
+
+// MaxBodySize is the largest request body read from a file: /dev/zero,
+// a pipe or a runaway file is refused at once.
+const MaxBodySize = 16 << 20
 
 // Config is one HTTP target as a command line or a suite file states it. The
 // URL, header values, body and effects check are Go text/templates over Vars.
@@ -175,9 +180,9 @@ func compile(c Config) (*compiled, error) {
 		if c.Body != "" {
 			return nil, inputErrorf("body", "give the body inline or as a file, not both")
 		}
-		b, err := os.ReadFile(c.BodyFile)
+		b, err := bounded.ReadFile(c.BodyFile, MaxBodySize)
 		if err != nil {
-			return nil, inputErrorf("body_file", "%w", err)
+			return nil, inputErrorf("body_file", "%w (a body is read whole, up to %s)", err, bounded.Size(MaxBodySize))
 		}
 		body = string(b)
 	}

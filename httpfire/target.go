@@ -321,7 +321,11 @@ func (t *Target) Notes() []string {
 		notes = append(notes, fmt.Sprintf("server arrival spread (%s header): median %s, max %s over %d bursts", ArrivalHeader, human(medianD(t.st.arrival)), human(maxD(t.st.arrival)), len(t.st.arrival)))
 	}
 	if t.st.late > 0 {
-		notes = append(notes, fmt.Sprintf("%d bursts were released before all their attempts were ready (one was not scheduled within %s of the first)", t.st.late, releaseWait))
+		bursts := fmt.Sprintf("%d bursts were", t.st.late)
+		if t.st.late == 1 {
+			bursts = "1 burst was"
+		}
+		notes = append(notes, fmt.Sprintf("%s released before all their attempts were ready (one was not scheduled within %s of the first)", bursts, releaseWait))
 	}
 	if t.st.unsync > 0 {
 		notes = append(notes, fmt.Sprintf("%d attempts could not be held back (a later wave, or a connection re-made): the gate alone released them", t.st.unsync))

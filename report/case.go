@@ -119,9 +119,14 @@ type Case struct {
 	Prove float64
 	// Story is the scenario's story as 'racetest explain' tells it, for
 	// reports that fold it under the case (HTML).
-	Story  []StoryPart
-	Result *runner.Result
-	Err    error
+	Story []StoryPart
+	// Command runs the case again, as a person pastes it: 'racetest sql
+	// …' as it was given, 'racetest suite FILE --case NAME' for a suite's
+	// own code. Empty for a built-in scenario, whose Reproduce line is
+	// built from its settings.
+	Command string
+	Result  *runner.Result
+	Err     error
 }
 
 // StoryPart is one titled paragraph of a scenario's story.

@@ -99,9 +99,11 @@ type RunJSON struct {
 	// What a saved report needs to be rendered again ('racetest report'):
 	// the case's lesson and story, how it was judged, and every burst's
 	// figures, from which the HTML draws its histograms.
-	Lesson   string      `json:"lesson,omitempty"`
-	Story    []StoryPart `json:"story,omitempty"`
-	Strict   bool        `json:"strict,omitempty"`
+	Lesson string      `json:"lesson,omitempty"`
+	Story  []StoryPart `json:"story,omitempty"`
+	Strict bool        `json:"strict,omitempty"`
+	// Command runs the case again (report.Case.Command).
+	Command  string      `json:"command,omitempty"`
 	Prove    float64     `json:"prove,omitempty"`
 	PerBurst []BurstJSON `json:"per_burst,omitempty"`
 	// Diagnosis is the target's account of why nothing took effect, and
@@ -196,7 +198,7 @@ func runJSON(c Case) RunJSON {
 		Expect: c.Expect.String(), Verdict: a.Verdict, ExpectationMet: a.Met, Why: a.Why,
 		Violations: a.Violations, ViolationRate: a.Rate, UpperBound95: a.Upper, Overlapped: a.Overlapped, Tested: a.Tested,
 		Bursts: a.Bursts, Interrupted: a.Interrupted, Outcomes: map[string]int{},
-		Lesson: c.Lesson, Story: c.Story, Strict: c.Strict, Prove: c.Prove,
+		Lesson: c.Lesson, Story: c.Story, Strict: c.Strict, Prove: c.Prove, Command: c.Command,
 	}
 	if c.Err != nil {
 		j.Error = c.Err.Error()

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/racetest/racetest/internal/printable"
 	"github.com/racetest/racetest/runner"
 )
 
@@ -317,13 +318,19 @@ var reproduceFlags = map[string]bool{
 	"isolation": true, "engine": true, "variant": true, "deploy": false, "processes": false,
 }
 
-// reproduce is the 'racetest run' command for a built-in case: every part
-// of it is a flag 'racetest run' accepts.
+// reproduce is the command that runs the case again, shell-quoted so
+// that it runs as printed: the case's own Command, else, for a built-in
+// case, 'racetest run' with every setting that is one of its flags. A
+// case neither can say (an HTTP or script case without its command) has
+// no line rather than a wrong one.
 func reproduce(c Case) string {
-	if c.Scenario == "" || c.Backend == "" || c.Backend == "http" {
+	if c.Command != "" {
+		return c.Command
+	}
+	if c.Scenario == "" || c.Backend == "" || c.Backend == "http" || c.Scenario == "script" {
 		return ""
 	}
-	parts := []string{"racetest run", c.Scenario, "--backend", c.Backend}
+	parts := []string{"racetest", "run", c.Scenario, "--backend", c.Backend}
 	if r := c.Result; r != nil && r.Attempts > 0 {
 		parts = append(parts, "-n", strconv.Itoa(r.Attempts), "--bursts", strconv.Itoa(r.Planned))
 	}
@@ -354,7 +361,7 @@ func reproduce(c Case) string {
 	if c.Strict {
 		parts = append(parts, "--strict")
 	}
-	return strings.Join(parts, " ")
+	return printable.ShellLine(parts...)
 }
 
 func seconds(s float64) string { return strconv.FormatFloat(s, 'f', 3, 64) }

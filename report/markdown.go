@@ -63,7 +63,7 @@ func Markdown(w io.Writer, cases []Case, o Options) error {
 			fmt.Fprintf(&b, "\n> **Lesson:** %s\n", mdEscape(c.Lesson))
 		}
 		if cmd := reproduce(c); cmd != "" {
-			fmt.Fprintf(&b, "\nReproduce: `%s`\n", cmd)
+			fmt.Fprintf(&b, "\nReproduce: %s\n", mdCode(cmd))
 		}
 	}
 	_, err := io.WriteString(w, b.String())
@@ -109,6 +109,26 @@ func mdMark(a Assessment) string {
 }
 
 // mdEscape keeps a value inside its table cell and out of Markdown syntax.
+// mdCode is s as a Markdown code span that nothing in s can end: fenced
+// with one backtick more than its longest run of them, and padded where
+// it starts or ends with one (CommonMark 6.1).
+func mdCode(s string) string {
+	longest, run := 0, 0
+	for _, r := range s {
+		if r == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	fence := strings.Repeat("`", longest+1)
+	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") {
+		s = " " + s + " "
+	}
+	return fence + s + fence
+}
+
 func mdEscape(s string) string {
 	return strings.NewReplacer(
 		"|", `\|`, "\n", " ", "\r", " ", "*", `\*`, "_", `\_`, "`", "\\`", "<", "&lt;", ">", "&gt;",

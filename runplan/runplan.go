@@ -8,7 +8,8 @@
 // The whole API:
 //
 //	r, err := runplan.Build(reg, runplan.Request{Scenario: "check-then-write", Backend: "postgres", Shape: sh, Catalog: true})
-//	// … run r.Params and r.Config with the runner, giving a report.Case c …
+//	t, err := r.Build(ctx, r.Params) // the registry's scenario on its backend
+//	// … run t with r.Config, giving a report.Case c …
 //	c = runplan.ResolveCatalog(reg, c, r.Params) // when r.Catalog: the server is known now
 //
 // An error from Build is a *FieldError naming the part of the request it
@@ -17,6 +18,7 @@
 package runplan
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -80,12 +82,23 @@ type Request struct {
 	Strict bool
 }
 
+// Builder makes a run's target from the run's parameters.
+type Builder func(ctx context.Context, p scenarios.Params) (runner.Target, error)
+
 // Run is one run ready to carry out: the case as the report will show it
-// before it ran, the scenario's parameters and the runner's shape.
+// before it ran, the scenario's parameters, the runner's shape, and how to
+// build the target the runner fires at.
 type Run struct {
 	Case   report.Case
 	Params scenarios.Params
 	Config runner.Config
+	// Build makes the target: the registry's scenario for a run Build
+	// made; a script, an HTTP endpoint or a fleet of processes for runs
+	// their own constructors made.
+	Build Builder
+	// After, when set, completes the case once its target has run, with
+	// what only the run settles (the release an HTTP target chose).
+	After func(t runner.Target, c report.Case) report.Case
 	// Catalog: the expectation is the catalog's, to be resolved again with
 	// ResolveCatalog once the run has named its server.
 	Catalog bool
@@ -160,7 +173,15 @@ func Build(reg *scenarios.Registry, req Request) (Run, error) {
 	if req.Release != "" {
 		c.Release = string(rel.Mode)
 	}
-	return Run{Case: c, Params: p, Config: cfg, Catalog: req.Catalog, Warning: rel.Warning}, nil
+	return Run{Case: c, Params: p, Config: cfg, Build: registryBuilder(reg, spec.Name, req.Backend),
+		Catalog: req.Catalog, Warning: rel.Warning}, nil
+}
+
+// registryBuilder builds scenario on backend from the registry.
+func registryBuilder(reg *scenarios.Registry, scenario, backend string) Builder {
+	return func(ctx context.Context, p scenarios.Params) (runner.Target, error) {
+		return reg.Build(ctx, scenario, backend, p)
+	}
 }
 
 // ResolveCatalog sets a case's expectation from the catalog's table, now

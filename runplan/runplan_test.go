@@ -1,6 +1,7 @@
 package runplan_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -130,5 +131,39 @@ func TestBuildAuto(t *testing.T) {
 	}
 	if r.Config.ReleaseName() != "gate" || r.Params.Dial != nil || r.Case.Release != "gate" || len(r.Config.Notes) != 1 {
 		t.Errorf("auto for memory-set on redis: release %s, case %q, notes %q; want the gate and a note", r.Config.ReleaseName(), r.Case.Release, r.Config.Notes)
+	}
+}
+
+// A run Build made builds its own scenario on its own backend, from the
+// parameters it is given: the plan, not the command, knows its target.
+func TestBuildBuildsTheRegistrysScenario(t *testing.T) {
+	reg := scenarios.NewRegistry()
+	reg.AddBackend(scenarios.Backend{Name: "one"})
+	reg.AddBackend(scenarios.Backend{Name: "two"})
+	var built []string
+	for _, name := range []string{"a", "b"} {
+		reg.AddScenario(scenarios.Spec{Name: name, Allowed: 1,
+			Expect: func(scenarios.Params) scenarios.Expectation { return scenarios.ExpectSafe }})
+		for _, backend := range []string{"one", "two"} {
+			reg.Register(name, backend, func(_ context.Context, p scenarios.Params) (runner.Target, error) {
+				built = append(built, name+" on "+backend+" as "+p.RunID)
+				return nil, errors.New("built")
+			})
+		}
+	}
+	r, err := runplan.Build(reg, runplan.Request{Scenario: "b", Backend: "two", Shape: shape(), RunID: "r1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := r.Params
+	p.RunID = "r2"
+	if _, err := r.Build(context.Background(), p); err == nil || err.Error() != "built" {
+		t.Fatalf("Build: %v, want the factory's own error", err)
+	}
+	if len(built) != 1 || built[0] != "b on two as r2" {
+		t.Errorf("built %q, want b on two with the parameters given", built)
+	}
+	if r.After != nil {
+		t.Error("a registry run has nothing to settle after it ran")
 	}
 }

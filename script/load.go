@@ -3,10 +3,10 @@ package script
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/racetest/racetest/internal/bounded"
 	"github.com/racetest/racetest/scenarios"
 )
 
@@ -72,6 +72,10 @@ func (s Spec) Load(dir string, d Dialect, field func(name string) string) (Scrip
 	return sc, nil
 }
 
+// MaxScriptSize is the largest script file read: a setup that loads seed
+// data fits; /dev/zero, a pipe or a runaway file is refused at once.
+const MaxScriptSize = 16 << 20
+
 // read returns a script's name and text: @FILE is read, anything else is
 // the script itself, named by where.
 func read(value, dir, where string) (name, src string, err error) {
@@ -85,9 +89,9 @@ func read(value, dir, where string) (name, src string, err error) {
 	if dir != "" && !filepath.IsAbs(path) {
 		path = filepath.Join(dir, path)
 	}
-	b, err := os.ReadFile(path)
+	b, err := bounded.ReadFile(path, MaxScriptSize)
 	if err != nil {
-		return "", "", fmt.Errorf("%s: cannot read the script: %w", where, err)
+		return "", "", fmt.Errorf("%s: cannot read the script: %w (a script is read whole, up to %s)", where, err, bounded.Size(MaxScriptSize))
 	}
 	return path, string(b), nil
 }

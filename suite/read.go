@@ -1,10 +1,13 @@
 package suite
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
+
+	"github.com/racetest/racetest/internal/bounded"
 )
 
 // ReadFile reads a suite file: a regular file of at most MaxFileSize
@@ -51,22 +54,9 @@ func Read(name string, r io.Reader) ([]byte, error) {
 }
 
 func regular(name string, st fs.FileInfo) error {
-	m := st.Mode()
-	if m.IsRegular() {
-		return nil
+	var nr *bounded.NotRegularError
+	if err := bounded.Regular(name, st); errors.As(err, &nr) {
+		return fmt.Errorf("%s is %s, not a suite file: give the path of a YAML file (or - to read the suite from standard input)", name, nr.What)
 	}
-	what := "not a regular file"
-	switch {
-	case m.IsDir():
-		what = "a directory"
-	case m&fs.ModeNamedPipe != 0:
-		what = "a named pipe (FIFO)"
-	case m&fs.ModeSocket != 0:
-		what = "a socket"
-	case m&fs.ModeCharDevice != 0:
-		what = "a character device"
-	case m&fs.ModeDevice != 0:
-		what = "a device"
-	}
-	return fmt.Errorf("%s is %s, not a suite file: give the path of a YAML file (or - to read the suite from standard input)", name, what)
+	return nil
 }

@@ -280,9 +280,25 @@ func (c conn) unreachableError(lead string, err error) error {
 		return fmt.Errorf("mongo: authentication to %s failed (%s) — check the user and password in --mongo-uri or RACETEST_MONGO_URI (%s): %w",
 			hosts, why, Redact(c.uri), scrub(err, c.uri))
 	}
-	return fmt.Errorf("%s %s (%s) — is the server running? set --mongo-uri or RACETEST_MONGO_URI (using %s): %w",
-		lead, hosts, why, Redact(c.uri), scrub(err, c.uri))
+	msg := fmt.Sprintf("%s %s (%s) — is the server running? set --mongo-uri or RACETEST_MONGO_URI (using %s)", lead, hosts, why, Redact(c.uri))
+	if errors.As(err, &sse) {
+		// The driver's text is its whole topology ("current topology: {
+		// Type: Unknown, Servers: [{ Addr: …") and says no more than the
+		// cause above: keep it for errors.As, not for the reader.
+		return &selectionError{msg: msg, err: err}
+	}
+	return fmt.Errorf("%s: %w", msg, scrub(err, c.uri))
 }
+
+// selectionError is a failed server selection, said in one line; the
+// driver's error stays behind it for errors.As.
+type selectionError struct {
+	msg string
+	err error
+}
+
+func (e *selectionError) Error() string { return e.msg }
+func (e *selectionError) Unwrap() error { return e.err }
 
 // reason is the innermost cause a person recognises: "connection refused",
 // "no such host", "i/o timeout".

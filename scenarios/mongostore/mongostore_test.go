@@ -18,6 +18,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/connstring"
+	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/topology"
 
 	"github.com/racetest/racetest/runner"
 
@@ -458,6 +459,15 @@ func TestUnreachable(t *testing.T) {
 		if strings.Contains(msg, secret) {
 			t.Errorf("error leaks the password (%q): %s", secret, msg)
 		}
+	}
+	// One line: the driver's topology dump says nothing the cause does not
+	// (issue 29), but stays behind the error for errors.As.
+	if strings.Contains(msg, "topology") || strings.Contains(msg, "\n") {
+		t.Errorf("the error carries the driver's topology dump: %s", msg)
+	}
+	var sse topology.ServerSelectionError
+	if !errors.As(err, &sse) {
+		t.Errorf("the driver's ServerSelectionError is not behind %v", err)
 	}
 	// A guard against a hang, not a benchmark: the driver's own default
 	// would wait 30 s.

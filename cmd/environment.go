@@ -1,0 +1,160 @@
+package cmd
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/racetest/racetest/scenarios"
+)
+
+// Settings by environment (issue 29): every flag of every command can be
+// given as RACETEST_<FLAG>, the flag's name in capitals with '-' as '_'
+// (--bursts is RACETEST_BURSTS, --solo-every RACETEST_SOLO_EVERY), as k6
+// reads K6_*. A CI matrix can then vary a run without editing its suite
+// or its command line. The command line wins over the environment, which
+// wins over the flag's default; a variable counts as the flag given, so
+// rules that depend on a flag being given ("--bursts overrides prove:")
+// hold for it too.
+//
+// Left out: the connection flags (--postgres-url, …), which have read
+// their RACETEST_* variables all along, in an order of their own in a
+// suite (after the file's defaults.connections); and --help and
+// --version, which are not settings.
+
+// envPrefix starts every settings variable.
+const envPrefix = "RACETEST_"
+
+// envName is the variable that sets the flag named name.
+func envName(name string) string {
+	return envPrefix + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+}
+
+// envSkipped reports whether the flag is not a setting the environment
+// may give.
+func envSkipped(f *pflag.Flag, reg *scenarios.Registry) bool {
+	if f.Name == "help" || f.Name == "version" {
+		return true
+	}
+	for _, b := range connBackends(reg) {
+		if f.Name == b.Conn.Flag || (b.ReadConn != nil && f.Name == b.ReadConn.Flag) {
+			return true
+		}
+	}
+	return false
+}
+
+// applyEnv gives each flag of c that the command line did not set the
+// value of its RACETEST_* variable, in the flags' sorted order so that
+// the first bad variable is always the same one. A value the flag refuses
+// is a usage error that names the variable.
+func applyEnv(c *cobra.Command, reg *scenarios.Registry, lookup func(string) (string, bool)) error {
+	if lookup == nil {
+		return nil
+	}
+	fs := c.Flags()
+	var flags []*pflag.Flag
+	fs.VisitAll(func(f *pflag.Flag) { flags = append(flags, f) })
+	sort.Slice(flags, func(i, j int) bool { return flags[i].Name < flags[j].Name })
+	for _, f := range flags {
+		if f.Changed || envSkipped(f, reg) {
+			continue
+		}
+		v, ok := lookup(envName(f.Name))
+		if !ok {
+			continue
+		}
+		if fs.Set(f.Name, v) != nil {
+			return usageErrorf("%s=%q is not a value for --%s (it takes %s): unset it, or give --%s on the command line, which wins",
+				envName(f.Name), v, f.Name, valueKind(f), f.Name)
+		}
+	}
+	return nil
+}
+
+// valueKind says what a flag takes, for a person.
+func valueKind(f *pflag.Flag) string {
+	switch t := f.Value.Type(); t {
+	case "int", "int64", "uint", "uint64":
+		return "a whole number"
+	case "bool":
+		return "true or false"
+	case "duration":
+		return "a duration such as 250ms or 2s"
+	case "float64":
+		return "a number"
+	default:
+		return "a " + t
+	}
+}
+
+// environmentHelp is 'racetest help environment': every variable, the
+// flag it sets and the commands that have it, read from the command tree
+// so that it cannot fall behind.
+func environmentHelp(root *cobra.Command, reg *scenarios.Registry) string {
+	type setting struct {
+		flag     string
+		commands []string
+	}
+	vars := map[string]*setting{}
+	for _, c := range root.Commands() {
+		if c.Hidden || !c.IsAvailableCommand() || c.Name() == "help" || c.Name() == "completion" {
+			continue
+		}
+		c.Flags().VisitAll(func(f *pflag.Flag) {
+			if envSkipped(f, reg) || f.Hidden {
+				return
+			}
+			name := envName(f.Name)
+			s := vars[name]
+			if s == nil {
+				s = &setting{flag: "--" + f.Name}
+				vars[name] = s
+			}
+			s.commands = append(s.commands, c.Name())
+		})
+	}
+	names := make([]string, 0, len(vars))
+	width := 0
+	for n := range vars {
+		names = append(names, n)
+		width = max(width, len(n))
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	b.WriteString(`Every flag can be set by a variable: RACETEST_ and the flag's name in capitals, '-' as '_'.
+The command line wins over the environment, and the environment over the default; a
+variable counts as the flag given. A CI matrix can so vary a run without editing its command:
+
+  RACETEST_ATTEMPTS=32 RACETEST_BURSTS=500 racetest run check-then-write -b postgres
+
+A suite file reads variables itself: ${NAME} or ${NAME:-default} in any value (docs/suites.md).
+
+The connection flags are not listed here: they read RACETEST_POSTGRES_URL, RACETEST_MYSQL_DSN,
+RACETEST_REDIS_URL and RACETEST_MONGO_URI as 'racetest run --help' says (in a suite, after the
+file's defaults.connections).
+
+`)
+	for _, n := range names {
+		s := vars[n]
+		fmt.Fprintf(&b, "  %-*s  %-22s %s\n", width, n, s.flag, strings.Join(s.commands, ", "))
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+// newEnvironmentTopic is the help topic 'racetest help environment'.
+func newEnvironmentTopic(root *cobra.Command, reg *scenarios.Registry) *cobra.Command {
+	topic := &cobra.Command{
+		Use:   "environment",
+		Short: "Settings by environment: RACETEST_<FLAG> for every flag",
+	}
+	// The tree is complete only once every command is added: build the
+	// text when it is asked for.
+	topic.SetHelpFunc(func(c *cobra.Command, _ []string) {
+		fmt.Fprintln(c.OutOrStdout(), environmentHelp(root, reg))
+	})
+	return topic
+}

@@ -1,0 +1,154 @@
+package cmd
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/racetest/racetest/report"
+)
+
+// Three shards of a suite, merged, give the cases of one run of the whole,
+// each once, with the same verdicts and the same exit code (issue 29). The
+// cases' verdicts do not depend on chance: RACE on memory with 8 attempts
+// (every burst races), and an expectation that fails (exit 1).
+func TestSuiteShardsMergeAsOneRun(t *testing.T) {
+	var src strings.Builder
+	src.WriteString("defaults:\n  attempts: 8\n  bursts: 5\ncases:\n")
+	for i := range 8 {
+		fmt.Fprintf(&src, "  - {name: race %d, scenario: check-then-write, expect: race}\n", i)
+	}
+	src.WriteString("  - {name: wrongly expected safe, scenario: check-then-write, expect: safe}\n")
+	file := writeSuite(t, src.String())
+	dir := t.TempDir()
+
+	whole := filepath.Join(dir, "whole.json")
+	_, errOut, wholeCode := execSuite(t, memoryOnly(), nil, "suite", file, "--json", whole, "-q")
+	if wholeCode != ExitViolated {
+		t.Fatalf("the whole suite exited %d, want %d: %s", wholeCode, ExitViolated, errOut)
+	}
+	var parts []string
+	shardCases := 0
+	for k := 1; k <= 3; k++ {
+		part := filepath.Join(dir, fmt.Sprintf("part-%d.json", k))
+		parts = append(parts, part)
+		_, errOut, code := execSuite(t, memoryOnly(), nil, "suite", file, "--shard", fmt.Sprintf("%d/3", k), "--json", part, "-q")
+		if code != ExitOK && code != ExitViolated {
+			t.Fatalf("shard %d/3 exited %d: %s", k, code, errOut)
+		}
+		var d report.Document
+		if err := json.Unmarshal(readFile(t, part), &d); err != nil {
+			t.Fatal(err)
+		}
+		if len(d.Runs) == 9 {
+			t.Errorf("shard %d/3 ran every case", k)
+		}
+		shardCases += len(d.Runs)
+	}
+	if shardCases != 9 {
+		t.Errorf("the shards ran %d cases, want the suite's 9, each once", shardCases)
+	}
+
+	out, errOut, mergedCode := execSuite(t, memoryOnly(), nil, append([]string{"report", "merge", "-o", "json"}, parts...)...)
+	if mergedCode != wholeCode {
+		t.Errorf("merged exit %d, one run exited %d: %s", mergedCode, wholeCode, errOut)
+	}
+	var merged, one report.Document
+	if err := json.Unmarshal([]byte(out), &merged); err != nil {
+		t.Fatalf("merge -o json: %v\n%s", err, out)
+	}
+	if err := json.Unmarshal(readFile(t, whole), &one); err != nil {
+		t.Fatal(err)
+	}
+	verdicts := func(d report.Document) map[string]string {
+		m := map[string]string{}
+		for _, r := range d.Runs {
+			if _, twice := m[r.Name]; twice {
+				t.Errorf("%s is in the report twice", r.Name)
+			}
+			m[r.Name] = fmt.Sprintf("%s met=%v", r.Verdict, r.ExpectationMet)
+		}
+		return m
+	}
+	got, want := verdicts(merged), verdicts(one)
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("merged verdicts %v\none run's      %v", got, want)
+	}
+
+	// The same shard twice is refused, before anything is written.
+	out, errOut, code := execSuite(t, memoryOnly(), nil, "report", "merge", parts[0], parts[1], parts[0])
+	if code != ExitUsage || out != "" || !strings.Contains(errOut, "named twice") {
+		t.Errorf("a shard named twice: exit %d, out %q, err %q", code, out, errOut)
+	}
+}
+
+// --shard is checked before the suite is read.
+func TestSuiteShardRefusesBadParts(t *testing.T) {
+	file := writeSuite(t, "cases:\n  - {scenario: check-then-write, expect: race}\n")
+	for _, bad := range []string{"0/3", "4/3", "3", "a/b"} {
+		out, errOut, code := execSuite(t, memoryOnly(), nil, "suite", file, "--shard", bad)
+		if code != ExitUsage || out != "" || !strings.Contains(errOut, "--shard") {
+			t.Errorf("--shard %s: exit %d, out %q, err %q", bad, code, out, errOut)
+		}
+	}
+}
+
+// endless is a stream that never ends, as /dev/zero piped in.
+type endless struct{}
+
+func (endless) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = ' '
+	}
+	return len(p), nil
+}
+
+// 'racetest report' reads a bounded report: a device or a stream past
+// MaxReportSize is refused (exit 2) rather than read without end.
+func TestReportReadsBoundedInput(t *testing.T) {
+	io, out, errOut := Test()
+	io.In = endless{}
+	if code := execIO(t, io, memoryOnly(), "report", "-"); code != ExitUsage || !strings.Contains(errOut.String(), "more than the 32 MiB") || out.Len() != 0 {
+		t.Errorf("an endless stdin: exit %d, out %q, err %q", code, out, errOut)
+	}
+	io, out, errOut = Test()
+	if code := execIO(t, io, memoryOnly(), "report", "/dev/zero"); code != ExitUsage || !strings.Contains(errOut.String(), "not a regular file") {
+		t.Errorf("/dev/zero: exit %d, out %q, err %q", code, out, errOut)
+	}
+}
+
+// A saved report is data from elsewhere: its ESC and BEL bytes never reach
+// a terminal as control sequences, in any field a person reads.
+func TestReportEscapesControlCharacters(t *testing.T) {
+	data := readFile(t, "../report/testdata/report.json")
+	var doc report.Document
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	doc.Title = "title\x1b]0;owned\a"
+	doc.Runs[0].Name = "name\x1b[2J"
+	doc.Runs[0].Notes = append(doc.Runs[0].Notes, "note\a\x1b[31m")
+	doc.Runs[0].Lesson = "lesson\x1b[1m"
+	doc.Runs[0].Settings = map[string]string{"seed": "1\x1b[0m"}
+	doc.Runs[0].Command = "racetest run x\x1b[K"
+	file := filepath.Join(t.TempDir(), "r.json")
+	b, _ := json.Marshal(doc)
+	if err := os.WriteFile(file, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, format := range []string{"table", "markdown"} {
+		io, out, errOut := Test()
+		io.OutTTY, io.TermWidth, io.NoColor = true, 200, true // colour codes are ours to write
+		execIO(t, io, memoryOnly(), "report", file, "-o", format)
+		if bytes.ContainsAny(out.Bytes(), "\x1b\a") {
+			t.Errorf("-o %s wrote control characters to the terminal:\n%q", format, out)
+		}
+		if !strings.Contains(out.String(), "name") || errOut.Len() > 0 && strings.Contains(errOut.String(), "\x1b") {
+			t.Errorf("-o %s: the report lost its case or stderr carries ESC:\n%s\n%q", format, out, errOut)
+		}
+	}
+}
