@@ -10,6 +10,8 @@
 #   scripts/handmutants.sh              every mutant in the list
 #   scripts/handmutants.sh script race  the mutants of the packages named
 #
+# HANDMUTANTS_LIST names another list (default scripts/hand-mutants.txt).
+#
 # Each mutant's test runs first on the unchanged copy and must pass: a test
 # that fails anyway (a server down under RACETEST_REQUIRE_SERVERS, a flaky
 # test) would "kill" every mutant and prove nothing, so it stops the script.
@@ -20,7 +22,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-LIST=scripts/hand-mutants.txt
+LIST=${HANDMUTANTS_LIST:-scripts/hand-mutants.txt}
 OUT=${HANDMUTANTS_OUT:-/tmp/racetest-handmutants}
 die() { echo "handmutants: $*" >&2; exit 2; }
 
