@@ -39,14 +39,8 @@ func execCmd(t *testing.T, tty bool, args ...string) (string, string, int) {
 	t.Helper()
 	io, out, errOut := Test()
 	io.OutTTY, io.ErrTTY = tty, false
-	f := &Factory{IO: io, Registry: memoryOnly()}
-	root := NewCmdRoot(f)
-	root.SetArgs(args)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	err := root.ExecuteContext(ctx)
-	printError(io, err)
-	return out.String(), errOut.String(), ExitCode(err)
+	code := execIO(t, io, memoryOnly(), args...)
+	return out.String(), errOut.String(), code
 }
 
 func TestRunFlagsParse(t *testing.T) {

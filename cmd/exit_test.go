@@ -103,13 +103,8 @@ func scriptedRegistry(expect scenarios.Expectation) *scenarios.Registry {
 func execWith(t *testing.T, reg *scenarios.Registry, args ...string) (string, string, int) {
 	t.Helper()
 	io, out, errOut := Test()
-	root := NewCmdRoot(&Factory{IO: io, Registry: reg})
-	root.SetArgs(args)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	err := root.ExecuteContext(ctx)
-	printError(io, err)
-	return out.String(), errOut.String(), ExitCode(err)
+	code := execIO(t, io, reg, args...)
+	return out.String(), errOut.String(), code
 }
 
 // exitMatrix is every verdict × expectation × strict → exit code, for run

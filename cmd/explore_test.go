@@ -184,7 +184,7 @@ func TestExploreFormats(t *testing.T) {
 		t.Errorf("markdown:\n%s", out)
 	}
 	out, _, _ = execCmd(t, false, "explore", "check-then-write", "-o", "html")
-	if !strings.Contains(out, `<strong class="RACE">RACE</strong>`) || !strings.Contains(out, "--schedule &#39;A1 B1 A2 B2&#39;") {
+	if !strings.Contains(out, `<span class="verdict v-race">RACE</span>`) || !strings.Contains(out, "Content-Security-Policy") || !strings.Contains(out, "--schedule &#39;A1 B1 A2 B2&#39;") {
 		t.Errorf("html:\n%s", out)
 	}
 }

@@ -14,12 +14,17 @@ type output struct {
 	flag, file string
 }
 
+// input is a file a command reads, and what it is to the user.
+type input struct {
+	what, file string
+}
+
 // checkOutputs refuses, before anything runs, an output that is one of the
 // inputs or that another output also names: a report written there would
 // destroy the suite, or the other report. Paths are compared after
 // cleaning, and by file identity where the file exists (a hard link, a
 // symbolic link or ../dir/x naming the same file).
-func checkOutputs(inputs map[string]string, outs []output) error {
+func checkOutputs(inputs []input, outs []output) error {
 	for i, o := range outs {
 		if o.file == "" {
 			continue
@@ -27,9 +32,9 @@ func checkOutputs(inputs map[string]string, outs []output) error {
 		if err := checkWritable(o.file); err != nil {
 			return usageErrorf("%s %s: %v", o.flag, o.file, err)
 		}
-		for what, in := range inputs {
-			if samePath(o.file, in) {
-				return usageErrorf("%s %s: that is %s: writing the report there would destroy it — choose another path", o.flag, o.file, what)
+		for _, in := range inputs {
+			if samePath(o.file, in.file) {
+				return usageErrorf("%s %s: that is %s: writing the report there would destroy it — choose another path", o.flag, o.file, in.what)
 			}
 		}
 		for _, other := range outs[:i] {

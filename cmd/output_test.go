@@ -134,3 +134,25 @@ func ioPipe() (*os.File, *os.File) {
 	}
 	return r, w
 }
+
+// TestAnOutputThatIsTwoInputsNamesTheFirst: two cases that send the same
+// body file, and a report asked to overwrite it: the refusal names the
+// first case in the file, every time (a map of inputs named either).
+func TestAnOutputThatIsTwoInputsNamesTheFirst(t *testing.T) {
+	dir := t.TempDir()
+	body := filepath.Join(dir, "body.json")
+	if err := os.WriteFile(body, []byte(`{}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "two.yaml")
+	c := "    http: {url: 'http://127.0.0.1:9/x', body_file: body.json, success: {status: [2xx]}, effects: 'http:http://127.0.0.1:9/n'}\n"
+	if err := os.WriteFile(file, []byte("cases:\n  - name: first\n"+c+"  - name: second\n"+c), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 12; i++ {
+		_, errOut, code := execSuite(t, memoryOnly(), nil, "suite", file, "--json", body)
+		if code != ExitUsage || !strings.Contains(errOut, `that is the body_file of case "first"`) {
+			t.Fatalf("run %d: exit %d, want 2 naming the first case:\n%s", i+1, code, errOut)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -95,5 +96,35 @@ func TestScriptOnServers(t *testing.T) {
 		if !strings.Contains(stderr, w) {
 			t.Errorf("banner does not say %q:\n%s", w, stderr)
 		}
+	}
+}
+
+// A suite's script cases build their own targets (no clone of the
+// registry): the naive redeem races, the conditional one holds, each says
+// on stderr what it runs.
+func TestSuiteScriptCasesOnRedis(t *testing.T) {
+	if _, _, code := execCmd(t, false, "redis", "--attempt", "PING", "--effects", "DBSIZE", "--bursts", "1", "-n", "1"); code == ExitSetup {
+		conformance.Unavailable(t, "redis", nil)
+	}
+	dir, err := filepath.Abs("../examples/redeem/scripts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := writeSuite(t, fmt.Sprintf(`defaults: {attempts: 8, bursts: 30, connections: {redis: default}}
+cases:
+  - name: naive
+    expect: race
+    release: last-byte
+    redis: {attempt: "@%[1]s/naive.redis", effects: "SCARD redeemed:{{.Token}}", teardown: "@%[1]s/drop.redis"}
+  - name: conditional
+    expect: safe
+    redis: {attempt: "@%[1]s/conditional.redis", effects: "SCARD redeemed:{{.Token}}", teardown: "@%[1]s/drop.redis"}
+`, dir))
+	out, errOut, code := execSuite(t, memoryOnly(), nil, "suite", "--allow-inconclusive", file)
+	if code != ExitOK || !strings.Contains(out, "RACE") || !strings.Contains(out, "SAFE") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	if n := strings.Count(errOut, "racetest: running scripts on Redis"); n != 2 {
+		t.Errorf("%d banners, want one per case:\n%s", n, errOut)
 	}
 }

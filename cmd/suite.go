@@ -30,10 +30,9 @@ type SuiteOptions struct {
 	// AllowInconclusive lets a case that proved nothing pass.
 	AllowInconclusive bool
 	List              bool
-	JUnit             string
-	Markdown          string
-	JSON              string
-	HTML              string
+	// Files are the reports to write, by format name: --junit FILE,
+	// --markdown FILE, one flag for each format a file can hold.
+	Files map[string]string
 	// Format is what stdout gets: the table, or another report.
 	Format   string
 	Timeline bool
@@ -71,6 +70,12 @@ read_connection, --postgres-read-url (…), defaults.connections.postgres_read (
 		},
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.File = args[0]
+			opts.Files = map[string]string{}
+			for _, format := range fileFormats() {
+				if file, _ := c.Flags().GetString(format.Name); file != "" {
+					opts.Files[format.Name] = file
+				}
+			}
 			if runF != nil {
 				return runF(c.Context(), opts)
 			}
@@ -81,10 +86,9 @@ read_connection, --postgres-read-url (…), defaults.connections.postgres_read (
 	fs.BoolVar(&opts.Strict, "strict", false, "fail (exit 4) every INCONCLUSIVE case, even one with allow_inconclusive: true (without it a suite already fails those without)")
 	fs.BoolVar(&opts.AllowInconclusive, "allow-inconclusive", false, "let cases that proved nothing (INCONCLUSIVE) pass; by default a gate fails them (exit 4)")
 	fs.BoolVar(&opts.List, "list", false, "show what would run, and with which connections, without running anything")
-	fs.StringVar(&opts.JUnit, "junit", "", "write a JUnit XML report to `FILE`")
-	fs.StringVar(&opts.Markdown, "markdown", "", "write a Markdown summary to `FILE` (e.g. $GITHUB_STEP_SUMMARY)")
-	fs.StringVar(&opts.JSON, "json", "", "write the JSON report (the same schema as 'run --format json') to `FILE`")
-	fs.StringVar(&opts.HTML, "html", "", "write the HTML report (one self-contained page) to `FILE`")
+	for _, format := range fileFormats() {
+		fs.String(format.Name, "", "write "+format.File+" to `FILE`")
+	}
 	fs.StringVarP(&opts.Format, "format", "o", "table", "what standard output gets: "+strings.Join(report.Formats(), ", "))
 	fs.BoolVar(&opts.Timeline, "timeline", false, "draw the example burst of each RACE as a timeline under the table")
 	fs.BoolVar(&opts.Keep, "keep", false, "keep every run's namespaced tables, keys and collections for inspection")
@@ -135,7 +139,11 @@ func runSuite(ctx context.Context, o *SuiteOptions) error {
 	if o.List {
 		return listSuite(o.IO.Out, o.File, plans)
 	}
-	if err := checkOutputs(suiteInputs(o.File, plans), []output{{"--junit", o.JUnit}, {"--markdown", o.Markdown}, {"--json", o.JSON}, {"--html", o.HTML}}); err != nil {
+	var outs []output
+	for _, format := range fileFormats() {
+		outs = append(outs, output{"--" + format.Name, o.Files[format.Name]})
+	}
+	if err := checkOutputs(suiteInputs(o.File, plans), outs); err != nil {
 		return err
 	}
 	for _, p := range plans {
@@ -169,14 +177,12 @@ func runSuite(ctx context.Context, o *SuiteOptions) error {
 	}
 	ropts.Color = false
 	var writeErrs []string
-	for _, out := range []struct {
-		file     string
-		reporter report.Reporter
-	}{{o.JUnit, report.JUnit}, {o.Markdown, report.Markdown}, {o.JSON, report.JSON}, {o.HTML, report.HTML}} {
-		if out.file == "" {
+	for _, format := range fileFormats() {
+		file := o.Files[format.Name]
+		if file == "" {
 			continue
 		}
-		if err := writeReport(out.file, out.reporter, cases, ropts); err != nil {
+		if err := writeReport(file, format.Run, cases, ropts); err != nil {
 			writeErrs = append(writeErrs, err.Error())
 		}
 	}
@@ -191,6 +197,17 @@ func runSuite(ctx context.Context, o *SuiteOptions) error {
 		return setupError(werr)
 	}
 	return verdict
+}
+
+// fileFormats are the formats a suite writes to files, each with its flag.
+func fileFormats() []report.Format {
+	var out []report.Format
+	for _, f := range report.AllFormats() {
+		if f.File != "" {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // selectCases keeps the plans named by --case, in the file's order; a
@@ -291,15 +308,15 @@ func readSuite(o *SuiteOptions) ([]suite.Plan, error) {
 }
 
 // suiteInputs names the files a suite run reads: the suite itself and the
-// HTTP bodies it names.
-func suiteInputs(file string, plans []suite.Plan) map[string]string {
-	in := map[string]string{}
+// HTTP bodies it names, in file order.
+func suiteInputs(file string, plans []suite.Plan) []input {
+	var in []input
 	if file != "-" {
-		in["the suite file"] = file
+		in = append(in, input{"the suite file", file})
 	}
 	for _, p := range plans {
 		if p.HTTP != nil && p.HTTP.BodyFile != "" {
-			in[fmt.Sprintf("the body_file of case %q", p.Case.Name)] = p.HTTP.BodyFile
+			in = append(in, input{fmt.Sprintf("the body_file of case %q", p.Case.Name), p.HTTP.BodyFile})
 		}
 	}
 	return in

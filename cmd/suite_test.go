@@ -74,7 +74,7 @@ func TestSuiteFlagsParse(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := scenarios.Connections{RedisURL: "redis://r:6379/0", MySQLDSN: "u@tcp(db:3306)/x", PostgresURL: "postgres://db/x", MongoURI: "mongodb://m:27017"}
-	if got.File != "ci.yaml" || !got.Strict || !got.List || got.JUnit != "r.xml" || got.Markdown != "r.md" || got.JSON != "r.json" ||
+	if got.File != "ci.yaml" || !got.Strict || !got.List || got.Files["junit"] != "r.xml" || got.Files["markdown"] != "r.md" || got.Files["json"] != "r.json" || got.Files["html"] != "" ||
 		!got.Timeline || !got.Keep || got.Conn != want {
 		t.Errorf("parsed options = %+v", got)
 	}

@@ -1,10 +1,8 @@
 package cmd
 
 import (
-	"context"
 	"strings"
 	"testing"
-	"time"
 	"unicode/utf8"
 )
 
@@ -13,17 +11,11 @@ func execWidth(t *testing.T, width int, args ...string) (string, int) {
 	t.Helper()
 	io, out, errOut := Test()
 	io.OutTTY, io.TermWidth, io.NoColor = true, width, true
-	f := &Factory{IO: io, Registry: memoryOnly()}
-	root := NewCmdRoot(f)
-	root.SetArgs(args)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	err := root.ExecuteContext(ctx)
-	printError(io, err)
-	if err != nil {
+	code := execIO(t, io, memoryOnly(), args...)
+	if code != ExitOK {
 		t.Logf("stderr: %s", errOut.String())
 	}
-	return out.String(), ExitCode(err)
+	return out.String(), code
 }
 
 // The demo fits the terminal: every line at 80 columns, the table first,

@@ -49,10 +49,14 @@ type burst struct {
 
 	sentFirst, sentLast atomic.Int64 // Unix ns; 0 until the first send
 
-	mu             sync.Mutex
-	arriveFirst    int64
-	arriveLast     int64
-	arrivals       int
+	mu          sync.Mutex
+	arriveFirst int64
+	arriveLast  int64
+	arrivals    int
+	// responses are the answered requests' response times, from leaving
+	// the client to the response read: the server's parallelism is
+	// estimated from them.
+	responses      []time.Duration
 	statuses       map[int]int
 	firstErr       error
 	server, proto  string
@@ -116,12 +120,17 @@ func (b *burst) sent(t time.Time) {
 	}
 }
 
-// answer records one response.
-func (b *burst) answer(status int, h http.Header, proto string) {
+// answer records one response, which took took from the request leaving
+// the client to the response read (0: not known, and left out of the
+// parallelism estimate).
+func (b *burst) answer(status int, h http.Header, proto string, took time.Duration) {
 	b.answered.Add(1)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.statuses[status]++
+	if took > 0 {
+		b.responses = append(b.responses, took)
+	}
 	if b.server == "" {
 		b.server, b.proto = h.Get("Server"), proto
 	}
@@ -166,4 +175,12 @@ func (b *burst) serverSpread() (time.Duration, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return time.Duration(b.arriveLast - b.arriveFirst), b.arrivals >= 2
+}
+
+// parallelism is the burst's estimate of how many requests the server
+// handled at once (0: too few responses to tell).
+func (b *burst) parallelism() float64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return parallelism(b.responses)
 }

@@ -23,11 +23,14 @@ const maxBodyDrained = 4 << 20
 // sessions, each of which owns its connection.
 type h1App struct{ t *Target }
 
-func (a h1App) Session(ctx context.Context, worker int) (runner.Session, error) {
+// Session makes worker's session. Its connection is dialled when it is
+// first armed, in Reset, after the burst's setup request: a server that
+// gives each connection a thread from accept on (gunicorn's sync and
+// gthread workers) would otherwise park its threads on racetest's idle
+// connections, and the setup request would wait behind them until it timed
+// out.
+func (a h1App) Session(_ context.Context, worker int) (runner.Session, error) {
 	s := &h1Session{t: a.t, worker: worker}
-	if err := s.connect(ctx); err != nil {
-		return nil, err
-	}
 	a.t.register(s)
 	return s, nil
 }
@@ -51,6 +54,7 @@ type h1Session struct {
 	armErr   error
 	sendErr  error
 	sentAny  bool          // some of the request reached the connection
+	sentAt   time.Time     // when the request's last part started to leave
 	fired    chan struct{} // closed once the held bytes were written (or failed)
 }
 
@@ -164,6 +168,7 @@ func (s *h1Session) fire(at time.Time) {
 	defer close(s.fired)
 	s.conn.SetWriteDeadline(at.Add(s.t.c.timeout))
 	at = time.Now()
+	s.sentAt = at
 	_, err := s.conn.Write(s.held)
 	s.burst.sent(at)
 	s.conn.SetWriteDeadline(time.Time{})
@@ -225,10 +230,14 @@ func (s *h1Session) Attempt(ctx context.Context, subj runner.Subject, w *runner.
 		}
 		return b.outcome(runner.Outcome{Class: runner.Unknown, Err: fmt.Errorf("the server closed the connection before answering (the request may have run): %w", err)})
 	}
+	done := time.Now()
+	// The write that the response answers is over; fired orders its
+	// record before this read of it.
+	<-s.fired
 	if resp.Close {
 		s.close()
 	}
-	b.answer(resp.StatusCode, resp.Header, resp.Proto)
+	b.answer(resp.StatusCode, resp.Header, resp.Proto, done.Sub(s.sentAt))
 	return b.outcome(s.t.c.rules.classify(resp.StatusCode, body))
 }
 

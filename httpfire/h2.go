@@ -179,8 +179,10 @@ func (a *h2App) armLocked(ctx context.Context, b *burst) error {
 // fire writes every held final frame of the app's streams in one write, so
 // that they share a TCP segment.
 func (a *h2App) fire(at time.Time) {
-	err := a.conn.writeRaw(a.held)
+	// Recorded before the write: a response may come back before the
+	// write returns, and its response time runs from here.
 	a.burst.sent(at)
+	err := a.conn.writeRaw(a.held)
 	if err != nil {
 		a.conn.fail(fmt.Errorf("releasing the held frames: %w", err))
 	}
@@ -232,7 +234,13 @@ func (s *h2Session) Attempt(ctx context.Context, subj runner.Subject, w *runner.
 		}
 		return b.outcome(runner.Outcome{Class: runner.Unknown, Err: fmt.Errorf("no response (the request may have run): %w", st.err)})
 	}
-	b.answer(st.status, st.header, "HTTP/2.0")
+	// Every held frame of the connection left in one write, at the burst's
+	// first send.
+	var took time.Duration
+	if sent := b.sentFirst.Load(); sent != 0 {
+		took = time.Since(time.Unix(0, sent))
+	}
+	b.answer(st.status, st.header, "HTTP/2.0", took)
 	return b.outcome(s.a.t.c.rules.classify(st.status, st.body))
 }
 

@@ -38,7 +38,11 @@ func (s naiveSession) Attempt(ctx context.Context, subj runner.Subject, w *runne
 		return b.outcome(runner.Failed(err))
 	}
 	var wrote atomic.Bool
-	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { wrote.Store(true) }})
+	var wroteAt atomic.Int64 // Unix ns: the response time runs from here, past the dial
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) {
+		wroteAt.Store(time.Now().UnixNano())
+		wrote.Store(true)
+	}})
 	req, err := http.NewRequestWithContext(ctx, s.t.c.method, r.url.String(), bytes.NewReader(r.body))
 	if err != nil {
 		return b.outcome(runner.Failed(err))
@@ -75,7 +79,11 @@ func (s naiveSession) Attempt(ctx context.Context, subj runner.Subject, w *runne
 	if err != nil {
 		return b.outcome(runner.Outcome{Class: runner.Unknown, Err: fmt.Errorf("reading the response body: %w", err)})
 	}
-	b.answer(resp.StatusCode, resp.Header, resp.Proto)
+	var took time.Duration
+	if at := wroteAt.Load(); at != 0 {
+		took = time.Since(time.Unix(0, at))
+	}
+	b.answer(resp.StatusCode, resp.Header, resp.Proto, took)
 	return b.outcome(s.t.c.rules.classify(resp.StatusCode, body))
 }
 

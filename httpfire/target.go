@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -23,10 +24,13 @@ var (
 	_ runner.Target    = (*Target)(nil)
 	_ runner.Describer = (*Target)(nil)
 	_ runner.Noter     = (*Target)(nil)
+
+	_ runner.ServerParalleler = (*Target)(nil)
 )
 
 // Target fires a run's bursts at one HTTP endpoint. Build it with New; it is
-// a runner.Target, and also a runner.Noter, Describer and Checker.
+// a runner.Target, and also a runner.Noter, Describer, Checker and
+// ServerParalleler.
 type Target struct {
 	c       *compiled
 	p       scenarios.Params
@@ -251,6 +255,17 @@ func (t *Target) Effects(ctx context.Context, s runner.Subject) (int, error) {
 	return effects, nil
 }
 
+// ServerParallelism estimates how many of the burst's requests the server
+// handled at once, from their response times (see parallelism); 0 when
+// too few were answered to tell.
+func (t *Target) ServerParallelism(s runner.Subject) float64 {
+	b, ok := s.Data.(*burst)
+	if !ok {
+		return 0
+	}
+	return b.parallelism()
+}
+
 // Server names what answered: its Server header and protocol.
 func (t *Target) Server() string {
 	t.st.mu.Lock()
@@ -320,6 +335,9 @@ func (t *Target) Notes() []string {
 	if len(t.st.arrival) > 0 {
 		notes = append(notes, fmt.Sprintf("server arrival spread (%s header): median %s, max %s over %d bursts", ArrivalHeader, human(medianD(t.st.arrival)), human(maxD(t.st.arrival)), len(t.st.arrival)))
 	}
+	if len(t.st.parallel) > 0 {
+		notes = append(notes, parallelNote(t.st.parallel))
+	}
 	if t.st.late > 0 {
 		bursts := fmt.Sprintf("%d bursts were", t.st.late)
 		if t.st.late == 1 {
@@ -364,6 +382,7 @@ type stats struct {
 	said, happened       int
 	saidPer, happenedPer []int
 	client, arrival      []time.Duration
+	parallel             []float64 // per burst with two answers or more
 	statuses             map[int]int
 	attempts, failed     int
 	unsync, late         int
@@ -387,6 +406,9 @@ func (s *stats) add(b *burst, effects int) {
 	if d, ok := b.serverSpread(); ok {
 		s.arrival = append(s.arrival, d)
 	}
+	if p := b.parallelism(); p > 0 {
+		s.parallel = append(s.parallel, p)
+	}
 	b.mu.Lock()
 	for c, n := range b.statuses {
 		s.statuses[c] += n
@@ -408,6 +430,25 @@ func (t *Target) Spreads() (client, arrival []time.Duration) {
 	t.st.mu.Lock()
 	defer t.st.mu.Unlock()
 	return append([]time.Duration(nil), t.st.client...), append([]time.Duration(nil), t.st.arrival...)
+}
+
+// parallelNote is the run's server parallelism: its distribution over the
+// bursts, and how many were served one request at a time.
+func parallelNote(ps []float64) string {
+	s := slices.Clone(ps)
+	slices.Sort(s)
+	serial := 0
+	for _, p := range s {
+		if (runner.Burst{ServerParallelism: p}).Serial() {
+			serial++
+		}
+	}
+	note := fmt.Sprintf("server parallelism (estimated from the response times): median %.1f requests at once, min %.1f, max %.1f over %d bursts",
+		s[len(s)/2], s[0], s[len(s)-1], len(s))
+	if serial > 0 {
+		note += fmt.Sprintf("; %d answered one at a time, which test nothing", serial)
+	}
+	return note
 }
 
 func median(xs []int) int {

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -237,13 +238,15 @@ func verdict(r *runner.Result, tested int) (Verdict, int, string) {
 
 // untested says in one line why too few bursts tested the guard.
 func untested(r *runner.Result, tested int) string {
-	var noEffect, apart, unanswered int
+	var noEffect, apart, unanswered, serial int
 	for _, b := range r.Bursts {
 		if b.Tested() {
 			continue
 		}
 		if b.Effects == 0 {
 			noEffect++
+		} else if b.Serial() {
+			serial++
 		} else if b.Overlap < 2 {
 			apart++
 		} else {
@@ -254,12 +257,33 @@ func untested(r *runner.Result, tested int) string {
 	if noEffect == n {
 		return fmt.Sprintf("0 of %d bursts executed anything: %s", n, nothingRan(r))
 	}
+	if serial == n-tested {
+		return fmt.Sprintf("the server answered one request at a time in %d of %d bursts (%s): does it have one worker? racing needs a server that handles requests concurrently",
+			serial, n, serialFigure(r))
+	}
 	if apart == n-tested {
 		return fmt.Sprintf("only %d of %d bursts had two attempts in flight at once (need %.0f%%)",
 			tested, n, MinTestedShare*100)
 	}
-	return fmt.Sprintf("only %d of %d bursts put the guard to the test (need %.0f%%): %d took no effect, %d never had two attempts in flight at once, %d had fewer than two answered attempts",
+	why := fmt.Sprintf("only %d of %d bursts put the guard to the test (need %.0f%%): %d took no effect, %d never had two attempts in flight at once, %d had fewer than two answered attempts",
 		tested, n, MinTestedShare*100, noEffect, apart, unanswered)
+	if serial > 0 {
+		why += fmt.Sprintf(", %d were answered one request at a time by the server (does it have one worker?)", serial)
+	}
+	return why
+}
+
+// serialFigure is the median server parallelism of the bursts served one
+// at a time, as the reader can check it.
+func serialFigure(r *runner.Result) string {
+	var ps []float64
+	for _, b := range r.Bursts {
+		if b.Serial() {
+			ps = append(ps, b.ServerParallelism)
+		}
+	}
+	sort.Float64s(ps)
+	return fmt.Sprintf("estimated from the response times: median %.1f requests at once, below %.1f", ps[len(ps)/2], runner.SerialBelow)
 }
 
 // nothingRan is the cause of a run in which no burst took effect.

@@ -129,17 +129,10 @@ func (e Exploration) settings() string {
 // ExploreReporter writes an exploration in one format.
 type ExploreReporter func(w io.Writer, e Exploration) error
 
-// ExploreReporters are the formats by name, as for runs.
-var ExploreReporters = map[string]ExploreReporter{
-	"table": ExploreText, "json": ExploreJSON, "markdown": ExploreMarkdown, "junit": ExploreJUnit, "html": ExploreHTML,
-}
-
-// LookupExplore finds an exploration reporter by name.
+// LookupExplore finds an exploration reporter by name, or says which exist.
 func LookupExplore(name string) (ExploreReporter, error) {
-	if r, ok := ExploreReporters[name]; ok {
-		return r, nil
-	}
-	return nil, fmt.Errorf("unknown format %q (want one of: %s)", name, strings.Join(Formats(), ", "))
+	f, err := FormatOf(name)
+	return f.Explore, err
 }
 
 // maxShown is how many violating orders the text report shows.
@@ -300,17 +293,41 @@ func ExploreJUnit(w io.Writer, e Exploration) error {
 	return err
 }
 
-var exploreHTML = template.Must(template.New("explore").Parse(`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>racetest explore: {{.Name}} on {{.Backend}}</title>
-<style>body{font-family:system-ui,sans-serif;margin:2em;max-width:70em}code{background:#f4f4f4;padding:0 .2em}
-.RACE,.LOST{color:#b00020}.SAFE{color:#006400}.INCONCLUSIVE{color:#8a6d00}td,th{padding:.2em .6em;text-align:left}</style></head>
-<body><h1>{{.Name}} on {{.Backend}}</h1>
-<p><strong class="{{.Verdict}}">{{.Verdict}}</strong> — {{.Why}}</p>
-{{with .Counts}}<table><tr><th>explored</th><th>violating</th><th>blocked</th><th>deadlocked</th><th>conflicts</th><th>abandoned</th></tr>
-<tr><td>{{.Explored}}</td><td>{{.Violating}}</td><td>{{.Blocked}}</td><td>{{.Deadlocked}}</td><td>{{.Conflicts}}</td><td>{{.Abandoned}}</td></tr></table>{{end}}
-{{if .Violating}}<h2>Violating orders</h2><ol>{{range .Violating}}<li>{{.Readable}}<br><code>{{.Replay}}</code></li>{{end}}</ol>{{end}}
-</body></html>
-`))
+// ExploreHTML writes the exploration on the report's own page (one
+// self-contained file, as for runs): its verdict, the counts, each
+// violating order with the command that replays it, and the settings.
+func ExploreHTML(w io.Writer, e Exploration) error {
+	d := e.doc()
+	x := &htmlExploration{Name: d.Name, Backend: d.Backend, Verdict: string(d.Verdict),
+		VerdictClass: "v-" + strings.ToLower(string(d.Verdict)), Why: d.Why, Expect: string(d.Expect), Met: d.Met,
+		Counts: d.Counts, Violating: d.Violating, Settings: htmlPairs(d.Settings)}
+	if r := e.Result; r != nil {
+		x.Server, x.Lines = r.Server, r.Notes
+	}
+	if d.Error != "" {
+		x.Lines = append(append([]string(nil), x.Lines...), "stopped: "+d.Error)
+	}
+	return page.Execute(w, htmlPage{Title: "racetest explore: " + e.Name + " on " + e.Backend,
+		CSS: template.CSS(pageStyle), JS: template.JS(pageScript), Exploration: x})
+}
 
-// ExploreHTML writes a self-contained page.
-func ExploreHTML(w io.Writer, e Exploration) error { return exploreHTML.Execute(w, e.doc()) }
+// htmlExploration is an exploration as the page shows it.
+type htmlExploration struct {
+	Name, Backend, Verdict, VerdictClass string
+	Why, Expect, Server                  string
+	Met                                  bool
+	Counts                               *explore.Counts
+	Violating                            []violationJSON
+	Settings                             []htmlPair
+	Lines                                []string
+}
+
+// htmlPairs lists settings sorted by key.
+func htmlPairs(m map[string]string) []htmlPair {
+	pairs := make([]htmlPair, 0, len(m))
+	for k, v := range m {
+		pairs = append(pairs, htmlPair{k, v})
+	}
+	sort.Slice(pairs, func(i, j int) bool { return pairs[i].Key < pairs[j].Key })
+	return pairs
+}

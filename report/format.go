@@ -3,7 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 )
@@ -48,31 +48,60 @@ const DefaultWidth = 120
 // Reporter writes cases in one format.
 type Reporter func(w io.Writer, cases []Case, o Options) error
 
-// Reporters are the formats by name.
-var Reporters = map[string]Reporter{
-	"table":    Table,
-	"json":     JSON,
-	"junit":    JUnit,
-	"markdown": Markdown,
-	"html":     HTML,
+// Format is one output format: its name (--format NAME), how it renders
+// the cases of runs and an exploration, and, for a format a file can hold,
+// what a suite writes with --NAME FILE.
+type Format struct {
+	Name    string
+	Run     Reporter
+	Explore ExploreReporter
+	// File describes the format as a suite's --NAME FILE writes it ("a
+	// JUnit XML report"); empty for the table, which is for a terminal.
+	File string
+	// Golden is the file under testdata/ that pins the format.
+	Golden string
 }
 
-// Formats lists the reporters' names, sorted.
+// formats is the one list of output formats: -o, the suite's file
+// outputs and the golden tests are all read from it. A new format is a row
+// here and its golden file. The order is the order a suite writes (and
+// checks) its files in.
+var formats = []Format{
+	{Name: "junit", Run: JUnit, Explore: ExploreJUnit, File: "a JUnit XML report", Golden: "report.junit.xml"},
+	{Name: "markdown", Run: Markdown, Explore: ExploreMarkdown, File: "a Markdown summary (e.g. $GITHUB_STEP_SUMMARY)", Golden: "report.md"},
+	{Name: "json", Run: JSON, Explore: ExploreJSON, File: "the JSON report (the same schema as 'run --format json')", Golden: "report.json"},
+	{Name: "html", Run: HTML, Explore: ExploreHTML, File: "the HTML report (one self-contained page)", Golden: "report.html"},
+	{Name: "table", Run: Table, Explore: ExploreText, Golden: "report.table"},
+}
+
+// AllFormats lists the output formats: a copy, so that no caller changes
+// what the others see.
+func AllFormats() []Format { return slices.Clone(formats) }
+
+// Formats lists the formats' names, sorted.
 func Formats() []string {
-	names := make([]string, 0, len(Reporters))
-	for n := range Reporters {
-		names = append(names, n)
+	names := make([]string, len(formats))
+	for i, f := range formats {
+		names[i] = f.Name
 	}
-	sort.Strings(names)
+	slices.Sort(names)
 	return names
 }
 
-// Lookup finds a reporter by name, or says which exist.
-func Lookup(name string) (Reporter, error) {
-	if r, ok := Reporters[name]; ok {
-		return r, nil
+// FormatOf finds a format by name, or says which exist.
+func FormatOf(name string) (Format, error) {
+	for _, f := range formats {
+		if f.Name == name {
+			return f, nil
+		}
 	}
-	return nil, fmt.Errorf("unknown format %q (want one of: %s)", name, strings.Join(Formats(), ", "))
+	return Format{}, fmt.Errorf("unknown format %q (want one of: %s)", name, strings.Join(Formats(), ", "))
+}
+
+// Lookup finds the reporter of runs by name, or says which exist.
+func Lookup(name string) (Reporter, error) {
+	f, err := FormatOf(name)
+	return f.Run, err
 }
 
 // human prints a duration with a unit a person reads at a glance.

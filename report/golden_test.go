@@ -78,25 +78,30 @@ func golden(t *testing.T, name string, got []byte) {
 	}
 }
 
+// TestGoldenFormats pins every registered format with its golden file:
+// a new format without one fails here.
 func TestGoldenFormats(t *testing.T) {
-	for _, f := range []struct {
-		name string
-		file string
-		o    Options
+	inputs := map[string]struct {
+		cases []Case
+		o     Options
 	}{
-		{"table", "report.table", Options{Timeline: true, Title: "racetest demo"}},
-		{"json", "report.json", Options{Version: "test"}},
-	} {
-		t.Run(f.name, func(t *testing.T) {
+		"table":    {fixedCases(), Options{Timeline: true, Title: "racetest demo"}},
+		"json":     {fixedCases(), Options{Version: "test"}},
+		"html":     {fixedCases(), Options{Version: "test", Title: "racetest demo"}},
+		"junit":    {suiteCases(), Options{Version: "test", Title: "racetest suite catalog.yaml"}},
+		"markdown": {suiteCases(), Options{Version: "test", Title: "racetest suite catalog.yaml"}},
+	}
+	for _, f := range AllFormats() {
+		t.Run(f.Name, func(t *testing.T) {
+			in, ok := inputs[f.Name]
+			if !ok || f.Golden == "" || f.Run == nil || f.Explore == nil {
+				t.Fatalf("format %s: golden file %q, input given %v: a format renders runs and explorations, and a golden file pins it", f.Name, f.Golden, ok)
+			}
 			var b bytes.Buffer
-			r, err := Lookup(f.name)
-			if err != nil {
+			if err := f.Run(&b, in.cases, in.o); err != nil {
 				t.Fatal(err)
 			}
-			if err := r(&b, fixedCases(), f.o); err != nil {
-				t.Fatal(err)
-			}
-			golden(t, f.file, b.Bytes())
+			golden(t, f.Golden, b.Bytes())
 		})
 	}
 }

@@ -54,8 +54,10 @@ type htmlPage struct {
 	Met            int
 	Cases          []htmlCase
 	Matrix         []htmlMatrix
-	CSS            template.CSS
-	JS             template.JS
+	// Exploration, when set, is what the page shows instead of cases.
+	Exploration *htmlExploration
+	CSS         template.CSS
+	JS          template.JS
 }
 
 type htmlCase struct {

@@ -3,6 +3,7 @@ package report
 import (
 	"encoding/json"
 	"io"
+	"sort"
 	"time"
 
 	"github.com/racetest/racetest/runner"
@@ -84,7 +85,13 @@ type RunJSON struct {
 	Effects        Stat              `json:"effects"`
 	Overlap        Stat              `json:"overlap"`
 	SpreadMicros   StatF             `json:"spread_us"`
-	Outcomes       map[string]int    `json:"outcomes"`
+	// ServerParallelism is min/median/max over the bursts of how many
+	// attempts the server handled at once, estimated from the response
+	// times (http); SerialBursts counts the bursts it served one at a time,
+	// which test nothing. Both are absent when the target cannot tell.
+	ServerParallelism *StatF         `json:"server_parallelism,omitempty"`
+	SerialBursts      int            `json:"serial_bursts,omitempty"`
+	Outcomes          map[string]int `json:"outcomes"`
 	// Retries counts the conflicts retried (run --retry); absent when none.
 	Retries       int            `json:"retries,omitempty"`
 	Errors        map[string]int `json:"errors,omitempty"`
@@ -125,6 +132,8 @@ type BurstJSON struct {
 	Outcomes map[string]int `json:"outcomes"`
 	Retries  int            `json:"retries,omitempty"`
 	Wire     *WireJSON      `json:"wire,omitempty"`
+	// ServerParallelism is runner.Burst's: 0 (absent) when not measured.
+	ServerParallelism float64 `json:"server_parallelism,omitempty"`
 }
 
 // WireJSON counts, in a wire release, how a burst's first requests left the
@@ -213,6 +222,7 @@ func runJSON(c Case) RunJSON {
 	j.Effects = Stat{e.Min, e.Median, e.Max}
 	j.Overlap = Stat{o.Min, o.Median, o.Max}
 	j.SpreadMicros = StatF{micros(s.Min), micros(s.Median), micros(s.Max)}
+	j.ServerParallelism, j.SerialBursts = serverParallelism(r), r.Serial()
 	out := r.Outcomes()
 	for _, cl := range runner.Classes() {
 		j.Outcomes[cl.String()] = out[cl]
@@ -250,9 +260,26 @@ func runJSON(c Case) RunJSON {
 		if b.Wire != (runner.WireCounts{}) {
 			bj.Wire = &WireJSON{b.Wire.Held, b.Wire.Late, b.Wire.Silent}
 		}
+		bj.ServerParallelism = b.ServerParallelism
 		j.PerBurst[i] = bj
 	}
 	return j
+}
+
+// serverParallelism is min/median/max of the bursts' measured server
+// parallelism; nil when no burst measured it.
+func serverParallelism(r *runner.Result) *StatF {
+	var ps []float64
+	for _, b := range r.Bursts {
+		if b.ServerParallelism > 0 {
+			ps = append(ps, b.ServerParallelism)
+		}
+	}
+	if len(ps) == 0 {
+		return nil
+	}
+	sort.Float64s(ps)
+	return &StatF{ps[0], ps[len(ps)/2], ps[len(ps)-1]}
 }
 
 // JSON writes the versioned JSON document.

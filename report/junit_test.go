@@ -63,24 +63,6 @@ func suiteCases() []Case {
 	return append(cs, broken, loose, strict, interrupted, max, lost)
 }
 
-func TestGoldenSuiteFormats(t *testing.T) {
-	for _, f := range []struct {
-		name, file string
-	}{{"junit", "report.junit.xml"}, {"markdown", "report.md"}} {
-		t.Run(f.name, func(t *testing.T) {
-			r, err := Lookup(f.name)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var b bytes.Buffer
-			if err := r(&b, suiteCases(), Options{Version: "test", Title: "racetest suite catalog.yaml"}); err != nil {
-				t.Fatal(err)
-			}
-			golden(t, f.file, b.Bytes())
-		})
-	}
-}
-
 // junitOf renders cases and decodes them back.
 func junitOf(t *testing.T, cases []Case) (junitSuites, []byte) {
 	t.Helper()

@@ -81,7 +81,7 @@ func (j RunJSON) toCase(version string) (Case, error) {
 	}
 	for _, bj := range j.PerBurst {
 		b := runner.Burst{Index: bj.Index, Effects: bj.Effects, Allowed: bj.Allowed, Required: bj.Required, Overlap: bj.Overlap,
-			Spread: fromMicros(bj.Spread), Duration: fromMicros(bj.Duration), Retries: bj.Retries}
+			Spread: fromMicros(bj.Spread), Duration: fromMicros(bj.Duration), Retries: bj.Retries, ServerParallelism: bj.ServerParallelism}
 		for name, n := range bj.Outcomes {
 			cl, err := classOf(name)
 			if err != nil {

@@ -61,6 +61,25 @@ type Burst struct {
 	// Wire counts, in a wire release, how the attempts' first requests left
 	// the client: held and released together, late, or not at all.
 	Wire WireCounts
+	// ServerParallelism estimates how many of the burst's attempts the
+	// server handled at once (a ServerParalleler's figure; 0 when the
+	// target cannot tell). Overlap is measured at the client: a server with
+	// one worker takes overlapping requests one at a time, and below
+	// SerialBelow the burst counts as served one at a time (Serial).
+	ServerParallelism float64
+}
+
+// SerialBelow is the server parallelism under which a burst counts as served
+// one request at a time: a one-worker server measures about 1, two workers
+// about 2.
+const SerialBelow = 1.5
+
+// Serial reports whether the server answered the burst's attempts one at a
+// time (ServerParallelism measured, and below SerialBelow): however much
+// they overlapped at the client, none ran beside another, so the burst
+// tested nothing.
+func (b Burst) Serial() bool {
+	return b.ServerParallelism > 0 && b.ServerParallelism < SerialBelow
 }
 
 // Violated reports whether the burst left more effects than allowed.
@@ -83,8 +102,11 @@ func (b Burst) Answered() int {
 
 // Tested reports whether the burst put the guard to the test: the guarded
 // action took effect, at least two attempts were in flight at one instant,
-// and at least two got an answer. Only such bursts can support SAFE.
-func (b Burst) Tested() bool { return b.Effects > 0 && b.Overlap >= 2 && b.Answered() >= 2 }
+// and at least two got an answer, and the server did not answer them one
+// at a time (Serial). Only such bursts can support SAFE.
+func (b Burst) Tested() bool {
+	return b.Effects > 0 && b.Overlap >= 2 && b.Answered() >= 2 && !b.Serial()
+}
 
 // Trace is every worker's marks in one burst, for a timeline.
 type Trace struct {
@@ -140,6 +162,17 @@ func (r *Result) Tested() int {
 	n := 0
 	for _, b := range r.Bursts {
 		if b.Tested() {
+			n++
+		}
+	}
+	return n
+}
+
+// Serial counts the bursts the server answered one at a time (Burst.Serial).
+func (r *Result) Serial() int {
+	n := 0
+	for _, b := range r.Bursts {
+		if b.Serial() {
 			n++
 		}
 	}

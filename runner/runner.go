@@ -398,6 +398,9 @@ func (e *engine) burst(ctx context.Context, index int) (Burst, error) {
 	if err != nil {
 		return b, fmt.Errorf("burst %d: count effects: %w", index, err)
 	}
+	if p, ok := e.t.(ServerParalleler); ok {
+		b.ServerParallelism = p.ServerParallelism(s)
+	}
 	b.Allowed = e.cfg.Allowed
 	if a, ok := e.t.(Allowancer); ok {
 		b.Allowed = a.Allowed(s, b.Outcomes)

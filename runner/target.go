@@ -72,6 +72,13 @@ type (
 	Requirer interface {
 		Required(s Subject, outcomes [NumClasses]int) int
 	}
+	// ServerParalleler estimates how many of burst s's attempts the server
+	// handled at once, from what the target saw of its answers (their
+	// response times); 0 when it cannot tell. The runner records it as
+	// Burst.ServerParallelism after the burst's effects are counted.
+	ServerParalleler interface {
+		ServerParallelism(s Subject) float64
+	}
 	// Describer names the server a target measured ("MariaDB 10.11.19").
 	Describer interface {
 		Server() string

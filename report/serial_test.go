@@ -1,0 +1,102 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/racetest/racetest/runner"
+)
+
+// serialRun is n bursts that overlapped at the client and took effect
+// once each; serial of them the server answered one request at a time.
+func serialRun(n, serial int) *runner.Result {
+	r := &runner.Result{Attempts: 8, Allowed: 1, Required: 1, Planned: n}
+	for i := range n {
+		p := 7.5
+		if i < serial {
+			p = 1.1
+		}
+		r.Bursts = append(r.Bursts, runner.Burst{Index: i, Effects: 1, Allowed: 1, Required: 1, Overlap: 8,
+			Outcomes: [runner.NumClasses]int{runner.Executed: 1, runner.Declined: 7}, ServerParallelism: p})
+	}
+	return r
+}
+
+// A run the server answered one request at a time is INCONCLUSIVE, and
+// says so in one line with the figure behind it; one where only some
+// bursts were served so counts those among the untested.
+func TestServedOneAtATimeIsInconclusive(t *testing.T) {
+	a := Assess(Case{Expect: Expect{Kind: ExpectSafe}, Result: serialRun(10, 10)})
+	if a.Verdict != Inconclusive || a.Tested != 0 {
+		t.Fatalf("verdict %s with %d tested, want INCONCLUSIVE with none", a.Verdict, a.Tested)
+	}
+	for _, w := range []string{"the server answered one request at a time in 10 of 10 bursts", "median 1.1 requests at once", "below 1.5", "does it have one worker?"} {
+		if !strings.Contains(a.Why, w) {
+			t.Errorf("why %q does not say %q", a.Why, w)
+		}
+	}
+	a = Assess(Case{Expect: Expect{Kind: ExpectSafe}, Result: serialRun(10, 6)})
+	if a.Verdict != Inconclusive || a.Tested != 4 || !strings.Contains(a.Why, "one request at a time in 6 of 10 bursts") {
+		t.Errorf("6 of 10 served one at a time: verdict %s, %d tested, why %q", a.Verdict, a.Tested, a.Why)
+	}
+	mixed := serialRun(10, 4)
+	for i := 4; i < 7; i++ {
+		mixed.Bursts[i].Overlap = 1
+	}
+	a = Assess(Case{Expect: Expect{Kind: ExpectSafe}, Result: mixed})
+	if a.Verdict != Inconclusive || a.Tested != 3 || !strings.Contains(a.Why, "only 3 of 10 bursts put the guard to the test") ||
+		!strings.Contains(a.Why, "3 never had two attempts in flight at once") ||
+		!strings.Contains(a.Why, "4 were answered one request at a time by the server (does it have one worker?)") {
+		t.Errorf("4 served one at a time, 3 apart: verdict %s, %d tested, why %q", a.Verdict, a.Tested, a.Why)
+	}
+	// Half served one at a time still leaves enough tested bursts.
+	if a := Assess(Case{Expect: Expect{Kind: ExpectSafe}, Result: serialRun(10, 5)}); a.Verdict != Safe || a.Tested != 5 {
+		t.Errorf("5 of 10 served one at a time: verdict %s with %d tested, want SAFE over 5", a.Verdict, a.Tested)
+	}
+}
+
+// The JSON carries each burst's estimate and the run's summary, and a
+// saved report re-read judges the run as the run did.
+func TestServerParallelismInJSON(t *testing.T) {
+	c := Case{Scenario: "http", Backend: "http", Expect: Expect{Kind: ExpectSafe}, Result: serialRun(4, 3)}
+	var buf bytes.Buffer
+	if err := JSON(&buf, []Case{c}, Options{Version: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	var doc Document
+	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	run := doc.Runs[0]
+	if run.ServerParallelism == nil || *run.ServerParallelism != (StatF{1.1, 1.1, 7.5}) || run.SerialBursts != 3 {
+		t.Errorf("server_parallelism %v, serial_bursts %d; want {1.1 1.1 7.5} and 3", run.ServerParallelism, run.SerialBursts)
+	}
+	if p := run.PerBurst[3].ServerParallelism; p != 7.5 {
+		t.Errorf("burst 3's server_parallelism %.2f, want 7.5", p)
+	}
+	read, err := ReadDocument(bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := read.Cases()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := Assess(c), Assess(again[0]); a.Verdict != b.Verdict || a.Why != b.Why || b.Verdict != Inconclusive {
+		t.Errorf("re-read: %s (%s), the run: %s (%s)", b.Verdict, b.Why, a.Verdict, a.Why)
+	}
+	// Unmeasured: no summary, no per-burst field.
+	c.Result = serialRun(2, 0)
+	for i := range c.Result.Bursts {
+		c.Result.Bursts[i].ServerParallelism = 0
+	}
+	buf.Reset()
+	if err := JSON(&buf, []Case{c}, Options{Version: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(buf.String(), "server_parallelism") || strings.Contains(buf.String(), "serial_bursts") {
+		t.Errorf("an unmeasured run's JSON names the server's parallelism:\n%s", buf.String())
+	}
+}

@@ -1,0 +1,69 @@
+package runner
+
+import (
+	"context"
+	"testing"
+)
+
+// A burst the server served one request at a time tested nothing, however
+// much its attempts overlapped at the client; an unmeasured one (0) is
+// judged as before.
+func TestSerialBursts(t *testing.T) {
+	answered := [NumClasses]int{Executed: 1, Declined: 3}
+	for _, tc := range []struct {
+		parallelism    float64
+		serial, tested bool
+	}{
+		{0, false, true}, // not measured
+		{0.4, true, false},
+		{1, true, false},
+		{SerialBelow - 0.01, true, false},
+		{SerialBelow, false, true},
+		{2, false, true},
+		{16, false, true},
+	} {
+		b := Burst{Effects: 1, Overlap: 4, Outcomes: answered, ServerParallelism: tc.parallelism}
+		if b.Serial() != tc.serial || b.Tested() != tc.tested {
+			t.Errorf("parallelism %.2f: serial %v, tested %v; want %v and %v", tc.parallelism, b.Serial(), b.Tested(), tc.serial, tc.tested)
+		}
+	}
+	r := &Result{Bursts: []Burst{{ServerParallelism: 1}, {ServerParallelism: 4}, {}, {ServerParallelism: 1.2}}}
+	if r.Serial() != 2 {
+		t.Errorf("result serial %d, want 2", r.Serial())
+	}
+}
+
+// parallelTarget says the server handled each burst's attempts 1.25 at a
+// time, except burst 1's.
+type parallelTarget struct{ *counter }
+
+func (parallelTarget) ServerParallelism(s Subject) float64 {
+	if s.Burst == 1 {
+		return 6
+	}
+	return 1.25
+}
+
+// The runner records a ServerParalleler's figure on each burst.
+func TestServerParallelismIsRecorded(t *testing.T) {
+	res, err := Run(context.Background(), parallelTarget{newCounter()}, Attempts(4), Bursts(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []float64{1.25, 6, 1.25} {
+		if got := res.Bursts[i].ServerParallelism; got != want {
+			t.Errorf("burst %d: server parallelism %.2f, want %.2f", i, got, want)
+		}
+	}
+	if res.Serial() != 2 {
+		t.Errorf("%d bursts served one at a time, want 2", res.Serial())
+	}
+	// A target that cannot tell leaves it unmeasured.
+	res, err = Run(context.Background(), newCounter(), Attempts(4), Bursts(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Bursts[0].ServerParallelism != 0 || res.Serial() != 0 {
+		t.Errorf("without a ServerParalleler: parallelism %.2f, serial %d; want 0 and 0", res.Bursts[0].ServerParallelism, res.Serial())
+	}
+}
