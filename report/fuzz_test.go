@@ -31,12 +31,12 @@ func FuzzReadDocument(f *testing.F) {
 		for _, c := range cases {
 			Assess(c)
 		}
-		for name, r := range Reporters {
+		for _, f := range AllFormats() {
 			var out bytes.Buffer
-			if err := r(&out, cases, Options{Timeline: true, Version: doc.Version}); err != nil {
+			if err := f.Run(&out, cases, Options{Timeline: true, Version: doc.Version}); err != nil {
 				continue
 			}
-			if name != "json" {
+			if f.Name != "json" {
 				continue
 			}
 			again, err := ReadDocument(&out)
