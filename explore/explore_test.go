@@ -313,3 +313,20 @@ func TestHugeOrderCountsAreCappedWithoutEnumerating(t *testing.T) {
 		t.Fatalf("ran %d, unexplored %s, verdict %s: want 5, 227873431495, INCONCLUSIVE", len(res.Orders), res.Unexplored, res.Verdict())
 	}
 }
+
+// --max-schedules is the most orders that run: exactly that many run, one
+// more is refused (issue 27: a boundary slip refused exactly the cap).
+func TestExactlyMaxSchedulesOrdersRun(t *testing.T) {
+	res, err := Run(context.Background(), newStore(naive), Options{Attempts: 2, MaxSchedules: 6})
+	if err != nil {
+		t.Fatalf("6 orders with --max-schedules 6: %v (want them run)", err)
+	}
+	if len(res.Orders) != 6 || res.Unexplored != "" {
+		t.Fatalf("ran %d, unexplored %q: want all 6 and none left", len(res.Orders), res.Unexplored)
+	}
+	_, err = Run(context.Background(), newStore(naive), Options{Attempts: 2, MaxSchedules: 5})
+	var tm *TooManyError
+	if !errors.As(err, &tm) || tm.Orders.Cmp(big.NewInt(6)) != 0 {
+		t.Fatalf("err %v: want a TooManyError with 6 orders over the 5 allowed", err)
+	}
+}

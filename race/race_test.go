@@ -366,7 +366,7 @@ func TestShortRunsFewerBursts(t *testing.T) {
 	}
 	defer flag.Set("test.short", fmt.Sprint(testing.Short()))
 	c := newCoupons()
-	for _, tc := range []struct{ bursts, short, want int }{{200, 0, 40}, {50, 0, 20}, {10, 0, 10}, {200, 7, 7}} {
+	for _, tc := range []struct{ bursts, short, want int }{{200, 0, 40}, {50, 0, 20}, {10, 0, 10}, {200, 7, 7}, {0, 0, 20}} {
 		cs := c.caseFor(c.fixed)
 		cs.Bursts, cs.ShortBursts = tc.bursts, tc.short
 		f := newFakeT(t)
