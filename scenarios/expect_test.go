@@ -140,6 +140,7 @@ func TestBelowSteps(t *testing.T) {
 		}
 	}
 }
+
 // On MyISAM and Aria (no transactions, no row locks) each row of the
 // non-transactional table, pinned for both engines: a row flipped (a lost
 // update read as RACE, an atomic UPDATE as LOST) would hold a run to the
