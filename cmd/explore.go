@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/racetest/racetest/explore"
+	"github.com/racetest/racetest/internal/sqldb"
 	"github.com/racetest/racetest/release"
 	"github.com/racetest/racetest/report"
 	"github.com/racetest/racetest/runner"
@@ -28,7 +30,7 @@ type ExploreOptions struct {
 	Scenario string // a built-in scenario; "" with a script
 	Dialect  script.Dialect
 	Scripts  script.Spec
-	Allowed  int
+	Allowed  string // --allowed as written: N or MIN-MAX
 	Backend  string
 	Shape    shapeFlags
 	Explore  explore.Options
@@ -37,6 +39,8 @@ type ExploreOptions struct {
 	Strict   bool
 	Schedule string
 	Step     bool
+	// Confirm is how many bursts of the same attempts follow a SAFE.
+	Confirm int
 	// replay is the command that replays one order, without --schedule.
 	replay string
 	// runID names what the exploration creates, for Ctrl-C's message.
@@ -48,9 +52,17 @@ Each attempt has its own connection; a controller holds every attempt at each
 step boundary and lets exactly one step go at a time. The steps are a built-in
 scenario's marks (check, act), a script's statements, or w.Step calls of the
 race package. Each order runs at a fresh subject; its effects are counted in
-the store. A step that has not returned within --block-after waits on a lock:
-it is recorded as blocked and the next step of the order goes ahead. Deadlocks
-and serialization failures the server reports are outcomes of the order.
+the store. A step the server says waits on a lock (PostgreSQL's
+pg_blocking_pids, InnoDB's lock waits) is recorded as blocked, and the next
+step of the order goes ahead at once; where the server cannot say (Redis,
+MongoDB), a step not back within --block-after counts as blocked, and the
+output says which rule applied. Deadlocks and serialization failures the
+server reports are outcomes of the order.
+
+Two different transactions are one script each: --attempt repeated, attempt A
+running the first, B the second (--attempts defaults to their number; with more
+attempts than scripts they go round again). Orders are counted over each
+attempt's own steps.
 
 The verdict is RACE with the violating orders (each with the 'racetest replay'
 command that runs it again), SAFE for every order at this step granularity, or
@@ -124,7 +136,7 @@ func newCmdExplore(f *Factory, replay bool, runF func(context.Context, *ExploreO
 // exploreFlags registers the flags every form of explore and replay shares.
 func exploreFlags(fs *pflag.FlagSet, o *ExploreOptions, replay bool) {
 	fs.IntVar(&o.Explore.Attempts, "attempts", explore.DefaultAttempts, "attempts, each on its own connection: 2 or 3")
-	fs.DurationVar(&o.Explore.BlockAfter, "block-after", explore.DefaultBlockAfter, "a step that has not returned by then waits on a lock: it is recorded as blocked and the next step goes")
+	fs.DurationVar(&o.Explore.BlockAfter, "block-after", explore.DefaultBlockAfter, "where the server cannot say whether a step waits on a lock (Redis, MongoDB, or a failed question), a step not back by then counts as blocked and the next step goes")
 	fs.DurationVar(&o.Explore.Timeout, "timeout", runner.DefaultTimeout, "the longest an attempt (and its transaction) may stay open; past it the attempt is abandoned, rolled back and reported")
 	fs.StringVarP(&o.Format, "format", "o", "table", "output format: "+strings.Join(report.Formats(), ", "))
 	fs.StringVar(&o.Expect, "expect", "safe", "what the exploration must show: safe, race, lost, or catalog (the catalog's expectation for a built-in scenario)")
@@ -134,6 +146,7 @@ func exploreFlags(fs *pflag.FlagSet, o *ExploreOptions, replay bool) {
 		fs.BoolVar(&o.Step, "step", false, "wait for Enter before each step (on a terminal): a trainer walks through the order")
 	} else {
 		fs.IntVar(&o.Explore.MaxSchedules, "max-schedules", explore.DefaultMaxSchedules, "the most orders to run; more are refused (exit 2) unless --cap")
+		fs.IntVar(&o.Confirm, "confirm", 0, "after a SAFE, fire this many bursts of the same attempts released together, and say (exit 1) if they disagree")
 		fs.BoolVar(&o.Explore.Cap, "cap", false, "past --max-schedules, run the first orders and report the rest unexplored (INCONCLUSIVE)")
 	}
 }
@@ -146,7 +159,13 @@ func newCmdExploreScript(f *Factory, replay bool, d script.Dialect, run func(*co
 		Short: "Your own " + name + " script, step by step: each statement is a step",
 		Long:  exploreLong + "\n\n" + scriptHelp,
 		Args:  cobra.NoArgs,
-		RunE:  func(c *cobra.Command, _ []string) error { return run(c, o) },
+		RunE: func(c *cobra.Command, _ []string) error {
+			if n := len(o.Scripts.Attempt); n > 1 && !c.Flags().Changed("attempts") {
+				// One script per transaction: as many attempts as scripts.
+				o.Explore.Attempts = n
+			}
+			return run(c, o)
+		},
 	}
 	fs := c.Flags()
 	if d == script.SQL {
@@ -157,10 +176,11 @@ func newCmdExploreScript(f *Factory, replay bool, d script.Dialect, run func(*co
 	}
 	fs.StringVar(&o.Scripts.Setup, "setup", "", "run once before the first order (inline or @FILE; template {{.RunID}})")
 	fs.StringVar(&o.Scripts.Subject, "subject", "", "run before each order: make the subject {{.Token}} names")
-	fs.StringVar(&o.Scripts.Attempt, "attempt", "", "what each attempt runs, one step per statement (required)")
+	fs.StringArrayVar(&o.Scripts.Attempt, "attempt", nil, "what each attempt runs, one step per statement (required); repeat it for one script per transaction: attempt A runs the first, B the second (--attempts defaults to their number; with more attempts they go round again)")
 	fs.StringVar(&o.Scripts.Effects, "effects", "", "after each order: a query or command returning how many times the action took effect (required)")
 	fs.StringVar(&o.Scripts.Teardown, "teardown", "", "run once at the end, also after Ctrl-C (inline or @FILE)")
-	fs.IntVar(&o.Allowed, "allowed", runner.DefaultAllowed, "effects per order that are correct")
+	fs.StringVar(&o.Allowed, "allowed", strconv.Itoa(runner.DefaultAllowed), "effects per order that are correct: N (exactly N, 0 included) or MIN-MAX (0-1: at most once)")
+	fs.BoolVar(&o.Shape.Keep, "keep", false, "do not run --teardown at the end: leave what --setup made for inspection")
 	exploreFlags(fs, o, replay)
 	registerConn(fs, f.Registry, &o.Shape.Conn)
 	return c
@@ -176,14 +196,24 @@ func replayCommand(c *cobra.Command, o *ExploreOptions) string {
 	} else {
 		parts = append(parts, shellQuote(o.Scenario))
 	}
-	skip := map[string]bool{"max-schedules": true, "cap": true, "format": true, "schedule": true, "step": true, "strict": true, "expect": true}
+	skip := map[string]bool{"max-schedules": true, "cap": true, "confirm": true, "format": true, "schedule": true, "step": true, "strict": true, "expect": true}
 	var flags []string
 	c.Flags().Visit(func(fl *pflag.Flag) {
-		if !skip[fl.Name] {
-			flags = append(flags, "--"+fl.Name+"="+shellQuote(fl.Value.String()))
+		if skip[fl.Name] {
+			return
 		}
+		if sv, ok := fl.Value.(pflag.SliceValue); ok {
+			// A repeated flag (--attempt per transaction) stays repeated, in order.
+			for _, v := range sv.GetSlice() {
+				flags = append(flags, "--"+fl.Name+"="+shellQuote(v))
+			}
+			return
+		}
+		flags = append(flags, "--"+fl.Name+"="+shellQuote(fl.Value.String()))
 	})
-	sort.Strings(flags)
+	// By name; a repeated flag's values keep their order (attempt A's script first).
+	name := func(f string) string { return f[:strings.Index(f, "=")] }
+	sort.SliceStable(flags, func(i, j int) bool { return name(flags[i]) < name(flags[j]) })
 	return strings.Join(append(parts, flags...), " ")
 }
 
@@ -201,7 +231,7 @@ func shellQuote(s string) string {
 // frame and the explorer's options. It is the one place an exploration
 // is planned (the run plans of issue 19 can take it over).
 func explorePlan(ctx context.Context, o *ExploreOptions) (runner.Target, report.Exploration, explore.Options, error) {
-	ex := report.Exploration{Backend: o.Backend, Settings: map[string]string{}, Replay: o.replay, Replayed: o.Replay}
+	ex := report.Exploration{Backend: o.Backend, Settings: map[string]string{}, Replay: o.replay, Replayed: o.Replay, Width: o.IO.Width()}
 	opt := o.Explore
 	if err := opt.Validate(); err != nil {
 		return nil, ex, opt, usageError(err)
@@ -282,8 +312,15 @@ func scriptPlan(ctx context.Context, o *ExploreOptions, p scenarios.Params, ex r
 		}
 		return nil, ex, opt, usageErrorf("%s scripts run on %s, not %q", o.Dialect, strings.Join(script.Backends[o.Dialect], " or "), o.Backend)
 	}
-	if o.Allowed < 0 {
-		return nil, ex, opt, usageErrorf("--allowed cannot be negative (got %d)", o.Allowed)
+	allowed, err := runner.ParseAllowance(o.Allowed)
+	if err != nil {
+		return nil, ex, opt, usageErrorf("--allowed: %v", err)
+	}
+	if allowed.Successes {
+		return nil, ex, opt, usageErrorf("--allowed %s: explore judges each order by N or MIN-MAX effects; accounting is for sql, redis, mongo and http", o.Allowed)
+	}
+	if err := attemptScripts(len(o.Scripts.Attempt), opt.Attempts); err != nil {
+		return nil, ex, opt, err
 	}
 	scripts, err := o.Scripts.Load("", o.Dialect, func(n string) string { return "--" + n })
 	if err != nil {
@@ -304,8 +341,23 @@ func scriptPlan(ctx context.Context, o *ExploreOptions, p scenarios.Params, ex r
 	}
 	ex.Name = scripts.Attempt.Name
 	ex.Describe = t.DescribeStep
-	opt.Allowed, opt.Required = o.Allowed, min(runner.DefaultRequired, o.Allowed)
+	opt.Allowed, opt.Required = allowed.Max, allowed.Min
+	// Two plain reads of different attempts commute, each judged in the
+	// script its own attempt runs.
+	opt.Independent = func(a, b explore.StepRef) bool {
+		return t.ReadOnly(a.Attempt, a.Name) && t.ReadOnly(b.Attempt, b.Name)
+	}
 	return t, ex, opt, nil
+}
+
+// attemptScripts refuses more --attempt scripts than attempts: a
+// transaction no attempt runs would be silently left out.
+func attemptScripts(scripts, attempts int) error {
+	if scripts > attempts {
+		return usageErrorf("%d --attempt scripts but --attempts %d: each script is one attempt's transaction, so give --attempts %d or more (with more attempts than scripts they go round again: attempt %d runs the first)",
+			scripts, attempts, scripts, scripts+1)
+	}
+	return nil
 }
 
 func runExplore(ctx context.Context, o *ExploreOptions) error {
@@ -331,11 +383,7 @@ func runExplore(ctx context.Context, o *ExploreOptions) error {
 	if cl, ok := t.(runner.Closer); ok {
 		defer cl.Close()
 	}
-	if sc, ok := t.(interface{ ReadOnly(string) bool }); ok {
-		// Two plain reads of different attempts commute: run one order of
-		// each pair that differs only by swapping them.
-		opt.Independent = func(a, b string) bool { return sc.ReadOnly(a) && sc.ReadOnly(b) }
-	}
+	opt.Deadlock = sqldb.IsDeadlock
 	opt.Counted = countedLine(o)
 	if o.Step {
 		in := bufio.NewReader(o.IO.In)
@@ -348,11 +396,26 @@ func runExplore(ctx context.Context, o *ExploreOptions) error {
 			_, _ = in.ReadString('\n')
 		}
 	}
+	confirmed := true
 	end := inFlight.begin(o.Backend, connFlag(o.Registry, o.Backend), o.runID)
 	res, runErr := explore.Run(ctx, t, opt)
 	end()
 	if opt.Keep && res != nil && o.Scenario != "" && (o.Backend == "memory" || keptObjects[o.Backend] != "") {
 		res.Notes = append(res.Notes, keptNote(o.Backend, o.runID))
+	}
+	if res != nil && runErr == nil && res.Verdict() == explore.Safe {
+		if o.Scenario != "" {
+			p := o.Shape.params(max(o.Shape.Replicas, 1))
+			if want, why, ok := scenarios.BelowSteps(o.Scenario, o.Backend, p, res.Server); ok {
+				res.Notes = append(res.Notes, fmt.Sprintf("bursts of this case show %s, which no order of whole steps can: %s (see docs/verdicts.md)",
+					strings.ToUpper(string(want)), why))
+			}
+		}
+		if o.Confirm > 0 {
+			line, disagree := confirmSafe(ctx, t, opt, o.Confirm)
+			res.Notes = append(res.Notes, line)
+			confirmed = !disagree
+		}
 	}
 	ex.Result, ex.Err = res, runErr
 	ex.Expect = report.ExpectKind(o.Expect)
@@ -366,6 +429,7 @@ func runExplore(ctx context.Context, o *ExploreOptions) error {
 		ex.Expect = report.ExpectKind(e)
 	}
 	var tooMany *explore.TooManyError
+	var noStep *explore.StepError
 	var noSteps explore.NoStepsError
 	var re *script.RunError
 	switch {
@@ -376,6 +440,8 @@ func runExplore(ctx context.Context, o *ExploreOptions) error {
 		return context.Canceled
 	case errors.As(runErr, &tooMany):
 		return usageError(tooMany)
+	case errors.As(runErr, &noStep):
+		return usageError(noStep)
 	case errors.As(runErr, &noSteps):
 		return usageErrorf("%s on %s: %v", ex.Name, o.Backend, noSteps)
 	case errors.As(runErr, &re) && re.Script:
@@ -391,6 +457,8 @@ func runExplore(ctx context.Context, o *ExploreOptions) error {
 	}
 	ok, unproven := ex.Met()
 	switch {
+	case !confirmed:
+		return &exitError{code: ExitViolated, quiet: true, err: errors.New("bursts of the same attempts disagree with explore's SAFE (--confirm)")}
 	case !ok:
 		return &exitError{code: ExitViolated, quiet: true, err: fmt.Errorf("%s, expected %s", ex.Verdict(), ex.Expect)}
 	case unproven && o.Strict:
@@ -402,14 +470,9 @@ func runExplore(ctx context.Context, o *ExploreOptions) error {
 // countedLine says on stderr, before the orders run, how many there are.
 func countedLine(o *ExploreOptions) func(*explore.Result) error {
 	return func(r *explore.Result) error {
-		n, k := r.Attempts, len(r.Steps)
-		formula := fmt.Sprintf("C(%d,%d)", 2*k, k)
-		if n == 3 {
-			formula = fmt.Sprintf("(%d)!/(%d!)^3", 3*k, k)
-		}
-		line := fmt.Sprintf("racetest: %d attempts × %d steps (%s): %s = %s orders", n, k, strings.Join(r.Steps, ", "), formula, r.Total)
+		line := fmt.Sprintf("racetest: %s: %s = %s orders", r.Shape(), ordersFormula(r.AttemptSteps), r.Total)
 		if r.Pruned > 0 {
-			line += fmt.Sprintf("; %d only swap independent reads and are skipped", r.Pruned)
+			line += fmt.Sprintf("; %d only swap independent reads and are skipped (each is equivalent to one that runs: see docs/verdicts.md)", r.Pruned)
 		}
 		if r.Unexplored != "" {
 			line += fmt.Sprintf("; --cap: the first %d run, %s left unexplored", r.Planned, r.Unexplored)
@@ -417,4 +480,46 @@ func countedLine(o *ExploreOptions) func(*explore.Result) error {
 		fmt.Fprintf(o.IO.ErrOut, "%s; running %d, each at a fresh subject\n", line, r.Planned)
 		return nil
 	}
+}
+
+// ordersFormula writes how the orders of attempts of these steps are
+// counted: C(7,2) for 2 and 5 steps, (6)!/(2!)^3 or (9)!/(2!·3!·4!) for three.
+func ordersFormula(steps [][]string) string {
+	ks := make([]string, len(steps))
+	total, same := 0, true
+	for i, s := range steps {
+		ks[i] = fmt.Sprintf("%d!", len(s))
+		total += len(s)
+		same = same && len(s) == len(steps[0])
+	}
+	switch {
+	case len(steps) == 2:
+		return fmt.Sprintf("C(%d,%d)", total, min(len(steps[0]), len(steps[1])))
+	case same:
+		return fmt.Sprintf("(%d)!/(%d!)^%d", total, len(steps[0]), len(steps))
+	}
+	return fmt.Sprintf("(%d)!/(%s)", total, strings.Join(ks, "·"))
+}
+
+// confirmSafe fires n bursts of the exploration's attempts released
+// together, as 'racetest run' does, after a SAFE: a race below the step
+// granularity (inside one step, or two statements in flight at once in the
+// server) shows there. It returns the line the report notes, and whether
+// the bursts disagree (RACE or LOST).
+func confirmSafe(ctx context.Context, t runner.Target, opt explore.Options, n int) (string, bool) {
+	cfg := runner.NewConfig(runner.Attempts(opt.Attempts), runner.Bursts(n), runner.Replicas(max(opt.Replicas, 1)),
+		runner.Allowed(opt.Allowed), runner.Required(opt.Required), runner.Timeout(opt.Timeout))
+	r, err := runner.RunConfig(ctx, t, cfg)
+	if err != nil && (r == nil || len(r.Bursts) == 0) {
+		return fmt.Sprintf("--confirm: the bursts could not run: %v", err), false
+	}
+	a := report.Assess(report.Case{Result: r})
+	line := fmt.Sprintf("--confirm: %d bursts of the same %d attempts released together: %s", a.Bursts, opt.Attempts, a.Verdict)
+	switch a.Verdict {
+	case report.Race, report.Lost:
+		return fmt.Sprintf("%s in %d — they disagree with SAFE: what they show is below this step granularity (inside one step, or two statements in flight at once)", line, a.Violations), true
+	case report.Safe:
+		return line + fmt.Sprintf(" (%d tested): they agree", a.Tested), false
+	}
+	return line + ": " + a.Why + " — they neither agree nor disagree", false
 }

@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"encoding/xml"
+	"errors"
 	"os"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +17,7 @@ import (
 
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
+	"github.com/racetest/racetest/scenarios/builtin"
 	"github.com/racetest/racetest/scenarios/conformance"
 	"github.com/racetest/racetest/scenarios/memstore"
 )
@@ -43,12 +46,25 @@ func TestExploreFlagsParse(t *testing.T) {
 	if err := c.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	if got.Scenario != "" || got.Backend != "postgres" || got.Scripts.Attempt != "SELECT 1;" || got.Explore.Attempts != 2 ||
+	if got.Scenario != "" || got.Backend != "postgres" || strings.Join(got.Scripts.Attempt, "|") != "SELECT 1;" || got.Explore.Attempts != 2 ||
 		got.Explore.BlockAfter != 50*time.Millisecond || got.Explore.MaxSchedules != 10000 {
 		t.Errorf("explore sql options = %+v", got)
 	}
 	if !strings.HasPrefix(got.replay, "racetest replay sql ") || !strings.Contains(got.replay, "--attempt='SELECT 1;'") {
 		t.Errorf("replay command %q: want 'racetest replay sql' with the quoted script", got.replay)
+	}
+	// One script per transaction: as many attempts as scripts, each kept
+	// in its place in the replay command; a replay can keep what the
+	// setup made.
+	c = NewCmdReplay(f, func(_ context.Context, o *ExploreOptions) error { got = o; return nil })
+	c.SetArgs([]string{"sql", "-b", "postgres", "--attempt", "SELECT 2;", "--attempt", "SELECT 1;", "--attempt", "SELECT 3;",
+		"--effects", "SELECT 1;", "--keep", "--schedule", "A1 B1 C1"})
+	if err := c.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(got.Scripts.Attempt, "|") != "SELECT 2;|SELECT 1;|SELECT 3;" || got.Explore.Attempts != 3 || !got.Shape.Keep ||
+		!strings.Contains(got.replay, "--attempt='SELECT 2;' --attempt='SELECT 1;' --attempt='SELECT 3;'") {
+		t.Errorf("replay sql with three scripts: %+v, replay %q", got, got.replay)
 	}
 }
 
@@ -135,6 +151,8 @@ func TestExploreBadInputIsAUsageError(t *testing.T) {
 		{[]string{"explore", "check-then-write", "--block-after", "2s", "--timeout", "1s"}, "must be shorter than --timeout"},
 		{[]string{"replay", "check-then-write", "--schedule", "A2 B1"}, "comes out of turn"},
 		{[]string{"replay", "check-then-write", "--schedule", "A1 C1"}, "there are 2 attempts"},
+		{[]string{"replay", "check-then-write", "--schedule", "A1 B1 A2 B2 A3"}, "--schedule names A3, but attempt A takes 2 steps (A1..A2)"},
+		{[]string{"explore", "sql", "-b", "postgres", "--attempt", "SELECT 1;", "--attempt", "SELECT 2;", "--attempt", "SELECT 3;", "--attempts", "2", "--effects", "SELECT 1;"}, "3 --attempt scripts but --attempts 2"},
 		{[]string{"replay", "check-then-write", "--schedule", "A1 B1", "--step"}, "run it on a terminal"},
 		{[]string{"explore", "check-then-write", "--expect", "maybe"}, "--expect must be"},
 		{[]string{"explore", "sql", "--attempt", "SELECT 1;", "--effects", "SELECT 1;"}, "needs -b postgres or -b mysql"},
@@ -272,5 +290,117 @@ func TestExploreGapRaisesTheProbe(t *testing.T) {
 	_, errOut, _ := execCmd(t, false, "explore", "check-then-write", "--gap", "80ms")
 	if !strings.Contains(errOut, "--gap 80ms lengthens the check step: --block-after raised to 130ms") {
 		t.Errorf("stderr:\n%s", errOut)
+	}
+}
+
+// The reversed reader and writer of issue 26 on MariaDB at READ
+// UNCOMMITTED: attempt A reads twice, attempt B updates and rolls back.
+// A's reads do not commute with B's update, so the orders where A reads
+// the uncommitted value run, and the verdict is RACE — written as one
+// script branching on {{.Attempt}}, or as one script per transaction
+// (2 and 5 steps: C(7,2) = 21 orders).
+func TestExploreReaderAndWriterAreNotTwoReaders(t *testing.T) {
+	dir := "testdata/dirty-read/"
+	args := func(attempts ...string) []string {
+		a := []string{"explore", "sql", "-b", "mysql", "--isolation", "read-uncommitted", "--setup", "@" + dir + "schema.sql",
+			"--subject", "@" + dir + "subject.sql", "--effects", "@" + dir + "count.sql", "--teardown", "@" + dir + "drop.sql", "--expect", "race"}
+		for _, s := range attempts {
+			a = append(a, "--attempt", "@"+dir+s)
+		}
+		return a
+	}
+	out, stderr, code := execCmd(t, false, args("one-script.sql")...)
+	if code == ExitSetup {
+		conformance.Unavailable(t, "mysql", errors.New(stderr))
+	}
+	if code != ExitOK || !strings.Contains(out, "RACE") {
+		t.Errorf("one script: exit %d\n%s\n%s", code, out, stderr)
+	}
+	out, stderr, code = execCmd(t, false, args("reader.sql", "writer.sql")...)
+	if code != ExitOK || !strings.Contains(out, "RACE") || !strings.Contains(stderr, "C(7,2) = 21 orders") {
+		t.Errorf("two scripts: exit %d\n%s\n%s", code, out, stderr)
+	}
+	if !strings.Contains(out, "--attempt=@"+dir+"reader.sql --attempt=@"+dir+"writer.sql") {
+		t.Errorf("the replay command does not keep the scripts in their order:\n%s", out)
+	}
+}
+
+// oneStep races inside its only step: it reads, waits, and writes while
+// held by no controller. Explore, one step at a time, cannot see it.
+type oneStep struct {
+	mu   *sync.Mutex
+	done map[int]int
+}
+
+func (s oneStep) Prepare(context.Context) error                      { return nil }
+func (s oneStep) Open(context.Context, int, int) (runner.App, error) { return s, nil }
+func (s oneStep) Reset(_ context.Context, b int) (runner.Subject, error) {
+	return runner.Subject{Burst: b}, nil
+}
+func (s oneStep) Effects(_ context.Context, sub runner.Subject) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.done[sub.Burst], nil
+}
+func (s oneStep) Cleanup(context.Context) error                        { return nil }
+func (s oneStep) Session(context.Context, int) (runner.Session, error) { return s, nil }
+func (s oneStep) Close() error                                         { return nil }
+func (s oneStep) Attempt(ctx context.Context, sub runner.Subject, w *runner.Worker) runner.Outcome {
+	w.Step(ctx, "redeem")
+	s.mu.Lock()
+	free := s.done[sub.Burst] == 0
+	s.mu.Unlock()
+	if !free {
+		return runner.Refused(errors.New("already redeemed"))
+	}
+	time.Sleep(5 * time.Millisecond) // the gap inside the step
+	s.mu.Lock()
+	s.done[sub.Burst]++
+	s.mu.Unlock()
+	return runner.Done()
+}
+
+// --confirm: after a SAFE, bursts of the same attempts; a race inside one
+// step shows there, is said beside the SAFE, and fails the run (exit 1);
+// bursts that agree are said too.
+func TestExploreConfirmFiresBursts(t *testing.T) {
+	reg := memoryOnly()
+	reg.AddScenario(scenarios.Spec{Name: "one-step", Expect: func(scenarios.Params) scenarios.Expectation { return scenarios.ExpectSafe }})
+	reg.Register("one-step", memstore.Name, func(context.Context, scenarios.Params) (runner.Target, error) {
+		return oneStep{mu: &sync.Mutex{}, done: map[int]int{}}, nil
+	})
+	run := func(args ...string) (string, int) {
+		io, out, errOut := Test()
+		root := NewCmdRoot(&Factory{IO: io, Registry: reg})
+		root.SetArgs(args)
+		err := root.ExecuteContext(context.Background())
+		printError(io, err)
+		return out.String() + errOut.String(), ExitCode(err)
+	}
+	out, code := run("explore", "one-step", "--confirm", "40")
+	if code != ExitViolated || !strings.Contains(out, "SAFE for every order") ||
+		!strings.Contains(out, "--confirm: 40 bursts of the same 2 attempts released together: RACE") ||
+		!strings.Contains(out, "disagree with SAFE") {
+		t.Errorf("a race inside one step: exit %d\n%s", code, out)
+	}
+	out, code = run("explore", "one-step")
+	if code != ExitOK || strings.Contains(out, "--confirm") {
+		t.Errorf("without --confirm: exit %d\n%s", code, out)
+	}
+	out, code = run("explore", "conditional-update", "--confirm", "30")
+	if code != ExitOK || !strings.Contains(out, "--confirm: 30 bursts of the same 2 attempts released together: SAFE") || !strings.Contains(out, "they agree") {
+		t.Errorf("conditional-update: exit %d\n%s", code, out)
+	}
+}
+
+// A case whose burst verdict no order of whole steps can show says so
+// beside its SAFE, from the catalog's table (issue 26: it was silent).
+func TestExploreSaysWhatOnlyBurstsShow(t *testing.T) {
+	out, stderr, code := execWith(t, builtin.Registry(), "explore", "job-queue", "-b", "postgres", "--isolation", "repeatable-read", "--variant", "conditional")
+	if code == ExitSetup {
+		conformance.Unavailable(t, "postgres", errors.New(stderr))
+	}
+	if code != ExitOK || !strings.Contains(out, "bursts of this case show LOST, which no order of whole steps can") || !strings.Contains(out, "docs/verdicts.md") {
+		t.Errorf("exit %d\n%s\n%s", code, out, stderr)
 	}
 }

@@ -215,3 +215,14 @@ func formatBytes(n int64) string {
 	}
 	return strconv.FormatInt(n>>10, 10) + " KiB"
 }
+
+// allowedUsage is --allowed's help, the same on every command.
+const allowedUsage = "effects per burst that are correct: N (exactly N, 0 included), MIN-MAX (0-1: at most once), or successes (each attempt that reported success must have landed exactly once)"
+
+// allowanceOf is the allowance a run's config stands for.
+func allowanceOf(c runner.Config) runner.Allowance {
+	if c.Accounting {
+		return runner.Allowance{Successes: true}
+	}
+	return runner.Allowance{Min: c.Required, Max: c.Allowed}
+}

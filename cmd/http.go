@@ -56,7 +56,10 @@ Release modes (--release):
                  leave in one write, in one TCP packet
   naive          a fresh connection per request after the gate (for reference)
 
-Effects checks (--effects), run after each burst with the burst's template values:
+Effects checks (--effects), run before and after each burst with the burst's template
+values; the burst's effects are the change, so a shared count works. --invariant takes
+the same forms and counts what must never happen; --allowed successes requires every
+success to have landed exactly once (accounting):
   sql:mysql:QUERY | sql:postgres:QUERY    a query returning a count (--mysql-dsn, --postgres-url)
   redis:COMMAND                           a command returning a number or a list (--redis-url)
   mongo:DB.COLLECTION:FILTER              a count of the documents matching the JSON filter
@@ -104,11 +107,12 @@ Effects checks (--effects), run after each burst with the burst's template value
 	fs.IntVar(&opts.Bursts, "bursts", runner.DefaultBursts, "bursts to fire, each with fresh template values")
 	fs.StringVar(&success, "success", "", "status codes that mean the attempt executed, e.g. 200,201 or 2xx (default 2xx)")
 	fs.StringVar(&cfg.Success.Body, "success-body", "", "a regular expression the body of a successful response matches")
-	fs.StringVar(&cfg.Effects, "effects", "", "ground truth counted after each burst: sql:mysql:Q, sql:postgres:Q, redis:CMD, mongo:DB.COLL:FILTER or http:URL; or auto:postgres, auto:mysql, auto:redis, auto:mongo: each burst's change of that store beside the same requests sent one at a time")
+	fs.StringVar(&cfg.Effects, "effects", "", "ground truth counted before and after each burst (its change is the burst's effects): sql:mysql:Q, sql:postgres:Q, redis:CMD, mongo:DB.COLL:FILTER or http:URL; or auto:postgres, auto:mysql, auto:redis, auto:mongo: each burst's change of that store beside the same requests sent one at a time")
 	fs.StringSliceVar(&cfg.Watch, "watch", nil, "--effects auto:STORE: the tables (Redis: key patterns, required; MongoDB: collections) to measure, comma-separated; default every one of the connection's schema")
 	fs.IntVar(&opts.SoloEvery, "solo-every", 1, "--effects auto:STORE: send a solo twin before every K-th burst (and the first); the others are compared with the latest twin")
+	fs.StringArrayVar(&cfg.Invariants, "invariant", nil, "a rule that must always hold, in the forms of --effects: how many times it is broken, or a boolean (repeatable)")
 	fs.StringVar(&declined, "declined", "", "the only status codes that mean \"already done\", e.g. 409 or 404,409 (default: any 4xx but those refusing the request itself: 401, 403, 404, 405, 429, …)")
-	fs.StringVar(&opts.Allowed, "allowed", strconv.Itoa(runner.DefaultAllowed), "effects per burst that are correct: N (1: exactly once) or MIN-MAX (0-1: at most once)")
+	fs.StringVar(&opts.Allowed, "allowed", strconv.Itoa(runner.DefaultAllowed), allowedUsage)
 	fs.StringArrayVar(&cfg.CredentialsTo, "credentials-to", nil, "another host (host or host:port) the setup request and an http: effects check may send the Authorization header and cookies to (repeatable; default: the target's own host only)")
 	fs.StringVar((*string)(&cfg.Release), "release", string(httpfire.Auto), "how a burst leaves: auto (single-packet if the server speaks HTTP/2, else last-byte), barrier, last-byte, single-packet or naive")
 	fs.BoolVarP(&cfg.Insecure, "insecure", "k", false, "skip TLS certificate verification (a local server with a self-signed certificate)")
@@ -130,7 +134,7 @@ func runHTTP(ctx context.Context, o *HTTPOptions) error {
 	if err := checkAtLeastOne(intFlag{"attempts", o.Attempts}, intFlag{"bursts", o.Bursts}); err != nil {
 		return err
 	}
-	required, allowed, err := report.ParseRange(o.Allowed)
+	allowed, err := runner.ParseAllowance(o.Allowed)
 	if err != nil {
 		return usageErrorf("--allowed: %v", err)
 	}
@@ -147,7 +151,7 @@ func runHTTP(ctx context.Context, o *HTTPOptions) error {
 		cfg.Body = o.Data
 	}
 	p := scenarios.Params{RunID: scenarios.NewRunID(), Attempts: o.Attempts, Replicas: 1, Conn: o.Conn}
-	rc := runner.NewConfig(runner.Attempts(o.Attempts), runner.Bursts(o.Bursts), runner.Allowed(allowed), runner.Required(required), runner.Timeout(cfg.Timeout))
+	rc := runner.NewConfig(append(allowed.Options(), runner.Attempts(o.Attempts), runner.Bursts(o.Bursts), runner.Timeout(cfg.Timeout))...)
 	if o.SoloEvery < 1 {
 		return usageErrorf("--solo-every must be at least 1 (got %d): 1 sends a solo twin before every burst", o.SoloEvery)
 	}
@@ -156,8 +160,8 @@ func runHTTP(ctx context.Context, o *HTTPOptions) error {
 	}
 	name := printable.Line(fmt.Sprintf("%s %s", methodOf(cfg), shortURL(cfg.URL)))
 	shown := ""
-	if required != runner.DefaultRequired || allowed != runner.DefaultAllowed {
-		shown = o.Allowed
+	if allowed != runner.DefaultAllowance {
+		shown = allowed.String()
 	}
 	pl, err := newHTTPPlan(cfg, p, rc, name, shown, expect, o.Strict)
 	if err != nil {

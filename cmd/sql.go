@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -28,9 +29,10 @@ type ScriptOptions struct {
 	Scripts  script.Spec
 	Attempts int
 	Bursts   int
-	Allowed  int
-	Timeout  time.Duration
-	Release  string
+	// Allowed is --allowed as written: N, MIN-MAX or successes.
+	Allowed string
+	Timeout time.Duration
+	Release string
 	finishFlags
 	Isolation string
 	Conn      scenarios.Connections
@@ -97,8 +99,9 @@ func newCmdScript(f *Factory, d script.Dialect, runF func(context.Context, *Scri
 	}
 	fs.StringVar(&opts.Scripts.Setup, "setup", "", "run once before the first burst (inline or @FILE; template {{.RunID}})")
 	fs.StringVar(&opts.Scripts.Subject, "subject", "", "run before each burst, outside its timing: make the subject {{.Token}} names")
-	fs.StringVar(&opts.Scripts.Attempt, "attempt", "", "what each attempt runs (required; templates {{.Token}} {{.Burst}} {{.Attempt}} {{.RunID}})")
-	fs.StringVar(&opts.Scripts.Effects, "effects", "", "after each burst: a query or command returning how many times the action took effect (required), or auto: compare each burst's change of the store with the same attempts run one at a time")
+	fs.StringArrayVar(&opts.Scripts.Attempt, "attempt", nil, "what each attempt runs (required; templates {{.Token}} {{.Burst}} {{.Attempt}} {{.RunID}}); repeat it for one script per transaction: attempt i runs the i-th, round again past the last")
+	fs.StringVar(&opts.Scripts.Effects, "effects", "", "before and after each burst: a query or command counting what the attempts do; the burst's effects are its change (required unless --invariant is given); or auto: compare each burst's change of the store with the same attempts run one at a time")
+	fs.StringArrayVar(&opts.Scripts.Invariants, "invariant", nil, "before and after each burst: a query or command returning how many times a rule that must always hold is broken, or a boolean (repeatable)")
 	what := "tables"
 	if d == script.Redis {
 		what = "key patterns"
@@ -110,7 +113,7 @@ func newCmdScript(f *Factory, d script.Dialect, runF func(context.Context, *Scri
 	fs.StringVar(&opts.Scripts.Teardown, "teardown", "", "run once at the end, also after Ctrl-C (inline or @FILE)")
 	fs.IntVarP(&opts.Attempts, "attempts", "n", runner.DefaultAttempts, "attempts released together in each burst, each on its own connection")
 	fs.IntVar(&opts.Bursts, "bursts", runner.DefaultBursts, "bursts to fire, each at a fresh {{.Token}}")
-	fs.IntVar(&opts.Allowed, "allowed", runner.DefaultAllowed, "effects per burst that are correct")
+	fs.StringVar(&opts.Allowed, "allowed", strconv.Itoa(runner.DefaultAllowed), allowedUsage)
 	fs.DurationVar(&opts.Timeout, "timeout", runner.DefaultTimeout, "per-attempt timeout; an attempt past it counts as unknown")
 	fs.StringVar(&opts.Release, "release", string(release.Default), "how each burst's attempts are released: auto (last-byte: each attempt's first marked statement held back by its last byte, all released in one loop), gate, or last-byte")
 	opts.finishFlags.register(fs, "what the run must show: safe, race, or max=N effects per burst",
@@ -136,8 +139,13 @@ pgbench/psql scripting:
 An attempt that reaches the end executed; a duplicate key (1062, 23505) declined;
 a deadlock or serialization failure (1213, 1020, 40001, 40P01) is a conflict;
 anything else is an error, shown with the script's file and line. The verdict
-rests on --effects. racetest creates and drops nothing of its own: it runs
-your statements only.
+rests on --effects, read before and after each burst: it must count what the
+attempt does (a row per redemption), per token or shared; a check that never
+changes while attempts succeed makes the run INCONCLUSIVE. --invariant counts
+what must never happen (SELECT count(*) FROM accounts WHERE balance < 0) and
+can prove SAFE alone; --allowed successes requires every attempt that reported
+success to have landed exactly once. racetest creates and drops nothing of its
+own: it runs your statements only.
 
 --effects auto writes no effects query: before each burst the same attempts
 run one at a time on a fresh subject of their own (the solo twin), and each
@@ -163,8 +171,15 @@ func runScript(ctx context.Context, o *ScriptOptions) error {
 	if err := checkBurstMemory(o.Attempts, o.Backend); err != nil {
 		return err
 	}
-	if o.Allowed < 0 {
-		return usageErrorf("--allowed cannot be negative (got %d)", o.Allowed)
+	allowed, err := runner.ParseAllowance(o.Allowed)
+	if err != nil {
+		return usageErrorf("--allowed: %v", err)
+	}
+	if o.Scripts.Effects == "" && len(o.Scripts.Invariants) > 0 && allowed != runner.DefaultAllowance {
+		return usageErrorf("--allowed %s judges what --effects counts, and there is no --effects: the invariants alone judge this run (add --effects, or drop --allowed)", o.Allowed)
+	}
+	if err := attemptScripts(len(o.Scripts.Attempt), o.Attempts); err != nil {
+		return err
 	}
 	if err := checkDurations(durationFlag{"timeout", o.Timeout}); err != nil {
 		return err
@@ -190,8 +205,8 @@ func runScript(ctx context.Context, o *ScriptOptions) error {
 	}
 	p := scenarios.Params{RunID: scenarios.NewRunID(), Attempts: o.Attempts, Replicas: 1,
 		Isolation: o.Isolation, Conn: o.Conn, Dial: rel.Dial}
-	cfg := runner.NewConfig(append([]runner.Option{runner.Attempts(o.Attempts), runner.Bursts(o.Bursts),
-		runner.Allowed(o.Allowed), runner.Timeout(o.Timeout)}, rel.Options()...)...)
+	cfg := runner.NewConfig(append(append(allowed.Options(), runner.Attempts(o.Attempts), runner.Bursts(o.Bursts),
+		runner.Timeout(o.Timeout)), rel.Options()...)...)
 	if scripts.Auto {
 		cfg.SoloEvery = o.SoloEvery
 	}
@@ -207,6 +222,9 @@ func runScript(ctx context.Context, o *ScriptOptions) error {
 	}
 	if scripts.Auto {
 		pl.Case.Settings["effects"] = autoSetting(o.SoloEvery)
+	}
+	if allowed != runner.DefaultAllowance {
+		pl.Case.Settings["allowed"] = allowed.String()
 	}
 	// -q keeps the verdict line alone: what will run is not said.
 	var say io.Writer = o.IO.ErrOut

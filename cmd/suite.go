@@ -17,6 +17,7 @@ import (
 	"github.com/racetest/racetest/httpfire"
 	"github.com/racetest/racetest/internal/printable"
 	"github.com/racetest/racetest/report"
+	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/suite"
 	"github.com/spf13/cobra"
@@ -336,7 +337,7 @@ func httpConfig(p suite.Plan) httpfire.Config {
 	h := p.HTTP
 	cfg := httpfire.Config{
 		Method: h.Method, URL: h.URL, Headers: h.Headers, Cookies: h.Cookies,
-		Body: h.Body, BodyFile: h.BodyFile, Effects: h.Effects, Release: httpfire.Release(h.Release),
+		Body: h.Body, BodyFile: h.BodyFile, Effects: h.Effects, Invariants: h.Invariant, Release: httpfire.Release(h.Release),
 		Insecure: h.Insecure, Warmup: h.Warmup, Setup: h.Setup, CredentialsTo: h.CredentialsTo, Timeout: p.Config.Timeout,
 		Watch: h.Watch,
 	}
@@ -362,8 +363,8 @@ func suiteRuns(o *SuiteOptions, plans []suite.Plan) ([]plan, error) {
 		ps[i] = p.Run
 		if p.HTTP != nil {
 			allowed := ""
-			if p.Config.Allowed != 1 {
-				allowed = strconv.Itoa(p.Config.Allowed)
+			if a := allowanceOf(p.Config); a != runner.DefaultAllowance {
+				allowed = a.String()
 			}
 			var err error
 			ps[i], err = newHTTPPlan(httpConfig(p), p.Params, p.Config, p.Case.Name, allowed, p.Case.Expect, p.Case.Strict)

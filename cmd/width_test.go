@@ -72,3 +72,37 @@ func TestPipeUsesAFixedWidth(t *testing.T) {
 		t.Errorf("a terminal of 80 columns gives width %d", got)
 	}
 }
+
+// Explore's and replay's reports fit the terminal: at 80 and 120 columns
+// every line fits, long orders fold under their indent, and a folded
+// replay command still pastes into a shell as the same command.
+func TestExploreFitsTheTerminalWidth(t *testing.T) {
+	args := []string{"explore", "check-then-write", "--attempts", "3", "--block-after", "1s", "--expect", "race"}
+	wide, code := execWidth(t, 1000, args...)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, wide)
+	}
+	replays := func(out string) []string {
+		var cmds []string
+		for _, c := range strings.Split(strings.ReplaceAll(out, " \\\n", " "), "\n") {
+			if c = strings.TrimSpace(c); strings.HasPrefix(c, "racetest replay") {
+				cmds = append(cmds, strings.Join(strings.Fields(c), " "))
+			}
+		}
+		return cmds
+	}
+	for _, width := range []int{80, 120} {
+		out, code := execWidth(t, width, args...)
+		if code != 0 {
+			t.Fatalf("%d columns: exit %d\n%s", width, code, out)
+		}
+		for i, l := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
+			if n := utf8.RuneCountInString(l); n > width {
+				t.Errorf("%d columns: line %d is %d wide: %s", width, i+1, n, l)
+			}
+		}
+		if got, want := replays(out), replays(wide); strings.Join(got, "\n") != strings.Join(want, "\n") || len(got) == 0 {
+			t.Errorf("%d columns: the folded replay commands are not the commands:\n%q\nwant\n%q", width, got, want)
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/racetest/racetest/explore"
+	"github.com/racetest/racetest/internal/sqldb"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/builtin"
@@ -143,7 +144,7 @@ func exploreCase(t *testing.T, reg *scenarios.Registry, c agreementCase, blockAf
 	}
 	// A generous probe: a step is blocked when it waits on a lock, not
 	// because a loaded machine was slow.
-	return explore.Run(ctx, target, explore.Options{Attempts: 2, Replicas: p.Replicas, Allowed: spec.Allowed,
+	return explore.Run(ctx, target, explore.Options{Attempts: 2, Deadlock: sqldb.IsDeadlock, Replicas: p.Replicas, Allowed: spec.Allowed,
 		Required: min(1, spec.Allowed), BlockAfter: blockAfter, Timeout: 20 * time.Second})
 }
 

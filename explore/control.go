@@ -67,14 +67,21 @@ const (
 	finished              // returned
 )
 
+// probeEvery is how often the controller asks the server whether a step
+// that has not come back waits on a lock.
+const probeEvery = 250 * time.Microsecond
+
 // drive carries out one order: it lets the attempts cross their steps in
-// the order of seq (worker indexes), one at a time. A step that has not
-// reached the next boundary within blockAfter is recorded as blocked and
-// the next entry goes ahead; a blocked attempt's later entries wait until
-// it comes back. Entries of an attempt that already returned are void;
-// steps beyond seq go in worker order. It returns when every attempt has
-// returned, or when ctx ends (the caller's attempts end with it).
-func (c *controller) drive(ctx context.Context, seq []int, blockAfter time.Duration, pace func(Event)) []Event {
+// the order of seq (worker indexes), one at a time. A step the server says
+// waits on a lock (probe; without one, a step that has not reached the
+// next boundary within blockAfter) is recorded as blocked and the next
+// entry goes ahead; a blocked attempt's later entries wait until it comes
+// back. Entries of an attempt that already returned are void; steps beyond
+// seq go to lead first, then in worker order. It returns when every
+// attempt has returned, or when ctx ends (the caller's attempts end with
+// it).
+func (c *controller) drive(ctx context.Context, seq []int, lead int, blockAfter time.Duration,
+	probe func(ctx context.Context, w int) (bool, error), pace func(Event)) []Event {
 	defer close(c.stop)
 	n := len(c.grant)
 	st := make([]state, n)
@@ -114,10 +121,32 @@ func (c *controller) drive(ctx context.Context, seq []int, blockAfter time.Durat
 		return true
 	}
 	settled := func(w int) func() bool { return func() bool { return st[w] != running } }
-	// Every attempt first reaches its first boundary (or returns). One
-	// that does not within blockAfter is blocked before its first step.
+	// blocked waits until w reaches a boundary or returns (false), or is
+	// blocked (true): the server says it waits on a lock, or, where it
+	// cannot say, blockAfter passed first.
+	blocked := func(w int) bool {
+		if probe == nil {
+			return !wait(blockAfter, settled(w)) && ctx.Err() == nil
+		}
+		start := time.Now()
+		for {
+			if wait(probeEvery, settled(w)) || ctx.Err() != nil {
+				return false
+			}
+			waiting, err := probe(ctx, w)
+			if err != nil {
+				// The server did not answer: the timer decides this step.
+				return !wait(max(blockAfter-time.Since(start), 0), settled(w)) && ctx.Err() == nil
+			}
+			if waiting {
+				return true
+			}
+		}
+	}
+	// Every attempt first reaches its first boundary (or returns), or is
+	// blocked before its first step.
 	for w := range n {
-		wait(blockAfter, settled(w))
+		blocked(w)
 	}
 	pending := append([]int(nil), seq...)
 	for left > 0 && ctx.Err() == nil {
@@ -142,8 +171,9 @@ func (c *controller) drive(ctx context.Context, seq []int, blockAfter time.Durat
 			w = pending[pick]
 			pending = append(pending[:pick], pending[pick+1:]...)
 		} else if len(pending) == 0 {
-			// Past the order's steps: the lowest attempt at a boundary.
-			for i := range n {
+			// Past the order's steps: the lead, else the lowest attempt at
+			// a boundary.
+			for _, i := range append([]int{lead}, others(n, lead)...) {
 				if st[i] == waiting {
 					w, extra = i, true
 					break
@@ -169,9 +199,7 @@ func (c *controller) drive(ctx context.Context, seq []int, blockAfter time.Durat
 		}
 		st[w] = running
 		c.grant[w] <- struct{}{}
-		if !wait(blockAfter, settled(w)) && ctx.Err() == nil {
-			ev.Blocked = true
-		}
+		ev.Blocked = blocked(w)
 		ran = append(ran, ev)
 	}
 	return ran

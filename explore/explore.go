@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -39,8 +40,10 @@ type Options struct {
 	Replicas int // attempt i runs on replica i mod Replicas (default 1)
 	// Allowed and Required bound the correct effects per order (defaults 1, 1).
 	Allowed, Required int
-	// BlockAfter: a step that has not reached the next boundary by then is
-	// blocked (waiting on a lock), and the next step in the order goes.
+	// BlockAfter: where the server cannot say whether a step waits on a
+	// lock (its sessions are no LockWaiter, or asking failed), a step that
+	// has not reached the next boundary by then is blocked, and the next
+	// step in the order goes.
 	BlockAfter time.Duration
 	// Timeout bounds each attempt, so no order holds a transaction longer:
 	// an attempt past it is abandoned (its code rolls back) and reported.
@@ -52,10 +55,13 @@ type Options struct {
 	Cap          bool
 	// Schedule, when set, runs exactly this one order (a replay).
 	Schedule []int
-	// Independent, when set, says whether two steps (by name) of different
-	// attempts commute (two plain reads): of the orders that differ only
-	// by swapping such adjacent steps, one runs.
-	Independent func(a, b string) bool
+	// Independent, when set, says whether two steps of different attempts
+	// commute, each judged as its own attempt takes it: of the orders that
+	// differ only by swapping such steps, one runs (see enumerate).
+	Independent Independent
+	// Deadlock tells a deadlock from the other conflicts by the error's
+	// class (sqldb.IsDeadlock); without it, no conflict is counted as one.
+	Deadlock func(error) bool
 	// Counted is called once the orders are counted, before they run (the
 	// command says the count here); an error stops the run.
 	Counted func(*Result) error
@@ -90,8 +96,9 @@ type Event struct {
 	Worker int    `json:"attempt"` // 0 = A
 	Step   int    `json:"step"`    // the attempt's step number, from 1
 	Name   string `json:"name"`    // the mark: "check", "redeem.sql:2"
-	// Blocked: it had not reached the next boundary within --block-after;
-	// the next step went ahead while it waited (on a lock).
+	// Blocked: the server said it waited on a lock (or, where it cannot
+	// say, it had not reached the next boundary within --block-after); the
+	// next step went ahead while it waited.
 	Blocked bool `json:"blocked,omitempty"`
 	// Extra: a step beyond the order's plan (the attempt took more steps
 	// than it took alone), run in attempt order.
@@ -106,6 +113,8 @@ type Attempt struct {
 	Outcome runner.Class `json:"-"`
 	Class   string       `json:"outcome"`
 	Err     string       `json:"error,omitempty"`
+	// Deadlock: the server ended it as a deadlock's victim.
+	Deadlock bool `json:"deadlock,omitempty"`
 }
 
 // Order is one explored interleaving.
@@ -155,9 +164,11 @@ func (o Order) Untested() bool { return o.Effects == 0 && !o.claimed() }
 // Result is an exploration.
 type Result struct {
 	Attempts int `json:"attempts"`
-	// Steps are the marks of one attempt run alone, in order: the steps
-	// each attempt is planned with.
-	Steps []string `json:"steps"`
+	// Steps are the marks of the attempt with the most steps, run first
+	// (alone), in order; AttemptSteps each attempt's own, with which its
+	// steps are planned.
+	Steps        []string   `json:"steps"`
+	AttemptSteps [][]string `json:"attempt_steps"`
 	// Total is the number of interleavings of those steps; Pruned were
 	// skipped as equivalent to a run one; Unexplored were past the cap.
 	Total      string        `json:"total"`
@@ -173,9 +184,17 @@ type Result struct {
 	Notes      []string      `json:"notes,omitempty"`
 	Elapsed    time.Duration `json:"-"`
 	// Interrupted: Ctrl-C stopped it between orders.
-	Interrupted bool  `json:"interrupted,omitempty"`
-	CleanupErr  error `json:"-"`
-	unexplored  *big.Int
+	Interrupted bool `json:"interrupted,omitempty"`
+	// Blocking says how a blocked step was told: "server" (its lock
+	// tables) or "timer" (--block-after, where the server cannot say).
+	Blocking string `json:"blocking,omitempty"`
+	// Diverged counts orders in which an attempt took other steps than
+	// those the reduction judged (its path depends on the others): with
+	// orders pruned, a SAFE cannot rest on them.
+	Diverged   int   `json:"diverged,omitempty"`
+	CleanupErr error `json:"-"`
+	unexplored *big.Int
+	note       string
 }
 
 // Verdict is the exploration's answer.
@@ -191,7 +210,7 @@ func (r *Result) Verdict() Verdict {
 	switch {
 	case lost:
 		return Lost
-	case untested || r.Interrupted || r.unexplored != nil && r.unexplored.Sign() > 0 || r.Count().Abandoned > 0 || len(r.Orders) == 0:
+	case untested || r.Interrupted || r.unexplored != nil && r.unexplored.Sign() > 0 || r.Count().Abandoned > 0 || len(r.Orders) == 0 || r.unsound():
 		return Inconclusive
 	}
 	return Safe
@@ -206,8 +225,7 @@ func (r *Result) Why() string {
 	case Lost:
 		return fmt.Sprintf("%d of %d orders left fewer than %d effect(s)", c.Under, c.Explored, r.Required)
 	case Safe:
-		return fmt.Sprintf("%s: all %d orders of %d attempts × %d steps (%s) stayed within %d effect(s)",
-			SafeClaim, c.Explored, r.Attempts, len(r.Steps), strings.Join(r.Steps, ", "), r.Allowed)
+		return fmt.Sprintf("%s: all %d orders of %s stayed within %d effect(s)", SafeClaim, c.Explored, r.Shape(), r.Allowed)
 	}
 	var why []string
 	if r.unexplored != nil && r.unexplored.Sign() > 0 {
@@ -231,7 +249,39 @@ func (r *Result) Why() string {
 	if len(r.Orders) == 0 {
 		why = append(why, "no order ran")
 	}
+	if r.unsound() {
+		why = append(why, fmt.Sprintf("in %d orders an attempt took other steps than it took alone, so the %d orders pruned as equivalent may not be", r.Diverged, r.Pruned))
+	}
 	return "no order broke, but " + strings.Join(why, "; ")
+}
+
+// unsound: some order left the steps the reduction judged, and orders
+// were pruned on that judgement.
+func (r *Result) unsound() bool { return r.Diverged > 0 && r.Pruned > 0 }
+
+// Alike reports whether every attempt takes the same steps (or the steps
+// are not known yet).
+func (r *Result) Alike() bool {
+	for _, s := range r.AttemptSteps {
+		if !slices.Equal(s, r.AttemptSteps[0]) {
+			return false
+		}
+	}
+	return true
+}
+
+// Shape says the attempts and their steps: "2 attempts × 2 steps (check,
+// act)", or each attempt's own when they differ: "A: 2 steps (…), B: 5
+// steps (…)".
+func (r *Result) Shape() string {
+	if r.Alike() {
+		return fmt.Sprintf("%d attempts × %d steps (%s)", r.Attempts, len(r.Steps), strings.Join(r.Steps, ", "))
+	}
+	parts := make([]string, len(r.AttemptSteps))
+	for w, s := range r.AttemptSteps {
+		parts[w] = fmt.Sprintf("%s: %d steps (%s)", Letter(w), len(s), strings.Join(s, ", "))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // Counts are the totals over the explored orders.
@@ -323,26 +373,44 @@ type TooManyError struct {
 	Max    int
 	Steps  []string
 	N      int
+	Shape  string // the attempts and their steps, as Result.Shape says them
 }
 
 func (e *TooManyError) Error() string {
 	count := e.Orders.String() + " orders"
 	if e.Total != nil && e.Total.Cmp(e.Orders) != 0 {
-		count = fmt.Sprintf("%s orders (%s once those that only swap independent reads are left out)", e.Total, e.Orders)
+		count = fmt.Sprintf("%s orders (%s once those equivalent to another by swapping steps that commute are left out)", e.Total, e.Orders)
 	}
-	return fmt.Sprintf("%d attempts of %d steps each (%s) have %s, more than --max-schedules %d: "+
+	shape := e.Shape
+	if shape == "" {
+		shape = fmt.Sprintf("%d attempts × %d steps (%s)", e.N, len(e.Steps), strings.Join(e.Steps, ", "))
+	}
+	return fmt.Sprintf("%s have %s, more than --max-schedules %d: "+
 		"raise --max-schedules, use fewer attempts, or add --cap to explore the first %d (verdict INCONCLUSIVE)",
-		e.N, len(e.Steps), strings.Join(e.Steps, ", "), count, e.Max, e.Max)
+		shape, count, e.Max, e.Max)
+}
+
+// StepError is a replay's schedule naming a step its attempt does not take.
+type StepError struct {
+	Step  string // "A4"
+	Steps int    // the attempt's steps
+}
+
+func (e *StepError) Error() string {
+	l := e.Step[:1]
+	return fmt.Sprintf("--schedule names %s, but attempt %s takes %d steps (%s1..%s%d) when it runs alone: name only steps that exist",
+		e.Step, l, e.Steps, l, l, e.Steps)
 }
 
 // hangGrace is how long past the attempt timeout an order waits for
 // attempts that ignore their context.
 var hangGrace = 5 * time.Second
 
-// Run explores t. The first order runs the attempts one after the other
-// (A's steps, then B's): it learns the steps of an attempt alone, and so
-// the count of orders, which Counted hears before the others run. On
-// error the Result holds the orders that ran.
+// Run explores t. The first orders run the attempts one after the other,
+// each attempt first once (A's steps, then B's; B's, then A's; …): they
+// learn each attempt's steps when it runs alone, and so the count of
+// orders, which Counted hears before the others run. On error the Result
+// holds the orders that ran.
 func Run(ctx context.Context, t runner.Target, o Options) (res *Result, err error) {
 	o = o.withDefaults()
 	start := time.Now()
@@ -365,112 +433,202 @@ func Run(ctx context.Context, t runner.Target, o Options) (res *Result, err erro
 	if err := f.open(ctx); err != nil {
 		return res, err
 	}
-	// The first order: the attempts one after the other, or the replay.
-	first, err := f.order(ctx, 0, o.Schedule, o.Pace)
-	if err != nil {
-		return res, err
+	res.Blocking, res.note = "timer", fmt.Sprintf("blocked steps: this server shows no lock waits, so a step not back within --block-after %s counts as blocked", o.BlockAfter)
+	if f.waiters != nil {
+		res.Blocking, res.note = "server", "blocked steps: only those the server's lock tables show waiting (--block-after applies only when they cannot be read)"
 	}
-	// The steps of an attempt: those of the attempt that took the most
-	// (the first, alone on a fresh subject, unless it was held up).
+	// The first orders: each attempt first once, alone on a fresh subject.
+	var firsts []Order
+	for lead := range o.Attempts {
+		ord, err := f.order(ctx, len(firsts), nil, lead, nil)
+		if err != nil {
+			return res, err
+		}
+		firsts = append(firsts, ord)
+	}
+	// Each attempt's steps: those of its run with the most (alone, unless
+	// the others change its path).
 	steps := make([][]string, o.Attempts)
-	for _, ev := range first.Ran {
-		steps[ev.Worker] = append(steps[ev.Worker], ev.Name)
+	for _, ord := range firsts {
+		got := make([][]string, o.Attempts)
+		for _, ev := range ord.Ran {
+			got[ev.Worker] = append(got[ev.Worker], ev.Name)
+		}
+		for w := range got {
+			if len(got[w]) > len(steps[w]) {
+				steps[w] = got[w]
+			}
+		}
 	}
-	for _, s := range steps {
+	// An attempt whose steps begin another's runs the same code and
+	// stopped early (it found the work done, or lost a lock taken before
+	// its first step): it is planned with the longer path.
+	for w := range steps {
+		for v := range steps {
+			if len(steps[v]) > len(steps[w]) && slices.Equal(steps[w], steps[v][:len(steps[w])]) {
+				steps[w] = steps[v]
+			}
+		}
+	}
+	ks := make([]int, o.Attempts)
+	for w, s := range steps {
+		ks[w] = len(s)
 		if len(s) > len(res.Steps) {
 			res.Steps = s
 		}
 	}
-	if len(first.Ran) == 0 {
+	res.AttemptSteps = steps
+	if len(res.Steps) == 0 {
 		return res, NoStepsError{}
 	}
-	k := len(res.Steps)
-	if o.Schedule == nil {
-		// The plan of the first order is every attempt's k steps in turn.
-		first.planned = first.planned[:0]
-		for w := range o.Attempts {
-			for range k {
-				first.planned = append(first.planned, w)
-			}
-		}
-		first.Planned = Format(first.planned)
+	// The plan of each first order is its lead's steps, then the others'.
+	ran := map[string]bool{}
+	for lead := range firsts {
+		firsts[lead].planned = serial(ks, lead)
+		firsts[lead].Planned = Format(firsts[lead].planned)
 	}
-	res.Orders = append(res.Orders, first)
-	total := Orders(o.Attempts, k)
+	total := Interleavings(ks)
 	res.Total = total.String()
 	if o.Schedule != nil {
+		// A replay: the order named, and only steps that exist.
+		count := make([]int, o.Attempts)
+		for _, w := range o.Schedule {
+			if count[w]++; count[w] > ks[w] {
+				return res, &StepError{Step: fmt.Sprintf("%s%d", Letter(w), count[w]), Steps: ks[w]}
+			}
+		}
+		ord, err := f.order(ctx, len(firsts), o.Schedule, 0, o.Pace)
+		if err != nil {
+			return res, err
+		}
+		res.Orders = append(res.Orders, ord)
 		res.Total, res.Planned = "1", 1
 		describe(t, res)
 		return res, nil
 	}
+	for _, ord := range firsts {
+		if !ran[ord.Planned] {
+			ran[ord.Planned] = true
+			res.Orders = append(res.Orders, ord)
+		}
+	}
+	res.check(steps)
+	room := o.MaxSchedules - len(res.Orders)
 	// Count, then run, every other order.
 	var seqs [][]int
-	serial := Format(first.planned)
 	limit := big.NewInt(int64(o.MaxSchedules))
+	tooMany := func(orders *big.Int) error {
+		return &TooManyError{Orders: orders, Total: total, Max: o.MaxSchedules, Steps: res.Steps, N: o.Attempts, Shape: res.Shape()}
+	}
 	if total.Cmp(big.NewInt(1<<22)) > 0 {
 		// Too many even to enumerate: pruning is not tried.
 		if !o.Cap {
-			return res, &TooManyError{Orders: total, Total: total, Max: o.MaxSchedules, Steps: res.Steps, N: o.Attempts}
+			return res, tooMany(total)
 		}
-		seqs = firstOrders(o.Attempts, k, o.MaxSchedules, serial)
-		res.unexplored = new(big.Int).Sub(total, big.NewInt(int64(len(seqs)+1)))
+		enumerate(ks, nil, func(seq []int) bool {
+			if !ran[Format(seq)] {
+				seqs = append(seqs, seq)
+			}
+			return len(seqs) < room
+		})
+		res.unexplored = new(big.Int).Sub(total, big.NewInt(int64(len(seqs)+len(res.Orders))))
 		res.Unexplored = res.unexplored.String()
-		return runOrders(ctx, f, o, res, seqs)
+		return runOrders(ctx, f, o, res, seqs, steps)
 	}
-	var indep Independent
+	var indep func(a, i, b, j int) bool
 	if o.Independent != nil {
-		indep = func(i, j int) bool { return o.Independent(res.Steps[i], res.Steps[j]) }
+		memo := map[[4]int]bool{}
+		indep = func(a, i, b, j int) bool {
+			key := [4]int{a, i, b, j}
+			v, ok := memo[key]
+			if !ok {
+				v = o.Independent(StepRef{a, i, steps[a][i]}, StepRef{b, j, steps[b][j]})
+				memo[key] = v
+			}
+			return v
+		}
 	}
-	// Only the orders that will run are kept; the rest are counted (up to
-	// 4M visits: past that, the count of pruned orders is a lower bound and
-	// the unexplored an upper one).
-	res.Pruned = enumerate(o.Attempts, k, indep, func(seq []int) bool {
-		if Format(seq) != serial && len(seqs) < o.MaxSchedules-1 {
+	// Only the orders that will run are kept; the rest are counted. The
+	// first orders ran whether or not the reduction keeps them.
+	kept, extra := 0, 0
+	res.Pruned = enumerate(ks, indep, func(seq []int) bool {
+		kept++
+		if ran[Format(seq)] {
+			return true
+		}
+		if extra++; len(seqs) < room {
 			seqs = append(seqs, seq)
 		}
 		return true
 	})
-	kept := new(big.Int).Sub(total, big.NewInt(int64(res.Pruned)))
-	if kept.Cmp(limit) > 0 {
+	// The first orders the reduction left out were run all the same.
+	res.Pruned -= len(res.Orders) - (kept - extra)
+	left := big.NewInt(int64(extra + len(res.Orders)))
+	if left.Cmp(limit) > 0 {
 		if !o.Cap {
-			return res, &TooManyError{Orders: kept, Total: total, Max: o.MaxSchedules, Steps: res.Steps, N: o.Attempts}
+			return res, tooMany(left)
 		}
-		res.unexplored = new(big.Int).Sub(kept, limit)
+		res.unexplored = new(big.Int).Sub(left, limit)
 		res.Unexplored = res.unexplored.String()
 	}
-	return runOrders(ctx, f, o, res, seqs)
+	return runOrders(ctx, f, o, res, seqs, steps)
 }
 
-// firstOrders are the first max-1 orders in lexicographic order, without
-// the serial one (which has run).
-func firstOrders(n, k, max int, serial string) [][]int {
-	var seqs [][]int
-	enumerate(n, k, nil, func(seq []int) bool {
-		if Format(seq) != serial {
-			seqs = append(seqs, seq)
+// serial is the order that runs attempt lead's steps, then every other
+// attempt's in turn.
+func serial(ks []int, lead int) []int {
+	var seq []int
+	for _, w := range append([]int{lead}, others(len(ks), lead)...) {
+		for range ks[w] {
+			seq = append(seq, w)
 		}
-		return len(seqs) < max-1
-	})
-	return seqs
+	}
+	return seq
 }
 
-// runOrders says the count, then runs seqs after the first order.
-func runOrders(ctx context.Context, f *fleet, o Options, res *Result, seqs [][]int) (*Result, error) {
-	res.Planned = len(seqs) + 1
+func others(n, lead int) []int {
+	var out []int
+	for w := range n {
+		if w != lead {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// check counts the orders in which an attempt took other steps than
+// those its plan was judged on.
+func (r *Result) check(steps [][]string) {
+	r.Diverged = 0
+	for _, o := range r.Orders {
+		for _, ev := range o.Ran {
+			if !ev.Extra && (ev.Step > len(steps[ev.Worker]) || steps[ev.Worker][ev.Step-1] != ev.Name) {
+				r.Diverged++
+				break
+			}
+		}
+	}
+}
+
+// runOrders says the count, then runs seqs after the first orders.
+func runOrders(ctx context.Context, f *fleet, o Options, res *Result, seqs [][]int, steps [][]string) (*Result, error) {
+	firsts := len(res.Orders)
+	res.Planned = len(seqs) + firsts
 	if o.Counted != nil {
 		if err := o.Counted(res); err != nil {
 			return res, err
 		}
 	}
 	if o.Progress != nil {
-		o.Progress(1, res.Planned)
+		o.Progress(firsts, res.Planned)
 	}
+	defer res.check(steps)
 	for i, seq := range seqs {
 		if ctx.Err() != nil {
 			res.Interrupted = true
 			return res, context.Cause(ctx)
 		}
-		ord, err := f.order(ctx, i+1, seq, o.Pace)
+		ord, err := f.order(ctx, i+firsts, seq, 0, o.Pace)
 		if ctx.Err() != nil {
 			res.Interrupted = true
 			return res, context.Cause(ctx)
@@ -480,7 +638,7 @@ func runOrders(ctx context.Context, f *fleet, o Options, res *Result, seqs [][]i
 		}
 		res.Orders = append(res.Orders, ord)
 		if o.Progress != nil {
-			o.Progress(i+2, res.Planned)
+			o.Progress(i+firsts+1, res.Planned)
 		}
 	}
 	describe(f.t, res)
@@ -531,9 +689,23 @@ func describe(t runner.Target, res *Result) {
 	if d, ok := t.(runner.Describer); ok {
 		res.Server = d.Server()
 	}
+	res.Notes = nil
 	if n, ok := t.(runner.Noter); ok {
 		res.Notes = n.Notes()
 	}
+	if res.note != "" {
+		res.Notes = append(res.Notes, res.note)
+	}
+}
+
+// LockWaiter is a session that can ask its server whether the statement
+// it is running waits on a lock (PostgreSQL's pg_blocking_pids, InnoDB's
+// lock waits). When every session of an exploration is one, a step is
+// blocked only when the server says so, and the next step goes the
+// moment it does; --block-after is then only the fallback for a failed
+// question.
+type LockWaiter interface {
+	LockWait(ctx context.Context) (bool, error)
 }
 
 // fleet is the attempts' replicas and sessions, open for the whole
@@ -543,6 +715,7 @@ type fleet struct {
 	o        Options
 	apps     []runner.App
 	sessions []runner.Session
+	waiters  []LockWaiter // nil unless every session is one
 }
 
 func (f *fleet) open(ctx context.Context) error {
@@ -561,8 +734,32 @@ func (f *fleet) open(ctx context.Context) error {
 		}
 		f.sessions = append(f.sessions, s)
 	}
+	for _, s := range f.sessions {
+		lw, ok := s.(LockWaiter)
+		if !ok {
+			f.waiters = nil
+			break
+		}
+		f.waiters = append(f.waiters, lw)
+	}
 	return nil
 }
+
+// probe asks the server whether attempt w waits on a lock; nil when the
+// sessions cannot ask.
+func (f *fleet) probe() func(ctx context.Context, w int) (bool, error) {
+	if f.waiters == nil {
+		return nil
+	}
+	return func(ctx context.Context, w int) (bool, error) {
+		pctx, cancel := context.WithTimeout(ctx, probeTimeout)
+		defer cancel()
+		return f.waiters[w].LockWait(pctx)
+	}
+}
+
+// probeTimeout bounds one question to the server about a lock wait.
+const probeTimeout = 2 * time.Second
 
 func (f *fleet) close() {
 	for _, s := range f.sessions {
@@ -573,8 +770,9 @@ func (f *fleet) close() {
 	}
 }
 
-// order runs one order at a fresh subject and counts its effects.
-func (f *fleet) order(ctx context.Context, index int, seq []int, pace func(Event)) (Order, error) {
+// order runs one order at a fresh subject and counts its effects. Past
+// seq's steps (all of them, when seq is nil), attempt lead goes first.
+func (f *fleet) order(ctx context.Context, index int, seq []int, lead int, pace func(Event)) (Order, error) {
 	s, err := f.t.Reset(ctx, index)
 	if err != nil {
 		return Order{}, fmt.Errorf("order %d: reset: %w", index+1, err)
@@ -599,7 +797,7 @@ func (f *fleet) order(ctx context.Context, index int, seq []int, pace func(Event
 		}()
 	}
 	dctx, cancel := context.WithTimeout(ctx, f.o.Timeout+hangGrace)
-	ran := c.drive(dctx, seq, f.o.BlockAfter, pace)
+	ran := c.drive(dctx, seq, lead, f.o.BlockAfter, f.probe(), pace)
 	cancel()
 	finished := make(chan struct{})
 	go func() { wg.Wait(); close(finished) }()
@@ -631,8 +829,9 @@ func (f *fleet) order(ctx context.Context, index int, seq []int, pace func(Event
 		if o.Err != nil {
 			a.Err = o.Err.Error()
 		}
+		a.Deadlock = o.Class == runner.Conflict && f.o.Deadlock != nil && f.o.Deadlock(o.Err)
 		switch {
-		case o.Class == runner.Conflict && isDeadlock(a.Err):
+		case a.Deadlock:
 			ord.Deadlocked++
 		case o.Class == runner.Conflict:
 			ord.Conflicts++
@@ -659,11 +858,4 @@ func (f *fleet) order(ctx context.Context, index int, seq []int, pace func(Event
 		ord.Required = r.Required(s, classes)
 	}
 	return ord, nil
-}
-
-// isDeadlock tells a deadlock (MySQL 1213, PostgreSQL 40P01) from the
-// other conflicts, by the server's own words.
-func isDeadlock(msg string) bool {
-	m := strings.ToLower(msg)
-	return strings.Contains(m, "deadlock") || strings.Contains(m, "1213") || strings.Contains(m, "40p01")
 }

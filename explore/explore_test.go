@@ -219,8 +219,12 @@ func TestTooManyOrdersAreRefusedOrCapped(t *testing.T) {
 }
 
 func TestEnumerationPrunesOnlyEquivalentOrders(t *testing.T) {
-	count := func(n, k int, indep Independent) (kept, pruned int) {
-		pruned = enumerate(n, k, indep, func([]int) bool { kept++; return true })
+	count := func(n, k int, indep func(a, i, b, j int) bool) (kept, pruned int) {
+		ks := make([]int, n)
+		for i := range ks {
+			ks[i] = k
+		}
+		pruned = enumerate(ks, indep, func([]int) bool { kept++; return true })
 		return
 	}
 	for _, tc := range []struct{ n, k int }{{2, 2}, {2, 3}, {3, 2}, {3, 3}} {
@@ -230,7 +234,7 @@ func TestEnumerationPrunesOnlyEquivalentOrders(t *testing.T) {
 			t.Errorf("%d×%d: %d orders (%d pruned), want %d", tc.n, tc.k, kept, pruned, want)
 		}
 		// Only the first step (a read) commutes with other reads.
-		reads := func(i, j int) bool { return i == 0 && j == 0 }
+		reads := func(_, i, _, j int) bool { return i == 0 && j == 0 }
 		kept, pruned = count(tc.n, tc.k, reads)
 		if int64(kept+pruned) != want || pruned == 0 {
 			t.Errorf("%d×%d with reads first: kept %d + pruned %d, want a total of %d and some pruned", tc.n, tc.k, kept, pruned, want)
@@ -238,7 +242,7 @@ func TestEnumerationPrunesOnlyEquivalentOrders(t *testing.T) {
 	}
 	// Two attempts, read then write: A1 B1 … and B1 A1 … are one class
 	// each way: 6 orders, 4 classes.
-	kept, _ := count(2, 2, func(i, j int) bool { return i == 0 && j == 0 })
+	kept, _ := count(2, 2, func(_, i, _, j int) bool { return i == 0 && j == 0 })
 	if kept != 4 {
 		t.Errorf("2×2 with the reads commuting: kept %d, want 4 (B1 A1 A2 B2 is A1 B1 A2 B2; B1 A1 B2 A2 is A1 B1 B2 A2)", kept)
 	}
@@ -307,5 +311,22 @@ func TestHugeOrderCountsAreCappedWithoutEnumerating(t *testing.T) {
 	}
 	if len(res.Orders) != 5 || res.Unexplored != "227873431495" || res.Verdict() != Inconclusive {
 		t.Fatalf("ran %d, unexplored %s, verdict %s: want 5, 227873431495, INCONCLUSIVE", len(res.Orders), res.Unexplored, res.Verdict())
+	}
+}
+
+// --max-schedules is the most orders that run: exactly that many run, one
+// more is refused (issue 27: a boundary slip refused exactly the cap).
+func TestExactlyMaxSchedulesOrdersRun(t *testing.T) {
+	res, err := Run(context.Background(), newStore(naive), Options{Attempts: 2, MaxSchedules: 6})
+	if err != nil {
+		t.Fatalf("6 orders with --max-schedules 6: %v (want them run)", err)
+	}
+	if len(res.Orders) != 6 || res.Unexplored != "" {
+		t.Fatalf("ran %d, unexplored %q: want all 6 and none left", len(res.Orders), res.Unexplored)
+	}
+	_, err = Run(context.Background(), newStore(naive), Options{Attempts: 2, MaxSchedules: 5})
+	var tm *TooManyError
+	if !errors.As(err, &tm) || tm.Orders.Cmp(big.NewInt(6)) != 0 {
+		t.Fatalf("err %v: want a TooManyError with 6 orders over the 5 allowed", err)
 	}
 }

@@ -9,53 +9,95 @@ import (
 
 // Orders counts the interleavings of n attempts of k steps each: the
 // multinomial (n·k)! / (k!)^n — C(k+m, k) for two attempts of k and m.
-// It saturates at limit+1 so that a huge count never overflows.
 func Orders(n, k int) *big.Int {
+	ks := make([]int, n)
+	for i := range ks {
+		ks[i] = k
+	}
+	return Interleavings(ks)
+}
+
+// Interleavings counts the orders of attempts of ks[i] steps each, each
+// attempt's steps in their own order: (Σk)! / Π(k!) — C(7,2) = 21 for
+// attempts of 2 and 5 steps.
+func Interleavings(ks []int) *big.Int {
 	total := big.NewInt(1)
 	placed := 0
-	for range n {
-		total.Mul(total, new(big.Int).Binomial(int64(placed+k), int64(k)))
+	for _, k := range ks {
 		placed += k
+		total.Mul(total, new(big.Int).Binomial(int64(placed), int64(k)))
 	}
 	return total
 }
 
-// Independent says whether step i (0-based) of one attempt and step j of
-// another commute: swapping them, adjacent, cannot change what either sees
-// or what the store ends with (two plain reads).
-type Independent func(i, j int) bool
+// StepRef names one step of one attempt: what an independence relation
+// judges.
+type StepRef struct {
+	Attempt int    // 0 = A
+	Index   int    // the attempt's step, from 0
+	Name    string // its mark, as the attempt took it when it ran first
+}
 
-// enumerate calls visit with every interleaving of n attempts of k steps
-// each, in lexicographic order, skipping those that differ from a kept one
-// only by swapping adjacent independent steps (a later attempt's step just
-// before an earlier attempt's independent step). visit returns false to
-// stop. It returns how many it skipped.
-func enumerate(n, k int, indep Independent, visit func(seq []int) bool) (pruned int) {
-	seq := make([]int, 0, n*k)
+// Independent says whether two steps of different attempts commute:
+// whichever runs first, neither sees anything different and the store
+// ends the same (two plain reads; steps on different rows or keys). It
+// must judge the two steps themselves — each as its own attempt takes
+// it — never one attempt's step for another's.
+type Independent func(a, b StepRef) bool
+
+// enumerate calls visit with every interleaving of attempts of ks[i] steps
+// in lexicographic order, leaving out every order that is not the least,
+// lexicographically, of the orders reachable from it by swapping adjacent
+// independent steps (Anisimov and Knuth's normal form of a trace). Those
+// orders run the same steps in the same order wherever it matters, so
+// each class of equivalent orders is visited exactly once: the reduction
+// is sound for every independence relation that only pairs steps which
+// truly commute. visit returns false to stop. It returns how many it left
+// out (saturating at 1<<40).
+func enumerate(ks []int, indep func(a, i, b, j int) bool, visit func(seq []int) bool) (pruned int) {
+	n, total := len(ks), 0
+	for _, k := range ks {
+		total += k
+	}
+	seq := make([]int, 0, total)
+	at := make([]int, 0, total) // the attempt's step index at each position
 	done := make([]int, n)
+	// normal reports whether appending w's next step keeps seq in normal
+	// form: no earlier step of a later attempt that this step commutes
+	// with, and with every step after it.
+	normal := func(w int) bool {
+		if indep == nil {
+			return true
+		}
+		for q := len(seq) - 1; q >= 0; q-- {
+			p := seq[q]
+			if p == w || !indep(p, at[q], w, done[w]) {
+				return true
+			}
+			if p > w {
+				return false
+			}
+		}
+		return true
+	}
 	var rec func() bool
 	rec = func() bool {
-		if len(seq) == n*k {
+		if len(seq) == total {
 			return visit(append([]int(nil), seq...))
 		}
 		for w := range n {
-			if done[w] == k {
+			if done[w] == ks[w] {
 				continue
 			}
-			if indep != nil && len(seq) > 0 {
-				p := seq[len(seq)-1]
-				// The previous step is a later attempt's, and it commutes
-				// with this one: the order with the two swapped is kept.
-				if p > w && indep(done[p]-1, done[w]) {
-					pruned += countRest(n, k, done, w)
-					continue
-				}
+			if !normal(w) {
+				pruned = min(pruned+countRest(ks, done, w), 1<<40)
+				continue
 			}
-			seq = append(seq, w)
+			seq, at = append(seq, w), append(at, done[w])
 			done[w]++
 			ok := rec()
 			done[w]--
-			seq = seq[:len(seq)-1]
+			seq, at = seq[:len(seq)-1], at[:len(at)-1]
 			if !ok {
 				return false
 			}
@@ -68,22 +110,15 @@ func enumerate(n, k int, indep Independent, visit func(seq []int) bool) (pruned 
 
 // countRest counts the completions of a prefix (done steps per attempt)
 // after one more step of w.
-func countRest(n, k int, done []int, w int) int {
-	rem := make([]int, n)
-	total := 0
-	for i := range n {
-		rem[i] = k - done[i]
+func countRest(ks []int, done []int, w int) int {
+	rem := make([]int, len(ks))
+	for i := range ks {
+		rem[i] = ks[i] - done[i]
 		if i == w {
 			rem[i]--
 		}
-		total += rem[i]
 	}
-	c := big.NewInt(1)
-	placed := 0
-	for _, r := range rem {
-		placed += r
-		c.Mul(c, new(big.Int).Binomial(int64(placed), int64(r)))
-	}
+	c := Interleavings(rem)
 	if !c.IsInt64() || c.Int64() > 1<<40 {
 		return 1 << 40
 	}

@@ -26,6 +26,10 @@ type releaser interface {
 // and what its attempts saw. It is the runner.Subject's Data.
 type burst struct {
 	vars Vars
+	// baseline is what the effects check read before the burst; held is
+	// each invariant's violations then, until the runner takes them.
+	baseline int
+	held     []int
 
 	// The release of the first wave. Past the runner's gate each attempt
 	// arrives and goes straight to waiting for its response; the last to

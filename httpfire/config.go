@@ -77,8 +77,12 @@ type Config struct {
 	Effects string `yaml:"effects,omitempty" json:"effects,omitempty"`
 	// Watch names the tables an auto: check measures ({{.RunID}} is the
 	// run's id); none, every table of the connection's schema.
-	Watch   []string `yaml:"watch,omitempty" json:"watch,omitempty"`
-	Release Release  `yaml:"release,omitempty" json:"release,omitempty"`
+	Watch []string `yaml:"watch,omitempty" json:"watch,omitempty"`
+	// Invariants are checked before and after each burst, written as
+	// Effects is: each returns how many times it is broken (0: it holds)
+	// or a boolean that must hold. A burst that adds violations is a RACE.
+	Invariants []string `yaml:"invariant,omitempty" json:"invariant,omitempty"`
+	Release    Release  `yaml:"release,omitempty" json:"release,omitempty"`
 	// Insecure skips TLS certificate verification (local targets).
 	Insecure bool `yaml:"insecure,omitempty" json:"insecure,omitempty"`
 	// Timeout bounds connecting and each effects check (default 10s).

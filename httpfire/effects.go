@@ -28,12 +28,47 @@ import (
 )
 
 // effectsCheck counts, after a burst, how many times the guarded action
-// really took effect for the burst's subject.
+// really took effect for the burst's subject (or, as an invariant, how
+// many times the invariant is broken).
 type effectsCheck interface {
 	open(ctx context.Context) error
-	count(ctx context.Context, v Vars) (int, error)
+	// value is what the store answered: a number, a boolean, a text.
+	value(ctx context.Context, v Vars) (any, error)
 	describe() string
 	close() error
+}
+
+// count reads c's answer as a count.
+func count(ctx context.Context, c effectsCheck, v Vars) (int, error) {
+	x, err := c.value(ctx, v)
+	if err != nil {
+		return 0, err
+	}
+	return number(x)
+}
+
+// violations reads c's answer as an invariant's: a count of what breaks
+// it, or a boolean that must hold (true: 0 violations; false: 1).
+func violations(ctx context.Context, c effectsCheck, v Vars) (int, error) {
+	x, err := c.value(ctx, v)
+	if err != nil {
+		return 0, err
+	}
+	if s, ok := x.(string); ok {
+		switch strings.ToLower(strings.TrimSpace(s)) {
+		case "t", "true":
+			x = true
+		case "f", "false":
+			x = false
+		}
+	}
+	if b, ok := x.(bool); ok {
+		if b {
+			return 0, nil
+		}
+		return 1, nil
+	}
+	return number(x)
 }
 
 // The effects checks default to the scenario backends' servers.
@@ -46,12 +81,17 @@ const (
 const effectsKinds = "sql:mysql:QUERY, sql:postgres:QUERY, redis:COMMAND, mongo:DB.COLLECTION:FILTER or http:URL"
 
 func parseEffects(spec string, t *Target) (effectsCheck, error) {
+	return parseCheck("effects", spec, t)
+}
+
+// parseCheck reads an effects check or an invariant (field names it).
+func parseCheck(field, spec string, t *Target) (effectsCheck, error) {
 	kind, rest, _ := strings.Cut(spec, ":")
 	bad := func(format string, a ...any) error {
-		return inputErrorf("effects", "%q: %s (want %s)", spec, fmt.Sprintf(format, a...), effectsKinds)
+		return inputErrorf(field, "%q: %s (want %s)", spec, fmt.Sprintf(format, a...), effectsKinds)
 	}
 	tmpl := func(text string) (*template.Template, error) {
-		tt, err := parseTemplate("effects", text)
+		tt, err := parseTemplate(field, text)
 		if err != nil {
 			return nil, err
 		}
@@ -142,7 +182,7 @@ func parseEffects(spec string, t *Target) (effectsCheck, error) {
 			return nil, err
 		}
 		sample, _ := execute(u, Vars{RunID: "sample", Key: "racetest_sample_0", Token: "0000000000000000"})
-		if _, err := parseTarget("effects", sample); err != nil {
+		if _, err := parseTarget(field, sample); err != nil {
 			return nil, err
 		}
 		return &httpCheck{t: t, url: u}, nil
@@ -225,19 +265,19 @@ func (c *mysqlCheck) open(ctx context.Context) error {
 	return nil
 }
 
-func (c *mysqlCheck) count(ctx context.Context, v Vars) (int, error) {
+func (c *mysqlCheck) value(ctx context.Context, v Vars) (any, error) {
 	q, err := execute(c.query, v)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	var x any
 	if err := c.db.QueryRowContext(ctx, q).Scan(&x); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return 0, nil
 		}
-		return 0, err
+		return nil, err
 	}
-	return number(x)
+	return x, nil
 }
 
 func (c *mysqlCheck) close() error {
@@ -266,10 +306,10 @@ func (c *pgCheck) open(ctx context.Context) error {
 	return nil
 }
 
-func (c *pgCheck) count(ctx context.Context, v Vars) (int, error) {
+func (c *pgCheck) value(ctx context.Context, v Vars) (any, error) {
 	q, err := execute(c.query, v)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	var x any
 	// The simple protocol: one round trip, and any result type scans to any.
@@ -277,9 +317,9 @@ func (c *pgCheck) count(ctx context.Context, v Vars) (int, error) {
 		if errors.Is(err, pgx.ErrNoRows) {
 			return 0, nil
 		}
-		return 0, err
+		return nil, err
 	}
-	return number(x)
+	return x, nil
 }
 
 func (c *pgCheck) close() error {
@@ -312,10 +352,10 @@ func (c *redisCheck) open(ctx context.Context) error {
 	return nil
 }
 
-func (c *redisCheck) count(ctx context.Context, v Vars) (int, error) {
+func (c *redisCheck) value(ctx context.Context, v Vars) (any, error) {
 	cmd, err := execute(c.cmd, v)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	fields := strings.Fields(cmd)
 	args := make([]any, len(fields))
@@ -326,10 +366,7 @@ func (c *redisCheck) count(ctx context.Context, v Vars) (int, error) {
 	if errors.Is(err, redis.Nil) {
 		return 0, nil
 	}
-	if err != nil {
-		return 0, err
-	}
-	return number(res)
+	return res, err
 }
 
 func (c *redisCheck) close() error {
@@ -359,17 +396,16 @@ func (c *mongoCheck) open(ctx context.Context) error {
 	return nil
 }
 
-func (c *mongoCheck) count(ctx context.Context, v Vars) (int, error) {
+func (c *mongoCheck) value(ctx context.Context, v Vars) (any, error) {
 	f, err := execute(c.filter, v)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	var filter bson.D
 	if err := bson.UnmarshalExtJSON([]byte(f), false, &filter); err != nil {
-		return 0, fmt.Errorf("the filter is not JSON: %w", err)
+		return nil, fmt.Errorf("the filter is not JSON: %w", err)
 	}
-	n, err := c.client.Database(c.db).Collection(c.coll).CountDocuments(ctx, filter)
-	return int(n), err
+	return c.client.Database(c.db).Collection(c.coll).CountDocuments(ctx, filter)
 }
 
 func (c *mongoCheck) close() error {
@@ -390,18 +426,21 @@ func (c *httpCheck) describe() string { return "http GET " + c.url.Root.String()
 
 func (c *httpCheck) open(context.Context) error { return nil }
 
-func (c *httpCheck) count(ctx context.Context, v Vars) (int, error) {
+func (c *httpCheck) value(ctx context.Context, v Vars) (any, error) {
 	raw, err := execute(c.url, v)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	body, err := c.t.aside(ctx, "GET", raw, v)
 	if err != nil {
-		return 0, err
+		return nil, err
+	}
+	if b := strings.TrimSpace(string(body)); b == "true" || b == "false" {
+		return b == "true", nil // an invariant's answer
 	}
 	n, err := countFromBody(body)
 	if err != nil {
-		return 0, fmt.Errorf("GET %s: %w", redactURL(raw), err)
+		return nil, fmt.Errorf("GET %s: %w", redactURL(raw), err)
 	}
 	return n, nil
 }

@@ -21,9 +21,12 @@ import (
 // The engine contract, and the optional parts this target promises:
 // checked here so a changed signature fails the build, not the report.
 var (
-	_ runner.Target    = (*Target)(nil)
-	_ runner.Describer = (*Target)(nil)
-	_ runner.Noter     = (*Target)(nil)
+	_ runner.Target      = (*Target)(nil)
+	_ runner.Describer   = (*Target)(nil)
+	_ runner.Noter       = (*Target)(nil)
+	_ runner.Baseliner   = (*Target)(nil)
+	_ runner.Invarianter = (*Target)(nil)
+	_ runner.Uncounted   = (*Target)(nil)
 
 	_ runner.ServerParalleler = (*Target)(nil)
 )
@@ -37,6 +40,10 @@ type Target struct {
 	effects effectsCheck
 	// auto measures the store for solo twins (--effects auto:STORE).
 	auto *autoCheck
+	// invariants are checked before and after each burst; names are
+	// their specs as written.
+	invariants []effectsCheck
+	invNames   []string
 	// maxStreams is the server's stream limit, as auto's probe read it.
 	maxStreams uint32
 
@@ -81,6 +88,13 @@ func New(cfg Config, p scenarios.Params) (*Target, error) {
 		}
 	} else if len(cfg.Watch) > 0 {
 		return nil, inputErrorf("watch", "--watch names what --effects auto:STORE measures; there is no auto: effects check")
+	}
+	for _, spec := range cfg.Invariants {
+		inv, err := parseCheck("invariant", spec, t)
+		if err != nil {
+			return nil, err
+		}
+		t.invariants, t.invNames = append(t.invariants, inv), append(t.invNames, spec)
 	}
 	t.st.statuses = map[int]int{}
 	return t, nil
@@ -137,13 +151,17 @@ func (t *Target) Prepare(ctx context.Context) error {
 			return fmt.Errorf("effects %s: %w", t.auto.describe(), err)
 		}
 	}
-	if t.effects == nil {
-		return nil
-	}
 	ctx, cancel := context.WithTimeout(ctx, t.c.timeout)
 	defer cancel()
-	if err := t.effects.open(ctx); err != nil {
-		return fmt.Errorf("effects check %s: %w", t.effects.describe(), err)
+	if t.effects != nil {
+		if err := t.effects.open(ctx); err != nil {
+			return fmt.Errorf("effects check %s: %w", t.effects.describe(), err)
+		}
+	}
+	for i, inv := range t.invariants {
+		if err := inv.open(ctx); err != nil {
+			return fmt.Errorf("invariant %s: %w", t.invNames[i], err)
+		}
 	}
 	return nil
 }
@@ -158,10 +176,14 @@ func (t *Target) Cleanup(context.Context) error {
 	if t.auto != nil {
 		t.auto.close()
 	}
+	var errs []error
 	if t.effects != nil {
-		return t.effects.close()
+		errs = append(errs, t.effects.close())
 	}
-	return nil
+	for _, inv := range t.invariants {
+		errs = append(errs, inv.close())
+	}
+	return errors.Join(errs...)
 }
 
 // Open dials replica's connections: one keep-alive connection per attempt
@@ -248,7 +270,15 @@ func (t *Target) reset(ctx context.Context, index int, arm bool) (runner.Subject
 	}
 	b := newBurst(v)
 	if !arm {
+		// A solo twin's subject: its attempts go out one at a time, and
+		// the runner reads no check before them.
 		return runner.Subject{Burst: index, Key: v.Key, Data: b}, nil
+	}
+	// The checks read before the burst are read here, before any of the
+	// burst's requests is written: an http: check must not wait behind
+	// them. Baseline and Broken hand these readings to the runner.
+	if err := t.before(ctx, b); err != nil {
+		return runner.Subject{}, err
 	}
 	t.mu.Lock()
 	live := make([]armer, 0, len(t.sessions))
@@ -295,14 +325,91 @@ func (t *Target) Effects(ctx context.Context, s runner.Subject) (int, error) {
 	if t.effects != nil {
 		ctx, cancel := context.WithTimeout(ctx, t.c.timeout)
 		defer cancel()
-		n, err := t.effects.count(ctx, b.vars)
+		n, err := count(ctx, t.effects, b.vars)
 		if err != nil {
 			return 0, fmt.Errorf("effects check %s: %w", t.effects.describe(), err)
 		}
-		effects = n
+		// The runner reads the check as a change since Baseline; the
+		// notes count what happened the same way.
+		t.st.add(b, n-b.baseline)
+		return n, nil
 	}
 	t.st.add(b, effects)
 	return effects, nil
+}
+
+// before reads the effects check and the invariants before the burst.
+func (t *Target) before(ctx context.Context, b *burst) error {
+	if t.effects == nil && len(t.invariants) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, t.c.timeout)
+	defer cancel()
+	if t.effects != nil {
+		n, err := count(ctx, t.effects, b.vars)
+		if err != nil {
+			return fmt.Errorf("effects check %s, before the burst: %w", t.effects.describe(), err)
+		}
+		b.baseline = n
+	}
+	if len(t.invariants) > 0 {
+		held, err := t.broken(ctx, b)
+		if err != nil {
+			return fmt.Errorf("%w, before the burst", err)
+		}
+		b.held = held
+	}
+	return nil
+}
+
+// Baselined: with an effects check, the runner reads it as a change;
+// without one, the successful responses are the count.
+func (t *Target) Baselined() bool { return t.effects != nil }
+
+// Baseline is what the effects check read before the burst's requests
+// were written (in Reset).
+func (t *Target) Baseline(_ context.Context, s runner.Subject) (int, error) {
+	b, ok := s.Data.(*burst)
+	if !ok {
+		return 0, errors.New("httpfire: the subject was not made by this target")
+	}
+	return b.baseline, nil
+}
+
+// Uncounted: invariants without an effects check (nor an auto: one) judge
+// the run alone; the successful responses are not counted as effects.
+func (t *Target) Uncounted() bool { return t.effects == nil && t.auto == nil && len(t.invariants) > 0 }
+
+// Invariants names the invariants as they were written.
+func (t *Target) Invariants() []string { return t.invNames }
+
+// Broken counts each invariant's violations: the reading Reset took
+// before the burst's requests were written, the first time it is asked
+// for a burst; a new reading after that.
+func (t *Target) Broken(ctx context.Context, s runner.Subject) ([]int, error) {
+	b, ok := s.Data.(*burst)
+	if !ok {
+		return nil, errors.New("httpfire: the subject was not made by this target")
+	}
+	if held := b.held; held != nil {
+		b.held = nil
+		return held, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, t.c.timeout)
+	defer cancel()
+	return t.broken(ctx, b)
+}
+
+func (t *Target) broken(ctx context.Context, b *burst) ([]int, error) {
+	out := make([]int, len(t.invariants))
+	for i, inv := range t.invariants {
+		n, err := violations(ctx, inv, b.vars)
+		if err != nil {
+			return nil, fmt.Errorf("invariant %s: %w", t.invNames[i], err)
+		}
+		out[i] = n
+	}
+	return out, nil
 }
 
 // ServerParallelism estimates how many of the burst's requests the server

@@ -10,6 +10,8 @@ import (
 // team's test binary that imports race must not pull in every database
 // driver (or cobra, or mpb) with the rest of racetest.
 var ours = map[string][]string{
+	// internal/printable (report quotes its Reproduce lines with it) is
+	// the standard library's only: it drags nothing in.
 	".":          {"runner", "report", "explore", "internal/sqlsnap", "internal/printable"},
 	"./lastbyte": {"runner", "release"},
 }

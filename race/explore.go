@@ -11,7 +11,7 @@ import (
 // Explore runs c's attempts step by step, in every order of the steps
 // they mark with w.Step, one step at a time, each order at a fresh subject
 // (see package explore). opts.Attempts is the number of attempts, 2 or 3
-// (when 0: 3 if c.Attempts is 3, else 2); Bursts do not apply. A step that does not reach the next within
+// (when 0: 3 if c.Attempts is 3 or there are 3 Transactions, else 2); Bursts do not apply. A step that does not reach the next within
 // opts.BlockAfter (50ms when 0) is recorded as blocked and the next goes.
 //
 // The result's Verdict is RACE with its violating orders, or SAFE for
@@ -23,7 +23,7 @@ func Explore(ctx context.Context, c Case, opts explore.Options) (*explore.Result
 	if opts.Attempts == 0 {
 		// A case sized for bursts (16 attempts) explores with two.
 		opts.Attempts = explore.DefaultAttempts
-		if c.Attempts == 3 {
+		if c.Attempts == 3 || len(c.Transactions) == 3 {
 			opts.Attempts = 3
 		}
 	}

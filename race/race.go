@@ -56,7 +56,9 @@ type Case struct {
 	// Allowed is how many effects per subject are correct (1 when 0: exactly
 	// once). The floor is runner.Required (1 by default: a payment that
 	// never happened is LOST); a case where none is correct sets
-	// runner.Allowed(0) and runner.Required(0) in Options.
+	// runner.Allowed(0) and runner.Required(0) in Options. Where each
+	// attempt that reports success (Done) must have landed exactly once,
+	// whatever their number, set runner.Accounting(true) in Options.
 	Allowed int
 	// AllowInconclusive lets Test pass on an INCONCLUSIVE run (the attempts
 	// did not overlap enough to mean anything). By default it fails: a test
@@ -74,9 +76,19 @@ type Case struct {
 	// Attempt tries the guarded action once on subject s. It marks its steps
 	// with w.Step ("check", "act") so the timeline shows them.
 	Attempt func(ctx context.Context, s any, w *Worker) Outcome
+	// Transactions, when set instead of Attempt, is one function per
+	// transaction (a reader and a writer, Hermitage's T1 and T2): worker i
+	// runs Transactions[i mod len(Transactions)] — with more workers than
+	// functions they go round again.
+	Transactions []func(ctx context.Context, s any, w *Worker) Outcome
 	// Effects counts, in the store itself, how many times the action took
 	// effect on s: the ground truth of a burst, never what the attempts
-	// believed.
+	// believed. It is read right after Subject and again after the burst,
+	// and the burst's effects are the change: it may count a shared table
+	// (every redemption) as well as s's own rows. A count that never
+	// changes while attempts report success observes nothing, and the run
+	// is INCONCLUSIVE, never SAFE. Effects may be nil when Invariant is
+	// set: the invariant alone judges the run.
 	Effects func(ctx context.Context, s any) (int, error)
 	// Auto, instead of Effects, judges each burst against a solo twin: the
 	// same attempts run one at a time on a subject of their own, and the
@@ -88,6 +100,14 @@ type Case struct {
 	// SoloEvery runs a solo twin before every SoloEvery-th burst only (1
 	// when 0); the others are compared with the latest twin.
 	SoloEvery int
+	// Invariant, when set, counts how many times what must always hold is
+	// broken now (0: it holds), e.g. the accounts below 0. It is read
+	// before and after each burst; a burst that adds violations is a RACE
+	// named after InvariantName, and bursts that never do can prove SAFE.
+	Invariant func(ctx context.Context, s any) (int, error)
+	// InvariantName names the invariant in the report ("no account below
+	// 0"); "Invariant" when empty.
+	InvariantName string
 
 	// Options are runner options applied after the fields above: a
 	// timeout (runner.Timeout), replicas, a wire release
@@ -176,7 +196,9 @@ func ExpectRace(t testing.TB, c Case) *Report {
 func test(t testing.TB, c Case, want expectation) *Report {
 	t.Helper()
 	short := testing.Short()
-	if short {
+	if short && c.validate() == nil {
+		// An invalid case keeps its fields, for run to refuse: under
+		// -short a negative Bursts once became 20 bursts and passed.
 		c.Bursts = c.shortBursts()
 	}
 	if c.Name == "" {
@@ -270,23 +292,39 @@ func (c *Case) validate() error {
 	if c.Subject == nil {
 		missing = append(missing, "Subject")
 	}
-	if c.Attempt == nil {
+	if c.Attempt == nil && len(c.Transactions) == 0 {
 		missing = append(missing, "Attempt")
 	}
-	if c.Effects == nil && c.Auto == nil {
-		missing = append(missing, "Effects")
+	if c.Attempt != nil && len(c.Transactions) > 0 {
+		return fmt.Errorf("case %q: set Attempt (one function for every worker) or Transactions (one per transaction), not both", c.Name)
+	}
+	for i, f := range c.Transactions {
+		if f == nil {
+			return fmt.Errorf("case %q: Transactions[%d] is nil: every transaction needs its function", c.Name, i)
+		}
+	}
+	if c.Effects == nil && c.Invariant == nil && c.Auto == nil {
+		missing = append(missing, "Effects (or Invariant, or Auto)")
 	}
 	if c.Effects != nil && c.Auto != nil {
 		return fmt.Errorf("case %q: Effects and Auto contradict each other: count the effects, or compare with solo twins — keep one", c.Name)
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("case %q: %s must be set (Subject makes each burst's fresh subject, Attempt tries the action once, Effects counts in the store what took effect, or Auto compares each burst with solo twins)",
+		return fmt.Errorf("case %q: %s must be set (Subject makes each burst's fresh subject, Attempt tries the action once, Effects counts in the store what took effect, Invariant counts what breaks a rule that must always hold, or Auto compares each burst with solo twins)",
 			c.Name, strings.Join(missing, ", "))
 	}
 	if c.Attempts < 0 || c.Bursts < 0 || c.Allowed < 0 || c.ShortBursts < 0 || c.SoloEvery < 0 {
 		return fmt.Errorf("case %q: Attempts, Bursts, ShortBursts, Allowed and SoloEvery cannot be negative (0 takes the default)", c.Name)
 	}
 	return nil
+}
+
+// attempt is the function worker runs.
+func (c *Case) attempt(worker int) func(ctx context.Context, s any, w *Worker) Outcome {
+	if len(c.Transactions) == 0 {
+		return c.Attempt
+	}
+	return c.Transactions[worker%len(c.Transactions)]
 }
 
 func (c *Case) options() []runner.Option {
@@ -324,7 +362,12 @@ type target struct {
 	run string
 }
 
-var _ runner.Target = (*target)(nil)
+var (
+	_ runner.Target      = (*target)(nil)
+	_ runner.Baseliner   = (*target)(nil)
+	_ runner.Invarianter = (*target)(nil)
+	_ runner.Uncounted   = (*target)(nil)
+)
 
 func (t *target) Prepare(context.Context) error { return nil }
 func (t *target) Cleanup(context.Context) error { return nil }
@@ -350,6 +393,33 @@ func (t *target) Effects(ctx context.Context, s runner.Subject) (int, error) {
 		return 0, nil // Auto: the runner measures the store instead
 	}
 	return t.c.Effects(ctx, s.Data)
+}
+
+// The effects are read as a change since the subject was made.
+func (t *target) Baselined() bool { return t.c.Effects != nil }
+func (t *target) Baseline(ctx context.Context, s runner.Subject) (int, error) {
+	return t.c.Effects(ctx, s.Data)
+}
+
+// A case with neither Effects nor Auto is judged by its invariant alone.
+func (t *target) Uncounted() bool { return t.c.Effects == nil && t.c.Auto == nil }
+
+func (t *target) Invariants() []string {
+	if t.c.Invariant == nil {
+		return nil
+	}
+	if t.c.InvariantName == "" {
+		return []string{"Invariant"}
+	}
+	return []string{t.c.InvariantName}
+}
+
+func (t *target) Broken(ctx context.Context, s runner.Subject) ([]int, error) {
+	n, err := t.c.Invariant(ctx, s.Data)
+	if err != nil {
+		return nil, fmt.Errorf("invariant: %w", err)
+	}
+	return []int{n}, nil
 }
 
 type app struct{ c *Case }
@@ -381,7 +451,7 @@ func (s *session) Attempt(ctx context.Context, sub runner.Subject, rw *runner.Wo
 			o = runner.Failed(fmt.Errorf("attempt panicked: %v", p))
 		}
 	}()
-	return s.c.Attempt(ctx, sub.Data, &s.w)
+	return s.c.attempt(s.w.ID)(ctx, sub.Data, &s.w)
 }
 
 func (s *session) Close() error {

@@ -232,6 +232,9 @@ func TestClaimedButNotDoneIsLost(t *testing.T) {
 	c := newCoupons()
 	cs := c.caseFor(c.fixed)
 	cs.Attempt = func(_ context.Context, s any, w *Worker) Outcome {
+		if strings.HasSuffix(s.(string), "0") {
+			return From(c.fixed(w, s.(string)), errUsed) // every tenth burst pays
+		}
 		if w.ID == 0 {
 			return From(nil) // claims it paid, wrote nothing
 		}
@@ -239,7 +242,92 @@ func TestClaimedButNotDoneIsLost(t *testing.T) {
 	}
 	f := newFakeT(t)
 	call(f, Test, cs)
-	wantIn(t, "the failure", f.errText(), "race: LOST: expected SAFE, but 40 of 40 bursts left fewer than 1 effect")
+	wantIn(t, "the failure", f.errText(), "race: LOST: expected SAFE, but 36 of 40 bursts left fewer than 1 effect")
+}
+
+// An Effects that never changes while attempts report success observes
+// nothing: a constant 1 beside a naive redeem that pays twice, or a count
+// that is always 0 beside a correct one, is INCONCLUSIVE with the line
+// that asks about the check — never SAFE, never LOST (issue 25 §1).
+func TestStuckEffectsAreInconclusive(t *testing.T) {
+	c := newCoupons()
+	cs := c.caseFor(c.naive)
+	cs.Effects = func(context.Context, any) (int, error) { return 1, nil }
+	rep, err := Run(context.Background(), cs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Verdict != Inconclusive || !strings.Contains(rep.Why, "the effects check never changed") {
+		t.Errorf("a constant Effects on the naive redeem: %s %q, want INCONCLUSIVE saying the check never changed", rep.Verdict, rep.Why)
+	}
+	cs = c.caseFor(c.fixed)
+	cs.Effects = func(context.Context, any) (int, error) { return 0, nil }
+	if rep, _ := Run(context.Background(), cs); rep.Verdict != Inconclusive {
+		t.Errorf("an Effects that counts 0 on the fixed redeem: %s, want INCONCLUSIVE", rep.Verdict)
+	}
+}
+
+// An invariant alone judges a case: a stock that must not go below 0
+// holds under the fixed sale and breaks under the naive one, named.
+func TestInvariantJudgesACase(t *testing.T) {
+	var mu sync.Mutex
+	stock := map[string]int{}
+	sell := func(checkFirst bool) func(context.Context, any, *Worker) Outcome {
+		return func(_ context.Context, s any, w *Worker) Outcome {
+			k := s.(string)
+			time.Sleep(300 * time.Microsecond) // the round trip to the store
+			mu.Lock()
+			left := stock[k]
+			if !checkFirst && left > 0 {
+				stock[k]--
+			}
+			mu.Unlock()
+			if left < 1 {
+				return From(Declined("sold out"))
+			}
+			if !checkFirst {
+				return From(nil)
+			}
+			w.Step("act")
+			time.Sleep(300 * time.Microsecond)
+			mu.Lock()
+			stock[k]--
+			mu.Unlock()
+			return From(nil)
+		}
+	}
+	cs := Case{Attempts: 8, Bursts: 30, InvariantName: "no stock below 0",
+		Subject: func(_ context.Context, b Burst) (any, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			stock[b.Token()] = 1
+			return b.Token(), nil
+		},
+		Attempt: sell(false),
+		Invariant: func(_ context.Context, s any) (int, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			if stock[s.(string)] < 0 {
+				return 1, nil
+			}
+			return 0, nil
+		},
+	}
+	rep, err := Run(context.Background(), cs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Verdict != Safe {
+		t.Errorf("the atomic sale: %s %q, want SAFE", rep.Verdict, rep.Why)
+	}
+	cs.Attempt = sell(true)
+	rep, err = Run(context.Background(), cs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Verdict != Race || !strings.Contains(rep.String(), "invariant no stock below 0 broken after") {
+		t.Errorf("check, then sell: %s\n%s", rep.Verdict, rep)
+	}
 }
 
 func TestRunErrorsFailWithTheCause(t *testing.T) {
@@ -262,7 +350,7 @@ func TestIncompleteCaseSaysWhatIsMissing(t *testing.T) {
 	if !f.stopped {
 		t.Fatal("an incomplete case did not stop the test")
 	}
-	wantIn(t, "the failure", f.errText(), "Attempt, Effects must be set")
+	wantIn(t, "the failure", f.errText(), "Attempt, Effects (or Invariant) must be set")
 
 	f = newFakeT(t)
 	c := newCoupons()
@@ -278,7 +366,7 @@ func TestShortRunsFewerBursts(t *testing.T) {
 	}
 	defer flag.Set("test.short", fmt.Sprint(testing.Short()))
 	c := newCoupons()
-	for _, tc := range []struct{ bursts, short, want int }{{200, 0, 40}, {50, 0, 20}, {10, 0, 10}, {200, 7, 7}} {
+	for _, tc := range []struct{ bursts, short, want int }{{200, 0, 40}, {50, 0, 20}, {10, 0, 10}, {200, 7, 7}, {0, 0, 20}} {
 		cs := c.caseFor(c.fixed)
 		cs.Bursts, cs.ShortBursts = tc.bursts, tc.short
 		f := newFakeT(t)
@@ -467,4 +555,84 @@ func TestExploreOrdersTheSteps(t *testing.T) {
 	if res.Count().Blocked == 0 {
 		t.Errorf("locked: %+v; want the second check blocked on the lock in some order", res.Count())
 	}
+}
+
+// One function per transaction: a writer that sets a value and puts it
+// back, a reader that reads it twice and records what it saw. Explored,
+// the reader's 3 steps and the writer's 2 give C(5,2) = 10 orders, and the
+// orders where the reader reads between the writer's two steps break; a
+// burst's workers alternate between the two functions.
+func TestTransactionsAreOneFunctionPerWorker(t *testing.T) {
+	var mu sync.Mutex
+	value := map[string]int{}
+	seen := map[string]int{}
+	ran := map[int]string{}
+	c := Case{
+		Attempts: 4, Bursts: 3,
+		Subject: func(_ context.Context, b Burst) (any, error) { return b.Token(), nil },
+		Transactions: []func(ctx context.Context, s any, w *Worker) Outcome{
+			func(_ context.Context, s any, w *Worker) Outcome { // the reader
+				mu.Lock()
+				ran[w.ID] = "reader"
+				mu.Unlock()
+				dirty := false
+				for _, step := range []string{"read", "read again"} {
+					w.Step(step)
+					mu.Lock()
+					dirty = dirty || value[s.(string)] != 0
+					mu.Unlock()
+				}
+				w.Step("record")
+				mu.Lock()
+				defer mu.Unlock()
+				seen[s.(string)] += 1 + b2i(dirty)
+				return From(nil)
+			},
+			func(_ context.Context, s any, w *Worker) Outcome { // the writer, rolled back
+				mu.Lock()
+				ran[w.ID] = "writer"
+				mu.Unlock()
+				w.Step("update")
+				mu.Lock()
+				value[s.(string)] = 1
+				mu.Unlock()
+				w.Step("rollback")
+				mu.Lock()
+				value[s.(string)] = 0
+				mu.Unlock()
+				return From(nil)
+			},
+		},
+		Effects: func(_ context.Context, s any) (int, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			return seen[s.(string)], nil
+		},
+	}
+	res, err := Explore(context.Background(), c, explore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Verdict() != explore.Race || res.Total != "10" || len(res.AttemptSteps[0]) != 3 || len(res.AttemptSteps[1]) != 2 {
+		t.Fatalf("%s, %s orders, steps %v: want RACE among C(5,2) = 10 orders of 3 and 2 steps", res.Verdict(), res.Total, res.AttemptSteps)
+	}
+	if _, err := Run(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if ran[0] != "reader" || ran[1] != "writer" || ran[2] != "reader" || ran[3] != "writer" {
+		t.Errorf("workers ran %v: want reader, writer, reader, writer", ran)
+	}
+	c.Attempt = c.Transactions[0]
+	if _, err := Explore(context.Background(), c, explore.Options{}); err == nil || !strings.Contains(err.Error(), "not both") {
+		t.Errorf("Attempt and Transactions both set: %v, want a refusal", err)
+	}
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -97,7 +97,7 @@ func TestInconclusiveSaysWhyEachBurstFellShort(t *testing.T) {
 	noEffect := b{0, 4, 0, 0}
 	unanswered := b{1, 4, 1, 0}
 	a := Assess(Case{Result: run(held, noEffect, apart, unanswered, noEffect)})
-	want := "only 1 of 5 bursts put the guard to the test (need 50%): 2 took no effect, 1 never had two attempts in flight at once, 1 had fewer than two answered attempts"
+	want := "only 1 of 5 bursts put the guard to the test (need 50%): 2 executed nothing, 1 never had two attempts in flight at once, 1 had fewer than two answered attempts"
 	if a.Verdict != Inconclusive || a.Why != want {
 		t.Errorf("got %s %q\nwant INCONCLUSIVE %q", a.Verdict, a.Why, want)
 	}
@@ -109,7 +109,7 @@ func TestInconclusiveSaysWhyEachBurstFellShort(t *testing.T) {
 func TestTwoInFlightIsEnoughOverlap(t *testing.T) {
 	twoInFlightOneAnswer := b{1, 2, 1, 0}
 	a := Assess(Case{Result: run(held, twoInFlightOneAnswer, twoInFlightOneAnswer)})
-	want := "only 1 of 3 bursts put the guard to the test (need 50%): 0 took no effect, 0 never had two attempts in flight at once, 2 had fewer than two answered attempts"
+	want := "only 1 of 3 bursts put the guard to the test (need 50%): 0 executed nothing, 0 never had two attempts in flight at once, 2 had fewer than two answered attempts"
 	if a.Verdict != Inconclusive || a.Why != want {
 		t.Errorf("got %s %q\nwant INCONCLUSIVE %q", a.Verdict, a.Why, want)
 	}

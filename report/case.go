@@ -162,6 +162,20 @@ type Assessment struct {
 	Interrupted bool
 }
 
+// Expectation says in one word for every format whether the case met
+// its expectation: "met", "unproven" (INCONCLUSIVE: it fails nothing
+// without --strict, and proves nothing either, so it never reads "ok") or
+// "failed".
+func (a Assessment) Expectation() string {
+	if !a.Met {
+		return "failed"
+	}
+	if a.Verdict == Inconclusive {
+		return "unproven"
+	}
+	return "met"
+}
+
 // MinTestedShare is the share of bursts that must have put the guard to
 // the test (Burst.Tested) for a run without violations to count as SAFE
 // rather than INCONCLUSIVE.
@@ -227,6 +241,9 @@ func verdict(r *runner.Result, tested int) (Verdict, int, string) {
 	if n := r.Violations(); n > 0 {
 		return Race, n, ""
 	}
+	if r.Stuck() {
+		return Inconclusive, 0, stuck(r)
+	}
 	if n := r.Lost(); n > 0 {
 		return Lost, n, ""
 	}
@@ -239,14 +256,24 @@ func verdict(r *runner.Result, tested int) (Verdict, int, string) {
 	return Safe, 0, ""
 }
 
-// untested says in one line why too few bursts tested the guard.
+// stuck is the one line of a run whose effects check never moved while
+// attempts reported that they executed the action (runner.Result.Stuck).
+func stuck(r *runner.Result) string {
+	return fmt.Sprintf("the effects check never changed (it read %d before and after every burst) while %d attempts reported success: does the effects check (--effects) count what the attempt does?",
+		r.Bursts[0].Before, r.Outcomes()[runner.Executed])
+}
+
+// untested says in one line why too few bursts tested the guard, from the
+// attempts' outcomes (runner.Burst.Tested), never from the effects.
 func untested(r *runner.Result, tested int) string {
-	var noEffect, apart, unanswered, serial int
+	var noneRan, noEffect, apart, unanswered, serial int
 	for _, b := range r.Bursts {
 		if b.Tested() {
 			continue
 		}
-		if !b.TookEffect() {
+		if b.Outcomes[runner.Executed] == 0 {
+			noneRan++
+		} else if b.Twin != nil && !b.TookEffect() {
 			noEffect++
 		} else if b.Serial() {
 			serial++
@@ -257,7 +284,7 @@ func untested(r *runner.Result, tested int) string {
 		}
 	}
 	n := len(r.Bursts)
-	if noEffect == n {
+	if noneRan == n {
 		return fmt.Sprintf("0 of %d bursts executed anything: %s", n, nothingRan(r))
 	}
 	if serial == n-tested {
@@ -268,12 +295,27 @@ func untested(r *runner.Result, tested int) string {
 		return fmt.Sprintf("only %d of %d bursts had two attempts in flight at once (need %.0f%%)",
 			tested, n, MinTestedShare*100)
 	}
-	why := fmt.Sprintf("only %d of %d bursts put the guard to the test (need %.0f%%): %d took no effect, %d never had two attempts in flight at once, %d had fewer than two answered attempts",
-		tested, n, MinTestedShare*100, noEffect, apart, unanswered)
+	why := fmt.Sprintf("only %d of %d bursts put the guard to the test (need %.0f%%): %d executed nothing, %d never had two attempts in flight at once, %d had fewer than two answered attempts",
+		tested, n, MinTestedShare*100, noneRan, apart, unanswered)
+	if noEffect > 0 {
+		why += fmt.Sprintf(", %d changed nothing that racetest watches (in a run judged by solo twins)", noEffect)
+	}
 	if serial > 0 {
 		why += fmt.Sprintf(", %d were answered one request at a time by the server (does it have one worker?)", serial)
 	}
 	return why
+}
+
+// brokenWhy names the invariants a run broke, and how often: "invariant
+// X broken after 3 of 30 bursts (at most 2 violations)"; "" when none broke.
+func brokenWhy(r *runner.Result) string {
+	var parts []string
+	for i, name := range r.Invariants {
+		if n, most := r.BrokenBursts(i); n > 0 {
+			parts = append(parts, fmt.Sprintf("invariant %s broken after %d of %d bursts (at most %s)", name, n, len(r.Bursts), plural(most, "violation")))
+		}
+	}
+	return strings.Join(parts, "; ")
 }
 
 // serialFigure is the median server parallelism of the bursts served one
@@ -338,6 +380,9 @@ func met(c Case, r *runner.Result, a Assessment) (ok, unproven bool, why string)
 		if a.Verdict != Race {
 			return false, false, fmt.Sprintf("expected RACE, but no burst of %d exceeded %s (%s)", a.Bursts, ceiling(r), found(a))
 		}
+		if why := brokenWhy(r); why != "" {
+			return true, false, why
+		}
 		return true, false, a.Why
 	case ExpectLost:
 		if a.Verdict != Lost {
@@ -361,12 +406,14 @@ func met(c Case, r *runner.Result, a Assessment) (ok, unproven bool, why string)
 		}
 	default:
 		if twinRun(r) && (a.Verdict == Race || a.Verdict == Lost) {
+			if why := brokenWhy(r); why != "" {
+				return false, false, "expected SAFE, but " + why
+			}
 			return false, false, twinUnmet(a)
 		}
 		switch a.Verdict {
 		case Race:
-			return false, false, fmt.Sprintf("expected SAFE, but %d of %d bursts left more than %s (worst %d)",
-				a.Violations, a.Bursts, ceiling(r), r.EffectsSummary().Max)
+			return false, false, raceWhy(r, a)
 		case Lost:
 			return false, false, lostWhy(r, a)
 		}
@@ -375,6 +422,45 @@ func met(c Case, r *runner.Result, a Assessment) (ok, unproven bool, why string)
 		return false, true, a.Why
 	}
 	return true, false, a.Why
+}
+
+// overAllowance counts the bursts that left more effects than allowed
+// (a burst that only broke an invariant is not among them).
+func overAllowance(r *runner.Result) int {
+	over := 0
+	for _, b := range r.Bursts {
+		if b.Effects > b.Allowed {
+			over++
+		}
+	}
+	return over
+}
+
+// heldWhat is what a SAFE run's tested bursts did not do: leave the
+// allowed range, break an invariant, or both.
+func heldWhat(r *runner.Result) string {
+	if r.Uncounted {
+		return "broke an invariant"
+	}
+	s := "left the allowed range (" + allowance(r) + ")"
+	if len(r.Invariants) > 0 {
+		s += " or broke an invariant"
+	}
+	return s
+}
+
+// raceWhy says why a RACE fails an expectation of SAFE: the invariants it
+// broke, and the bursts over their allowance.
+func raceWhy(r *runner.Result, a Assessment) string {
+	over := overAllowance(r)
+	var parts []string
+	if why := brokenWhy(r); why != "" {
+		parts = append(parts, why)
+	}
+	if over > 0 {
+		parts = append(parts, fmt.Sprintf("%d of %d bursts left more than %s (worst %d)", over, a.Bursts, ceiling(r), r.EffectsSummary().Max))
+	}
+	return "expected SAFE, but " + strings.Join(parts, "; ")
 }
 
 func lostWhy(r *runner.Result, a Assessment) string {

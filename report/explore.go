@@ -31,6 +31,10 @@ type Exploration struct {
 	Expect ExpectKind
 	// Err is why the exploration did not finish (the orders that ran stay).
 	Err error
+	// Width is the columns the text report may use (0: DefaultWidth):
+	// longer lines fold under their own indent, a replay command with a
+	// trailing backslash so that it still pastes into a shell.
+	Width int
 }
 
 // Verdict is the exploration's answer; a replay's SAFE is the one order's.
@@ -97,7 +101,7 @@ func (e Exploration) Readable(o explore.Order) string {
 	for i, a := range o.Attempts {
 		s := explore.Letter(i) + " " + a.Class
 		if a.Class == "conflict" {
-			if strings.Contains(strings.ToLower(a.Err), "deadlock") {
+			if a.Deadlock {
 				s += " (deadlock)"
 			} else {
 				s += " (serialization failure)"
@@ -153,7 +157,11 @@ func ExploreText(w io.Writer, e Exploration) error {
 		}
 		c := r.Count()
 		if !e.Replayed {
-			fmt.Fprintf(&b, "steps of one attempt: %s\n", strings.Join(r.Steps, ", "))
+			if !r.Alike() {
+				fmt.Fprintf(&b, "steps of each attempt: %s\n", r.Shape())
+			} else {
+				fmt.Fprintf(&b, "steps of one attempt: %s\n", strings.Join(r.Steps, ", "))
+			}
 			fmt.Fprintf(&b, "orders: %d explored of %s (%d pruned as equivalent", c.Explored, r.Total, r.Pruned)
 			if r.Unexplored != "" {
 				fmt.Fprintf(&b, ", %s unexplored", r.Unexplored)
@@ -181,8 +189,63 @@ func ExploreText(w io.Writer, e Exploration) error {
 	if e.Err != nil && r != nil {
 		fmt.Fprintln(&b, "stopped:", e.Err)
 	}
-	_, err := io.WriteString(w, b.String())
+	_, err := io.WriteString(w, foldLines(b.String(), e.Width))
 	return err
+}
+
+// foldShell folds a shell command into lines of at most width columns,
+// breaking only between words (never inside a quoted one); a word longer
+// than a line stays whole.
+func foldShell(cmd string, width int, indent string) []string {
+	var words []string
+	start, quoted := 0, false
+	for i := 0; i <= len(cmd); i++ {
+		switch {
+		case i == len(cmd) || cmd[i] == ' ' && !quoted:
+			if i > start {
+				words = append(words, cmd[start:i])
+			}
+			start = i + 1
+		case cmd[i] == '\'':
+			quoted = !quoted
+		}
+	}
+	var lines []string
+	line := indent
+	for _, w := range words {
+		if line != indent && line != indent+"  " && visibleLen(line)+1+visibleLen(w) > width {
+			lines = append(lines, line)
+			line = indent + "  "
+		}
+		if line != indent && line != indent+"  " {
+			line += " "
+		}
+		line += w
+	}
+	return append(lines, line)
+}
+
+// foldLines folds each line of s longer than width (0: DefaultWidth)
+// under its own indent, two columns deeper; a replay command is folded
+// with a trailing backslash on each line but the last.
+func foldLines(s string, width int) string {
+	if width <= 0 {
+		width = DefaultWidth
+	}
+	var out []string
+	for _, line := range strings.Split(s, "\n") {
+		if visibleLen(line) <= width {
+			out = append(out, line)
+			continue
+		}
+		indent := line[:len(line)-len(strings.TrimLeft(line, " "))]
+		if strings.HasPrefix(line[len(indent):], "racetest replay ") {
+			out = append(out, strings.Join(foldShell(line[len(indent):], width-2, indent), " \\\n"))
+			continue
+		}
+		out = append(out, wrapText(line, width, indent, indent+"  ")...)
+	}
+	return strings.Join(out, "\n")
 }
 
 type exploreJSON struct {

@@ -61,11 +61,13 @@ type htmlPage struct {
 }
 
 type htmlCase struct {
-	ID, Name, Scenario, Backend   string
-	Lesson                        string
-	Verdict, VerdictClass, Cell   string
-	Expect, Why, Headline         string
-	Met                           bool
+	ID, Name, Scenario, Backend string
+	Lesson                      string
+	Verdict, VerdictClass, Cell string
+	Expect, Why, Headline       string
+	Met                         bool
+	// Unproven: met, by an INCONCLUSIVE run that proves nothing.
+	Unproven                      bool
 	Shape, Effects, Allowed, Over string
 	Overlap, Spread               string
 	Server                        string
@@ -130,7 +132,7 @@ func htmlCaseOf(i int, c Case) htmlCase {
 	hc := htmlCase{
 		ID: fmt.Sprintf("case-%d", i+1), Name: displayName(c), Scenario: c.Scenario, Backend: c.Backend, Lesson: c.Lesson,
 		Verdict: string(a.Verdict), VerdictClass: "v-" + strings.ToLower(string(a.Verdict)), Cell: verdictCell(a),
-		Expect: c.Expect.String(), Met: a.Met, Why: a.Why, Headline: Headline(c), Story: c.Story,
+		Expect: c.Expect.String(), Met: a.Met, Unproven: a.Expectation() == "unproven", Why: a.Why, Headline: Headline(c), Story: c.Story,
 		Shape: "–", Effects: "–", Allowed: "–", Over: fmt.Sprintf("%d/%d", a.Violations, a.Bursts), Overlap: "–", Spread: "–",
 	}
 	if c.Release != "" {

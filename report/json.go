@@ -59,32 +59,42 @@ type MatrixCellJSON struct {
 
 // RunJSON is one case in the JSON report. Durations are in microseconds.
 type RunJSON struct {
-	Name           string            `json:"name"`
-	Scenario       string            `json:"scenario"`
-	Backend        string            `json:"backend"`
-	Server         string            `json:"server,omitempty"`
-	Settings       map[string]string `json:"settings,omitempty"`
-	Release        string            `json:"release,omitempty"`
-	Attempts       int               `json:"attempts_per_burst"`
-	Bursts         int               `json:"bursts"`
-	PlannedBursts  int               `json:"planned_bursts"`
-	Replicas       int               `json:"replicas"`
-	Waves          int               `json:"waves"`
-	Deploy         bool              `json:"deploy"`
-	Allowed        int               `json:"allowed"`
-	Required       int               `json:"required"`
-	Expect         string            `json:"expect"`
-	Verdict        Verdict           `json:"verdict"`
-	ExpectationMet bool              `json:"expectation_met"`
-	Why            string            `json:"why,omitempty"`
-	Violations     int               `json:"violations"`
-	ViolationRate  float64           `json:"violation_rate"`
-	UpperBound95   float64           `json:"upper_bound_95"`
-	Overlapped     int               `json:"overlapped_bursts"`
-	Tested         int               `json:"tested_bursts"`
-	Effects        Stat              `json:"effects"`
-	Overlap        Stat              `json:"overlap"`
-	SpreadMicros   StatF             `json:"spread_us"`
+	Name          string            `json:"name"`
+	Scenario      string            `json:"scenario"`
+	Backend       string            `json:"backend"`
+	Server        string            `json:"server,omitempty"`
+	Settings      map[string]string `json:"settings,omitempty"`
+	Release       string            `json:"release,omitempty"`
+	Attempts      int               `json:"attempts_per_burst"`
+	Bursts        int               `json:"bursts"`
+	PlannedBursts int               `json:"planned_bursts"`
+	Replicas      int               `json:"replicas"`
+	Waves         int               `json:"waves"`
+	Deploy        bool              `json:"deploy"`
+	Allowed       int               `json:"allowed"`
+	Required      int               `json:"required"`
+	// How the bursts were judged besides the allowance: accounting (each
+	// success landed once), effects read as a change (baselined), no
+	// effects check (uncounted), and the invariants that had to hold.
+	Accounting     bool     `json:"accounting,omitempty"`
+	Baselined      bool     `json:"baselined,omitempty"`
+	Uncounted      bool     `json:"uncounted,omitempty"`
+	Invariants     []string `json:"invariants,omitempty"`
+	Expect         string   `json:"expect"`
+	Verdict        Verdict  `json:"verdict"`
+	ExpectationMet bool     `json:"expectation_met"`
+	// Expectation is "met", "unproven" (INCONCLUSIVE: met, proving
+	// nothing) or "failed".
+	Expectation   string  `json:"expectation"`
+	Why           string  `json:"why,omitempty"`
+	Violations    int     `json:"violations"`
+	ViolationRate float64 `json:"violation_rate"`
+	UpperBound95  float64 `json:"upper_bound_95"`
+	Overlapped    int     `json:"overlapped_bursts"`
+	Tested        int     `json:"tested_bursts"`
+	Effects       Stat    `json:"effects"`
+	Overlap       Stat    `json:"overlap"`
+	SpreadMicros  StatF   `json:"spread_us"`
 	// ServerParallelism is min/median/max over the bursts of how many
 	// attempts the server handled at once, estimated from the response
 	// times (http); SerialBursts counts the bursts it served one at a time,
@@ -124,10 +134,14 @@ type RunJSON struct {
 // BurstJSON is one burst's figures. Outcomes leaves out the classes no
 // attempt of the burst had.
 type BurstJSON struct {
-	Index    int            `json:"index"`
-	Effects  int            `json:"effects"`
-	Allowed  int            `json:"allowed"`
-	Required int            `json:"required"`
+	Index    int `json:"index"`
+	Effects  int `json:"effects"`
+	Allowed  int `json:"allowed"`
+	Required int `json:"required"`
+	// Before is what the effects check read before a baselined burst, and
+	// Broken each invariant's violations after it.
+	Before   int            `json:"before,omitempty"`
+	Broken   []int          `json:"broken,omitempty"`
 	Overlap  int            `json:"overlap"`
 	Spread   float64        `json:"spread_us"`
 	Duration float64        `json:"duration_us"`
@@ -210,7 +224,7 @@ func runJSON(c Case) RunJSON {
 	a := Assess(c)
 	j := RunJSON{
 		Name: displayName(c), Scenario: c.Scenario, Backend: c.Backend, Settings: c.Settings, Release: c.Release,
-		Expect: c.Expect.String(), Verdict: a.Verdict, ExpectationMet: a.Met, Why: a.Why,
+		Expect: c.Expect.String(), Verdict: a.Verdict, ExpectationMet: a.Met, Expectation: a.Expectation(), Why: a.Why,
 		Violations: a.Violations, ViolationRate: a.Rate, UpperBound95: a.Upper, Overlapped: a.Overlapped, Tested: a.Tested,
 		Bursts: a.Bursts, Interrupted: a.Interrupted, Outcomes: map[string]int{},
 		Lesson: c.Lesson, Story: c.Story, Strict: c.Strict, Prove: c.Prove, Command: c.Command,
@@ -224,6 +238,7 @@ func runJSON(c Case) RunJSON {
 	}
 	j.Server, j.Attempts, j.PlannedBursts, j.Replicas = r.Server, r.Attempts, r.Planned, r.Replicas
 	j.Waves, j.Deploy, j.Allowed, j.Required = r.Waves, r.Deploy, r.Allowed, r.Required
+	j.Accounting, j.Baselined, j.Uncounted, j.Invariants = r.Accounting, r.Baselined, r.Uncounted, r.Invariants
 	e, o, s := r.EffectsSummary(), r.OverlapSummary(), r.SpreadSummary()
 	j.Effects = Stat{e.Min, e.Median, e.Max}
 	j.Overlap = Stat{o.Min, o.Median, o.Max}
@@ -257,7 +272,7 @@ func runJSON(c Case) RunJSON {
 	j.Twins = twinsJSON(r.Twins)
 	j.PerBurst = make([]BurstJSON, len(r.Bursts))
 	for i, b := range r.Bursts {
-		bj := BurstJSON{Index: b.Index, Effects: b.Effects, Allowed: b.Allowed, Required: b.Required, Overlap: b.Overlap,
+		bj := BurstJSON{Index: b.Index, Effects: b.Effects, Allowed: b.Allowed, Required: b.Required, Before: b.Before, Broken: b.Broken, Overlap: b.Overlap,
 			Spread: micros(b.Spread), Duration: micros(b.Duration), Outcomes: map[string]int{}, Retries: b.Retries}
 		for _, cl := range runner.Classes() {
 			if n := b.Outcomes[cl]; n > 0 {

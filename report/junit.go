@@ -145,6 +145,7 @@ func junitProperties(c Case, a Assessment, o Options) []junitProperty {
 	add("expect", c.Expect.String())
 	add("verdict", a.Verdict)
 	add("expectation_met", a.Met)
+	add("expectation", a.Expectation())
 	add("bursts", a.Bursts)
 	add("violations", a.Violations)
 	add("violation_rate", strconv.FormatFloat(a.Rate, 'g', 4, 64))

@@ -48,7 +48,10 @@ func Markdown(w io.Writer, cases []Case, o Options) error {
 		if a.Why != "" {
 			fmt.Fprintf(&b, "%s.\n", mdEscape(strings.TrimSuffix(a.Why, ".")))
 		}
-		if a.Verdict == Race && c.Result != nil {
+		if a.Verdict == Race && c.Result != nil && brokenWhy(c.Result) != "" {
+			fmt.Fprintf(&b, "%s (95%% upper bound on the rate %s).\n", mdEscape(brokenWhy(c.Result)), percent(a.Upper))
+		}
+		if a.Verdict == Race && c.Result != nil && overAllowance(c.Result) > 0 {
 			r := c.Result
 			w := worstBurst(r)
 			fmt.Fprintf(&b, "%d of %d bursts left more than %s (%s; 95%% upper bound %s); the worst, burst #%d, left %d.\n",
@@ -94,6 +97,16 @@ func Headline(c Case) string {
 		}
 	}
 	return fmt.Sprintf("%s: %s%s, expected %s", at, verdictCell(a), detail, c.Expect)
+}
+
+// expectWord is the expectation as a report's EXPECTED column shows it
+// without colour: "safe", or "safe unproven" for an INCONCLUSIVE run, which
+// proves nothing even where it fails nothing.
+func expectWord(c Case, a Assessment) string {
+	if a.Expectation() == "unproven" {
+		return c.Expect.String() + " unproven"
+	}
+	return c.Expect.String()
 }
 
 func mdMark(a Assessment) string {
@@ -169,7 +182,7 @@ func mdCases(b *strings.Builder, cases []Case, as []Assessment) {
 		}
 		fmt.Fprintf(b, "| %s | %s | %s |%s %s | %d/%d | %s | %s | %s |\n",
 			mdMark(a), mdEscape(displayName(c)), mdEscape(c.Backend), serverCell, shape,
-			a.Violations, a.Bursts, worst, mdEscape(verdictCell(a)), mdEscape(c.Expect.String()))
+			a.Violations, a.Bursts, worst, mdEscape(verdictCell(a)), mdEscape(expectWord(c, a)))
 	}
 }
 

@@ -69,6 +69,7 @@ func (j RunJSON) toCase(version string) (Case, error) {
 	r := &runner.Result{
 		Attempts: j.Attempts, Replicas: j.Replicas, Waves: j.Waves, Deploy: j.Deploy, Allowed: j.Allowed, Required: j.Required,
 		Diagnosis: j.Diagnosis, Timeout: fromMicros(j.TimeoutMillis * 1e3),
+		Accounting: j.Accounting, Baselined: j.Baselined, Uncounted: j.Uncounted, Invariants: j.Invariants,
 		Planned: j.PlannedBursts, Errors: j.Errors, Server: j.Server, Notes: j.Notes, Checks: j.Checks,
 		Interrupted: j.Interrupted, Stopped: j.StoppedEarly, Release: j.Release,
 		Elapsed: fromMicros(j.ElapsedMillis * 1e3),
@@ -81,7 +82,7 @@ func (j RunJSON) toCase(version string) (Case, error) {
 		r.CleanupErr = errors.New(j.CleanupError)
 	}
 	for _, bj := range j.PerBurst {
-		b := runner.Burst{Index: bj.Index, Effects: bj.Effects, Allowed: bj.Allowed, Required: bj.Required, Overlap: bj.Overlap,
+		b := runner.Burst{Index: bj.Index, Effects: bj.Effects, Allowed: bj.Allowed, Required: bj.Required, Before: bj.Before, Broken: bj.Broken, Overlap: bj.Overlap,
 			Spread: fromMicros(bj.Spread), Duration: fromMicros(bj.Duration), Retries: bj.Retries, ServerParallelism: bj.ServerParallelism}
 		for name, n := range bj.Outcomes {
 			cl, err := classOf(name)

@@ -114,6 +114,8 @@ func summary(w io.Writer, cases []Case, as []Assessment, width int, paint func(s
 			allowed = allowance(r)
 			if twinRun(r) {
 				effects, allowed = twinCells()
+			} else if r.Uncounted {
+				effects, allowed = "-", "-"
 			}
 			overlap = fmt.Sprintf("%d/%d", r.OverlapSummary().Median, r.Attempts)
 			spread = human(r.SpreadSummary().Median)
@@ -228,10 +230,30 @@ func allowance(r *runner.Result) string {
 	return fmt.Sprintf("%d-%d", lo, hi)
 }
 
+// raceLines are a RACE's figures: the bursts over their allowance, the
+// invariants broken, and the bound on the rate of either.
+func raceLines(r *runner.Result, a Assessment) []string {
+	bound := fmt.Sprintf("95%% upper bound on the rate %s", percent(a.Upper))
+	why := brokenWhy(r)
+	if why == "" {
+		return []string{fmt.Sprintf("%d of %d bursts left more effects than allowed (%s; worst: %d); %s",
+			a.Violations, a.Bursts, allowance(r), r.EffectsSummary().Max, bound)}
+	}
+	lines := []string{why}
+	if over := overAllowance(r); over > 0 {
+		lines = append(lines, fmt.Sprintf("%d of %d bursts left more effects than allowed (%s; worst: %d)",
+			over, a.Bursts, allowance(r), r.EffectsSummary().Max))
+	}
+	return append(lines, fmt.Sprintf("%d of %d bursts violated: %s", a.Violations, a.Bursts, bound))
+}
+
 // ceiling names what a burst's effects are held under in a message: the
 // run's allowance, or each burst's own where the target set it per burst
 // from what happened (the writes that committed, the jobs taken).
 func ceiling(r *runner.Result) string {
+	if r.Accounting {
+		return "its successes (each attempt that reported success, once)"
+	}
 	for _, b := range r.Bursts {
 		if b.Allowed != r.Allowed {
 			return "its allowance (" + allowance(r) + " effects per burst, from what committed)"
@@ -242,6 +264,9 @@ func ceiling(r *runner.Result) string {
 
 // floor is ceiling's counterpart for the fewest effects required.
 func floor(r *runner.Result) string {
+	if r.Accounting {
+		return "its successes (each attempt that reported success, once)"
+	}
 	for _, b := range r.Bursts {
 		if b.Required != r.Required {
 			return "its floor (" + allowance(r) + " effects per burst, from what committed)"
@@ -278,8 +303,11 @@ func verdictCell(a Assessment) string {
 }
 
 func expectCell(c Case, a Assessment, paint func(string, string) string) string {
-	if a.Met {
+	switch a.Expectation() {
+	case "met":
 		return paint(ansiGreen, c.Expect.String()+" ok")
+	case "unproven":
+		return paint(ansiYellow, c.Expect.String()+" unproven")
 	}
 	return paint(ansiRed, c.Expect.String()+" FAILED")
 }
@@ -317,21 +345,23 @@ func details(w io.Writer, c Case, a Assessment, o Options, width int, shared []s
 		}
 	}
 	if line := ""; twinRun(r) {
+		if why := brokenWhy(r); why != "" {
+			lines = append(lines, why)
+		}
 		if line = twinSummary(r, a); line != "" {
 			lines = append(lines, line)
 		}
 		lines = append(lines, twinNotes(r)...)
 	} else if a.Verdict == Race && r != nil {
-		lines = append(lines, fmt.Sprintf("%d of %d bursts left more effects than allowed (%s; worst: %d); 95%% upper bound on the rate %s",
-			a.Violations, a.Bursts, allowance(r), r.EffectsSummary().Max, percent(a.Upper)))
+		lines = append(lines, raceLines(r, a)...)
 	}
 	if a.Verdict == Lost && r != nil && !twinRun(r) {
 		lines = append(lines, fmt.Sprintf("%d of %d bursts left fewer effects than required (%s; fewest: %d) while an attempt claimed it done; 95%% upper bound on the rate %s",
 			a.Violations, a.Bursts, allowance(r), r.EffectsSummary().Min, percent(a.Upper)))
 	}
 	if a.Verdict == Safe && r != nil && !twinRun(r) {
-		lines = append(lines, fmt.Sprintf("0 of %d tested bursts left the allowed range (%s): violation rate ≤%s at 95%%",
-			a.Tested, allowance(r), percent(a.Upper)))
+		lines = append(lines, fmt.Sprintf("0 of %d tested bursts %s: violation rate ≤%s at 95%%",
+			a.Tested, heldWhat(r), percent(a.Upper)))
 	}
 	if r != nil {
 		if r.Server != "" {

@@ -623,8 +623,9 @@ func TestLostNeedsAClaim(t *testing.T) {
 	}
 }
 
-// Only a burst that put the guard to the test can support SAFE: the action
-// took effect, two attempts were in flight at once, and two got an answer.
+// Only a burst that put the guard to the test can support SAFE: an attempt
+// executed, two attempts were in flight at once, and two got an answer —
+// judged from the outcomes, whatever the effects.
 func TestTestedBursts(t *testing.T) {
 	answered := [NumClasses]int{Executed: 1, Declined: 1, Error: 3, Unknown: 3}
 	for _, tc := range []struct {
@@ -634,7 +635,8 @@ func TestTestedBursts(t *testing.T) {
 	}{
 		{"tested", Burst{Effects: 1, Overlap: 2, Outcomes: answered}, true},
 		{"a conflict is an answer", Burst{Effects: 1, Overlap: 2, Outcomes: [NumClasses]int{Executed: 1, Conflict: 1}}, true},
-		{"no effect", Burst{Effects: 0, Overlap: 2, Outcomes: answered}, false},
+		{"no effect counted: the outcomes decide", Burst{Effects: 0, Overlap: 2, Outcomes: answered}, true},
+		{"nothing executed", Burst{Effects: 1, Overlap: 2, Outcomes: [NumClasses]int{Declined: 2, Conflict: 1}}, false},
 		{"never overlapped", Burst{Effects: 1, Overlap: 1, Outcomes: answered}, false},
 		{"one answer", Burst{Effects: 1, Overlap: 5, Outcomes: [NumClasses]int{Executed: 1, Error: 2, Unknown: 2}}, false},
 	} {
@@ -647,7 +649,7 @@ func TestTestedBursts(t *testing.T) {
 		t.Errorf("answered %d, want 3 (executed, declined, conflict; not error or unknown)", got)
 	}
 	r := &Result{Bursts: []Burst{
-		{Effects: 1, Overlap: 2, Outcomes: answered}, {Effects: 0, Overlap: 2, Outcomes: answered}, {Effects: 2, Overlap: 3, Outcomes: answered},
+		{Effects: 1, Overlap: 2, Outcomes: answered}, {Effects: 0, Overlap: 1, Outcomes: answered}, {Effects: 2, Overlap: 3, Outcomes: answered},
 	}}
 	if r.Tested() != 2 {
 		t.Errorf("result tested %d, want 2", r.Tested())

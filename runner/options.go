@@ -1,6 +1,11 @@
 package runner
 
-import "time"
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
 
 // Defaults shared by the library and the command line, so they cannot drift.
 const (
@@ -27,6 +32,12 @@ type Config struct {
 	// is lower requires no more than it allows.
 	Required int
 	Timeout  time.Duration // per attempt; 0 means none
+	// Accounting judges each burst by what its attempts reported: every
+	// attempt that reported success (Executed) must have landed exactly
+	// once, so a burst's allowance and floor are both its executed
+	// attempts — fewer effects is LOST, more is RACE. It overrides
+	// Allowed, Required and a target's Allowancer and Requirer.
+	Accounting bool
 	// Retries is how many times an attempt the store refused with a
 	// conflict (a deadlock, a serialization failure) is tried again, as an
 	// application that retries them does; 0 reports the conflict as is.
@@ -84,6 +95,61 @@ func Allowed(n int) Option { return func(c *Config) { c.Allowed = n } }
 // Required sets the fewest effects per subject that are correct (0 where no
 // effect at all is a correct outcome).
 func Required(n int) Option { return func(c *Config) { c.Required = n } }
+
+// Accounting requires each attempt that reported success to have landed
+// exactly once (see Config.Accounting).
+func Accounting(on bool) Option { return func(c *Config) { c.Accounting = on } }
+
+// Allowance is what a run allows per burst, as --allowed writes it: N
+// (exactly N effects), MIN-MAX, or "successes" (Accounting).
+type Allowance struct {
+	Min, Max  int
+	Successes bool
+}
+
+// DefaultAllowance is exactly DefaultAllowed effects per burst.
+var DefaultAllowance = Allowance{Min: DefaultRequired, Max: DefaultAllowed}
+
+// SuccessesWord is the --allowed value that asks for accounting.
+const SuccessesWord = "successes"
+
+// ParseAllowance reads "N", "MIN-MAX" (0 <= MIN <= MAX) or "successes":
+// the one reading of --allowed for every command and suite field.
+func ParseAllowance(s string) (Allowance, error) {
+	t := strings.TrimSpace(s)
+	if strings.EqualFold(t, SuccessesWord) {
+		return Allowance{Successes: true}, nil
+	}
+	a, b, isRange := strings.Cut(t, "-")
+	lo, err1 := strconv.Atoi(strings.TrimSpace(a))
+	hi, err2 := lo, error(nil)
+	if isRange {
+		hi, err2 = strconv.Atoi(strings.TrimSpace(b))
+	}
+	if err1 != nil || err2 != nil || lo < 0 || hi < lo {
+		return Allowance{}, fmt.Errorf("%q is not an allowance: write N (exactly N effects per burst, 0 included), MIN-MAX with 0 <= MIN <= MAX (0-1: at most once), or %s (each attempt that reported success must have landed exactly once)", s, SuccessesWord)
+	}
+	return Allowance{Min: lo, Max: hi}, nil
+}
+
+// Options are the run options the allowance stands for.
+func (a Allowance) Options() []Option {
+	if a.Successes {
+		return []Option{Accounting(true)}
+	}
+	return []Option{Allowed(a.Max), Required(a.Min)}
+}
+
+// String writes the allowance as ParseAllowance reads it.
+func (a Allowance) String() string {
+	if a.Successes {
+		return SuccessesWord
+	}
+	if a.Min == a.Max {
+		return strconv.Itoa(a.Max)
+	}
+	return strconv.Itoa(a.Min) + "-" + strconv.Itoa(a.Max)
+}
 
 // Timeout bounds each attempt; an attempt past it counts as Unknown.
 func Timeout(d time.Duration) Option { return func(c *Config) { c.Timeout = d } }

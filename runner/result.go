@@ -15,6 +15,18 @@ type Result struct {
 	Allowed  int
 	// Required is the fewest effects per burst that are correct.
 	Required int
+	// Accounting: each burst allowed and required exactly the attempts
+	// that reported success (Config.Accounting).
+	Accounting bool
+	// Baselined: the target's effects check was read before each burst as
+	// well as after it (Baseliner), and each burst's effects are the change.
+	Baselined bool
+	// Uncounted: the target has no effects check (Uncounted); it is judged
+	// by its invariants and its attempts' outcomes alone.
+	Uncounted bool
+	// Invariants names what had to hold after every burst (Invarianter);
+	// Burst.Broken counts each one's violations in this order.
+	Invariants []string
 	// Timeout is the per-attempt timeout the run used (0: none).
 	Timeout time.Duration
 	// Planned is the number of bursts asked for; len(Bursts) may be fewer
@@ -48,8 +60,17 @@ type Result struct {
 
 // Burst is one burst's figures.
 type Burst struct {
-	Index    int
-	Effects  int
+	Index int
+	// Effects is how many times the action took effect in the burst: the
+	// target's count, or, when the run is Baselined, its change across the
+	// burst (its count after, less Before).
+	Effects int
+	// Before is what the effects check read right after the subject was
+	// made, in a Baselined run (0 otherwise).
+	Before int
+	// Broken counts, per invariant of the run (Result.Invariants), how
+	// many times it was broken after the burst; nil without invariants.
+	Broken   []int
 	Allowed  int
 	Required int
 	Outcomes [NumClasses]int
@@ -88,13 +109,24 @@ func (b Burst) Serial() bool {
 	return b.ServerParallelism > 0 && b.ServerParallelism < SerialBelow
 }
 
-// Violated reports whether the burst left more effects than allowed.
-// In a run judged by solo twins, it changed the store more than its twin.
+// Violated reports whether the burst left more effects than allowed, or
+// broke an invariant. In a run judged by solo twins, more is a larger
+// change of the store than its twin's.
 func (b Burst) Violated() bool {
 	if b.Twin != nil {
-		return b.Twin.Verdict == TwinMore
+		return b.Twin.Verdict == TwinMore || b.BrokeInvariant()
 	}
-	return b.Effects > b.Allowed
+	return b.Effects > b.Allowed || b.BrokeInvariant()
+}
+
+// BrokeInvariant reports whether some invariant was broken after the burst.
+func (b Burst) BrokeInvariant() bool {
+	for _, n := range b.Broken {
+		if n > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // Lost reports whether the burst left fewer effects than required while
@@ -117,12 +149,22 @@ func (b Burst) Answered() int {
 	return b.Outcomes[Executed] + b.Outcomes[Declined] + b.Outcomes[Conflict]
 }
 
-// Tested reports whether the burst put the guard to the test: the guarded
-// action took effect, at least two attempts were in flight at one instant,
-// and at least two got an answer, and the server did not answer them one
-// at a time (Serial). Only such bursts can support SAFE.
+// Tested reports whether the burst put the guard to the test, judged from
+// its attempts' outcomes alone and never from its effects (a check may
+// count an anomaly that a correct guard never lets happen, or count
+// nothing at all): at least one attempt reported that it executed the
+// action, at least two got an answer (executed, declined or conflict), at
+// least two were in flight at one instant, and the server did not answer
+// them one at a time (Serial). Only such bursts can support SAFE.
+// A burst judged by a solo twin must besides have been compared with its
+// twin and have changed the store (TookEffect): the snapshots, not a
+// check, are then what saw the action, and a change they never saw (the
+// action writes where nothing is watched) tested nothing.
 func (b Burst) Tested() bool {
-	return b.TookEffect() && b.Overlap >= 2 && b.Answered() >= 2 && !b.Serial()
+	if b.Twin != nil && !b.TookEffect() {
+		return false
+	}
+	return b.Outcomes[Executed] >= 1 && b.Answered() >= 2 && b.Overlap >= 2 && !b.Serial()
 }
 
 // TookEffect reports whether the guarded action took effect in the burst:
@@ -165,6 +207,40 @@ func (r *Result) Violations() int {
 		}
 	}
 	return n
+}
+
+// BrokenBursts counts the bursts after which invariant i was broken, and
+// the most violations one of them showed.
+func (r *Result) BrokenBursts(i int) (bursts, most int) {
+	for _, b := range r.Bursts {
+		if i < len(b.Broken) && b.Broken[i] > 0 {
+			bursts++
+			most = max(most, b.Broken[i])
+		}
+	}
+	return bursts, most
+}
+
+// Stuck reports whether a Baselined run's effects check never moved while
+// attempts reported that they did what it counts: no burst changed it, and
+// some burst that allowed effects had an attempt that executed. Such a
+// check observes nothing (a constant, a typo that always counts 0), and its
+// zeros prove neither SAFE nor LOST. A run that allows no effect at all
+// counts an anomaly, which a correct guard never moves: not stuck.
+func (r *Result) Stuck() bool {
+	if !r.Baselined {
+		return false
+	}
+	claimed := false
+	for _, b := range r.Bursts {
+		if b.Effects != 0 {
+			return false
+		}
+		if b.Allowed > 0 && b.Outcomes[Executed] > 0 {
+			claimed = true
+		}
+	}
+	return claimed
 }
 
 // Retries counts the conflicts retried over the run.

@@ -118,11 +118,12 @@ func RunConfig(ctx context.Context, t Target, cfg Config) (res *Result, err erro
 		Deploy:   cfg.Deploy,
 		Allowed:  cfg.Allowed,
 		// Allowing nothing requires nothing.
-		Required: min(cfg.Required, cfg.Allowed),
-		Timeout:  cfg.Timeout,
-		Planned:  cfg.Bursts,
-		Errors:   map[string]int{},
-		Bursts:   make([]Burst, 0, min(cfg.Bursts, 1<<16)),
+		Required:   min(cfg.Required, cfg.Allowed),
+		Timeout:    cfg.Timeout,
+		Accounting: cfg.Accounting,
+		Planned:    cfg.Bursts,
+		Errors:     map[string]int{},
+		Bursts:     make([]Burst, 0, min(cfg.Bursts, 1<<16)),
 	}
 	defer func() { res.Elapsed = time.Since(start) }()
 
@@ -139,6 +140,7 @@ func RunConfig(ctx context.Context, t Target, cfg Config) (res *Result, err erro
 	}
 
 	e := &engine{cfg: cfg, t: t, res: res, rel: cfg.Release, snap: snap}
+	e.observe()
 	res.Release = cfg.ReleaseName()
 	defer e.addNotes()
 	defer e.closeFleet()
@@ -213,6 +215,8 @@ func interrupted(ctx context.Context, res *Result, err error) error {
 type engine struct {
 	cfg      Config
 	t        Target
+	base     Baseliner   // nil: effects are the target's count as is
+	inv      Invarianter // nil: no invariants
 	res      *Result
 	rel      WireRelease // nil: the gate
 	relErr   error       // why the wire release fell back to the gate
@@ -231,8 +235,26 @@ type engine struct {
 	solos    int   // solo twins run so far
 	lastSolo Delta // the latest solo twin's change
 	soloOf   int   // the burst lastSolo ran for
+	// exampleBroke: the Example broke an invariant.
+	exampleBroke bool
+	// invFirst is each invariant's violations before the first burst.
+	invFirst []int
 	// closeNote says that closing the fleet was abandoned, or is "".
 	closeNote string
+}
+
+// observe settles what the run observes after each burst: the effects
+// check (as a change, for a Baseliner; not at all, for an Uncounted
+// target) and the invariants.
+func (e *engine) observe() {
+	if u, ok := e.t.(Uncounted); ok && u.Uncounted() {
+		e.res.Uncounted = true
+	} else if b, ok := e.t.(Baseliner); ok && b.Baselined() {
+		e.base, e.res.Baselined = b, true
+	}
+	if inv, ok := e.t.(Invarianter); ok && len(inv.Invariants()) > 0 {
+		e.inv, e.res.Invariants = inv, inv.Invariants()
+	}
 }
 
 func (e *engine) openFleet(ctx context.Context) error {
@@ -287,6 +309,7 @@ func (e *engine) session(ctx context.Context, i int) (Session, error) {
 func (e *engine) addNotes() {
 	var extra []string
 	extra = append(extra, e.cfg.Notes...)
+	extra = append(extra, e.observedNotes()...)
 	if e.cfg.Retries > 0 {
 		extra = append(extra, retryNote(e.cfg.Retries, e.res.Retries(), e.gaveUp))
 	}
@@ -303,6 +326,45 @@ func (e *engine) addNotes() {
 	if len(extra) > 0 {
 		e.res.Notes = append(append([]string(nil), e.res.Notes...), extra...)
 	}
+}
+
+// observedNotes say how the bursts were judged: what the effects are (a
+// change, and of what kind of count), accounting, and each invariant.
+func (e *engine) observedNotes() []string {
+	var notes []string
+	r := e.res
+	if r.Uncounted {
+		notes = append(notes, "effects: none counted; the bursts are judged by their invariants and their attempts' outcomes")
+	}
+	if r.Baselined && len(r.Bursts) > 0 {
+		lo, hi := r.Bursts[0].Before, r.Bursts[0].Before
+		for _, b := range r.Bursts {
+			lo, hi = min(lo, b.Before), max(hi, b.Before)
+		}
+		kind := "it read 0 before every burst: a count per subject"
+		if hi > 0 {
+			kind = fmt.Sprintf("it read %d to %d before the bursts: a shared count, of which each burst's effects are the change", lo, hi)
+		}
+		if hi > 0 && lo == hi {
+			kind = fmt.Sprintf("it read %d before every burst: a shared count, of which each burst's effects are the change", hi)
+		}
+		notes = append(notes, "effects: the change of the effects check across each burst, read after the subject was made and after the burst ("+kind+")")
+	}
+	if r.Accounting {
+		notes = append(notes, "accounting: each attempt that reported success must have landed exactly once (allowed and required per burst: its successes)")
+	}
+	for i, name := range r.Invariants {
+		if i < len(e.invFirst) && e.invFirst[i] > 0 {
+			notes = append(notes, fmt.Sprintf("invariant %s: already broken before the first burst (%d); a burst is judged by the violations it adds", name, e.invFirst[i]))
+		}
+		n, most := r.BrokenBursts(i)
+		if n == 0 {
+			notes = append(notes, fmt.Sprintf("invariant %s: held after every burst (%d)", name, len(r.Bursts)))
+		} else {
+			notes = append(notes, fmt.Sprintf("invariant %s: broken after %d of %s (at most %d violations)", name, n, bursts(len(r.Bursts)), most))
+		}
+	}
+	return notes
 }
 
 // bursts is "1 burst" or "n bursts".
@@ -393,6 +455,20 @@ func (e *engine) burst(ctx context.Context, index int) (Burst, error) {
 		}
 	}
 	b := Burst{Index: index, Overlap: -1}
+	if e.base != nil {
+		if b.Before, err = e.base.Baseline(ctx, s); err != nil {
+			return b, fmt.Errorf("burst %d: count effects before the burst: %w", index, err)
+		}
+	}
+	var held []int // each invariant's violations before the burst
+	if e.inv != nil {
+		if held, err = e.broken(ctx, s); err != nil {
+			return b, fmt.Errorf("burst %d: check invariants before the burst: %w", index, err)
+		}
+		if index == 0 {
+			e.invFirst = held
+		}
+	}
 	started := time.Now()
 	e.cur = e.cur[:0]
 	for wave := range e.cfg.Waves {
@@ -429,11 +505,79 @@ func (e *engine) burst(ctx context.Context, index int) (Burst, error) {
 		return b, ctx.Err()
 	}
 	if e.snap != nil {
-		return e.twinBurst(ctx, b, s, before)
+		// A twin run is judged by its snapshots (twinBurst, which also
+		// picks the example burst), not by the effects check.
+		if b, err = e.twinBurst(ctx, b, s, before); err != nil {
+			return b, err
+		}
+	} else {
+		if err := e.count(ctx, s, &b); err != nil {
+			return b, fmt.Errorf("burst %d: %w", index, err)
+		}
+		e.allow(s, &b)
 	}
-	b.Effects, err = e.t.Effects(ctx, s)
+	if e.inv != nil {
+		if b.Broken, err = e.broken(ctx, s); err != nil {
+			return b, fmt.Errorf("burst %d: check invariants: %w", index, err)
+		}
+		// A burst breaks an invariant when it adds violations: one that
+		// an earlier burst (or the data) broke stays broken, and is that
+		// burst's, not this one's.
+		for i := range b.Broken {
+			b.Broken[i] = max(0, b.Broken[i]-held[i])
+		}
+	}
+	// The timeline shows the burst with the most effects (in a twin run,
+	// the one that differs most from its twin), or the first to break an
+	// invariant.
+	broke := b.BrokeInvariant() && !e.exampleBroke
+	if broke || e.snap == nil && (e.res.Example == nil || b.Effects > e.maxSeen) {
+		if e.snap == nil {
+			e.maxSeen = max(e.maxSeen, b.Effects)
+		}
+		e.exampleBroke = e.exampleBroke || broke
+		e.res.Example = e.snapshot(b)
+	}
+	return b, nil
+}
+
+// broken counts each invariant's violations now.
+func (e *engine) broken(ctx context.Context, s Subject) ([]int, error) {
+	n, err := e.inv.Broken(ctx, s)
+	if err == nil && len(n) != len(e.res.Invariants) {
+		err = fmt.Errorf("%d counts for %d invariants", len(n), len(e.res.Invariants))
+	}
+	return n, err
+}
+
+// count sets the burst's effects: the target's count, or its change since
+// Baseline. An Uncounted target counts nothing.
+func (e *engine) count(ctx context.Context, s Subject, b *Burst) error {
+	if e.res.Uncounted {
+		return nil
+	}
+	after, err := e.t.Effects(ctx, s)
 	if err != nil {
-		return b, fmt.Errorf("burst %d: count effects: %w", index, err)
+		return fmt.Errorf("count effects: %w", err)
+	}
+	b.Effects = after - b.Before
+	if b.Effects < 0 {
+		return &ConfigError{fmt.Sprintf("the effects check fell from %d to %d across the burst: it must count what the attempts did, a number that only grows (rows written, a counter); that a balance or a stock never goes below 0 is an invariant",
+			b.Before, after)}
+	}
+	return nil
+}
+
+// allow sets the burst's allowance and floor: none for an Uncounted
+// target, the successes under Accounting, else the run's (or the
+// target's, for an Allowancer or a Requirer).
+func (e *engine) allow(s Subject, b *Burst) {
+	if e.res.Uncounted {
+		return
+	}
+	if e.cfg.Accounting {
+		b.Allowed, b.Required = b.Outcomes[Executed], b.Outcomes[Executed]
+		return
 	}
 	if p, ok := e.t.(ServerParalleler); ok {
 		b.ServerParallelism = p.ServerParallelism(s)
@@ -447,11 +591,6 @@ func (e *engine) burst(ctx context.Context, index int) (Burst, error) {
 	if r, ok := e.t.(Requirer); ok {
 		b.Required = r.Required(s, b.Outcomes)
 	}
-	if e.res.Example == nil || b.Effects > e.maxSeen {
-		e.maxSeen = b.Effects
-		e.res.Example = e.snapshot(b)
-	}
-	return b, nil
 }
 
 // attempt runs worker i's attempt at s, and again while the store answers

@@ -333,12 +333,14 @@ func TestClassifiers(t *testing.T) {
 func TestTopUpReplacesUntestedBursts(t *testing.T) {
 	c := newCounter()
 	c.pause = 20 * time.Millisecond // in flight together, even under load
-	c.effectsOverride = func(s Subject) int {
+	c.attempt = func(ctx context.Context, s Subject, w *Worker) Outcome {
+		time.Sleep(c.pause)
 		if s.Burst == 1 || s.Burst == 3 {
-			return 0 // nothing took effect: the guard was not tested
+			return Refused(nil) // no attempt executed: the guard was not tested
 		}
-		return 1
+		return Done()
 	}
+	c.effectsOverride = func(Subject) int { return 1 }
 	var last Progress
 	res, err := Run(context.Background(), c, Attempts(2), Bursts(5), TopUp(true), OnProgress(func(p Progress) { last = p }))
 	if err != nil {
@@ -357,7 +359,7 @@ func TestTopUpReplacesUntestedBursts(t *testing.T) {
 		t.Errorf("notes %q do not say the run fired %d bursts beyond its plan", res.Notes, untested)
 	}
 
-	c.effectsOverride = func(Subject) int { return 1 }
+	c.attempt = nil
 	res, err = Run(context.Background(), c, Attempts(2), Bursts(5), TopUp(true))
 	if err != nil {
 		t.Fatal(err)
@@ -366,7 +368,7 @@ func TestTopUpReplacesUntestedBursts(t *testing.T) {
 		t.Errorf("every burst tested the guard, yet notes %q", res.Notes)
 	}
 
-	c.effectsOverride = func(Subject) int { return 0 } // no burst ever tests the guard
+	c.attempt = func(context.Context, Subject, *Worker) Outcome { time.Sleep(c.pause); return Refused(nil) } // no burst ever tests the guard
 	res, err = Run(context.Background(), c, Attempts(2), Bursts(5), TopUp(true))
 	if err != nil {
 		t.Fatal(err)

@@ -8,8 +8,9 @@ import (
 // Target is one scenario on one backend, as the runner drives it. The
 // scenarios package builds Targets; the runner never imports a driver.
 //
-// The lifecycle of a run is Prepare, then for each burst Reset, the attempts,
-// and Effects, then Cleanup. Replicas are opened with Open and closed (and
+// The lifecycle of a run is Prepare, then for each burst Reset (and
+// Baseline, for a Baseliner), the attempts, Effects (and Broken, for an
+// Invarianter), then Cleanup. Replicas are opened with Open and closed (and
 // re-opened, for a "deploy") by the runner.
 type Target interface {
 	// Prepare creates what the run needs (namespaced tables, keys).
@@ -71,6 +72,36 @@ type (
 	// run's Required applies, capped by the burst's allowance.
 	Requirer interface {
 		Required(s Subject, outcomes [NumClasses]int) int
+	}
+	// Baseliner is a target whose effects check is a team's own query, which
+	// may count a shared table (SELECT count(*) FROM redemptions) or a value
+	// that was not 0 before the burst. Baseline counts, as Effects does,
+	// right after Reset made the subject; the burst's effects are then the
+	// change between the two counts (Result.Baselined), so that a check
+	// which never moves while attempts report success can be told apart
+	// from a guard that held (report's "the check never changed").
+	// Baselined says whether it applies: a target that counts by itself
+	// where no check was given (HTTP's successful responses) says false.
+	Baseliner interface {
+		Baselined() bool
+		Baseline(ctx context.Context, s Subject) (int, error)
+	}
+	// Invarianter is a target that checks, after every burst, properties
+	// that must always hold ("no account below 0"). Invariants names them,
+	// in order (nil: none); Broken counts how many times each is broken
+	// now (0: it holds), in the same order. The runner calls it after Reset
+	// and after the burst: a burst that added violations broke the
+	// invariant, which makes it a violation whatever its effects.
+	Invarianter interface {
+		Invariants() []string
+		Broken(ctx context.Context, s Subject) ([]int, error)
+	}
+	// Uncounted is a target without an effects check: it is judged by its
+	// invariants and by its attempts' outcomes alone. When Uncounted
+	// returns true, Baseline and Effects are never called, and every
+	// burst's effects, allowance and floor are 0.
+	Uncounted interface {
+		Uncounted() bool
 	}
 	// ServerParalleler estimates how many of burst s's attempts the server
 	// handled at once, from what the target saw of its answers (their

@@ -20,6 +20,9 @@ type Rule struct {
 	// then finds the row changed). Bursts show it; running one statement
 	// at a time, as explore does, cannot.
 	InsideStatement bool
+	// InsideOperation: the race is inside one operation of the server
+	// (FerretDB's findAndModify): no order of whole steps can split it.
+	InsideOperation bool
 	Expect          Expectation
 	// Why is the one line a report prints beside the expectation.
 	Why string
@@ -90,9 +93,9 @@ var coreRules = []Rule{
 		Why: "PostgreSQL locks rows, not gaps: FOR UPDATE on a row that does not exist yet locks nothing"},
 	{Scenario: CheckThenWrite, Backend: "postgres", Variant: VariantForShare, Expect: ExpectRace,
 		Why: "PostgreSQL locks rows, not gaps: FOR SHARE on a row that does not exist yet locks nothing"},
-	{Scenario: ConditionalUpdate, Backend: "mongo", Server: "FerretDB", Expect: ExpectRace,
+	{Scenario: ConditionalUpdate, Backend: "mongo", Server: "FerretDB", InsideOperation: true, Expect: ExpectRace,
 		Why: "FerretDB 1.x runs findAndModify as read-modify-replace; the status filter is not re-checked at write time"},
-	{Scenario: TTLLease, Backend: "mongo", Server: "FerretDB", Expect: ExpectRace,
+	{Scenario: TTLLease, Backend: "mongo", Server: "FerretDB", InsideOperation: true, Expect: ExpectRace,
 		Why: "FerretDB 1.x takes the lease with a non-atomic findAndModify, so several attempts can take a free lease at once"},
 }
 
@@ -214,4 +217,22 @@ func (r *Registry) Expect(scenario, backend string, p Params, server string) (Ex
 		return s.Expect(p), ""
 	}
 	return ExpectSafe, ""
+}
+
+// BelowSteps reports whether bursts of this case are known to show what no
+// order of whole steps can: the row that decides its expectation needs two
+// statements in flight inside the server at once (InsideStatement), or
+// its race is inside one operation of the server (InsideOperation:
+// FerretDB's findAndModify). It returns the row's expectation and why; explore says
+// so beside a SAFE instead of leaving the disagreement silent.
+func BelowSteps(scenario, backend string, p Params, server string) (Expectation, string, bool) {
+	for _, row := range Expectations {
+		if row.Match(scenario, backend, p, server) {
+			if row.Expect != ExpectSafe && (row.InsideStatement || row.InsideOperation) {
+				return row.Expect, row.Why, true
+			}
+			return "", "", false
+		}
+	}
+	return "", "", false
 }

@@ -117,3 +117,112 @@ func TestDependsOnIsolation(t *testing.T) {
 		}
 	}
 }
+
+// The cases whose burst verdict no order of whole steps can show are
+// exactly the rows that say so; a server-setting row is not one.
+func TestBelowSteps(t *testing.T) {
+	for _, tc := range []struct {
+		scenario, backend, isolation, variant, server string
+		want                                          scenarios.Expectation
+	}{
+		{scenarios.JobQueue, "postgres", "repeatable-read", scenarios.VariantConditional, "PostgreSQL 15.20", scenarios.ExpectLost},
+		{scenarios.ConditionalUpdate, "mongo", "", "", "FerretDB 1.24 (MongoDB 7.0.77 compatible)", scenarios.ExpectRace},
+		{scenarios.TTLLease, "mongo", "", "", "FerretDB 1.24", scenarios.ExpectRace},
+		{scenarios.ConditionalUpdate, "mongo", "", "", "MongoDB 7.0", ""},
+		{scenarios.JobQueue, "postgres", "serializable", scenarios.VariantSkipLocked, "PostgreSQL 15.20", ""},
+		{scenarios.JobQueue, "mysql", "default", "", "MariaDB 10.11 innodb_snapshot_isolation=ON", ""},
+		{scenarios.CheckThenWrite, "postgres", "serializable", "", "PostgreSQL 15.20", ""},
+	} {
+		p := scenarios.Params{Isolation: tc.isolation, Variant: tc.variant}
+		got, why, ok := scenarios.BelowSteps(tc.scenario, tc.backend, p, tc.server)
+		if got != tc.want || ok != (tc.want != "") || ok && why == "" {
+			t.Errorf("%s %s %s %s on %q: %q %v %q, want %q", tc.scenario, tc.backend, tc.isolation, tc.variant, tc.server, got, ok, why, tc.want)
+		}
+	}
+}
+
+// On MyISAM and Aria (no transactions, no row locks) each row of the
+// non-transactional table, pinned for both engines: a row flipped (a lost
+// update read as RACE, an atomic UPDATE as LOST) would hold a run to the
+// wrong verdict (issue 27).
+func TestNonTransactionalEnginesRows(t *testing.T) {
+	reg := scenarios.NewRegistry()
+	for _, s := range scenarios.Core() {
+		reg.AddScenario(s)
+	}
+	for _, engine := range []string{"myisam", "aria", "MyISAM"} {
+		for _, c := range []struct {
+			scenario, variant, isolation string
+			want                         scenarios.Expectation
+		}{
+			{scenarios.CheckThenWrite, scenarios.VariantAdvisoryLock, "", scenarios.ExpectSafe},
+			{scenarios.CheckThenWrite, "", "serializable", scenarios.ExpectRace},
+			{scenarios.CheckThenWrite, scenarios.VariantForUpdate, "repeatable-read", scenarios.ExpectRace},
+			{scenarios.LostUpdate, scenarios.VariantAtomic, "", scenarios.ExpectSafe},
+			{scenarios.LostUpdate, scenarios.VariantVersion, "", scenarios.ExpectSafe},
+			{scenarios.LostUpdate, "", "", scenarios.ExpectLost},
+			{scenarios.LostUpdate, scenarios.VariantForUpdate, "serializable", scenarios.ExpectLost},
+			{scenarios.WriteSkew, "", "serializable", scenarios.ExpectRace},
+			{scenarios.JobQueue, scenarios.VariantConditional, "", scenarios.ExpectSafe},
+			{scenarios.JobQueue, "", "serializable", scenarios.ExpectRace},
+		} {
+			p := scenarios.Params{Isolation: c.isolation, Variant: c.variant, Engine: engine, Replicas: 1}
+			got, why := reg.Expect(c.scenario, "mysql", p, "MariaDB 10.11.19")
+			if got != c.want {
+				t.Errorf("%s (variant %q, isolation %q) on %s: %s, want %s (%s)", c.scenario, c.variant, c.isolation, engine, got, c.want, why)
+			}
+			if why == "" {
+				t.Errorf("%s (variant %q) on %s: no row of the table decided it", c.scenario, c.variant, engine)
+			}
+		}
+	}
+}
+
+// Every row of the table decides some run: none is shadowed by the rows
+// above it. A row that leaves the isolation open is tried at each level.
+func TestEveryExpectationRowIsReachable(t *testing.T) {
+	reg := scenarios.NewRegistry()
+	for i, r := range scenarios.Expectations {
+		levels := []string{r.Isolation}
+		switch r.Isolation {
+		case "default":
+			levels = []string{""}
+		case "":
+			levels = []string{"", "read-uncommitted", "read-committed", "repeatable-read", "serializable"}
+		}
+		reached := false
+		for _, level := range levels {
+			p := scenarios.Params{Isolation: level, Variant: r.Variant, Engine: r.Engine, Replicas: 1}
+			if r.Retried {
+				p.Retries = 1
+			}
+			got, why := reg.Expect(r.Scenario, r.Backend, p, r.Server)
+			reached = reached || (got == r.Expect && why == r.Why)
+		}
+		if !reached {
+			t.Errorf("row %d (%+v) is shadowed: no run at any isolation level reaches it", i, r)
+		}
+	}
+}
+
+// A row for InnoDB matches a MySQL run that names no engine (InnoDB is
+// the default) and no other backend's; a scenario without its own rule is
+// expected SAFE (found by mutation testing, issue 27).
+func TestExpectDefaults(t *testing.T) {
+	innodb := scenarios.Rule{Engine: "innodb"}
+	if !innodb.Match("x", "mysql", scenarios.Params{}, "") {
+		t.Error("an InnoDB row does not match a MySQL run with the default engine")
+	}
+	if innodb.Match("x", "postgres", scenarios.Params{}, "") || innodb.Match("x", "mysql", scenarios.Params{Engine: "myisam"}, "") {
+		t.Error("an InnoDB row matches a PostgreSQL run, or a MyISAM one")
+	}
+	reg := scenarios.NewRegistry()
+	reg.AddScenario(scenarios.Spec{Name: "own-rule-less"})
+	reg.AddScenario(scenarios.Spec{Name: "own-rule", Expect: func(scenarios.Params) scenarios.Expectation { return scenarios.ExpectRace }})
+	if got, why := reg.Expect("own-rule-less", "memory", scenarios.Params{}, ""); got != scenarios.ExpectSafe || why != "" {
+		t.Errorf("a scenario without a rule: %s (%q), want safe", got, why)
+	}
+	if got, _ := reg.Expect("own-rule", "memory", scenarios.Params{}, ""); got != scenarios.ExpectRace {
+		t.Errorf("a scenario's own rule: %s, want race", got)
+	}
+}

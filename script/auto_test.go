@@ -21,7 +21,7 @@ var autoWatch = []string{"coupons_{{.RunID}}", "redemptions_{{.RunID}}", "items_
 func runAuto(t *testing.T, backend, attempt string, bursts int) (*runner.Result, string) {
 	t.Helper()
 	st, p := open(t, backend)
-	spec := Spec{Setup: "@schema.sql", Subject: "@subject.sql", Attempt: "@" + attempt + ".sql", Effects: "auto", Teardown: "@drop.sql"}
+	spec := Spec{Setup: "@schema.sql", Subject: "@subject.sql", Attempt: []string{"@" + attempt + ".sql"}, Effects: "auto", Teardown: "@drop.sql"}
 	sc, err := spec.Load(autoExamples, SQL, func(n string) string { return "--" + n })
 	if err != nil {
 		t.Fatalf("load: %v", err)
@@ -110,14 +110,14 @@ func TestEffectsAutoOnRedisAndMongo(t *testing.T) {
 		naive   string // the key that differs in the naive redeem
 	}{
 		{"redis", func(a string) Spec {
-			return Spec{Attempt: "@" + a + ".redis", Effects: "auto", Teardown: "@drop.redis"}
+			return Spec{Attempt: []string{"@" + a + ".redis"}, Effects: "auto", Teardown: "@drop.redis"}
 		},
 			[]string{"coupon:{{.RunID}}-*", "redeemed:{{.RunID}}-*"}, "redeemed:%s-*.members"},
 		{"mongo", func(a string) Spec {
 			if a == "conditional" {
 				a = "unique"
 			}
-			return Spec{Setup: "@schema.mongo", Attempt: "@" + a + ".mongo", Effects: "auto", Teardown: "@drop.mongo"}
+			return Spec{Setup: "@schema.mongo", Attempt: []string{"@" + a + ".mongo"}, Effects: "auto", Teardown: "@drop.mongo"}
 		}, []string{"redemptions_{{.RunID}}"}, "redemptions_%s rows"},
 	} {
 		t.Run(c.backend, func(t *testing.T) {

@@ -15,7 +15,7 @@ func TestLoadRefusesUnboundedFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	for file, want := range map[string]string{"/dev/zero": "a character device", big: "more than 16 MiB"} {
-		_, err := Spec{Attempt: "@" + file, Effects: "SELECT 1;"}.Load("", SQL, func(n string) string { return "--" + n })
+		_, err := Spec{Attempt: []string{"@" + file}, Effects: "SELECT 1;"}.Load("", SQL, func(n string) string { return "--" + n })
 		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "--attempt") {
 			t.Errorf("@%s: %v, want an error naming --attempt and %q", file, err, want)
 		}

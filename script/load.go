@@ -10,10 +10,16 @@ import (
 	"github.com/racetest/racetest/scenarios"
 )
 
-// Spec is a run's five scripts as the user gave them: each inline text or
-// @FILE, empty when not given.
+// Spec is a run's scripts as the user gave them: each inline text or
+// @FILE, empty when not given. Attempt holds one script per transaction:
+// one for every attempt, or several, attempt i running the i-th (round
+// again when there are more attempts than scripts).
 type Spec struct {
-	Setup, Subject, Attempt, Effects, Teardown string
+	Setup, Subject, Effects, Teardown string
+	Attempt                           []string
+	// Invariants are checked after each burst: each returns how many
+	// times it is broken (0: it holds), or a boolean that must hold.
+	Invariants []string
 }
 
 // Backends lists the backends each dialect runs on.
@@ -42,40 +48,80 @@ func (s Spec) Load(dir string, d Dialect, field func(name string) string) (Scrip
 	if IsAuto(s.Effects) {
 		sc.Auto, s.Effects = true, ""
 	}
-	for _, x := range []struct {
+	type script struct {
 		name  string
 		value string
 		scope Scope
 		dst   **Script
-	}{
-		{"setup", s.Setup, ScopeRun, &sc.Setup},
-		{"subject", s.Subject, ScopeBurst, &sc.Subject},
-		{"attempt", s.Attempt, ScopeAttempt, &sc.Attempt},
-		{"effects", s.Effects, ScopeBurst, &sc.Effects},
-		{"teardown", s.Teardown, ScopeRun, &sc.Teardown},
-	} {
-		where := field(x.name)
+		where string
+	}
+	scripts := []script{{"setup", s.Setup, ScopeRun, &sc.Setup, ""}, {"subject", s.Subject, ScopeBurst, &sc.Subject, ""}}
+	attempts := s.Attempt
+	if len(attempts) == 0 {
+		attempts = []string{""}
+	}
+	sc.Attempts = make([]*Script, len(attempts))
+	for i, a := range attempts {
+		where := ""
+		if len(attempts) > 1 {
+			// Each transaction's own name, so that its steps' labels differ.
+			where = fmt.Sprintf("%s#%d", field("attempt"), i+1)
+		}
+		scripts = append(scripts, script{"attempt", a, ScopeAttempt, &sc.Attempts[i], where})
+	}
+	scripts = append(scripts, script{"effects", s.Effects, ScopeBurst, &sc.Effects, ""}, script{"teardown", s.Teardown, ScopeRun, &sc.Teardown, ""})
+	for _, x := range scripts {
+		where := x.where
+		if where == "" {
+			where = field(x.name)
+		}
 		if strings.TrimSpace(x.value) == "" {
-			if x.name == "attempt" || (x.name == "effects" && !sc.Auto) {
+			if x.name == "attempt" {
 				return sc, fmt.Errorf("%s is required: the %s script, inline or @FILE", where, x.name)
+			}
+			if x.name == "effects" && len(s.Invariants) == 0 && !sc.Auto {
+				return sc, fmt.Errorf("%s is required, unless %s is given: the query that counts what the attempts did, inline or @FILE", where, field("invariant"))
 			}
 			continue
 		}
-		name, src, err := read(x.value, dir, where)
+		p, err := load(x.value, dir, d, x.scope, where)
 		if err != nil {
 			return sc, err
 		}
-		p, err := Parse(name, src, d, x.scope, where)
-		if err != nil {
-			return sc, err
-		}
-		if p.Statements() == 0 {
-			return sc, fmt.Errorf("%s (%s) has no statement: it would do nothing", where, name)
-		}
-		p.Inline = !strings.HasPrefix(x.value, "@")
 		*x.dst = p
 	}
+	sc.Attempt = sc.Attempts[0]
+	for _, v := range s.Invariants {
+		if strings.TrimSpace(v) == "" {
+			return sc, fmt.Errorf("%s is empty: write a query that counts what breaks the invariant, inline or @FILE", field("invariant"))
+		}
+		if t := strings.TrimSpace(v); d == SQL && !strings.HasPrefix(t, "@") && !strings.HasSuffix(t, ";") {
+			v = t + ";" // one query on the command line, as the docs write it
+		}
+		p, err := load(v, dir, d, ScopeBurst, field("invariant"))
+		if err != nil {
+			return sc, err
+		}
+		sc.Invariants = append(sc.Invariants, p)
+	}
 	return sc, nil
+}
+
+// load reads and parses one script.
+func load(value, dir string, d Dialect, scope Scope, where string) (*Script, error) {
+	name, src, err := read(value, dir, where)
+	if err != nil {
+		return nil, err
+	}
+	p, err := Parse(name, src, d, scope, where)
+	if err != nil {
+		return nil, err
+	}
+	if p.Statements() == 0 {
+		return nil, fmt.Errorf("%s (%s) has no statement: it would do nothing", where, name)
+	}
+	p.Inline = !strings.HasPrefix(value, "@")
+	return p, nil
 }
 
 // MaxScriptSize is the largest script file read: a setup that loads seed
@@ -134,32 +180,45 @@ func (sc Scripts) Describe() []string {
 			}
 			out = append(out, fmt.Sprintf("%-9s auto: rows and numeric sums of %s, each burst beside the same attempts run one at a time", "effects", what))
 		}
-		if x.s == nil {
+		if x.role == "attempt" && len(sc.Attempts) > 1 {
+			for i, a := range sc.Attempts {
+				out = append(out, describeOne("attempt "+string(rune('A'+i)), a))
+			}
 			continue
 		}
-		n := x.s.Statements()
-		unit := "statements"
-		if x.s.Dialect != SQL {
-			unit = "commands"
+		if x.s != nil {
+			out = append(out, describeOne(x.role, x.s))
 		}
-		if n == 1 {
-			unit = strings.TrimSuffix(unit, "s")
-		}
-		first := x.s.lastStatement().Text
-		for i := range x.s.Steps {
-			if x.s.Steps[i].Kind == Statement {
-				first = x.s.Steps[i].Text
-				break
-			}
-		}
-		line := fmt.Sprintf("%-9s %s (%d %s)", x.role, x.s.Name, n, unit)
-		if x.s.Inline {
-			line = fmt.Sprintf("%-9s %s", x.role, oneLine(first))
-			if n > 1 {
-				line += fmt.Sprintf(" … (%d %s)", n, unit)
-			}
-		}
-		out = append(out, line)
+	}
+	for _, inv := range sc.Invariants {
+		out = append(out, describeOne("invariant", inv))
 	}
 	return out
+}
+
+// describeOne is one script's line of the banner.
+func describeOne(role string, s *Script) string {
+	n := s.Statements()
+	unit := "statements"
+	if s.Dialect != SQL {
+		unit = "commands"
+	}
+	if n == 1 {
+		unit = strings.TrimSuffix(unit, "s")
+	}
+	first := s.lastStatement().Text
+	for i := range s.Steps {
+		if s.Steps[i].Kind == Statement {
+			first = s.Steps[i].Text
+			break
+		}
+	}
+	line := fmt.Sprintf("%-9s %s (%d %s)", role, s.Name, n, unit)
+	if s.Inline {
+		line = fmt.Sprintf("%-9s %s", role, oneLine(first))
+		if n > 1 {
+			line += fmt.Sprintf(" … (%d %s)", n, unit)
+		}
+	}
+	return line
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 
 	"github.com/go-sql-driver/mysql"
 
@@ -88,7 +89,24 @@ func (p *myPool) Session(ctx context.Context, _ int) (SessionConn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &myConn{c: c, pool: p}, nil
+	mc := &myConn{c: c, pool: p}
+	id, err := sqldb.SessionID(ctx, sqldb.MySQL, sqldb.Std(c))
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	mc.id.Store(id)
+	return mc, nil
+}
+
+// lockWait asks, on racetest's own connection, whether the worker's
+// connection c waits on a lock (InnoDB's lock waits, the process list).
+func (s *myStore) lockWait(ctx context.Context, c SessionConn) (bool, error) {
+	mc, ok := c.(*myConn)
+	if !ok {
+		return false, fmt.Errorf("mysql: not a connection of this store")
+	}
+	return sqldb.LockWait(ctx, sqldb.MySQL, sqldb.Std(s.admin.c), mc.id.Load())
 }
 
 func (p *myPool) Close() error { return p.db.Close() }
@@ -99,6 +117,9 @@ type myConn struct {
 	c    *sql.Conn
 	pool *myPool // nil for racetest's own connection
 	bad  bool
+	// id is the server's connection id, read by lock-wait questions from
+	// another goroutine while c is busy (or being replaced).
+	id atomic.Int64
 }
 
 // renew replaces a worker's broken connection with a fresh session.
@@ -108,7 +129,13 @@ func (c *myConn) renew(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	id, err := sqldb.SessionID(context.WithoutCancel(ctx), sqldb.MySQL, sqldb.Std(n))
+	if err != nil {
+		n.Close()
+		return err
+	}
 	c.c, c.bad = n, false
+	c.id.Store(id)
 	return nil
 }
 

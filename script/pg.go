@@ -7,6 +7,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -87,7 +88,9 @@ func (s *pgStore) connect(ctx context.Context) (*pgConn, error) {
 		return nil, fmt.Errorf("postgres: cannot connect to %s as %q, database %q (%s) — is the server running? set --postgres-url or RACETEST_POSTGRES_URL",
 			s.addr, s.cfg.User, s.cfg.Database, sqldb.RedactPostgres(innermost(err).Error()))
 	}
-	return &pgConn{c: c, s: s}, nil
+	pc := &pgConn{c: c, s: s}
+	pc.pid.Store(int64(c.PgConn().PID()))
+	return pc, nil
 }
 
 func innermost(err error) error {
@@ -131,10 +134,23 @@ func (p pgPool) Session(ctx context.Context, _ int) (SessionConn, error) {
 
 func (pgPool) Close() error { return nil }
 
+// lockWait asks, on racetest's own connection, whether the worker's
+// connection c waits on a lock (pg_blocking_pids of its backend).
+func (s *pgStore) lockWait(ctx context.Context, c SessionConn) (bool, error) {
+	pc, ok := c.(*pgConn)
+	if !ok {
+		return false, fmt.Errorf("postgres: not a connection of this store")
+	}
+	return sqldb.LockWait(ctx, sqldb.Postgres, sqldb.Pgx(s.admin.c), pc.pid.Load())
+}
+
 // pgConn is one connection.
 type pgConn struct {
 	c *pgx.Conn
 	s *pgStore
+	// pid is c's backend, read by lock-wait questions from another
+	// goroutine while c is busy (or being replaced).
+	pid atomic.Int64
 }
 
 func (c *pgConn) Exec(ctx context.Context, st Stmt) (Reply, error) {
@@ -163,6 +179,7 @@ func (c *pgConn) redial(ctx context.Context) error {
 		return err
 	}
 	c.c = n.c
+	c.pid.Store(n.pid.Load())
 	return nil
 }
 

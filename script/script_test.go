@@ -432,7 +432,7 @@ func TestReadOnlySteps(t *testing.T) {
 		s := mustParse(t, c.src, c.d)
 		tg := &Target{sc: Scripts{Attempt: s}}
 		label := s.StepLabel(&s.Steps[0])
-		if got := tg.ReadOnly(label); got != c.want {
+		if got := tg.ReadOnly(0, label); got != c.want {
 			t.Errorf("%q: read-only %v, want %v", c.src, got, c.want)
 		}
 		if d := tg.DescribeStep(label); !strings.HasSuffix(d, "("+label+")") {

@@ -36,14 +36,14 @@ func open(t *testing.T, backend string) (Store, scenarios.Params) {
 func exampleSpec(backend, attempt string) Spec {
 	switch backend {
 	case "redis":
-		return Spec{Attempt: "@" + attempt + ".redis", Effects: "SCARD redeemed:{{.Token}}", Teardown: "@drop.redis"}
+		return Spec{Attempt: []string{"@" + attempt + ".redis"}, Effects: "SCARD redeemed:{{.Token}}", Teardown: "@drop.redis"}
 	case "mongo":
 		if attempt == "conditional" {
 			attempt = "unique"
 		}
-		return Spec{Setup: "@schema.mongo", Attempt: "@" + attempt + ".mongo", Effects: "@count.mongo", Teardown: "@drop.mongo"}
+		return Spec{Setup: "@schema.mongo", Attempt: []string{"@" + attempt + ".mongo"}, Effects: "@count.mongo", Teardown: "@drop.mongo"}
 	}
-	return Spec{Setup: "@schema.sql", Subject: "@coupon.sql", Attempt: "@" + attempt + ".sql", Effects: "@count.sql", Teardown: "@drop.sql"}
+	return Spec{Setup: "@schema.sql", Subject: "@coupon.sql", Attempt: []string{"@" + attempt + ".sql"}, Effects: "@count.sql", Teardown: "@drop.sql"}
 }
 
 func runSpec(t *testing.T, backend string, spec Spec, bursts int) (*runner.Result, error) {
@@ -111,7 +111,7 @@ func TestFirstBurstStopsABrokenScript(t *testing.T) {
 			if tc.backend == "redis" {
 				effects = "EXISTS x:{{.Token}}"
 			}
-			res, err := runSpec(t, tc.backend, Spec{Attempt: tc.attempt, Effects: effects}, 5)
+			res, err := runSpec(t, tc.backend, Spec{Attempt: []string{tc.attempt}, Effects: effects}, 5)
 			var re *RunError
 			if !errors.As(err, &re) || re.Script != tc.script {
 				t.Fatalf("error %v, want a RunError with Script=%v", err, tc.script)
@@ -135,7 +135,7 @@ func TestFirstBurstStopsABrokenScript(t *testing.T) {
 }
 
 func TestEffectsMustCount(t *testing.T) {
-	_, err := runSpec(t, "postgres", Spec{Attempt: "SELECT 1;", Effects: "SELECT 'many';"}, 2)
+	_, err := runSpec(t, "postgres", Spec{Attempt: []string{"SELECT 1;"}, Effects: "SELECT 'many';"}, 2)
 	var re *RunError
 	if !errors.As(err, &re) || !re.Script {
 		t.Fatalf("effects returning text: %v, want a script error", err)

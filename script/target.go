@@ -42,15 +42,29 @@ type SessionConn interface {
 	Close() error
 }
 
-// Scripts are the five scripts of a run; all but Attempt and Effects may
-// be nil.
+// Scripts are the scripts of a run; all but Attempt and Effects may be
+// nil. Attempts, when there are several, are one script per transaction:
+// attempt i runs Attempts[i mod len(Attempts)] (A the first, B the
+// second, and round again when there are more attempts than scripts);
+// Attempt is the first.
 type Scripts struct {
 	Setup, Subject, Attempt, Effects, Teardown *Script
 	// Auto: no effects script; each burst's change of the store is
 	// compared with a solo twin's (--effects auto), on the tables (Redis:
 	// key patterns) Watch names, or every one of the schema.
-	Auto  bool
-	Watch []string
+	Auto     bool
+	Watch    []string
+	Attempts []*Script
+	// Invariants are checked after each burst (runner.Invarianter).
+	Invariants []*Script
+}
+
+// For is the script attempt worker runs.
+func (sc Scripts) For(worker int) *Script {
+	if len(sc.Attempts) == 0 {
+		return sc.Attempt
+	}
+	return sc.Attempts[worker%len(sc.Attempts)]
 }
 
 // Target runs scripts as a runner.Target: Setup in Prepare, Subject in
@@ -74,16 +88,19 @@ type Snapshotter interface {
 }
 
 var (
-	_ runner.Target    = (*Target)(nil)
-	_ runner.Describer = (*Target)(nil)
-	_ runner.Noter     = (*Target)(nil)
+	_ runner.Target      = (*Target)(nil)
+	_ runner.Describer   = (*Target)(nil)
+	_ runner.Noter       = (*Target)(nil)
+	_ runner.Baseliner   = (*Target)(nil)
+	_ runner.Invarianter = (*Target)(nil)
+	_ runner.Uncounted   = (*Target)(nil)
 )
 
 // New makes a target of sc on store. runID fills {{.RunID}}; tokens are
 // "<runID>-<burst>".
 func New(store Store, sc Scripts, runID string) (*Target, error) {
-	if sc.Attempt == nil || (sc.Effects == nil && !sc.Auto) {
-		return nil, errors.New("script: an attempt and an effects script are required")
+	if sc.Attempt == nil || sc.Effects == nil && len(sc.Invariants) == 0 && !sc.Auto {
+		return nil, errors.New("script: an attempt script and an effects script (or effects auto) or an invariant are required")
 	}
 	if _, ok := store.(Snapshotter); sc.Auto && !ok {
 		return nil, &RunError{What: "--effects auto", Script: true, Err: fmt.Errorf("%s cannot be measured: count the effects with a query instead", store.Server())}
@@ -205,7 +222,8 @@ func (t *Target) checkFirstOnce() error {
 }
 
 // Effects checks the first burst for a script that cannot work, then runs
-// the effects script: its last statement's first value is the count.
+// the effects script: its last statement's first value is the count. The
+// runner reads it as a change since Baseline.
 func (t *Target) Effects(ctx context.Context, s runner.Subject) (int, error) {
 	if s.Burst == 0 {
 		if err := t.checkFirst(); err != nil {
@@ -215,11 +233,66 @@ func (t *Target) Effects(ctx context.Context, s runner.Subject) (int, error) {
 	if t.sc.Auto {
 		return 0, nil // measured by snapshots (Snapshot)
 	}
-	r, err := t.once(ctx, t.sc.Effects, Data{RunID: t.runID, Token: s.Key, Burst: s.Burst})
-	if err != nil {
-		return 0, runError("--effects", err)
+	return t.count(ctx, t.sc.Effects, "--effects", s, false)
+}
+
+// Baseline runs the effects script right after the subject was made: the
+// burst's effects are what it adds (a shared count, SELECT count(*) FROM
+// redemptions, works as well as a count per token).
+func (t *Target) Baseline(ctx context.Context, s runner.Subject) (int, error) {
+	return t.count(ctx, t.sc.Effects, "--effects", s, false)
+}
+
+// Baselined: the effects script is the team's own, read as a change; an
+// auto run has none (its snapshots measure the change).
+func (t *Target) Baselined() bool { return t.sc.Effects != nil && !t.sc.Auto }
+
+// Uncounted reports a run without an effects script, nor effects auto:
+// its invariants judge it.
+func (t *Target) Uncounted() bool { return t.sc.Effects == nil && !t.sc.Auto }
+
+// Invariants names the invariants: an inline one by its text, one from a
+// file by the file's name.
+func (t *Target) Invariants() []string {
+	names := make([]string, len(t.sc.Invariants))
+	for i, inv := range t.sc.Invariants {
+		names[i] = inv.Name
+		if inv.Inline {
+			var texts []string
+			for _, st := range inv.Steps {
+				if st.Kind == Statement {
+					texts = append(texts, strings.TrimSuffix(strings.TrimSpace(st.Text), ";"))
+				}
+			}
+			names[i] = oneLine(strings.Join(texts, "; "))
+		}
 	}
-	if t.sc.Effects.Dialect == Mongo {
+	return names
+}
+
+// Broken runs each invariant after the burst: a count of what breaks it,
+// or a boolean that must hold (false: broken once).
+func (t *Target) Broken(ctx context.Context, s runner.Subject) ([]int, error) {
+	out := make([]int, len(t.sc.Invariants))
+	for i, inv := range t.sc.Invariants {
+		n, err := t.count(ctx, inv, "--invariant", s, true)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = n
+	}
+	return out, nil
+}
+
+// count runs sc on the admin connection and reads its last statement's
+// first value as a whole number; with truth, a boolean reads as a
+// violation count (true: it holds, 0; false: 1).
+func (t *Target) count(ctx context.Context, sc *Script, what string, s runner.Subject, truth bool) (int, error) {
+	r, err := t.once(ctx, sc, Data{RunID: t.runID, Token: s.Key, Burst: s.Burst})
+	if err != nil {
+		return 0, runError(what, err)
+	}
+	if sc.Dialect == Mongo {
 		// A count's n, an update's n, a find's documents.
 		return int(r.Rows), nil
 	}
@@ -227,16 +300,40 @@ func (t *Target) Effects(ctx context.Context, s runner.Subject) (int, error) {
 	if len(r.Values) > 0 {
 		v = strings.TrimSpace(r.Values[0])
 	}
-	if v == "" && t.sc.Effects.Dialect == Redis {
+	if v == "" && sc.Dialect == Redis {
 		return 0, nil // a key that does not exist holds nothing
+	}
+	if truth {
+		if holds, ok := truthOf(v); ok {
+			if holds {
+				return 0, nil
+			}
+			return 1, nil
+		}
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 0 {
-		last := t.sc.Effects.lastStatement()
-		return 0, &RunError{What: "--effects", Script: true, Err: &ScriptError{Pos: last.Pos, Text: last.Text,
-			Msg: fmt.Sprintf("the effects script must end with a query that returns one whole number (a count), got %q", v)}}
+		last := sc.lastStatement()
+		want := "one whole number (a count)"
+		if truth {
+			want = "one whole number (how many rows break it) or a boolean (true: it holds)"
+		}
+		return 0, &RunError{What: what, Script: true, Err: &ScriptError{Pos: last.Pos, Text: last.Text,
+			Msg: fmt.Sprintf("the %s script must end with a query that returns %s, got %q", strings.TrimPrefix(what, "--"), want, v)}}
 	}
 	return n, nil
+}
+
+// truthOf reads a server's boolean: PostgreSQL's t and f, true and false.
+// MySQL's booleans are the numbers 1 and 0, which read as counts.
+func truthOf(v string) (holds, ok bool) {
+	switch strings.ToLower(v) {
+	case "t", "true":
+		return true, true
+	case "f", "false":
+		return false, true
+	}
+	return false, false
 }
 
 func (s *Script) lastStatement() *Step {
@@ -320,7 +417,32 @@ func (a *app) Session(ctx context.Context, worker int) (runner.Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &session{t: a.t, conn: c}, nil
+	s := &session{t: a.t, conn: c}
+	if lp, ok := a.t.store.(lockProber); ok {
+		return &waitingSession{session: s, probe: lp}, nil
+	}
+	return s, nil
+}
+
+// lockProber is a store whose server says whether a worker's connection
+// waits on a lock.
+type lockProber interface {
+	lockWait(ctx context.Context, c SessionConn) (bool, error)
+}
+
+// waitingSession is a session on such a store: an explorer asks it
+// whether its statement waits on a lock, rather than timing it.
+type waitingSession struct {
+	*session
+	probe lockProber
+}
+
+// LockWait asks the server, on racetest's own connection, whether the
+// session's statement waits on a lock.
+func (s *waitingSession) LockWait(ctx context.Context) (bool, error) {
+	s.t.admin.Lock()
+	defer s.t.admin.Unlock()
+	return s.probe.lockWait(ctx, s.conn)
 }
 
 func (a *app) Close() error { return a.pool.Close() }
@@ -334,7 +456,7 @@ func (s *session) Attempt(ctx context.Context, subj runner.Subject, w *runner.Wo
 	d := Data{RunID: s.t.runID, Token: subj.Key, Burst: subj.Burst, Attempt: w.ID}
 	// Each marked statement is a step: an explorer may hold the attempt
 	// before it (without one, Step is Mark).
-	o := s.t.sc.Attempt.Start(s.conn, d, nil).Run(ctx, func(label string) { w.Step(ctx, label) })
+	o := s.t.sc.For(w.ID).Start(s.conn, d, nil).Run(ctx, func(label string) { w.Step(ctx, label) })
 	if subj.Burst == 0 {
 		s.t.record(w.ID, o)
 	}
@@ -352,12 +474,14 @@ func (t *Target) DescribeStep(label string) string {
 	return label
 }
 
-// ReadOnly reports whether the attempt's step label is a plain read: a
-// SELECT that locks nothing, a Redis command that only reads. Two plain
-// reads of different attempts commute, so an explorer runs only one of
-// the orders that differ by swapping them.
-func (t *Target) ReadOnly(label string) bool {
-	st := t.step(label)
+// ReadOnly reports whether step label of attempt's own script is a plain
+// read: a SELECT that locks nothing, a Redis command that only reads. Two
+// plain reads of different attempts commute, so an explorer runs only one
+// of the orders that differ by swapping them; a step is judged in the
+// script its attempt runs, never in another's.
+func (t *Target) ReadOnly(attempt int, label string) bool {
+	sc := t.sc.For(attempt)
+	st := sc.stepLabeled(label)
 	if st == nil || st.Kind != Statement {
 		return false
 	}
@@ -365,7 +489,7 @@ func (t *Target) ReadOnly(label string) bool {
 	if len(words) == 0 {
 		return false
 	}
-	switch t.sc.Attempt.Dialect {
+	switch sc.Dialect {
 	case SQL:
 		text := " " + strings.Join(words, " ") + " "
 		for _, lock := range []string{" FOR UPDATE", " FOR SHARE", " FOR NO KEY", " FOR KEY SHARE", " LOCK IN SHARE MODE", " INTO "} {
@@ -387,9 +511,22 @@ var redisReads = map[string]bool{
 	"ZSCORE": true, "ZCARD": true, "ZRANGE": true, "STRLEN": true, "TYPE": true, "TTL": true, "PTTL": true,
 }
 
+// step finds the step labelled label in any attempt's script.
 func (t *Target) step(label string) *Step {
-	for i := range t.sc.Attempt.Steps {
-		if st := &t.sc.Attempt.Steps[i]; st.Marked() && t.sc.Attempt.StepLabel(st) == label {
+	for _, sc := range append([]*Script{t.sc.Attempt}, t.sc.Attempts...) {
+		if st := sc.stepLabeled(label); st != nil {
+			return st
+		}
+	}
+	return nil
+}
+
+func (s *Script) stepLabeled(label string) *Step {
+	if s == nil {
+		return nil
+	}
+	for i := range s.Steps {
+		if st := &s.Steps[i]; st.Marked() && s.StepLabel(st) == label {
 			return st
 		}
 	}

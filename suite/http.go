@@ -103,20 +103,17 @@ func (c *checker) httpCase(path string, k *Case, sh shape, p *Plan) {
 	if auto {
 		c.autoStore(hp+".effects", strings.TrimPrefix(h.Effects, "auto:"), &params)
 	}
-	allowed := runner.DefaultAllowed
-	if h.Allowed != nil {
-		allowed = *h.Allowed
-		if allowed < 1 {
-			c.fail(hp+".allowed", "allowed must be at least 1 (got %d): the guarded action must run once", allowed)
-		}
+	for i, inv := range h.Invariant {
+		c.check(fmt.Sprintf("%s.invariant[%d]", hp, i), "invariant", inv, &params)
 	}
+	allowed, _ := c.allowance(hp+".allowed", h.Allowed)
 	if k.Expect == "catalog" {
 		c.fail(path+".expect", "an http case has no catalog expectation: write expect: safe, race, or max_effects: N")
 		return
 	}
 	expect, ok := c.expectation(path, k.Expectation, report.Expect{}, sh)
-	if ok && expect.Kind == report.ExpectMax && expect.Max < allowed {
-		c.fail(path+".max_effects", "max_effects %d is below allowed %d: the correct outcome would fail", expect.Max, allowed)
+	if ok && expect.Kind == report.ExpectMax && !allowed.Successes && expect.Max < allowed.Max {
+		c.fail(path+".max_effects", "max_effects %d is below allowed %d: the correct outcome would fail", expect.Max, allowed.Max)
 	}
 	if k.Connection != "" {
 		c.fail(path+".connection", "an http case's only connection is its effects check's, taken from the suite's connections")
@@ -125,11 +122,11 @@ func (c *checker) httpCase(path string, k *Case, sh shape, p *Plan) {
 		c.fail(path+".read_connection", "an http case reads no replica: remove read_connection")
 	}
 	c.applicable(path, k.Shape, scenarios.Backend{Name: "http"})
-	cfg := runner.NewConfig(
+	cfg := runner.NewConfig(append(allowed.Options(),
 		runner.Attempts(sh.attempts), runner.Bursts(sh.bursts), runner.Replicas(sh.replicas),
-		runner.Waves(sh.waves), runner.Deploy(sh.deploy), runner.Allowed(allowed),
+		runner.Waves(sh.waves), runner.Deploy(sh.deploy),
 		runner.Timeout(sh.timeout), runner.Keep(sh.keep || c.o.Keep),
-	)
+	)...)
 	cfg.SoloEvery = every
 	if !ok || !c.prove(path, k, expect, &cfg, p) {
 		return
@@ -154,6 +151,11 @@ func (c *checker) httpCase(path string, k *Case, sh shape, p *Plan) {
 // effects checks an effects check and resolves the connection it needs
 // into params, by the same rule as a scenario's backend.
 func (c *checker) effects(path, spec string, params *scenarios.Params) {
+	c.check(path, "effects", spec, params)
+}
+
+// check checks an effects check or an invariant (what names it).
+func (c *checker) check(path, what, spec string, params *scenarios.Params) {
 	kind, rest, _ := strings.Cut(spec, ":")
 	backend := kind
 	switch kind {
@@ -165,7 +167,7 @@ func (c *checker) effects(path, spec string, params *scenarios.Params) {
 		case "postgres", "postgresql", "pg":
 			backend = "postgres"
 		default:
-			c.fail(path, "effects sql:%s: the SQL backend is mysql or postgres (sql:postgres:SELECT count(*) …)", backend)
+			c.fail(path, "%s sql:%s: the SQL backend is mysql or postgres (sql:postgres:SELECT count(*) …)", what, backend)
 			return
 		}
 	case "redis":
@@ -173,25 +175,25 @@ func (c *checker) effects(path, spec string, params *scenarios.Params) {
 		coll, filter, ok := strings.Cut(rest, ":")
 		db, name, dot := strings.Cut(coll, ".")
 		if !ok || !dot || db == "" || name == "" || strings.TrimSpace(filter) == "" {
-			c.fail(path, "effects mongo: wants mongo:DATABASE.COLLECTION:FILTER, e.g. mongo:shop.payouts:{\"burst\": {{.Burst}}}")
+			c.fail(path, "%s mongo: wants mongo:DATABASE.COLLECTION:FILTER, e.g. mongo:shop.payouts:{\"burst\": {{.Burst}}}", what)
 			return
 		}
 	case "http":
-		c.httpURL(path, rest, "the effects check's URL")
+		c.httpURL(path, rest, "the "+what+" check's URL")
 		backend = ""
 	default:
-		c.fail(path, "effects %q: start it with sql:mysql:, sql:postgres:, redis:, mongo: or http:", spec)
+		c.fail(path, "%s %q: start it with sql:mysql:, sql:postgres:, redis:, mongo: or http:", what, spec)
 		return
 	}
 	if strings.TrimSpace(rest) == "" {
-		c.fail(path, "effects %s: says what to %s, but not what", kind, map[bool]string{true: "query", false: "run"}[kind == "sql"])
+		c.fail(path, "%s %s: says what to %s, but not what", what, kind, map[bool]string{true: "query", false: "run"}[kind == "sql"])
 		return
 	}
 	c.template(path, rest)
 	if backend == "" {
 		return
 	}
-	if conn, ok := c.connection(path, "", backend, "the effects check"); ok {
+	if conn, ok := c.connection(path, "", backend, "the "+what+" check"); ok {
 		conn.into(&params.Conn)
 	}
 }

@@ -25,6 +25,8 @@
 // The package never prints and never connects: the command line does both.
 package suite
 
+import "fmt"
+
 import "github.com/racetest/racetest/scenarios"
 
 // File is a suite as written, after ${ENV} expansion. Pointer fields tell
@@ -171,8 +173,31 @@ type HTTP struct {
 	// CredentialsTo lists other hosts the setup request and an http:
 	// effects check may send the Authorization header and cookies to.
 	CredentialsTo []string `yaml:"credentials_to"`
-	// Allowed is how many effects per burst are correct (default 1).
-	Allowed *int `yaml:"allowed"`
+	// Invariant lists what must hold after every burst, each written as
+	// Effects is (sql:postgres:SELECT count(*) FROM accounts WHERE balance < 0):
+	// how many times it is broken, or a boolean that must hold.
+	Invariant []string `yaml:"invariant"`
+	// Allowed is how many effects per burst are correct: N (default 1),
+	// MIN-MAX, or successes (each success landed exactly once).
+	Allowed *Allowance `yaml:"allowed"`
+}
+
+// Allowance is an allowance as a suite writes it: 1, 0-1 or successes,
+// read by runner.ParseAllowance as --allowed is.
+type Allowance struct{ Text string }
+
+// UnmarshalYAML takes a number or a string.
+func (a *Allowance) UnmarshalYAML(unmarshal func(any) error) error {
+	var v any
+	if err := unmarshal(&v); err != nil {
+		return err
+	}
+	switch v.(type) {
+	case map[string]any, []any, nil:
+		return fmt.Errorf("allowed: write N, MIN-MAX or successes")
+	}
+	a.Text = fmt.Sprint(v)
+	return nil
 }
 
 // Success is the rule that makes a response count as executed: a status

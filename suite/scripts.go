@@ -17,18 +17,42 @@ import (
 // 'racetest sql' and 'racetest redis' run them: each field inline text or
 // @FILE, a file relative to the suite file.
 type Scripts struct {
-	Setup    string `yaml:"setup"`
-	Subject  string `yaml:"subject"`
-	Attempt  string `yaml:"attempt"`
-	Effects  string `yaml:"effects"`
-	Teardown string `yaml:"teardown"`
-	// Allowed is how many effects per burst are correct (default 1).
-	Allowed *int `yaml:"allowed"`
+	Setup   string `yaml:"setup"`
+	Subject string `yaml:"subject"`
+	// Attempt is one script for every attempt, or a list: one script per
+	// transaction, attempt i running the i-th (round again past the end).
+	Attempt  Attempts `yaml:"attempt"`
+	Effects  string   `yaml:"effects"`
+	Teardown string   `yaml:"teardown"`
+	// Invariant lists queries (or commands) that must hold after every
+	// burst: each returns how many times it is broken, or a boolean.
+	Invariant []string `yaml:"invariant"`
+	// Allowed is how many effects per burst are correct: N (default 1),
+	// MIN-MAX, or successes (each success landed exactly once).
+	Allowed *Allowance `yaml:"allowed"`
 	// Watch and SoloEvery shape effects: auto (racetest sql --watch,
 	// --solo-every): the tables (Redis: key patterns, MongoDB:
 	// collections) to measure, and how often a solo twin runs.
 	Watch     []string `yaml:"watch"`
 	SoloEvery *int     `yaml:"solo_every"`
+}
+
+// Attempts is an attempt: field, one script or a list of them.
+type Attempts []string
+
+// UnmarshalYAML reads one script (a string) or a list of scripts.
+func (a *Attempts) UnmarshalYAML(unmarshal func(any) error) error {
+	var one string
+	if err := unmarshal(&one); err == nil {
+		*a = Attempts{one}
+		return nil
+	}
+	var many []string
+	if err := unmarshal(&many); err != nil {
+		return fmt.Errorf("attempt: write one script (inline or @FILE), or a list of them, one per transaction")
+	}
+	*a = many
+	return nil
 }
 
 // autoShape checks effects: auto's watch and solo_every: how often a solo
@@ -89,7 +113,8 @@ func (c *checker) scriptCase(path string, k *Case, sh shape, p *Plan) {
 		c.fail(path+".backend", "a %s: case runs on backend %s (got %q)", key, strings.Join(script.Backends[d], " or "), backend)
 		return
 	}
-	spec := script.Spec{Setup: s.Setup, Subject: s.Subject, Attempt: s.Attempt, Effects: s.Effects, Teardown: s.Teardown}
+	spec := script.Spec{Setup: s.Setup, Subject: s.Subject, Attempt: s.Attempt, Effects: s.Effects, Teardown: s.Teardown,
+		Invariants: s.Invariant}
 	scripts, err := spec.Load(c.o.Dir, d, func(n string) string { return sp + "." + n })
 	if err != nil {
 		// The message names the script's own file:line:col, and the
@@ -99,6 +124,11 @@ func (c *checker) scriptCase(path string, k *Case, sh shape, p *Plan) {
 	}
 	every := c.autoShape(sp, scripts.Auto, d == script.Redis, s.Watch, s.SoloEvery)
 	scripts.Watch = s.Watch
+	if len(s.Attempt) > sh.attempts {
+		c.fail(sp+".attempt", "%d attempt scripts but attempts: %d: each script is one attempt's transaction, so give attempts: %d or more (with more attempts than scripts they go round again)",
+			len(s.Attempt), sh.attempts, len(s.Attempt))
+		return
+	}
 	if k.Variant != nil || k.Engine != nil || k.Gap != nil || k.Latency != nil || k.TTL != nil {
 		c.fail(path, "a script case takes the shape of its bursts (attempts, bursts, timeout, isolation, release), not variant, engine, gap, latency or ttl")
 		return
@@ -107,12 +137,9 @@ func (c *checker) scriptCase(path string, k *Case, sh shape, p *Plan) {
 		c.fail(path+".expect", "a script case has no catalog expectation: write expect: safe, race, or max_effects: N")
 		return
 	}
-	allowed := runner.DefaultAllowed
-	if s.Allowed != nil {
-		if allowed = *s.Allowed; allowed < 0 {
-			c.fail(sp+".allowed", "allowed cannot be negative (got %d)", allowed)
-			return
-		}
+	allowed, ok := c.allowance(sp+".allowed", s.Allowed)
+	if !ok {
+		return
 	}
 	expect, ok := c.expectation(path, k.Expectation, report.Expect{}, sh)
 	if !ok {
@@ -132,8 +159,8 @@ func (c *checker) scriptCase(path string, k *Case, sh shape, p *Plan) {
 	}
 	conn.into(&params.Conn)
 	p.Conn = conn.Conn
-	cfg := runner.NewConfig(runner.Attempts(sh.attempts), runner.Bursts(sh.bursts), runner.Allowed(allowed),
-		runner.Timeout(sh.timeout))
+	cfg := runner.NewConfig(append(allowed.Options(), runner.Attempts(sh.attempts), runner.Bursts(sh.bursts),
+		runner.Timeout(sh.timeout))...)
 	rel, err := release.New(sh.release, backend)
 	if err != nil {
 		c.fail(path+".release", "%v", err)
@@ -159,6 +186,19 @@ func (c *checker) scriptCase(path string, k *Case, sh shape, p *Plan) {
 	p.Params, p.Config, p.OnServer = params, cfg, rules
 	p.Case = report.Case{Name: name, Scenario: ScriptScenario, Backend: backend, Expect: expect, Strict: c.o.Strict,
 		Release: string(rel.Mode), Settings: runplan.Settings(backend, params, cfg)}
+}
+
+// allowance reads a case's allowed: (runner.DefaultAllowed when absent).
+func (c *checker) allowance(path string, a *Allowance) (runner.Allowance, bool) {
+	if a == nil {
+		return runner.Allowance{Min: runner.DefaultRequired, Max: runner.DefaultAllowed}, true
+	}
+	al, err := runner.ParseAllowance(a.Text)
+	if err != nil {
+		c.fail(path, "%v", err)
+		return al, false
+	}
+	return al, true
 }
 
 func btoi(b bool) int {

@@ -53,6 +53,20 @@ func TestScriptCases(t *testing.T) {
 		t.Errorf("redis plan: %+v %+v", r.Case, r.Config)
 	}
 
+	// One script per transaction: attempt: as a list, attempt i running
+	// the i-th; more scripts than attempts is refused.
+	ps, err = plans(t, "cases:\n  - redis:\n      attempt: [\"GET k:{{.Token}}\", \"SET k:{{.Token}} 1\"]\n      effects: \"EXISTS k:{{.Token}}\"\n    connection: default\n    attempts: 2\n", o)
+	if err != nil {
+		t.Fatalf("plans: %v", err)
+	}
+	if sc := ps[0].Script.Scripts; len(sc.Attempts) != 2 || sc.For(0).Steps[0].Text != "GET k:{{.Token}}" || sc.For(1).Steps[0].Text != "SET k:{{.Token}} 1" || sc.For(2) != sc.For(0) {
+		t.Errorf("attempt list: %+v", sc.Attempts)
+	}
+	if _, err := plans(t, "cases:\n  - redis:\n      attempt: [\"GET a\", \"GET b\", \"GET c\"]\n      effects: \"EXISTS a\"\n    connection: default\n    attempts: 2\n", o); err == nil ||
+		!strings.Contains(err.Error(), "3 attempt scripts but attempts: 2") {
+		t.Errorf("three scripts for two attempts: %v", err)
+	}
+
 	for src, want := range map[string]string{
 		"cases:\n  - backend: mysql\n    connection: default\n    sql:\n      attempt: \"@s/bad.sql\"\n      effects: \"SELECT 1;\"\n":                            "s/bad.sql:2:1: unknown meta-command \\nope",
 		"cases:\n  - backend: redis\n    connection: default\n    sql:\n      attempt: \"SELECT 1;\"\n      effects: \"SELECT 1;\"\n":                             "a sql: case runs on backend postgres or mysql",
@@ -60,6 +74,63 @@ func TestScriptCases(t *testing.T) {
 		"cases:\n  - scenario: check-then-write\n    redis:\n      attempt: \"GET a\"\n      effects: \"GET a\"\n":                                                "keep one",
 		"cases:\n  - backend: postgres\n    connection: default\n    variant: for-update\n    sql:\n      attempt: \"SELECT 1;\"\n      effects: \"SELECT 1;\"\n": "not variant",
 		"cases:\n  - connection: default\n    redis:\n      attempt: \"GET {{.Nope}}\"\n      effects: \"GET a\"\n":                                               "$.cases[0].redis.attempt:1:5: template",
+	} {
+		_, err := plans(t, src, o)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s\nerror %v, want …%s…", src, err, want)
+		}
+	}
+}
+
+// allowed: reads N, MIN-MAX and successes (0 included) on script and http
+// cases alike, and invariant: lists what must hold (issue 25).
+func TestAllowanceAndInvariantFields(t *testing.T) {
+	o := suite.Options{Dir: t.TempDir(), Env: env(nil)}
+	ps, err := plans(t, `cases:
+  - backend: postgres
+    connection: default
+    sql:
+      attempt: "UPDATE accounts SET balance = balance - 1 WHERE id = '{{.Token}}';"
+      invariant: ["SELECT count(*) FROM accounts WHERE balance < 0"]
+      allowed: 0
+  - redis:
+      attempt: "INCR hits"
+      effects: "GET hits"
+      allowed: successes
+    connection: default
+  - redis:
+      attempt: "SET k:{{.Token}} 1 NX"
+      effects: "EXISTS k:{{.Token}}"
+      allowed: 0-1
+    connection: default
+  - http:
+      url: http://127.0.0.1:9/hit
+      method: POST
+      effects: "http:http://127.0.0.1:9/count"
+      invariant: ["http:http://127.0.0.1:9/ok"]
+      allowed: successes
+    expect: safe
+`, o)
+	if err != nil {
+		t.Fatalf("plans: %v", err)
+	}
+	if p := ps[0]; p.Config.Allowed != 0 || p.Config.Required != 0 || len(p.Script.Scripts.Invariants) != 1 || p.Script.Scripts.Effects != nil {
+		t.Errorf("sql with an invariant and allowed 0: config %+v, scripts %+v", p.Config, p.Script.Scripts)
+	}
+	if p := ps[1]; !p.Config.Accounting {
+		t.Errorf("allowed: successes did not turn accounting on: %+v", p.Config)
+	}
+	if p := ps[2]; p.Config.Allowed != 1 || p.Config.Required != 0 {
+		t.Errorf("allowed: 0-1 gave allowed %d required %d", p.Config.Allowed, p.Config.Required)
+	}
+	if p := ps[3]; !p.Config.Accounting || len(p.HTTP.Invariant) != 1 {
+		t.Errorf("http: accounting %v invariants %q", p.Config.Accounting, p.HTTP.Invariant)
+	}
+	for src, want := range map[string]string{
+		"cases:\n  - backend: postgres\n    connection: default\n    sql:\n      attempt: \"SELECT 1;\"\n      effects: \"SELECT 1;\"\n      allowed: 2-1\n": "7:16: \"2-1\" is not an allowance",
+		"cases:\n  - http:\n      url: http://127.0.0.1:9/\n      effects: \"http:http://127.0.0.1:9/c\"\n      allowed: -1\n    expect: safe\n":             "\"-1\" is not an allowance",
+		"cases:\n  - http:\n      url: http://127.0.0.1:9/\n      effects: \"http:http://127.0.0.1:9/c\"\n      invariant: [\"nope:x\"]\n    expect: safe\n": "5:19: invariant \"nope:x\": start it with sql:mysql:",
+		"cases:\n  - backend: postgres\n    connection: default\n    sql:\n      attempt: \"SELECT 1;\"\n      invariant: [\" \"]\n":                         "is empty",
 	} {
 		_, err := plans(t, src, o)
 		if err == nil || !strings.Contains(err.Error(), want) {

@@ -18,6 +18,13 @@ func IsDuplicate(err error) bool { return mysqlDuplicate(err) || pgDuplicate(err
 // SQLSTATE 40001; PostgreSQL 40001 and 40P01).
 func IsConflict(err error) bool { return mysqlConflict(err) || pgConflict(err) }
 
+// IsDeadlock reports whether the server ended the transaction as a
+// deadlock's victim (MySQL 1213, PostgreSQL 40P01): of the conflicts, the
+// one explore counts apart.
+func IsDeadlock(err error) bool {
+	return MySQLNumber(err) == ErrLockDeadlock || PgCode(err) == CodeDeadlockDetected
+}
+
 // IsTooManyConnections reports whether the server refused a connection for
 // its connection limit (MySQL 1040, 1203, 1226; PostgreSQL 53300).
 func IsTooManyConnections(err error) bool {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/racetest/racetest/internal/sqldb"
 	"github.com/racetest/racetest/runner"
@@ -360,7 +361,14 @@ func (a *sqlApp) Session(ctx context.Context, worker int) (runner.Session, error
 	if err != nil {
 		return nil, fmt.Errorf("%s: worker %d could not connect to %s: %w", a.t.d.backend, worker, a.t.db.Addr(), err)
 	}
-	return &sqlSession{a: a, t: a.t, c: c}, nil
+	id, err := sqldb.SessionID(cctx, a.t.db.Dialect(), c)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	s := &sqlSession{a: a, t: a.t, c: c}
+	s.id.Store(id)
+	return s, nil
 }
 
 func (a *sqlApp) Close() error { return a.pool.Close() }
@@ -372,6 +380,17 @@ type sqlSession struct {
 	// stale: the last attempt ended with its context, which may have cost
 	// the connection (pgx closes one whose statement was cancelled).
 	stale bool
+	id    atomic.Int64 // the server's id of the connection, for lock-wait questions
+}
+
+// LockWait asks the server, on the run's own connection, whether the
+// session's statement waits on a lock: an explorer's blocked step.
+func (s *sqlSession) LockWait(ctx context.Context) (waiting bool, err error) {
+	err = s.t.db.Admin(ctx, func(ctx context.Context, q sqldb.Querier) error {
+		waiting, err = sqldb.LockWait(ctx, s.t.db.Dialect(), q, s.id.Load())
+		return err
+	})
+	return waiting, err
 }
 
 func (s *sqlSession) Attempt(ctx context.Context, subj runner.Subject, w *runner.Worker) runner.Outcome {
@@ -384,7 +403,13 @@ func (s *sqlSession) Attempt(ctx context.Context, subj runner.Subject, w *runner
 			}
 			return runner.Failed(fmt.Errorf("reconnect after a timed-out attempt: %w", err))
 		}
+		id, err := sqldb.SessionID(ctx, s.t.db.Dialect(), c)
+		if err != nil {
+			c.Close()
+			return runner.Failed(fmt.Errorf("reconnect after a timed-out attempt: %w", err))
+		}
 		s.c, s.stale = c, false
+		s.id.Store(id)
 	}
 	o := s.t.attempt(ctx, s, subj, w)
 	s.stale = ctx.Err() != nil

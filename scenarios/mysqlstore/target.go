@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/racetest/racetest/internal/sqldb"
@@ -254,7 +255,26 @@ func (a *app) Session(ctx context.Context, worker int) (runner.Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &session{a: a, worker: worker, conn: conn}, nil
+	s := &session{a: a, worker: worker, conn: conn}
+	if err := s.readID(ctx); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// readID reads the server's id of the session's connection.
+func (s *session) readID(ctx context.Context) error {
+	id, err := sqldb.SessionID(ctx, sqldb.MySQL, sqldb.Std(s.conn))
+	s.id.Store(id)
+	return err
+}
+
+// LockWait asks the server, over the run's own pool, whether the
+// session's statement waits on a lock (InnoDB's lock waits, the process
+// list): an explorer's blocked step.
+func (s *session) LockWait(ctx context.Context) (bool, error) {
+	return sqldb.LockWait(ctx, sqldb.MySQL, sqldb.Std(s.a.t.st.DB()), s.id.Load())
 }
 
 func (a *app) Close() error { return a.db.Close() }
@@ -264,6 +284,7 @@ type session struct {
 	a      *app
 	worker int
 	conn   *sql.Conn
+	id     atomic.Int64 // conn's id on the server, for lock-wait questions
 }
 
 func (s *session) Attempt(ctx context.Context, subj runner.Subject, w *runner.Worker) runner.Outcome {
@@ -280,6 +301,9 @@ func (s *session) Attempt(ctx context.Context, subj runner.Subject, w *runner.Wo
 			return runner.Failed(err)
 		}
 		s.conn = conn
+		if err := s.readID(ctx); err != nil {
+			return runner.Failed(err)
+		}
 	}
 	o := s.a.t.k.attempt(ctx, s.a.t, s, subj, w)
 	if o.Err != nil && isBadConn(o.Err) {

@@ -352,15 +352,29 @@ func (a *app) Session(ctx context.Context, worker int) (runner.Session, error) {
 		a.t.release(c)
 		return nil, fmt.Errorf("postgres: worker %d runs at isolation %s, the run expected %s — is a pooler between racetest and the server?", worker, lvl, a.t.level)
 	}
-	return &session{a: a, t: a.t, c: c}, nil
+	s := &session{a: a, t: a.t, c: c}
+	s.pid.Store(int64(c.PgConn().PID()))
+	return s, nil
+}
+
+// LockWait asks the server, on the run's own connection, whether the
+// session's statement waits on a lock (pg_blocking_pids): an explorer's
+// blocked step.
+func (s *session) LockWait(ctx context.Context) (waiting bool, err error) {
+	err = s.t.withAdmin(ctx, func(ctx context.Context, c *pgx.Conn) error {
+		waiting, err = sqldb.LockWait(ctx, sqldb.Postgres, sqldb.Pgx(c), s.pid.Load())
+		return err
+	})
+	return waiting, err
 }
 
 func (a *app) Close() error { return nil }
 
 type session struct {
-	a *app
-	t *target
-	c *pgx.Conn
+	a   *app
+	t   *target
+	c   *pgx.Conn
+	pid atomic.Int64 // c's backend, for lock-wait questions from another connection
 }
 
 func (s *session) Attempt(ctx context.Context, subj runner.Subject, w *runner.Worker) runner.Outcome {
@@ -379,6 +393,7 @@ func (s *session) Attempt(ctx context.Context, subj runner.Subject, w *runner.Wo
 			return runner.Failed(fmt.Errorf("reconnect after a lost connection: %w", err))
 		}
 		s.c = c
+		s.pid.Store(int64(c.PgConn().PID()))
 	}
 	if s.c.PgConn().TxStatus() != 'I' {
 		s.rollback(ctx)

@@ -1,0 +1,1 @@
+SELECT COUNT(*) FROM racetest_{{.RunID}}_seen WHERE k = '{{.Token}}';

@@ -1,0 +1,2 @@
+DROP TABLE racetest_{{.RunID}}_kv;
+DROP TABLE racetest_{{.RunID}}_seen;

@@ -1,0 +1,2 @@
+CREATE TABLE racetest_{{.RunID}}_kv (k VARCHAR(64) PRIMARY KEY, v INT NOT NULL);
+CREATE TABLE racetest_{{.RunID}}_seen (k VARCHAR(64) NOT NULL);

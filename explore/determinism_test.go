@@ -1,0 +1,118 @@
+package explore_test
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/racetest/racetest/explore"
+	"github.com/racetest/racetest/internal/sqldb"
+	"github.com/racetest/racetest/runner"
+	"github.com/racetest/racetest/scenarios"
+	"github.com/racetest/racetest/scenarios/builtin"
+	"github.com/racetest/racetest/scenarios/conformance"
+	"github.com/racetest/racetest/script"
+)
+
+// burnCPU keeps half the cores busy until the test ends: the load under which
+// a timer called slow steps blocked.
+func burnCPU(t *testing.T) {
+	var stop atomic.Bool
+	t.Cleanup(func() { stop.Store(true) })
+	for range max(runtime.NumCPU()/2, 1) {
+		go func() {
+			for x := 0; !stop.Load(); x++ {
+				_ = x * x
+			}
+		}()
+	}
+}
+
+// fingerprint is what must not change between runs of one exploration:
+// the counts, and each order as it ran, with its blocked steps.
+func fingerprint(r *explore.Result) string {
+	c := r.Count()
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s explored=%d violating=%d blocked=%d deadlocked=%d conflicts=%d;", r.Verdict(), c.Explored, c.Violating, c.Blocked, c.Deadlocked, c.Conflicts)
+	for _, o := range r.Orders {
+		for _, ev := range o.Ran {
+			b.WriteString(ev.Label())
+			if ev.Blocked {
+				b.WriteString("*")
+			}
+			b.WriteString(" ")
+		}
+		fmt.Fprintf(&b, "=%d;", o.Effects)
+	}
+	return b.String()
+}
+
+// Ten runs of one exploration on PostgreSQL, with half the cores kept busy,
+// give the same orders, the same blocked steps and the same counts: a step
+// is blocked when the server says it waits on a lock, never because the
+// machine was slow, and the --block-after here (1µs) would call every step
+// blocked if it were consulted.
+func TestTenRunsGiveTheSameCounts(t *testing.T) {
+	ctx := context.Background()
+	reg := builtin.Registry()
+	lostUpdate := func() (runner.Target, error) {
+		p := scenarios.Params{RunID: scenarios.NewRunID(), Attempts: 2, Replicas: 1, Conn: connections(), Isolation: "read-committed"}
+		return reg.Build(ctx, "lost-update", "postgres", p)
+	}
+	dir := "../examples/redeem/scripts/"
+	conditional := func() (runner.Target, error) {
+		p := scenarios.Params{RunID: scenarios.NewRunID(), Attempts: 2, Replicas: 1, Conn: connections()}
+		sc, err := script.Spec{Setup: "@" + dir + "schema.sql", Subject: "@" + dir + "coupon.sql", Attempt: []string{"@" + dir + "conditional.sql"},
+			Effects: "@" + dir + "count.sql", Teardown: "@" + dir + "drop.sql"}.Load("", script.SQL, func(n string) string { return "--" + n })
+		if err != nil {
+			t.Fatal(err)
+		}
+		store, err := script.Open(ctx, "postgres", p)
+		if err != nil {
+			return nil, err
+		}
+		return script.New(store, sc, p.RunID)
+	}
+	burnCPU(t)
+	for _, c := range []struct {
+		name    string
+		build   func() (runner.Target, error)
+		blocked bool
+	}{{"lost-update read-committed", lostUpdate, false}, {"conditional redeem", conditional, true}} {
+		t.Run(c.name, func(t *testing.T) {
+			first := ""
+			for i := range 10 {
+				target, err := c.build()
+				if err != nil {
+					conformance.Unavailable(t, "postgres", err)
+				}
+				res, err := explore.Run(ctx, target, explore.Options{Attempts: 2, Deadlock: sqldb.IsDeadlock,
+					BlockAfter: time.Microsecond, Timeout: 20 * time.Second})
+				if cl, ok := target.(runner.Closer); ok {
+					cl.Close()
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.Blocking != "server" {
+					t.Fatalf("blocked steps judged by the %s, want the server", res.Blocking)
+				}
+				got := fingerprint(res)
+				if i == 0 {
+					first = got
+					if c.blocked != (res.Count().Blocked > 0) {
+						t.Errorf("blocked orders %d: want some %v", res.Count().Blocked, c.blocked)
+					}
+					continue
+				}
+				if got != first {
+					t.Fatalf("run %d differs from run 1:\n%s\n%s", i+1, got, first)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# Hand mutants: the one-line changes gremlins cannot make (issue 27). gremlins
+# never changes a constant or a call, so an error classification that slips
+# (Refused becomes Failed), a row of the expectation table that flips (LOST
+# becomes RACE) or a default constant set to 0 looks to it like nothing.
+# scripts/hand-mutants.txt lists such changes, each with the test that must
+# notice it; this script applies each to a copy of the tree, runs that test,
+# and fails when the test still passes (the mutant "lived").
+#
+#   scripts/handmutants.sh              every mutant in the list
+#   scripts/handmutants.sh script race  the mutants of the packages named
+#
+# HANDMUTANTS_LIST names another list (default scripts/hand-mutants.txt).
+#
+# Each mutant's test runs first on the unchanged copy and must pass: a test
+# that fails anyway (a server down under RACETEST_REQUIRE_SERVERS, a flaky
+# test) would "kill" every mutant and prove nothing, so it stops the script.
+# Server-backed mutants need the servers: without them their test skips,
+# the mutant lives, and the script says so (as it should: it was not
+# tested). The working tree is never changed: the copy is under
+# HANDMUTANTS_OUT (default /tmp/racetest-handmutants).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+LIST=${HANDMUTANTS_LIST:-scripts/hand-mutants.txt}
+OUT=${HANDMUTANTS_OUT:-/tmp/racetest-handmutants}
+die() { echo "handmutants: $*" >&2; exit 2; }
+
+want=("$@")
+selected() {
+  [ ${#want[@]} -eq 0 ] && return 0
+  local w
+  for w in "${want[@]}"; do [ "$w" = "$1" ] && return 0; done
+  return 1
+}
+
+rm -rf "$OUT" && mkdir -p "$OUT/tree"
+# The tracked files and the new ones, as they are now (uncommitted edits
+# included), without .git.
+{ git ls-files; git ls-files --others --exclude-standard; } | sort -u |
+  while IFS= read -r f; do [ -e "$f" ] && echo "$f"; done > "$OUT/files"
+rsync -a --files-from="$OUT/files" ./ "$OUT/tree/"
+
+# A block of the list: lines "pkg", "file", "test", "env" (optional),
+# "from", "to", "why", ended by a blank line or the end of the file.
+killed=0 lived=0 n=0 start=$SECONDS
+declare -A baseline=()
+lived_list=()
+
+run_one() {
+  local pkg=$1 file=$2 test=$3 env=$4 from=$5 to=$6 why=$7 hits log rc t0
+  [ -n "$pkg" ] && [ -n "$file" ] && [ -n "$test" ] && [ -n "$from" ] && [ -n "$to" ] ||
+    die "an entry near '$from' lacks one of pkg, file, test, from, to"
+  selected "$pkg" || return 0
+  n=$((n + 1))
+  local src=$OUT/tree/$file
+  [ -f "$src" ] || die "$file: no such file (entry '$from')"
+  hits=$(F="$from" awk 'index($0, ENVIRON["F"]) { n++ } END { print n + 0 }' "$src")
+  [ "$hits" = 1 ] || die "$file: '$from' is on $hits lines, want exactly one: make the entry name one line"
+  # The test must pass on the unchanged tree (once per test command).
+  local key="$pkg|$test|$env"
+  if [ -z "${baseline[$key]:-}" ]; then
+    log=$OUT/baseline-$n.log
+    if ! (cd "$OUT/tree" && env $env go test -v -count=1 -run "$test" "./$pkg" > "$log" 2>&1); then
+      tail -20 "$log" >&2
+      die "the test of '$from' ($pkg -run '$test') fails without the mutant: fix that first (log: $log)"
+    fi
+    grep -q "no tests to run" "$log" && die "$pkg -run '$test' runs no test: correct the entry of '$from'"
+    grep -q -- '--- SKIP' "$log" && echo "   note: $pkg -run '$test' skips some tests here (servers down?): see $log"
+    baseline[$key]=1
+  fi
+  cp "$src" "$OUT/orig"
+  F="$from" T="$to" awk '{ i = index($0, ENVIRON["F"]); if (i) { $0 = substr($0, 1, i - 1) ENVIRON["T"] substr($0, i + length(ENVIRON["F"])) } print }' \
+    "$OUT/orig" > "$src"
+  log=$OUT/mutant-$n.log
+  t0=$SECONDS
+  rc=0
+  (cd "$OUT/tree" && env $env go test -count=1 -run "$test" "./$pkg" > "$log" 2>&1) || rc=$?
+  cp "$OUT/orig" "$src"
+  if [ "$rc" != 0 ]; then
+    killed=$((killed + 1))
+    printf '   killed  %-28s %s  (%ds)\n' "$file" "$to" $((SECONDS - t0))
+  else
+    lived=$((lived + 1))
+    lived_list+=("$file: $from -> $to")
+    printf '   LIVED   %-28s %s  (%ds)\n      %s\n' "$file" "$to" $((SECONDS - t0)) "$why"
+  fi
+}
+
+pkg= file= test= env= from= to= why=
+while IFS= read -r line || [ -n "$line" ]; do
+  case "$line" in
+    '#'*) continue ;;
+    '')
+      [ -z "$from" ] || run_one "$pkg" "$file" "$test" "$env" "$from" "$to" "$why"
+      pkg= file= test= env= from= to= why= ;;
+    pkg\ *) pkg=${line#pkg }; pkg=${pkg#"${pkg%%[! ]*}"} ;;
+    file\ *) file=${line#file }; file=${file#"${file%%[! ]*}"} ;;
+    test\ *) test=${line#test }; test=${test#"${test%%[! ]*}"} ;;
+    env\ *) env=${line#env }; env=${env#"${env%%[! ]*}"} ;;
+    from\ *) from=${line#from }; from=${from#"${from%%[! ]*}"} ;;
+    to\ *) to=${line#to }; to=${to#"${to%%[! ]*}"} ;;
+    why\ *) why=${line#why }; why=${why#"${why%%[! ]*}"} ;;
+    *) die "$LIST: cannot read the line '$line' (want pkg, file, test, env, from, to or why)" ;;
+  esac
+done < "$LIST"
+[ -z "$from" ] || run_one "$pkg" "$file" "$test" "$env" "$from" "$to" "$why"
+
+echo "handmutants: $n mutant(s): $killed killed, $lived lived; $((SECONDS - start))s (copy in $OUT)"
+if [ "$lived" -gt 0 ]; then
+  printf 'handmutants: lived: %s\n' "${lived_list[@]}" >&2
+  exit 1
+fi
