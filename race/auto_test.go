@@ -66,7 +66,7 @@ func TestAutoOrEffects(t *testing.T) {
 		t.Errorf("both: %v", err)
 	}
 	k.Auto, k.Effects = nil, nil
-	if _, err := Run(t.Context(), k); err == nil || !strings.Contains(err.Error(), "Effects must be set") {
+	if _, err := Run(t.Context(), k); err == nil || !strings.Contains(err.Error(), "Effects (or Invariant, or Auto) must be set") {
 		t.Errorf("neither: %v", err)
 	}
 	k = c.autoCase(c.fixed)
