@@ -310,3 +310,14 @@ func TestEffectsAutoOverHTTPOnRedis(t *testing.T) {
 		})
 	}
 }
+
+// An auto: run is judged by its snapshots, not by its invariants alone.
+func TestAutoTargetIsCounted(t *testing.T) {
+	inv := []effectsCheck{nil}
+	if (&Target{auto: &autoCheck{}, invariants: inv}).Uncounted() {
+		t.Error("an auto: target with an invariant is Uncounted")
+	}
+	if !(&Target{invariants: inv}).Uncounted() {
+		t.Error("a target with only an invariant is not Uncounted")
+	}
+}

@@ -164,3 +164,14 @@ func TestAutoOnMySQL(t *testing.T) {
 	wantIn(t, "the naive report", rep.String(), "`"+redemptions+"`: +1")
 	Test(t, k(false))
 }
+
+// An Auto case is judged by its snapshots, not by its invariant alone.
+func TestAutoCaseIsCounted(t *testing.T) {
+	c := newCoupons()
+	if (&target{c: func() *Case { k := c.autoCase(c.fixed); return &k }()}).Uncounted() {
+		t.Error("an Auto case is Uncounted")
+	}
+	if !(&target{c: &Case{}}).Uncounted() {
+		t.Error("a case with neither Effects nor Auto is not Uncounted")
+	}
+}

@@ -177,3 +177,41 @@ func TestTwinJSONRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// A twin run's bursts that changed nothing watched tested nothing, and the
+// reason says so beside issue 25's causes.
+func TestTwinBurstsThatChangedNothingAreUntested(t *testing.T) {
+	c := twinCase(func(int) runner.Delta { return runner.Delta{} })
+	for i := range c.Result.Bursts {
+		c.Result.Bursts[i].Twin.Solo = runner.Delta{}
+	}
+	c.Result.Twins = runner.JudgeTwins(c.Result.Bursts)
+	a := Assess(c)
+	want := "only 0 of 4 bursts put the guard to the test (need 50%): 0 executed nothing, 0 never had two attempts in flight at once, 0 had fewer than two answered attempts, 4 changed nothing that racetest watches (in a run judged by solo twins)"
+	if a.Verdict != Inconclusive || a.Why != want {
+		t.Errorf("got %s %q\nwant INCONCLUSIVE %q", a.Verdict, a.Why, want)
+	}
+}
+
+// A twin run whose bursts changed the store as their twins did, but broke
+// an invariant, is a RACE named after the invariant, not after the twins.
+func TestTwinRunWithABrokenInvariant(t *testing.T) {
+	c := twinCase(same)
+	c.Result.Invariants = []string{"stock never below 0"}
+	for i := range c.Result.Bursts {
+		c.Result.Bursts[i].Broken = []int{0}
+	}
+	c.Result.Bursts[1].Broken = []int{2}
+	a := Assess(c)
+	want := "expected SAFE, but invariant stock never below 0 broken after 1 of 4 bursts (at most 2 violations)"
+	if a.Verdict != Race || a.Violations != 1 || a.Why != want {
+		t.Fatalf("got %s (%d) %q\nwant RACE %q", a.Verdict, a.Violations, a.Why, want)
+	}
+	var buf strings.Builder
+	if err := Table(&buf, []Case{c}, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "invariant stock never below 0 broken after 1 of 4 bursts") {
+		t.Errorf("the details do not name the broken invariant:\n%s", buf.String())
+	}
+}

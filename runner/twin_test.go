@@ -430,3 +430,58 @@ func TestTookEffectInATwinBurst(t *testing.T) {
 		t.Error("a counted burst with 5 effects did not take effect")
 	}
 }
+
+// invLedger is a ledger with one invariant, broken (twice) by burst bad
+// only: Broken's second call for a subject is its reading after the burst.
+type invLedger struct {
+	*ledger
+	bad   int
+	calls map[string]int
+}
+
+func (l *invLedger) Invariants() []string { return []string{"stock never below 0"} }
+func (l *invLedger) Broken(_ context.Context, s Subject) ([]int, error) {
+	l.calls[s.Key]++
+	if l.calls[s.Key] > 1 && s.Burst == l.bad {
+		return []int{2}, nil
+	}
+	return []int{0}, nil
+}
+
+// A twin run still checks its invariants: a burst that changed the store
+// as its twin did but broke an invariant is a violation, and the example.
+func TestTwinRunChecksInvariants(t *testing.T) {
+	l := &invLedger{ledger: newLedger(casGrant), bad: 3, calls: map[string]int{}}
+	res, err := Run(context.Background(), l, Attempts(4), Bursts(6), SoloTwins(1), Timeout(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Violations() != 1 {
+		t.Fatalf("%d violations, want 1: burst 3 broke the invariant", res.Violations())
+	}
+	b := res.Bursts[3]
+	if !b.Violated() || !b.BrokeInvariant() || b.Twin.Verdict != TwinSame {
+		t.Errorf("burst 3: violated %v, broke %v, twin %s: want violated by the invariant beside the same change", b.Violated(), b.BrokeInvariant(), b.Twin.Verdict)
+	}
+	if res.Example == nil || res.Example.Burst != 3 || !res.Example.Twin {
+		t.Errorf("example %+v, want burst 3 (the first to break an invariant), marked as a twin burst", res.Example)
+	}
+	if l.calls["k3"] != 2 {
+		t.Errorf("burst 3's invariant read %d times, want before and after", l.calls["k3"])
+	}
+}
+
+func TestTwinVerdictOrBrokenInvariant(t *testing.T) {
+	b := Burst{Effects: 5, Allowed: 1, Twin: &Twin{Verdict: TwinSame}}
+	if b.Violated() {
+		t.Error("a twin burst was judged by its counted effects")
+	}
+	b.Broken = []int{1}
+	if !b.Violated() {
+		t.Error("a twin burst that broke an invariant is no violation")
+	}
+	b.Broken, b.Twin.Verdict = nil, TwinMore
+	if !b.Violated() {
+		t.Error("a twin burst that changed more than its twin is no violation")
+	}
+}

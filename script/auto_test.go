@@ -162,3 +162,18 @@ func TestEffectsAutoOnRedisAndMongo(t *testing.T) {
 		})
 	}
 }
+
+// An auto run is counted by its snapshots: its target is neither read as a
+// change (Baseliner) nor left to its invariants alone (Uncounted).
+func TestAutoIsNeitherBaselinedNorUncounted(t *testing.T) {
+	auto := &Target{sc: Scripts{Auto: true}}
+	if auto.Baselined() || auto.Uncounted() {
+		t.Errorf("auto: baselined %v, uncounted %v; want neither", auto.Baselined(), auto.Uncounted())
+	}
+	if !(&Target{sc: Scripts{}}).Uncounted() {
+		t.Error("a target without effects script nor auto is not Uncounted")
+	}
+	if !(&Target{sc: Scripts{Effects: &Script{}}}).Baselined() {
+		t.Error("a target with an effects script is not Baselined")
+	}
+}
