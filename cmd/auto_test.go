@@ -23,11 +23,13 @@ func TestEffectsAutoBadInput(t *testing.T) {
 		args []string
 		want string
 	}{
-		"watch without auto": {[]string{"sql", "-b", "postgres", "--attempt", "SELECT 1;", "--effects", "SELECT 1;", "--watch", "t"}, "--watch names what --effects auto measures"},
-		"solo every 0":       {[]string{"sql", "-b", "postgres", "--attempt", "SELECT 1;", "--effects", "auto", "--solo-every", "0"}, "--solo-every must be at least 1 (got 0)"},
-		"redis needs watch":  {[]string{"redis", "--attempt", "GET a", "--effects", "auto"}, "--effects auto on Redis measures the keys --watch names"},
-		"http watch alone":   {[]string{"http", "http://127.0.0.1:1/", "--watch", "t"}, "--watch"},
-		"http unknown store": {[]string{"http", "http://127.0.0.1:1/", "--effects", "auto:oracle"}, "auto:postgres, auto:mysql, auto:redis or auto:mongo"},
+		"watch without auto":     {[]string{"sql", "-b", "postgres", "--attempt", "SELECT 1;", "--effects", "SELECT 1;", "--watch", "t"}, "--watch names what --effects auto measures"},
+		"solo every 0":           {[]string{"sql", "-b", "postgres", "--attempt", "SELECT 1;", "--effects", "auto", "--solo-every", "0"}, "--solo-every must be at least 1 (got 0)"},
+		"redis needs watch":      {[]string{"redis", "--attempt", "GET a", "--effects", "auto"}, "--effects auto on Redis measures the keys --watch names"},
+		"http watch alone":       {[]string{"http", "http://127.0.0.1:1/", "--watch", "t"}, "--watch"},
+		"allowed with auto":      {[]string{"sql", "-b", "postgres", "--attempt", "SELECT 1;", "--effects", "auto", "--allowed", "successes"}, "--allowed successes judges what --effects counts, and --effects auto counts nothing"},
+		"http allowed with auto": {[]string{"http", "http://127.0.0.1:1/", "--effects", "auto:postgres", "--allowed", "0-1"}, "--allowed 0-1 judges what --effects counts"},
+		"http unknown store":     {[]string{"http", "http://127.0.0.1:1/", "--effects", "auto:oracle"}, "auto:postgres, auto:mysql, auto:redis or auto:mongo"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, stderr, code := execCmd(t, false, append(tc.args, noServer...)...)

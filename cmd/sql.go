@@ -178,6 +178,9 @@ func runScript(ctx context.Context, o *ScriptOptions) error {
 	if o.Scripts.Effects == "" && len(o.Scripts.Invariants) > 0 && allowed != runner.DefaultAllowance {
 		return usageErrorf("--allowed %s judges what --effects counts, and there is no --effects: the invariants alone judge this run (add --effects, or drop --allowed)", o.Allowed)
 	}
+	if script.IsAuto(o.Scripts.Effects) && allowed != runner.DefaultAllowance {
+		return usageErrorf("--allowed %s judges what --effects counts, and --effects auto counts nothing: each burst must change the store as its solo twin did (drop --allowed, or count the effects with a query)", o.Allowed)
+	}
 	if err := attemptScripts(len(o.Scripts.Attempt), o.Attempts); err != nil {
 		return err
 	}
