@@ -57,6 +57,8 @@ cases:
 		"watch without auto":       {"    backend: postgres\n    sql:\n      attempt: \"SELECT 1;\"\n      effects: \"SELECT 1;\"\n      watch: [t]\n", "watch and solo_every shape effects: auto"},
 		"solo_every 0":             {"    backend: postgres\n    sql:\n      attempt: \"SELECT 1;\"\n      effects: auto\n      solo_every: 0\n", "solo_every must be at least 1 (got 0)"},
 		"redis without watch":      {"    redis:\n      attempt: \"GET a\"\n      effects: auto\n", "effects: auto on Redis measures the keys watch names"},
+		"allowed with auto":        {"    backend: postgres\n    sql:\n      attempt: \"SELECT 1;\"\n      effects: auto\n      allowed: 2\n", "allowed judges what effects counts, and effects: auto counts nothing"},
+		"http allowed with auto":   {"    http:\n      url: http://127.0.0.1:1/\n      effects: auto:postgres\n      allowed: successes\n", "allowed judges what effects counts, and effects: auto counts nothing"},
 		"http unknown store":       {"    http:\n      url: http://127.0.0.1:1/\n      effects: auto:oracle\n", "auto:postgres, auto:mysql, auto:redis or auto:mongo"},
 		"http redis without watch": {"    http:\n      url: http://127.0.0.1:1/\n      effects: auto:redis\n", "effects: auto on Redis measures the keys watch names"},
 	} {

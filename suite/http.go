@@ -96,7 +96,7 @@ func (c *checker) httpCase(path string, k *Case, sh shape, p *Plan) {
 	}
 	var params scenarios.Params
 	auto := strings.HasPrefix(h.Effects, "auto:")
-	every := c.autoShape(hp, auto, h.Effects == "auto:redis", h.Watch, h.SoloEvery)
+	every := c.autoShape(hp, auto, h.Effects == "auto:redis", h.Watch, h.SoloEvery, h.Allowed != nil)
 	if h.Effects != "" && !auto {
 		c.effects(hp+".effects", h.Effects, &params)
 	}

@@ -55,9 +55,13 @@ func (a *Attempts) UnmarshalYAML(unmarshal func(any) error) error {
 	return nil
 }
 
-// autoShape checks effects: auto's watch and solo_every: how often a solo
-// twin runs (0 when the case counts its effects).
-func (c *checker) autoShape(path string, auto bool, needWatch bool, watch []string, soloEvery *int) int {
+// autoShape checks effects: auto's watch and solo_every, and that no
+// allowance is given (the twins judge, nothing is counted): how often a
+// solo twin runs (0 when the case counts its effects).
+func (c *checker) autoShape(path string, auto bool, needWatch bool, watch []string, soloEvery *int, allowed bool) int {
+	if auto && allowed {
+		c.fail(path+".allowed", "allowed judges what effects counts, and effects: auto counts nothing: each burst must change the store as its solo twin did (remove allowed, or count the effects with a query)")
+	}
 	if !auto {
 		if len(watch) > 0 || soloEvery != nil {
 			c.fail(path, "watch and solo_every shape effects: auto: set effects: auto, or remove them")
@@ -122,7 +126,7 @@ func (c *checker) scriptCase(path string, k *Case, sh shape, p *Plan) {
 		c.fail(sp, "%v", err)
 		return
 	}
-	every := c.autoShape(sp, scripts.Auto, d == script.Redis, s.Watch, s.SoloEvery)
+	every := c.autoShape(sp, scripts.Auto, d == script.Redis, s.Watch, s.SoloEvery, s.Allowed != nil)
 	scripts.Watch = s.Watch
 	if len(s.Attempt) > sh.attempts {
 		c.fail(sp+".attempt", "%d attempt scripts but attempts: %d: each script is one attempt's transaction, so give attempts: %d or more (with more attempts than scripts they go round again)",
