@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/racetest/racetest/internal/printable"
 	"github.com/racetest/racetest/runner"
 )
 
@@ -118,6 +119,11 @@ func (r rules) classify(status int, body []byte) runner.Outcome {
 	}
 	err := fmt.Errorf("HTTP %d %s", status, http.StatusText(status))
 	if status >= 500 {
+		// The body's first line says why the server failed ("pool
+		// exhausted", "deadlock detected"): the report shows it.
+		if line := firstLine(body); line != "" {
+			err = fmt.Errorf("HTTP %d %s: %s", status, http.StatusText(status), line)
+		}
 		return runner.Outcome{Class: runner.Error, Err: err}
 	}
 	if d := r.declined; d != nil {
@@ -133,4 +139,18 @@ func (r rules) classify(status int, body []byte) runner.Outcome {
 		err = fmt.Errorf("HTTP %d, body does not match /%s/", status, r.body)
 	}
 	return runner.Refused(err)
+}
+
+// firstLine is the first non-blank line of a response body, printable and
+// cut to 100 characters, for an error's text.
+func firstLine(body []byte) string {
+	for _, l := range strings.Split(string(body), "\n") {
+		if l = printable.Line(strings.TrimSpace(l)); l != "" {
+			if r := []rune(l); len(r) > 100 {
+				l = string(r[:100]) + "…"
+			}
+			return l
+		}
+	}
+	return ""
 }

@@ -3,10 +3,13 @@ package script
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"text/template"
 	"time"
+
+	"github.com/racetest/racetest/scenarios"
 )
 
 // Dialect is the language of a script's statements.
@@ -338,6 +341,12 @@ func (p *parser) sql(src string) error {
 				continue
 			}
 			if pending() {
+				if !knownMeta(name) {
+					// A typo after a query (\gsett) is a typo first: saying
+					// the statement is unfinished sends the user looking at
+					// the wrong line.
+					return p.errf(mLine, mCol, "unknown meta-command %s%s — supported: %s", name, didYouMean(name), MetaCommands)
+				}
 				return p.errf(mLine, mCol, `%s inside an unfinished statement (begun at line %d) — end the statement with ';' first`, name, stmtLine)
 			}
 			if err := p.meta(name, arg, mLine, mCol); err != nil {
@@ -673,9 +682,25 @@ func (p *parser) meta(name, arg string, line, col int) error {
 	case `\decline`:
 		p.s.Steps = append(p.s.Steps, Step{Kind: Decline, Pos: pos, Text: strings.TrimSpace(name + " " + arg), Reason: arg})
 	default:
-		return p.errf(line, col, "unknown meta-command %s — supported: %s", name, MetaCommands)
+		return p.errf(line, col, "unknown meta-command %s%s — supported: %s", name, didYouMean(name), MetaCommands)
 	}
 	return nil
+}
+
+// knownMeta reports whether name is one of MetaCommands.
+func knownMeta(name string) bool {
+	return slices.Contains(strings.Split(MetaCommands, ", "), name)
+}
+
+// didYouMean is " (did you mean \gset?)" for a near miss of a
+// meta-command, else "".
+func didYouMean(name string) string {
+	// A near miss only: the backslash and two letters in common (\gsett,
+	// \sleap), not any short word (\foo is not "\if").
+	if s := scenarios.Suggest(name, strings.Split(MetaCommands, ", ")); s != "" && len(name) >= 3 && strings.HasPrefix(s, name[:3]) {
+		return " (did you mean " + s + "?)"
+	}
+	return ""
 }
 
 func (p *parser) chain(name string, line, col int) (*chain, error) {

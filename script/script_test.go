@@ -279,21 +279,23 @@ func TestParseErrors(t *testing.T) {
 		scope      Scope
 		pos, msg   string
 	}{
-		"unknown meta":      {"SELECT 1;\n  \\foo bar\n", "", SQL, ScopeAttempt, "redeem.sql:2:3", `unknown meta-command \foo — supported: \gset, \if`},
-		"no semicolon":      {"SELECT 1;\nSELECT 2\n", "", SQL, ScopeAttempt, "redeem.sql:2:1", "does not end with ';'"},
-		"unterminated":      {"SELECT 'abc;\n", "", SQL, ScopeAttempt, "redeem.sql:1:8", "unterminated ' quote"},
-		"endif alone":       {"\\endif\n", "", SQL, ScopeAttempt, "redeem.sql:1:1", `\endif without \if`},
-		"if open":           {"SELECT 1;\n\\if 1\nSELECT 2;\n", "", SQL, ScopeAttempt, "redeem.sql:2:1", `\if without \endif`},
-		"else twice":        {"\\if 1\n\\else\n\\else\n\\endif\n", "", SQL, ScopeAttempt, "redeem.sql:3:1", `after \else`},
-		"meta in statement": {"SELECT 1\n\\if 1\n", "", SQL, ScopeAttempt, "redeem.sql:2:1", "unfinished statement"},
-		"bad template":      {"SELECT '{{.Tokn}}';\n", "--attempt", SQL, ScopeAttempt, "redeem.sql:1:9", "Tokn"},
-		"scope":             {"CREATE TABLE t{{.Token}} (a int);\n", "--setup", SQL, ScopeRun, "redeem.sql:1:15", "--setup knows {{.RunID}}"},
-		"bad condition":     {"\\if :a = = 1\n\\endif\n", "", SQL, ScopeAttempt, "redeem.sql:1:1", "want one value"},
-		"bad sleep unit":    {"\\sleep 5 min\n", "", SQL, ScopeAttempt, "redeem.sql:1:1", "unknown unit"},
-		"gset alone":        {"SELECT 1;\n\\gset\n", "", SQL, ScopeAttempt, "redeem.sql:2:1", `\gset must follow a query`},
-		"redis quote":       {"SET a \"b\n", "", Redis, ScopeAttempt, "redeem.sql:1:7", "unterminated \" quote"},
-		"redis gset name":   {"GET a \\gset\n", "", Redis, ScopeAttempt, "redeem.sql:1:7", "needs a variable name"},
-		"redis meta":        {"GET a\n\\set x 1\n", "", Redis, ScopeAttempt, "redeem.sql:2:1", "unknown meta-command \\set"},
+		"unknown meta":       {"SELECT 1;\n  \\foo bar\n", "", SQL, ScopeAttempt, "redeem.sql:2:3", `unknown meta-command \foo — supported: \gset, \if`},
+		"typo after a query": {"SELECT 1 AS n \\gsett\n", "", SQL, ScopeAttempt, "redeem.sql:1:15", `unknown meta-command \gsett (did you mean \gset?) — supported:`},
+		"near miss":          {"SELECT 1;\n\\sleap 2\n", "", SQL, ScopeAttempt, "redeem.sql:2:1", `unknown meta-command \sleap (did you mean \sleep?)`},
+		"no semicolon":       {"SELECT 1;\nSELECT 2\n", "", SQL, ScopeAttempt, "redeem.sql:2:1", "does not end with ';'"},
+		"unterminated":       {"SELECT 'abc;\n", "", SQL, ScopeAttempt, "redeem.sql:1:8", "unterminated ' quote"},
+		"endif alone":        {"\\endif\n", "", SQL, ScopeAttempt, "redeem.sql:1:1", `\endif without \if`},
+		"if open":            {"SELECT 1;\n\\if 1\nSELECT 2;\n", "", SQL, ScopeAttempt, "redeem.sql:2:1", `\if without \endif`},
+		"else twice":         {"\\if 1\n\\else\n\\else\n\\endif\n", "", SQL, ScopeAttempt, "redeem.sql:3:1", `after \else`},
+		"meta in statement":  {"SELECT 1\n\\if 1\n", "", SQL, ScopeAttempt, "redeem.sql:2:1", "unfinished statement"},
+		"bad template":       {"SELECT '{{.Tokn}}';\n", "--attempt", SQL, ScopeAttempt, "redeem.sql:1:9", "Tokn"},
+		"scope":              {"CREATE TABLE t{{.Token}} (a int);\n", "--setup", SQL, ScopeRun, "redeem.sql:1:15", "--setup knows {{.RunID}}"},
+		"bad condition":      {"\\if :a = = 1\n\\endif\n", "", SQL, ScopeAttempt, "redeem.sql:1:1", "want one value"},
+		"bad sleep unit":     {"\\sleep 5 min\n", "", SQL, ScopeAttempt, "redeem.sql:1:1", "unknown unit"},
+		"gset alone":         {"SELECT 1;\n\\gset\n", "", SQL, ScopeAttempt, "redeem.sql:2:1", `\gset must follow a query`},
+		"redis quote":        {"SET a \"b\n", "", Redis, ScopeAttempt, "redeem.sql:1:7", "unterminated \" quote"},
+		"redis gset name":    {"GET a \\gset\n", "", Redis, ScopeAttempt, "redeem.sql:1:7", "needs a variable name"},
+		"redis meta":         {"GET a\n\\set x 1\n", "", Redis, ScopeAttempt, "redeem.sql:2:1", "unknown meta-command \\set"},
 	} {
 		_, err := Parse("redeem.sql", tc.src, tc.d, tc.scope, tc.where)
 		var se *SyntaxError

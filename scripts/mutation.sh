@@ -65,6 +65,9 @@
 #   MUTATION_BASE   the commit to compare with (default: see "The base" above)
 #   MUTATION_OUT    where the raw gremlins output goes (default /tmp/racetest-mutation)
 #   MUTATION_BUDGET seconds of whole-package runs CI may plan (default 1800)
+#   MUTATION_BY_HAND  targets (space-separated names) that the changed mode
+#                   (CI) leaves out, to be run by name by hand: .ci/run sets
+#                   it, and says why
 #   MUTATION_DRY    1: list the mutants and check that each entry of the
 #                   equivalents list names one of them; run none, judge no floor
 #   GREMLINS        the gremlins binary (default: $(go env GOPATH)/bin/gremlins)
@@ -348,6 +351,10 @@ case $mode in
     spent=0
     while IFS=$'\t' read -r cost t; do
       IFS='|' read -r name dir files _ <<< "$t"
+      if [[ " ${MUTATION_BY_HAND:-} " == *" $name "* ]]; then
+        echo "mutation: $name: touched, but judged by hand only (MUTATION_BY_HAND: its tests reach the changed lines only with the servers up, and a mutant costs a run of them); run 'scripts/mutation.sh $name'"
+        continue
+      fi
       hit=
       for f in $files; do
         if grep -qxF "$dir/$f" <<< "$touched"; then hit=1; fi

@@ -142,6 +142,14 @@ func runCase(t *testing.T, s Suite, spec scenarios.Spec, dc scenarios.DemoCase) 
 		t.Fatalf("ran %d bursts, want %d", len(res.Bursts), bursts)
 	}
 	for _, c := range res.Checks {
+		if c.Inconclusive {
+			// The check could not judge (a loaded machine could not try
+			// within the lease's TTL): it fails nothing, as in a report,
+			// where it makes a SAFE run INCONCLUSIVE. It failed this suite
+			// under CI's load (ttl-lease on FerretDB, 84 ms for a 25 ms try).
+			t.Logf("check %s could not judge: %s", c.Name, c.Detail)
+			continue
+		}
 		if !c.OK {
 			t.Errorf("check %s failed: %s", c.Name, c.Detail)
 		}
