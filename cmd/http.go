@@ -29,6 +29,8 @@ type HTTPOptions struct {
 	Allowed string
 	finishFlags
 	Conn scenarios.Connections
+	// SoloEvery shapes --effects auto:STORE.
+	SoloEvery int
 }
 
 // NewCmdHTTP builds 'racetest http'. Tests pass runF to capture the options.
@@ -105,7 +107,9 @@ success to have landed exactly once (accounting):
 	fs.IntVar(&opts.Bursts, "bursts", runner.DefaultBursts, "bursts to fire, each with fresh template values")
 	fs.StringVar(&success, "success", "", "status codes that mean the attempt executed, e.g. 200,201 or 2xx (default 2xx)")
 	fs.StringVar(&cfg.Success.Body, "success-body", "", "a regular expression the body of a successful response matches")
-	fs.StringVar(&cfg.Effects, "effects", "", "ground truth counted before and after each burst (its change is the burst's effects): sql:mysql:Q, sql:postgres:Q, redis:CMD, mongo:DB.COLL:FILTER or http:URL")
+	fs.StringVar(&cfg.Effects, "effects", "", "ground truth counted before and after each burst (its change is the burst's effects): sql:mysql:Q, sql:postgres:Q, redis:CMD, mongo:DB.COLL:FILTER or http:URL; or auto:postgres, auto:mysql, auto:redis, auto:mongo: each burst's change of that store beside the same requests sent one at a time")
+	fs.StringSliceVar(&cfg.Watch, "watch", nil, "--effects auto:STORE: the tables (Redis: key patterns, required; MongoDB: collections) to measure, comma-separated; default every one of the connection's schema")
+	fs.IntVar(&opts.SoloEvery, "solo-every", 1, "--effects auto:STORE: send a solo twin before every K-th burst (and the first); the others are compared with the latest twin")
 	fs.StringArrayVar(&cfg.Invariants, "invariant", nil, "a rule that must always hold, in the forms of --effects: how many times it is broken, or a boolean (repeatable)")
 	fs.StringVar(&declined, "declined", "", "the only status codes that mean \"already done\", e.g. 409 or 404,409 (default: any 4xx but those refusing the request itself: 401, 403, 404, 405, 429, …)")
 	fs.StringVar(&opts.Allowed, "allowed", strconv.Itoa(runner.DefaultAllowed), allowedUsage)
@@ -134,6 +138,9 @@ func runHTTP(ctx context.Context, o *HTTPOptions) error {
 	if err != nil {
 		return usageErrorf("--allowed: %v", err)
 	}
+	if httpfire.IsAuto(o.Config.Effects) && allowed != runner.DefaultAllowance {
+		return usageErrorf("--allowed %s judges what --effects counts, and --effects auto:STORE counts nothing: each burst must change the store as its solo twin did (drop --allowed, or count the effects with a check)", o.Allowed)
+	}
 	if err := checkBurstMemory(o.Attempts, "http"); err != nil {
 		return err
 	}
@@ -148,6 +155,12 @@ func runHTTP(ctx context.Context, o *HTTPOptions) error {
 	}
 	p := scenarios.Params{RunID: scenarios.NewRunID(), Attempts: o.Attempts, Replicas: 1, Conn: o.Conn}
 	rc := runner.NewConfig(append(allowed.Options(), runner.Attempts(o.Attempts), runner.Bursts(o.Bursts), runner.Timeout(cfg.Timeout))...)
+	if o.SoloEvery < 1 {
+		return usageErrorf("--solo-every must be at least 1 (got %d): 1 sends a solo twin before every burst", o.SoloEvery)
+	}
+	if httpfire.IsAuto(cfg.Effects) {
+		rc.SoloEvery = o.SoloEvery
+	}
 	name := printable.Line(fmt.Sprintf("%s %s", methodOf(cfg), shortURL(cfg.URL)))
 	shown := ""
 	if allowed != runner.DefaultAllowance {

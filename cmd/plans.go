@@ -37,6 +37,12 @@ func newHTTPPlan(cfg httpfire.Config, p scenarios.Params, rc runner.Config, name
 	if cfg.Effects != "" {
 		settings["effects"], _, _ = strings.Cut(cfg.Effects, ":")
 	}
+	if httpfire.IsAuto(cfg.Effects) {
+		settings["effects"] = cfg.Effects
+		if rc.SoloEvery > 1 {
+			settings["effects"] += fmt.Sprintf(" (a solo twin before every %d bursts)", rc.SoloEvery)
+		}
+	}
 	if allowed != "" {
 		settings["allowed"] = allowed
 	}

@@ -36,6 +36,9 @@ type ScriptOptions struct {
 	finishFlags
 	Isolation string
 	Conn      scenarios.Connections
+	// Watch and SoloEvery shape --effects auto.
+	Watch     []string
+	SoloEvery int
 }
 
 // NewCmdSQL builds 'racetest sql': the user's own statements on the user's
@@ -97,8 +100,16 @@ func newCmdScript(f *Factory, d script.Dialect, runF func(context.Context, *Scri
 	fs.StringVar(&opts.Scripts.Setup, "setup", "", "run once before the first burst (inline or @FILE; template {{.RunID}})")
 	fs.StringVar(&opts.Scripts.Subject, "subject", "", "run before each burst, outside its timing: make the subject {{.Token}} names")
 	fs.StringArrayVar(&opts.Scripts.Attempt, "attempt", nil, "what each attempt runs (required; templates {{.Token}} {{.Burst}} {{.Attempt}} {{.RunID}}); repeat it for one script per transaction: attempt i runs the i-th, round again past the last")
-	fs.StringVar(&opts.Scripts.Effects, "effects", "", "before and after each burst: a query or command counting what the attempts do; the burst's effects are its change (required unless --invariant is given)")
+	fs.StringVar(&opts.Scripts.Effects, "effects", "", "before and after each burst: a query or command counting what the attempts do; the burst's effects are its change (required unless --invariant is given); or auto: compare each burst's change of the store with the same attempts run one at a time")
 	fs.StringArrayVar(&opts.Scripts.Invariants, "invariant", nil, "before and after each burst: a query or command returning how many times a rule that must always hold is broken, or a boolean (repeatable)")
+	what := "tables"
+	if d == script.Redis {
+		what = "key patterns"
+	} else if d == script.Mongo {
+		what = "collections"
+	}
+	fs.StringSliceVar(&opts.Watch, "watch", nil, "--effects auto: the "+what+" to measure, comma-separated ({{.RunID}} is the run's id; default: every one of the schema, on Redis required)")
+	fs.IntVar(&opts.SoloEvery, "solo-every", 1, "--effects auto: run a solo twin before every K-th burst (and the first); the others are compared with the latest twin")
 	fs.StringVar(&opts.Scripts.Teardown, "teardown", "", "run once at the end, also after Ctrl-C (inline or @FILE)")
 	fs.IntVarP(&opts.Attempts, "attempts", "n", runner.DefaultAttempts, "attempts released together in each burst, each on its own connection")
 	fs.IntVar(&opts.Bursts, "bursts", runner.DefaultBursts, "bursts to fire, each at a fresh {{.Token}}")
@@ -134,7 +145,15 @@ changes while attempts succeed makes the run INCONCLUSIVE. --invariant counts
 what must never happen (SELECT count(*) FROM accounts WHERE balance < 0) and
 can prove SAFE alone; --allowed successes requires every attempt that reported
 success to have landed exactly once. racetest creates and drops nothing of its
-own: it runs your statements only.`
+own: it runs your statements only.
+
+--effects auto writes no effects query: before each burst the same attempts
+run one at a time on a fresh subject of their own (the solo twin), and each
+burst's change of the store (rows and numeric sums per table; Redis: keys,
+values and members per --watch pattern; MongoDB: documents and numeric sums
+per collection) is compared with the twin's. More is RACE, less LOST, named
+by table and column; twins that differ from each other, or a store that
+changes while nothing runs, are INCONCLUSIVE.`
 
 func runScript(ctx context.Context, o *ScriptOptions) error {
 	d, ok := script.DialectOf(o.Backend)
@@ -159,6 +178,9 @@ func runScript(ctx context.Context, o *ScriptOptions) error {
 	if o.Scripts.Effects == "" && len(o.Scripts.Invariants) > 0 && allowed != runner.DefaultAllowance {
 		return usageErrorf("--allowed %s judges what --effects counts, and there is no --effects: the invariants alone judge this run (add --effects, or drop --allowed)", o.Allowed)
 	}
+	if script.IsAuto(o.Scripts.Effects) && allowed != runner.DefaultAllowance {
+		return usageErrorf("--allowed %s judges what --effects counts, and --effects auto counts nothing: each burst must change the store as its solo twin did (drop --allowed, or count the effects with a query)", o.Allowed)
+	}
 	if err := attemptScripts(len(o.Scripts.Attempt), o.Attempts); err != nil {
 		return err
 	}
@@ -173,6 +195,10 @@ func runScript(ctx context.Context, o *ScriptOptions) error {
 	if err != nil {
 		return usageError(err)
 	}
+	if err := checkAuto(scripts.Auto, o.Dialect, o.Watch, o.SoloEvery); err != nil {
+		return err
+	}
+	scripts.Watch = o.Watch
 	rel, err := release.New(o.Release, o.Backend)
 	if err != nil {
 		return usageError(fmt.Errorf("--release: %w", err))
@@ -184,6 +210,9 @@ func runScript(ctx context.Context, o *ScriptOptions) error {
 		Isolation: o.Isolation, Conn: o.Conn, Dial: rel.Dial}
 	cfg := runner.NewConfig(append(append(allowed.Options(), runner.Attempts(o.Attempts), runner.Bursts(o.Bursts),
 		runner.Timeout(o.Timeout)), rel.Options()...)...)
+	if scripts.Auto {
+		cfg.SoloEvery = o.SoloEvery
+	}
 	pl := plan{
 		Case: report.Case{
 			Name: scripts.Attempt.Name, Scenario: suite.ScriptScenario, Backend: o.Backend, Expect: expect, Strict: o.Strict,
@@ -193,6 +222,9 @@ func runScript(ctx context.Context, o *ScriptOptions) error {
 	}
 	if o.Isolation != "" {
 		pl.Case.Settings["isolation"] = o.Isolation
+	}
+	if scripts.Auto {
+		pl.Case.Settings["effects"] = autoSetting(o.SoloEvery)
 	}
 	if allowed != runner.DefaultAllowance {
 		pl.Case.Settings["allowed"] = allowed.String()
@@ -219,6 +251,28 @@ func runScript(ctx context.Context, o *ScriptOptions) error {
 		return err
 	}
 	return finish(ctx, o.IO, reporter, cases, reportOptions(o.IO, report.Options{Timeline: o.Timeline, Version: version()}))
+}
+
+// checkAuto validates --effects auto's flags before anything connects.
+func checkAuto(auto bool, d script.Dialect, watch []string, every int) error {
+	if !auto && len(watch) > 0 {
+		return usageErrorf("--watch names what --effects auto measures: add --effects auto, or drop --watch")
+	}
+	if every < 1 {
+		return usageErrorf("--solo-every must be at least 1 (got %d): 1 runs a solo twin before every burst", every)
+	}
+	if auto && d == script.Redis && len(watch) == 0 {
+		return usageErrorf("--effects auto on Redis measures the keys --watch names: add --watch 'PATTERN,…' (e.g. --watch 'coupon:{{.RunID}}-*')")
+	}
+	return nil
+}
+
+// autoSetting is how a report names --effects auto.
+func autoSetting(every int) string {
+	if every == 1 {
+		return "auto (a solo twin before every burst)"
+	}
+	return fmt.Sprintf("auto (a solo twin before every %d bursts)", every)
 }
 
 // scriptRunError turns a script that cannot work (it does not parse, a

@@ -71,8 +71,13 @@ type Config struct {
 	Success  Success `yaml:"success,omitempty" json:"success,omitempty"`
 	// Effects is the ground-truth check run after each burst:
 	// sql:mysql:QUERY, sql:postgres:QUERY, redis:COMMAND,
-	// mongo:DB.COLLECTION:FILTER or http:URL (a GET returning a number).
+	// mongo:DB.COLLECTION:FILTER or http:URL (a GET returning a number);
+	// or auto:postgres, auto:mysql: no count, each burst's change of the
+	// store beside a solo twin's (run the target with runner.SoloTwins).
 	Effects string `yaml:"effects,omitempty" json:"effects,omitempty"`
+	// Watch names the tables an auto: check measures ({{.RunID}} is the
+	// run's id); none, every table of the connection's schema.
+	Watch []string `yaml:"watch,omitempty" json:"watch,omitempty"`
 	// Invariants are checked before and after each burst, written as
 	// Effects is: each returns how many times it is broken (0: it holds)
 	// or a boolean that must hold. A burst that adds violations is a RACE.

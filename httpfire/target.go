@@ -38,6 +38,8 @@ type Target struct {
 	c       *compiled
 	p       scenarios.Params
 	effects effectsCheck
+	// auto measures the store for solo twins (--effects auto:STORE).
+	auto *autoCheck
 	// invariants are checked before and after each burst; names are
 	// their specs as written.
 	invariants []effectsCheck
@@ -73,10 +75,19 @@ func New(cfg Config, p scenarios.Params) (*Target, error) {
 		p.RunID = scenarios.NewRunID()
 	}
 	t := &Target{c: c, p: p, sessions: map[armer]struct{}{}}
-	if cfg.Effects != "" {
+	if kind, store, _ := strings.Cut(cfg.Effects, ":"); kind == "auto" {
+		if t.auto, err = parseAuto(store, cfg.Watch, t); err != nil {
+			return nil, err
+		}
+		if c.release == SinglePacket {
+			return nil, inputErrorf("release", "--effects auto runs each burst's requests one at a time too, and single-packet cannot send one alone: use --release last-byte")
+		}
+	} else if cfg.Effects != "" {
 		if t.effects, err = parseEffects(cfg.Effects, t); err != nil {
 			return nil, err
 		}
+	} else if len(cfg.Watch) > 0 {
+		return nil, inputErrorf("watch", "--watch names what --effects auto:STORE measures; there is no auto: effects check")
 	}
 	for _, spec := range cfg.Invariants {
 		inv, err := parseCheck("invariant", spec, t)
@@ -101,6 +112,11 @@ func (t *Target) Release() Release { return t.c.release }
 // reached (a *ConnectError); Prepare calls it too.
 func (t *Target) Choose(ctx context.Context) (string, error) {
 	if t.c.release != Auto {
+		return t.c.auto, nil
+	}
+	if t.auto != nil {
+		t.c.release = LastByte
+		t.c.auto = "auto: --effects auto sends each solo twin's requests one at a time, which single-packet cannot"
 		return t.c.auto, nil
 	}
 	proto, streams, err := t.probeH2(ctx)
@@ -128,6 +144,13 @@ func (t *Target) Prepare(ctx context.Context) error {
 	if _, err := t.Choose(ctx); err != nil {
 		return err
 	}
+	if t.auto != nil {
+		ctx, cancel := context.WithTimeout(ctx, t.c.timeout)
+		defer cancel()
+		if err := t.auto.open(ctx); err != nil {
+			return fmt.Errorf("effects %s: %w", t.auto.describe(), err)
+		}
+	}
 	ctx, cancel := context.WithTimeout(ctx, t.c.timeout)
 	defer cancel()
 	if t.effects != nil {
@@ -150,6 +173,9 @@ func (t *Target) Cleanup(context.Context) error {
 		t.client.CloseIdleConnections()
 	}
 	t.mu.Unlock()
+	if t.auto != nil {
+		t.auto.close()
+	}
 	var errs []error
 	if t.effects != nil {
 		errs = append(errs, t.effects.close())
@@ -205,6 +231,27 @@ func (t *Target) unregister(a armer) {
 // each request is rendered and, for last-byte and single-packet, written but
 // for its held-back tail, before the runner's gate opens.
 func (t *Target) Reset(ctx context.Context, index int) (runner.Subject, error) {
+	return t.reset(ctx, index, true)
+}
+
+// ResetSolo makes a solo twin's subject (--effects auto): the setup
+// request, and no connection readied for a release, so that each attempt's
+// request goes out alone.
+func (t *Target) ResetSolo(ctx context.Context, index int) (runner.Subject, error) {
+	return t.reset(ctx, index, false)
+}
+
+// Snapshot measures the store for --effects auto.
+func (t *Target) Snapshot(ctx context.Context) (runner.Snapshot, error) {
+	if t.auto == nil {
+		return nil, errors.New("httpfire: no auto: effects check to measure the store with")
+	}
+	ctx, cancel := context.WithTimeout(ctx, max(t.c.timeout, 30*time.Second))
+	defer cancel()
+	return t.auto.snapshot(ctx)
+}
+
+func (t *Target) reset(ctx context.Context, index int, arm bool) (runner.Subject, error) {
 	var tok [8]byte
 	if _, err := rand.Read(tok[:]); err != nil {
 		return runner.Subject{}, err
@@ -222,6 +269,11 @@ func (t *Target) Reset(ctx context.Context, index int) (runner.Subject, error) {
 		}
 	}
 	b := newBurst(v)
+	if !arm {
+		// A solo twin's subject: its attempts go out one at a time, and
+		// the runner reads no check before them.
+		return runner.Subject{Burst: index, Key: v.Key, Data: b}, nil
+	}
 	// The checks read before the burst are read here, before any of the
 	// burst's requests is written: an http: check must not wait behind
 	// them. Baseline and Broken hand these readings to the runner.
@@ -324,9 +376,9 @@ func (t *Target) Baseline(_ context.Context, s runner.Subject) (int, error) {
 	return b.baseline, nil
 }
 
-// Uncounted: invariants without an effects check judge the run alone; the
-// successful responses are not counted as effects.
-func (t *Target) Uncounted() bool { return t.effects == nil && len(t.invariants) > 0 }
+// Uncounted: invariants without an effects check (nor an auto: one) judge
+// the run alone; the successful responses are not counted as effects.
+func (t *Target) Uncounted() bool { return t.effects == nil && t.auto == nil && len(t.invariants) > 0 }
 
 // Invariants names the invariants as they were written.
 func (t *Target) Invariants() []string { return t.invNames }
@@ -425,7 +477,9 @@ func (t *Target) Notes() []string {
 		return notes
 	}
 	said := fmt.Sprintf("said success: %d responses in %d bursts (median %d per burst)", t.st.said, t.st.bursts, median(t.st.saidPer))
-	if t.effects != nil {
+	if t.auto != nil {
+		notes = append(notes, said, "effects: "+t.auto.describe()+" — each burst's change of the store, beside the same requests sent one at a time")
+	} else if t.effects != nil {
 		notes = append(notes, said+fmt.Sprintf("; actually happened: %d (median %d per burst), counted by %s", t.st.happened, median(t.st.happenedPer), t.effects.describe()))
 	} else {
 		notes = append(notes, said, "no effects check: counting the responses, which is what the server claims, not what happened")

@@ -12,7 +12,7 @@ import (
 var ours = map[string][]string{
 	// internal/printable (report quotes its Reproduce lines with it) is
 	// the standard library's only: it drags nothing in.
-	".":          {"runner", "report", "explore", "internal/printable"},
+	".":          {"runner", "report", "explore", "internal/sqlsnap", "internal/printable"},
 	"./lastbyte": {"runner", "release"},
 }
 

@@ -90,6 +90,16 @@ type Case struct {
 	// is INCONCLUSIVE, never SAFE. Effects may be nil when Invariant is
 	// set: the invariant alone judges the run.
 	Effects func(ctx context.Context, s any) (int, error)
+	// Auto, instead of Effects, judges each burst against a solo twin: the
+	// same attempts run one at a time on a subject of their own, and the
+	// store's change in the burst (race.Auto(db) measures a *sql.DB) must
+	// equal the twin's, table by table, column by column. More is RACE,
+	// less LOST; twins that differ from each other, or a store that changes
+	// while nothing runs, are INCONCLUSIVE.
+	Auto Watcher
+	// SoloEvery runs a solo twin before every SoloEvery-th burst only (1
+	// when 0); the others are compared with the latest twin.
+	SoloEvery int
 	// Invariant, when set, counts how many times what must always hold is
 	// broken now (0: it holds), e.g. the accounts below 0. It is read
 	// before and after each burst; a burst that adds violations is a RACE
@@ -293,15 +303,18 @@ func (c *Case) validate() error {
 			return fmt.Errorf("case %q: Transactions[%d] is nil: every transaction needs its function", c.Name, i)
 		}
 	}
-	if c.Effects == nil && c.Invariant == nil {
-		missing = append(missing, "Effects (or Invariant)")
+	if c.Effects == nil && c.Invariant == nil && c.Auto == nil {
+		missing = append(missing, "Effects (or Invariant, or Auto)")
+	}
+	if c.Effects != nil && c.Auto != nil {
+		return fmt.Errorf("case %q: Effects and Auto contradict each other: count the effects, or compare with solo twins — keep one", c.Name)
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("case %q: %s must be set (Subject makes each burst's fresh subject, Attempt tries the action once, Effects counts in the store what took effect, Invariant counts what breaks a rule that must always hold)",
+		return fmt.Errorf("case %q: %s must be set (Subject makes each burst's fresh subject, Attempt tries the action once, Effects counts in the store what took effect, Invariant counts what breaks a rule that must always hold, or Auto compares each burst with solo twins)",
 			c.Name, strings.Join(missing, ", "))
 	}
-	if c.Attempts < 0 || c.Bursts < 0 || c.Allowed < 0 || c.ShortBursts < 0 {
-		return fmt.Errorf("case %q: Attempts, Bursts, ShortBursts and Allowed cannot be negative (0 takes the default)", c.Name)
+	if c.Attempts < 0 || c.Bursts < 0 || c.Allowed < 0 || c.ShortBursts < 0 || c.SoloEvery < 0 {
+		return fmt.Errorf("case %q: Attempts, Bursts, ShortBursts, Allowed and SoloEvery cannot be negative (0 takes the default)", c.Name)
 	}
 	return nil
 }
@@ -324,6 +337,9 @@ func (c *Case) options() []runner.Option {
 	}
 	if c.Allowed > 0 {
 		opts = append(opts, runner.Allowed(c.Allowed))
+	}
+	if c.Auto != nil {
+		opts = append(opts, runner.SoloTwins(max(c.SoloEvery, 1)))
 	}
 	return append(opts, c.Options...)
 }
@@ -373,6 +389,9 @@ func (t *target) Reset(ctx context.Context, burst int) (runner.Subject, error) {
 }
 
 func (t *target) Effects(ctx context.Context, s runner.Subject) (int, error) {
+	if t.c.Effects == nil {
+		return 0, nil // Auto: the runner measures the store instead
+	}
 	return t.c.Effects(ctx, s.Data)
 }
 
@@ -381,7 +400,9 @@ func (t *target) Baselined() bool { return t.c.Effects != nil }
 func (t *target) Baseline(ctx context.Context, s runner.Subject) (int, error) {
 	return t.c.Effects(ctx, s.Data)
 }
-func (t *target) Uncounted() bool { return t.c.Effects == nil }
+
+// A case with neither Effects nor Auto is judged by its invariant alone.
+func (t *target) Uncounted() bool { return t.c.Effects == nil && t.c.Auto == nil }
 
 func (t *target) Invariants() []string {
 	if t.c.Invariant == nil {

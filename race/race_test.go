@@ -350,7 +350,7 @@ func TestIncompleteCaseSaysWhatIsMissing(t *testing.T) {
 	if !f.stopped {
 		t.Fatal("an incomplete case did not stop the test")
 	}
-	wantIn(t, "the failure", f.errText(), "Attempt, Effects (or Invariant) must be set")
+	wantIn(t, "the failure", f.errText(), "Attempt, Effects (or Invariant, or Auto) must be set")
 
 	f = newFakeT(t)
 	c := newCoupons()

@@ -235,6 +235,9 @@ func Assess(c Case) (a Assessment) {
 // its allowance is a RACE, one under its floor LOST; otherwise SAFE when
 // enough bursts tested the guard, else INCONCLUSIVE with the reason.
 func verdict(r *runner.Result, tested int) (Verdict, int, string) {
+	if why := r.Twins.Reason(); why != "" {
+		return Inconclusive, 0, why
+	}
 	if n := r.Violations(); n > 0 {
 		return Race, n, ""
 	}
@@ -263,13 +266,15 @@ func stuck(r *runner.Result) string {
 // untested says in one line why too few bursts tested the guard, from the
 // attempts' outcomes (runner.Burst.Tested), never from the effects.
 func untested(r *runner.Result, tested int) string {
-	var noneRan, apart, unanswered, serial int
+	var noneRan, noEffect, apart, unanswered, serial int
 	for _, b := range r.Bursts {
 		if b.Tested() {
 			continue
 		}
 		if b.Outcomes[runner.Executed] == 0 {
 			noneRan++
+		} else if b.Twin != nil && !b.TookEffect() {
+			noEffect++
 		} else if b.Serial() {
 			serial++
 		} else if b.Overlap < 2 {
@@ -292,6 +297,9 @@ func untested(r *runner.Result, tested int) string {
 	}
 	why := fmt.Sprintf("only %d of %d bursts put the guard to the test (need %.0f%%): %d executed nothing, %d never had two attempts in flight at once, %d had fewer than two answered attempts",
 		tested, n, MinTestedShare*100, noneRan, apart, unanswered)
+	if noEffect > 0 {
+		why += fmt.Sprintf(", %d changed nothing that racetest watches (in a run judged by solo twins)", noEffect)
+	}
 	if serial > 0 {
 		why += fmt.Sprintf(", %d were answered one request at a time by the server (does it have one worker?)", serial)
 	}
@@ -366,6 +374,9 @@ func met(c Case, r *runner.Result, a Assessment) (ok, unproven bool, why string)
 	}
 	switch c.Expect.Kind {
 	case ExpectRace:
+		if a.Verdict != Race && twinRun(r) {
+			return false, false, fmt.Sprintf("expected RACE, but no burst of %d changed the database more than the same attempts one at a time (%s)", a.Bursts, found(a))
+		}
 		if a.Verdict != Race {
 			return false, false, fmt.Sprintf("expected RACE, but no burst of %d exceeded %s (%s)", a.Bursts, ceiling(r), found(a))
 		}
@@ -394,6 +405,12 @@ func met(c Case, r *runner.Result, a Assessment) (ok, unproven bool, why string)
 			return false, false, lostWhy(r, a)
 		}
 	default:
+		if twinRun(r) && (a.Verdict == Race || a.Verdict == Lost) {
+			if why := brokenWhy(r); why != "" {
+				return false, false, "expected SAFE, but " + why
+			}
+			return false, false, twinUnmet(a)
+		}
 		switch a.Verdict {
 		case Race:
 			return false, false, raceWhy(r, a)

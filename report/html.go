@@ -73,9 +73,12 @@ type htmlCase struct {
 	Server                        string
 	Settings                      []htmlPair
 	Lines                         []string
-	Story                         []StoryPart
-	Hists                         []*histogram
-	Timeline                      *timelineSVG
+	// Twin is the worst burst's change beside its solo twin's, as a
+	// preformatted table (--effects auto).
+	Twin     string
+	Story    []StoryPart
+	Hists    []*histogram
+	Timeline *timelineSVG
 }
 
 type htmlPair struct{ Key, Value string }
@@ -152,6 +155,13 @@ func htmlCaseOf(i int, c Case) htmlCase {
 	}
 	hc.Server = r.Server
 	hc.Settings = append(hc.Settings, htmlPair{"elapsed", human(r.Elapsed)})
+	if twinRun(r) {
+		if line := twinSummary(r, a); line != "" {
+			hc.Lines = append(hc.Lines, line)
+		}
+		hc.Lines = append(hc.Lines, twinNotes(r)...)
+		hc.Twin = strings.Join(twinTable(r), "\n")
+	}
 	hc.Lines = append(hc.Lines, outcomes(r))
 	hc.Lines = append(hc.Lines, r.Notes...)
 	for _, ch := range r.Checks {
@@ -168,6 +178,9 @@ func htmlCaseOf(i int, c Case) htmlCase {
 	hc.Shape = fmt.Sprintf("%d × %d", r.Attempts, len(r.Bursts))
 	hc.Effects = fmt.Sprintf("%d / %d / %d", e.Min, e.Median, e.Max)
 	hc.Allowed = allowance(r)
+	if twinRun(r) {
+		hc.Effects, hc.Allowed = twinCells()
+	}
 	hc.Overlap = fmt.Sprintf("%d / %d", r.OverlapSummary().Median, r.Attempts)
 	hc.Spread = human(r.SpreadSummary().Median)
 	hc.Hists = []*histogram{effectsHistogram(r), overlapHistogram(r, a), spreadHistogram(r)}
@@ -383,6 +396,7 @@ const timelineLanes = 64
 // shared time axis.
 type timelineSVG struct {
 	Burst, Effects, Allowed int
+	Twin                    bool
 	W, H                    int
 	Lanes                   []lane
 	More                    int
@@ -428,7 +442,7 @@ func newTimelineSVG(t *runner.Trace) *timelineSVG {
 	}
 	end = max(end, time.Microsecond)
 	shown := t.Workers[:min(len(t.Workers), timelineLanes)]
-	s := &timelineSVG{Burst: t.Burst, Effects: t.Effects, Allowed: t.Allowed, W: tlW,
+	s := &timelineSVG{Burst: t.Burst, Effects: t.Effects, Allowed: t.Allowed, Twin: t.Twin, W: tlW,
 		More: len(t.Workers) - len(shown), PlotL: tlLeft, PlotR: tlW - tlRight, OutcomeX: tlW - tlRight + 12}
 	x := func(d time.Duration) float64 {
 		return r1(s.PlotL + float64(d)/float64(end)*(s.PlotR-s.PlotL))

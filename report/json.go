@@ -127,6 +127,8 @@ type RunJSON struct {
 	// TimeoutMillis the per-attempt timeout: both explain an INCONCLUSIVE.
 	Diagnosis     string  `json:"diagnosis,omitempty"`
 	TimeoutMillis float64 `json:"timeout_ms,omitempty"`
+	// Twins is set in a run judged by solo twins (--effects auto).
+	Twins *TwinsJSON `json:"solo_twins,omitempty"`
 }
 
 // BurstJSON is one burst's figures. Outcomes leaves out the classes no
@@ -146,6 +148,9 @@ type BurstJSON struct {
 	Outcomes map[string]int `json:"outcomes"`
 	Retries  int            `json:"retries,omitempty"`
 	Wire     *WireJSON      `json:"wire,omitempty"`
+	// Twin is the burst's change of the store beside its solo twin's
+	// (--effects auto).
+	Twin *TwinJSON `json:"twin,omitempty"`
 	// ServerParallelism is runner.Burst's: 0 (absent) when not measured.
 	ServerParallelism float64 `json:"server_parallelism,omitempty"`
 }
@@ -177,6 +182,7 @@ type TraceJSON struct {
 	Burst   int          `json:"burst"`
 	Effects int          `json:"effects"`
 	Allowed int          `json:"allowed"`
+	Twin    bool         `json:"twin,omitempty"`
 	Workers []WorkerJSON `json:"workers"`
 }
 
@@ -252,7 +258,7 @@ func runJSON(c Case) RunJSON {
 	}
 	j.ElapsedMillis = micros(r.Elapsed) / 1e3
 	if t := r.Example; t != nil {
-		tj := &TraceJSON{Burst: t.Burst, Effects: t.Effects, Allowed: t.Allowed}
+		tj := &TraceJSON{Burst: t.Burst, Effects: t.Effects, Allowed: t.Allowed, Twin: t.Twin}
 		for _, w := range t.Workers {
 			wj := WorkerJSON{Worker: w.Worker, Replica: w.Replica, Wave: w.Wave, Outcome: w.Outcome.String(), Error: w.Err}
 			for _, m := range w.Marks {
@@ -263,6 +269,7 @@ func runJSON(c Case) RunJSON {
 		j.Example = tj
 	}
 	j.Diagnosis, j.TimeoutMillis = r.Diagnosis, micros(r.Timeout)/1e3
+	j.Twins = twinsJSON(r.Twins)
 	j.PerBurst = make([]BurstJSON, len(r.Bursts))
 	for i, b := range r.Bursts {
 		bj := BurstJSON{Index: b.Index, Effects: b.Effects, Allowed: b.Allowed, Required: b.Required, Before: b.Before, Broken: b.Broken, Overlap: b.Overlap,
@@ -275,6 +282,7 @@ func runJSON(c Case) RunJSON {
 		if b.Wire != (runner.WireCounts{}) {
 			bj.Wire = &WireJSON{b.Wire.Held, b.Wire.Late, b.Wire.Silent}
 		}
+		bj.Twin = twinJSON(b.Twin)
 		bj.ServerParallelism = b.ServerParallelism
 		j.PerBurst[i] = bj
 	}

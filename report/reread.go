@@ -77,6 +77,7 @@ func (j RunJSON) toCase(version string) (Case, error) {
 	if r.Errors == nil {
 		r.Errors = map[string]int{}
 	}
+	r.Twins = j.Twins.twins()
 	if j.CleanupError != "" {
 		r.CleanupErr = errors.New(j.CleanupError)
 	}
@@ -93,10 +94,13 @@ func (j RunJSON) toCase(version string) (Case, error) {
 		if bj.Wire != nil {
 			b.Wire = runner.WireCounts{Held: bj.Wire.Held, Late: bj.Wire.Late, Silent: bj.Wire.Silent}
 		}
+		if b.Twin, err = bj.Twin.twin(); err != nil {
+			return Case{}, fmt.Errorf("burst %d: %w", bj.Index, err)
+		}
 		r.Bursts = append(r.Bursts, b)
 	}
 	if t := j.Example; t != nil {
-		tr := &runner.Trace{Burst: t.Burst, Effects: t.Effects, Allowed: t.Allowed}
+		tr := &runner.Trace{Burst: t.Burst, Effects: t.Effects, Allowed: t.Allowed, Twin: t.Twin}
 		for _, wj := range t.Workers {
 			cl, err := classOf(wj.Outcome)
 			if err != nil {

@@ -112,7 +112,9 @@ func summary(w io.Writer, cases []Case, as []Assessment, width int, paint func(s
 			e := r.EffectsSummary()
 			effects = fmt.Sprintf("%d/%d/%d", e.Min, e.Median, e.Max)
 			allowed = allowance(r)
-			if r.Uncounted {
+			if twinRun(r) {
+				effects, allowed = twinCells()
+			} else if r.Uncounted {
 				effects, allowed = "-", "-"
 			}
 			overlap = fmt.Sprintf("%d/%d", r.OverlapSummary().Median, r.Attempts)
@@ -342,14 +344,22 @@ func details(w io.Writer, c Case, a Assessment, o Options, width int, shared []s
 			lines = append(lines, a.Why)
 		}
 	}
-	if a.Verdict == Race && r != nil {
+	if line := ""; twinRun(r) {
+		if why := brokenWhy(r); why != "" {
+			lines = append(lines, why)
+		}
+		if line = twinSummary(r, a); line != "" {
+			lines = append(lines, line)
+		}
+		lines = append(lines, twinNotes(r)...)
+	} else if a.Verdict == Race && r != nil {
 		lines = append(lines, raceLines(r, a)...)
 	}
-	if a.Verdict == Lost && r != nil {
+	if a.Verdict == Lost && r != nil && !twinRun(r) {
 		lines = append(lines, fmt.Sprintf("%d of %d bursts left fewer effects than required (%s; fewest: %d) while an attempt claimed it done; 95%% upper bound on the rate %s",
 			a.Violations, a.Bursts, allowance(r), r.EffectsSummary().Min, percent(a.Upper)))
 	}
-	if a.Verdict == Safe && r != nil {
+	if a.Verdict == Safe && r != nil && !twinRun(r) {
 		lines = append(lines, fmt.Sprintf("0 of %d tested bursts %s: violation rate ≤%s at 95%%",
 			a.Tested, heldWhat(r), percent(a.Upper)))
 	}
@@ -385,6 +395,11 @@ func details(w io.Writer, c Case, a Assessment, o Options, width int, shared []s
 	for _, l := range lines {
 		for _, l := range wrapText(l, width, "  ", "    ") {
 			fmt.Fprintln(w, l)
+		}
+	}
+	if twinRun(r) {
+		for _, l := range twinTable(r) {
+			fmt.Fprintln(w, "  "+l)
 		}
 	}
 	if o.Timeline && a.Verdict == Race && r != nil && r.Example != nil {

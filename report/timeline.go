@@ -89,7 +89,11 @@ func timeline(w io.Writer, t *runner.Trace, width int) {
 		}
 		axes = append(axes, string(axis))
 	}
-	fmt.Fprintf(w, "timeline of burst %d: %d effect(s), %d allowed\n", t.Burst, t.Effects, t.Allowed)
+	if t.Twin {
+		fmt.Fprintf(w, "timeline of burst %d (its change of the database beside its solo twin's is above)\n", t.Burst)
+	} else {
+		fmt.Fprintf(w, "timeline of burst %d: %d effect(s), %d allowed\n", t.Burst, t.Effects, t.Allowed)
+	}
 	if l := legend(drawn); l != "" {
 		fmt.Fprintln(w, l)
 	}

@@ -63,6 +63,12 @@ type Config struct {
 	// Scheduler, when set, decides when attempts cross their steps (see
 	// Worker.Step).
 	Scheduler Scheduler
+	// SoloEvery, when above 0, judges the bursts by solo twins instead of
+	// an effects count (--effects auto): before every SoloEvery-th burst
+	// (and the first) the same attempts run one at a time on a fresh
+	// subject of their own, and each burst's change of the store (the
+	// Target must be a Snapshotter) is compared with the latest twin's.
+	SoloEvery int
 }
 
 // Option sets one field of a Config.
@@ -165,6 +171,10 @@ func Schedule(s Scheduler) Option { return func(c *Config) { c.Scheduler = s } }
 
 // Keep leaves the run's namespaced objects in the store.
 func Keep(on bool) Option { return func(c *Config) { c.Keep = on } }
+
+// SoloTwins judges the bursts against solo twins run before every k-th
+// burst (see Config.SoloEvery); 0 counts effects as usual.
+func SoloTwins(k int) Option { return func(c *Config) { c.SoloEvery = k } }
 
 // Progress is what the runner reports after each burst.
 type Progress struct {

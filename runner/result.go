@@ -50,6 +50,9 @@ type Result struct {
 	// Release names how the attempts were released: GateRelease, or the
 	// wire release's name.
 	Release string
+	// Twins is what the solo twins showed, in a run judged by them
+	// (Config.SoloEvery); nil otherwise.
+	Twins *Twins
 	// CleanupErr is set when the run's namespaced objects could not be
 	// dropped; the report names it so the user can drop them by hand.
 	CleanupErr error
@@ -82,6 +85,9 @@ type Burst struct {
 	// Wire counts, in a wire release, how the attempts' first requests left
 	// the client: held and released together, late, or not at all.
 	Wire WireCounts
+	// Twin is the burst's change of the store and its solo twin's, in a
+	// run judged by solo twins (Config.SoloEvery); nil otherwise.
+	Twin *Twin
 	// ServerParallelism estimates how many of the burst's attempts the
 	// server handled at once (a ServerParalleler's figure; 0 when the
 	// target cannot tell). Overlap is measured at the client: a server with
@@ -104,8 +110,14 @@ func (b Burst) Serial() bool {
 }
 
 // Violated reports whether the burst left more effects than allowed, or
-// broke an invariant.
-func (b Burst) Violated() bool { return b.Effects > b.Allowed || b.BrokeInvariant() }
+// broke an invariant. In a run judged by solo twins, more is a larger
+// change of the store than its twin's.
+func (b Burst) Violated() bool {
+	if b.Twin != nil {
+		return b.Twin.Verdict == TwinMore || b.BrokeInvariant()
+	}
+	return b.Effects > b.Allowed || b.BrokeInvariant()
+}
 
 // BrokeInvariant reports whether some invariant was broken after the burst.
 func (b Burst) BrokeInvariant() bool {
@@ -122,8 +134,13 @@ func (b Burst) BrokeInvariant() bool {
 // "already done"): a user told "paid" or "already paid" and never paid.
 // A burst whose every attempt failed or timed out claimed nothing; it
 // only tested nothing.
+// In a run judged by solo twins, fewer is a smaller change than its twin's.
 func (b Burst) Lost() bool {
-	return b.Effects < b.Required && b.Outcomes[Executed]+b.Outcomes[Declined] > 0
+	fewer := b.Effects < b.Required
+	if b.Twin != nil {
+		fewer = b.Twin.Verdict == TwinFewer
+	}
+	return fewer && b.Outcomes[Executed]+b.Outcomes[Declined] > 0
 }
 
 // Answered is how many attempts the guard decided: executed, declined or
@@ -139,8 +156,25 @@ func (b Burst) Answered() int {
 // action, at least two got an answer (executed, declined or conflict), at
 // least two were in flight at one instant, and the server did not answer
 // them one at a time (Serial). Only such bursts can support SAFE.
+// A burst judged by a solo twin must besides have been compared with its
+// twin and have changed the store (TookEffect): the snapshots, not a
+// check, are then what saw the action, and a change they never saw (the
+// action writes where nothing is watched) tested nothing.
 func (b Burst) Tested() bool {
+	if b.Twin != nil && !b.TookEffect() {
+		return false
+	}
 	return b.Outcomes[Executed] >= 1 && b.Answered() >= 2 && b.Overlap >= 2 && !b.Serial()
+}
+
+// TookEffect reports whether the guarded action took effect in the burst:
+// an effect counted, or, in a run judged by solo twins, a burst that could
+// be compared with its twin and changed the store.
+func (b Burst) TookEffect() bool {
+	if b.Twin != nil {
+		return b.Twin.Verdict != TwinUnjudged && len(b.Twin.Together) > 0
+	}
+	return b.Effects > 0
 }
 
 // Trace is every worker's marks in one burst, for a timeline.
@@ -148,6 +182,9 @@ type Trace struct {
 	Burst   int
 	Effects int
 	Allowed int
+	// Twin: the burst was judged against a solo twin (Effects and Allowed
+	// are the rows it and its twin changed).
+	Twin    bool
 	Workers []WorkerTrace
 }
 

@@ -53,6 +53,9 @@ func (c *Config) Validate() error {
 	if c.Timeout < 0 {
 		return &ConfigError{fmt.Sprintf("timeout cannot be negative (got %s)", c.Timeout)}
 	}
+	if c.SoloEvery < 0 {
+		return &ConfigError{fmt.Sprintf("solo twins every K bursts needs K of at least 1, or 0 for none (got %d)", c.SoloEvery)}
+	}
 	return nil
 }
 
@@ -100,6 +103,13 @@ func RunConfig(ctx context.Context, t Target, cfg Config) (res *Result, err erro
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	snap, _ := t.(Snapshotter)
+	if cfg.SoloEvery > 0 && snap == nil {
+		return nil, &ConfigError{"solo twins (--effects auto) need a target that can measure its store, and this one cannot: count the effects with a query instead"}
+	}
+	if cfg.SoloEvery == 0 {
+		snap = nil
+	}
 	start := time.Now()
 	res = &Result{
 		Attempts: cfg.Attempts,
@@ -129,7 +139,7 @@ func RunConfig(ctx context.Context, t Target, cfg Config) (res *Result, err erro
 		}()
 	}
 
-	e := &engine{cfg: cfg, t: t, res: res, rel: cfg.Release}
+	e := &engine{cfg: cfg, t: t, res: res, rel: cfg.Release, snap: snap}
 	e.observe()
 	res.Release = cfg.ReleaseName()
 	defer e.addNotes()
@@ -154,6 +164,11 @@ func RunConfig(ctx context.Context, t Target, cfg Config) (res *Result, err erro
 			return res, err
 		}
 		res.Bursts = append(res.Bursts, burst)
+		if snap != nil {
+			// Judged again after every burst: a column the solo twins
+			// disagree on is set aside for the bursts before it too.
+			res.Twins = judgeTwins(res.Bursts)
+		}
 		if cfg.TopUp && !burst.Tested() && goal < 2*cfg.Bursts {
 			goal++
 		}
@@ -215,6 +230,11 @@ type engine struct {
 	cur      []WorkerTrace // this burst's trace, reused between bursts
 	wire     WireCounts    // the last wave's, in a wire release
 	maxSeen  int
+	// snap measures the store for solo twins (nil: the effects are counted).
+	snap     Snapshotter
+	solos    int   // solo twins run so far
+	lastSolo Delta // the latest solo twin's change
+	soloOf   int   // the burst lastSolo ran for
 	// exampleBroke: the Example broke an invariant.
 	exampleBroke bool
 	// invFirst is each invariant's violations before the first burst.
@@ -416,9 +436,23 @@ func (e *engine) closeFleet() {
 }
 
 func (e *engine) burst(ctx context.Context, index int) (Burst, error) {
+	// Burst 0 always has one: every burst is compared with a twin.
+	if e.snap != nil && index%e.cfg.SoloEvery == 0 {
+		d, err := e.soloTwin(ctx, index)
+		if err != nil {
+			return Burst{}, err
+		}
+		e.lastSolo, e.soloOf = d, index
+	}
 	s, err := e.t.Reset(ctx, index)
 	if err != nil {
 		return Burst{}, fmt.Errorf("burst %d: reset: %w", index, err)
+	}
+	var before Snapshot
+	if e.snap != nil {
+		if before, err = e.snap.Snapshot(ctx); err != nil {
+			return Burst{}, fmt.Errorf("burst %d: snapshot: %w", index, err)
+		}
 	}
 	b := Burst{Index: index, Overlap: -1}
 	if e.base != nil {
@@ -470,10 +504,18 @@ func (e *engine) burst(ctx context.Context, index int) (Burst, error) {
 	if ctx.Err() != nil {
 		return b, ctx.Err()
 	}
-	if err := e.count(ctx, s, &b); err != nil {
-		return b, fmt.Errorf("burst %d: %w", index, err)
+	if e.snap != nil {
+		// A twin run is judged by its snapshots (twinBurst, which also
+		// picks the example burst), not by the effects check.
+		if b, err = e.twinBurst(ctx, b, s, before); err != nil {
+			return b, err
+		}
+	} else {
+		if err := e.count(ctx, s, &b); err != nil {
+			return b, fmt.Errorf("burst %d: %w", index, err)
+		}
+		e.allow(s, &b)
 	}
-	e.allow(s, &b)
 	if e.inv != nil {
 		if b.Broken, err = e.broken(ctx, s); err != nil {
 			return b, fmt.Errorf("burst %d: check invariants: %w", index, err)
@@ -485,11 +527,14 @@ func (e *engine) burst(ctx context.Context, index int) (Burst, error) {
 			b.Broken[i] = max(0, b.Broken[i]-held[i])
 		}
 	}
-	// The timeline shows the burst with the most effects, or the first to
-	// break an invariant.
+	// The timeline shows the burst with the most effects (in a twin run,
+	// the one that differs most from its twin), or the first to break an
+	// invariant.
 	broke := b.BrokeInvariant() && !e.exampleBroke
-	if e.res.Example == nil || b.Effects > e.maxSeen || broke {
-		e.maxSeen = max(e.maxSeen, b.Effects)
+	if broke || e.snap == nil && (e.res.Example == nil || b.Effects > e.maxSeen) {
+		if e.snap == nil {
+			e.maxSeen = max(e.maxSeen, b.Effects)
+		}
 		e.exampleBroke = e.exampleBroke || broke
 		e.res.Example = e.snapshot(b)
 	}
@@ -721,7 +766,7 @@ func inFlight(ws []*Worker) int {
 }
 
 func (e *engine) snapshot(b Burst) *Trace {
-	tr := &Trace{Burst: b.Index, Effects: b.Effects, Allowed: b.Allowed, Workers: make([]WorkerTrace, len(e.cur))}
+	tr := &Trace{Burst: b.Index, Effects: b.Effects, Allowed: b.Allowed, Twin: b.Twin != nil, Workers: make([]WorkerTrace, len(e.cur))}
 	for i, w := range e.cur {
 		w.Marks = append([]Mark(nil), w.Marks...)
 		tr.Workers[i] = w

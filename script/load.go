@@ -40,8 +40,14 @@ func DialectOf(backend string) (Dialect, bool) {
 // Load reads and parses the five scripts. A file named @FILE is read
 // relative to dir (the suite file's directory; "" for the working
 // directory); field names each script in messages ("--" + name for flags).
+//
+// An effects value of "auto" asks for no effects script: the run measures
+// the store itself and compares each burst with a solo twin (Scripts.Auto).
 func (s Spec) Load(dir string, d Dialect, field func(name string) string) (Scripts, error) {
 	var sc Scripts
+	if IsAuto(s.Effects) {
+		sc.Auto, s.Effects = true, ""
+	}
 	type script struct {
 		name  string
 		value string
@@ -73,7 +79,7 @@ func (s Spec) Load(dir string, d Dialect, field func(name string) string) (Scrip
 			if x.name == "attempt" {
 				return sc, fmt.Errorf("%s is required: the %s script, inline or @FILE", where, x.name)
 			}
-			if x.name == "effects" && len(s.Invariants) == 0 {
+			if x.name == "effects" && len(s.Invariants) == 0 && !sc.Auto {
 				return sc, fmt.Errorf("%s is required, unless %s is given: the query that counts what the attempts did, inline or @FILE", where, field("invariant"))
 			}
 			continue
@@ -142,6 +148,9 @@ func read(value, dir, where string) (name, src string, err error) {
 	return path, string(b), nil
 }
 
+// IsAuto reports whether an effects value asks for --effects auto.
+func IsAuto(effects string) bool { return strings.TrimSpace(effects) == "auto" }
+
 // Open connects to backend's server for a run with p.
 func Open(ctx context.Context, backend string, p scenarios.Params) (Store, error) {
 	switch backend {
@@ -164,6 +173,13 @@ func (sc Scripts) Describe() []string {
 		role string
 		s    *Script
 	}{{"setup", sc.Setup}, {"subject", sc.Subject}, {"attempt", sc.Attempt}, {"effects", sc.Effects}, {"teardown", sc.Teardown}} {
+		if x.s == nil && x.role == "effects" && sc.Auto {
+			what := "every table of the schema"
+			if len(sc.Watch) > 0 {
+				what = strings.Join(sc.Watch, ", ")
+			}
+			out = append(out, fmt.Sprintf("%-9s auto: rows and numeric sums of %s, each burst beside the same attempts run one at a time", "effects", what))
+		}
 		if x.role == "attempt" && len(sc.Attempts) > 1 {
 			for i, a := range sc.Attempts {
 				out = append(out, describeOne("attempt "+string(rune('A'+i)), a))

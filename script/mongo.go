@@ -113,6 +113,11 @@ type moPool struct{ s *moStore }
 func (p moPool) Session(ctx context.Context, _ int) (SessionConn, error) { return p.s.open(ctx) }
 func (moPool) Close() error                                              { return nil }
 
+// Snapshot reads the watched collections (--effects auto).
+func (s *moStore) Snapshot(ctx context.Context, watch []string) (runner.Snapshot, error) {
+	return mongostore.Snapshot(ctx, s.admin.db, watch)
+}
+
 type moConn struct {
 	cl *mongo.Client
 	db *mongo.Database

@@ -25,6 +25,20 @@ type myStore struct {
 	admin *myConn
 	db    string
 	user  string
+	plan  *sqldb.SnapshotPlan // --effects auto, made at the first snapshot
+}
+
+// Snapshot reads the watched tables on racetest's own connection.
+func (s *myStore) Snapshot(ctx context.Context, watch []string) (runner.Snapshot, error) {
+	q := sqldb.Std(s.admin.c)
+	if s.plan == nil {
+		p, err := sqldb.PlanSnapshot(ctx, sqldb.MySQL, q, watch)
+		if err != nil {
+			return nil, err
+		}
+		s.plan = p
+	}
+	return sqldb.ReadSnapshot(ctx, s.plan, q)
 }
 
 // OpenMySQL connects racetest's own connection to the server of

@@ -28,6 +28,20 @@ type pgStore struct {
 	server string
 	level  string
 	admin  *pgConn
+	plan   *sqldb.SnapshotPlan // --effects auto, made at the first snapshot
+}
+
+// Snapshot reads the watched tables on racetest's own connection.
+func (s *pgStore) Snapshot(ctx context.Context, watch []string) (runner.Snapshot, error) {
+	q := sqldb.Pgx(s.admin.c)
+	if s.plan == nil {
+		p, err := sqldb.PlanSnapshot(ctx, sqldb.Postgres, q, watch)
+		if err != nil {
+			return nil, err
+		}
+		s.plan = p
+	}
+	return sqldb.ReadSnapshot(ctx, s.plan, q)
 }
 
 // OpenPostgres connects racetest's own connection to the server of

@@ -114,6 +114,11 @@ func (rdPool) Close() error { return nil }
 
 type rdConn struct{ cl *redis.Client }
 
+// Snapshot reads the keys under the watched patterns (--effects auto).
+func (s *rdStore) Snapshot(ctx context.Context, watch []string) (runner.Snapshot, error) {
+	return redisstore.Snapshot(ctx, s.admin.cl, watch)
+}
+
 func (c *rdConn) Exec(ctx context.Context, st Stmt) (Reply, error) {
 	args := make([]any, len(st.Args))
 	for i, a := range st.Args {

@@ -49,7 +49,12 @@ type SessionConn interface {
 // Attempt is the first.
 type Scripts struct {
 	Setup, Subject, Attempt, Effects, Teardown *Script
-	Attempts                                   []*Script
+	// Auto: no effects script; each burst's change of the store is
+	// compared with a solo twin's (--effects auto), on the tables (Redis:
+	// key patterns) Watch names, or every one of the schema.
+	Auto     bool
+	Watch    []string
+	Attempts []*Script
 	// Invariants are checked after each burst (runner.Invarianter).
 	Invariants []*Script
 }
@@ -71,8 +76,15 @@ type Target struct {
 	runID string
 	admin sync.Mutex // the admin connection serves one script at a time
 
-	mu    sync.Mutex
-	first []runner.Outcome // the first burst's outcomes, by worker
+	mu      sync.Mutex
+	first   []runner.Outcome // the first burst's outcomes, by worker
+	checked bool             // the first burst was checked (--effects auto)
+}
+
+// Snapshotter is a Store that can measure what it holds, for --effects
+// auto: watch names tables (Redis: key patterns); none, the whole schema.
+type Snapshotter interface {
+	Snapshot(ctx context.Context, watch []string) (runner.Snapshot, error)
 }
 
 var (
@@ -87,9 +99,17 @@ var (
 // New makes a target of sc on store. runID fills {{.RunID}}; tokens are
 // "<runID>-<burst>".
 func New(store Store, sc Scripts, runID string) (*Target, error) {
-	if sc.Attempt == nil || sc.Effects == nil && len(sc.Invariants) == 0 {
-		return nil, errors.New("script: an attempt script and an effects script or an invariant are required")
+	if sc.Attempt == nil || sc.Effects == nil && len(sc.Invariants) == 0 && !sc.Auto {
+		return nil, errors.New("script: an attempt script and an effects script (or effects auto) or an invariant are required")
 	}
+	if _, ok := store.(Snapshotter); sc.Auto && !ok {
+		return nil, &RunError{What: "--effects auto", Script: true, Err: fmt.Errorf("%s cannot be measured: count the effects with a query instead", store.Server())}
+	}
+	watch := make([]string, len(sc.Watch))
+	for i, w := range sc.Watch {
+		watch[i] = strings.ReplaceAll(w, "{{.RunID}}", runID)
+	}
+	sc.Watch = watch
 	return &Target{store: store, sc: sc, runID: runID}, nil
 }
 
@@ -170,6 +190,37 @@ func (t *Target) Reset(ctx context.Context, b int) (runner.Subject, error) {
 	return s, nil
 }
 
+// Snapshot measures the store for --effects auto, on racetest's own
+// connection; the first one after the first burst checks that burst, as
+// Effects does.
+func (t *Target) Snapshot(ctx context.Context) (runner.Snapshot, error) {
+	if err := t.checkFirstOnce(); err != nil {
+		return nil, err
+	}
+	t.admin.Lock()
+	defer t.admin.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, adminTimeout)
+	defer cancel()
+	s, err := t.store.(Snapshotter).Snapshot(ctx, t.sc.Watch)
+	if err != nil {
+		var se *runner.SnapshotError
+		return nil, &RunError{What: "--effects auto", Err: err, Script: errors.As(err, &se)}
+	}
+	return s, nil
+}
+
+// checkFirstOnce runs checkFirst once the first burst's attempts ran.
+func (t *Target) checkFirstOnce() error {
+	t.mu.Lock()
+	ready := len(t.first) > 0 && !t.checked
+	t.checked = t.checked || ready
+	t.mu.Unlock()
+	if !ready {
+		return nil
+	}
+	return t.checkFirst()
+}
+
 // Effects checks the first burst for a script that cannot work, then runs
 // the effects script: its last statement's first value is the count. The
 // runner reads it as a change since Baseline.
@@ -178,6 +229,9 @@ func (t *Target) Effects(ctx context.Context, s runner.Subject) (int, error) {
 		if err := t.checkFirst(); err != nil {
 			return 0, err
 		}
+	}
+	if t.sc.Auto {
+		return 0, nil // measured by snapshots (Snapshot)
 	}
 	return t.count(ctx, t.sc.Effects, "--effects", s, false)
 }
@@ -189,11 +243,13 @@ func (t *Target) Baseline(ctx context.Context, s runner.Subject) (int, error) {
 	return t.count(ctx, t.sc.Effects, "--effects", s, false)
 }
 
-// Baselined: the effects script is the team's own, read as a change.
-func (t *Target) Baselined() bool { return t.sc.Effects != nil }
+// Baselined: the effects script is the team's own, read as a change; an
+// auto run has none (its snapshots measure the change).
+func (t *Target) Baselined() bool { return t.sc.Effects != nil && !t.sc.Auto }
 
-// Uncounted reports a run without an effects script: its invariants judge it.
-func (t *Target) Uncounted() bool { return t.sc.Effects == nil }
+// Uncounted reports a run without an effects script, nor effects auto:
+// its invariants judge it.
+func (t *Target) Uncounted() bool { return t.sc.Effects == nil && !t.sc.Auto }
 
 // Invariants names the invariants: an inline one by its text, one from a
 // file by the file's name.

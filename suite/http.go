@@ -95,8 +95,13 @@ func (c *checker) httpCase(path string, k *Case, sh shape, p *Plan) {
 		}
 	}
 	var params scenarios.Params
-	if h.Effects != "" {
+	auto := strings.HasPrefix(h.Effects, "auto:")
+	every := c.autoShape(hp, auto, h.Effects == "auto:redis", h.Watch, h.SoloEvery, h.Allowed != nil)
+	if h.Effects != "" && !auto {
 		c.effects(hp+".effects", h.Effects, &params)
+	}
+	if auto {
+		c.autoStore(hp+".effects", strings.TrimPrefix(h.Effects, "auto:"), &params)
 	}
 	for i, inv := range h.Invariant {
 		c.check(fmt.Sprintf("%s.invariant[%d]", hp, i), "invariant", inv, &params)
@@ -122,6 +127,7 @@ func (c *checker) httpCase(path string, k *Case, sh shape, p *Plan) {
 		runner.Waves(sh.waves), runner.Deploy(sh.deploy),
 		runner.Timeout(sh.timeout), runner.Keep(sh.keep || c.o.Keep),
 	)...)
+	cfg.SoloEvery = every
 	if !ok || !c.prove(path, k, expect, &cfg, p) {
 		return
 	}
@@ -188,6 +194,19 @@ func (c *checker) check(path, what, spec string, params *scenarios.Params) {
 		return
 	}
 	if conn, ok := c.connection(path, "", backend, "the "+what+" check"); ok {
+		conn.into(&params.Conn)
+	}
+}
+
+// autoStore resolves the connection of effects: auto:STORE.
+func (c *checker) autoStore(path, store string, params *scenarios.Params) {
+	backend := map[string]string{"postgres": "postgres", "postgresql": "postgres", "pg": "postgres", "mysql": "mysql", "mariadb": "mysql",
+		"redis": "redis", "mongo": "mongo", "mongodb": "mongo"}[store]
+	if backend == "" {
+		c.fail(path, "effects auto:%s: the store is auto:postgres, auto:mysql, auto:redis or auto:mongo", store)
+		return
+	}
+	if conn, ok := c.connection(path, "", backend, "the effects check"); ok {
 		conn.into(&params.Conn)
 	}
 }

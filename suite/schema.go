@@ -155,6 +155,10 @@ type HTTP struct {
 	// sql:mysql:QUERY, sql:postgres:QUERY, redis:COMMAND,
 	// mongo:DB.COLLECTION:FILTER, or http:URL (a GET returning a number).
 	Effects string `yaml:"effects"`
+	// Watch and SoloEvery shape effects: auto:STORE (racetest http
+	// --watch, --solo-every).
+	Watch     []string `yaml:"watch"`
+	SoloEvery *int     `yaml:"solo_every"`
 	// Release is barrier (default), last-byte, single-packet or naive.
 	Release string `yaml:"release"`
 	// Insecure skips TLS verification, for local targets only.

@@ -30,6 +30,11 @@ type Scripts struct {
 	// Allowed is how many effects per burst are correct: N (default 1),
 	// MIN-MAX, or successes (each success landed exactly once).
 	Allowed *Allowance `yaml:"allowed"`
+	// Watch and SoloEvery shape effects: auto (racetest sql --watch,
+	// --solo-every): the tables (Redis: key patterns, MongoDB:
+	// collections) to measure, and how often a solo twin runs.
+	Watch     []string `yaml:"watch"`
+	SoloEvery *int     `yaml:"solo_every"`
 }
 
 // Attempts is an attempt: field, one script or a list of them.
@@ -48,6 +53,31 @@ func (a *Attempts) UnmarshalYAML(unmarshal func(any) error) error {
 	}
 	*a = many
 	return nil
+}
+
+// autoShape checks effects: auto's watch and solo_every, and that no
+// allowance is given (the twins judge, nothing is counted): how often a
+// solo twin runs (0 when the case counts its effects).
+func (c *checker) autoShape(path string, auto bool, needWatch bool, watch []string, soloEvery *int, allowed bool) int {
+	if auto && allowed {
+		c.fail(path+".allowed", "allowed judges what effects counts, and effects: auto counts nothing: each burst must change the store as its solo twin did (remove allowed, or count the effects with a query)")
+	}
+	if !auto {
+		if len(watch) > 0 || soloEvery != nil {
+			c.fail(path, "watch and solo_every shape effects: auto: set effects: auto, or remove them")
+		}
+		return 0
+	}
+	if needWatch && len(watch) == 0 {
+		c.fail(path+".watch", "effects: auto on Redis measures the keys watch names: add watch: [\"coupon:{{.RunID}}-*\"]")
+	}
+	every := 1
+	if soloEvery != nil {
+		if every = *soloEvery; every < 1 {
+			c.fail(path+".solo_every", "solo_every must be at least 1 (got %d): 1 runs a solo twin before every burst", every)
+		}
+	}
+	return every
 }
 
 // ScriptCase is a script case ready to run: its parsed scripts.
@@ -96,6 +126,8 @@ func (c *checker) scriptCase(path string, k *Case, sh shape, p *Plan) {
 		c.fail(sp, "%v", err)
 		return
 	}
+	every := c.autoShape(sp, scripts.Auto, d == script.Redis, s.Watch, s.SoloEvery, s.Allowed != nil)
+	scripts.Watch = s.Watch
 	if len(s.Attempt) > sh.attempts {
 		c.fail(sp+".attempt", "%d attempt scripts but attempts: %d: each script is one attempt's transaction, so give attempts: %d or more (with more attempts than scripts they go round again)",
 			len(s.Attempt), sh.attempts, len(s.Attempt))
@@ -142,6 +174,7 @@ func (c *checker) scriptCase(path string, k *Case, sh shape, p *Plan) {
 	for _, opt := range rel.Options() {
 		opt(&cfg)
 	}
+	cfg.SoloEvery = every
 	if !c.prove(path, k, expect, &cfg, p) {
 		return
 	}

@@ -1,0 +1,207 @@
+package cmd
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/racetest/racetest/internal/sqldb"
+	"github.com/racetest/racetest/scenarios/conformance"
+)
+
+// --effects auto's flags are checked before anything connects.
+func TestEffectsAutoBadInput(t *testing.T) {
+	noServer := []string{"--postgres-url", "postgres://nobody@127.0.0.1:1/x?connect_timeout=1", "--redis-url", "redis://127.0.0.1:1/0"}
+	for name, tc := range map[string]struct {
+		args []string
+		want string
+	}{
+		"watch without auto":     {[]string{"sql", "-b", "postgres", "--attempt", "SELECT 1;", "--effects", "SELECT 1;", "--watch", "t"}, "--watch names what --effects auto measures"},
+		"solo every 0":           {[]string{"sql", "-b", "postgres", "--attempt", "SELECT 1;", "--effects", "auto", "--solo-every", "0"}, "--solo-every must be at least 1 (got 0)"},
+		"redis needs watch":      {[]string{"redis", "--attempt", "GET a", "--effects", "auto"}, "--effects auto on Redis measures the keys --watch names"},
+		"http watch alone":       {[]string{"http", "http://127.0.0.1:1/", "--watch", "t"}, "--watch"},
+		"allowed with auto":      {[]string{"sql", "-b", "postgres", "--attempt", "SELECT 1;", "--effects", "auto", "--allowed", "successes"}, "--allowed successes judges what --effects counts, and --effects auto counts nothing"},
+		"http allowed with auto": {[]string{"http", "http://127.0.0.1:1/", "--effects", "auto:postgres", "--allowed", "0-1"}, "--allowed 0-1 judges what --effects counts"},
+		"http unknown store":     {[]string{"http", "http://127.0.0.1:1/", "--effects", "auto:oracle"}, "auto:postgres, auto:mysql, auto:redis or auto:mongo"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, stderr, code := execCmd(t, false, append(tc.args, noServer...)...)
+			if code != ExitUsage || !strings.Contains(stderr, tc.want) {
+				t.Errorf("exit %d (want %d), stderr does not say %q:\n%s", code, ExitUsage, tc.want, stderr)
+			}
+		})
+	}
+}
+
+// 'racetest sql --effects auto' on each SQL server: the naive redeem is a
+// RACE named by the redemptions table, the oversell by the stock column,
+// the lost update LOST by the balance column; the fixed scripts are SAFE.
+// No effects query is written.
+func TestEffectsAutoSQLCommand(t *testing.T) {
+	dir := "../examples/auto/"
+	t.Setenv("COLUMNS", "250")
+	for _, backend := range []string{"postgres", "mysql"} {
+		t.Run(backend, func(t *testing.T) {
+			if _, stderr, code := execCmd(t, false, "sql", "-b", backend, "--attempt", "SELECT 1;", "--effects", "SELECT 1;", "--bursts", "1", "-n", "1"); code == ExitSetup {
+				conformance.Unavailable(t, backend, nil)
+			} else if code != ExitOK && code != ExitInconclusive {
+				t.Fatalf("probe: exit %d\n%s", code, stderr)
+			}
+			// A snapshot that cannot be taken as asked is the user's to
+			// change: exit 2, with the way out.
+			_, stderr, code := execCmd(t, false, "sql", "-b", backend, "--setup", "@"+dir+"schema.sql", "--subject", "@"+dir+"subject.sql",
+				"--attempt", "@"+dir+"redeem-fixed.sql", "--effects", "auto", "--teardown", "@"+dir+"drop.sql", "--watch", "no_such_table", "-n", "2", "--bursts", "2")
+			if code != ExitUsage || !strings.Contains(stderr, `--watch: no table "no_such_table"`) {
+				t.Errorf("unknown watched table: exit %d\n%s", code, stderr)
+			}
+			for _, c := range []struct {
+				attempt, expect string
+				want            []string
+			}{
+				{"redeem-naive", "race", []string{"RACE", "`redemptions_", "+1 row solo, +"}},
+				{"buy-naive", "race", []string{"RACE", ".stock`", "-3 solo, -"}},
+				{"deposit-naive", "lost", []string{"LOST", ".balance`", "+60 solo, +"}},
+				{"redeem-fixed", "safe", []string{"SAFE", "0 of 10 tested bursts changed the database otherwise"}},
+				{"buy-fixed", "safe", []string{"SAFE"}},
+				{"deposit-fixed", "safe", []string{"SAFE"}},
+			} {
+				t.Run(c.attempt, func(t *testing.T) {
+					out, stderr, code := execCmd(t, false, "sql", "-b", backend, "--setup", "@"+dir+"schema.sql", "--subject", "@"+dir+"subject.sql",
+						"--attempt", "@"+dir+c.attempt+".sql", "--effects", "auto", "--teardown", "@"+dir+"drop.sql",
+						"--watch", "coupons_{{.RunID}},redemptions_{{.RunID}},items_{{.RunID}},accounts_{{.RunID}}",
+						"-n", "6", "--bursts", "10", "--expect", c.expect)
+					if code != ExitOK {
+						t.Fatalf("exit %d\n%s\n%s", code, out, stderr)
+					}
+					for _, w := range c.want {
+						if !strings.Contains(out, w) {
+							t.Errorf("the report does not say %q:\n%s", w, out)
+						}
+					}
+					if !strings.Contains(stderr, "effects   auto: rows and numeric sums of coupons_{{.RunID}}") {
+						t.Errorf("the banner does not name auto:\n%s", stderr)
+					}
+				})
+			}
+		})
+	}
+}
+
+// 'racetest http … --effects auto:postgres' against a small redeem service
+// of the test's own: naive is a RACE named by its redemptions table, the
+// conditional one SAFE, an erratic one (every third redemption recorded
+// twice) INCONCLUSIVE.
+func TestEffectsAutoHTTPCommand(t *testing.T) {
+	ctx := context.Background()
+	db, err := sqldb.Open(ctx, sqldb.Postgres, os.Getenv("RACETEST_POSTGRES_URL"), sqldb.Options{})
+	if err != nil {
+		conformance.Unavailable(t, "postgres", err)
+	}
+	defer db.Close()
+	b := make([]byte, 4)
+	rand.Read(b)
+	coupons, redemptions := "racetest_"+hex.EncodeToString(b)+"_coupons", "racetest_"+hex.EncodeToString(b)+"_redemptions"
+	for _, q := range []string{"CREATE TABLE " + coupons + " (code TEXT PRIMARY KEY, used INT NOT NULL DEFAULT 0)", "CREATE TABLE " + redemptions + " (code TEXT NOT NULL)"} {
+		if err := db.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer func() {
+		for _, tb := range []string{coupons, redemptions} {
+			if err := db.Exec(context.Background(), "DROP TABLE "+tb); err != nil {
+				t.Errorf("drop %s by hand: %v", tb, err)
+			}
+		}
+	}()
+	pool, conns, err := db.Warm(ctx, 6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	free := make(chan sqldb.Conn, len(conns))
+	for _, c := range conns {
+		free <- c
+		defer c.Close()
+	}
+	var recorded atomic.Int32
+	handler := func(mode string) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			c := <-free
+			defer func() { free <- c }()
+			ctx, code := r.Context(), r.URL.Query().Get("code")
+			if r.URL.Path == "/coupon" {
+				if _, _, err := c.Exec(ctx, "INSERT INTO "+coupons+" (code) VALUES ($1)", code); err != nil {
+					http.Error(w, err.Error(), 500)
+				}
+				return
+			}
+			won := false
+			// Some work before the store, as a real handler has: a server
+			// that answers at once looks like one that serves one request
+			// at a time.
+			time.Sleep(2 * time.Millisecond)
+			err := sqldb.InTx(ctx, c, "", func(tx sqldb.Tx) error {
+				if mode == "naive" {
+					var used int
+					if err := tx.QueryRow(ctx, "SELECT used FROM "+coupons+" WHERE code = $1", code).Scan(&used); err != nil || used != 0 {
+						return err
+					}
+					time.Sleep(2 * time.Millisecond)
+					if _, _, err := tx.Exec(ctx, "UPDATE "+coupons+" SET used = 1 WHERE code = $1", code); err != nil {
+						return err
+					}
+				} else if n, _, err := tx.Exec(ctx, "UPDATE "+coupons+" SET used = 1 WHERE code = $1 AND used = 0", code); err != nil || n == 0 {
+					return err
+				}
+				won = true
+				times := 1
+				if mode == "erratic" && recorded.Add(1)%3 == 0 {
+					times = 2
+				}
+				for range times {
+					if _, _, err := tx.Exec(ctx, "INSERT INTO "+redemptions+" (code) VALUES ($1)", code); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				http.Error(w, err.Error(), 500)
+			} else if !won {
+				http.Error(w, "already redeemed", http.StatusConflict)
+			}
+		}
+	}
+	t.Setenv("COLUMNS", "250")
+	for _, c := range []struct {
+		mode, expect string
+		code         int
+		want         []string
+	}{
+		{"naive", "race", ExitOK, []string{"RACE", "`" + redemptions + "`", "+1 row solo, +"}},
+		{"fixed", "safe", ExitOK, []string{"SAFE", "tested bursts changed the database otherwise", "effects: auto:postgres on"}},
+		{"erratic", "safe", ExitInconclusive, []string{"INCONCLUSIVE", "the solo runs differ from each other (`" + redemptions + "`"}},
+	} {
+		t.Run(c.mode, func(t *testing.T) {
+			srv := httptest.NewServer(handler(c.mode))
+			defer srv.Close()
+			out, stderr, code := execCmd(t, false, "http", "POST", srv.URL+"/redeem?code={{.Token}}", "--setup", srv.URL+"/coupon?code={{.Token}}",
+				"--effects", "auto:postgres", "--watch", coupons+","+redemptions, "-n", "6", "--bursts", "8", "--expect", c.expect, "--strict")
+			if code != c.code {
+				t.Fatalf("exit %d, want %d\n%s\n%s", code, c.code, out, stderr)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("the report does not say %q:\n%s", w, out)
+				}
+			}
+		})
+	}
+}

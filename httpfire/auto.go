@@ -1,0 +1,214 @@
+package httpfire
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/redis/go-redis/v9"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/connstring"
+
+	"github.com/racetest/racetest/internal/sqldb"
+	"github.com/racetest/racetest/runner"
+	"github.com/racetest/racetest/scenarios/mongostore"
+	"github.com/racetest/racetest/scenarios/redisstore"
+)
+
+// autoKinds are the stores --effects auto: measures over HTTP.
+const autoKinds = "auto:postgres, auto:mysql, auto:redis or auto:mongo"
+
+// autoCheck measures the tables of a SQL server for --effects auto:STORE,
+// on a connection of its own (the usual --postgres-url, --mysql-dsn).
+type autoCheck struct {
+	dialect sqldb.Dialect
+	pg      *pgx.ConnConfig
+	my      *mysql.Config
+	watch   []string
+
+	redis *redis.Options
+	mongo string // URI; the database is the URI's, else racetest's default
+
+	pgConn *pgx.Conn
+	myDB   *sql.DB
+	plan   *sqldb.SnapshotPlan
+	rdb    *redis.Client
+	mcl    *mongo.Client
+	mdb    *mongo.Database
+}
+
+func parseAuto(store string, watch []string, t *Target) (*autoCheck, error) {
+	ws := make([]string, 0, len(watch))
+	for _, w := range watch {
+		for _, name := range strings.Split(w, ",") {
+			if name = strings.TrimSpace(name); name != "" {
+				ws = append(ws, strings.ReplaceAll(name, "{{.RunID}}", t.p.RunID))
+			}
+		}
+	}
+	conn := t.p.Conn
+	switch store {
+	case "postgres", "postgresql", "pg":
+		raw := conn.PostgresURL
+		if raw == "" {
+			raw = defaultPostgresURL
+		}
+		cfg, err := pgx.ParseConfig(raw)
+		if err != nil {
+			return nil, inputErrorf("postgres-url", "cannot parse the PostgreSQL URL (%s): %v", redactURL(raw), errors.Unwrap(err))
+		}
+		return &autoCheck{dialect: sqldb.Postgres, pg: cfg, watch: ws}, nil
+	case "mysql", "mariadb":
+		cfg, err := sqldb.MySQLConfig(conn.MySQLDSN)
+		if err != nil {
+			return nil, &InputError{Field: "mysql-dsn", Err: err}
+		}
+		return &autoCheck{dialect: sqldb.MySQL, my: cfg, watch: ws}, nil
+	case "redis":
+		raw := conn.RedisURL
+		if raw == "" {
+			raw = defaultRedisURL
+		}
+		if redisstore.IsClusterURL(raw) {
+			return nil, &InputError{Field: "redis-url", Err: redisstore.ClusterRefusal(effectsOnRedis)}
+		}
+		opt, err := redis.ParseURL(raw)
+		if err != nil {
+			return nil, inputErrorf("redis-url", "cannot parse the Redis URL (%s)", redactURL(raw))
+		}
+		if len(ws) == 0 {
+			return nil, inputErrorf("watch", "--effects auto:redis measures the keys --watch names: add --watch 'PATTERN,…' (e.g. --watch 'coupon:*')")
+		}
+		return &autoCheck{redis: opt, watch: ws}, nil
+	case "mongo", "mongodb":
+		uri := conn.MongoURI
+		if uri == "" {
+			uri = defaultMongoURI
+		}
+		return &autoCheck{mongo: uri, watch: ws}, nil
+	}
+	return nil, inputErrorf("effects", "auto:%s: --effects auto measures %s over HTTP", store, autoKinds)
+}
+
+func (a *autoCheck) describe() string {
+	if a.redis != nil {
+		return "auto:redis on " + a.redis.Addr
+	}
+	if a.mongo != "" {
+		return "auto:mongo on " + mongostore.Redact(a.mongo)
+	}
+	if a.pg != nil {
+		return fmt.Sprintf("auto:postgres on %s:%d/%s", a.pg.Host, a.pg.Port, a.pg.Database)
+	}
+	return "auto:mysql on " + a.my.Addr + "/" + a.my.DBName
+}
+
+func (a *autoCheck) open(ctx context.Context) error {
+	if a.redis != nil {
+		a.rdb = redis.NewClient(a.redis)
+		if err := a.rdb.Ping(ctx).Err(); err != nil {
+			return fmt.Errorf("cannot connect to Redis at %s: %w — is it running? set --redis-url or RACETEST_REDIS_URL", a.redis.Addr, err)
+		}
+		return nil
+	}
+	if a.mongo != "" {
+		cs, err := connstring.ParseAndValidate(a.mongo)
+		if err != nil {
+			return &InputError{Field: "mongo-uri", Err: fmt.Errorf("invalid URI %s", mongostore.Redact(a.mongo))}
+		}
+		db := cs.Database
+		if db == "" {
+			db = mongostore.DefaultDatabase
+		}
+		cl, err := mongo.Connect(options.Client().ApplyURI(a.mongo))
+		if err != nil {
+			return err
+		}
+		a.mcl, a.mdb = cl, cl.Database(db)
+		if err := cl.Ping(ctx, nil); err != nil {
+			return fmt.Errorf("cannot connect to MongoDB at %s: %w — is it running? set --mongo-uri or RACETEST_MONGO_URI", mongostore.Redact(a.mongo), err)
+		}
+		return nil
+	}
+	if a.pg != nil {
+		c, err := pgx.ConnectConfig(ctx, a.pg)
+		if err != nil {
+			return fmt.Errorf("cannot connect to PostgreSQL at %s:%d: %w — is it running? set --postgres-url or RACETEST_POSTGRES_URL", a.pg.Host, a.pg.Port, err)
+		}
+		a.pgConn = c
+		return nil
+	}
+	conn, err := mysql.NewConnector(a.my)
+	if err != nil {
+		return err
+	}
+	a.myDB = sql.OpenDB(conn)
+	a.myDB.SetMaxOpenConns(1)
+	if err := a.myDB.PingContext(ctx); err != nil {
+		return fmt.Errorf("cannot connect to MySQL at %s: %w — is it running? set --mysql-dsn or RACETEST_MYSQL_DSN", a.my.Addr, err)
+	}
+	return nil
+}
+
+func (a *autoCheck) querier() sqldb.Querier {
+	if a.pgConn != nil {
+		return sqldb.Pgx(a.pgConn)
+	}
+	return sqldb.Std(a.myDB)
+}
+
+// snapshot reads the watched tables; the first one lists them.
+func (a *autoCheck) snapshot(ctx context.Context) (runner.Snapshot, error) {
+	if a.rdb != nil || a.mdb != nil {
+		var s runner.Snapshot
+		var err error
+		if a.rdb != nil {
+			s, err = redisstore.Snapshot(ctx, a.rdb, a.watch)
+		} else {
+			s, err = mongostore.Snapshot(ctx, a.mdb, a.watch)
+		}
+		var se *runner.SnapshotError
+		if errors.As(err, &se) {
+			return nil, &InputError{Field: "effects", Err: se}
+		}
+		return s, err
+	}
+	q := a.querier()
+	if a.plan == nil {
+		p, err := sqldb.PlanSnapshot(ctx, a.dialect, q, a.watch)
+		if err != nil {
+			var se *runner.SnapshotError
+			if errors.As(err, &se) {
+				return nil, &InputError{Field: "effects", Err: se}
+			}
+			return nil, err
+		}
+		a.plan = p
+	}
+	return sqldb.ReadSnapshot(ctx, a.plan, q)
+}
+
+func (a *autoCheck) close() error {
+	if a.rdb != nil {
+		return a.rdb.Close()
+	}
+	if a.mcl != nil {
+		return a.mcl.Disconnect(context.Background())
+	}
+	if a.pgConn != nil {
+		return a.pgConn.Close(context.Background())
+	}
+	if a.myDB != nil {
+		return a.myDB.Close()
+	}
+	return nil
+}
+
+// IsAuto reports whether an effects value asks for --effects auto:STORE.
+func IsAuto(effects string) bool { return strings.HasPrefix(effects, "auto:") }

@@ -1,0 +1,309 @@
+// Package sqlsnap reads a snapshot of a SQL schema for --effects auto:
+// per watched table its row count and the sum of each numeric column. It
+// imports no driver: internal/sqldb runs it on racetest's connections, the
+// race package on a team's own *sql.DB.
+package sqlsnap
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"math/big"
+	"sort"
+	"strings"
+
+	"github.com/racetest/racetest/runner"
+)
+
+// Dialect is the SQL family of a server.
+type Dialect string
+
+const (
+	MySQL    Dialect = "mysql" // MySQL and MariaDB
+	Postgres Dialect = "postgres"
+)
+
+// Querier runs racetest's own statements: Rows reads a whole result, each
+// value as the driver decodes it; Row scans one row.
+type Querier interface {
+	Rows(ctx context.Context, query string) ([][]any, error)
+	Row(ctx context.Context, query string, dest ...any) error
+}
+
+// Limits are what a plan refuses past: tables, and bytes of table data.
+type Limits struct{ Tables, Bytes int64 }
+
+// DefaultLimits are MaxSnapshotTables and MaxSnapshotBytes.
+var DefaultLimits = Limits{MaxSnapshotTables, MaxSnapshotBytes}
+
+// A snapshot of a schema, for --effects auto: per watched table its row
+// count and the sum of each numeric column, read exactly (count(*) and
+// sum(), never the planner's estimates) on racetest's own connection while
+// no attempt runs. The tables are those of the connection's schema
+// (PostgreSQL's current_schema(), MySQL's DATABASE()), or those --watch
+// names; never racetest's own registry table, never another schema.
+
+// Limits on what a snapshot reads per burst (five snapshots a burst with
+// a solo twin): past them a run is refused, with the way out.
+const (
+	// MaxSnapshotTables is the most tables a snapshot reads.
+	MaxSnapshotTables = 100
+	// MaxSnapshotBytes is the most table data (the server's own size of
+	// the watched tables) a snapshot reads: its cost grows with it. 20
+	// tables of 10^6 rows in all, 50-58 MiB, took 0.9 s (PostgreSQL) and
+	// 1.1 s (MariaDB) per snapshot on 2 cores at load 21
+	// (docs/measurements.md); 256 MiB is some 5 s a snapshot there.
+	MaxSnapshotBytes = 256 << 20
+)
+
+// RegistryTable is racetest's own table of runs, never watched.
+const RegistryTable = "racetest_runs"
+
+// SnapshotPlan is what a snapshot of one schema reads.
+type SnapshotPlan struct {
+	dialect Dialect
+	Schema  string
+	Tables  []SnapshotTable
+	// Bytes is the watched tables' data size, as the server reports it.
+	Bytes int64
+}
+
+// SnapshotTable is one watched table: its name, and the numeric columns
+// whose sums are read. Key and identity (serial, auto_increment) columns
+// are left out: they name rows, they are not quantities.
+type SnapshotTable struct {
+	Name    string
+	Columns []string
+	// Float marks the columns of floating-point types, whose sums are
+	// rounded to 6 decimal places (a float sum depends on the order of
+	// the rows).
+	Float map[string]bool
+}
+
+// numericTypes are the column types whose sums a snapshot reads.
+var numericTypes = map[Dialect]map[string]bool{
+	Postgres: {"smallint": true, "integer": true, "bigint": true, "numeric": true, "real": true, "double precision": true, "money": false},
+	MySQL:    {"tinyint": true, "smallint": true, "mediumint": true, "int": true, "integer": true, "bigint": true, "decimal": true, "numeric": true, "float": true, "double": true, "real": true},
+}
+
+var floatTypes = map[string]bool{"real": true, "double precision": true, "float": true, "double": true}
+
+// listing reads the schema's tables and their columns: name, column, data
+// type, whether the column is a key or an identity, and the table's size.
+var listing = map[Dialect]string{
+	// The catalog, not information_schema: a table another session drops
+	// meanwhile is simply not there (pg_relation_size of its oid is NULL),
+	// where a cast of its name to regclass would fail the listing.
+	Postgres: `SELECT c.relname::text, COALESCE(a.attname::text, ''), COALESCE(format_type(a.atttypid, NULL), ''),
+  COALESCE(a.attidentity <> '' OR pg_get_expr(d.adbin, d.adrelid) LIKE 'nextval(%' OR a.attnum = ANY(i.indkey), false),
+  COALESCE(pg_relation_size(c.oid), 0), current_schema()::text
+FROM pg_class c
+JOIN pg_namespace n ON n.oid = c.relnamespace
+LEFT JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+LEFT JOIN pg_attrdef d ON d.adrelid = c.oid AND d.adnum = a.attnum
+LEFT JOIN pg_index i ON i.indrelid = c.oid AND i.indisprimary
+WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p')
+ORDER BY c.relname, a.attnum`,
+	MySQL: `SELECT t.table_name, COALESCE(c.column_name, ''), COALESCE(c.data_type, ''),
+  COALESCE(c.column_key = 'PRI' OR c.extra LIKE '%auto_increment%', 0),
+  COALESCE(t.data_length, 0), DATABASE()
+FROM information_schema.tables t
+LEFT JOIN information_schema.columns c ON c.table_schema = t.table_schema AND c.table_name = t.table_name
+WHERE t.table_schema = DATABASE() AND t.table_type = 'BASE TABLE'
+ORDER BY t.table_name, c.ordinal_position`,
+}
+
+// Plan lists what a snapshot of the connection's schema reads: every
+// table, or the tables watch names (exactly, or else ignoring case).
+func Plan(ctx context.Context, d Dialect, q Querier, watch []string, lim Limits) (*SnapshotPlan, error) {
+	values, err := q.Rows(ctx, listing[d])
+	if err != nil {
+		return nil, fmt.Errorf("%s: listing the schema's tables for --effects auto: %w", d, err)
+	}
+	p := &SnapshotPlan{dialect: d}
+	byName := map[string]*SnapshotTable{}
+	var names []string
+	for _, r := range values {
+		name, col, typ := text(r[0]), text(r[1]), strings.ToLower(text(r[2]))
+		p.Schema = text(r[5])
+		if name == RegistryTable {
+			continue
+		}
+		t := byName[name]
+		if t == nil {
+			t = &SnapshotTable{Name: name, Float: map[string]bool{}}
+			byName[name] = t
+			names = append(names, name)
+			p.Bytes += integer(r[4])
+		}
+		if col != "" && numericTypes[d][typ] && !truth(r[3]) {
+			t.Columns = append(t.Columns, col)
+			t.Float[col] = floatTypes[typ]
+		}
+	}
+	if p.Schema == "" {
+		p.Schema = "(the connection's, empty)"
+	}
+	chosen := names
+	if len(watch) > 0 {
+		chosen, err = pick(names, watch, p.Schema)
+		if err != nil {
+			return nil, err
+		}
+		p.Bytes = 0
+		sizes := map[string]int64{}
+		for _, r := range values {
+			sizes[text(r[0])] = integer(r[4])
+		}
+		for _, n := range chosen {
+			p.Bytes += sizes[n]
+		}
+	}
+	for _, n := range chosen {
+		p.Tables = append(p.Tables, *byName[n])
+	}
+	maxTables, maxBytes := lim.Tables, lim.Bytes
+	if int64(len(p.Tables)) > maxTables {
+		return nil, &runner.SnapshotError{Msg: fmt.Sprintf("--effects auto: schema %s has %d tables, more than the %d a snapshot reads per burst — name the tables the attempt writes with --watch TABLE,…, or count the effects with --effects QUERY",
+			p.Schema, len(p.Tables), maxTables)}
+	}
+	if p.Bytes > maxBytes {
+		return nil, &runner.SnapshotError{Msg: fmt.Sprintf("--effects auto: the watched tables of schema %s hold %d MiB, more than the %d MiB a snapshot reads per burst (a burst with its solo twin reads them five times) — name the tables the attempt writes with --watch TABLE,…, or count the effects with --effects QUERY",
+			p.Schema, p.Bytes>>20, maxBytes>>20)}
+	}
+	return p, nil
+}
+
+// pick finds each watched name among the tables.
+func pick(names, watch []string, schema string) ([]string, error) {
+	var out []string
+	seen := map[string]bool{}
+	for _, w := range watch {
+		found := ""
+		for _, n := range names {
+			if n == w {
+				found = n
+			}
+		}
+		if found == "" {
+			for _, n := range names {
+				if strings.EqualFold(n, w) {
+					found = n
+				}
+			}
+		}
+		if found == "" {
+			list := strings.Join(names, ", ")
+			if list == "" {
+				list = "none"
+			}
+			return nil, &runner.SnapshotError{Msg: fmt.Sprintf("--watch: no table %q in schema %s (its tables: %s)", w, schema, list)}
+		}
+		if !seen[found] {
+			seen[found] = true
+			out = append(out, found)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// Read takes the snapshot: one statement per table, count(*) and the sums
+// together in one pass over it.
+func (p *SnapshotPlan) Read(ctx context.Context, q Querier) (runner.Snapshot, error) {
+	s := runner.Snapshot{}
+	for _, t := range p.Tables {
+		query := p.query(t)
+		dest := make([]sql.NullString, 1+len(t.Columns))
+		ptrs := make([]any, len(dest))
+		for i := range dest {
+			ptrs[i] = &dest[i]
+		}
+		if err := q.Row(ctx, query, ptrs...); err != nil {
+			return nil, fmt.Errorf("%s: snapshot of %s: %w", p.dialect, t.Name, err)
+		}
+		keys := append([]string{t.Name + runner.RowsSuffix}, nil...)
+		for _, c := range t.Columns {
+			keys = append(keys, t.Name+"."+c)
+		}
+		for i, k := range keys {
+			v := new(big.Rat)
+			if dest[i].Valid {
+				if _, ok := v.SetString(dest[i].String); !ok {
+					return nil, fmt.Errorf("%s: snapshot of %s: %q is not a number", p.dialect, k, dest[i].String)
+				}
+			}
+			s[k] = v
+		}
+	}
+	return s, nil
+}
+
+// query is the statement that reads one table.
+func (p *SnapshotPlan) query(t SnapshotTable) string {
+	cols := []string{p.text("count(*)")}
+	for _, c := range t.Columns {
+		sum := "sum(" + p.quote(c) + ")"
+		if t.Float[c] {
+			if p.dialect == Postgres {
+				sum = "round(" + sum + "::numeric, 6)"
+			} else {
+				sum = "round(" + sum + ", 6)"
+			}
+		}
+		cols = append(cols, p.text(sum))
+	}
+	return "SELECT " + strings.Join(cols, ", ") + " FROM " + p.quote(t.Name)
+}
+
+func (p *SnapshotPlan) text(expr string) string {
+	if p.dialect == Postgres {
+		return expr + "::text"
+	}
+	return "CAST(" + expr + " AS CHAR)"
+}
+
+func (p *SnapshotPlan) quote(name string) string {
+	if p.dialect == Postgres {
+		return `"` + strings.ReplaceAll(name, `"`, `""`) + `"`
+	}
+	return "`" + strings.ReplaceAll(name, "`", "``") + "`"
+}
+
+// text, integer and truth read a value of Query as either driver decodes it.
+func text(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case []byte:
+		return string(x)
+	case string:
+		return x
+	}
+	return fmt.Sprint(v)
+}
+
+func integer(v any) int64 {
+	var n int64
+	switch x := v.(type) {
+	case int64:
+		return x
+	case int32:
+		return int64(x)
+	case float64:
+		return int64(x)
+	}
+	fmt.Sscan(text(v), &n)
+	return n
+}
+
+func truth(v any) bool {
+	switch x := v.(type) {
+	case bool:
+		return x
+	case int64:
+		return x != 0
+	}
+	s := text(v)
+	return s == "1" || s == "t" || s == "true"
+}

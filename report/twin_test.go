@@ -1,0 +1,217 @@
+package report
+
+import (
+	"bytes"
+	"math/big"
+	"strings"
+	"testing"
+
+	"github.com/racetest/racetest/runner"
+)
+
+func rat(n int64) *big.Rat { return big.NewRat(n, 1) }
+
+// twinCase is a run of 4 bursts judged by solo twins: each burst's change
+// is given as grant rows and a qty sum; the solo twin granted 1 and took 5.
+func twinCase(together func(i int) runner.Delta) Case {
+	r := &runner.Result{Attempts: 8, Allowed: 1, Required: 1, Planned: 4, Errors: map[string]int{}}
+	for i := range 4 {
+		tw := &runner.Twin{SoloBurst: i, Solo: runner.Delta{"grants rows": rat(1), "stock.qty": rat(-5), "grants.who": rat(int64(i))}, Together: together(i)}
+		b := runner.Burst{Index: i, Overlap: 8, Twin: tw}
+		b.Outcomes[runner.Executed], b.Outcomes[runner.Declined] = 1, 7
+		r.Bursts = append(r.Bursts, b)
+	}
+	r.Twins = runner.JudgeTwins(r.Bursts)
+	return Case{Name: "redeem.sql", Scenario: "script", Backend: "postgres", Expect: Expect{Kind: ExpectSafe}, Result: r}
+}
+
+func same(i int) runner.Delta {
+	return runner.Delta{"grants rows": rat(1), "stock.qty": rat(-5), "grants.who": rat(int64(3 - i))}
+}
+
+func TestTwinVerdicts(t *testing.T) {
+	race := twinCase(func(i int) runner.Delta {
+		d := same(i)
+		if i == 2 {
+			d["grants rows"] = rat(7)
+		}
+		return d
+	})
+	a := Assess(race)
+	if a.Verdict != Race || a.Violations != 1 || a.Met {
+		t.Fatalf("race: %+v", a)
+	}
+	lost := twinCase(func(i int) runner.Delta {
+		d := same(i)
+		if i == 1 {
+			d["stock.qty"] = rat(-2)
+		}
+		return d
+	})
+	if a := Assess(lost); a.Verdict != Lost || a.Violations != 1 || a.Why != "expected SAFE, but 1 of 4 bursts changed the database less than the same attempts did one at a time" {
+		t.Fatalf("lost: %+v", a)
+	}
+	safe := twinCase(same)
+	if a := Assess(safe); a.Verdict != Safe || a.Tested != 4 {
+		t.Fatalf("safe: %+v", a)
+	}
+	safe.Expect = Expect{Kind: ExpectRace}
+	if a := Assess(safe); a.Met || !strings.HasPrefix(a.Why, "expected RACE, but no burst of 4 changed the database more than the same attempts one at a time") {
+		t.Fatalf("safe, expected race: %+v", a)
+	}
+	noisy := twinCase(same)
+	noisy.Result.Bursts[3].Twin.Noise = []string{"`audit` +1"}
+	noisy.Result.Twins = runner.JudgeTwins(noisy.Result.Bursts)
+	if a := Assess(noisy); a.Verdict != Inconclusive || !strings.Contains(a.Why, "another writer") {
+		t.Fatalf("noisy: %+v", a)
+	}
+	// Another writer makes even a run with a violation inconclusive.
+	noisyRace := twinCase(func(i int) runner.Delta {
+		d := same(i)
+		d["grants rows"] = rat(7)
+		return d
+	})
+	noisyRace.Result.Bursts[0].Twin.Noise = []string{"`audit` +1"}
+	noisyRace.Result.Twins = runner.JudgeTwins(noisyRace.Result.Bursts)
+	if a := Assess(noisyRace); a.Verdict != Inconclusive {
+		t.Fatalf("noisy race: %+v", a)
+	}
+}
+
+func TestTwinTableShowsBothChanges(t *testing.T) {
+	c := twinCase(func(i int) runner.Delta {
+		d := same(i)
+		if i == 2 {
+			d["grants rows"] = rat(7)
+			d["stock.qty"] = rat(-7)
+		}
+		return d
+	})
+	var out bytes.Buffer
+	if err := Table(&out, []Case{c}, Options{Width: 300}); err != nil {
+		t.Fatal(err)
+	}
+	s := out.String()
+	for _, want := range []string{
+		"1 of 4 bursts changed the database more than the same attempts did one at a time; burst 2: `grants`: +1 row solo, +7 together; `stock.qty` (sum): -5 solo, -7 together",
+		"burst 2 beside its solo twin (the same 8 attempts one at a time, before burst 2):",
+		"grants (rows)       +1        +7  ← differs",
+		"grants.who (sum)    +2        +1  (not compared)",
+		"stock.qty (sum)     -5        -7  ← differs",
+		"expected SAFE, but 1 of 4 bursts changed the database more than the same attempts did one at a time\n",
+		"not compared: grants.who",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("table lacks %q:\n%s", want, s)
+		}
+	}
+	var h bytes.Buffer
+	if err := HTML(&h, []Case{c}, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(h.String(), `<pre class="twin">burst 2 beside its solo twin`) {
+		t.Error("the HTML page lacks the side-by-side changes")
+	}
+}
+
+func TestTwinSafeAndLostLines(t *testing.T) {
+	var out bytes.Buffer
+	if err := Table(&out, []Case{twinCase(same)}, Options{Width: 200}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "0 of 4 tested bursts changed the database otherwise than the same attempts one at a time (4 solo twins compared)") {
+		t.Errorf("safe table:\n%s", out.String())
+	}
+	lost := twinCase(func(i int) runner.Delta {
+		d := same(i)
+		d["stock.qty"] = rat(-2)
+		return d
+	})
+	out.Reset()
+	if err := Table(&out, []Case{lost}, Options{Width: 200}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "4 of 4 bursts changed the database less than the same attempts did one at a time, while an attempt claimed it done; burst 0: `stock.qty` (sum): -5 solo, -2 together") {
+		t.Errorf("lost table:\n%s", out.String())
+	}
+}
+
+func TestTwinJSONRoundTrip(t *testing.T) {
+	c := twinCase(func(i int) runner.Delta {
+		d := same(i)
+		if i == 2 {
+			d["grants rows"] = rat(7)
+		}
+		d["stock.qty"] = big.NewRat(-11, 2)
+		return d
+	})
+	var saved bytes.Buffer
+	if err := JSON(&saved, []Case{c}, Options{Version: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(saved.String(), `"solo_twins"`) || !strings.Contains(saved.String(), `"grants rows": "7"`) {
+		t.Fatalf("json lacks the twins:\n%s", saved.String())
+	}
+	doc, err := ReadDocument(bytes.NewReader(saved.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := doc.Cases()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := Assess(c), Assess(again[0])
+	if a.Verdict != b.Verdict || a.Violations != b.Violations || a.Tested != b.Tested {
+		t.Fatalf("re-read %+v, want %+v", b, a)
+	}
+	var t1, t2 bytes.Buffer
+	_ = Table(&t1, []Case{c}, Options{Width: 120})
+	_ = Table(&t2, again, Options{Width: 120})
+	if t1.String() != t2.String() {
+		t.Errorf("the re-read table differs:\n%s\nwant\n%s", t2.String(), t1.String())
+	}
+	bad := strings.Replace(saved.String(), `"verdict": "more"`, `"verdict": "bigger"`, 1)
+	if doc, err := ReadDocument(strings.NewReader(bad)); err == nil {
+		if _, err := doc.Cases(); err == nil {
+			t.Error("an unknown twin verdict was read")
+		}
+	}
+}
+
+// A twin run's bursts that changed nothing watched tested nothing, and the
+// reason says so beside issue 25's causes.
+func TestTwinBurstsThatChangedNothingAreUntested(t *testing.T) {
+	c := twinCase(func(int) runner.Delta { return runner.Delta{} })
+	for i := range c.Result.Bursts {
+		c.Result.Bursts[i].Twin.Solo = runner.Delta{}
+	}
+	c.Result.Twins = runner.JudgeTwins(c.Result.Bursts)
+	a := Assess(c)
+	want := "only 0 of 4 bursts put the guard to the test (need 50%): 0 executed nothing, 0 never had two attempts in flight at once, 0 had fewer than two answered attempts, 4 changed nothing that racetest watches (in a run judged by solo twins)"
+	if a.Verdict != Inconclusive || a.Why != want {
+		t.Errorf("got %s %q\nwant INCONCLUSIVE %q", a.Verdict, a.Why, want)
+	}
+}
+
+// A twin run whose bursts changed the store as their twins did, but broke
+// an invariant, is a RACE named after the invariant, not after the twins.
+func TestTwinRunWithABrokenInvariant(t *testing.T) {
+	c := twinCase(same)
+	c.Result.Invariants = []string{"stock never below 0"}
+	for i := range c.Result.Bursts {
+		c.Result.Bursts[i].Broken = []int{0}
+	}
+	c.Result.Bursts[1].Broken = []int{2}
+	a := Assess(c)
+	want := "expected SAFE, but invariant stock never below 0 broken after 1 of 4 bursts (at most 2 violations)"
+	if a.Verdict != Race || a.Violations != 1 || a.Why != want {
+		t.Fatalf("got %s (%d) %q\nwant RACE %q", a.Verdict, a.Violations, a.Why, want)
+	}
+	var buf strings.Builder
+	if err := Table(&buf, []Case{c}, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "invariant stock never below 0 broken after 1 of 4 bursts") {
+		t.Errorf("the details do not name the broken invariant:\n%s", buf.String())
+	}
+}

@@ -1,0 +1,487 @@
+package runner
+
+import (
+	"context"
+	"math/big"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// ledger is a store a Snapshotter target measures: named numbers ("grants
+// rows", "accounts.balance"), changed by the attempts of a pattern.
+type ledger struct {
+	counter
+	mu sync.Mutex
+	// vals are the store's figures.
+	vals map[string]int64
+	// used holds each subject's flag for check-then-write.
+	used map[string]bool
+	// do is one attempt's action on the store, given the subject.
+	do func(l *ledger, s Subject, w *Worker) Outcome
+	// onSnapshot, when set, runs before each snapshot (another writer).
+	onSnapshot func(l *ledger)
+	snaps      int
+}
+
+func newLedger(do func(l *ledger, s Subject, w *Worker) Outcome) *ledger {
+	l := &ledger{vals: map[string]int64{}, used: map[string]bool{}, do: do}
+	l.effects = map[string]int{}
+	l.attempt = func(_ context.Context, s Subject, w *Worker) Outcome { return l.do(l, s, w) }
+	return l
+}
+
+func (l *ledger) add(k string, n int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.vals[k] += n
+}
+
+func (l *ledger) get(k string) int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.vals[k]
+}
+
+func (l *ledger) Snapshot(context.Context) (Snapshot, error) {
+	if l.onSnapshot != nil {
+		l.onSnapshot(l)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.snaps++
+	s := Snapshot{}
+	for k, v := range l.vals {
+		s[k] = big.NewRat(v, 1)
+	}
+	return s, nil
+}
+
+// naiveGrant checks the subject's flag, pauses, and grants: together, every
+// attempt that checked before the first grant grants too.
+func naiveGrant(l *ledger, s Subject, w *Worker) Outcome {
+	l.mu.Lock()
+	used := l.used[s.Key]
+	l.mu.Unlock()
+	time.Sleep(3 * time.Millisecond)
+	if used {
+		return Outcome{Class: Declined}
+	}
+	l.mu.Lock()
+	l.used[s.Key] = true
+	l.vals["grants rows"]++
+	l.vals["grants.attempt"] += int64(w.ID)
+	l.mu.Unlock()
+	return Outcome{Class: Executed}
+}
+
+// casGrant checks and grants under one lock: exactly one grant.
+func casGrant(l *ledger, s Subject, w *Worker) Outcome {
+	time.Sleep(3 * time.Millisecond)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.used[s.Key] {
+		return Outcome{Class: Declined}
+	}
+	l.used[s.Key] = true
+	l.vals["grants rows"]++
+	l.vals["grants.attempt"] += int64(w.ID)
+	return Outcome{Class: Executed}
+}
+
+// lostDeposit reads the balance, pauses and writes it back plus 10.
+func lostDeposit(l *ledger, _ Subject, _ *Worker) Outcome {
+	b := l.get("accounts.balance")
+	time.Sleep(3 * time.Millisecond)
+	l.mu.Lock()
+	l.vals["accounts.balance"] = b + 10
+	l.mu.Unlock()
+	return Outcome{Class: Executed}
+}
+
+func runTwins(t *testing.T, l *ledger, opts ...Option) *Result {
+	t.Helper()
+	opts = append([]Option{Attempts(4), Bursts(6), SoloTwins(1), Timeout(5 * time.Second)}, opts...)
+	res, err := Run(context.Background(), l, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Twins == nil {
+		t.Fatal("a run with solo twins has no Twins")
+	}
+	return res
+}
+
+func TestSoloTwinFindsTheExtraRows(t *testing.T) {
+	l := newLedger(naiveGrant)
+	res := runTwins(t, l)
+	if res.Violations() == 0 {
+		t.Fatalf("no burst differed from its solo twin: %+v", res.Bursts[0].Twin)
+	}
+	for _, b := range res.Bursts {
+		if !b.Violated() {
+			continue
+		}
+		if b.Lost() {
+			t.Errorf("burst %d is both RACE and LOST", b.Index)
+		}
+		if got := b.Twin.Solo["grants rows"]; got.Cmp(big.NewRat(1, 1)) != 0 {
+			t.Errorf("burst %d: the solo twin granted %s, want 1", b.Index, got.RatString())
+		}
+		if len(b.Twin.Diffs) == 0 || b.Twin.Diffs[0].Key != "grants rows" {
+			t.Errorf("burst %d: diffs %v, want grants rows", b.Index, b.Twin.Diffs)
+		}
+		if b.Effects <= b.Allowed || b.Allowed != 1 {
+			t.Errorf("burst %d: effects %d allowed %d: want the rows together over the solo's 1", b.Index, b.Effects, b.Allowed)
+		}
+		if !strings.Contains(b.Twin.Diffs[0].String(), "`grants`: +1 row solo, +") {
+			t.Errorf("diff reads %q", b.Twin.Diffs[0])
+		}
+	}
+	// The attempt column records which attempt won: the twins turn their
+	// order, so it varies and is set aside.
+	if len(res.Twins.Varying) != 1 || res.Twins.Varying[0] != "grants.attempt" {
+		t.Errorf("varying %v, want grants.attempt", res.Twins.Varying)
+	}
+	if res.Twins.Solos != 6 || res.Twins.Reason() != "" {
+		t.Errorf("solos %d (want 6), reason %q", res.Twins.Solos, res.Twins.Reason())
+	}
+	if res.Example == nil || !res.Example.Twin {
+		t.Error("the example burst of a twin run is not marked as judged by its twin")
+	}
+	// Solo twin, burst: 2 + 3 snapshots each.
+	if l.snaps != 6*5 {
+		t.Errorf("%d snapshots, want 30", l.snaps)
+	}
+}
+
+func TestSoloTwinSameChangeIsNoViolation(t *testing.T) {
+	res := runTwins(t, newLedger(casGrant))
+	if res.Violations() != 0 || res.Lost() != 0 {
+		t.Fatalf("violations %d lost %d on a compare-and-set", res.Violations(), res.Lost())
+	}
+	for _, b := range res.Bursts {
+		if b.Twin.Verdict != TwinSame {
+			t.Errorf("burst %d: %s, want same", b.Index, b.Twin.Verdict)
+		}
+		if !b.TookEffect() {
+			t.Errorf("burst %d took no effect", b.Index)
+		}
+	}
+	if res.Tested() == 0 {
+		t.Error("no burst tested")
+	}
+}
+
+func TestSoloTwinFindsTheLostUpdate(t *testing.T) {
+	res := runTwins(t, newLedger(lostDeposit))
+	if res.Lost() == 0 || res.Violations() != 0 {
+		t.Fatalf("lost %d, violations %d: want LOST only", res.Lost(), res.Violations())
+	}
+	b := res.Bursts[0]
+	if got := b.Twin.Solo["accounts.balance"]; got.Cmp(big.NewRat(40, 1)) != 0 {
+		t.Errorf("solo change %s, want +40", got.RatString())
+	}
+	if !b.TookEffect() {
+		t.Error("a burst that changed a balance took no effect")
+	}
+}
+
+func TestSoloTwinsThatDisagreeJudgeNothing(t *testing.T) {
+	n := 0
+	l := newLedger(func(l *ledger, s Subject, w *Worker) Outcome {
+		n++ // serial in the solo twins, where it matters
+		l.add("grants rows", int64(1+n%3))
+		return Outcome{Class: Executed}
+	})
+	res := runTwins(t, l, Attempts(1))
+	if !strings.Contains(res.Twins.Reason(), "solo runs differ") {
+		t.Fatalf("reason %q", res.Twins.Reason())
+	}
+	for _, b := range res.Bursts {
+		if b.Twin.Verdict != TwinUnjudged || b.Violated() || b.Lost() || b.Tested() {
+			t.Errorf("burst %d judged %s", b.Index, b.Twin.Verdict)
+		}
+	}
+}
+
+func TestAnotherWriterMakesBurstsUnjudged(t *testing.T) {
+	l := newLedger(casGrant)
+	l.onSnapshot = func(l *ledger) { l.add("audit rows", 1) }
+	res := runTwins(t, l)
+	if res.Twins.Noisy != 6 || !strings.Contains(res.Twins.Reason(), "another writer") ||
+		!strings.Contains(res.Twins.Reason(), "`audit` +1") {
+		t.Fatalf("noisy %d, reason %q", res.Twins.Noisy, res.Twins.Reason())
+	}
+	if res.Tested() != 0 {
+		t.Error("a burst with another writer was tested")
+	}
+}
+
+func TestSoloEverySharesTheLatestTwin(t *testing.T) {
+	l := newLedger(casGrant)
+	res := runTwins(t, l, SoloTwins(3), Bursts(7))
+	want := []int{0, 0, 0, 3, 3, 3, 6}
+	for i, b := range res.Bursts {
+		if b.Twin.SoloBurst != want[i] {
+			t.Errorf("burst %d compared with the twin of %d, want %d", i, b.Twin.SoloBurst, want[i])
+		}
+	}
+	if res.Twins.Solos != 3 {
+		t.Errorf("%d solo twins, want 3", res.Twins.Solos)
+	}
+	// 3 twins × 2 snapshots + 7 bursts × 3.
+	if l.snaps != 3*2+7*3 {
+		t.Errorf("%d snapshots, want 27", l.snaps)
+	}
+}
+
+func TestSoloTwinsNeedASnapshotter(t *testing.T) {
+	_, err := Run(context.Background(), newCounter(), SoloTwins(1))
+	if err == nil || !strings.Contains(err.Error(), "measure its store") {
+		t.Fatalf("err %v", err)
+	}
+	if err := (&Config{Attempts: 1, Bursts: 1, Replicas: 1, Waves: 1, Allowed: 1, SoloEvery: -1}).Validate(); err == nil {
+		t.Fatal("SoloEvery -1 accepted")
+	}
+	if err := (&Config{Attempts: 1, Bursts: 1, Replicas: 1, Waves: 1, Allowed: 1, SoloEvery: 0}).Validate(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func rat(n int64) *big.Rat { return big.NewRat(n, 1) }
+
+func TestJudgeTwins(t *testing.T) {
+	solo := Delta{"t rows": rat(1), "t.qty": rat(-5)}
+	cases := []struct {
+		name     string
+		together Delta
+		want     TwinVerdict
+		diffs    int
+	}{
+		{"same", Delta{"t rows": rat(1), "t.qty": rat(-5)}, TwinSame, 0},
+		{"more rows", Delta{"t rows": rat(3), "t.qty": rat(-5)}, TwinMore, 1},
+		{"larger decrease", Delta{"t rows": rat(1), "t.qty": rat(-7)}, TwinMore, 1},
+		{"smaller decrease", Delta{"t rows": rat(1), "t.qty": rat(-4)}, TwinFewer, 1},
+		{"fewer rows", Delta{"t.qty": rat(-5)}, TwinFewer, 1},
+		{"the other way", Delta{"t rows": rat(1), "t.qty": rat(5)}, TwinMore, 1},
+		{"fewer and more", Delta{"t rows": rat(0), "t.qty": rat(-9)}, TwinMore, 2},
+		{"a new key", Delta{"t rows": rat(1), "t.qty": rat(-5), "u rows": rat(1)}, TwinMore, 1},
+	}
+	for _, c := range cases {
+		bs := []Burst{{Twin: &Twin{Solo: solo, Together: c.together}}}
+		judge(bs, 1)
+		if got := bs[0].Twin.Verdict; got != c.want || len(bs[0].Twin.Diffs) != c.diffs {
+			t.Errorf("%s: %s with %d diffs, want %s with %d", c.name, got, len(bs[0].Twin.Diffs), c.want, c.diffs)
+		}
+	}
+}
+
+func TestJudgeTwinsSetsAsideWhatVaries(t *testing.T) {
+	bs := []Burst{
+		{Index: 0, Twin: &Twin{SoloBurst: 0, Solo: Delta{"t rows": rat(1), "t.who": rat(0)}, Together: Delta{"t rows": rat(1), "t.who": rat(3)}}},
+		{Index: 1, Twin: &Twin{SoloBurst: 1, Solo: Delta{"t rows": rat(1), "t.who": rat(1)}, Together: Delta{"t rows": rat(1), "t.who": rat(2)}}},
+	}
+	tw := judgeTwins(bs)
+	if len(tw.Varying) != 1 || tw.Disagree != "" {
+		t.Fatalf("varying %v disagree %q", tw.Varying, tw.Disagree)
+	}
+	for _, b := range bs {
+		if b.Twin.Verdict != TwinSame {
+			t.Errorf("burst %d: %s", b.Index, b.Twin.Verdict)
+		}
+	}
+	// Rows that differ between twins judge nothing.
+	bs[1].Twin.Solo = Delta{"t rows": rat(2)}
+	tw = judgeTwins(bs)
+	if !strings.Contains(tw.Disagree, "`t`: +1 rows in one, +2 rows in another") {
+		t.Errorf("disagree %q", tw.Disagree)
+	}
+	if bs[0].Twin.Verdict != TwinUnjudged {
+		t.Errorf("burst 0: %s", bs[0].Twin.Verdict)
+	}
+	// The same twin twice is not a disagreement, but one twin judges
+	// nothing.
+	bs[1].Twin.SoloBurst = 0
+	bs[1].Twin.Solo = bs[0].Twin.Solo
+	if tw = judgeTwins(bs); tw.Disagree != "" || tw.Solos != 1 || !strings.Contains(tw.Reason(), "only 1 solo twin ran") {
+		t.Errorf("one twin: disagree %q solos %d reason %q", tw.Disagree, tw.Solos, tw.Reason())
+	}
+	if bs[0].Twin.Verdict != TwinUnjudged {
+		t.Errorf("one twin judged %s", bs[0].Twin.Verdict)
+	}
+	if judge(bs, 1); bs[0].Twin.Verdict != TwinMore {
+		t.Errorf("judged with one twin allowed: %s", bs[0].Twin.Verdict)
+	}
+}
+
+func TestDeltaAndSigned(t *testing.T) {
+	before := Snapshot{"a rows": rat(2), "gone rows": rat(3), "a.x": big.NewRat(3, 2)}
+	after := Snapshot{"a rows": rat(2), "new rows": rat(1), "a.x": big.NewRat(1, 1)}
+	d := after.Change(before)
+	if got := strings.Join(d.Keys(), ","); got != "a.x,gone rows,new rows" {
+		t.Fatalf("keys %s", got)
+	}
+	if Signed(d["a.x"]) != "-0.5" || Signed(d["gone rows"]) != "-3" || Signed(d["new rows"]) != "+1" || Signed(nil) != "0" {
+		t.Errorf("signed: %s %s %s", Signed(d["a.x"]), Signed(d["gone rows"]), Signed(d["new rows"]))
+	}
+	if d.Rows() != 4 {
+		t.Errorf("rows %d, want 4", d.Rows())
+	}
+	if got := (TwinDiff{Key: "t.qty", Solo: rat(-5), Together: rat(-7)}).String(); got != "`t.qty` (sum): -5 solo, -7 together" {
+		t.Errorf("diff %q", got)
+	}
+	if got := (TwinDiff{Key: "t rows", Solo: rat(2), Together: rat(7)}).String(); got != "`t`: +2 rows solo, +7 together" {
+		t.Errorf("diff %q", got)
+	}
+}
+
+// soloLedger makes its twins' subjects apart, as an HTTP target does.
+type soloLedger struct {
+	*ledger
+	solo, reset []int
+	effects     int
+}
+
+func (l *soloLedger) ResetSolo(_ context.Context, b int) (Subject, error) {
+	l.solo = append(l.solo, b)
+	return Subject{Burst: b, Key: "solo"}, nil
+}
+
+func (l *soloLedger) Reset(ctx context.Context, b int) (Subject, error) {
+	l.reset = append(l.reset, b)
+	return l.ledger.Reset(ctx, b)
+}
+
+func (l *soloLedger) Effects(ctx context.Context, s Subject) (int, error) {
+	l.effects++
+	return 99, nil
+}
+
+func TestSoloTwinSubjectsComeFromResetSolo(t *testing.T) {
+	l := &soloLedger{ledger: newLedger(casGrant)}
+	res, err := Run(context.Background(), l, Attempts(3), Bursts(3), SoloTwins(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Twins past every burst a run may fire (2 × 3 with TopUp).
+	if len(l.solo) != 2 || l.solo[0] != 6 || l.solo[1] != 8 {
+		t.Errorf("solo subjects %v, want [6 8]", l.solo)
+	}
+	if len(l.reset) != 3 {
+		t.Errorf("resets %v, want the 3 bursts only", l.reset)
+	}
+	// Effects is called for each burst, and its count is not the verdict.
+	if l.effects != 3 {
+		t.Errorf("Effects called %d times, want 3", l.effects)
+	}
+	for _, b := range res.Bursts {
+		if b.Effects == 99 {
+			t.Errorf("burst %d took the Effects count", b.Index)
+		}
+	}
+}
+
+func TestNoSoloTwinsWithoutSoloEvery(t *testing.T) {
+	l := newLedger(casGrant)
+	res, err := Run(context.Background(), l, Attempts(2), Bursts(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.snaps != 0 || res.Twins != nil || res.Bursts[0].Twin != nil || res.Example.Twin {
+		t.Errorf("a run without SoloEvery took %d snapshots", l.snaps)
+	}
+}
+
+// parLedger says the server ran the burst's attempts one at a time.
+type parLedger struct{ *ledger }
+
+func (parLedger) ServerParallelism(Subject) float64 { return 1 }
+
+func TestATwinBurstServedOneAtATimeIsUntested(t *testing.T) {
+	res, err := Run(context.Background(), parLedger{newLedger(naiveGrant)}, Attempts(4), Bursts(3), SoloTwins(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range res.Bursts {
+		if b.ServerParallelism != 1 || b.Tested() {
+			t.Errorf("burst %d: server parallelism %v, tested %v", b.Index, b.ServerParallelism, b.Tested())
+		}
+	}
+}
+
+func TestTookEffectInATwinBurst(t *testing.T) {
+	b := Burst{Effects: 5, Overlap: 2, Twin: &Twin{Verdict: TwinSame, Together: Delta{}}}
+	b.Outcomes[Executed] = 2
+	if b.TookEffect() || b.Tested() {
+		t.Error("a burst that changed nothing took effect (its Effects count is not what a twin burst is judged by)")
+	}
+	b.Twin.Together = Delta{"t rows": rat(1)}
+	if !b.TookEffect() || !b.Tested() {
+		t.Error("a judged burst that changed the store did not take effect")
+	}
+	b.Twin.Verdict = TwinUnjudged
+	if b.TookEffect() {
+		t.Error("an unjudged burst took effect")
+	}
+	b.Twin = nil
+	if !b.TookEffect() {
+		t.Error("a counted burst with 5 effects did not take effect")
+	}
+}
+
+// invLedger is a ledger with one invariant, broken (twice) by burst bad
+// only: Broken's second call for a subject is its reading after the burst.
+type invLedger struct {
+	*ledger
+	bad   int
+	calls map[string]int
+}
+
+func (l *invLedger) Invariants() []string { return []string{"stock never below 0"} }
+func (l *invLedger) Broken(_ context.Context, s Subject) ([]int, error) {
+	l.calls[s.Key]++
+	if l.calls[s.Key] > 1 && s.Burst == l.bad {
+		return []int{2}, nil
+	}
+	return []int{0}, nil
+}
+
+// A twin run still checks its invariants: a burst that changed the store
+// as its twin did but broke an invariant is a violation, and the example.
+func TestTwinRunChecksInvariants(t *testing.T) {
+	l := &invLedger{ledger: newLedger(casGrant), bad: 3, calls: map[string]int{}}
+	res, err := Run(context.Background(), l, Attempts(4), Bursts(6), SoloTwins(1), Timeout(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Violations() != 1 {
+		t.Fatalf("%d violations, want 1: burst 3 broke the invariant", res.Violations())
+	}
+	b := res.Bursts[3]
+	if !b.Violated() || !b.BrokeInvariant() || b.Twin.Verdict != TwinSame {
+		t.Errorf("burst 3: violated %v, broke %v, twin %s: want violated by the invariant beside the same change", b.Violated(), b.BrokeInvariant(), b.Twin.Verdict)
+	}
+	if res.Example == nil || res.Example.Burst != 3 || !res.Example.Twin {
+		t.Errorf("example %+v, want burst 3 (the first to break an invariant), marked as a twin burst", res.Example)
+	}
+	if l.calls["k3"] != 2 {
+		t.Errorf("burst 3's invariant read %d times, want before and after", l.calls["k3"])
+	}
+}
+
+func TestTwinVerdictOrBrokenInvariant(t *testing.T) {
+	b := Burst{Effects: 5, Allowed: 1, Twin: &Twin{Verdict: TwinSame}}
+	if b.Violated() {
+		t.Error("a twin burst was judged by its counted effects")
+	}
+	b.Broken = []int{1}
+	if !b.Violated() {
+		t.Error("a twin burst that broke an invariant is no violation")
+	}
+	b.Broken, b.Twin.Verdict = nil, TwinMore
+	if !b.Violated() {
+		t.Error("a twin burst that changed more than its twin is no violation")
+	}
+}
