@@ -572,15 +572,17 @@ func (e *engine) count(ctx context.Context, s Subject, b *Burst) error {
 // target, the successes under Accounting, else the run's (or the
 // target's, for an Allowancer or a Requirer).
 func (e *engine) allow(s Subject, b *Burst) {
+	// Whatever judges the burst, a server that served it one request at a
+	// time tested nothing: an accounting or invariant-only run too.
+	if p, ok := e.t.(ServerParalleler); ok {
+		b.ServerParallelism = p.ServerParallelism(s)
+	}
 	if e.res.Uncounted {
 		return
 	}
 	if e.cfg.Accounting {
 		b.Allowed, b.Required = b.Outcomes[Executed], b.Outcomes[Executed]
 		return
-	}
-	if p, ok := e.t.(ServerParalleler); ok {
-		b.ServerParallelism = p.ServerParallelism(s)
 	}
 	b.Allowed = e.cfg.Allowed
 	if a, ok := e.t.(Allowancer); ok {

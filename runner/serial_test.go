@@ -67,3 +67,15 @@ func TestServerParallelismIsRecorded(t *testing.T) {
 		t.Errorf("without a ServerParalleler: parallelism %.2f, serial %d; want 0 and 0", res.Bursts[0].ServerParallelism, res.Serial())
 	}
 }
+
+// An accounting run records the server's parallelism too: a one-worker
+// server is as serial to it as to a counted run.
+func TestServerParallelismIsRecordedUnderAccounting(t *testing.T) {
+	res, err := Run(context.Background(), parallelTarget{newCounter()}, Attempts(4), Bursts(3), Accounting(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Serial() != 2 || res.Bursts[1].ServerParallelism != 6 {
+		t.Errorf("under accounting: %d serial bursts, burst 1 at %.2f; want 2 and 6", res.Serial(), res.Bursts[1].ServerParallelism)
+	}
+}
