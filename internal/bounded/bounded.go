@@ -18,6 +18,9 @@ import (
 type TooBigError struct {
 	Name string
 	Max  int64
+	// Size is the file's size when it was refused from it; 0 for a
+	// stream, read up to the cap.
+	Size int64
 }
 
 func (e *TooBigError) Error() string {
@@ -43,7 +46,7 @@ func ReadFile(name string, max int64) ([]byte, error) {
 		return nil, err
 	}
 	if st.Size() > max {
-		return nil, &TooBigError{Name: name, Max: max}
+		return nil, &TooBigError{Name: name, Max: max, Size: st.Size()}
 	}
 	f, err := os.Open(name)
 	if err != nil {

@@ -46,7 +46,7 @@ func TestReadFileCaps(t *testing.T) {
 		t.Errorf("a file of exactly the cap: %q, %v", b, err)
 	}
 	var tb *TooBigError
-	if _, err := ReadFile(big, 5); !errors.As(err, &tb) || tb.Max != 5 || !strings.Contains(err.Error(), "more than 5 bytes") {
+	if _, err := ReadFile(big, 5); !errors.As(err, &tb) || tb.Max != 5 || tb.Size != 6 || !strings.Contains(err.Error(), "more than 5 bytes") {
 		t.Errorf("a file one byte over the cap: %v", err)
 	}
 	if _, err := ReadFile(filepath.Join(dir, "none"), 5); !errors.Is(err, os.ErrNotExist) {
