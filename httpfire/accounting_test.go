@@ -15,8 +15,11 @@ import (
 )
 
 // counterServer counts hits in one shared counter, as a view counter or a
-// balance does: POST /hit reads it, waits, and writes it plus one (a lost
-// update, unless locked); GET /count answers it.
+// balance does: POST /hit works for 2 ms, then reads the counter, waits,
+// and writes it plus one (a lost update, unless locked); GET /count
+// answers it. Locked, the lock covers the read and the write only: a lock
+// around the whole request would make the server answer one request at a
+// time, which the run rightly calls INCONCLUSIVE (TestSerialServer…).
 func counterServer(t *testing.T, locked bool) string {
 	var mu, lock sync.Mutex
 	hits := 0
@@ -30,14 +33,18 @@ func counterServer(t *testing.T, locked bool) string {
 		if r.URL.Path != "/hit" {
 			return // the release's probe of the server
 		}
+		time.Sleep(2 * time.Millisecond) // the request's own work, in parallel
 		if locked {
+			// The read and the write under one lock, held only for them, as
+			// UPDATE … SET hits = hits + 1 does: the server still handles
+			// the burst's requests at once, so the run tests the guard.
 			lock.Lock()
 			defer lock.Unlock()
 		}
 		mu.Lock()
 		read := hits
 		mu.Unlock()
-		time.Sleep(2 * time.Millisecond)
+		time.Sleep(100 * time.Microsecond)
 		mu.Lock()
 		hits = read + 1
 		mu.Unlock()

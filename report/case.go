@@ -288,7 +288,7 @@ func untested(r *runner.Result, tested int) string {
 		return fmt.Sprintf("0 of %d bursts executed anything: %s", n, nothingRan(r))
 	}
 	if serial == n-tested {
-		return fmt.Sprintf("the server answered one request at a time in %d of %d bursts (%s): does it have one worker? racing needs a server that handles requests concurrently",
+		return fmt.Sprintf("the server answered one request at a time in %d of %d bursts (%s): does it have one worker, or one lock held around the whole request? racing needs a server that handles requests concurrently",
 			serial, n, serialFigure(r))
 	}
 	if apart == n-tested {
@@ -301,7 +301,7 @@ func untested(r *runner.Result, tested int) string {
 		why += fmt.Sprintf(", %d changed nothing that racetest watches (in a run judged by solo twins)", noEffect)
 	}
 	if serial > 0 {
-		why += fmt.Sprintf(", %d were answered one request at a time by the server (does it have one worker?)", serial)
+		why += fmt.Sprintf(", %d were answered one request at a time by the server (one worker, or one lock around the whole request?)", serial)
 	}
 	return why
 }

@@ -32,7 +32,7 @@ func TestServedOneAtATimeIsInconclusive(t *testing.T) {
 	if a.Verdict != Inconclusive || a.Tested != 0 {
 		t.Fatalf("verdict %s with %d tested, want INCONCLUSIVE with none", a.Verdict, a.Tested)
 	}
-	for _, w := range []string{"the server answered one request at a time in 10 of 10 bursts", "median 1.1 requests at once", "below 1.5", "does it have one worker?"} {
+	for _, w := range []string{"the server answered one request at a time in 10 of 10 bursts", "median 1.1 requests at once", "below 1.5", "does it have one worker, or one lock held around the whole request?"} {
 		if !strings.Contains(a.Why, w) {
 			t.Errorf("why %q does not say %q", a.Why, w)
 		}
@@ -48,7 +48,7 @@ func TestServedOneAtATimeIsInconclusive(t *testing.T) {
 	a = Assess(Case{Expect: Expect{Kind: ExpectSafe}, Result: mixed})
 	if a.Verdict != Inconclusive || a.Tested != 3 || !strings.Contains(a.Why, "only 3 of 10 bursts put the guard to the test") ||
 		!strings.Contains(a.Why, "3 never had two attempts in flight at once") ||
-		!strings.Contains(a.Why, "4 were answered one request at a time by the server (does it have one worker?)") {
+		!strings.Contains(a.Why, "4 were answered one request at a time by the server (one worker, or one lock around the whole request?)") {
 		t.Errorf("4 served one at a time, 3 apart: verdict %s, %d tested, why %q", a.Verdict, a.Tested, a.Why)
 	}
 	// Half served one at a time still leaves enough tested bursts.
