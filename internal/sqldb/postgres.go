@@ -38,8 +38,10 @@ const DefaultPostgresURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disa
 
 // PostgresConnectTimeout bounds each connection attempt when the URL sets no
 // connect_timeout, so that an unreachable server fails in seconds rather than
-// after the operating system's TCP timeout.
-const PostgresConnectTimeout = 3 * time.Second
+// after the operating system's TCP timeout. 3 s was too short for a loaded
+// machine: at load 24 a local server, forking a backend per connection,
+// took longer to answer a worker's connection, and a run failed.
+const PostgresConnectTimeout = 10 * time.Second
 
 // PostgresHint is the "what to change" half of a PostgreSQL connection error.
 const PostgresHint = "set --postgres-url or RACETEST_POSTGRES_URL"
