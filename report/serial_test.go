@@ -100,3 +100,86 @@ func TestServerParallelismInJSON(t *testing.T) {
 		t.Errorf("an unmeasured run's JSON names the server's parallelism:\n%s", buf.String())
 	}
 }
+
+// The probe of the server decides the cause of a run answered one request
+// at a time: a server that did not answer a second request while a first
+// was unfinished has one worker; one that did serializes this endpoint
+// itself (a lock around the whole request), which proves nothing either.
+// Without a probe the line asks both questions, as before.
+func TestServedOneAtATimeNamesTheProbedCause(t *testing.T) {
+	for _, c := range []struct {
+		probe     *runner.ServerProbe
+		want, not []string
+	}{
+		{&runner.ServerProbe{Result: runner.ProbeSerial, Detail: "did not answer"},
+			[]string{"the server answers one request at a time (it did not answer a second request while a first was unfinished), so none of 10 bursts raced: does it have one worker?"},
+			[]string{"one lock", "estimated from the response times"}},
+		{&runner.ServerProbe{Result: runner.ProbeConcurrent, Detail: "answered"},
+			[]string{"the endpoint's requests were answered one at a time in 10 of 10 bursts", "median 1.1 requests at once", "though the server answered a second request while a first was unfinished: one lock held around the whole request?", "one replica only"},
+			[]string{"one worker"}},
+		{&runner.ServerProbe{Result: runner.ProbeNotRun, Detail: "no HTTP/1.1"},
+			[]string{"the server answered one request at a time in 10 of 10 bursts", "does it have one worker, or one lock held around the whole request?"}, nil},
+		{nil, []string{"does it have one worker, or one lock held around the whole request?"}, nil},
+	} {
+		r := serialRun(10, 10)
+		r.ServerProbe = c.probe
+		a := Assess(Case{Expect: Expect{Kind: ExpectSafe}, Result: r})
+		if a.Verdict != Inconclusive || a.Tested != 0 {
+			t.Errorf("probe %+v: verdict %s with %d tested, want INCONCLUSIVE with none", c.probe, a.Verdict, a.Tested)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(a.Why, w) {
+				t.Errorf("probe %+v: why %q does not say %q", c.probe, a.Why, w)
+			}
+		}
+		for _, w := range c.not {
+			if strings.Contains(a.Why, w) {
+				t.Errorf("probe %+v: why %q says %q", c.probe, a.Why, w)
+			}
+		}
+	}
+	// Among other causes, in a few words.
+	mixed := serialRun(10, 4)
+	for i := 4; i < 7; i++ {
+		mixed.Bursts[i].Overlap = 1
+	}
+	mixed.ServerProbe = &runner.ServerProbe{Result: runner.ProbeConcurrent}
+	if a := Assess(Case{Expect: Expect{Kind: ExpectSafe}, Result: mixed}); !strings.Contains(a.Why, "4 were answered one request at a time by the server (the server is concurrent: one lock around the whole request?)") {
+		t.Errorf("why %q", a.Why)
+	}
+}
+
+// The probe's finding is in the JSON, and a saved report re-read names
+// the same cause.
+func TestServerProbeInJSON(t *testing.T) {
+	r := serialRun(4, 4)
+	r.ServerProbe = &runner.ServerProbe{Result: runner.ProbeSerial, Detail: "did not answer OPTIONS * beside a held request"}
+	c := Case{Scenario: "http", Backend: "http", Expect: Expect{Kind: ExpectSafe}, Result: r}
+	var buf bytes.Buffer
+	if err := JSON(&buf, []Case{c}, Options{Version: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), `"server_probe": {`) || !strings.Contains(buf.String(), `"result": "serial"`) {
+		t.Errorf("no server_probe in the JSON:\n%s", buf.String())
+	}
+	read, err := ReadDocument(bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := read.Cases()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := Assess(c), Assess(again[0]); a.Why != b.Why || !strings.Contains(b.Why, "does it have one worker?") || *again[0].Result.ServerProbe != *r.ServerProbe {
+		t.Errorf("re-read: %s (%s), the run: %s (%s)", b.Verdict, b.Why, a.Verdict, a.Why)
+	}
+	// No probe: no field.
+	c.Result = serialRun(4, 4)
+	buf.Reset()
+	if err := JSON(&buf, []Case{c}, Options{Version: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(buf.String(), "server_probe") {
+		t.Errorf("a run without a probe names one:\n%s", buf.String())
+	}
+}

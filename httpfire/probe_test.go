@@ -1,0 +1,216 @@
+package httpfire_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"maps"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/racetest/racetest/httpfire"
+	"github.com/racetest/racetest/report"
+	"github.com/racetest/racetest/runner"
+)
+
+// A server that serves one connection at a time, as one sync worker does,
+// behind an endpoint whose winner works longer than the requests it
+// refuses (a check-then-insert: one insert, then fast 409s). From the
+// response times alone the queue looks like requests served at once (the
+// first response is slow, the rest follow close behind), and the run read
+// SAFE. The probe finds that the server does not answer a second request
+// while a first is unfinished: INCONCLUSIVE, naming one worker.
+func TestOneWorkerServerIsInconclusiveWhateverTheTimes(t *testing.T) {
+	s := newSubjects(20 * time.Millisecond)
+	s.QuickRefusal = true
+	srv := newBoundedServer(t, 1, s)
+	res, a := runSubjects(t, srv.URL, httpfire.LastByte, 8, 6)
+	t.Logf("%s %s; notes %q", a.Verdict, a.Why, res.Notes)
+	if a.Verdict != report.Inconclusive || a.Tested != 0 ||
+		!strings.Contains(a.Why, "the server answers one request at a time (it did not answer a second request while a first was unfinished)") ||
+		!strings.Contains(a.Why, "does it have one worker?") {
+		t.Fatalf("verdict %s, %d tested (%s); want INCONCLUSIVE, none tested, naming a server with one worker", a.Verdict, a.Tested, a.Why)
+	}
+	if !res.ServerProbe.Serial() || !hasNote(res.Notes, "server concurrency probe (serial)", "OPTIONS *") {
+		t.Errorf("the probe found %+v (notes %q); want a serial server", res.ServerProbe, res.Notes)
+	}
+	for _, b := range res.Bursts {
+		if b.ServerParallelism != 1 || !b.Serial() {
+			t.Errorf("burst %d: server parallelism %.2f; want 1, as the probe found", b.Index, b.ServerParallelism)
+		}
+	}
+}
+
+// The same endpoint on a server that serves requests concurrently races,
+// and the probe says the server is concurrent: the winner's longer work
+// changes nothing there.
+func TestConcurrentServerWinnerWorksLonger(t *testing.T) {
+	s := newSubjects(20 * time.Millisecond)
+	s.QuickRefusal = true
+	srv := newBoundedServer(t, 16, s)
+	res, a := runSubjects(t, srv.URL, httpfire.LastByte, 8, 4)
+	if a.Verdict != report.Race || !res.ServerProbe.Concurrent() {
+		t.Fatalf("verdict %s (%s), probe %+v; want RACE from a concurrent server", a.Verdict, a.Why, res.ServerProbe)
+	}
+}
+
+// A server that speaks only HTTP/2 over TLS cannot be probed over
+// HTTP/1.1: the probe says it did not run and why, and the run goes on,
+// judged by the response-time estimate as before.
+func TestProbeNotRunOnAnHTTP2OnlyServer(t *testing.T) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ProtoMajor != 2 {
+			t.Errorf("the server was handed an %s request", r.Proto)
+		}
+	}))
+	srv.EnableHTTP2 = true
+	srv.Config.Protocols = new(http.Protocols)
+	srv.Config.Protocols.SetHTTP2(true)
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	cfg := httpfire.Config{Method: "POST", URL: srv.URL + "/", Release: httpfire.SinglePacket, Insecure: true, Timeout: 5 * time.Second}
+	target, err := httpfire.New(cfg, params())
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := runner.Run(context.Background(), target, runner.Attempts(4), runner.Bursts(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := res.ServerProbe
+	if p == nil || p.Result != runner.ProbeNotRun || !strings.Contains(p.Detail, "HTTP/1.1") || !strings.Contains(p.Detail, "response-time estimate alone") {
+		t.Fatalf("probe %+v; want not run, saying why and what judges instead", p)
+	}
+	if len(res.Bursts) != 2 || res.Bursts[0].Outcomes[runner.Executed] != 4 {
+		t.Errorf("the run did not go on: %d bursts, %v", len(res.Bursts), res.Bursts)
+	}
+}
+
+// The probe sends nothing that can change anything: every request the
+// server read whole is the run's own (setup, attempt, effects check) or
+// OPTIONS * without a body, and the held request never reached the end of
+// its header block. The handler is never handed a probe (Go's net/http
+// answers OPTIONS * itself): it saw the run's requests and no others.
+func TestProbeSendsNothingThatChanges(t *testing.T) {
+	rec := &recordingListener{}
+	var mu sync.Mutex
+	handled := map[string]int{} // "METHOD PATH" → times the handler was handed it
+	s := newSubjects(time.Millisecond)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		handled[r.Method+" "+r.URL.Path]++
+		mu.Unlock()
+		s.ServeHTTP(w, r)
+	}))
+	rec.Listener = srv.Listener
+	srv.Listener = rec
+	srv.Start()
+	t.Cleanup(srv.Close)
+
+	const n, bursts = 4, 3
+	res, _ := runSubjects(t, srv.URL, httpfire.LastByte, n, bursts)
+	if !res.ServerProbe.Concurrent() {
+		t.Fatalf("the probe found %+v, want a concurrent server", res.ServerProbe)
+	}
+	srv.Close() // every connection read to its end
+
+	options, held := 0, 0
+	for i, raw := range rec.all() {
+		br := bufio.NewReader(bytes.NewReader(raw))
+		for {
+			req, err := http.ReadRequest(br)
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				// Cut short: only the probe's held request may be.
+				rest := raw[len(raw)-br.Buffered():]
+				if !bytes.HasPrefix(raw, []byte("OPTIONS * HTTP/1.1\r\n")) || bytes.Contains(raw, []byte("\r\n\r\n")) {
+					t.Errorf("connection %d: a request cut short that is not the probe's held one (%v): %q (left %q)", i, err, raw, rest)
+				}
+				held++
+				break
+			}
+			body, _ := io.ReadAll(req.Body)
+			switch what := req.Method + " " + req.URL.Path; {
+			case req.Method == http.MethodOptions && req.RequestURI == "*":
+				options++
+				if len(body) > 0 || req.ContentLength > 0 {
+					t.Errorf("connection %d: the probe's OPTIONS * carried a body %q", i, body)
+				}
+			case what == "PUT /setup", what == "POST /attempt", what == "GET /count":
+			default:
+				t.Errorf("connection %d: the server read %s %s, which the run never asked for", i, req.Method, req.RequestURI)
+			}
+		}
+	}
+	// One alone, then one beside each held request: a concurrent server
+	// answers the first round.
+	if options < 2 || held < 1 || options != held+1 {
+		t.Errorf("the server read %d whole OPTIONS * and %d held requests; want one alone and one beside each held one", options, held)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := map[string]int{"PUT /setup": bursts, "POST /attempt": n * bursts, "GET /count": 2 * bursts}
+	if !maps.Equal(handled, want) {
+		t.Errorf("the handler was handed %v, want %v", handled, want)
+	}
+}
+
+// recordingListener keeps every byte the server read, per connection.
+type recordingListener struct {
+	net.Listener
+	mu    sync.Mutex
+	conns []*lockedBuffer
+}
+
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *recordingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	b := &lockedBuffer{}
+	l.mu.Lock()
+	l.conns = append(l.conns, b)
+	l.mu.Unlock()
+	return &recordingConn{Conn: c, rec: b}, nil
+}
+
+func (l *recordingListener) all() [][]byte {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out [][]byte
+	for _, b := range l.conns {
+		b.mu.Lock()
+		if b.buf.Len() > 0 {
+			out = append(out, bytes.Clone(b.buf.Bytes()))
+		}
+		b.mu.Unlock()
+	}
+	return out
+}
+
+type recordingConn struct {
+	net.Conn
+	rec *lockedBuffer
+}
+
+func (c *recordingConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	c.rec.mu.Lock()
+	c.rec.buf.Write(p[:n])
+	c.rec.mu.Unlock()
+	return n, err
+}
