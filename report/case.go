@@ -157,7 +157,8 @@ type Assessment struct {
 	// Unproven: the expectation failed only because the run was
 	// INCONCLUSIVE under --strict (exit 4, not 1).
 	Unproven bool
-	// Why explains an unmet expectation, an error or an inconclusive run.
+	// Why explains an unmet expectation, an error or an inconclusive run;
+	// beside SAFE it is a caveat (accountingCaveat), or empty.
 	Why         string
 	Interrupted bool
 }
@@ -228,7 +229,35 @@ func Assess(c Case) (a Assessment) {
 			percent(c.Prove), a.Tested, a.Bursts, percent(a.Upper))
 	}
 	a.Met, a.Unproven, a.Why = met(c, r, a)
+	if a.Verdict == Safe && a.Why == "" {
+		a.Why = accountingCaveat(r)
+	}
 	return a
+}
+
+// accountingCaveat is the line beside a SAFE run judged by accounting
+// (--allowed successes) alone in which some tested burst had more than one
+// success. Accounting answers "did every reported success land?", and for
+// a counter or a balance several per burst are what should happen, so the
+// verdict stands; but on a redeem-once endpoint SAFE would read as "never
+// twice" when four callers were each told "redeemed" and four redemptions
+// landed. "" when no such burst, or an invariant judged the run too.
+func accountingCaveat(r *runner.Result) string {
+	if !r.Accounting || len(r.Invariants) > 0 {
+		return ""
+	}
+	several, most := 0, 0
+	for _, b := range r.Bursts {
+		if n := b.Outcomes[runner.Executed]; b.Tested() && n > 1 {
+			several++
+			most = max(most, n)
+		}
+	}
+	if several == 0 {
+		return ""
+	}
+	return fmt.Sprintf("every reported success landed, and %d of %d bursts had more than one (up to %d): accounting checks that successes landed, not that the action happened once; if it must happen once per subject (a coupon, a payment), use --allowed 1 or an --invariant",
+		several, len(r.Bursts), most)
 }
 
 // verdict is what the bursts show, before any expectation: a burst over

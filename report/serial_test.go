@@ -183,3 +183,57 @@ func TestServerProbeInJSON(t *testing.T) {
 		t.Errorf("a run without a probe names one:\n%s", buf.String())
 	}
 }
+
+// accountingRun is n tested bursts under accounting in which each of
+// per attempts reported success and each success landed.
+func accountingRun(n, per int) *runner.Result {
+	r := &runner.Result{Attempts: 8, Accounting: true, Planned: n}
+	for i := range n {
+		r.Bursts = append(r.Bursts, runner.Burst{Index: i, Effects: per, Allowed: per, Required: per, Overlap: 8,
+			Outcomes: [runner.NumClasses]int{runner.Executed: per, runner.Declined: 8 - per}, ServerParallelism: 7.5})
+	}
+	return r
+}
+
+// Accounting checks that every reported success landed: a redeem-once
+// endpoint that told four callers "redeemed" and recorded four
+// redemptions passes it. The verdict stands (for a counter that is right),
+// and a line beside SAFE says what accounting did not check, in the table
+// too; one success per burst, or an invariant, needs no such line.
+func TestAccountingSaysItDoesNotCountOnce(t *testing.T) {
+	a := Assess(Case{Expect: Expect{Kind: ExpectSafe}, Result: accountingRun(10, 4)})
+	if a.Verdict != Safe || !a.Met {
+		t.Fatalf("verdict %s (%s), want SAFE, met", a.Verdict, a.Why)
+	}
+	for _, w := range []string{"10 of 10 bursts had more than one (up to 4)", "accounting checks that successes landed, not that the action happened once", "--allowed 1 or an --invariant"} {
+		if !strings.Contains(a.Why, w) {
+			t.Errorf("why %q does not say %q", a.Why, w)
+		}
+	}
+	var buf bytes.Buffer
+	if err := Table(&buf, []Case{{Name: "redeem", Scenario: "http", Backend: "http", Expect: Expect{Kind: ExpectSafe}, Result: accountingRun(10, 4)}}, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.Join(strings.Fields(buf.String()), " "), "not that the action happened once") {
+		t.Errorf("the table does not show the caveat:\n%s", buf.String())
+	}
+	if a := Assess(Case{Expect: Expect{Kind: ExpectSafe}, Result: accountingRun(10, 1)}); a.Verdict != Safe || a.Why != "" {
+		t.Errorf("one success per burst: %s (%s), want SAFE with no caveat", a.Verdict, a.Why)
+	}
+	inv := accountingRun(10, 4)
+	inv.Invariants = []string{"SELECT count(*) FROM redemptions GROUP BY coupon HAVING count(*) > 1"}
+	for i := range inv.Bursts {
+		inv.Bursts[i].Broken = []int{0}
+	}
+	if a := Assess(Case{Expect: Expect{Kind: ExpectSafe}, Result: inv}); a.Verdict != Safe || a.Why != "" {
+		t.Errorf("with an invariant: %s (%s), want SAFE with no caveat", a.Verdict, a.Why)
+	}
+	plain := accountingRun(10, 4)
+	plain.Accounting = false
+	for i := range plain.Bursts {
+		plain.Bursts[i].Allowed = 4
+	}
+	if a := Assess(Case{Expect: Expect{Kind: ExpectSafe}, Result: plain}); a.Verdict != Safe || a.Why != "" {
+		t.Errorf("without accounting: %s (%s), want SAFE with no caveat", a.Verdict, a.Why)
+	}
+}
