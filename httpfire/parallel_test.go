@@ -111,7 +111,9 @@ func TestConcurrentServerKeepsItsVerdict(t *testing.T) {
 				t.Errorf("the probe found %+v, want a concurrent server", res.ServerProbe)
 			}
 			for _, b := range res.Bursts {
-				if b.ServerParallelism < runner.SerialBelow {
+				// 0 is unmeasured: a fast handler may answer a request
+				// before its held frames leave (docs/http.md, "(none)").
+				if b.ServerParallelism > 0 && b.ServerParallelism < runner.SerialBelow {
 					t.Errorf("burst %d: parallelism %.2f, want at least %.1f", b.Index, b.ServerParallelism, runner.SerialBelow)
 				}
 			}

@@ -66,15 +66,20 @@ func (t *Target) probeServer(ctx context.Context) runner.ServerProbe {
 	}
 	wait := min(probeCeiling, max(probeFloor, probeFactor*solo))
 	var after []time.Duration
-	for range probeRounds {
+	for try := range probeRounds {
 		r := t.probeRound(ctx, wait)
 		switch {
 		case r.err != nil:
 			return notRun("%v", r.err)
 		case r.beside:
-			return runner.ServerProbe{Result: runner.ProbeConcurrent, Detail: fmt.Sprintf(
-				"answered OPTIONS * on a second connection in %s while a first request was held unfinished (alone: %s): it serves requests concurrently",
-				human(r.took), human(solo))}
+			detail := fmt.Sprintf("answered OPTIONS * on a second connection in %s while a first request was held unfinished (alone: %s): it serves requests concurrently",
+				human(r.took), human(solo))
+			if try > 0 {
+				// A stall of a loaded machine, or a server busy elsewhere:
+				// worth knowing when the probe's rate of false alarms is.
+				detail += fmt.Sprintf(" (on try %d; try 1 waited %s in vain)", try+1, human(wait))
+			}
+			return runner.ServerProbe{Result: runner.ProbeConcurrent, Detail: detail}
 		}
 		after = append(after, r.took)
 	}

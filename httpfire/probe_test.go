@@ -10,6 +10,9 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -213,4 +216,96 @@ func (c *recordingConn) Read(p []byte) (int, error) {
 	c.rec.buf.Write(p[:n])
 	c.rec.mu.Unlock()
 	return n, err
+}
+
+// TestProbeMeasured runs the probe alone, many times, against servers that
+// serve requests concurrently and against servers with one worker, and
+// prints how often it was wrong (RACETEST_MEASURE_PROBE=1; docs/http.md
+// quotes it). RACETEST_MEASURE_PROBE_RUNS sets the runs against each
+// concurrent server (200), a tenth of them against each serial one (each
+// of those waits out the probe's bound twice;
+// RACETEST_MEASURE_PROBE_SERIAL_RUNS sets it, 0 skips them). RACETEST_PROBE_BURN=N keeps
+// N goroutines spinning meanwhile, to load the machine further.
+func TestProbeMeasured(t *testing.T) {
+	if os.Getenv("RACETEST_MEASURE_PROBE") == "" {
+		t.Skip("a measurement: set RACETEST_MEASURE_PROBE=1 to run it")
+	}
+	runs := 200
+	if n, err := strconv.Atoi(os.Getenv("RACETEST_MEASURE_PROBE_RUNS")); err == nil && n > 0 {
+		runs = n
+	}
+	if n, _ := strconv.Atoi(os.Getenv("RACETEST_PROBE_BURN")); n > 0 {
+		stop := make(chan struct{})
+		defer close(stop)
+		for range n {
+			go func() {
+				for x := 0; ; x++ {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+				}
+			}()
+		}
+	}
+	type server struct {
+		name   string
+		url    func(t *testing.T) string
+		serial bool
+	}
+	servers := []server{
+		{"Go net/http, HTTP/1.1", func(t *testing.T) string { return newServer(t, plainH1, newSubjects(0)).URL }, false},
+		{"Go net/http, h2c", func(t *testing.T) string { return newServer(t, h2c, newSubjects(0)).URL }, false},
+		{"two connections at a time", func(t *testing.T) string { return newBoundedServer(t, 2, newSubjects(0)).URL }, false},
+		{"one connection at a time", func(t *testing.T) string { return newBoundedServer(t, 1, newSubjects(0)).URL }, true},
+	}
+	if _, err := exec.LookPath("gunicorn"); err == nil {
+		servers = append(servers,
+			server{"gunicorn gthread, 4 threads", func(t *testing.T) string { return gunicorn(t, "-k", "gthread", "--threads", "4") }, false},
+			server{"gunicorn sync, one worker", func(t *testing.T) string { return gunicorn(t, "-k", "sync") }, true})
+	}
+	for _, s := range servers {
+		url := s.url(t)
+		n := runs
+		if s.serial {
+			n = max(1, runs/10)
+			if v, err := strconv.Atoi(os.Getenv("RACETEST_MEASURE_PROBE_SERIAL_RUNS")); err == nil {
+				n = v
+			}
+		}
+		got := map[string]int{}
+		retried := 0 // concurrent on the second try: the first try alone would have been wrong
+		var worst time.Duration
+		for range n {
+			target, err := httpfire.New(httpfire.Config{Method: "POST", URL: url + "/attempt", Release: httpfire.LastByte, Timeout: 10 * time.Second}, params())
+			if err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			if err := target.Prepare(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			worst = max(worst, time.Since(start))
+			p := target.ServerProbe()
+			got[p.Result]++
+			if strings.Contains(p.Detail, "on try 2") {
+				retried++
+			}
+			if p.Result == runner.ProbeNotRun || (p.Result == runner.ProbeSerial) != s.serial {
+				t.Logf("%s: %s", s.name, p.Detail)
+			}
+			target.Cleanup(context.Background())
+		}
+		wrong := got[runner.ProbeSerial]
+		if s.serial {
+			wrong = got[runner.ProbeConcurrent]
+		}
+		load, _ := os.ReadFile("/proc/loadavg")
+		if n == 0 {
+			continue
+		}
+		t.Logf("%-28s runs %4d: concurrent %4d (%d on the second try), serial %4d, not run %d; wrong %d (%.1f%%); slowest probe %s; load %s",
+			s.name, n, got[runner.ProbeConcurrent], retried, got[runner.ProbeSerial], got[runner.ProbeNotRun], wrong, 100*float64(wrong)/float64(n), worst.Round(time.Millisecond), strings.Fields(string(load))[0])
+	}
 }

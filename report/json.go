@@ -97,7 +97,8 @@ type RunJSON struct {
 	SpreadMicros  StatF   `json:"spread_us"`
 	// ServerParallelism is min/median/max over the bursts of how many
 	// attempts the server handled at once, estimated from the response
-	// times (http); SerialBursts counts the bursts it served one at a time,
+	// times (http; 1 in every burst when ServerProbe found the server
+	// serial); SerialBursts counts the bursts it served one at a time,
 	// which test nothing. Both are absent when the target cannot tell.
 	ServerParallelism *StatF `json:"server_parallelism,omitempty"`
 	SerialBursts      int    `json:"serial_bursts,omitempty"`
