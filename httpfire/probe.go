@@ -40,8 +40,8 @@ import (
 // probeFactor × the second request's time alone is how long the probe
 // waits for it beside the held one; never less than probeFloor (a loaded
 // machine can stall a concurrent server's answer for hundreds of
-// milliseconds), never more than probeCeiling (gunicorn kills a sync worker
-// silent for 30s).
+// milliseconds) unless --timeout is under twice that, never more than
+// probeCeiling (gunicorn kills a sync worker silent for 30s).
 const (
 	probeFactor  = 20
 	probeFloor   = time.Second
@@ -62,9 +62,16 @@ func (t *Target) probeServer(ctx context.Context) runner.ServerProbe {
 	}
 	solo, err := t.probeAlone(ctx)
 	if err != nil {
-		return notRun("OPTIONS * over HTTP/1.1, alone, got no answer (%v)", err)
+		hint := ""
+		if t.c.release == SinglePacket {
+			hint = ": does the server speak only HTTP/2? the probe needs HTTP/1.1"
+		}
+		return notRun("OPTIONS * over HTTP/1.1, alone, got no answer (%v)%s", err, hint)
 	}
-	wait := min(probeCeiling, max(probeFloor, probeFactor*solo))
+	// Within half the timeout: over TLS the second connection's handshake
+	// waits for the server too, and must finish within the timeout of its
+	// dial, once the held connection is closed.
+	wait := min(probeCeiling, max(probeFloor, probeFactor*solo), t.c.timeout/2)
 	var after []time.Duration
 	for try := range probeRounds {
 		r := t.probeRound(ctx, wait)

@@ -88,6 +88,7 @@ func TestProbeNotRunOnAnHTTP2OnlyServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := res.ServerProbe
+	t.Logf("probe: %+v", p)
 	if p == nil || p.Result != runner.ProbeNotRun || !strings.Contains(p.Detail, "HTTP/1.1") || !strings.Contains(p.Detail, "response-time estimate alone") {
 		t.Fatalf("probe %+v; want not run, saying why and what judges instead", p)
 	}
