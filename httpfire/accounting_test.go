@@ -137,3 +137,24 @@ func TestHTTPInvariant(t *testing.T) {
 		t.Errorf("oversold stock: %s %q, want a RACE named after the invariant", a.Verdict, a.Why)
 	}
 }
+
+// A redeem-once endpoint with a naive check-then-insert, under accounting:
+// every caller told "redeemed" was recorded, so accounting holds and the
+// run reads SAFE, while several callers per burst redeemed the same coupon.
+// The verdict answers what accounting asks; the line beside it says what
+// it did not ask, and how to ask it.
+func TestAccountingOnARedeemOnceEndpointSaysSo(t *testing.T) {
+	srv := newServer(t, plainH1, newSubjects(2*time.Millisecond))
+	cfg := httpfire.Config{Method: "POST", URL: srv.URL + "/attempt?key={{.Token}}", Setup: "PUT " + srv.URL + "/setup?key={{.Token}}",
+		Effects: "http:" + srv.URL + "/count?key={{.Token}}"}
+	res := runWith(t, cfg, runner.Attempts(8), runner.Bursts(6), runner.Accounting(true))
+	a := report.Assess(report.Case{Backend: "http", Result: res})
+	if a.Verdict != report.Safe || !strings.Contains(a.Why, "not that the action happened once") {
+		t.Fatalf("a redeem-once endpoint under accounting: %s (%s), want SAFE with the caveat", a.Verdict, a.Why)
+	}
+	// Asked as it should be, the same endpoint races.
+	res = runWith(t, cfg, runner.Attempts(8), runner.Bursts(6), runner.Allowed(1))
+	if a := report.Assess(report.Case{Backend: "http", Result: res}); a.Verdict != report.Race {
+		t.Errorf("with --allowed 1: %s (%s), want RACE", a.Verdict, a.Why)
+	}
+}

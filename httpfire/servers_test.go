@@ -21,6 +21,11 @@ type subjects struct {
 	// Serial holds one lock around every request, as a server with one
 	// worker serves one request at a time.
 	Serial bool
+	// QuickRefusal refuses a redeemed subject at once, and only the
+	// winner waits Gap before its write: the winner works longer than
+	// the requests it refuses, and a queue of them looks, from the
+	// response times, like requests served at once.
+	QuickRefusal bool
 
 	one  sync.Mutex // held around a whole request when Serial
 	mu   sync.Mutex
@@ -52,6 +57,10 @@ func (s *subjects) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.Unlock()
+	if s.QuickRefusal && made && done > 0 {
+		http.Error(w, "already redeemed", http.StatusConflict)
+		return
+	}
 	// Between the check and the write, or the refusal, the handler waits
 	// Gap, as one waiting on a database does: every request takes about
 	// Gap, redeemed or refused.

@@ -29,6 +29,7 @@ var (
 	_ runner.Uncounted   = (*Target)(nil)
 
 	_ runner.ServerParalleler = (*Target)(nil)
+	_ runner.ServerProber     = (*Target)(nil)
 )
 
 // Target fires a run's bursts at one HTTP endpoint. Build it with New; it is
@@ -46,6 +47,9 @@ type Target struct {
 	invNames   []string
 	// maxStreams is the server's stream limit, as auto's probe read it.
 	maxStreams uint32
+	// probe is what Prepare's probe of the server's concurrency found
+	// (probe.go); nil before Prepare.
+	probe *runner.ServerProbe
 
 	mu       sync.Mutex
 	sessions map[armer]struct{}
@@ -138,11 +142,20 @@ func (t *Target) Choose(ctx context.Context) (string, error) {
 	return t.c.auto, nil
 }
 
-// Prepare connects the effects check, so an unreachable store stops the run
-// before the first burst. An HTTP target creates nothing.
+// Prepare probes whether the server serves two requests at once (once, and
+// before any other connection of the run is open: see probe.go), and
+// connects the effects check, so an unreachable store stops the run before
+// the first burst. An HTTP target creates nothing.
 func (t *Target) Prepare(ctx context.Context) error {
 	if _, err := t.Choose(ctx); err != nil {
 		return err
+	}
+	if t.probe == nil {
+		p := t.probeServer(ctx)
+		if ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
+		t.probe = &p
 	}
 	if t.auto != nil {
 		ctx, cancel := context.WithTimeout(ctx, t.c.timeout)
@@ -414,14 +427,23 @@ func (t *Target) broken(ctx context.Context, b *burst) ([]int, error) {
 
 // ServerParallelism estimates how many of the burst's requests the server
 // handled at once, from their response times (see parallelism); 0 when
-// too few were answered to tell.
+// too few were answered to tell. When the probe found a server that serves
+// one request at a time it is 1, whatever the response times: a winner
+// that works longer than the refused requests makes a queue look like
+// requests served at once.
 func (t *Target) ServerParallelism(s runner.Subject) float64 {
+	if t.probe.Serial() {
+		return 1
+	}
 	b, ok := s.Data.(*burst)
 	if !ok {
 		return 0
 	}
 	return b.parallelism()
 }
+
+// ServerProbe is what Prepare's probe found of the server's concurrency.
+func (t *Target) ServerProbe() *runner.ServerProbe { return t.probe }
 
 // Server names what answered: its Server header and protocol.
 func (t *Target) Server() string {
@@ -494,8 +516,11 @@ func (t *Target) Notes() []string {
 	if len(t.st.arrival) > 0 {
 		notes = append(notes, fmt.Sprintf("server arrival spread (%s header): median %s, max %s over %d bursts", ArrivalHeader, human(medianD(t.st.arrival)), human(maxD(t.st.arrival)), len(t.st.arrival)))
 	}
+	if t.probe != nil {
+		notes = append(notes, "server concurrency probe ("+t.probe.Result+"): "+t.probe.Detail)
+	}
 	if len(t.st.parallel) > 0 {
-		notes = append(notes, parallelNote(t.st.parallel))
+		notes = append(notes, parallelNote(t.st.parallel, t.probe.Serial()))
 	}
 	if t.st.late > 0 {
 		bursts := fmt.Sprintf("%d bursts were", t.st.late)
@@ -593,7 +618,7 @@ func (t *Target) Spreads() (client, arrival []time.Duration) {
 
 // parallelNote is the run's server parallelism: its distribution over the
 // bursts, and how many were served one request at a time.
-func parallelNote(ps []float64) string {
+func parallelNote(ps []float64, probedSerial bool) string {
 	s := slices.Clone(ps)
 	slices.Sort(s)
 	serial := 0
@@ -604,7 +629,10 @@ func parallelNote(ps []float64) string {
 	}
 	note := fmt.Sprintf("server parallelism (estimated from the response times): median %.1f requests at once, min %.1f, max %.1f over %d bursts",
 		s[len(s)/2], s[0], s[len(s)-1], len(s))
-	if serial > 0 {
+	switch {
+	case probedSerial:
+		note += "; the probe found the server serial, so every burst counts as answered one at a time, which tests nothing"
+	case serial > 0:
 		note += fmt.Sprintf("; %d answered one at a time, which test nothing", serial)
 	}
 	return note

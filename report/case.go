@@ -157,7 +157,8 @@ type Assessment struct {
 	// Unproven: the expectation failed only because the run was
 	// INCONCLUSIVE under --strict (exit 4, not 1).
 	Unproven bool
-	// Why explains an unmet expectation, an error or an inconclusive run.
+	// Why explains an unmet expectation, an error or an inconclusive run;
+	// beside SAFE it is a caveat (accountingCaveat), or empty.
 	Why         string
 	Interrupted bool
 }
@@ -228,7 +229,35 @@ func Assess(c Case) (a Assessment) {
 			percent(c.Prove), a.Tested, a.Bursts, percent(a.Upper))
 	}
 	a.Met, a.Unproven, a.Why = met(c, r, a)
+	if a.Verdict == Safe && a.Why == "" {
+		a.Why = accountingCaveat(r)
+	}
 	return a
+}
+
+// accountingCaveat is the line beside a SAFE run judged by accounting
+// (--allowed successes) alone in which some tested burst had more than one
+// success. Accounting answers "did every reported success land?", and for
+// a counter or a balance several per burst are what should happen, so the
+// verdict stands; but on a redeem-once endpoint SAFE would read as "never
+// twice" when four callers were each told "redeemed" and four redemptions
+// landed. "" when no such burst, or an invariant judged the run too.
+func accountingCaveat(r *runner.Result) string {
+	if !r.Accounting || len(r.Invariants) > 0 {
+		return ""
+	}
+	several, most := 0, 0
+	for _, b := range r.Bursts {
+		if n := b.Outcomes[runner.Executed]; b.Tested() && n > 1 {
+			several++
+			most = max(most, n)
+		}
+	}
+	if several == 0 {
+		return ""
+	}
+	return fmt.Sprintf("every reported success landed, and %d of %d bursts had more than one (up to %d): accounting checks that successes landed, not that the action happened once; if it must happen once per subject (a coupon, a payment), use --allowed 1 or an --invariant",
+		several, len(r.Bursts), most)
 }
 
 // verdict is what the bursts show, before any expectation: a burst over
@@ -288,8 +317,7 @@ func untested(r *runner.Result, tested int) string {
 		return fmt.Sprintf("0 of %d bursts executed anything: %s", n, nothingRan(r))
 	}
 	if serial == n-tested {
-		return fmt.Sprintf("the server answered one request at a time in %d of %d bursts (%s): does it have one worker, or one lock held around the whole request? racing needs a server that handles requests concurrently",
-			serial, n, serialFigure(r))
+		return serialWhy(r, serial)
 	}
 	if apart == n-tested {
 		return fmt.Sprintf("only %d of %d bursts had two attempts in flight at once (need %.0f%%)",
@@ -301,9 +329,42 @@ func untested(r *runner.Result, tested int) string {
 		why += fmt.Sprintf(", %d changed nothing that racetest watches (in a run judged by solo twins)", noEffect)
 	}
 	if serial > 0 {
-		why += fmt.Sprintf(", %d were answered one request at a time by the server (one worker, or one lock around the whole request?)", serial)
+		why += fmt.Sprintf(", %d were answered one request at a time by the server (%s)", serial, serialCause(r))
 	}
 	return why
+}
+
+// serialWhy is the one line of a run whose untested bursts were all
+// answered one request at a time. Its cause comes from the server probe
+// when there was one (runner.ServerProbe): a server that did not answer a
+// second request while a first was unfinished has one worker; one that
+// did, but answered this endpoint's requests one at a time, serializes
+// them itself. That stays INCONCLUSIVE too: a lock in the process is
+// exactly the guard that fails with several replicas, and from outside it
+// looks the same as a lock in the database.
+func serialWhy(r *runner.Result, serial int) string {
+	n := len(r.Bursts)
+	if r.ServerProbe.Serial() {
+		return fmt.Sprintf("the server answers one request at a time (it did not answer a second request while a first was unfinished), so none of %d bursts raced: does it have one worker? racing needs a server that handles requests concurrently",
+			n)
+	}
+	if r.ServerProbe.Concurrent() {
+		return fmt.Sprintf("the endpoint's requests were answered one at a time in %d of %d bursts (%s), though the server answered a second request while a first was unfinished: one lock held around the whole request? a lock inside the process holds with one replica only, one in the database with any; racetest cannot tell which from outside",
+			serial, n, serialFigure(r))
+	}
+	return fmt.Sprintf("the server answered one request at a time in %d of %d bursts (%s): does it have one worker, or one lock held around the whole request? racing needs a server that handles requests concurrently",
+		serial, n, serialFigure(r))
+}
+
+// serialCause is serialWhy's question in a few words.
+func serialCause(r *runner.Result) string {
+	switch {
+	case r.ServerProbe.Serial():
+		return "the probe found one worker"
+	case r.ServerProbe.Concurrent():
+		return "the server is concurrent: one lock around the whole request?"
+	}
+	return "one worker, or one lock around the whole request?"
 }
 
 // brokenWhy names the invariants a run broke, and how often: "invariant

@@ -97,11 +97,17 @@ type RunJSON struct {
 	SpreadMicros  StatF   `json:"spread_us"`
 	// ServerParallelism is min/median/max over the bursts of how many
 	// attempts the server handled at once, estimated from the response
-	// times (http); SerialBursts counts the bursts it served one at a time,
+	// times (http; 1 in every burst when ServerProbe found the server
+	// serial); SerialBursts counts the bursts it served one at a time,
 	// which test nothing. Both are absent when the target cannot tell.
-	ServerParallelism *StatF         `json:"server_parallelism,omitempty"`
-	SerialBursts      int            `json:"serial_bursts,omitempty"`
-	Outcomes          map[string]int `json:"outcomes"`
+	ServerParallelism *StatF `json:"server_parallelism,omitempty"`
+	SerialBursts      int    `json:"serial_bursts,omitempty"`
+	// ServerProbe is what a probe found, before the bursts, of the server's
+	// ability to answer a second request while a first is unfinished
+	// (http): result "concurrent", "serial" or "not run", and what was
+	// seen. Absent when the target ran none.
+	ServerProbe *runner.ServerProbe `json:"server_probe,omitempty"`
+	Outcomes    map[string]int      `json:"outcomes"`
 	// Retries counts the conflicts retried (run --retry); absent when none.
 	Retries       int            `json:"retries,omitempty"`
 	Errors        map[string]int `json:"errors,omitempty"`
@@ -243,7 +249,7 @@ func runJSON(c Case) RunJSON {
 	j.Effects = Stat{e.Min, e.Median, e.Max}
 	j.Overlap = Stat{o.Min, o.Median, o.Max}
 	j.SpreadMicros = StatF{micros(s.Min), micros(s.Median), micros(s.Max)}
-	j.ServerParallelism, j.SerialBursts = serverParallelism(r), r.Serial()
+	j.ServerParallelism, j.SerialBursts, j.ServerProbe = serverParallelism(r), r.Serial(), r.ServerProbe
 	out := r.Outcomes()
 	for _, cl := range runner.Classes() {
 		j.Outcomes[cl.String()] = out[cl]

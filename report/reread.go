@@ -71,7 +71,7 @@ func (j RunJSON) toCase(version string) (Case, error) {
 		Diagnosis: j.Diagnosis, Timeout: fromMicros(j.TimeoutMillis * 1e3),
 		Accounting: j.Accounting, Baselined: j.Baselined, Uncounted: j.Uncounted, Invariants: j.Invariants,
 		Planned: j.PlannedBursts, Errors: j.Errors, Server: j.Server, Notes: j.Notes, Checks: j.Checks,
-		Interrupted: j.Interrupted, Stopped: j.StoppedEarly, Release: j.Release,
+		Interrupted: j.Interrupted, Stopped: j.StoppedEarly, Release: j.Release, ServerProbe: j.ServerProbe,
 		Elapsed: fromMicros(j.ElapsedMillis * 1e3),
 	}
 	if r.Errors == nil {

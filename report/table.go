@@ -339,7 +339,8 @@ func details(w io.Writer, c Case, a Assessment, o Options, width int, shared []s
 	if o.Brief && quiet(c, a, shared) {
 		return
 	}
-	if !a.Met || a.Verdict == Inconclusive || a.Verdict == Errored {
+	// A met SAFE has a why only for a caveat (accountingCaveat).
+	if !a.Met || a.Verdict == Inconclusive || a.Verdict == Errored || a.Verdict == Safe {
 		if a.Why != "" {
 			lines = append(lines, a.Why)
 		}

@@ -50,6 +50,10 @@ type Result struct {
 	// Release names how the attempts were released: GateRelease, or the
 	// wire release's name.
 	Release string
+	// ServerProbe is what the target found, before the bursts, of the
+	// server's ability to serve two requests at once (a ServerProber's);
+	// nil when the target ran no such probe.
+	ServerProbe *ServerProbe
 	// Twins is what the solo twins showed, in a run judged by them
 	// (Config.SoloEvery); nil otherwise.
 	Twins *Twins
@@ -90,11 +94,45 @@ type Burst struct {
 	Twin *Twin
 	// ServerParallelism estimates how many of the burst's attempts the
 	// server handled at once (a ServerParalleler's figure; 0 when the
-	// target cannot tell). Overlap is measured at the client: a server with
-	// one worker takes overlapping requests one at a time, and below
-	// SerialBelow the burst counts as served one at a time (Serial).
+	// target cannot tell; exactly 1 when its ServerProbe found the server
+	// serial). Overlap is measured at the client: a server with one worker
+	// takes overlapping requests one at a time, and below SerialBelow the
+	// burst counts as served one at a time (Serial).
 	ServerParallelism float64
 }
+
+// ServerProbe is what a probe of the server found, once, before the
+// bursts: whether it answers a second request while a first one is
+// unfinished. Unlike ServerParallelism it does not depend on how long the
+// endpoint's requests take.
+type ServerProbe struct {
+	// Result is ProbeConcurrent, ProbeSerial or ProbeNotRun.
+	Result string `json:"result"`
+	// Detail says what was sent and seen, or why the probe could not run.
+	Detail string `json:"detail"`
+}
+
+// The results of a ServerProbe.
+const (
+	// ProbeConcurrent: the server answered the second request while the
+	// first was held unfinished.
+	ProbeConcurrent = "concurrent"
+	// ProbeSerial: it answered the second only once the first connection
+	// closed; a target that finds this reports ServerParallelism 1 for
+	// every burst.
+	ProbeSerial = "serial"
+	// ProbeNotRun: the probe could not be carried out (Detail says why);
+	// the bursts are judged by their ServerParallelism alone.
+	ProbeNotRun = "not run"
+)
+
+// Serial reports whether the probe found a server that serves one request
+// at a time.
+func (p *ServerProbe) Serial() bool { return p != nil && p.Result == ProbeSerial }
+
+// Concurrent reports whether the probe found a server that serves two
+// requests at once.
+func (p *ServerProbe) Concurrent() bool { return p != nil && p.Result == ProbeConcurrent }
 
 // SerialBelow is the server parallelism under which a burst counts as served
 // one request at a time: a one-worker server measures about 1, two workers

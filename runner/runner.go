@@ -200,6 +200,9 @@ func describe(t Target, res *Result) {
 	if d, ok := t.(Diagnoser); ok {
 		res.Diagnosis = d.Diagnose()
 	}
+	if p, ok := t.(ServerProber); ok {
+		res.ServerProbe = p.ServerProbe()
+	}
 }
 
 // interrupted prefers the context's cause when a setup step failed because

@@ -105,10 +105,18 @@ type (
 	}
 	// ServerParalleler estimates how many of burst s's attempts the server
 	// handled at once, from what the target saw of its answers (their
-	// response times); 0 when it cannot tell. The runner records it as
+	// response times; 1 when its ServerProbe found the server serial); 0
+	// when it cannot tell. The runner records it as
 	// Burst.ServerParallelism after the burst's effects are counted.
 	ServerParalleler interface {
 		ServerParallelism(s Subject) float64
+	}
+	// ServerProber probed the server once, before the bursts, for whether
+	// it serves two requests at once (see ServerProbe); the runner records
+	// it as Result.ServerProbe at the end of the run. A target whose probe
+	// found the server serial reports ServerParallelism 1 for every burst.
+	ServerProber interface {
+		ServerProbe() *ServerProbe
 	}
 	// Describer names the server a target measured ("MariaDB 10.11.19").
 	Describer interface {
