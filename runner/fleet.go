@@ -163,11 +163,10 @@ func inFlight(ws []*Worker, buf *edges) int {
 // using buf.tmp as the other half of each pass. It returns the sorted
 // slice, which is keys or buf.tmp.
 func radixSort(keys []uint64, buf *edges, widest uint64) []uint64 {
-	if cap(buf.tmp) < len(keys) {
-		buf.tmp = make([]uint64, len(keys))
-	}
+	buf.tmp = slices.Grow(buf.tmp[:0], len(keys))
 	src, dst := keys, buf.tmp[:len(keys)]
-	for shift := uint(0); shift < 64 && widest>>shift > 0; shift += 8 {
+	// A shift of 64 or more leaves nothing of widest: the passes end.
+	for shift := uint(0); widest>>shift != 0; shift += 8 {
 		var count [256]int
 		for _, k := range src {
 			count[k>>shift&0xff]++

@@ -131,7 +131,7 @@ func (e *engine) wireWave(ctx context.Context, s Subject, wave int) (spread time
 	// wave's, tagged with its worker.
 	wctx, cancel := e.waveContext(ctx)
 	defer cancel()
-	done := e.newWave(n)
+	done := newWave(n)
 	base := time.Now()
 	for i, w := range e.workers {
 		w.Wave = wave
@@ -157,6 +157,7 @@ func (e *engine) wireWave(ctx context.Context, s Subject, wave int) (spread time
 		done.finish()
 	})
 	rel.Release(ctx)
+	e.watch(done)
 	if err := e.await(done); err != nil {
 		return 0, 0, err
 	}

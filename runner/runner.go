@@ -658,7 +658,7 @@ func (e *engine) wave(ctx context.Context, s Subject, wave int) (spread time.Dur
 		w.Wave = wave
 		w.marks = w.marks[:0]
 	}
-	done := e.newWave(len(e.workers))
+	done := newWave(len(e.workers))
 	// One timeout for the wave, not a context per attempt: every attempt
 	// starts at the gate, so they share one deadline, and N timers (each
 	// registered with ctx, and removed under its lock by N cancels) were
@@ -684,6 +684,7 @@ func (e *engine) wave(ctx context.Context, s Subject, wave int) (spread time.Dur
 		e.outs[i] = o
 		done.finish()
 	}
+	e.watch(done)
 	base = time.Now()
 	ws.release(run)
 	if err := e.await(done); err != nil {
@@ -742,17 +743,21 @@ func (e *engine) trace(wave int) {
 	}
 }
 
-// newWave counts n attempts down, and starts the wave's hang watch: past
-// the attempt timeout by hangGrace, await gives up on the attempts. It is
-// armed before the gate opens, so that the engine does as little as it can
-// while the workers are being released.
-func (e *engine) newWave(n int) *waveDone {
+// newWave counts n attempts down.
+func newWave(n int) *waveDone {
 	d := &waveDone{all: make(chan struct{})}
 	d.left.Store(int64(n))
+	return d
+}
+
+// watch starts d's hang watch: past the attempt timeout by hangGrace,
+// await gives up on the attempts. A gate wave arms it just before the gate
+// opens, so that the engine does as little as it can while the workers are
+// being released; a wire wave once its bytes are released, as before.
+func (e *engine) watch(d *waveDone) {
 	if e.cfg.Timeout > 0 {
 		d.watch = time.AfterFunc(e.cfg.Timeout+hangGrace, d.expire)
 	}
-	return d
 }
 
 // await waits for the wave's attempts, or until its watch ran out
