@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 )
 
@@ -126,37 +125,40 @@ func (e *engine) wireWave(ctx context.Context, s Subject, wave int) (spread time
 			e.arm[i] = func() { rel.Arm(i) }
 		}
 	}
-	var done sync.WaitGroup
-	done.Add(n)
+	ws := e.startWorkers()
 	rel.Begin(n)
 	// One timeout for the wave (see wave): each attempt's context is the
 	// wave's, tagged with its worker.
 	wctx, cancel := e.waveContext(ctx)
 	defer cancel()
+	done := newWave(n)
 	base := time.Now()
 	for i, w := range e.workers {
 		w.Wave = wave
 		w.base = base
 		w.marks = w.marks[:0]
 		w.onFirstMark = e.arm[i]
-		go func(i int, w *Worker, sess Session) {
-			defer done.Done()
-			actx := rel.Context(wctx, i)
-			o := e.attempt(actx, i, sess, s, w)
-			if o.Class == Error && errors.Is(context.Cause(actx), ErrTimeout) {
-				o = Outcome{Class: Unknown, Err: o.Err}
-			}
-			w.onFirstMark = nil
-			if w.sched != nil {
-				w.sched.Done(i)
-			}
-			rel.Finished(i)
-			w.Mark("done")
-			e.outs[i] = o
-		}(i, w, e.sessions[i])
 	}
+	sessions := e.sessions // see wave
+	ws.release(func(i int) {
+		w := e.workers[i]
+		actx := rel.Context(wctx, i)
+		o := e.attempt(actx, i, sessions[i], s, w)
+		if o.Class == Error && errors.Is(context.Cause(actx), ErrTimeout) {
+			o = Outcome{Class: Unknown, Err: o.Err}
+		}
+		w.onFirstMark = nil
+		if w.sched != nil {
+			w.sched.Done(i)
+		}
+		rel.Finished(i)
+		w.Mark("done")
+		e.outs[i] = o
+		done.finish()
+	})
 	rel.Release(ctx)
-	if err := e.await(&done); err != nil {
+	e.watch(done)
+	if err := e.await(done); err != nil {
 		return 0, 0, err
 	}
 	e.wire = WireCounts{}
@@ -190,7 +192,7 @@ func (e *engine) wireWave(ctx context.Context, s Subject, wave int) (spread time
 			first, last = min(first, w.marks[0].At), max(last, w.marks[0].At)
 		}
 	}
-	overlap = inFlight(e.workers)
+	overlap = inFlight(e.workers, &e.edges)
 	e.trace(wave)
 	return last - first, overlap, nil
 }

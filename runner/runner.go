@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -142,6 +141,7 @@ func RunConfig(ctx context.Context, t Target, cfg Config) (res *Result, err erro
 	e := &engine{cfg: cfg, t: t, res: res, rel: cfg.Release, snap: snap}
 	e.observe()
 	res.Release = cfg.ReleaseName()
+	defer e.stopWorkers()
 	defer e.addNotes()
 	defer e.closeFleet()
 	if err := e.openFleet(ctx); err != nil {
@@ -244,6 +244,11 @@ type engine struct {
 	invFirst []int
 	// closeNote says that closing the fleet was abandoned, or is "".
 	closeNote string
+	// ws are the attempt goroutines, started on the first gate or wire
+	// wave and stopped when the run ends (fleet.go).
+	ws    *workers
+	edges edges // inFlight's buffers
+	hung  bool  // a wave's attempts did not return: ErrHung
 }
 
 // observe settles what the run observes after each burst: the effects
@@ -649,45 +654,43 @@ func (e *engine) wave(ctx context.Context, s Subject, wave int) (spread time.Dur
 	if e.rel != nil {
 		return e.wireWave(ctx, s, wave)
 	}
-	n := len(e.workers)
-	var ready, done sync.WaitGroup
-	ready.Add(n)
-	done.Add(n)
-	gate := make(chan struct{})
-	var base time.Time
+	ws := e.startWorkers()
+	// Everything that can be done before the gate is: after it, a worker
+	// should do nothing but its attempt.
+	for _, w := range e.workers {
+		w.Wave = wave
+		w.marks = w.marks[:0]
+	}
+	done := newWave(len(e.workers))
 	// One timeout for the wave, not a context per attempt: every attempt
 	// starts at the gate, so they share one deadline, and N timers (each
 	// registered with ctx, and removed under its lock by N cancels) were
 	// half of a worker's cost at N=10,000 (issue 15).
-	var actx context.Context
-	for i, w := range e.workers {
-		w.Wave = wave
-		go func(i int, w *Worker, sess Session) {
-			defer done.Done()
-			// Everything that can be done before the gate is: after it, a
-			// worker should do nothing but its attempt.
-			w.marks = w.marks[:0]
-			ready.Done()
-			<-gate
-			w.base = base
-			w.Mark("released")
-			o := e.attempt(actx, i, sess, s, w)
-			if o.Class == Error && errors.Is(context.Cause(actx), ErrTimeout) {
-				o = Outcome{Class: Unknown, Err: o.Err}
-			}
-			if w.sched != nil {
-				w.sched.Done(i)
-			}
-			w.Mark("done")
-			e.outs[i] = o
-		}(i, w, e.sessions[i])
-	}
-	ready.Wait()
 	actx, cancel := e.waveContext(ctx)
 	defer cancel()
+	var base time.Time
+	// The sessions as they are now: a worker whose attempt hung must not
+	// read e.sessions after the run has closed them (closeFleet).
+	sessions := e.sessions
+	run := func(i int) {
+		w := e.workers[i]
+		w.base = base
+		w.Mark("released")
+		o := e.attempt(actx, i, sessions[i], s, w)
+		if o.Class == Error && errors.Is(context.Cause(actx), ErrTimeout) {
+			o = Outcome{Class: Unknown, Err: o.Err}
+		}
+		if w.sched != nil {
+			w.sched.Done(i)
+		}
+		w.Mark("done")
+		e.outs[i] = o
+		done.finish()
+	}
+	e.watch(done)
 	base = time.Now()
-	close(gate)
-	if err := e.await(&done); err != nil {
+	ws.release(run)
+	if err := e.await(done); err != nil {
 		return 0, 0, err
 	}
 	first, last := time.Duration(1<<62), time.Duration(0)
@@ -695,9 +698,25 @@ func (e *engine) wave(ctx context.Context, s Subject, wave int) (spread time.Dur
 		r := w.marks[0].At
 		first, last = min(first, r), max(last, r)
 	}
-	overlap = inFlight(e.workers)
+	overlap = inFlight(e.workers, &e.edges)
 	e.trace(wave)
 	return last - first, overlap, nil
+}
+
+// startWorkers starts the run's workers on its first wave.
+func (e *engine) startWorkers() *workers {
+	if e.ws == nil {
+		e.ws = startWorkers(len(e.workers))
+	}
+	return e.ws
+}
+
+// stopWorkers ends the run's workers, and waits for them unless a wave hung.
+func (e *engine) stopWorkers() {
+	if e.ws != nil {
+		e.ws.stop(!e.hung)
+		e.ws = nil
+	}
 }
 
 // waveContext is the attempts' context for one wave: ctx bounded by the
@@ -727,47 +746,35 @@ func (e *engine) trace(wave int) {
 	}
 }
 
-func (e *engine) await(done *sync.WaitGroup) error {
-	if e.cfg.Timeout <= 0 {
-		done.Wait()
-		return nil
-	}
-	finished := make(chan struct{})
-	go func() { done.Wait(); close(finished) }()
-	t := time.NewTimer(e.cfg.Timeout + hangGrace)
-	defer t.Stop()
-	select {
-	case <-finished:
-		return nil
-	case <-t.C:
-		return fmt.Errorf("%w (%s + %s grace)", ErrHung, e.cfg.Timeout, hangGrace)
+// newWave counts n attempts down.
+func newWave(n int) *waveDone {
+	d := &waveDone{all: make(chan struct{})}
+	d.left.Store(int64(n))
+	return d
+}
+
+// watch starts d's hang watch: past the attempt timeout by hangGrace,
+// await gives up on the attempts. A gate wave arms it just before the gate
+// opens, so that the engine does as little as it can while the workers are
+// being released; a wire wave once its bytes are released, as before.
+func (e *engine) watch(d *waveDone) {
+	if e.cfg.Timeout > 0 {
+		d.watch = time.AfterFunc(e.cfg.Timeout+hangGrace, d.expire)
 	}
 }
 
-// inFlight is the most attempts in flight at one instant: a sweep over the
-// [released, done] intervals of the workers.
-func inFlight(ws []*Worker) int {
-	type edge struct {
-		at    time.Duration
-		delta int
+// await waits for the wave's attempts, or until its watch ran out
+// (ErrHung).
+func (e *engine) await(d *waveDone) error {
+	<-d.all
+	if d.watch != nil {
+		d.watch.Stop()
 	}
-	edges := make([]edge, 0, 2*len(ws))
-	for _, w := range ws {
-		edges = append(edges, edge{w.marks[0].At, +1}, edge{w.marks[len(w.marks)-1].At, -1})
+	if d.state.Load() == waveHung {
+		e.hung = true
+		return fmt.Errorf("%w (%s + %s grace)", ErrHung, e.cfg.Timeout, hangGrace)
 	}
-	// Ends sort before starts at the same instant: touching is not overlapping.
-	sort.Slice(edges, func(i, j int) bool {
-		if edges[i].at != edges[j].at {
-			return edges[i].at < edges[j].at
-		}
-		return edges[i].delta < edges[j].delta
-	})
-	cur, most := 0, 0
-	for _, ed := range edges {
-		cur += ed.delta
-		most = max(most, cur)
-	}
-	return most
+	return nil
 }
 
 func (e *engine) snapshot(b Burst) *Trace {

@@ -310,7 +310,7 @@ func TestInFlight(t *testing.T) {
 		{[]*Worker{mk(0, 10), mk(5, 20), mk(6, 7)}, 3},
 		{[]*Worker{mk(0, 10), mk(11, 20), mk(15, 30)}, 2},
 	} {
-		if got := inFlight(c.ws); got != c.want {
+		if got := inFlight(c.ws, &edges{}); got != c.want {
 			t.Errorf("inFlight = %d, want %d", got, c.want)
 		}
 	}

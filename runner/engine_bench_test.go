@@ -1,0 +1,184 @@
+package runner_test
+
+import (
+	"context"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/racetest/racetest/runner"
+)
+
+// BenchmarkEngine measures the gate engine against a bare reference in the
+// same run (issue 28): N goroutines parked on one channel, which is closed,
+// each doing nothing but note when it woke. The reference is what the
+// machine costs; the engine's figures are ratios to it, so that they hold on
+// any machine and under any load that hits both alike. Reference and engine
+// alternate in chunks (which goes first alternates too), each chunk's line
+// is logged with the load average. spread-ratio is the median spread of
+// every engine burst of the run over the reference's; spread-ratio-rounds
+// the median of the rounds' ratios; bursts/s-ratio the median of the
+// rounds' ratios. Run it with
+//
+//	go test -run '^$' -bench Engine -benchtime 1x -v ./runner
+//
+// (it ignores b.N: its rounds are its repetitions). Goals: the median
+// release spread at most 1.5× the reference's at every N; bursts per second
+// at least 0.8× at N=16. spread-ratio-untimed is the engine's with no
+// attempt timeout (--timeout 0), also beside the reference. alloc-B/attempt and allocs/attempt are the
+// engine's alone (no reference runs in between), over every burst it fired.
+func BenchmarkEngine(b *testing.B) {
+	const rounds = 6
+	for _, n := range []int{16, 1_000, 10_000} {
+		b.Run(benchName(n), func(b *testing.B) {
+			bursts := max(32_000/n, 10)
+			var spread, untimed, rate, loads []float64
+			var refAll, engAll, freeAll []time.Duration
+			var allocs, bytes uint64
+			for round := range rounds {
+				// The three in turn, starting one further each round.
+				var ref, eng, free chunk
+				for k := range 3 {
+					switch (round + k) % 3 {
+					case 0:
+						ref = bare(n, bursts)
+					case 1:
+						eng = engineChunk(b, n, bursts, runner.DefaultTimeout)
+					case 2:
+						free = engineChunk(b, n, bursts, 0)
+					}
+				}
+				refAll = append(refAll, ref.spreads...)
+				engAll = append(engAll, eng.spreads...)
+				freeAll = append(freeAll, free.spreads...)
+				allocs += eng.mallocs
+				bytes += eng.bytes
+				load := loadAverage()
+				loads = append(loads, load)
+				spread = append(spread, float64(eng.spread)/float64(max(ref.spread, 1)))
+				untimed = append(untimed, float64(free.spread)/float64(max(ref.spread, 1)))
+				rate = append(rate, eng.rate/ref.rate)
+				b.Logf("round %d, load %.1f: spread %v (reference %v), ×%.2f (×%.2f with no attempt timeout); bursts/s %.0f (reference %.0f), ×%.2f",
+					round, load, eng.spread, ref.spread, spread[round], untimed[round], eng.rate, ref.rate, rate[round])
+			}
+			// Over every burst of the run, not the median of the rounds'
+			// ratios: at N=10,000 a chunk is 10 bursts of 10-80 ms each,
+			// and a loaded machine's preemptions swing one chunk's median
+			// by ×10 (the rounds' lines show it).
+			ref := float64(medianDuration(refAll))
+			b.ReportMetric(float64(medianDuration(engAll))/ref, "spread-ratio")
+			b.ReportMetric(float64(medianDuration(freeAll))/ref, "spread-ratio-untimed")
+			b.ReportMetric(median(spread), "spread-ratio-rounds")
+			b.ReportMetric(median(rate), "bursts/s-ratio")
+			b.ReportMetric(float64(bytes)/float64(rounds*bursts*n), "alloc-B/attempt")
+			b.ReportMetric(float64(allocs)/float64(rounds*bursts*n), "allocs/attempt")
+			b.ReportMetric(median(loads), "load")
+		})
+	}
+}
+
+// chunk is what one run of bursts gave: its median release spread, its
+// bursts per second, and (for the engine) what it allocated.
+type chunk struct {
+	spread         time.Duration
+	spreads        []time.Duration // each burst's
+	rate           float64
+	mallocs, bytes uint64
+}
+
+// bare is the reference: for each burst, n goroutines park on one channel;
+// once all have parked it is closed, and each notes when it woke. A burst's
+// spread is the first to the last waking.
+func bare(n, bursts int) chunk {
+	woke := make([]time.Duration, n)
+	spreads := make([]time.Duration, bursts)
+	start := time.Now()
+	for k := range bursts {
+		var ready, done sync.WaitGroup
+		ready.Add(n)
+		done.Add(n)
+		gate := make(chan struct{})
+		var base time.Time
+		for i := range n {
+			go func() {
+				defer done.Done()
+				ready.Done()
+				<-gate
+				woke[i] = time.Since(base)
+			}()
+		}
+		ready.Wait()
+		base = time.Now()
+		close(gate)
+		done.Wait()
+		spreads[k] = slices.Max(woke) - slices.Min(woke)
+	}
+	rate := float64(bursts) / time.Since(start).Seconds()
+	return chunk{spread: medianDuration(spreads), spreads: spreads, rate: rate}
+}
+
+// engineChunk runs the engine for bursts bursts of n attempts at the noop
+// target, which does nothing either: what is measured is the engine. The
+// attempt timeout is the default's, or 0 (none): its timer makes the
+// runtime read the clock at every goroutine switch on the P that holds it
+// (checkTimers), which the reference never pays.
+func engineChunk(b *testing.B, n, bursts int, timeout time.Duration) chunk {
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	start := time.Now()
+	res, err := runner.Run(context.Background(), noop{}, runner.Attempts(n), runner.Bursts(bursts), runner.Timeout(timeout))
+	elapsed := time.Since(start)
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if len(res.Bursts) != bursts {
+		b.Fatalf("%d bursts, want %d", len(res.Bursts), bursts)
+	}
+	spreads := make([]time.Duration, len(res.Bursts))
+	for i, b := range res.Bursts {
+		spreads[i] = b.Spread
+	}
+	return chunk{
+		spread:  res.SpreadSummary().Median,
+		spreads: spreads,
+		rate:    float64(bursts) / elapsed.Seconds(),
+		mallocs: after.Mallocs - before.Mallocs,
+		bytes:   after.TotalAlloc - before.TotalAlloc,
+	}
+}
+
+func medianDuration(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// loadAverage is the one-minute load average (0 where /proc has none).
+func loadAverage() float64 {
+	raw, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(raw))
+	if len(f) == 0 {
+		return 0
+	}
+	l, _ := strconv.ParseFloat(f[0], 64)
+	return l
+}
