@@ -293,6 +293,7 @@ func builtinPlan(ctx context.Context, o *ExploreOptions, p scenarios.Params, ex 
 	}
 	ex.Name = spec.Name
 	opt.Replicas, opt.Allowed, opt.Required = p.Replicas, spec.Allowed, min(runner.DefaultRequired, spec.Allowed)
+	opt.AllowanceSet = true // the catalog's allowance, 0 included
 	t, err := run.Build(ctx, p)
 	if err != nil {
 		var bad *scenarios.ParamError
@@ -341,7 +342,8 @@ func scriptPlan(ctx context.Context, o *ExploreOptions, p scenarios.Params, ex r
 	}
 	ex.Name = scripts.Attempt.Name
 	ex.Describe = t.DescribeStep
-	opt.Allowed, opt.Required = allowed.Max, allowed.Min
+	// As written: --allowed 0 is no effect at all, not the default.
+	opt.Allowed, opt.Required, opt.AllowanceSet = allowed.Max, allowed.Min, true
 	// Two plain reads of different attempts commute, each judged in the
 	// script its own attempt runs.
 	opt.Independent = func(a, b explore.StepRef) bool {

@@ -404,3 +404,17 @@ func TestExploreSaysWhatOnlyBurstsShow(t *testing.T) {
 		t.Errorf("exit %d\n%s\n%s", code, out, stderr)
 	}
 }
+
+// --allowed 0 is no effect at all, as written: an order that leaves one
+// effect is over it (it was taken for "unset" and became 1, so every
+// order of one effect was SAFE).
+func TestExploreAllowedZeroIsKept(t *testing.T) {
+	out, stderr, code := execCmd(t, false, "explore", "sql", "-b", "postgres", "--attempt", "SELECT 1;", "--effects", "SELECT 1;",
+		"--allowed", "0", "--expect", "race", "-o", "json")
+	if code == ExitSetup {
+		conformance.Unavailable(t, "postgres", errors.New(stderr))
+	}
+	if code != ExitOK || !strings.Contains(out, `"allowed": 0`) || !strings.Contains(out, "more than 0 effect(s)") {
+		t.Errorf("--allowed 0: exit %d\n%s\n%s", code, out, stderr)
+	}
+}

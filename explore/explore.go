@@ -38,8 +38,12 @@ const (
 type Options struct {
 	Attempts int // 2 or 3 attempts, each on its own session
 	Replicas int // attempt i runs on replica i mod Replicas (default 1)
-	// Allowed and Required bound the correct effects per order (defaults 1, 1).
+	// Allowed and Required bound the correct effects per order. Both left
+	// at 0, they mean the default, exactly once (1, 1) — unless
+	// AllowanceSet says they were given: --allowed 0 (no effect is
+	// correct) is 0 and 0, and must not become 1.
 	Allowed, Required int
+	AllowanceSet      bool
 	// BlockAfter: where the server cannot say whether a step waits on a
 	// lock (its sessions are no LockWaiter, or asking failed), a step that
 	// has not reached the next boundary by then is blocked, and the next
@@ -652,7 +656,7 @@ func (o Options) withDefaults() Options {
 	if o.Replicas == 0 {
 		o.Replicas = 1
 	}
-	if o.Allowed == 0 && o.Required == 0 {
+	if o.Allowed == 0 && o.Required == 0 && !o.AllowanceSet {
 		o.Allowed, o.Required = runner.DefaultAllowed, runner.DefaultRequired
 	}
 	if o.BlockAfter == 0 {
