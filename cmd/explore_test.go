@@ -273,7 +273,7 @@ func TestExploreScriptsOnServers(t *testing.T) {
 			if code != ExitOK || !strings.Contains(out, "RACE") || !strings.Contains(out, c.step) || !strings.Contains(out, "racetest replay") {
 				t.Errorf("naive: exit %d\n%s\n%s", code, out, stderr)
 			}
-			if c.pruned && !strings.Contains(stderr, "only swap independent reads and are skipped") {
+			if c.pruned && !strings.Contains(stderr, "only swap steps that commute and are spared") {
 				t.Errorf("naive: no order was skipped as equivalent:\n%s", stderr)
 			}
 			out, stderr, code = execCmd(t, false, c.fixd...)
