@@ -358,13 +358,11 @@ func scriptPlan(ctx context.Context, o *ExploreOptions, p scenarios.Params, ex r
 }
 
 // sqlIndependence wires the SQL reading of each attempt's statements
-// into explore's reduction: steps commute when no table is reached by
-// both with one writing (explore.SQL says when the text cannot vouch).
-// A level that keeps one snapshot per transaction — repeatable read,
-// serializable, the server's default (unknown here), or one a script
-// sets itself — lets only plain reads commute.
+// into explore's reduction (explore.SQL says what each level lets
+// commute, and why), and says it in a few words. A level a script sets
+// itself is not known here: nothing commutes.
 func sqlIndependence(sc script.Scripts, attempts int, isolation string) (explore.Independent, string) {
-	snapshot := isolation != "read-uncommitted" && isolation != "read-committed"
+	rules := explore.SQL{Snapshot: isolation != "read-uncommitted" && isolation != "read-committed", Serializable: isolation == "serializable"}
 	type stepKey struct {
 		attempt int
 		label   string
@@ -374,8 +372,9 @@ func sqlIndependence(sc script.Scripts, attempts int, isolation string) (explore
 		s := sc.For(a)
 		for i := range s.Steps {
 			st := &s.Steps[i]
-			up := strings.ToUpper(st.Text)
-			snapshot = snapshot || strings.Contains(up, "ISOLATION") || strings.Contains(up, "SNAPSHOT")
+			if up := strings.ToUpper(st.Text); strings.Contains(up, "ISOLATION") || strings.Contains(up, "SNAPSHOT") {
+				rules.Serializable = true
+			}
 			if st.Marked() {
 				texts[stepKey{a, s.StepLabel(st)}] = st.Text
 			}
@@ -387,15 +386,11 @@ func sqlIndependence(sc script.Scripts, attempts int, isolation string) (explore
 			setup = append(setup, st.Text)
 		}
 	}
-	rules := explore.SQL{Known: explore.KnownTables(strings.Join(setup, ";\n")), Snapshot: snapshot}
-	commute := "no table both reach with one of them writing, each statement judged in its own attempt's script"
-	if snapshot {
-		commute = "two plain reads: at this level a transaction keeps one snapshot, so a write or a commit commutes with nothing"
-	}
+	rules.Known = explore.KnownTables(strings.Join(setup, ";\n"))
 	return rules.Independent(func(a int, label string) (string, bool) {
 		t, ok := texts[stepKey{a, label}]
 		return t, ok
-	}), commute
+	}), rules.Commute()
 }
 
 // attemptScripts refuses more --attempt scripts than attempts: a

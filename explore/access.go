@@ -33,6 +33,10 @@ type Footprint struct {
 	// EXEC, DISCARD). It publishes what the transaction wrote and releases
 	// what it locked, so it touches everything the transaction touched.
 	Ends bool
+	// Fleeting: the step holds nothing past itself (a plain read at read
+	// committed takes no lock), so the end of its transaction owes it
+	// nothing: that end does not touch what this step touched.
+	Fleeting bool
 }
 
 // ByAccess is the independence relation of steps by what they touch: two
@@ -77,6 +81,9 @@ func footprint(of func(int, string) Footprint, s StepRef) Footprint {
 		g := of(s.Attempt, s.Before[i])
 		if g.Ends {
 			break
+		}
+		if g.Fleeting {
+			continue
 		}
 		out.All = out.All || g.All
 		out.Accesses = append(out.Accesses, g.Accesses...)

@@ -317,7 +317,8 @@ func (p *txPrograms) footprint(attempt int, name string) Footprint {
 	if o.end {
 		return Footprint{Ends: true}
 	}
-	return Footprint{Accesses: []Access{{Table: o.key[:1], Key: o.key[1:], Write: o.write}}}
+	// A read holds nothing here (no lock; an end publishes only writes).
+	return Footprint{Accesses: []Access{{Table: o.key[:1], Key: o.key[1:], Write: o.write}}, Fleeting: !o.write}
 }
 
 func exploreTx(t *testing.T, progs [][]txOp, allowed int, indep Independent) *Result {

@@ -23,12 +23,37 @@ type SQL struct {
 	// table is taken as every table ("*").
 	Known func(table string) bool
 	// Snapshot: a transaction may keep one snapshot for all its
-	// statements (repeatable read, serializable, or a level the run does
-	// not know). Its first statement then fixes what the later ones see
-	// of every table, and a commit on another table is seen or not by
-	// where it falls: only two plain reads are judged apart, every other
-	// step touches everything.
+	// statements (repeatable read, or a level the run does not know). Its
+	// first statement then fixes what the later ones see of every table,
+	// and a write or a commit elsewhere is seen or not by where it falls:
+	// only two plain reads are judged apart, every other step touches
+	// everything.
 	Snapshot bool
+	// Serializable: nothing commutes. PostgreSQL's serializable picks the
+	// transaction it fails by the order in which it finds the conflicts,
+	// reads included; MySQL's turns every read into a locking one.
+	Serializable bool
+}
+
+// locks stands for the server's lock manager: every step that may wait on
+// a lock touches it, so no two such steps are ever swapped. Whether they
+// wait, and which one a deadlock ends, depends on the order in which the
+// waits begin, even on two tables (A waits on B's row of t, then B on A's
+// row of u: the server ends the one whose wait closed the cycle, or the
+// first to wait).
+var locks = Access{Table: "(lock manager)", Write: true}
+
+// Commute says which steps commute under these rules, for the note that
+// says how many orders the reduction spared.
+func (s SQL) Commute() string {
+	switch {
+	case s.Serializable:
+		return "none: at serializable, or a level a script sets, no two steps are swapped"
+	case s.Snapshot:
+		return "two plain reads: a transaction keeps one snapshot, so a write or a commit is swapped with nothing"
+	}
+	return "a plain read with a step on other tables, a commit with steps its transaction's writes do not reach; " +
+		"never two steps that may wait on a lock"
 }
 
 // Independent is ByAccess over the statements text gives for each
@@ -51,6 +76,9 @@ func (s SQL) Footprint(text string) Footprint {
 		return Footprint{All: true}
 	}
 	all := Footprint{All: true}
+	if s.Serializable {
+		return all
+	}
 	ends := Footprint{Ends: true}
 	if s.Snapshot {
 		ends = all // where it falls decides which snapshots see it
@@ -84,15 +112,20 @@ func (s SQL) Footprint(text string) Footprint {
 	if write && s.Snapshot {
 		return all
 	}
-	var f Footprint
+	// A plain read at read committed or below takes no lock and holds
+	// nothing: its transaction's end owes it nothing.
+	f := Footprint{Fleeting: !write}
+	if write {
+		f.Accesses = append(f.Accesses, locks)
+	}
 	for _, table := range sqlTables(toks) {
 		if s.Known == nil || !s.Known(table) {
 			table = "*"
 		}
 		f.Accesses = append(f.Accesses, Access{Table: table, Write: write})
 	}
-	if len(f.Accesses) == 0 && write {
-		return all
+	if len(f.Accesses) == 1 && write {
+		return all // a write whose table the text does not name
 	}
 	return f
 }
