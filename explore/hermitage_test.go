@@ -142,6 +142,7 @@ func TestHermitage(t *testing.T) {
 	levels := []string{"read-uncommitted", "read-committed", "repeatable-read", "serializable"}
 	for _, backend := range []string{"postgres", "mysql"} {
 		t.Run(backend, func(t *testing.T) {
+			t.Parallel() // two servers: each its own tables and sessions
 			for _, h := range hermitageTests {
 				t.Run(h.name, func(t *testing.T) {
 					for _, level := range levels {
