@@ -293,6 +293,7 @@ func builtinPlan(ctx context.Context, o *ExploreOptions, p scenarios.Params, ex 
 	}
 	ex.Name = spec.Name
 	opt.Replicas, opt.Allowed, opt.Required = p.Replicas, spec.Allowed, min(runner.DefaultRequired, spec.Allowed)
+	opt.AllowanceSet = true // the catalog's allowance, 0 included
 	t, err := run.Build(ctx, p)
 	if err != nil {
 		var bad *scenarios.ParamError
@@ -341,13 +342,55 @@ func scriptPlan(ctx context.Context, o *ExploreOptions, p scenarios.Params, ex r
 	}
 	ex.Name = scripts.Attempt.Name
 	ex.Describe = t.DescribeStep
-	opt.Allowed, opt.Required = allowed.Max, allowed.Min
+	// As written: --allowed 0 is no effect at all, not the default.
+	opt.Allowed, opt.Required, opt.AllowanceSet = allowed.Max, allowed.Min, true
+	if o.Dialect == script.SQL {
+		opt.Independent, opt.Commute = sqlIndependence(scripts, opt.Attempts, o.Shape.Isolation)
+		return t, ex, opt, nil
+	}
 	// Two plain reads of different attempts commute, each judged in the
 	// script its own attempt runs.
 	opt.Independent = func(a, b explore.StepRef) bool {
 		return t.ReadOnly(a.Attempt, a.Name) && t.ReadOnly(b.Attempt, b.Name)
 	}
+	opt.Commute = "two plain reads"
 	return t, ex, opt, nil
+}
+
+// sqlIndependence wires the SQL reading of each attempt's statements
+// into explore's reduction (explore.SQL says what each level lets
+// commute, and why), and says it in a few words. A level a script sets
+// itself is not known here: nothing commutes.
+func sqlIndependence(sc script.Scripts, attempts int, isolation string) (explore.Independent, string) {
+	rules := explore.SQL{Snapshot: isolation != "read-uncommitted" && isolation != "read-committed", Serializable: isolation == "serializable"}
+	type stepKey struct {
+		attempt int
+		label   string
+	}
+	texts := map[stepKey]string{}
+	for a := range attempts {
+		s := sc.For(a)
+		for i := range s.Steps {
+			st := &s.Steps[i]
+			if up := strings.ToUpper(st.Text); strings.Contains(up, "ISOLATION") || strings.Contains(up, "SNAPSHOT") {
+				rules.Serializable = true
+			}
+			if st.Marked() {
+				texts[stepKey{a, s.StepLabel(st)}] = st.Text
+			}
+		}
+	}
+	var setup []string
+	if sc.Setup != nil {
+		for _, st := range sc.Setup.Steps {
+			setup = append(setup, st.Text)
+		}
+	}
+	rules.Known = explore.KnownTables(strings.Join(setup, ";\n"))
+	return rules.Independent(func(a int, label string) (string, bool) {
+		t, ok := texts[stepKey{a, label}]
+		return t, ok
+	}), rules.Commute()
 }
 
 // attemptScripts refuses more --attempt scripts than attempts: a
@@ -472,7 +515,7 @@ func countedLine(o *ExploreOptions) func(*explore.Result) error {
 	return func(r *explore.Result) error {
 		line := fmt.Sprintf("racetest: %s: %s = %s orders", r.Shape(), ordersFormula(r.AttemptSteps), r.Total)
 		if r.Pruned > 0 {
-			line += fmt.Sprintf("; %d only swap independent reads and are skipped (each is equivalent to one that runs: see docs/verdicts.md)", r.Pruned)
+			line += fmt.Sprintf("; %d only swap steps that commute and are spared (each is equivalent to one that runs: see docs/verdicts.md)", r.Pruned)
 		}
 		if r.Unexplored != "" {
 			line += fmt.Sprintf("; --cap: the first %d run, %s left unexplored", r.Planned, r.Unexplored)

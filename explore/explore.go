@@ -38,8 +38,12 @@ const (
 type Options struct {
 	Attempts int // 2 or 3 attempts, each on its own session
 	Replicas int // attempt i runs on replica i mod Replicas (default 1)
-	// Allowed and Required bound the correct effects per order (defaults 1, 1).
+	// Allowed and Required bound the correct effects per order. Both left
+	// at 0, they mean the default, exactly once (1, 1) — unless
+	// AllowanceSet says they were given: --allowed 0 (no effect is
+	// correct) is 0 and 0, and must not become 1.
 	Allowed, Required int
+	AllowanceSet      bool
 	// BlockAfter: where the server cannot say whether a step waits on a
 	// lock (its sessions are no LockWaiter, or asking failed), a step that
 	// has not reached the next boundary by then is blocked, and the next
@@ -59,6 +63,9 @@ type Options struct {
 	// commute, each judged as its own attempt takes it: of the orders that
 	// differ only by swapping such steps, one runs (see enumerate).
 	Independent Independent
+	// Commute says in a few words which steps Independent lets commute,
+	// for the note that says how many orders the reduction spared.
+	Commute string
 	// Deadlock tells a deadlock from the other conflicts by the error's
 	// class (sqldb.IsDeadlock); without it, no conflict is counted as one.
 	Deadlock func(error) bool
@@ -191,8 +198,11 @@ type Result struct {
 	// Diverged counts orders in which an attempt took other steps than
 	// those the reduction judged (its path depends on the others): with
 	// orders pruned, a SAFE cannot rest on them.
-	Diverged   int   `json:"diverged,omitempty"`
-	CleanupErr error `json:"-"`
+	Diverged int `json:"diverged,omitempty"`
+	// Reduction says how many orders the reduction spared, and why that
+	// is sound.
+	Reduction  string `json:"reduction,omitempty"`
+	CleanupErr error  `json:"-"`
 	unexplored *big.Int
 	note       string
 }
@@ -542,7 +552,7 @@ func Run(ctx context.Context, t runner.Target, o Options) (res *Result, err erro
 			key := [4]int{a, i, b, j}
 			v, ok := memo[key]
 			if !ok {
-				v = o.Independent(StepRef{a, i, steps[a][i]}, StepRef{b, j, steps[b][j]})
+				v = o.Independent(StepRef{a, i, steps[a][i], steps[a][:i]}, StepRef{b, j, steps[b][j], steps[b][:j]})
 				memo[key] = v
 			}
 			return v
@@ -563,6 +573,15 @@ func Run(ctx context.Context, t runner.Target, o Options) (res *Result, err erro
 	})
 	// The first orders the reduction left out were run all the same.
 	res.Pruned -= len(res.Orders) - (kept - extra)
+	if res.Pruned > 0 {
+		commute := o.Commute
+		if commute == "" {
+			commute = "steps that commute"
+		}
+		res.Reduction = fmt.Sprintf("reduction: %d of %s orders spared, each equivalent to one that runs: it differs from it only by swapping adjacent "+
+			"steps of different attempts that commute (%s), so it runs the same conflicting steps in the same order; of each class "+
+			"of such orders exactly one runs (see docs/verdicts.md)", res.Pruned, res.Total, commute)
+	}
 	left := big.NewInt(int64(extra + len(res.Orders)))
 	if left.Cmp(limit) > 0 {
 		if !o.Cap {
@@ -652,7 +671,7 @@ func (o Options) withDefaults() Options {
 	if o.Replicas == 0 {
 		o.Replicas = 1
 	}
-	if o.Allowed == 0 && o.Required == 0 {
+	if o.Allowed == 0 && o.Required == 0 && !o.AllowanceSet {
 		o.Allowed, o.Required = runner.DefaultAllowed, runner.DefaultRequired
 	}
 	if o.BlockAfter == 0 {
@@ -695,6 +714,9 @@ func describe(t runner.Target, res *Result) {
 	}
 	if res.note != "" {
 		res.Notes = append(res.Notes, res.note)
+	}
+	if res.Reduction != "" {
+		res.Notes = append(res.Notes, res.Reduction)
 	}
 }
 

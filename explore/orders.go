@@ -36,6 +36,9 @@ type StepRef struct {
 	Attempt int    // 0 = A
 	Index   int    // the attempt's step, from 0
 	Name    string // its mark, as the attempt took it when it ran first
+	// Before are the attempt's steps before this one, as it took them
+	// when it ran first: the transaction a COMMIT ends (ByAccess).
+	Before []string
 }
 
 // Independent says whether two steps of different attempts commute:

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/racetest/racetest/explore"
+	"github.com/racetest/racetest/runner"
 )
 
 // Explore runs c's attempts step by step, in every order of the steps
@@ -27,8 +28,12 @@ func Explore(ctx context.Context, c Case, opts explore.Options) (*explore.Result
 			opts.Attempts = 3
 		}
 	}
-	if opts.Allowed == 0 && opts.Required == 0 {
-		opts.Allowed, opts.Required = max(c.Allowed, 1), 1
+	if opts.Allowed == 0 && opts.Required == 0 && !opts.AllowanceSet {
+		// The bounds the case's bursts run with: its Allowed, and
+		// runner.Allowed(0), runner.Required(0) in its Options (none is
+		// correct) kept as 0, not taken for "unset".
+		cfg := runner.NewConfig(c.options()...)
+		opts.Allowed, opts.Required, opts.AllowanceSet = cfg.Allowed, cfg.Required, true
 	}
 	if err := opts.Validate(); err != nil {
 		return nil, err

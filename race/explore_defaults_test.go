@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/racetest/racetest/explore"
+	"github.com/racetest/racetest/runner"
 )
 
 // naiveRedeem is a check-then-write in memory, marked with steps.
@@ -99,5 +100,21 @@ func TestACaseWithoutSizesRunsTheDefaults(t *testing.T) {
 	}
 	if res.Attempts != 16 || len(res.Bursts) != 100 {
 		t.Errorf("ran %d bursts of %d attempts, want 100 of 16", len(res.Bursts), res.Attempts)
+	}
+}
+
+// A case where no effect is correct says so as its bursts do,
+// runner.Allowed(0) and runner.Required(0) in Options; explore keeps
+// those 0s (it took them for "unset" and judged by exactly once, so an
+// order of one effect was SAFE).
+func TestExploreKeepsAnAllowanceOfZero(t *testing.T) {
+	c := naiveRedeem(2, 1) // one effect in the serial orders
+	c.Options = []runner.Option{runner.Allowed(0), runner.Required(0)}
+	res, err := Explore(context.Background(), c, explore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Allowed != 0 || res.Required != 0 || res.Verdict() != explore.Race {
+		t.Errorf("runner.Allowed(0): explored allowing %d, requiring %d, %s; want 0, 0, RACE", res.Allowed, res.Required, res.Verdict())
 	}
 }
