@@ -205,3 +205,37 @@ func TestEffectsAutoHTTPCommand(t *testing.T) {
 		})
 	}
 }
+
+// --effects auto on the built-in scenarios (issue 30, teaching): the demo
+// shows the rows a change of the store can judge, each beside its solo
+// twin, and names the rows it left out; run refuses what auto cannot judge,
+// before anything runs.
+func TestBuiltinAuto(t *testing.T) {
+	out, errOut, code := execCmd(t, false, "demo", "--effects", "auto", "--bursts", "10", "--details", "--timeline=false")
+	if code != 0 {
+		t.Fatalf("demo --effects auto: exit %d\n%s%s", code, out, errOut)
+	}
+	for _, want := range []string{"memory-set (3 replicas)", "check-then-write", "conditional-update", "unique-insert", "judged beside a solo twin",
+		"writes (rows)    +1        +8  ← differs"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("demo --effects auto does not show %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "ttl-lease  ") || !strings.Contains(errOut, "left out ttl-lease") {
+		t.Errorf("ttl-lease must be left out, and named:\n%s\n%s", out, errOut)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "ttl-lease", "--effects", "auto"}, "two holders of one lease at once"},
+		{[]string{"run", "check-then-write", "--effects", "count"}, "the one choice is auto"},
+		{[]string{"run", "check-then-write", "--effects", "auto", "--processes"}, "--processes"},
+		{[]string{"demo", "-b", "postgres", "--effects", "auto"}, "embedded store (-b memory)"},
+	} {
+		_, errOut, code := execCmd(t, false, c.args...)
+		if code != ExitUsage || !strings.Contains(errOut, c.want) {
+			t.Errorf("%v: exit %d, %q; want %d and …%s…", c.args, code, errOut, ExitUsage, c.want)
+		}
+	}
+}

@@ -3,11 +3,13 @@ package cmd
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/racetest/racetest/report"
 	"github.com/racetest/racetest/runplan"
 	"github.com/racetest/racetest/scenarios"
+	"github.com/racetest/racetest/scenarios/memstore"
 	"github.com/spf13/cobra"
 )
 
@@ -65,6 +67,7 @@ func NewCmdDemo(f *Factory, runF func(context.Context, *DemoOptions) error) *cob
 	fs.BoolVar(&opts.Cluster, "cluster", false, "run the clustered rows instead (replica-read, failover-lock) on the clusters scripts/cluster.sh started, "+
 		"named by the connection flags or RACETEST_* variables it prints; rows whose cluster is not running are skipped and named")
 	opts.Shape.register(fs, f.Registry, 8, 100)
+	opts.Shape.registerAuto(fs)
 	completeEnums(c, f.Registry)
 	return c
 }
@@ -91,10 +94,20 @@ func runDemo(ctx context.Context, o *DemoOptions) error {
 		if err := o.Shape.checkEngine(o.Registry, o.Backend); err != nil {
 			return err
 		}
+		if err := o.Shape.auto(o.Backend); err != nil {
+			return err
+		}
+		var counted []string
 		for _, spec := range o.Registry.Scenarios() {
 			// A clustered scenario needs a primary and a replica: its rows
 			// run under --cluster only.
 			if len(spec.Demo) == 0 || spec.Topology != "" || !has(o.Registry.BackendsOf(spec.Name), o.Backend) {
+				continue
+			}
+			// --effects auto shows the rows a change of the store can
+			// judge; the rest are named, never judged otherwise unasked.
+			if o.Shape.SoloEvery > 0 && memstore.AutoRefusal(spec.Name) != "" {
+				counted = append(counted, spec.Name)
 				continue
 			}
 			for _, dc := range spec.Demo {
@@ -112,6 +125,12 @@ func runDemo(ctx context.Context, o *DemoOptions) error {
 			len(plans), o.Backend, o.Shape.Attempts, o.Shape.Bursts)
 		if o.Backend == "memory" {
 			title += fmt.Sprintf(", simulated round trip %s", o.Shape.Latency)
+		}
+		if o.Shape.SoloEvery > 0 {
+			title += "; each burst judged beside a solo twin, the same attempts one at a time on one replica (--details: what each wrote alone and together)"
+			if len(counted) > 0 && !o.IO.Quiet {
+				fmt.Fprintf(o.IO.ErrOut, "racetest: --effects auto: left out %s (judged by their own counts: run the demo without --effects auto)\n", strings.Join(slices.Compact(counted), ", "))
+			}
 		}
 		where = o.Backend
 	}

@@ -18,6 +18,32 @@ import (
 // written once.
 type shapeFlags struct {
 	runplan.Shape
+	// effects is --effects on run and demo: "" (the scenario's own count)
+	// or auto (solo twins); auto sets Shape.SoloEvery.
+	effects string
+}
+
+// registerAuto registers --effects on the commands that run built-in
+// scenarios (run, demo).
+func (s *shapeFlags) registerAuto(fs *pflag.FlagSet) {
+	fs.StringVar(&s.effects, "effects", "", "auto: judge each burst by what it changed in the store beside a solo twin (the same attempts one at a time, on one replica) instead of the scenario's own count (embedded store)")
+}
+
+// auto checks --effects for a run on backend, and sets the shape's solo
+// twins for auto.
+func (s *shapeFlags) auto(backend string) error {
+	switch s.effects {
+	case "":
+		return nil
+	case "auto":
+	default:
+		return usageErrorf("--effects %q: a built-in scenario counts its own effects; the one choice is auto (judge by solo twins)", s.effects)
+	}
+	if backend != "memory" {
+		return usageErrorf("--effects auto on the built-in scenarios runs on the embedded store (-b memory) for now; on %s, 'racetest sql|redis|mongo … --effects auto' measures your own tables", backend)
+	}
+	s.SoloEvery = 1
+	return nil
 }
 
 func (s *shapeFlags) register(fs *pflag.FlagSet, reg *scenarios.Registry, attempts, bursts int) {

@@ -81,7 +81,7 @@ committed).`,
 	for _, l := range sqldb.Isolations() {
 		levels = append(levels, string(l))
 	}
-	opts.Shape = shapeFlags{runplan.Shape{Replicas: runner.DefaultReplicas, Waves: runner.DefaultWaves,
+	opts.Shape = shapeFlags{Shape: runplan.Shape{Replicas: runner.DefaultReplicas, Waves: runner.DefaultWaves,
 		Latency: scenarios.DefaultLatency, TTL: scenarios.DefaultTTL}}
 	fs := c.Flags()
 	fs.StringSliceVarP(&opts.Backends, "backend", "b", matrixBackends(f.Registry), "SQL backends to run on, comma-separated")

@@ -10,6 +10,7 @@ import (
 	"github.com/racetest/racetest/report"
 	"github.com/racetest/racetest/runplan"
 	"github.com/racetest/racetest/scenarios"
+	"github.com/racetest/racetest/scenarios/memstore"
 	"github.com/spf13/cobra"
 )
 
@@ -54,6 +55,7 @@ func NewCmdRun(f *Factory, runF func(context.Context, *RunOptions) error) *cobra
 	opts.finishFlags.register(fs, "what the run must show: safe, race, lost, max=N, range=MIN-MAX effects per burst, or catalog (the catalog's expectation for this backend, isolation, variant and server)",
 		"draw the example burst of a RACE as a timeline (table format)")
 	opts.Shape.register(fs, f.Registry, 16, 100)
+	opts.Shape.registerAuto(fs)
 	fs.BoolVar(&opts.Processes, "processes", false, "run each replica as a real 'racetest serve' process; attempts reach them over HTTP, round-robin")
 	fs.BoolVar(&opts.RestartBetween, "restart-between", false, "restart the replicas between two waves at the same subject (a deploy): --waves 2 --deploy")
 	fs.StringVar(&opts.Release, "release", string(release.Default), releaseHelp(f.Registry))
@@ -86,6 +88,17 @@ func runRun(ctx context.Context, o *RunOptions) error {
 	}
 	if err := o.Shape.checkEngine(o.Registry, o.Backend); err != nil {
 		return err
+	}
+	if err := sh.auto(o.Backend); err != nil {
+		return err
+	}
+	if sh.SoloEvery > 0 {
+		if why := memstore.AutoRefusal(spec.Name); why != "" {
+			return usageErrorf("%s", why)
+		}
+		if o.Processes {
+			return usageErrorf("--effects auto measures the embedded store in this process; with --processes each replica's store is its own: leave out one of the two")
+		}
 	}
 	req := runplan.Request{
 		Scenario: spec.Name, Backend: o.Backend, Shape: sh.plan(sh.Replicas),

@@ -86,6 +86,13 @@ func runServe(ctx context.Context, o *ServeOptions) error {
 	if o.Workers < 1 {
 		return usageErrorf("--workers must be at least 1 (got %d)", o.Workers)
 	}
+	// A malformed address is the user's to fix (exit 2); one that is
+	// well formed but taken or not ours is the machine's (exit 3, below).
+	if _, port, err := net.SplitHostPort(o.Addr); err != nil {
+		return usageErrorf("--addr %q is not HOST:PORT (%v): write it as 127.0.0.1:8080, or :0 for a free port", o.Addr, err)
+	} else if _, err := net.LookupPort("tcp", port); err != nil {
+		return usageErrorf("--addr %q: %q is not a port (%v): write it as 127.0.0.1:8080, or :0 for a free port", o.Addr, port, err)
+	}
 	if err := checkDurations(durationFlag{"gap", o.Shape.Gap}, durationFlag{"latency", o.Shape.Latency}, durationFlag{"ttl", o.Shape.TTL}, durationFlag{"timeout", o.Timeout}); err != nil {
 		return err
 	}

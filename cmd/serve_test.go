@@ -125,6 +125,9 @@ func TestServeBadInput(t *testing.T) {
 		{[]string{"serve", "no-such"}, ExitUsage, "unknown scenario"},
 		{[]string{"serve", "memory-set", "--workers", "0"}, ExitUsage, "--workers"},
 		{[]string{"serve", "memory-set", "--addr", ln.Addr().String()}, ExitSetup, "cannot listen"},
+		{[]string{"serve", "memory-set", "--addr", "nope"}, ExitUsage, "is not HOST:PORT"},
+		{[]string{"serve", "memory-set", "--addr", "127.0.0.1:http2"}, ExitUsage, "is not a port"},
+		{[]string{"serve", "memory-set", "--addr", "127.0.0.1:99999"}, ExitUsage, "is not a port"},
 	} {
 		_, errOut, code := execCmd(t, false, c.args...)
 		if code != c.code || !strings.Contains(errOut, c.want) {

@@ -309,10 +309,15 @@ func (tw *Twins) Reason() string {
 func (e *engine) soloIndex(b int) int { return 2*e.cfg.Bursts + b }
 
 // soloTwin resets a fresh subject and runs the burst's attempts on it one
-// at a time, each worker on its own session, in an order that starts one
-// worker later with each twin (so that a column recording which attempt
-// went first varies between twins and is told from a quantity), and
-// returns the change the attempts made.
+// at a time, in an order that starts one worker later with each twin (so
+// that a column recording which attempt went first varies between twins
+// and is told from a quantity), and returns the change the attempts made.
+//
+// A solo twin is the attempts as a team tests them alone: one at a time,
+// against one process. With replicas, every attempt runs on the sessions
+// of replica 0, never of another: a guard that each replica keeps in its
+// own memory (memory-set) holds alone and fails across replicas, and a
+// twin spread over the replicas would fail as the burst does, hiding it.
 func (e *engine) soloTwin(ctx context.Context, b int) (Delta, error) {
 	reset := e.t.Reset
 	if sr, ok := e.t.(SoloResetter); ok {
@@ -327,13 +332,17 @@ func (e *engine) soloTwin(ctx context.Context, b int) (Delta, error) {
 		return nil, fmt.Errorf("burst %d: solo twin: snapshot: %w", b, err)
 	}
 	n := len(e.workers)
+	// Worker i runs on replica i % Replicas: replica 0's are every
+	// Replicas-th (workers 0, R, 2R, …).
+	one := (n + e.cfg.Replicas - 1) / e.cfg.Replicas
 	for range e.cfg.Waves {
 		for k := range n {
 			i := (k + e.solos) % n
-			w := &Worker{ID: i, Replica: i % e.cfg.Replicas, Wave: 0}
+			j := i % one * e.cfg.Replicas // a worker of replica 0
+			w := &Worker{ID: i, Replica: 0, Wave: 0}
 			w.base = time.Now()
 			actx, cancel := e.waveContext(ctx)
-			e.attempt(actx, i, e.sessions[i], s, w)
+			e.attempt(actx, i, e.sessions[j], s, w)
 			cancel()
 			if ctx.Err() != nil {
 				return nil, ctx.Err()

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"fmt"
 	"math/big"
 	"strings"
 	"sync"
@@ -483,5 +484,52 @@ func TestTwinVerdictOrBrokenInvariant(t *testing.T) {
 	b.Broken, b.Twin.Verdict = nil, TwinMore
 	if !b.Violated() {
 		t.Error("a twin burst that changed more than its twin is no violation")
+	}
+}
+
+// replicaLedger is a ledger whose replicas each keep their own memory of
+// the subjects they granted (memory-set's guard): its sessions know their
+// replica from Open, not from the worker.
+type replicaLedger struct{ *ledger }
+
+func (r replicaLedger) Open(_ context.Context, replica, _ int) (App, error) {
+	return replicaApp{r.ledger, replica}, nil
+}
+
+type replicaApp struct {
+	l       *ledger
+	replica int
+}
+
+func (a replicaApp) Session(context.Context, int) (Session, error) { return a, nil }
+func (replicaApp) Close() error                                    { return nil }
+func (a replicaApp) Attempt(_ context.Context, s Subject, _ *Worker) Outcome {
+	key := fmt.Sprint("r", a.replica, "/", s.Key)
+	a.l.mu.Lock()
+	defer a.l.mu.Unlock()
+	if a.l.used[key] {
+		return Outcome{Class: Declined}
+	}
+	a.l.used[key] = true
+	a.l.vals["grants rows"]++
+	return Outcome{Class: Executed}
+}
+
+// A solo twin runs on one replica, as a team tests alone: a guard kept in
+// each replica's own memory grants once alone and once per replica
+// together, and only a twin on one replica shows the difference (issue 30).
+func TestSoloTwinRunsOnOneReplica(t *testing.T) {
+	l := replicaLedger{newLedger(nil)}
+	res, err := Run(context.Background(), l, Attempts(6), Replicas(3), Bursts(4), SoloTwins(1), Timeout(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range res.Bursts {
+		if b.Twin == nil || b.Twin.Solo["grants rows"].Cmp(rat(1)) != 0 || b.Twin.Together["grants rows"].Cmp(rat(3)) != 0 {
+			t.Fatalf("burst %d: twin %+v, want +1 grant solo (one replica) and +3 together (three)", b.Index, b.Twin)
+		}
+	}
+	if res.Violations() != len(res.Bursts) {
+		t.Errorf("%d of %d bursts violated, want every one", res.Violations(), len(res.Bursts))
 	}
 }

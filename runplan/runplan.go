@@ -45,6 +45,9 @@ type Shape struct {
 	// Retries retries an attempt the server refused with a conflict up to
 	// this many times (runner.Retries); the catalog's table reads it too.
 	Retries int
+	// SoloEvery, above 0, judges the run by solo twins instead of the
+	// scenario's own count (--effects auto; runner.Config.SoloEvery).
+	SoloEvery int
 }
 
 // Params are the scenario's parameters for a run of this shape, named
@@ -155,7 +158,7 @@ func Build(reg *scenarios.Registry, req Request) (Run, error) {
 	cfg := runner.NewConfig(append([]runner.Option{
 		runner.Attempts(sh.Attempts), runner.Bursts(sh.Bursts), runner.Replicas(sh.Replicas),
 		runner.Waves(sh.Waves), runner.Deploy(sh.Deploy), runner.Allowed(spec.Allowed),
-		runner.Timeout(sh.Timeout), runner.Keep(sh.Keep), runner.Retries(sh.Retries),
+		runner.Timeout(sh.Timeout), runner.Keep(sh.Keep), runner.Retries(sh.Retries), runner.SoloTwins(sh.SoloEvery),
 	}, rel.Options()...)...)
 	name := req.Name
 	if name == "" {
@@ -224,6 +227,9 @@ func Settings(backend string, p scenarios.Params, cfg runner.Config) map[string]
 	}
 	if cfg.Retries > 0 {
 		s["retry"] = strconv.Itoa(cfg.Retries)
+	}
+	if cfg.SoloEvery > 0 {
+		s["effects"] = "auto"
 	}
 	if cfg.Waves > 1 {
 		s["waves"] = strconv.Itoa(cfg.Waves)

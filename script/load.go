@@ -37,6 +37,17 @@ func DialectOf(backend string) (Dialect, bool) {
 	return 0, false
 }
 
+// FieldError is a script that did not load, with the field of a suite
+// case it came from ("attempt", "attempt[1]", "invariant[0]"), so that a
+// suite points at that field's line, not at its case's first one.
+type FieldError struct {
+	Field string
+	Err   error
+}
+
+func (e *FieldError) Error() string { return e.Err.Error() }
+func (e *FieldError) Unwrap() error { return e.Err }
+
 // Load reads and parses the five scripts. A file named @FILE is read
 // relative to dir (the suite file's directory; "" for the working
 // directory); field names each script in messages ("--" + name for flags).
@@ -54,22 +65,23 @@ func (s Spec) Load(dir string, d Dialect, field func(name string) string) (Scrip
 		scope Scope
 		dst   **Script
 		where string
+		path  string // the field in a suite file: attempt, attempt[1]
 	}
-	scripts := []script{{"setup", s.Setup, ScopeRun, &sc.Setup, ""}, {"subject", s.Subject, ScopeBurst, &sc.Subject, ""}}
+	scripts := []script{{"setup", s.Setup, ScopeRun, &sc.Setup, "", "setup"}, {"subject", s.Subject, ScopeBurst, &sc.Subject, "", "subject"}}
 	attempts := s.Attempt
 	if len(attempts) == 0 {
 		attempts = []string{""}
 	}
 	sc.Attempts = make([]*Script, len(attempts))
 	for i, a := range attempts {
-		where := ""
+		where, path := "", "attempt"
 		if len(attempts) > 1 {
 			// Each transaction's own name, so that its steps' labels differ.
-			where = fmt.Sprintf("%s#%d", field("attempt"), i+1)
+			where, path = fmt.Sprintf("%s#%d", field("attempt"), i+1), fmt.Sprintf("attempt[%d]", i)
 		}
-		scripts = append(scripts, script{"attempt", a, ScopeAttempt, &sc.Attempts[i], where})
+		scripts = append(scripts, script{"attempt", a, ScopeAttempt, &sc.Attempts[i], where, path})
 	}
-	scripts = append(scripts, script{"effects", s.Effects, ScopeBurst, &sc.Effects, ""}, script{"teardown", s.Teardown, ScopeRun, &sc.Teardown, ""})
+	scripts = append(scripts, script{"effects", s.Effects, ScopeBurst, &sc.Effects, "", "effects"}, script{"teardown", s.Teardown, ScopeRun, &sc.Teardown, "", "teardown"})
 	for _, x := range scripts {
 		where := x.where
 		if where == "" {
@@ -86,21 +98,22 @@ func (s Spec) Load(dir string, d Dialect, field func(name string) string) (Scrip
 		}
 		p, err := load(x.value, dir, d, x.scope, where)
 		if err != nil {
-			return sc, err
+			return sc, &FieldError{Field: x.path, Err: err}
 		}
 		*x.dst = p
 	}
 	sc.Attempt = sc.Attempts[0]
-	for _, v := range s.Invariants {
+	for i, v := range s.Invariants {
 		if strings.TrimSpace(v) == "" {
-			return sc, fmt.Errorf("%s is empty: write a query that counts what breaks the invariant, inline or @FILE", field("invariant"))
+			return sc, &FieldError{Field: fmt.Sprintf("invariant[%d]", i),
+				Err: fmt.Errorf("%s is empty: write a query that counts what breaks the invariant, inline or @FILE", field("invariant"))}
 		}
 		if t := strings.TrimSpace(v); d == SQL && !strings.HasPrefix(t, "@") && !strings.HasSuffix(t, ";") {
 			v = t + ";" // one query on the command line, as the docs write it
 		}
 		p, err := load(v, dir, d, ScopeBurst, field("invariant"))
 		if err != nil {
-			return sc, err
+			return sc, &FieldError{Field: fmt.Sprintf("invariant[%d]", i), Err: err}
 		}
 		sc.Invariants = append(sc.Invariants, p)
 	}

@@ -1,6 +1,7 @@
 package suite
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -122,8 +123,12 @@ func (c *checker) scriptCase(path string, k *Case, sh shape, p *Plan) {
 	scripts, err := spec.Load(c.o.Dir, d, func(n string) string { return sp + "." + n })
 	if err != nil {
 		// The message names the script's own file:line:col, and the
-		// field it came from.
-		c.fail(sp, "%v", err)
+		// field it came from; the suite's line is that field's.
+		at := sp
+		if fe := (*script.FieldError)(nil); errors.As(err, &fe) {
+			at = sp + "." + fe.Field
+		}
+		c.fail(at, "%v", err)
 		return
 	}
 	every := c.autoShape(sp, scripts.Auto, d == script.Redis, s.Watch, s.SoloEvery, s.Allowed != nil)

@@ -138,3 +138,30 @@ func TestAllowanceAndInvariantFields(t *testing.T) {
 		}
 	}
 }
+
+// A script that does not load is reported at the line of the field it
+// came from (attempt:, an attempt list's entry, invariant:), not at its
+// case's first script field (issue 29 §7).
+func TestScriptErrorsPointAtTheirField(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "bad.sql"), []byte("SELECT 1;\n\\gsett x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	o := suite.Options{Dir: dir}
+	for _, tc := range []struct {
+		src  string
+		line int
+	}{
+		{"cases:\n  - backend: postgres\n    connection: default\n    sql:\n      setup: \"SELECT 1;\"\n      attempt: \"@bad.sql\"\n      effects: \"SELECT 1;\"\n", 6},
+		{"cases:\n  - backend: postgres\n    connection: default\n    attempts: 2\n    sql:\n      setup: \"SELECT 1;\"\n      attempt:\n        - \"SELECT 1;\"\n        - \"@bad.sql\"\n      effects: \"SELECT 1;\"\n", 9},
+		{"cases:\n  - backend: postgres\n    connection: default\n    sql:\n      setup: \"SELECT 1;\"\n      attempt: \"SELECT 1;\"\n      invariant: [\"SELECT 0;\", \"@bad.sql\"]\n", 7},
+	} {
+		_, err := plans(t, tc.src, o)
+		if err == nil {
+			t.Fatalf("%s: no error", tc.src)
+		}
+		if e := firstError(t, err); e.Line != tc.line || !strings.Contains(e.Msg, "did you mean \\gset?") {
+			t.Errorf("%s\nerror at line %d (%s), want line %d", tc.src, e.Line, e.Msg, tc.line)
+		}
+	}
+}

@@ -20,6 +20,7 @@ import (
 const (
 	CodeUniqueViolation      = "23505"
 	CodeDuplicateTable       = "42P07"
+	CodeUndefinedTable       = "42P01"
 	CodeSerializationFailure = "40001"
 	CodeDeadlockDetected     = "40P01"
 	CodeTooManyConnections   = "53300"

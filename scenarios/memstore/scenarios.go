@@ -3,6 +3,7 @@ package memstore
 import (
 	"context"
 	"fmt"
+	"math/big"
 	"strconv"
 	"time"
 
@@ -13,9 +14,10 @@ import (
 // The engine contract, and the optional parts this target promises:
 // checked here so a changed signature fails the build, not the report.
 var (
-	_ runner.Target  = (*target)(nil)
-	_ runner.Noter   = (*target)(nil)
-	_ runner.Checker = (*target)(nil)
+	_ runner.Target      = (*target)(nil)
+	_ runner.Noter       = (*target)(nil)
+	_ runner.Checker     = (*target)(nil)
+	_ runner.Snapshotter = (*target)(nil)
 )
 
 // Name is the embedded backend's name.
@@ -97,6 +99,40 @@ func (t *target) Effects(_ context.Context, s runner.Subject) (int, error) {
 		return t.store.Holders(s.Key), nil
 	}
 	return t.store.Rows(s.Key), nil
+}
+
+// Snapshot measures the whole store for --effects auto, as racetest
+// measures a database's tables: "writes" holds a row per write (an insert,
+// an applied compare-and-set). Each run's target has a store of its own:
+// nothing else writes to it.
+//
+// ttl-lease cannot be judged so: its failure is two holders of one lease
+// at once, which no change of the store shows (a lease that expired and
+// was granted again is the design working), so it refuses.
+func (t *target) Snapshot(context.Context) (runner.Snapshot, error) {
+	if t.name == scenarios.TTLLease {
+		return nil, &runner.SnapshotError{Msg: AutoRefusal(t.name)}
+	}
+	st := t.store
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	var writes int64
+	for _, n := range st.rows {
+		writes += int64(n)
+	}
+	return runner.Snapshot{"writes" + runner.RowsSuffix: big.NewRat(writes, 1)}, nil
+}
+
+// AutoRefusal is why scenario's memory target cannot be judged by solo
+// twins (--effects auto), or "" when it can.
+func AutoRefusal(scenario string) string {
+	switch scenario {
+	case scenarios.MemorySet, scenarios.CheckThenWrite, scenarios.ConditionalUpdate, scenarios.UniqueInsert:
+		return ""
+	case scenarios.TTLLease:
+		return "ttl-lease cannot be judged by --effects auto: its failure is two holders of one lease at once, which no change of the store shows; leave --effects out, and its own count judges it"
+	}
+	return fmt.Sprintf("%s cannot be judged by --effects auto yet: on the embedded store only memory-set, check-then-write, conditional-update and unique-insert measure their store; leave --effects out, and the scenario's own count judges it", scenario)
 }
 
 func (t *target) Notes() []string {

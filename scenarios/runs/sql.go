@@ -3,15 +3,12 @@ package runs
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/racetest/racetest/internal/sqldb"
 )
@@ -151,28 +148,15 @@ func (d Dialect) createTable() string {
 	return "CREATE TABLE IF NOT EXISTS " + Table + " (run_id VARCHAR(16) PRIMARY KEY, started_ms BIGINT NOT NULL, host VARCHAR(255) NOT NULL, pid INT NOT NULL) ENGINE=InnoDB"
 }
 
+// duplicate is a row or a table that exists already (the unique key's
+// refusal, or a table created at once by another run), read by the one
+// classifier in internal/sqldb.
 func (d Dialect) duplicate(err error) bool {
-	var me *mysql.MySQLError
-	var pe *pgconn.PgError
-	switch {
-	case errors.As(err, &me):
-		return me.Number == 1062 || me.Number == 1050
-	case errors.As(err, &pe):
-		return pe.Code == "23505" || pe.Code == "42P07"
-	}
-	return false
+	return sqldb.IsDuplicate(err) || sqldb.MySQLNumber(err) == sqldb.ErrTableExists || sqldb.PgCode(err) == sqldb.CodeDuplicateTable
 }
 
 func (d Dialect) missingTable(err error) bool {
-	var me *mysql.MySQLError
-	var pe *pgconn.PgError
-	switch {
-	case errors.As(err, &me):
-		return me.Number == 1146
-	case errors.As(err, &pe):
-		return pe.Code == "42P01"
-	}
-	return false
+	return sqldb.MySQLNumber(err) == sqldb.ErrNoSuchTable || sqldb.PgCode(err) == sqldb.CodeUndefinedTable
 }
 
 // RegisterSQL registers r on the server of q, before the run creates
