@@ -47,7 +47,7 @@ func Modes() []string { return []string{Naive, Gate, LastByte} }
 // Backends are the backends bench can measure (see openStore).
 var Backends = []string{"redis", "mysql", "postgres"}
 
-// Defaults of the default run (about three to five minutes on a two-core
+// Defaults of the default run (20-30 minutes on a two-core
 // machine).
 var (
 	DefaultBackends = Backends
