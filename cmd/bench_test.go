@@ -48,6 +48,8 @@ func TestBenchBadInputIsAUsageError(t *testing.T) {
 		{"bench", "-n", "1"},
 		{"bench", "--bursts", "0"},
 		{"bench", "--windows", "0s"},
+		{"bench", "--modes", "last-byte,user-jdbc"},
+		{"bench", "--quick", "--modes", "user-pgx"},
 	} {
 		_, stderr, code := execCmd(t, false, args...)
 		if code != ExitUsage || !strings.Contains(stderr, "racetest: ") {
@@ -70,6 +72,35 @@ func TestBenchVerdict(t *testing.T) {
 	}
 	if code := ExitCode(benchVerdict(rep(150, 196))); code != ExitOK {
 		t.Errorf("the default above naive: exit %d, want %d", code, ExitOK)
+	}
+	// A user-style launcher beating the default fails the bench as naive does.
+	r := rep(150, 150)
+	r.Rows = append(r.Rows, bench.Row{Backend: "redis", N: 2, Mode: bench.UserRedis, Bursts: 200, Exposed: 198})
+	if code := ExitCode(benchVerdict(r)); code != ExitViolated {
+		t.Errorf("the default far below user-redis: exit %d, want %d", code, ExitViolated)
+	}
+}
+
+// --modes narrows a run to the modes named, the user-style launchers among
+// them.
+func TestBenchModes(t *testing.T) {
+	out, stderr, code := execWith(t, builtin.Registry(), "bench", "--backends", "redis", "-n", "2", "--bursts", "4", "--chunk", "2",
+		"--modes", "last-byte,user-redis")
+	if code == ExitSetup {
+		conformance.Unavailable(t, "redis", errors.New(stderr))
+	}
+	if code != ExitOK && code != ExitViolated {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	modes := map[string]bool{}
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) > 4 && f[0] == "redis" && f[1] == "check-then-write" {
+			modes[f[3]] = true
+		}
+	}
+	if len(modes) != 2 || !modes["last-byte"] || !modes["user-redis"] ||
+		!strings.Contains(out, "redis user-redis: one go-redis client") || !strings.Contains(out, "vs user-redis") {
+		t.Errorf("rows %v, want last-byte and user-redis, its idiom and its check:\n%s", modes, out)
 	}
 }
 

@@ -40,13 +40,14 @@ const (
 	LastByte = string(release.LastByte)
 )
 
-// Modes lists the modes the bench compares.
+// Modes lists the modes the bench compares on every backend; each backend
+// adds its user-style launchers (LaunchersOf).
 func Modes() []string { return []string{Naive, Gate, LastByte} }
 
 // Backends are the backends bench can measure (see openStore).
 var Backends = []string{"redis", "mysql", "postgres"}
 
-// Defaults of the default run (about three to five minutes on a two-core
+// Defaults of the default run (20-30 minutes on a two-core
 // machine).
 var (
 	DefaultBackends = Backends
@@ -76,7 +77,8 @@ type Config struct {
 	Registry *scenarios.Registry
 	// Progress, when set, hears what the bench is doing.
 	Progress func(string)
-	// Modes, when set, are the modes to compare (a subset of Modes()).
+	// Modes, when set, are the modes to compare (a subset of Modes() and
+	// of the backends' launchers).
 	Modes []string
 	// NoCalibration skips the calibration target: no arrival spreads, no
 	// resolution (the quick run).
@@ -94,14 +96,22 @@ type variant struct {
 	// warm: the calibration attempt makes one round trip of its own just
 	// before its held request.
 	warm bool
+	// user: a user-style launcher (LaunchersOf), not the runner.
+	user bool
 }
 
-func (c *Config) modes() []variant {
+// modes are the modes measured on backend: the release modes, the naive
+// launcher and the backend's user-style launchers.
+func (c *Config) modes(backend string) []variant {
 	if len(c.variants) > 0 {
 		return c.variants
 	}
+	all := []variant{{name: Naive}, {name: Gate}, {name: LastByte, wire: &release.WireOptions{}}}
+	for _, l := range LaunchersOf(backend) {
+		all = append(all, variant{name: l.Name, user: true})
+	}
 	var out []variant
-	for _, v := range []variant{{name: Naive}, {name: Gate}, {name: LastByte, wire: &release.WireOptions{}}} {
+	for _, v := range all {
 		if len(c.Modes) == 0 || slices.Contains(c.Modes, v.name) {
 			out = append(out, v)
 		}
@@ -143,6 +153,9 @@ type Row struct {
 	Wire runner.WireCounts
 	// Errors counts attempts that failed.
 	Errors int
+	// Idiom, for a hand-written launcher, says how it fires (the naive
+	// launcher's and each user-style launcher's); "" for a release mode.
+	Idiom string
 	// Chunks are the exposed bursts of each chunk the mode fired, in order
 	// (ChunkBursts the chunk's bursts): how much the share moved from one
 	// turn to the next, which the check weighs (Report.Checks).
@@ -245,7 +258,8 @@ type cell struct {
 	ctw     map[string]*reused
 	cal     map[string]*calTarget
 	naive   naivePool
-	naiveAt int // bursts the naive launcher fired so far
+	naiveAt int             // bursts the naive launcher fired so far
+	users   map[string]bool // the user-style launchers measured
 	rows    map[string]*tally
 	calRows map[string]*tally
 }
@@ -326,9 +340,15 @@ func (c *cell) run(ctx context.Context, rep *Report) error {
 	c.wire, c.calWire = map[string]*release.Wire{}, map[string]*release.Wire{}
 	c.ctw = map[string]*reused{}
 	c.cal = map[string]*calTarget{}
+	c.users = map[string]bool{}
 	var modes []string
-	for _, v := range c.cfg.modes() {
+	for _, v := range c.cfg.modes(c.backend) {
 		modes = append(modes, v.name)
+		if v.user {
+			c.cal[v.name] = &calTarget{st: c.st}
+			c.users[v.name] = true
+			continue
+		}
 		var dial, calDial dialFunc
 		if v.wire != nil {
 			c.wire[v.name] = release.NewWireWith(c.backend, *v.wire)
@@ -379,6 +399,26 @@ func (c *cell) run(ctx context.Context, rep *Report) error {
 func (c *cell) checkThenWrite(ctx context.Context, mode string, bursts int, rep *Report) error {
 	t := c.rows[mode]
 	defer t.endChunk(t.bursts, t.exposed)
+	if c.users[mode] {
+		u, err := c.openUser(ctx, mode)
+		if err != nil {
+			return err
+		}
+		defer u.close()
+		for range bursts {
+			token := fmt.Sprintf("%s-%d-%d", mode, c.n, c.naiveAt)
+			c.naiveAt++
+			spread, overlap, errs := userBurst(ctx, c.n, func(ctx context.Context, worker int) error {
+				return u.checkThenWrite(ctx, token, worker)
+			})
+			effects, err := c.st.effects(ctx, token)
+			if err != nil {
+				return err
+			}
+			t.add(effects > 1, spread, overlap, errs)
+		}
+		return nil
+	}
 	if mode == Naive {
 		for range bursts {
 			token := fmt.Sprintf("naive-%d-%d", c.n, c.naiveAt)
@@ -414,9 +454,43 @@ func (c *cell) checkThenWrite(ctx context.Context, mode string, bursts int, rep 
 	return nil
 }
 
+// openUser opens a user-style launcher's connections for one chunk, as
+// the runner opens its workers' for each run: a cell's launchers do not
+// hold N connections each all along (N=32 on PostgreSQL would hold a
+// hundred of the server's max_connections).
+func (c *cell) openUser(ctx context.Context, mode string) (userPool, error) {
+	u, err := c.st.user(ctx, mode, c.n)
+	if err != nil {
+		return nil, fmt.Errorf("opening its %d connections: %w", c.n, err)
+	}
+	return u, nil
+}
+
 func (c *cell) calibrate(ctx context.Context, mode string, bursts int) error {
 	t := c.calRows[mode]
 	ct := c.cal[mode]
+	if c.users[mode] {
+		u, err := c.openUser(ctx, mode)
+		if err != nil {
+			return err
+		}
+		defer u.close()
+		for range bursts {
+			ct.Reset(ctx, 0)
+			spread, overlap, errs := userBurst(ctx, c.n, func(ctx context.Context, worker int) error {
+				at, err := u.arrive(ctx, worker)
+				if err == nil {
+					ct.stamp(at)
+				}
+				return err
+			})
+			ct.seen = ct.seen[:0]
+			ct.Effects(ctx, runner.Subject{})
+			t.add(false, spread, overlap, errs)
+			t.cal = append(t.cal, ct.seen...)
+		}
+		return nil
+	}
 	if mode == Naive {
 		for range bursts {
 			ct.Reset(ctx, 0)
@@ -480,12 +554,12 @@ func (t *tally) arrival(n int) time.Duration {
 
 func (c *cell) report(rep *Report) {
 	var modes []string
-	for _, v := range c.cfg.modes() {
+	for _, v := range c.cfg.modes(c.backend) {
 		modes = append(modes, v.name)
 	}
 	for _, m := range modes {
 		t := c.rows[m]
-		rep.Rows = append(rep.Rows, Row{
+		rep.Rows = append(rep.Rows, Row{Idiom: idiomOf(c.backend, m),
 			Backend: c.backend, Server: rep.Servers[c.backend], Scenario: scenarios.CheckThenWrite, N: c.n, Mode: m,
 			Bursts: t.bursts, Exposed: t.exposed, Spread: median(t.spreads), Overlap: median(t.overlaps),
 			Arrival: c.calRows[m].arrival(c.n), Wire: t.wire, Errors: t.errors,
@@ -532,4 +606,21 @@ func loadAverage() string {
 		return ""
 	}
 	return f[0]
+}
+
+// NaiveIdiom is how the naive launcher fires.
+const NaiveIdiom = "a goroutine per attempt started one after another, no gate, on a fresh pool " +
+	"(connections opened on demand, two kept idle); the scenario's statements sent the scenario's way"
+
+// idiomOf is mode's Idiom on backend: "" for a release mode.
+func idiomOf(backend, mode string) string {
+	if mode == Naive {
+		return NaiveIdiom
+	}
+	for _, l := range LaunchersOf(backend) {
+		if l.Name == mode {
+			return l.Idiom
+		}
+	}
+	return ""
 }

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -83,6 +84,64 @@ func TestChecks(t *testing.T) {
 	}
 	if cs := rep.Checks(); len(cs) != 12 || math.Abs(cs[0].Alpha-0.05/12) > 1e-15 {
 		t.Errorf("%d checks at level %v each, want 12 at 0.05/12", len(cs), cs[0].Alpha)
+	}
+}
+
+// The default is checked against every hand-written launcher, the naive one
+// and each user-style one, and loses to whichever beats it; the release
+// modes are not launchers.
+func TestChecksEveryLauncher(t *testing.T) {
+	rep := &Report{Config: Config{Backends: []string{"postgres"}, Attempts: []int{2}}, Rows: []Row{
+		{Backend: "postgres", N: 2, Mode: Naive, Bursts: 200, Exposed: 150, Idiom: NaiveIdiom},
+		{Backend: "postgres", N: 2, Mode: Gate, Bursts: 200, Exposed: 199},
+		{Backend: "postgres", N: 2, Mode: LastByte, Bursts: 200, Exposed: 160},
+		{Backend: "postgres", N: 2, Mode: UserPgx, Bursts: 200, Exposed: 196, Idiom: idiomOf("postgres", UserPgx)},
+		{Backend: "postgres", N: 2, Mode: UserSQL, Bursts: 200, Exposed: 158, Idiom: idiomOf("postgres", UserSQL)},
+	}}
+	checks := rep.Checks()
+	var against []string
+	for _, c := range checks {
+		against = append(against, c.Naive.Mode)
+		if c.Lost != (c.Naive.Mode == UserPgx) {
+			t.Errorf("%s: lost=%v, want a loss to user-pgx only", c.Text, c.Lost)
+		}
+	}
+	if strings.Join(against, ",") != "naive,user-pgx,user-sql" {
+		t.Errorf("checked against %v, want naive, user-pgx and user-sql, in the table's order", against)
+	}
+	if !rep.Failed() || math.Abs(checks[0].Alpha-0.05/3) > 1e-15 {
+		t.Errorf("failed=%v at level %v, want a failure with each of 3 comparisons at 0.05/3", rep.Failed(), checks[0].Alpha)
+	}
+	var out bytes.Buffer
+	rep.Print(&out)
+	for _, want := range []string{"LOSES  postgres N=2: default (last-byte) 80.0% vs user-pgx 98.0%",
+		"postgres user-pgx: pgx.Conn per goroutine", "postgres user-sql: database/sql over pgx's stdlib", "postgres naive: a goroutine"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the report lacks %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "postgres gate:") {
+		t.Errorf("the report lists the gate among the launchers:\n%s", out.String())
+	}
+}
+
+// Every backend's user-style launchers have a name the check knows and an
+// idiom to print, and --modes can name each.
+func TestLaunchersNamed(t *testing.T) {
+	for _, b := range Backends {
+		if len(LaunchersOf(b)) == 0 {
+			t.Errorf("%s has no user-style launcher", b)
+		}
+		for _, l := range LaunchersOf(b) {
+			if !IsLauncher(l.Name) || l.Idiom == "" || idiomOf(b, l.Name) != l.Idiom || !slices.Contains(AllModes(), l.Name) {
+				t.Errorf("%s %+v: not a launcher to the check, without an idiom, or unknown to --modes", b, l)
+			}
+		}
+	}
+	for _, m := range Modes() {
+		if IsLauncher(m) != (m == Naive) {
+			t.Errorf("IsLauncher(%q) = %v", m, IsLauncher(m))
+		}
 	}
 }
 
@@ -310,12 +369,19 @@ func TestRunSmall(t *testing.T) {
 	for b, why := range rep.Skipped {
 		conformance.Unavailable(t, b, &skipError{err: errString(why)})
 	}
-	if len(rep.Rows) != 3*3 || len(rep.Resolutions) != 3*3 {
-		t.Fatalf("%d rows and %d resolutions, want 9 of each", len(rep.Rows), len(rep.Resolutions))
+	modes := 0
+	for _, b := range Backends {
+		modes += len(Modes()) + len(LaunchersOf(b))
+	}
+	if len(rep.Rows) != modes || len(rep.Resolutions) != modes {
+		t.Fatalf("%d rows and %d resolutions, want %d of each", len(rep.Rows), len(rep.Resolutions), modes)
 	}
 	for _, r := range rep.Rows {
 		if r.Bursts != 4 || r.Errors != 0 || r.Arrival < 0 {
 			t.Errorf("%+v: want 4 bursts, no errors and an arrival spread", r)
+		}
+		if IsLauncher(r.Mode) != (r.Idiom != "") {
+			t.Errorf("%s %s: idiom %q", r.Backend, r.Mode, r.Idiom)
 		}
 		if r.Mode == LastByte && r.Wire.Held+r.Wire.Late+r.Wire.Silent != 8 {
 			t.Errorf("%+v: last-byte counts do not add up to 8 attempts", r)
@@ -329,7 +395,8 @@ func TestRunSmall(t *testing.T) {
 	}
 	var out bytes.Buffer
 	rep.Print(&out)
-	for _, want := range []string{"check-then-write", "resolution at N=2", "check (exits 1", "figures", "redis: Redis", "mysql: ", "postgres: PostgreSQL"} {
+	for _, want := range []string{"check-then-write", "resolution at N=2", "check (exits 1", "figures", "redis: Redis", "mysql: ", "postgres: PostgreSQL",
+		"vs user-pgx", "vs user-sql", "vs user-redis", "redis user-redis: one go-redis client"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the report lacks %q:\n%s", want, out.String())
 		}
@@ -393,4 +460,58 @@ func list(ctx context.Context, st store, prefix string) ([]string, error) {
 		return names, rows.Err()
 	}
 	return nil, nil
+}
+
+// Each user-style launcher runs the scenario's check and write on the
+// servers: one after the other on one token, the second attempt sees the
+// first's write; fired together, the burst leaves one or two writes; its
+// calibration attempt reads the server's clock.
+func TestUserLaunchers(t *testing.T) {
+	ctx := context.Background()
+	conn := scenarios.Connections{RedisURL: os.Getenv("RACETEST_REDIS_URL"), MySQLDSN: os.Getenv("RACETEST_MYSQL_DSN"),
+		PostgresURL: os.Getenv("RACETEST_POSTGRES_URL")}
+	for _, b := range Backends {
+		t.Run(b, func(t *testing.T) {
+			prefix := "racetest_" + scenarios.NewRunID() + "_bench_"
+			st, err := openStore(ctx, b, conn, prefix)
+			if err != nil {
+				conformance.Unavailable(t, b, err)
+				return
+			}
+			defer st.close()
+			if err := st.prepare(ctx); err != nil {
+				t.Fatal(err)
+			}
+			defer func() {
+				if err := st.cleanup(ctx); err != nil {
+					t.Error(err)
+				}
+			}()
+			for _, l := range LaunchersOf(b) {
+				u, err := st.user(ctx, l.Name, 2)
+				if err != nil {
+					t.Fatalf("%s: %v", l.Name, err)
+				}
+				serial := l.Name + "-serial"
+				for w := range 2 {
+					if err := u.checkThenWrite(ctx, serial, w); err != nil {
+						t.Errorf("%s, worker %d: %v", l.Name, w, err)
+					}
+				}
+				if n, err := st.effects(ctx, serial); err != nil || n != 1 {
+					t.Errorf("%s one after the other: %d writes (%v), want 1: the second attempt did not see the first's", l.Name, n, err)
+				}
+				together := l.Name + "-burst"
+				_, overlap, errs := userBurst(ctx, 2, func(ctx context.Context, w int) error { return u.checkThenWrite(ctx, together, w) })
+				if n, err := st.effects(ctx, together); err != nil || n < 1 || n > 2 || errs != 0 || overlap < 1 {
+					t.Errorf("%s together: %d writes (%v), %d errors, overlap %d: want 1 or 2 writes, no error", l.Name, n, err, errs, overlap)
+				}
+				at, err := u.arrive(ctx, 1)
+				if d := time.Since(time.UnixMicro(at)); err != nil || d < -time.Minute || d > time.Minute {
+					t.Errorf("%s: the server's clock read %v (%v), %s from ours", l.Name, time.UnixMicro(at), err, d)
+				}
+				u.close()
+			}
+		})
+	}
 }

@@ -175,3 +175,22 @@ func (s *mysqlStore) cleanup(ctx context.Context) error {
 }
 
 func (s *mysqlStore) close() { s.admin.Close() }
+
+// user opens a user-style launcher (see LaunchersOf): database/sql over
+// go-sql-driver with racetest's connection settings, which differ from the
+// driver's defaults only where the scenario's window would (interpolated
+// arguments: one round trip per statement) and in parsing.
+func (s *mysqlStore) user(ctx context.Context, name string, n int) (userPool, error) {
+	if name != UserSQL {
+		return nil, fmt.Errorf("mysql: no launcher %q", name)
+	}
+	c, err := mysql.NewConnector(s.cfg.Clone())
+	if err != nil {
+		return nil, err
+	}
+	return openSQLUser(ctx, sql.OpenDB(c), n, sqlStatements{
+		check:  "SELECT id FROM `" + s.ctw + "` WHERE token = ? LIMIT 1",
+		write:  "INSERT INTO `" + s.ctw + "` (token, worker) VALUES (?, ?)",
+		arrive: mysqlArriveStmt,
+	})
+}

@@ -26,6 +26,13 @@ func naiveBurst(ctx context.Context, n int, attempt func(ctx context.Context, wo
 		}()
 	}
 	wg.Wait()
+	return burstFigures(starts, ends, failed)
+}
+
+// burstFigures are a hand-written burst's spread (first to last start),
+// overlap and failed attempts.
+func burstFigures(starts, ends []time.Time, failed []bool) (spread time.Duration, overlap int, errs int) {
+	n := len(starts)
 	first, last := starts[0], starts[0]
 	for i := range n {
 		if starts[i].Before(first) {

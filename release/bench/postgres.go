@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/racetest/racetest/internal/sqldb"
 	"github.com/racetest/racetest/scenarios/pgstore"
@@ -206,3 +207,103 @@ func (s *pgStore) cleanup(ctx context.Context) error {
 }
 
 func (s *pgStore) close() { s.admin.Close(context.Background()) }
+
+// user opens a user-style launcher (see LaunchersOf): pgx's defaults, the
+// connection string's settings and nothing of racetest's.
+func (s *pgStore) user(ctx context.Context, name string, n int) (userPool, error) {
+	switch name {
+	case UserPgx:
+		// Opened and warmed at once, as a test opens its workers'.
+		p := &pgUser{s: s, conns: make([]*pgx.Conn, n)}
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				if p.conns[i], errs[i] = pgx.ConnectConfig(ctx, s.cfg.Copy()); errs[i] == nil {
+					errs[i] = p.warm(ctx, p.conns[i])
+				}
+			})
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			p.close()
+			return nil, err
+		}
+		return p, nil
+	case UserSQL:
+		db := stdlib.OpenDB(*s.cfg.Copy())
+		return openSQLUser(ctx, db, n, sqlStatements{
+			check:  "SELECT id FROM " + s.ctw + " WHERE k = $1 LIMIT 1",
+			write:  "INSERT INTO " + s.ctw + " (k, worker) VALUES ($1, $2)",
+			arrive: pgArriveStmt,
+		})
+	}
+	return nil, fmt.Errorf("postgres: no launcher %q", name)
+}
+
+// pgUser is pgx as its documentation shows it: a connection per goroutine,
+// Begin in a round trip of its own, then the statements on the Tx.
+type pgUser struct {
+	s     *pgStore
+	conns []*pgx.Conn
+}
+
+// warm runs the attempt's statements once in a transaction rolled back, so
+// that pgx has prepared and cached them, as on the connections of a test
+// that has fired before: the first burst on a fresh connection would
+// otherwise prepare its INSERT in a round trip between the check and the
+// write, and measure a wider window than the others.
+func (p *pgUser) warm(ctx context.Context, c *pgx.Conn) error {
+	tx, err := c.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(ctx)
+	var id, at int64
+	if err := tx.QueryRow(ctx, "SELECT id FROM "+p.s.ctw+" WHERE k = $1 LIMIT 1", "").Scan(&id); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return err
+	}
+	if _, err := tx.Exec(ctx, "INSERT INTO "+p.s.ctw+" (k, worker) VALUES ($1, $2)", "", -1); err != nil {
+		return err
+	}
+	return tx.QueryRow(ctx, pgArriveStmt).Scan(&at)
+}
+
+func (p *pgUser) checkThenWrite(ctx context.Context, token string, worker int) error {
+	tx, err := p.conns[worker].Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(ctx)
+	var id int64
+	err = tx.QueryRow(ctx, "SELECT id FROM "+p.s.ctw+" WHERE k = $1 LIMIT 1", token).Scan(&id)
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return err
+	}
+	if _, err := tx.Exec(ctx, "INSERT INTO "+p.s.ctw+" (k, worker) VALUES ($1, $2)", token, worker); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
+}
+
+func (p *pgUser) arrive(ctx context.Context, worker int) (at int64, err error) {
+	tx, err := p.conns[worker].Begin(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback(ctx)
+	err = tx.QueryRow(ctx, pgArriveStmt).Scan(&at)
+	return at, err
+}
+
+func (p *pgUser) close() {
+	for _, c := range p.conns {
+		if c != nil {
+			c.Close(context.Background())
+		}
+	}
+	p.conns = nil
+}

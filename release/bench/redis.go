@@ -2,7 +2,9 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
@@ -150,3 +152,45 @@ func (s *redisStore) cleanup(ctx context.Context) error {
 }
 
 func (s *redisStore) close() { s.admin.Close() }
+
+// user opens the user-style launcher (see LaunchersOf): one client with
+// go-redis's defaults, shared by the goroutines, its pool warmed by a PING
+// from each worker before the first burst.
+func (s *redisStore) user(ctx context.Context, name string, n int) (userPool, error) {
+	if name != UserRedis {
+		return nil, fmt.Errorf("redis: no launcher %q", name)
+	}
+	o := *s.opt
+	u := &redisUser{s: s, cl: redis.NewClient(&o)}
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { errs[i] = u.cl.Ping(ctx).Err() })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		u.cl.Close()
+		return nil, err
+	}
+	return u, nil
+}
+
+type redisUser struct {
+	s  *redisStore
+	cl *redis.Client
+}
+
+func (r *redisUser) checkThenWrite(ctx context.Context, token string, worker int) error {
+	n, err := r.cl.Exists(ctx, r.s.ctwKey(token)).Result()
+	if err != nil || n > 0 {
+		return err
+	}
+	return r.cl.RPush(ctx, r.s.ctwKey(token), worker).Err()
+}
+
+func (r *redisUser) arrive(ctx context.Context, _ int) (int64, error) {
+	t, err := r.cl.Time(ctx).Result()
+	return t.UnixMicro(), err
+}
+
+func (r *redisUser) close() { r.cl.Close() }

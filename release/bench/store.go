@@ -26,6 +26,10 @@ type store interface {
 	// sends the scenario's statements the scenario's way: the bench
 	// compares launchers on one target, not two clients.
 	naive(ctx context.Context) (naivePool, error)
+	// user opens the user-style launcher name (one of LaunchersOf) for n
+	// workers: its connections opened and warmed, as a hand-written test
+	// opens them before it fires.
+	user(ctx context.Context, name string, n int) (userPool, error)
 	// effects counts the naive check-then-write's rows for token.
 	effects(ctx context.Context, token string) (int, error)
 	cleanup(ctx context.Context) error

@@ -36,7 +36,7 @@ func (r *Report) Print(w io.Writer) {
 	fmt.Fprintln(tw, "BACKEND\tSCENARIO\tN\tMODE\tBURSTS\tSPREAD med\tOVERLAP med\tARRIVAL med\tEXPOSED\tNOT SYNCED\tERRORS")
 	for _, row := range r.Rows {
 		synced := "-"
-		if row.Mode != Naive && row.Mode != Gate {
+		if !IsLauncher(row.Mode) && row.Mode != Gate {
 			synced = fmt.Sprintf("%d/%d", row.Wire.Late, row.Wire.Held+row.Wire.Late+row.Wire.Silent)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%s\t%d/%d\t%s\t%s\t%s\t%d\n",
@@ -49,6 +49,12 @@ func (r *Report) Print(w io.Writer) {
           flight at once. ARRIVAL: first to last arrival by the server's clock (MySQL NOW(6), PostgreSQL
           statement_timestamp(), Redis TIME), measured on the calibration target at the same N and mode.
           NOT SYNCED: last-byte attempts whose request missed the release and went out late.`)
+	if idioms := r.idioms(); len(idioms) > 0 {
+		fmt.Fprintf(w, "\nhand-written launchers, as a user writes the fan-out (the default is checked against each):\n")
+		for _, l := range idioms {
+			fmt.Fprintf(w, "  %s %s: %s\n", l[0], l[1], l[2])
+		}
+	}
 
 	if len(r.Resolutions) > 0 {
 		fmt.Fprintf(w, "\nresolution at N=2: the share of bursts that expose a check-then-write whose write lands W after\nits check, judged on the server's arrival stamps (exact to the µs)\n")
@@ -75,7 +81,7 @@ func (r *Report) Print(w io.Writer) {
 		fmt.Fprintf(w, "  Every burst is judged at every W (%d bursts per mode). ARRIVAL GAP: median gap between the two arrivals.\n", cfg.Bursts)
 	}
 
-	fmt.Fprintf(w, "\ncheck (exits 1 when it fails): the default release never loses to the naive launcher\n")
+	fmt.Fprintf(w, "\ncheck (exits 1 when it fails): the default release never loses to a hand-written launcher\n")
 	checks := r.Checks()
 	for _, c := range checks {
 		mark := "pass"
@@ -100,22 +106,23 @@ func (r *Report) Print(w io.Writer) {
 // none is asked for (release.Auto chooses last-byte on all of them).
 const DefaultMode = LastByte
 
-// Check is one comparison of the default release with the naive launcher.
+// Check is one comparison of the default release with a hand-written
+// launcher (the naive one or a user-style one, see IsLauncher).
 type Check struct {
-	Backend        string
-	N              int
+	Backend string
+	N       int
+	// Naive is the launcher's row (its Mode names which).
 	Default, Naive Row
-	// Z is the two-proportion z of the default against the naive launcher
+	// Z is the two-proportion z of the default against the launcher
 	// (shown: how far apart they are, in binomial standard errors).
 	Z float64
 	// P is the one-sided p-value of the chunk permutation test: how often
 	// the chunks, dealt to the two modes at random, put a share as low as
 	// the default's on one side. Alpha is the level each comparison is
 	// held to (the family's 5%, Bonferroni).
-	P, Alpha           float64
-	Lost               bool
-	Text               string
-	defaultOK, naiveOK bool
+	P, Alpha float64
+	Lost     bool
+	Text     string
 }
 
 // Checks compares, for every backend and N measured, the default release
@@ -139,17 +146,20 @@ func (r *Report) Checks() []Check {
 	var checks []Check
 	for _, b := range r.Config.Backends {
 		for _, n := range r.Config.Attempts {
-			c := Check{Backend: b, N: n}
-			for _, row := range r.Rows {
+			var def *Row
+			for i, row := range r.Rows {
 				if row.Backend == b && row.N == n && row.Mode == DefaultMode {
-					c.Default, c.defaultOK = row, true
-				}
-				if row.Backend == b && row.N == n && row.Mode == Naive {
-					c.Naive, c.naiveOK = row, true
+					def = &r.Rows[i]
 				}
 			}
-			if c.defaultOK && c.naiveOK {
-				checks = append(checks, c)
+			if def == nil {
+				continue
+			}
+			// Every launcher measured, in the table's order.
+			for _, row := range r.Rows {
+				if row.Backend == b && row.N == n && IsLauncher(row.Mode) {
+					checks = append(checks, Check{Backend: b, N: n, Default: *def, Naive: row})
+				}
 			}
 		}
 	}
@@ -168,8 +178,8 @@ func (r *Report) Checks() []Check {
 		}
 		below := c.Default.Exposed*c.Naive.Bursts < c.Naive.Exposed*c.Default.Bursts
 		c.Lost = below && c.P < alpha
-		c.Text = fmt.Sprintf("%s N=%d: default (%s) %s vs naive %s, p = %s (%s)", c.Backend, c.N, DefaultMode,
-			pct(c.Default.Exposed, c.Default.Bursts), pct(c.Naive.Exposed, c.Naive.Bursts), pValue(c.P), test)
+		c.Text = fmt.Sprintf("%s N=%d: default (%s) %s vs %s %s, p = %s (%s)", c.Backend, c.N, DefaultMode,
+			pct(c.Default.Exposed, c.Default.Bursts), c.Naive.Mode, pct(c.Naive.Exposed, c.Naive.Bursts), pValue(c.P), test)
 	}
 	return checks
 }
@@ -430,4 +440,20 @@ func sortedKeys(m map[string]string) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// idioms are the hand-written launchers measured, once each: backend, mode
+// and idiom.
+func (r *Report) idioms() [][3]string {
+	var out [][3]string
+	seen := map[[2]string]bool{}
+	for _, row := range r.Rows {
+		k := [2]string{row.Backend, row.Mode}
+		if row.Idiom == "" || seen[k] {
+			continue
+		}
+		seen[k] = true
+		out = append(out, [3]string{row.Backend, row.Mode, row.Idiom})
+	}
+	return out
 }
