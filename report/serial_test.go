@@ -205,7 +205,7 @@ func TestAccountingSaysItDoesNotCountOnce(t *testing.T) {
 	if a.Verdict != Safe || !a.Met {
 		t.Fatalf("verdict %s (%s), want SAFE, met", a.Verdict, a.Why)
 	}
-	for _, w := range []string{"10 of 10 bursts had more than one (up to 4)", "accounting checks that successes landed, not that the action happened once", "--allowed 1 or an --invariant"} {
+	for _, w := range []string{"landed, and 10 of 10 bursts had more than one (up to 4)", "accounting checks that successes landed, not that the action happened once", "--allowed 1 or an --invariant"} {
 		if !strings.Contains(a.Why, w) {
 			t.Errorf("why %q does not say %q", a.Why, w)
 		}
@@ -216,6 +216,16 @@ func TestAccountingSaysItDoesNotCountOnce(t *testing.T) {
 	}
 	if !strings.Contains(strings.Join(strings.Fields(buf.String()), " "), "not that the action happened once") {
 		t.Errorf("the table does not show the caveat:\n%s", buf.String())
+	}
+	// Some bursts with one success, some with several: only the latter
+	// are counted.
+	mixed := accountingRun(10, 3)
+	for i := range 4 {
+		mixed.Bursts[i] = accountingRun(1, 1).Bursts[0]
+		mixed.Bursts[i].Index = i
+	}
+	if a := Assess(Case{Expect: Expect{Kind: ExpectSafe}, Result: mixed}); !strings.Contains(a.Why, "landed, and 6 of 10 bursts had more than one (up to 3)") {
+		t.Errorf("4 bursts of one success and 6 of three: why %q, want …landed, and 6 of 10 bursts had more than one (up to 3)…", a.Why)
 	}
 	if a := Assess(Case{Expect: Expect{Kind: ExpectSafe}, Result: accountingRun(10, 1)}); a.Verdict != Safe || a.Why != "" {
 		t.Errorf("one success per burst: %s (%s), want SAFE with no caveat", a.Verdict, a.Why)
