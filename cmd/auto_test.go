@@ -232,6 +232,7 @@ func TestBuiltinAuto(t *testing.T) {
 		{[]string{"run", "check-then-write", "--effects", "count"}, "the one choice is auto"},
 		{[]string{"run", "check-then-write", "--effects", "auto", "--processes"}, "--processes"},
 		{[]string{"demo", "-b", "postgres", "--effects", "auto"}, "embedded store (-b memory)"},
+		{[]string{"demo", "--cluster", "--effects", "auto"}, "does not apply to --cluster"},
 	} {
 		_, errOut, code := execCmd(t, false, c.args...)
 		if code != ExitUsage || !strings.Contains(errOut, c.want) {

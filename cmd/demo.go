@@ -83,6 +83,9 @@ func runDemo(ctx context.Context, o *DemoOptions) error {
 	var plans []plan
 	var title, where string
 	if o.Cluster {
+		if o.Shape.effects != "" {
+			return usageErrorf("--effects does not apply to --cluster: the clustered rows count their own effects on the replicas; leave out one of the two")
+		}
 		if plans, title, err = clusterDemoPlans(ctx, o); err != nil {
 			return err
 		}
