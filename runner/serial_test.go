@@ -79,3 +79,22 @@ func TestServerParallelismIsRecordedUnderAccounting(t *testing.T) {
 		t.Errorf("under accounting: %d serial bursts, burst 1 at %.2f; want 2 and 6", res.Serial(), res.Bursts[1].ServerParallelism)
 	}
 }
+
+// A probe's result reads as serial or concurrent only when it found so: a
+// run without a probe, or one the probe could not carry out, is neither
+// (the bursts' estimates judge it alone).
+func TestServerProbeResult(t *testing.T) {
+	for _, c := range []struct {
+		p                  *ServerProbe
+		serial, concurrent bool
+	}{
+		{nil, false, false},
+		{&ServerProbe{Result: ProbeSerial}, true, false},
+		{&ServerProbe{Result: ProbeConcurrent}, false, true},
+		{&ServerProbe{Result: ProbeNotRun}, false, false},
+	} {
+		if c.p.Serial() != c.serial || c.p.Concurrent() != c.concurrent {
+			t.Errorf("%+v: serial %v, concurrent %v; want %v, %v", c.p, c.p.Serial(), c.p.Concurrent(), c.serial, c.concurrent)
+		}
+	}
+}
