@@ -42,6 +42,7 @@ func TestSettingsAreTheKnobsThatDifferFromTheDefaults(t *testing.T) {
 		{"ttl", func(s *runplan.Shape) { s.TTL = 70 * time.Millisecond }, with("ttl", "70ms")},
 		{"timeout", func(s *runplan.Shape) { s.Timeout = 3 * time.Second }, with("timeout", "3s")},
 		{"waves", func(s *runplan.Shape) { s.Waves = 2 }, with("waves", "2", "deploy", "false")},
+		{"effects auto", func(s *runplan.Shape) { s.SoloEvery = 1 }, with("effects", "auto")},
 	} {
 		sh := base
 		tc.change(&sh)
@@ -51,6 +52,9 @@ func TestSettingsAreTheKnobsThatDifferFromTheDefaults(t *testing.T) {
 		}
 		if got := r.Case.Settings; !maps.Equal(got, tc.want) {
 			t.Errorf("%s: settings %v, want %v", tc.name, got, tc.want)
+		}
+		if r.Config.SoloEvery != sh.SoloEvery {
+			t.Errorf("%s: the runner's solo twins every %d bursts, want %d", tc.name, r.Config.SoloEvery, sh.SoloEvery)
 		}
 	}
 }
