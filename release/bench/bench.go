@@ -399,32 +399,17 @@ func (c *cell) run(ctx context.Context, rep *Report) error {
 func (c *cell) checkThenWrite(ctx context.Context, mode string, bursts int, rep *Report) error {
 	t := c.rows[mode]
 	defer t.endChunk(t.bursts, t.exposed)
-	if c.users[mode] {
-		u, err := c.openUser(ctx, mode)
-		if err != nil {
-			return err
-		}
+	fire, u, err := c.launcher(ctx, mode)
+	if err != nil {
+		return err
+	}
+	if fire != nil {
 		defer u.close()
 		for range bursts {
 			token := fmt.Sprintf("%s-%d-%d", mode, c.n, c.naiveAt)
 			c.naiveAt++
-			spread, overlap, errs := userBurst(ctx, c.n, func(ctx context.Context, worker int) error {
+			spread, overlap, errs := fire(ctx, c.n, func(ctx context.Context, worker int) error {
 				return u.checkThenWrite(ctx, token, worker)
-			})
-			effects, err := c.st.effects(ctx, token)
-			if err != nil {
-				return err
-			}
-			t.add(effects > 1, spread, overlap, errs)
-		}
-		return nil
-	}
-	if mode == Naive {
-		for range bursts {
-			token := fmt.Sprintf("naive-%d-%d", c.n, c.naiveAt)
-			c.naiveAt++
-			spread, overlap, errs := naiveBurst(ctx, c.n, func(ctx context.Context, worker int) error {
-				return c.naive.checkThenWrite(ctx, token, worker)
 			})
 			effects, err := c.st.effects(ctx, token)
 			if err != nil {
@@ -454,6 +439,37 @@ func (c *cell) checkThenWrite(ctx context.Context, mode string, bursts int, rep 
 	return nil
 }
 
+// burstFunc fires one burst of n attempts the way a launcher does.
+type burstFunc func(ctx context.Context, n int, attempt func(ctx context.Context, worker int) error) (spread time.Duration, overlap int, errs int)
+
+// launcher is mode's own launcher when it fires its bursts itself (a
+// user-style one, or the naive one): how it fires, and its connections,
+// which the caller closes; nil for a mode the runner fires.
+func (c *cell) launcher(ctx context.Context, mode string) (burstFunc, userPool, error) {
+	switch {
+	case c.users[mode]:
+		u, err := c.openUser(ctx, mode)
+		if err != nil {
+			return nil, nil, err
+		}
+		return userBurst, u, nil
+	case mode == Naive:
+		return naiveBurst, naiveLauncher{c.naive}, nil
+	}
+	return nil, nil, nil
+}
+
+// naiveLauncher is the naive launcher's pool as a userPool: its
+// connections are the cell's, kept for the whole run, so close does
+// nothing.
+type naiveLauncher struct{ p naivePool }
+
+func (n naiveLauncher) checkThenWrite(ctx context.Context, token string, worker int) error {
+	return n.p.checkThenWrite(ctx, token, worker)
+}
+func (n naiveLauncher) arrive(ctx context.Context, _ int) (int64, error) { return n.p.arrive(ctx) }
+func (naiveLauncher) close()                                             {}
+
 // openUser opens a user-style launcher's connections for one chunk, as
 // the runner opens its workers' for each run: a cell's launchers do not
 // hold N connections each all along (N=32 on PostgreSQL would hold a
@@ -469,33 +485,16 @@ func (c *cell) openUser(ctx context.Context, mode string) (userPool, error) {
 func (c *cell) calibrate(ctx context.Context, mode string, bursts int) error {
 	t := c.calRows[mode]
 	ct := c.cal[mode]
-	if c.users[mode] {
-		u, err := c.openUser(ctx, mode)
-		if err != nil {
-			return err
-		}
+	fire, u, err := c.launcher(ctx, mode)
+	if err != nil {
+		return err
+	}
+	if fire != nil {
 		defer u.close()
 		for range bursts {
 			ct.Reset(ctx, 0)
-			spread, overlap, errs := userBurst(ctx, c.n, func(ctx context.Context, worker int) error {
+			spread, overlap, errs := fire(ctx, c.n, func(ctx context.Context, worker int) error {
 				at, err := u.arrive(ctx, worker)
-				if err == nil {
-					ct.stamp(at)
-				}
-				return err
-			})
-			ct.seen = ct.seen[:0]
-			ct.Effects(ctx, runner.Subject{})
-			t.add(false, spread, overlap, errs)
-			t.cal = append(t.cal, ct.seen...)
-		}
-		return nil
-	}
-	if mode == Naive {
-		for range bursts {
-			ct.Reset(ctx, 0)
-			spread, overlap, errs := naiveBurst(ctx, c.n, func(ctx context.Context, _ int) error {
-				at, err := c.naive.arrive(ctx)
 				if err == nil {
 					ct.stamp(at)
 				}
