@@ -219,6 +219,27 @@ check_entries() {
   done
 }
 
+# gremlins_failed NAME DIR: gremlins stopped before mutating, almost always
+# because the package's tests failed in its coverage run. The log is gone
+# with the machine, so say here which tests failed and what they printed
+# (go test prints a failing package's whole output: the last lines alone
+# named none of them once).
+gremlins_failed() {
+  local log=$OUT/$1.txt
+  {
+    echo "the tests that failed in gremlins' run of ./$2 (go test -short -cover):"
+    grep -E -e '--- FAIL|^panic:|^FAIL|test timed out' "$log" || echo "  (none named: see the tail below)"
+    local t
+    for t in $(grep -oE -e '--- FAIL: [^ ]+' "$log" | awk '{print $3}' | sort -u); do
+      echo "-- what $t printed:"
+      awk -v t="$t" 'on && /^(---|===|FAIL|ok|PASS)/ { exit } index($0, "--- FAIL: " t " ") { on = 1; next } on { print; if (++n > 40) exit }' "$log"
+    done
+    echo "-- the log's last lines:"
+    tail -20 "$log"
+  } >&2
+  die "gremlins failed on $2 (log: $log)"
+}
+
 # measure NAME DIR FILES EFF COV ENV: run gremlins, then judge its output.
 measure() {
   local name=$1 dir=$2 files=$3 eff=$4 cov=$5 envs=$6 excl=() f bn
@@ -266,7 +287,7 @@ measure() {
   done
   envv+=("GOFLAGS=$gf")
   env "${envv[@]}" "$GREMLINS" unleash --workers 1 --timeout-coefficient "$coef" --invert-logical "${diff[@]}" "${excl[@]}" -o "$json" "./$dir" \
-    > "$OUT/$name.txt" 2>&1 || { tail -20 "$OUT/$name.txt" >&2; die "gremlins failed on $dir (log: $OUT/$name.txt)"; }
+    > "$OUT/$name.txt" 2>&1 || gremlins_failed "$name" "$dir"
   local killed=0 lived=0 uncovered=0 timedout=0 skipped=0 switchcase=0 status file line col type why
   while IFS=$'\t' read -r file line col type status; do
     [ -f "$file" ] || file="$dir/$(basename "$file")"
@@ -395,6 +416,9 @@ esac
 # the racetest binary (process plumbing, not the verdict path, and a build
 # per mutant).
 unset RACETEST_REQUIRE_SERVERS
+# Nor clusters: a cluster test named by RACETEST_CLUSTER_* runs against it,
+# and fails when it has stopped (as in .ci/run once, after its cluster step).
+unset RACETEST_REQUIRE_CLUSTERS $(compgen -e | grep '^RACETEST_CLUSTER_' || true)
 export GOFLAGS="${GOFLAGS:+$GOFLAGS }-short"
 
 command -v jq >/dev/null || die "jq is needed to read gremlins' output: apt-get install jq"
