@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/racetest/racetest/scenarios/builtin"
 )
 
 // TestFlagErrorsComeInAFixedOrder: of two bad flags, a user always hears of
@@ -30,6 +32,20 @@ func TestFlagErrorsComeInAFixedOrder(t *testing.T) {
 			if code != ExitUsage || !strings.Contains(errOut, tc.first) {
 				t.Fatalf("racetest %s (run %d): exit %d, %q; want exit 2 with %q first", strings.Join(tc.args, " "), i+1, code, errOut, tc.first)
 			}
+		}
+	}
+}
+
+// TestMatrixNamesTheFirstUnknownVariant: of two variants no scenario has,
+// the matrix's error names the first as given, every time; a check that
+// ranged over the set of variants named either at random (each run 1
+// chance in 2: 50 runs alike leave it about 1 in 10^15 of passing).
+func TestMatrixNamesTheFirstUnknownVariant(t *testing.T) {
+	args := append([]string{"matrix", "--scenario", "check-then-write", "--variant", "nope-b,plain,nope-a"}, nowhere...)
+	for i := 0; i < 50; i++ {
+		_, errOut, code := execWith(t, builtin.Registry(), args...)
+		if code != ExitUsage || !strings.Contains(errOut, `has a variant "nope-b" on`) {
+			t.Fatalf("run %d: exit %d, %q; want exit 2 naming nope-b, the first unknown variant given", i+1, code, errOut)
 		}
 	}
 }

@@ -273,11 +273,15 @@ func matrixCells(o *MatrixOptions) ([]matrixCell, error) {
 	if err != nil {
 		return nil, err
 	}
+	// --variant as given, the default named "": in the order given, so
+	// that of two unknown variants the user always hears of the first.
+	asked := make([]string, 0, len(o.Variants))
 	variants := map[string]bool{}
 	for _, v := range o.Variants {
 		if v == defaultVariant {
 			v = ""
 		}
+		asked = append(asked, v)
 		variants[v] = true
 	}
 	var cells []matrixCell
@@ -298,7 +302,7 @@ func matrixCells(o *MatrixOptions) ([]matrixCell, error) {
 			}
 		}
 	}
-	for v := range variants {
+	for _, v := range asked {
 		if !known[v] {
 			return nil, usageErrorf("--variant: no scenario of this matrix has a variant %q on %s (known: %s)",
 				v, strings.Join(o.Backends, ", "), strings.Join(variantNames(known), ", "))

@@ -84,8 +84,10 @@ LANDED=.ci/landed
 # TARGETS: name | package dir | files mutated (the verdict path in it) |
 # efficacy floor | coverage floor | environment for its tests. Only the
 # files that decide verdicts, exit codes and outcome classes are mutated:
-# in cmd, verdictError and ExitCode (execute.go, exit.go), not the flags,
-# output and serve plumbing; runplan, which builds every run's plan (its
+# in cmd, verdictError and ExitCode (execute.go, exit.go) and the end every
+# verb shares, finish and nothingRan (finish.go: the report, the hint, the
+# exit code; a table run that fired nothing is a setup error), not the
+# flags, output and serve plumbing; runplan, which builds every run's plan (its
 # shape, expectation and settings) for run, demo and suite; in suite, plan building and on_server
 # resolution (plan.go, resolve.go), not the YAML reader; in internal/sqldb,
 # the error classification of both SQL backends (classify.go), not DSN
@@ -109,7 +111,7 @@ LANDED=.ci/landed
 TARGETS=(
   "runner|runner|fleet.go outcome.go options.go release.go result.go runner.go target.go|90|90|"
   "report|report|case.go stats.go|90|90|"
-  "cmd|cmd|exit.go execute.go|90|90|"
+  "cmd|cmd|exit.go execute.go finish.go|90|90|"
   "runplan|runplan|runplan.go|90|90|"
   "suite|suite|plan.go resolve.go|90|90|MUTATION_SKIP=^TestParseRefusesHostileFiles\$"
   "sqldb|internal/sqldb|classify.go|90|90|RACETEST_MYSQL_DSN=root@tcp(127.0.0.1:9)/test RACETEST_POSTGRES_URL=postgres://postgres@127.0.0.1:9/test"
