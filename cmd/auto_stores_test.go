@@ -91,3 +91,30 @@ func TestEffectsAutoMongoCommand(t *testing.T) {
 			`\b0 of \d+ tested bursts changed the database otherwise`, `redemptions_\w+ \(rows\) +\+1 +\+1\n`}},
 	})
 }
+
+// $inc is MongoDB's atomic add, and examples/auto/deposit-fixed.mongo holds
+// there. FerretDB 1.x runs it as a read and a replace, so on FerretDB the
+// same deposit is LOST under --effects auto: the report must say that the
+// loss may be FerretDB's, naming $inc, or a user reads it as their own bug.
+func TestEffectsAutoMongoIncOnFerretDB(t *testing.T) {
+	autoProbe(t, "mongo")
+	t.Setenv("COLUMNS", "250")
+	dir := "@../examples/auto/"
+	out, stderr, code := execCmd(t, false, "mongo", "--setup", dir+"schema.mongo", "--subject", dir+"subject.mongo", "--attempt", dir+"deposit-fixed.mongo",
+		"--effects", "auto", "--teardown", dir+"drop.mongo", "--watch", "accounts_{{.RunID}}", "-n", "6", "--bursts", "20", "--timeline=false", "--expect", "lost")
+	if !strings.Contains(out, "server: FerretDB") {
+		// A real MongoDB: $inc is atomic, and the deposit SAFE.
+		if !strings.Contains(out, "SAFE") || strings.Contains(out, "FerretDB") {
+			t.Fatalf("$inc on MongoDB: exit %d\n%s\n%s", code, out, stderr)
+		}
+		return
+	}
+	if code != ExitOK || !regexp.MustCompile("`accounts_\\w+\\.balance` \\(sum\\): \\+60 solo, \\+[1-5]0 together").MatchString(out) {
+		t.Fatalf("$inc on FerretDB: exit %d, want LOST on the balance\n%s\n%s", code, out, stderr)
+	}
+	for _, w := range []string{"$inc", "a RACE or LOST there may be FerretDB's"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("the FerretDB note does not say %q:\n%s", w, out)
+		}
+	}
+}
