@@ -24,6 +24,10 @@ import (
 // autoKinds are the stores --effects auto: measures over HTTP.
 const autoKinds = "auto:postgres, auto:mysql, auto:redis or auto:mongo"
 
+// autoOnRedis names, in the refusal of a Redis Cluster, what refuses it:
+// its snapshot SCANs one server, and would see one node's keys only.
+const autoOnRedis = "--effects auto:redis (racetest http)"
+
 // autoCheck measures the tables of a SQL server for --effects auto:STORE,
 // on a connection of its own (the usual --postgres-url, --mysql-dsn).
 type autoCheck struct {
@@ -76,7 +80,7 @@ func parseAuto(store string, watch []string, t *Target) (*autoCheck, error) {
 			raw = defaultRedisURL
 		}
 		if redisstore.IsClusterURL(raw) {
-			return nil, &InputError{Field: "redis-url", Err: redisstore.ClusterRefusal(effectsOnRedis)}
+			return nil, &InputError{Field: "redis-url", Err: redisstore.ClusterRefusal(autoOnRedis)}
 		}
 		opt, err := redis.ParseURL(raw)
 		if err != nil {
@@ -114,6 +118,11 @@ func (a *autoCheck) open(ctx context.Context) error {
 		a.rdb = redis.NewClient(a.redis)
 		if err := a.rdb.Ping(ctx).Err(); err != nil {
 			return fmt.Errorf("cannot connect to Redis at %s: %w — is it running? set --redis-url or RACETEST_REDIS_URL", a.redis.Addr, err)
+		}
+		// A plain URL may name one node of a cluster: a snapshot there
+		// would read that node's keys only.
+		if err := redisstore.RefuseCluster(ctx, "", a.rdb, autoOnRedis); err != nil {
+			return &InputError{Field: "redis-url", Err: err}
 		}
 		return nil
 	}
