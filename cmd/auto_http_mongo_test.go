@@ -131,3 +131,48 @@ func TestEffectsAutoHTTPMongoCommand(t *testing.T) {
 		})
 	}
 }
+
+// A deposit service on MongoDB whose deposit is one $inc: atomic on
+// MongoDB, SAFE there; FerretDB 1.x runs it as a read and a replace, so on
+// FerretDB the service loses deposits, and the report must say that the
+// LOST may be FerretDB's rather than the service's.
+func TestEffectsAutoHTTPMongoIncOnFerretDB(t *testing.T) {
+	db, uri := mongoOfItsOwn(t)
+	var info struct {
+		FerretDBVersion string `bson:"ferretdbVersion"`
+	}
+	if err := db.RunCommand(context.Background(), bson.D{{Key: "buildInfo", Value: 1}}).Decode(&info); err != nil {
+		t.Fatal(err)
+	}
+	accounts := db.Collection("accounts")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, id := r.Context(), r.URL.Query().Get("code")
+		var err error
+		if r.URL.Path == "/open" {
+			_, err = accounts.InsertOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "balance", Value: 0}})
+		} else {
+			time.Sleep(2 * time.Millisecond) // a handler's own work
+			_, err = accounts.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}}, bson.D{{Key: "$inc", Value: bson.D{{Key: "balance", Value: 10}}}})
+		}
+		if err != nil {
+			http.Error(w, err.Error(), 500)
+		}
+	}))
+	defer srv.Close()
+	t.Setenv("COLUMNS", "250")
+	expect, want := "safe", []string{"SAFE", `accounts\.balance \(sum\) +\+60 +\+60\n`}
+	if info.FerretDBVersion != "" {
+		expect, want = "lost", []string{"LOST", "`accounts\\.balance` \\(sum\\): \\+60 solo, \\+[1-5]0 together",
+			`mongo: the store is FerretDB, which runs findAndModify and updates \(conditional ones, \$inc\) as a read and a replace, not atomically: a RACE or LOST there may be FerretDB's`}
+	}
+	out, stderr, code := execCmd(t, false, "http", "POST", srv.URL+"/deposit?code={{.Token}}", "--setup", srv.URL+"/open?code={{.Token}}",
+		"--mongo-uri", uri, "--effects", "auto:mongo", "--watch", "accounts", "-n", "6", "--bursts", "20", "--expect", expect, "--timeline=false")
+	if code != ExitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, out, stderr)
+	}
+	for _, w := range want {
+		if !regexp.MustCompile(w).MatchString(out) {
+			t.Errorf("the report does not match %q:\n%s", w, out)
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/redis/go-redis/v9"
+	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/connstring"
@@ -38,6 +39,9 @@ type autoCheck struct {
 
 	redis *redis.Options
 	mongo string // URI; the database is the URI's, else racetest's default
+	// ferretDB: the MongoDB server is FerretDB, whose updates are not
+	// atomic (docs/mongodb-in-ci.md): the service's losses may be its.
+	ferretDB bool
 
 	pgConn *pgx.Conn
 	myDB   *sql.DB
@@ -113,6 +117,14 @@ func (a *autoCheck) describe() string {
 	return "auto:mysql on " + a.my.Addr + "/" + a.my.DBName
 }
 
+// note is what a reader of the report must know of the store, or "".
+func (a *autoCheck) note() string {
+	if a.ferretDB {
+		return "mongo: the store is FerretDB, which runs findAndModify and updates (conditional ones, $inc) as a read and a replace, not atomically: a RACE or LOST there may be FerretDB's, not the service's"
+	}
+	return ""
+}
+
 func (a *autoCheck) open(ctx context.Context) error {
 	if a.redis != nil {
 		a.rdb = redis.NewClient(a.redis)
@@ -142,6 +154,12 @@ func (a *autoCheck) open(ctx context.Context) error {
 		a.mcl, a.mdb = cl, cl.Database(db)
 		if err := cl.Ping(ctx, nil); err != nil {
 			return fmt.Errorf("cannot connect to MongoDB at %s: %w — is it running? set --mongo-uri or RACETEST_MONGO_URI", mongostore.Redact(a.mongo), err)
+		}
+		var info struct {
+			FerretDBVersion string `bson:"ferretdbVersion"`
+		}
+		if err := a.mdb.RunCommand(ctx, bson.D{{Key: "buildInfo", Value: 1}}).Decode(&info); err == nil {
+			a.ferretDB = info.FerretDBVersion != ""
 		}
 		return nil
 	}
