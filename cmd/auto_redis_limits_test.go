@@ -2,14 +2,25 @@ package cmd
 
 import (
 	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/racetest/racetest/scenarios/conformance"
+	"github.com/racetest/racetest/scenarios/redisstore"
 )
 
 // fakeClusterNode speaks just enough RESP for go-redis to connect, and
@@ -116,5 +127,105 @@ func TestEffectsAutoRedisRefusesACluster(t *testing.T) {
 				t.Errorf("auto:redis on a cluster (%s): exit %d, want %d and the refusal\n%s", url, code, ExitUsage, stderr)
 			}
 		})
+	}
+}
+
+// redisOfItsOwn connects to the Redis server of RACETEST_REDIS_URL and gives
+// a key prefix of the test's own; every key under it is deleted at the end.
+func redisOfItsOwn(t *testing.T) (*redis.Client, string) {
+	t.Helper()
+	raw := os.Getenv("RACETEST_REDIS_URL")
+	if raw == "" {
+		raw = redisstore.DefaultURL
+	}
+	opt, err := redis.ParseURL(raw)
+	if err != nil {
+		t.Fatalf("RACETEST_REDIS_URL: %v", err)
+	}
+	rdb := redis.NewClient(opt)
+	// Closed after the keys are deleted: cleanups run last first.
+	t.Cleanup(func() { rdb.Close() })
+	if err := rdb.Ping(context.Background()).Err(); err != nil {
+		conformance.Unavailable(t, "redis", err)
+	}
+	b := make([]byte, 4)
+	rand.Read(b)
+	prefix := "racetest_" + hex.EncodeToString(b)
+	t.Cleanup(func() {
+		ctx := context.Background()
+		iter := rdb.Scan(ctx, 0, prefix+":*", 1000).Iterator()
+		var keys []string
+		for iter.Next(ctx) {
+			if keys = append(keys, iter.Val()); len(keys) == 1000 {
+				rdb.Unlink(ctx, keys...)
+				keys = keys[:0]
+			}
+		}
+		if len(keys) > 0 {
+			rdb.Unlink(ctx, keys...)
+		}
+		if err := iter.Err(); err != nil {
+			t.Errorf("delete %s:* by hand: %v", prefix, err)
+		}
+	})
+	return rdb, prefix
+}
+
+// A snapshot reads at most 100,000 keys (docs/scripts.md): a pattern over
+// more is refused with exit 2 and the way out, on racetest redis as over
+// HTTP, before any burst runs.
+func TestEffectsAutoRedisRefusesTooManyKeys(t *testing.T) {
+	rdb, prefix := redisOfItsOwn(t)
+	ctx := context.Background()
+	for b := 0; b*1000 <= redisstore.MaxSnapshotKeys; b++ {
+		kv := make([]any, 0, 2000)
+		for i := range 1000 {
+			kv = append(kv, fmt.Sprintf("%s:k:%d", prefix, b*1000+i), 1)
+		}
+		if err := rdb.MSet(ctx, kv...).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer srv.Close()
+	want := fmt.Sprintf("--watch %s:k:*: more than %d keys to read per burst — narrow the pattern to the keys the attempt writes", prefix, redisstore.MaxSnapshotKeys)
+	for name, args := range map[string][]string{
+		"redis": {"redis", "--attempt", "INCR " + prefix + ":k:0", "--effects", "auto"},
+		"http":  {"http", "POST", srv.URL + "/?c={{.Token}}", "--effects", "auto:redis"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			out, stderr, code := execCmd(t, false, append(args, "--watch", prefix+":k:*", "-n", "2", "--bursts", "2")...)
+			if code != ExitUsage || !strings.Contains(stderr, want) {
+				t.Errorf("exit %d, want %d and %q\n%s\n%s", code, ExitUsage, want, out, stderr)
+			}
+			if v, _ := rdb.Get(ctx, prefix+":k:0").Int(); v != 1 {
+				t.Errorf("an attempt ran before the refusal: %s:k:0 = %d", prefix, v)
+			}
+		})
+	}
+}
+
+// Another writer on the watched keys changes the store while no attempt
+// runs: the run is INCONCLUSIVE with that reason, never SAFE, even for a
+// pattern that holds (INCRBY).
+func TestEffectsAutoRedisAnotherWriter(t *testing.T) {
+	rdb, prefix := redisOfItsOwn(t)
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			rdb.Incr(ctx, prefix+":balance:other")
+			time.Sleep(100 * time.Microsecond)
+		}
+	}()
+	defer func() { stop(); <-done }()
+	t.Setenv("COLUMNS", "250")
+	dir := "@../examples/auto/"
+	out, stderr, code := execCmd(t, false, "redis", "--subject", dir+"subject.redis", "--attempt", dir+"deposit-fixed.redis", "--effects", "auto",
+		"--teardown", dir+"drop.redis", "--watch", "balance:{{.RunID}}-*,"+prefix+":balance:*", "-n", "4", "--bursts", "10", "--timeline=false", "--strict")
+	want := "the database changed while no attempt ran (`" + prefix + ":balance:*.value` +"
+	if code != ExitInconclusive || !strings.Contains(out, "INCONCLUSIVE") || !strings.Contains(out, want) {
+		t.Fatalf("exit %d, want %d and %q\n%s\n%s", code, ExitInconclusive, want, out, stderr)
 	}
 }

@@ -29,6 +29,7 @@ func TestEffectsAutoBadInput(t *testing.T) {
 		"http watch alone":       {[]string{"http", "http://127.0.0.1:1/", "--watch", "t"}, "--watch"},
 		"allowed with auto":      {[]string{"sql", "-b", "postgres", "--attempt", "SELECT 1;", "--effects", "auto", "--allowed", "successes"}, "--allowed successes judges what --effects counts, and --effects auto counts nothing"},
 		"http allowed with auto": {[]string{"http", "http://127.0.0.1:1/", "--effects", "auto:postgres", "--allowed", "0-1"}, "--allowed 0-1 judges what --effects counts"},
+		"http redis needs watch": {[]string{"http", "http://127.0.0.1:1/", "--effects", "auto:redis"}, "--effects auto:redis measures the keys --watch names: add --watch 'PATTERN,…'"},
 		"http unknown store":     {[]string{"http", "http://127.0.0.1:1/", "--effects", "auto:oracle"}, "auto:postgres, auto:mysql, auto:redis or auto:mongo"},
 	} {
 		t.Run(name, func(t *testing.T) {
