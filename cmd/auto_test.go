@@ -7,12 +7,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/racetest/racetest/internal/sqldb"
+	"github.com/racetest/racetest/scenarios/builtin"
 	"github.com/racetest/racetest/scenarios/conformance"
 )
 
@@ -238,6 +240,44 @@ func TestBuiltinAuto(t *testing.T) {
 		_, errOut, code := execCmd(t, false, c.args...)
 		if code != ExitUsage || !strings.Contains(errOut, c.want) {
 			t.Errorf("%v: exit %d, %q; want %d and …%s…", c.args, code, errOut, ExitUsage, c.want)
+		}
+	}
+}
+
+// The demo's anomaly rows under --effects auto (issue 30): lost-update and
+// write-skew are judged on the embedded database's tables beside their
+// solo twins; job-queue and the incidents are left out and named, and run
+// refuses each with its reason.
+func TestBuiltinAutoAnomalies(t *testing.T) {
+	t.Setenv("COLUMNS", "250")
+	out, errOut, code := execWith(t, builtin.Registry(), "demo", "--effects", "auto", "--bursts", "10", "--details", "--timeline=false")
+	if code != 0 {
+		t.Fatalf("demo --effects auto: exit %d\n%s%s", code, out, errOut)
+	}
+	for _, want := range []string{
+		`lost-update \(read-modify-write\) .*=solo +\d+/10 .* LOST \d+% +lost ok`,
+		`lost-update \(SET balance = balance \+ 1\) .*=solo +0/10 .* SAFE ≤\d+% +safe ok`,
+		`write-skew \(check the shift, go off call\) .*=solo +\d+/10 .* RACE \d+% +race ok`,
+		`write-skew \(lock the shift \(FOR UPDATE\)\) .*=solo +0/10 .* SAFE ≤\d+% +safe ok`,
+		`accounts\.balance \(sum\) +\+8 +\+[1-7] +← differs`,
+		`doctors\.on_call \(sum\) +-7 +-8 +← differs`,
+	} {
+		if !regexp.MustCompile(want).MatchString(out) {
+			t.Errorf("demo --effects auto does not match %q:\n%s", want, out)
+		}
+	}
+	for _, s := range []string{"ttl-lease", "job-queue", "alert-dedupe", "job-window", "reward-payout", "lease-pause"} {
+		if strings.Contains(out, s+" ") || !regexp.MustCompile(`left out [^\n]*\b`+s+`\b`).MatchString(errOut) {
+			t.Errorf("%s must be left out, and named:\n%s\n%s", s, out, errOut)
+		}
+	}
+	for _, c := range []struct{ scenario, want string }{
+		{"job-queue", "shows only as fewer jobs taken than the same workers took alone (LOST), not as the double run it is"},
+		{"reward-payout", "its embedded target keeps what it did in the scenario's own counters, which no snapshot reads"},
+	} {
+		_, errOut, code := execWith(t, builtin.Registry(), "run", c.scenario, "--effects", "auto")
+		if code != ExitUsage || !strings.Contains(errOut, c.want) {
+			t.Errorf("run %s --effects auto: exit %d, %q; want %d and …%s…", c.scenario, code, errOut, ExitUsage, c.want)
 		}
 	}
 }
