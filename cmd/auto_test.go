@@ -218,11 +218,15 @@ func TestBuiltinAuto(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("demo --effects auto: exit %d\n%s%s", code, out, errOut)
 	}
-	for _, want := range []string{"memory-set (3 replicas)", "check-then-write", "conditional-update", "unique-insert", "judged beside a solo twin",
-		"writes (rows)    +1        +8  ← differs"} {
+	for _, want := range []string{"memory-set (3 replicas)", "check-then-write", "conditional-update", "unique-insert", "judged beside a solo twin"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("demo --effects auto does not show %q:\n%s", want, out)
 		}
+	}
+	// Alone one write, together several: most often all 8, but under -race
+	// on a loaded machine the worst of 10 bursts has been 5 (4 runs in 30).
+	if want := `(?s)check-then-write on memory:.*?writes \(rows\) +\+1 +\+[2-8]  ← differs`; !regexp.MustCompile(want).MatchString(out) {
+		t.Errorf("demo --effects auto does not match %q:\n%s", want, out)
 	}
 	if strings.Contains(out, "ttl-lease  ") || !strings.Contains(errOut, "left out ttl-lease") {
 		t.Errorf("ttl-lease must be left out, and named:\n%s\n%s", out, errOut)
