@@ -7,12 +7,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/racetest/racetest/internal/sqldb"
+	"github.com/racetest/racetest/scenarios/builtin"
 	"github.com/racetest/racetest/scenarios/conformance"
 )
 
@@ -29,6 +31,7 @@ func TestEffectsAutoBadInput(t *testing.T) {
 		"http watch alone":       {[]string{"http", "http://127.0.0.1:1/", "--watch", "t"}, "--watch"},
 		"allowed with auto":      {[]string{"sql", "-b", "postgres", "--attempt", "SELECT 1;", "--effects", "auto", "--allowed", "successes"}, "--allowed successes judges what --effects counts, and --effects auto counts nothing"},
 		"http allowed with auto": {[]string{"http", "http://127.0.0.1:1/", "--effects", "auto:postgres", "--allowed", "0-1"}, "--allowed 0-1 judges what --effects counts"},
+		"http redis needs watch": {[]string{"http", "http://127.0.0.1:1/", "--effects", "auto:redis"}, "--effects auto:redis measures the keys --watch names: add --watch 'PATTERN,…'"},
 		"http unknown store":     {[]string{"http", "http://127.0.0.1:1/", "--effects", "auto:oracle"}, "auto:postgres, auto:mysql, auto:redis or auto:mongo"},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -215,11 +218,15 @@ func TestBuiltinAuto(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("demo --effects auto: exit %d\n%s%s", code, out, errOut)
 	}
-	for _, want := range []string{"memory-set (3 replicas)", "check-then-write", "conditional-update", "unique-insert", "judged beside a solo twin",
-		"writes (rows)    +1        +8  ← differs"} {
+	for _, want := range []string{"memory-set (3 replicas)", "check-then-write", "conditional-update", "unique-insert", "judged beside a solo twin"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("demo --effects auto does not show %q:\n%s", want, out)
 		}
+	}
+	// Alone one write, together several: most often all 8, but under -race
+	// on a loaded machine the worst of 10 bursts has been 5 (4 runs in 30).
+	if want := `(?s)check-then-write on memory:.*?writes \(rows\) +\+1 +\+[2-8]  ← differs`; !regexp.MustCompile(want).MatchString(out) {
+		t.Errorf("demo --effects auto does not match %q:\n%s", want, out)
 	}
 	if strings.Contains(out, "ttl-lease  ") || !strings.Contains(errOut, "left out ttl-lease") {
 		t.Errorf("ttl-lease must be left out, and named:\n%s\n%s", out, errOut)
@@ -237,6 +244,44 @@ func TestBuiltinAuto(t *testing.T) {
 		_, errOut, code := execCmd(t, false, c.args...)
 		if code != ExitUsage || !strings.Contains(errOut, c.want) {
 			t.Errorf("%v: exit %d, %q; want %d and …%s…", c.args, code, errOut, ExitUsage, c.want)
+		}
+	}
+}
+
+// The demo's anomaly rows under --effects auto (issue 30): lost-update and
+// write-skew are judged on the embedded database's tables beside their
+// solo twins; job-queue and the incidents are left out and named, and run
+// refuses each with its reason.
+func TestBuiltinAutoAnomalies(t *testing.T) {
+	t.Setenv("COLUMNS", "250")
+	out, errOut, code := execWith(t, builtin.Registry(), "demo", "--effects", "auto", "--bursts", "10", "--details", "--timeline=false")
+	if code != 0 {
+		t.Fatalf("demo --effects auto: exit %d\n%s%s", code, out, errOut)
+	}
+	for _, want := range []string{
+		`lost-update \(read-modify-write\) .*=solo +\d+/10 .* LOST \d+% +lost ok`,
+		`lost-update \(SET balance = balance \+ 1\) .*=solo +0/10 .* SAFE ≤\d+% +safe ok`,
+		`write-skew \(check the shift, go off call\) .*=solo +\d+/10 .* RACE \d+% +race ok`,
+		`write-skew \(lock the shift \(FOR UPDATE\)\) .*=solo +0/10 .* SAFE ≤\d+% +safe ok`,
+		`accounts\.balance \(sum\) +\+8 +\+[1-7] +← differs`,
+		`doctors\.on_call \(sum\) +-7 +-8 +← differs`,
+	} {
+		if !regexp.MustCompile(want).MatchString(out) {
+			t.Errorf("demo --effects auto does not match %q:\n%s", want, out)
+		}
+	}
+	for _, s := range []string{"ttl-lease", "job-queue", "alert-dedupe", "job-window", "reward-payout", "lease-pause"} {
+		if strings.Contains(out, s+" ") || !regexp.MustCompile(`left out [^\n]*\b`+s+`\b`).MatchString(errOut) {
+			t.Errorf("%s must be left out, and named:\n%s\n%s", s, out, errOut)
+		}
+	}
+	for _, c := range []struct{ scenario, want string }{
+		{"job-queue", "shows only as fewer jobs taken than the same workers took alone (LOST), not as the double run it is"},
+		{"reward-payout", "its embedded target keeps what it did in the scenario's own counters, which no snapshot reads"},
+	} {
+		_, errOut, code := execWith(t, builtin.Registry(), "run", c.scenario, "--effects", "auto")
+		if code != ExitUsage || !strings.Contains(errOut, c.want) {
+			t.Errorf("run %s --effects auto: exit %d, %q; want %d and …%s…", c.scenario, code, errOut, ExitUsage, c.want)
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/redis/go-redis/v9"
+	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/connstring"
@@ -24,6 +25,10 @@ import (
 // autoKinds are the stores --effects auto: measures over HTTP.
 const autoKinds = "auto:postgres, auto:mysql, auto:redis or auto:mongo"
 
+// autoOnRedis names, in the refusal of a Redis Cluster, what refuses it:
+// its snapshot SCANs one server, and would see one node's keys only.
+const autoOnRedis = "--effects auto:redis (racetest http)"
+
 // autoCheck measures the tables of a SQL server for --effects auto:STORE,
 // on a connection of its own (the usual --postgres-url, --mysql-dsn).
 type autoCheck struct {
@@ -34,6 +39,9 @@ type autoCheck struct {
 
 	redis *redis.Options
 	mongo string // URI; the database is the URI's, else racetest's default
+	// ferretDB: the MongoDB server is FerretDB, whose updates are not
+	// atomic (docs/mongodb-in-ci.md): the service's losses may be its.
+	ferretDB bool
 
 	pgConn *pgx.Conn
 	myDB   *sql.DB
@@ -76,7 +84,7 @@ func parseAuto(store string, watch []string, t *Target) (*autoCheck, error) {
 			raw = defaultRedisURL
 		}
 		if redisstore.IsClusterURL(raw) {
-			return nil, &InputError{Field: "redis-url", Err: redisstore.ClusterRefusal(effectsOnRedis)}
+			return nil, &InputError{Field: "redis-url", Err: redisstore.ClusterRefusal(autoOnRedis)}
 		}
 		opt, err := redis.ParseURL(raw)
 		if err != nil {
@@ -109,11 +117,24 @@ func (a *autoCheck) describe() string {
 	return "auto:mysql on " + a.my.Addr + "/" + a.my.DBName
 }
 
+// note is what a reader of the report must know of the store, or "".
+func (a *autoCheck) note() string {
+	if a.ferretDB {
+		return "mongo: the store is FerretDB, which runs findAndModify and updates (conditional ones, $inc) as a read and a replace, not atomically: a RACE or LOST there may be FerretDB's, not the service's"
+	}
+	return ""
+}
+
 func (a *autoCheck) open(ctx context.Context) error {
 	if a.redis != nil {
 		a.rdb = redis.NewClient(a.redis)
 		if err := a.rdb.Ping(ctx).Err(); err != nil {
 			return fmt.Errorf("cannot connect to Redis at %s: %w — is it running? set --redis-url or RACETEST_REDIS_URL", a.redis.Addr, err)
+		}
+		// A plain URL may name one node of a cluster: a snapshot there
+		// would read that node's keys only.
+		if err := redisstore.RefuseCluster(ctx, "", a.rdb, autoOnRedis); err != nil {
+			return &InputError{Field: "redis-url", Err: err}
 		}
 		return nil
 	}
@@ -133,6 +154,12 @@ func (a *autoCheck) open(ctx context.Context) error {
 		a.mcl, a.mdb = cl, cl.Database(db)
 		if err := cl.Ping(ctx, nil); err != nil {
 			return fmt.Errorf("cannot connect to MongoDB at %s: %w — is it running? set --mongo-uri or RACETEST_MONGO_URI", mongostore.Redact(a.mongo), err)
+		}
+		var info struct {
+			FerretDBVersion string `bson:"ferretdbVersion"`
+		}
+		if err := a.mdb.RunCommand(ctx, bson.D{{Key: "buildInfo", Value: 1}}).Decode(&info); err == nil {
+			a.ferretDB = info.FerretDBVersion != ""
 		}
 		return nil
 	}

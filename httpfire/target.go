@@ -501,6 +501,9 @@ func (t *Target) Notes() []string {
 	said := fmt.Sprintf("said success: %d responses in %d bursts (median %d per burst)", t.st.said, t.st.bursts, median(t.st.saidPer))
 	if t.auto != nil {
 		notes = append(notes, said, "effects: "+t.auto.describe()+" — each burst's change of the store, beside the same requests sent one at a time")
+		if n := t.auto.note(); n != "" {
+			notes = append(notes, n)
+		}
 	} else if t.effects != nil {
 		notes = append(notes, said+fmt.Sprintf("; actually happened: %d (median %d per burst), counted by %s", t.st.happened, median(t.st.happenedPer), t.effects.describe()))
 	} else {

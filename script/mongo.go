@@ -98,7 +98,7 @@ func (s *moStore) Where() string {
 func (s *moStore) Admin() Conn { return s.admin }
 func (s *moStore) Notes() []string {
 	if s.server.FerretDB() {
-		return []string{"mongo: FerretDB runs findAndModify and conditional updates as a read and a replace, not atomically: a RACE there may be FerretDB's, not your pattern's"}
+		return []string{"mongo: FerretDB runs findAndModify and updates (conditional ones, $inc) as a read and a replace, not atomically: a RACE or LOST there may be FerretDB's, not your pattern's"}
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package anomalies
 import (
 	"context"
 	"fmt"
+	"math/big"
 	"strconv"
 	"sync"
 	"time"
@@ -181,6 +182,47 @@ func (t *memTarget) Notes() []string {
 		notes = append(notes, n)
 	}
 	return notes
+}
+
+var _ runner.Snapshotter = (*memTarget)(nil)
+
+// Snapshot measures the whole embedded database for --effects auto, as
+// racetest measures a server's tables: per table its rows and the sum of
+// each numeric column (a flag counts 1 when set). Each run's target has a
+// database of its own: nothing else writes to it.
+func (t *memTarget) Snapshot(context.Context) (runner.Snapshot, error) {
+	m := t.db
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var accounts, balance, version, doctors, onCall, jobs, taken, runs int64
+	for _, a := range m.accounts {
+		accounts++
+		balance += int64(a.balance)
+		version += int64(a.version)
+	}
+	for _, shift := range m.onCall {
+		for _, on := range shift {
+			doctors++
+			if on {
+				onCall++
+			}
+		}
+	}
+	for _, queue := range m.jobs {
+		for _, j := range queue {
+			jobs++
+			if j.taken {
+				taken++
+			}
+			runs += int64(j.runs)
+		}
+	}
+	n := func(v int64) *big.Rat { return big.NewRat(v, 1) }
+	return runner.Snapshot{
+		"accounts" + runner.RowsSuffix: n(accounts), "accounts.balance": n(balance), "accounts.version": n(version),
+		"doctors" + runner.RowsSuffix: n(doctors), "doctors.on_call": n(onCall),
+		"jobs" + runner.RowsSuffix: n(jobs), "jobs.taken": n(taken), "jobs.runs": n(runs),
+	}, nil
 }
 
 func (t *memTarget) Open(context.Context, int, int) (runner.App, error) { return memApp{t}, nil }

@@ -127,12 +127,15 @@ func (t *target) Snapshot(context.Context) (runner.Snapshot, error) {
 // twins (--effects auto), or "" when it can.
 func AutoRefusal(scenario string) string {
 	switch scenario {
-	case scenarios.MemorySet, scenarios.CheckThenWrite, scenarios.ConditionalUpdate, scenarios.UniqueInsert:
+	case scenarios.MemorySet, scenarios.CheckThenWrite, scenarios.ConditionalUpdate, scenarios.UniqueInsert,
+		scenarios.LostUpdate, scenarios.WriteSkew:
 		return ""
+	case scenarios.JobQueue:
+		return "job-queue cannot be judged by --effects auto: its failure is one job run by several workers, which a change of the store shows only as fewer jobs taken than the same workers took alone (LOST), not as the double run it is; leave --effects out, and its own count (runs against jobs taken) judges it"
 	case scenarios.TTLLease:
 		return "ttl-lease cannot be judged by --effects auto: its failure is two holders of one lease at once, which no change of the store shows; leave --effects out, and its own count judges it"
 	}
-	return fmt.Sprintf("%s cannot be judged by --effects auto yet: on the embedded store only memory-set, check-then-write, conditional-update and unique-insert measure their store; leave --effects out, and the scenario's own count judges it", scenario)
+	return fmt.Sprintf("%s cannot be judged by --effects auto yet: its embedded target keeps what it did in the scenario's own counters, which no snapshot reads (memory-set, check-then-write, conditional-update, unique-insert, lost-update and write-skew measure their store); leave --effects out, and the scenario's own count judges it", scenario)
 }
 
 func (t *target) Notes() []string {

@@ -1,0 +1,231 @@
+package cmd
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/racetest/racetest/scenarios/conformance"
+	"github.com/racetest/racetest/scenarios/redisstore"
+)
+
+// fakeClusterNode speaks just enough RESP for go-redis to connect, and
+// says it is a Redis Cluster node (INFO cluster: cluster_enabled:1), as a
+// node of a real cluster named by a plain redis:// URL does.
+func fakeClusterNode(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	bulk := func(s string) string { return "$" + strconv.Itoa(len(s)) + "\r\n" + s + "\r\n" }
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			go func() {
+				r := bufio.NewReader(c)
+				for {
+					args, err := readRESP(r)
+					if err != nil {
+						return
+					}
+					reply := "+OK\r\n" // CLIENT SETINFO and the like
+					switch strings.ToUpper(args[0]) {
+					case "HELLO": // as Redis before 6: go-redis falls back to RESP2
+						reply = "-ERR unknown command 'HELLO'\r\n"
+					case "PING":
+						reply = "+PONG\r\n"
+					case "INFO":
+						reply = bulk("# Cluster\r\ncluster_enabled:1\r\n")
+					case "SCAN":
+						reply = "*2\r\n$1\r\n0\r\n*0\r\n"
+					}
+					if _, err := io.WriteString(c, reply); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return "redis://" + ln.Addr().String() + "/0"
+}
+
+func readRESP(r *bufio.Reader) ([]string, error) {
+	line, err := r.ReadString('\n')
+	if err != nil {
+		return nil, err
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(line, "*")))
+	if err != nil || n < 1 {
+		return nil, io.ErrUnexpectedEOF
+	}
+	args := make([]string, n)
+	for i := range args {
+		hdr, err := r.ReadString('\n')
+		if err != nil {
+			return nil, err
+		}
+		size, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(hdr, "$")))
+		if err != nil {
+			return nil, err
+		}
+		buf := make([]byte, size+2)
+		if _, err := io.ReadFull(r, buf); err != nil {
+			return nil, err
+		}
+		args[i] = string(buf[:size])
+	}
+	return args, nil
+}
+
+// --effects auto:redis reads the keys of one server (SCAN): on a Redis
+// Cluster it would see the keys of one node only, and call a race that
+// wrote elsewhere SAFE. A cluster is refused with exit 2, whether its URL
+// names its seeds or a plain redis:// URL names one of its nodes, as the
+// effects check redis:CMD refuses it (docs/clusters.md).
+func TestEffectsAutoRedisRefusesACluster(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer srv.Close()
+	for name, url := range map[string]string{
+		"seeds": "redis://127.0.0.1:1?addr=127.0.0.1:2",
+		"node":  fakeClusterNode(t),
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, stderr, code := execCmd(t, false, "http", "POST", srv.URL+"/?c={{.Token}}", "--effects", "auto:redis", "--watch", "k:*",
+				"--redis-url", url, "-n", "2", "--bursts", "2")
+			if code != ExitUsage || !strings.Contains(stderr, "--effects auto:redis (racetest http) does not run on a Redis Cluster yet; point --redis-url at a single server") {
+				t.Errorf("auto:redis on a cluster (%s): exit %d, want %d and the refusal\n%s", url, code, ExitUsage, stderr)
+			}
+		})
+	}
+}
+
+// redisOfItsOwn connects to the Redis server of RACETEST_REDIS_URL and gives
+// a key prefix of the test's own; every key under it is deleted at the end.
+func redisOfItsOwn(t *testing.T) (*redis.Client, string) {
+	t.Helper()
+	raw := os.Getenv("RACETEST_REDIS_URL")
+	if raw == "" {
+		raw = redisstore.DefaultURL
+	}
+	opt, err := redis.ParseURL(raw)
+	if err != nil {
+		t.Fatalf("RACETEST_REDIS_URL: %v", err)
+	}
+	rdb := redis.NewClient(opt)
+	// Closed after the keys are deleted: cleanups run last first.
+	t.Cleanup(func() { rdb.Close() })
+	if err := rdb.Ping(context.Background()).Err(); err != nil {
+		conformance.Unavailable(t, "redis", err)
+	}
+	b := make([]byte, 4)
+	rand.Read(b)
+	prefix := "racetest_" + hex.EncodeToString(b)
+	t.Cleanup(func() {
+		ctx := context.Background()
+		iter := rdb.Scan(ctx, 0, prefix+":*", 1000).Iterator()
+		var keys []string
+		for iter.Next(ctx) {
+			if keys = append(keys, iter.Val()); len(keys) == 1000 {
+				rdb.Unlink(ctx, keys...)
+				keys = keys[:0]
+			}
+		}
+		if len(keys) > 0 {
+			rdb.Unlink(ctx, keys...)
+		}
+		if err := iter.Err(); err != nil {
+			t.Errorf("delete %s:* by hand: %v", prefix, err)
+		}
+	})
+	return rdb, prefix
+}
+
+// A snapshot reads at most 100,000 keys (docs/scripts.md): a pattern over
+// more is refused with exit 2 and the way out, on racetest redis as over
+// HTTP, before any burst runs.
+func TestEffectsAutoRedisRefusesTooManyKeys(t *testing.T) {
+	rdb, prefix := redisOfItsOwn(t)
+	ctx := context.Background()
+	for b := 0; b*1000 <= redisstore.MaxSnapshotKeys; b++ {
+		kv := make([]any, 0, 2000)
+		for i := range 1000 {
+			kv = append(kv, fmt.Sprintf("%s:k:%d", prefix, b*1000+i), 1)
+		}
+		if err := rdb.MSet(ctx, kv...).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer srv.Close()
+	want := fmt.Sprintf("--watch %s:k:*: more than %d keys to read per burst — narrow the pattern to the keys the attempt writes", prefix, redisstore.MaxSnapshotKeys)
+	for name, args := range map[string][]string{
+		"redis": {"redis", "--attempt", "INCR " + prefix + ":k:0", "--effects", "auto"},
+		"http":  {"http", "POST", srv.URL + "/?c={{.Token}}", "--effects", "auto:redis"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			out, stderr, code := execCmd(t, false, append(args, "--watch", prefix+":k:*", "-n", "2", "--bursts", "2")...)
+			if code != ExitUsage || !strings.Contains(stderr, want) {
+				t.Errorf("exit %d, want %d and %q\n%s\n%s", code, ExitUsage, want, out, stderr)
+			}
+			if v, _ := rdb.Get(ctx, prefix+":k:0").Int(); v != 1 {
+				t.Errorf("an attempt ran before the refusal: %s:k:0 = %d", prefix, v)
+			}
+		})
+	}
+}
+
+// Another writer on the watched keys changes the store while no attempt
+// runs: the run is INCONCLUSIVE with that reason, never SAFE, even for a
+// pattern that holds (INCRBY).
+func TestEffectsAutoRedisAnotherWriter(t *testing.T) {
+	rdb, prefix := redisOfItsOwn(t)
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			rdb.Incr(ctx, prefix+":balance:other")
+			time.Sleep(100 * time.Microsecond)
+		}
+	}()
+	defer func() { stop(); <-done }()
+	t.Setenv("COLUMNS", "250")
+	dir := "@../examples/auto/"
+	out, stderr, code := execCmd(t, false, "redis", "--subject", dir+"subject.redis", "--attempt", dir+"deposit-fixed.redis", "--effects", "auto",
+		"--teardown", dir+"drop.redis", "--watch", "balance:{{.RunID}}-*,"+prefix+":balance:*", "-n", "4", "--bursts", "10", "--timeline=false", "--strict")
+	want := "the database changed while no attempt ran (`" + prefix + ":balance:*.value` +"
+	if code != ExitInconclusive || !strings.Contains(out, "INCONCLUSIVE") || !strings.Contains(out, want) {
+		t.Fatalf("exit %d, want %d and %q\n%s\n%s", code, ExitInconclusive, want, out, stderr)
+	}
+}
