@@ -14,6 +14,9 @@ import (
 // attempt runs, and the run is INCONCLUSIVE with that reason, never SAFE,
 // even for a pattern that holds (the unique redeem).
 func TestEffectsAutoMongoAnotherWriter(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: bursts on a store's own server (the mutation step's runs of cmd skip it)")
+	}
 	db, uri := mongoOfItsOwn(t)
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan struct{})
