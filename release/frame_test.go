@@ -1,8 +1,11 @@
 package release
 
 import (
+	"context"
 	"encoding/binary"
+	"net"
 	"testing"
+	"time"
 )
 
 func pgMsg(typ byte, body string) []byte {
@@ -143,5 +146,117 @@ func TestMongoCommands(t *testing.T) {
 	binary.LittleEndian.PutUint32(compressed[12:], 2012)
 	if mongoCommand(compressed) != "" || mongoAnonymous(compressed) {
 		t.Error("an OP_COMPRESSED message read as a hello")
+	}
+}
+
+// The framers' edges, each where a wrong bound or a swapped condition would
+// move the cut: the byte the burst is held at (issue 27: these lived under
+// gremlins, run on release whole).
+func TestFramersAtTheirEdges(t *testing.T) {
+	// A first message of one byte is cut at byte 0, not at the write's end.
+	if cut := cutAt([]byte("ab"), 1); cut != 0 {
+		t.Errorf("cutAt(end 1) = %d, want 0", cut)
+	}
+	sync := pgMsg('S', "")
+	query := pgMsg('Q', "select 1\x00")
+	// A bare Sync (5 bytes, no body) is the driver's, not the statement.
+	if cut, hidden := postgresFirst(sync); cut != 4 || !hidden {
+		t.Errorf("PostgreSQL Sync alone: cut %d hidden %v, want 4 and hidden", cut, hidden)
+	}
+	// A message with an empty body (length 4) ends after its 5 bytes.
+	if cut, _ := postgresFirst(append(append([]byte(nil), sync...), query...)); cut != 4 {
+		t.Errorf("Sync then Query: cut %d, want 4 (the Sync's last byte)", cut)
+	}
+	// Not PostgreSQL (a first byte that is no message type): the last byte.
+	notPG := append([]byte{0, 0, 0, 0, 4}, query...)
+	if cut, hidden := postgresFirst(notPG); cut != len(notPG)-1 || hidden {
+		t.Errorf("a write starting with byte 0: cut %d hidden %v, want the last byte, not hidden", cut, hidden)
+	}
+	// A write that ends inside a message's header runs something.
+	parse := pgMsg('P', "\x00SELECT 1\x00\x00\x00")
+	if !postgresRuns(append(append([]byte(nil), parse...), 'S', 0)) {
+		t.Error("a Parse then two bytes of a header: postgresRuns = false, want true (cannot walk it to the end)")
+	}
+	for b, want := range map[byte]bool{'A': true, 'Z': true, 'a': true, 'z': true, 'Q': true, '@': false, '[': false, '`': false, '{': false, 0x17: false} {
+		if got := isUpperASCII(b); got != want {
+			t.Errorf("isUpperASCII(%q) = %v, want %v", b, got, want)
+		}
+	}
+	// A MySQL COM_PING is a whole 5-byte write: the driver's.
+	if cut, hidden := mysqlFirst([]byte{1, 0, 0, 0, comPing}); cut != 4 || !hidden {
+		t.Errorf("MySQL COM_PING alone: cut %d hidden %v, want 4 and hidden", cut, hidden)
+	}
+	// A 16-byte MongoDB write is framed by its length like a longer one.
+	short := make([]byte, 16)
+	binary.LittleEndian.PutUint32(short, 8)
+	if cut, _ := mongoFirst(short); cut != 7 {
+		t.Errorf("a 16-byte Mongo write whose message says 8 bytes: cut %d, want 7", cut)
+	}
+}
+
+// mongoCommand names a command only where the driver sends one: an OP_QUERY
+// on a $cmd collection whole, an OP_MSG whose body has a first key.
+func TestMongoCommandRefusesWhatIsNoCommand(t *testing.T) {
+	onColl := opQueryCommand("find")
+	copy(onColl[20:], "admin.coll") // same length as admin.$cmd
+	if got := mongoCommand(onColl); got != "" {
+		t.Errorf("OP_QUERY on a collection, not $cmd: %q, want none", got)
+	}
+	full := opQueryCommand("hello")
+	nameEnd := 20 + len("admin.$cmd")
+	for _, keep := range []int{nameEnd + 1, nameEnd + 5, nameEnd + 8} {
+		if got := mongoCommand(full[:keep]); got != "" {
+			t.Errorf("OP_QUERY cut %d bytes after its name: %q, want none", keep-nameEnd, got)
+		}
+	}
+	// An OP_MSG whose body is the empty document, more bytes after it.
+	msg := opMsgCommand("find")[:21]
+	msg = append(msg, 5, 0, 0, 0, 0)
+	msg = append(msg, "ab\x00"...)
+	if got := mongoCommand(msg); got != "" {
+		t.Errorf("OP_MSG with an empty body: %q, want none", got)
+	}
+}
+
+// A park wait left unset (0, or negative) is the default; one set is kept.
+func TestNewWireWithParkWait(t *testing.T) {
+	for set, want := range map[time.Duration]time.Duration{0: DefaultParkWait, -time.Second: DefaultParkWait, 7 * time.Millisecond: 7 * time.Millisecond} {
+		if got := NewWireWith("postgres", WireOptions{ParkWait: set}).parkWait; got != want {
+			t.Errorf("ParkWait %v: the wire waits %v, want %v", set, got, want)
+		}
+	}
+}
+
+// A connection dialled with no worker's context inside a worker's claim
+// window is that worker's (a driver dialling from its own goroutine), except
+// where the protocol says whose a connection is by its first message
+// (MongoDB's monitors dial and send hello in such windows too).
+func TestDialInAClaimWindow(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
+	for backend, owned := range map[string]bool{"postgres": true, "mongo": false} {
+		w := NewWire(backend, 0)
+		end := w.Claim(0)
+		c, err := w.Dial(context.Background(), "tcp", ln.Addr().String())
+		end()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := w.Ready(1) == nil; got != owned {
+			t.Errorf("%s: a connection dialled in worker 0's claim window is its own: %v, want %v", backend, got, owned)
+		}
+		c.Close()
 	}
 }
