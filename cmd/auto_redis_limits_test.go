@@ -1,111 +1,39 @@
 package cmd
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/racetest/racetest/internal/fakeredis"
 	"github.com/racetest/racetest/scenarios/conformance"
 	"github.com/racetest/racetest/scenarios/redisstore"
 )
 
-// fakeClusterNode speaks just enough RESP for go-redis to connect, and
-// says it is a Redis Cluster node (INFO cluster: cluster_enabled:1), as a
-// node of a real cluster named by a plain redis:// URL does.
+// fakeClusterNode is a Redis server that says it is a Redis Cluster node
+// (INFO cluster: cluster_enabled:1), as a node of a real cluster named by a
+// plain redis:// URL does.
 func fakeClusterNode(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var conns []net.Conn
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			c.Close()
+	return fakeredis.Start(t, func(_ int, args []string) string {
+		switch strings.ToUpper(args[0]) {
+		case "PING":
+			return "+PONG\r\n"
+		case "INFO":
+			return fakeredis.Bulk("# Cluster\r\ncluster_enabled:1\r\n")
+		case "SCAN":
+			return "*2\r\n$1\r\n0\r\n*0\r\n"
 		}
-	})
-	bulk := func(s string) string { return "$" + strconv.Itoa(len(s)) + "\r\n" + s + "\r\n" }
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			go func() {
-				r := bufio.NewReader(c)
-				for {
-					args, err := readRESP(r)
-					if err != nil {
-						return
-					}
-					reply := "+OK\r\n" // CLIENT SETINFO and the like
-					switch strings.ToUpper(args[0]) {
-					case "HELLO": // as Redis before 6: go-redis falls back to RESP2
-						reply = "-ERR unknown command 'HELLO'\r\n"
-					case "PING":
-						reply = "+PONG\r\n"
-					case "INFO":
-						reply = bulk("# Cluster\r\ncluster_enabled:1\r\n")
-					case "SCAN":
-						reply = "*2\r\n$1\r\n0\r\n*0\r\n"
-					}
-					if _, err := io.WriteString(c, reply); err != nil {
-						return
-					}
-				}
-			}()
-		}
-	}()
-	return "redis://" + ln.Addr().String() + "/0"
-}
-
-func readRESP(r *bufio.Reader) ([]string, error) {
-	line, err := r.ReadString('\n')
-	if err != nil {
-		return nil, err
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(line, "*")))
-	if err != nil || n < 1 {
-		return nil, io.ErrUnexpectedEOF
-	}
-	args := make([]string, n)
-	for i := range args {
-		hdr, err := r.ReadString('\n')
-		if err != nil {
-			return nil, err
-		}
-		size, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(hdr, "$")))
-		if err != nil {
-			return nil, err
-		}
-		buf := make([]byte, size+2)
-		if _, err := io.ReadFull(r, buf); err != nil {
-			return nil, err
-		}
-		args[i] = string(buf[:size])
-	}
-	return args, nil
+		return "+OK\r\n" // CLIENT SETINFO and the like
+	}).URL()
 }
 
 // --effects auto:redis reads the keys of one server (SCAN): on a Redis

@@ -40,9 +40,9 @@ func TestRefuseClusterAsksTheServer(t *testing.T) {
 			}
 			return "+OK\r\n" // CLIENT SETINFO and the like
 		})
-		opt, _ := redis.ParseURL(f.url())
+		opt, _ := redis.ParseURL(f.URL())
 		cl := redis.NewClient(opt)
-		err := redisstore.RefuseCluster(ctx, f.url(), cl, "a script")
+		err := redisstore.RefuseCluster(ctx, f.URL(), cl, "a script")
 		cl.Close()
 		if (cluster != "") != isClusterRefusal(err, "a script") || (cluster == "" && err != nil) {
 			t.Errorf("INFO cluster %q: %v", section, err)

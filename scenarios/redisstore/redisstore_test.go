@@ -248,13 +248,13 @@ func TestSilentServer(t *testing.T) {
 	f := startFake(t, func(int, []string) string { return "" })
 	start := time.Now()
 	_, err := registry().Build(context.Background(), scenarios.CheckThenWrite, redisstore.Name,
-		scenarios.Params{RunID: "silent", Attempts: 2, Conn: scenarios.Connections{RedisURL: f.url()}})
+		scenarios.Params{RunID: "silent", Attempts: 2, Conn: scenarios.Connections{RedisURL: f.URL()}})
 	took := time.Since(start)
 	if err == nil {
 		t.Fatal("a silent server was accepted")
 	}
 	t.Logf("after %s: %v", took.Round(time.Millisecond), err)
-	if !strings.Contains(err.Error(), f.ln.Addr().String()) || !strings.Contains(err.Error(), "no answer") {
+	if !strings.Contains(err.Error(), f.Addr()) || !strings.Contains(err.Error(), "no answer") {
 		t.Errorf("error does not name the address and the silence: %v", err)
 	}
 	if took > 10*time.Second {
@@ -274,7 +274,7 @@ func TestHungServerAttempt(t *testing.T) {
 	})
 	for _, sc := range []string{scenarios.CheckThenWrite, scenarios.ConditionalUpdate, scenarios.UniqueInsert, scenarios.TTLLease} {
 		t.Run(sc, func(t *testing.T) {
-			tg, _ := build(t, sc, f.url(), 2, nil)
+			tg, _ := build(t, sc, f.URL(), 2, nil)
 			defer tg.Cleanup(context.Background())
 			// The attempts' own outcomes, read directly from one session.
 			app, err := tg.Open(context.Background(), 0, 1)
@@ -337,7 +337,7 @@ func TestInsertErrorIsNotDeclined(t *testing.T) {
 		}
 		return ":1\r\n" // RPUSH
 	})
-	tg, _ := build(t, scenarios.UniqueInsert, f.url(), 1, nil)
+	tg, _ := build(t, scenarios.UniqueInsert, f.URL(), 1, nil)
 	defer tg.Cleanup(context.Background())
 	app, err := tg.Open(context.Background(), 0, 1)
 	if err != nil {
@@ -386,7 +386,7 @@ func TestTooManyClients(t *testing.T) {
 		r, _ := basics(args)
 		return r
 	})
-	tg, _ := build(t, scenarios.CheckThenWrite, f.url(), 40, nil)
+	tg, _ := build(t, scenarios.CheckThenWrite, f.URL(), 40, nil)
 	defer tg.Cleanup(context.Background())
 	full.Store(true)
 	_, err := runner.Run(context.Background(), tg, runner.Attempts(40), runner.Bursts(1))
