@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/racetest/racetest/internal/fakeredis"
+	"github.com/racetest/racetest/internal/redisdb"
 	"github.com/racetest/racetest/scenarios/conformance"
 	"github.com/racetest/racetest/scenarios/redisstore"
 )
@@ -64,7 +65,7 @@ func redisOfItsOwn(t *testing.T) (*redis.Client, string) {
 	t.Helper()
 	raw := os.Getenv("RACETEST_REDIS_URL")
 	if raw == "" {
-		raw = redisstore.DefaultURL
+		raw = redisdb.DefaultURL
 	}
 	opt, err := redis.ParseURL(raw)
 	if err != nil {

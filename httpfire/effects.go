@@ -17,9 +17,9 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5"
+	"github.com/racetest/racetest/internal/mongodb"
+	"github.com/racetest/racetest/internal/redisdb"
 	"github.com/racetest/racetest/internal/sqldb"
-	"github.com/racetest/racetest/scenarios/mongostore"
-	"github.com/racetest/racetest/scenarios/pgstore"
 	"github.com/racetest/racetest/scenarios/redisstore"
 	"github.com/redis/go-redis/v9"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -73,9 +73,9 @@ func violations(ctx context.Context, c effectsCheck, v Vars) (int, error) {
 
 // The effects checks default to the scenario backends' servers.
 const (
-	defaultPostgresURL = pgstore.DefaultURL
-	defaultRedisURL    = redisstore.DefaultURL
-	defaultMongoURI    = mongostore.DefaultURI
+	defaultPostgresURL = sqldb.DefaultPostgresURL
+	defaultRedisURL    = redisdb.DefaultURL
+	defaultMongoURI    = mongodb.DefaultURI
 )
 
 const effectsKinds = "sql:mysql:QUERY, sql:postgres:QUERY, redis:COMMAND, mongo:DB.COLLECTION:FILTER or http:URL"

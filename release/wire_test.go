@@ -18,13 +18,13 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/racetest/racetest/internal/redisdb"
 	"github.com/racetest/racetest/internal/sqldb"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/builtin"
 	"github.com/racetest/racetest/scenarios/conformance"
 	"github.com/racetest/racetest/scenarios/pgstore"
-	"github.com/racetest/racetest/scenarios/redisstore"
 )
 
 // patientWait is long enough that, even on a loaded machine, every attempt
@@ -316,7 +316,7 @@ func TestLateAttemptIsReleasedWithoutAndCounted(t *testing.T) {
 // server gets the whole request intact.
 func TestRequestInSeveralWrites(t *testing.T) {
 	w := NewWire("redis", patientWait)
-	opt, err := redis.ParseURL(orDefault(os.Getenv("RACETEST_REDIS_URL"), redisstore.DefaultURL))
+	opt, err := redis.ParseURL(orDefault(os.Getenv("RACETEST_REDIS_URL"), redisdb.DefaultURL))
 	if err != nil {
 		t.Fatal(err)
 	}

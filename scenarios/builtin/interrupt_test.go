@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/racetest/racetest/internal/redisdb"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/conformance"
@@ -109,7 +110,7 @@ func TestInterruptsLeaveNothing(t *testing.T) {
 // primary.
 func TestInterruptsLeaveNothingOnClusters(t *testing.T) {
 	// failover-lock kills nodes: go-redis would log each failed dial.
-	redisstore.QuietDriverLog()
+	redisdb.QuietDriverLog()
 	conn := scenarios.Connections{
 		RedisURL: os.Getenv("RACETEST_CLUSTER_REDIS_URL"), RedisReadURL: os.Getenv("RACETEST_CLUSTER_REDIS_READ_URL"),
 		MySQLDSN: os.Getenv("RACETEST_CLUSTER_MYSQL_DSN"), MySQLReadDSN: os.Getenv("RACETEST_CLUSTER_MYSQL_READ_DSN"),

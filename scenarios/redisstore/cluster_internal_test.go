@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/racetest/racetest/internal/redisdb"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/runs"
 )
@@ -37,7 +38,7 @@ func TestClusterURLForms(t *testing.T) {
 			t.Errorf("parseConn(%s): cluster %v, err %v", raw, c != nil && c.cluster != nil, err)
 		}
 	}
-	for _, raw := range []string{DefaultURL, "redis://127.0.0.1:17000/0", "rediss://u:pw@host:6380/2", "unix:///tmp/redis.sock"} {
+	for _, raw := range []string{redisdb.DefaultURL, "redis://127.0.0.1:17000/0", "rediss://u:pw@host:6380/2", "unix:///tmp/redis.sock"} {
 		if IsClusterURL(raw) {
 			t.Errorf("IsClusterURL(%s) = true for one server's URL", raw)
 		}
@@ -56,9 +57,6 @@ func TestClusterURLForms(t *testing.T) {
 		if err != nil && strings.Contains(err.Error(), "secret") {
 			t.Errorf("%s: the password leaked: %v", raw, err)
 		}
-	}
-	if got := Redact("redis://u:secret@127.0.0.1:17000,127.0.0.1:17001/0"); strings.Contains(got, "secret") {
-		t.Errorf("Redact left the password in a comma URL: %s", got)
 	}
 }
 
