@@ -223,7 +223,7 @@ func listed(objects []string) string {
 // know how it is connected.
 func connOf(reg *scenarios.Registry, backend string, c scenarios.Connections) string {
 	if b, err := reg.Backend(backend); err == nil && b.Conn != nil {
-		return *b.Conn.Field(&c)
+		return c.Get(b.Conn.Key)
 	}
 	return ""
 }

@@ -20,6 +20,8 @@ import (
 	"github.com/racetest/racetest/internal/sqldb"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios/mongostore"
+	"github.com/racetest/racetest/scenarios/mysqlstore"
+	"github.com/racetest/racetest/scenarios/pgstore"
 	"github.com/racetest/racetest/scenarios/redisstore"
 )
 
@@ -64,7 +66,7 @@ func parseAuto(store string, watch []string, t *Target) (*autoCheck, error) {
 	conn := t.p.Conn
 	switch store {
 	case "postgres", "postgresql", "pg":
-		raw := conn.PostgresURL
+		raw := conn.Get(pgstore.Name)
 		if raw == "" {
 			raw = defaultPostgresURL
 		}
@@ -74,13 +76,13 @@ func parseAuto(store string, watch []string, t *Target) (*autoCheck, error) {
 		}
 		return &autoCheck{dialect: sqldb.Postgres, pg: cfg, watch: ws}, nil
 	case "mysql", "mariadb":
-		cfg, err := sqldb.MySQLConfig(conn.MySQLDSN)
+		cfg, err := sqldb.MySQLConfig(conn.Get(mysqlstore.Name))
 		if err != nil {
 			return nil, &InputError{Field: "mysql-dsn", Err: err}
 		}
 		return &autoCheck{dialect: sqldb.MySQL, my: cfg, watch: ws}, nil
 	case "redis":
-		raw := conn.RedisURL
+		raw := conn.Get(redisstore.Name)
 		if raw == "" {
 			raw = defaultRedisURL
 		}
@@ -96,7 +98,7 @@ func parseAuto(store string, watch []string, t *Target) (*autoCheck, error) {
 		}
 		return &autoCheck{redis: opt, watch: ws}, nil
 	case "mongo", "mongodb":
-		uri := conn.MongoURI
+		uri := conn.Get(mongostore.Name)
 		if uri == "" {
 			uri = defaultMongoURI
 		}

@@ -20,6 +20,9 @@ import (
 	"github.com/racetest/racetest/internal/mongodb"
 	"github.com/racetest/racetest/internal/redisdb"
 	"github.com/racetest/racetest/internal/sqldb"
+	"github.com/racetest/racetest/scenarios/mongostore"
+	"github.com/racetest/racetest/scenarios/mysqlstore"
+	"github.com/racetest/racetest/scenarios/pgstore"
 	"github.com/racetest/racetest/scenarios/redisstore"
 	"github.com/redis/go-redis/v9"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -111,13 +114,13 @@ func parseCheck(field, spec string, t *Target) (effectsCheck, error) {
 		}
 		switch driver {
 		case "mysql", "mariadb":
-			cfg, err := sqldb.MySQLConfig(conn.MySQLDSN)
+			cfg, err := sqldb.MySQLConfig(conn.Get(mysqlstore.Name))
 			if err != nil {
 				return nil, &InputError{Field: "mysql-dsn", Err: err}
 			}
 			return &mysqlCheck{cfg: cfg, query: q, spec: "sql:mysql"}, nil
 		case "postgres", "postgresql", "pg":
-			raw := conn.PostgresURL
+			raw := conn.Get(pgstore.Name)
 			if raw == "" {
 				raw = defaultPostgresURL
 			}
@@ -136,7 +139,7 @@ func parseCheck(field, spec string, t *Target) (effectsCheck, error) {
 		if err != nil {
 			return nil, err
 		}
-		raw := conn.RedisURL
+		raw := conn.Get(redisstore.Name)
 		if raw == "" {
 			raw = defaultRedisURL
 		}
@@ -166,7 +169,7 @@ func parseCheck(field, spec string, t *Target) (effectsCheck, error) {
 		if err := bson.UnmarshalExtJSON([]byte(sample), false, &probe); err != nil {
 			return nil, bad("the filter is not JSON: %v", err)
 		}
-		uri := conn.MongoURI
+		uri := conn.Get(mongostore.Name)
 		if uri == "" {
 			uri = defaultMongoURI
 		}

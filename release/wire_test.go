@@ -32,12 +32,7 @@ import (
 const patientWait = 3 * time.Second
 
 func conns() scenarios.Connections {
-	return scenarios.Connections{
-		RedisURL:    os.Getenv("RACETEST_REDIS_URL"),
-		MySQLDSN:    os.Getenv("RACETEST_MYSQL_DSN"),
-		PostgresURL: os.Getenv("RACETEST_POSTGRES_URL"),
-		MongoURI:    os.Getenv("RACETEST_MONGO_URI"),
-	}
+	return scenarios.NewConnections(map[string]string{"redis": os.Getenv("RACETEST_REDIS_URL"), "mysql": os.Getenv("RACETEST_MYSQL_DSN"), "postgres": os.Getenv("RACETEST_POSTGRES_URL"), "mongo": os.Getenv("RACETEST_MONGO_URI")})
 }
 
 // heldLog records every request a wire held back, by worker.
@@ -512,7 +507,7 @@ func TestMongoIsReleasedAtTheWire(t *testing.T) {
 	log := &heldLog{}
 	w.held = log.record
 	p := scenarios.Params{RunID: scenarios.NewRunID(), Attempts: n, Replicas: 2, Dial: w.Dial, Gap: 100 * time.Millisecond,
-		Conn: scenarios.Connections{MongoURI: uri}}
+		Conn: scenarios.NewConnections(map[string]string{"mongo": uri})}
 	tg, err := builtin.Registry().Build(context.Background(), scenarios.CheckThenWrite, "mongo", p)
 	if err != nil {
 		conformance.Unavailable(t, "mongo", err)

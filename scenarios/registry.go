@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -62,8 +61,10 @@ type Connection struct {
 	// Redact hides the password of an address written in any form the
 	// backend accepts, for output.
 	Redact func(string) string
-	// Field is where the backend's address is in Connections.
-	Field func(*Connections) *string
+	// Key is the connection's key in Connections and in a suite's
+	// connections:, the backend's name (with ReadSuffix for a ReadConn);
+	// AddBackend holds a backend to it.
+	Key string
 	// Cluster is the scripts/cluster.sh topology that starts a primary
 	// with this replica (a ReadConn's; "" for a primary's connection).
 	Cluster string
@@ -92,24 +93,6 @@ func ProbeAddr(ctx context.Context, network, addr string) error {
 
 // probeTimeout bounds a probe: a local server answers a connect at once.
 const probeTimeout = time.Second
-
-// Key is the connection's key in a suite's connections: (the YAML key of
-// the Connections field that Field points at), so that the key is written
-// in one place, the struct tag. It panics when Field points at no tagged
-// field: a programming error in a backend's declaration.
-func (c *Connection) Key() string {
-	var conns Connections
-	target := reflect.ValueOf(c.Field(&conns)).Pointer()
-	v := reflect.ValueOf(&conns).Elem()
-	for i := range v.NumField() {
-		if v.Field(i).Addr().Pointer() == target {
-			if key, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("yaml"), ","); key != "" && key != "-" {
-				return key
-			}
-		}
-	}
-	panic("scenarios: connection --" + c.Flag + " points at no field of Connections with a yaml key")
-}
 
 // Accepts reports whether b accepts the value v for a knob whose accepted
 // values are vs ("" always: the backend's default).
@@ -160,6 +143,12 @@ func (r *Registry) AddScenario(s Spec) {
 func (r *Registry) AddBackend(b Backend) {
 	if _, ok := r.lookupBackend(b.Name); ok {
 		panic("scenarios: duplicate backend " + b.Name)
+	}
+	if b.Conn != nil && b.Conn.Key != b.Name {
+		panic("scenarios: backend " + b.Name + " keys its connection " + b.Conn.Key + ", not by its name")
+	}
+	if b.ReadConn != nil && b.ReadConn.Key != b.Name+ReadSuffix {
+		panic("scenarios: backend " + b.Name + " keys its read connection " + b.ReadConn.Key + ", not " + b.Name + ReadSuffix)
 	}
 	r.backends = append(r.backends, b)
 }

@@ -30,9 +30,9 @@ type moStore struct {
 	server  mongodb.ServerInfo
 }
 
-// OpenMongo connects racetest's own client to p.Conn.MongoURI.
+// OpenMongo connects racetest's own client to p.Conn.Get(mongostore.Name).
 func OpenMongo(ctx context.Context, p scenarios.Params) (Store, error) {
-	uri := p.Conn.MongoURI
+	uri := p.Conn.Get(mongostore.Name)
 	if uri == "" {
 		uri = mongodb.DefaultURI
 	}

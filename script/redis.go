@@ -30,9 +30,9 @@ const redisHint = "set --redis-url or RACETEST_REDIS_URL"
 // scriptsOnRedis names, in the refusal of a Redis Cluster, what refuses it.
 const scriptsOnRedis = "a script (racetest redis)"
 
-// OpenRedis connects racetest's own connection to p.Conn.RedisURL.
+// OpenRedis connects racetest's own connection to p.Conn.Get(redisstore.Name).
 func OpenRedis(ctx context.Context, p scenarios.Params) (Store, error) {
-	raw := p.Conn.RedisURL
+	raw := p.Conn.Get(redisstore.Name)
 	if raw == "" {
 		raw = redisdb.DefaultURL
 	}

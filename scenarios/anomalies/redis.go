@@ -57,7 +57,7 @@ func redisFactory(scenario string) scenarios.Factory {
 		if !ok {
 			return nil, scenarios.BadParam(fmt.Errorf("redis: %s has no variant %q on Redis, which has no SELECT … FOR UPDATE; use naive, atomic or version", scenario, variant))
 		}
-		raw := p.Conn.RedisURL
+		raw := p.Conn.Get(redisstore.Name)
 		if raw == "" {
 			raw = redisdb.DefaultURL
 		}

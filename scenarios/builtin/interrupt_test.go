@@ -76,7 +76,7 @@ func connections() scenarios.Connections {
 	var c scenarios.Connections
 	for _, b := range Registry().Backends() {
 		if b.Conn != nil {
-			*b.Conn.Field(&c) = os.Getenv(b.Conn.Env)
+			c.Set(b.Conn.Key, os.Getenv(b.Conn.Env))
 		}
 	}
 	return c
@@ -111,13 +111,9 @@ func TestInterruptsLeaveNothing(t *testing.T) {
 func TestInterruptsLeaveNothingOnClusters(t *testing.T) {
 	// failover-lock kills nodes: go-redis would log each failed dial.
 	redisdb.QuietDriverLog()
-	conn := scenarios.Connections{
-		RedisURL: os.Getenv("RACETEST_CLUSTER_REDIS_URL"), RedisReadURL: os.Getenv("RACETEST_CLUSTER_REDIS_READ_URL"),
-		MySQLDSN: os.Getenv("RACETEST_CLUSTER_MYSQL_DSN"), MySQLReadDSN: os.Getenv("RACETEST_CLUSTER_MYSQL_READ_DSN"),
-		PostgresURL: os.Getenv("RACETEST_CLUSTER_POSTGRES_URL"), PostgresReadURL: os.Getenv("RACETEST_CLUSTER_POSTGRES_READ_URL"),
-	}
+	conn := scenarios.NewConnections(map[string]string{"redis": os.Getenv("RACETEST_CLUSTER_REDIS_URL"), "redis_read": os.Getenv("RACETEST_CLUSTER_REDIS_READ_URL"), "mysql": os.Getenv("RACETEST_CLUSTER_MYSQL_DSN"), "mysql_read": os.Getenv("RACETEST_CLUSTER_MYSQL_READ_DSN"), "postgres": os.Getenv("RACETEST_CLUSTER_POSTGRES_URL"), "postgres_read": os.Getenv("RACETEST_CLUSTER_POSTGRES_READ_URL")})
 	have := map[string]bool{
-		redisstore.Name: conn.RedisReadURL != "", mysqlstore.Name: conn.MySQLReadDSN != "", pgstore.Name: conn.PostgresReadURL != "",
+		redisstore.Name: conn.Get("redis_read") != "", mysqlstore.Name: conn.Get("mysql_read") != "", pgstore.Name: conn.Get("postgres_read") != "",
 	}
 	janitors := maps.Clone(janitorOf)
 	delete(janitors, mongostore.Name) // no clustered scenario runs on it
@@ -151,7 +147,7 @@ func TestInterruptsLeaveNothingOnRedisCluster(t *testing.T) {
 		core[s.Name] = true
 	}
 	janitors := map[string]func(context.Context, scenarios.Connections) (runs.Janitor, error){redisstore.Name: redisstore.Janitor}
-	interruptAll(t, janitors, scenarios.Connections{RedisURL: url}, func(s scenarios.Spec) bool { return core[s.Name] })
+	interruptAll(t, janitors, scenarios.NewConnections(map[string]string{"redis": url}), func(s scenarios.Spec) bool { return core[s.Name] })
 }
 
 // interruptAll interrupts each scenario that include selects, on each

@@ -29,7 +29,7 @@ type redisServer struct {
 }
 
 func parseRedis(p scenarios.Params) (*redisServer, error) {
-	raw := p.Conn.RedisURL
+	raw := p.Conn.Get(redisstore.Name)
 	if raw == "" {
 		raw = redisdb.DefaultURL
 	}

@@ -56,7 +56,7 @@ var Backend = scenarios.Backend{
 	Server:  true,
 	Conn: &scenarios.Connection{
 		Flag: "mongo-uri", Env: "RACETEST_MONGO_URI", Default: mongodb.DefaultURI, What: "MongoDB URI", Redact: mongodb.Redact,
-		Field: func(c *scenarios.Connections) *string { return &c.MongoURI },
+		Key: Name,
 	},
 	Releases: []string{"last-byte"},
 }
@@ -121,7 +121,7 @@ type conn struct {
 }
 
 func newConn(p scenarios.Params) (conn, error) {
-	uri := p.Conn.MongoURI
+	uri := p.Conn.Get(Name)
 	if uri == "" {
 		uri = mongodb.DefaultURI
 	}

@@ -33,7 +33,7 @@ import (
 // fails it under RACETEST_REQUIRE_SERVERS) when none answers.
 func server(t *testing.T) (scenarios.Params, mongodb.ServerInfo) {
 	t.Helper()
-	p := scenarios.Params{Conn: scenarios.Connections{MongoURI: os.Getenv("RACETEST_MONGO_URI")}, TTL: scenarios.DefaultTTL}
+	p := scenarios.Params{Conn: scenarios.NewConnections(map[string]string{"mongo": os.Getenv("RACETEST_MONGO_URI")}), TTL: scenarios.DefaultTTL}
 	info, err := probe(p)
 	if err != nil {
 		conformance.Unavailable(t, mongostore.Name, err)
@@ -103,7 +103,7 @@ func build(t *testing.T, p scenarios.Params, scenario string, attempts int) (run
 // client connects to the test server for the test's own bookkeeping.
 func client(t *testing.T, p scenarios.Params) *mongo.Database {
 	t.Helper()
-	uri := p.Conn.MongoURI
+	uri := p.Conn.Get("mongo")
 	if uri == "" {
 		uri = mongodb.DefaultURI
 	}
@@ -443,7 +443,7 @@ func TestUnreachable(t *testing.T) {
 	addr := l.Addr().String()
 	l.Close() // a port that was free a moment ago: connection refused
 	p := scenarios.Params{RunID: scenarios.NewRunID(), Attempts: 2, Replicas: 1,
-		Conn: scenarios.Connections{MongoURI: "mongodb://racer:s3cr%40t-pw@" + addr + "/?directConnection=true"}}
+		Conn: scenarios.NewConnections(map[string]string{"mongo": "mongodb://racer:s3cr%40t-pw@" + addr + "/?directConnection=true"})}
 	start := time.Now()
 	_, err = registry().Build(context.Background(), scenarios.CheckThenWrite, mongostore.Name, p)
 	took := time.Since(start)

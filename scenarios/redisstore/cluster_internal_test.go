@@ -33,7 +33,7 @@ func TestClusterURLForms(t *testing.T) {
 		if !reflect.DeepEqual(co.Addrs, want) || co.Username != "u" || co.Password != "pw" {
 			t.Errorf("%s: addrs %v user %q password %q, want %v u pw", raw, co.Addrs, co.Username, co.Password, want)
 		}
-		c, err := parseConn(scenarios.Params{Conn: scenarios.Connections{RedisURL: raw}})
+		c, err := parseConn(scenarios.Params{Conn: scenarios.NewConnections(map[string]string{"redis": raw})})
 		if err != nil || c.cluster == nil {
 			t.Errorf("parseConn(%s): cluster %v, err %v", raw, c != nil && c.cluster != nil, err)
 		}
@@ -49,7 +49,7 @@ func TestClusterURLForms(t *testing.T) {
 		"redis://u:secret@127.0.0.1,127.0.0.1:17001/0":          `"127.0.0.1" is not host:port`,
 		"redis://u:secret@127.0.0.1:17000?addr=h:1&pool_size=x": "pool_size",
 	} {
-		_, err := parseConn(scenarios.Params{Conn: scenarios.Connections{RedisURL: raw}})
+		_, err := parseConn(scenarios.Params{Conn: scenarios.NewConnections(map[string]string{"redis": raw})})
 		var bad *scenarios.ParamError
 		if !errors.As(err, &bad) || !strings.Contains(err.Error(), why) || !strings.Contains(err.Error(), "addr=") {
 			t.Errorf("%s: want a ParamError saying %q and showing the ?addr= form, got %v", raw, why, err)
@@ -63,7 +63,7 @@ func TestClusterURLForms(t *testing.T) {
 // TestNodeOptionsKeepCredentials: a session's connection to the run's
 // primary logs in as the cluster URL says, with racetest's own bounds.
 func TestNodeOptionsKeepCredentials(t *testing.T) {
-	c, err := parseConn(scenarios.Params{Conn: scenarios.Connections{RedisURL: "rediss://u:pw@10.0.0.1:7000?addr=10.0.0.2:7000&dial_timeout=7"}})
+	c, err := parseConn(scenarios.Params{Conn: scenarios.NewConnections(map[string]string{"redis": "rediss://u:pw@10.0.0.1:7000?addr=10.0.0.2:7000&dial_timeout=7"})})
 	if err != nil {
 		t.Fatal(err)
 	}

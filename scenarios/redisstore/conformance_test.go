@@ -55,7 +55,7 @@ func TestConformance(t *testing.T) {
 	conformance.Run(t, conformance.Suite{
 		Registry: registry(),
 		Backend:  redisstore.Name,
-		Params:   scenarios.Params{Conn: scenarios.Connections{RedisURL: testURL()}, TTL: scenarios.DefaultTTL},
+		Params:   scenarios.Params{Conn: scenarios.NewConnections(map[string]string{"redis": testURL()}), TTL: scenarios.DefaultTTL},
 		// A Redis attempt is one ~30µs round trip; under load the gate's spread
 		// (100–300µs at N=8) left half the bursts without overlap, proving nothing.
 		Release: wiretest.LastByte(redisstore.Name),

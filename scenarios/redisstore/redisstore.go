@@ -20,6 +20,10 @@ import (
 // Name is the backend's name on the command line.
 const Name = "redis"
 
+// ReadKey is the key of the backend's replica in scenarios.Connections and
+// in a suite's connections:.
+const ReadKey = Name + scenarios.ReadSuffix
+
 // Timeouts of racetest's own calls. The attempts themselves are bounded by
 // the runner's per-attempt context, which the client honours because
 // ContextTimeoutEnabled is set.
@@ -43,13 +47,13 @@ var Backend = scenarios.Backend{
 	Server:  true,
 	Conn: &scenarios.Connection{
 		Flag: "redis-url", Env: "RACETEST_REDIS_URL", Default: redisdb.DefaultURL, What: "Redis URL (a Redis Cluster too, for the five built-in scenarios: redis://host:port?addr=host2:port2, or any node's URL)", Redact: redisdb.Redact,
-		Field: func(c *scenarios.Connections) *string { return &c.RedisURL },
+		Key:   Name,
 		Probe: probe,
 	},
 	ReadConn: &scenarios.Connection{
 		Flag: "redis-read-url", Env: "RACETEST_REDIS_READ_URL",
 		What: "a replica of --redis-url, for failover-lock (scripts/cluster.sh start redis-replica prints one)", Redact: redisdb.Redact,
-		Field:   func(c *scenarios.Connections) *string { return &c.RedisReadURL },
+		Key:     ReadKey,
 		Cluster: "redis-replica", Probe: probe,
 	},
 	Releases: []string{"last-byte"},
@@ -95,7 +99,7 @@ type conn struct {
 
 // parseConn reads the run's URL (or the default).
 func parseConn(p scenarios.Params) (*conn, error) {
-	raw := p.Conn.RedisURL
+	raw := p.Conn.Get(Name)
 	if raw == "" {
 		raw = redisdb.DefaultURL
 	}

@@ -23,7 +23,7 @@ import (
 // build makes scenario on Redis at url for a run of n attempts.
 func build(t *testing.T, scenario, url string, n int, edit func(*scenarios.Params)) (runner.Target, scenarios.Params) {
 	t.Helper()
-	p := scenarios.Params{RunID: scenarios.NewRunID(), Attempts: n, Replicas: 1, Conn: scenarios.Connections{RedisURL: url}}
+	p := scenarios.Params{RunID: scenarios.NewRunID(), Attempts: n, Replicas: 1, Conn: scenarios.NewConnections(map[string]string{"redis": url})}
 	if edit != nil {
 		edit(&p)
 	}
@@ -190,7 +190,7 @@ func TestCleanupAfterKeep(t *testing.T) {
 func TestUnreachableFailsFast(t *testing.T) {
 	const secret = "s3cr3t-Pw"
 	start := time.Now()
-	p := scenarios.Params{RunID: "dead", Attempts: 2, Conn: scenarios.Connections{RedisURL: "redis://racer:" + secret + "@127.0.0.1:1/0"}}
+	p := scenarios.Params{RunID: "dead", Attempts: 2, Conn: scenarios.NewConnections(map[string]string{"redis": "redis://racer:" + secret + "@127.0.0.1:1/0"})}
 	_, err := registry().Build(context.Background(), scenarios.CheckThenWrite, redisstore.Name, p)
 	took := time.Since(start)
 	if err == nil {
@@ -217,7 +217,7 @@ func TestUnreachableFailsFast(t *testing.T) {
 func TestBadURL(t *testing.T) {
 	const secret = "pw-9z"
 	for _, u := range []string{"redis://u:" + secret + "@127.0.0.1:notaport/0", "redis://u:" + secret + "@127.0.0.1:6379/zero", "mysql://u:" + secret + "@h/0"} {
-		p := scenarios.Params{RunID: "bad", Attempts: 2, Conn: scenarios.Connections{RedisURL: u}}
+		p := scenarios.Params{RunID: "bad", Attempts: 2, Conn: scenarios.NewConnections(map[string]string{"redis": u})}
 		_, err := registry().Build(context.Background(), scenarios.CheckThenWrite, redisstore.Name, p)
 		if err == nil {
 			t.Fatalf("%s: accepted", redisdb.Redact(u))
@@ -234,7 +234,7 @@ func TestSilentServer(t *testing.T) {
 	f := startFake(t, func(int, []string) string { return "" })
 	start := time.Now()
 	_, err := registry().Build(context.Background(), scenarios.CheckThenWrite, redisstore.Name,
-		scenarios.Params{RunID: "silent", Attempts: 2, Conn: scenarios.Connections{RedisURL: f.URL()}})
+		scenarios.Params{RunID: "silent", Attempts: 2, Conn: scenarios.NewConnections(map[string]string{"redis": f.URL()})})
 	took := time.Since(start)
 	if err == nil {
 		t.Fatal("a silent server was accepted")
