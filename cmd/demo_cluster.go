@@ -48,7 +48,7 @@ func clusterDemoPlans(ctx context.Context, o *DemoOptions) ([]plan, string, erro
 			if !slices.Contains(running, cluster) {
 				running = append(running, cluster)
 			}
-			if err := o.Shape.validate(name); err != nil {
+			if err := o.Shape.validate(o.Registry, name); err != nil {
 				return nil, "", err
 			}
 			for _, dc := range spec.Demo {

@@ -440,11 +440,11 @@ func runExplore(ctx context.Context, o *ExploreOptions) error {
 		}
 	}
 	confirmed := true
-	end := inFlight.begin(o.Backend, connFlag(o.Registry, o.Backend), o.runID)
+	end := inFlight.begin(o.Registry, o.Backend, o.runID)
 	res, runErr := explore.Run(ctx, t, opt)
 	end()
-	if opt.Keep && res != nil && o.Scenario != "" && (o.Backend == "memory" || keptObjects[o.Backend] != "") {
-		res.Notes = append(res.Notes, keptNote(o.Backend, o.runID))
+	if b, err := o.Registry.Backend(o.Backend); err == nil && opt.Keep && res != nil && o.Scenario != "" {
+		res.Notes = append(res.Notes, keptNote(b, o.runID))
 	}
 	if res != nil && runErr == nil && res.Verdict() == explore.Safe {
 		if o.Scenario != "" {

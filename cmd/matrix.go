@@ -115,7 +115,7 @@ func runMatrix(ctx context.Context, o *MatrixOptions) error {
 		return err
 	}
 	for _, b := range o.Backends {
-		if err := o.Shape.validate(b); err != nil {
+		if err := o.Shape.validate(o.Registry, b); err != nil {
 			return err
 		}
 	}

@@ -148,7 +148,7 @@ func runSuite(ctx context.Context, o *SuiteOptions) error {
 		return err
 	}
 	for _, p := range plans {
-		if err := checkBurstMemory(p.Config.Attempts, p.Case.Backend); err != nil {
+		if err := checkBurstMemory(p.Config.Attempts, o.Registry, p.Case.Backend); err != nil {
 			return usageError(fmt.Errorf("%s:%d:%d: case %q: %w", o.File, p.Line, p.Column, p.Case.Name, err))
 		}
 	}

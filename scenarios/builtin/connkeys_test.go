@@ -32,3 +32,13 @@ func TestConnectionKeysAreTheBackendNames(t *testing.T) {
 		t.Fatalf("want the 4 server backends and 3 read endpoints, got %v", seen)
 	}
 }
+
+// A server backend says what its runs leave there and how 'racetest clean'
+// finds it; the embedded one neither (cmd reads both from the Backend).
+func TestServerBackendsAreCleaned(t *testing.T) {
+	for _, b := range Registry().Backends() {
+		if (b.Janitor != nil) != b.Server || (b.Kept != "") != b.Server {
+			t.Errorf("%s: server %v, janitor %v, kept %q", b.Name, b.Server, b.Janitor != nil, b.Kept)
+		}
+	}
+}

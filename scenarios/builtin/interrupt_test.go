@@ -82,12 +82,16 @@ func connections() scenarios.Connections {
 	return c
 }
 
-var janitorOf = map[string]func(context.Context, scenarios.Connections) (runs.Janitor, error){
-	redisstore.Name: redisstore.Janitor,
-	mysqlstore.Name: mysqlstore.Janitor,
-	pgstore.Name:    pgstore.Janitor,
-	mongostore.Name: mongostore.Janitor,
-}
+// janitorOf are the server backends' janitors, as each declares it.
+var janitorOf = func() map[string]func(context.Context, scenarios.Connections) (runs.Janitor, error) {
+	m := map[string]func(context.Context, scenarios.Connections) (runs.Janitor, error){}
+	for _, b := range Registry().Backends() {
+		if b.Janitor != nil {
+			m[b.Name] = b.Janitor
+		}
+	}
+	return m
+}()
 
 // Every scenario on every server backend, interrupted at random moments
 // spread over the phases of a run, leaves nothing behind: no table, key or

@@ -59,6 +59,8 @@ var Backend = scenarios.Backend{
 		Key: Name,
 	},
 	Releases: []string{"last-byte"},
+	Kept:     "collections",
+	Janitor:  Janitor,
 }
 
 // variantsOf lists the variants scenario accepts here besides "".

@@ -51,6 +51,8 @@ var Backend = scenarios.Backend{
 	Isolations: sqldb.IsolationNames(),
 	Engines:    Engines,
 	Releases:   []string{"last-byte"},
+	Kept:       "tables",
+	Janitor:    Janitor,
 }
 
 // probe connects to the server conn names, without a handshake.

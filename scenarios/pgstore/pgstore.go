@@ -45,6 +45,8 @@ var Backend = scenarios.Backend{
 	},
 	Isolations: sqldb.IsolationNames(),
 	Releases:   []string{"last-byte"},
+	Kept:       "tables",
+	Janitor:    Janitor,
 }
 
 // probe connects to the server conn names, without a handshake.

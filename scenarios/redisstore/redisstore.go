@@ -57,6 +57,8 @@ var Backend = scenarios.Backend{
 		Cluster: "redis-replica", Probe: probe,
 	},
 	Releases: []string{"last-byte"},
+	Kept:     "keys",
+	Janitor:  Janitor,
 }
 
 // probe connects to the server url names, without a handshake.
