@@ -15,23 +15,6 @@ import (
 	"github.com/racetest/racetest/scenarios/redisstore"
 )
 
-// redisDialect: scripts of redis-cli commands on Redis (or Valkey).
-var redisDialect = dialect{backend: "redis", open: OpenRedis, lang: redisLanguage}
-
-// redisLanguage is one command per line, its arguments split as redis-cli
-// splits them.
-var redisLanguage = &language{
-	dialect:  Redis,
-	name:     "redis",
-	unit:     "commands",
-	split:    (*parser).redis,
-	tx:       redisTx,
-	stmt:     redisStmt,
-	gset:     redisGset,
-	count:    redisCount,
-	readOnly: func(words []string) bool { return redisReads[strings.Trim(words[0], `"'`)] },
-}
-
 // rdStore runs scripts on Redis: each command is sent as written, with
 // go-redis's Do.
 type rdStore struct {
@@ -201,6 +184,23 @@ func (c *rdConn) Rollback(ctx context.Context) error {
 }
 
 func (c *rdConn) Close() error { return c.cl.Close() }
+
+// redisDialect: scripts of redis-cli commands on Redis (or Valkey).
+var redisDialect = dialect{backend: "redis", open: OpenRedis, lang: redisLanguage}
+
+// redisLanguage is one command per line, its arguments split as redis-cli
+// splits them.
+var redisLanguage = &language{
+	dialect:  Redis,
+	name:     "redis",
+	unit:     "commands",
+	split:    (*parser).redis,
+	tx:       redisTx,
+	stmt:     redisStmt,
+	gset:     redisGset,
+	count:    redisCount,
+	readOnly: func(words []string) bool { return redisReads[strings.Trim(words[0], `"'`)] },
+}
 
 // redis reads one command per line; a line starting with '#' is a comment.
 func (p *parser) redis(src string) error {
