@@ -39,8 +39,8 @@ type dialect struct {
 // language is what a script language does its own way; several backends
 // may share one (SQL on PostgreSQL and MySQL).
 type language struct {
-	dialect Dialect
-	name    string // as messages and commands name it: "sql"
+	id   Dialect // the language as cmd and suite name it
+	name string  // as messages and commands write it: "sql"
 	// unit names the language's statements in the banner: "statements".
 	unit string
 	// split reads src into statements (p.addStatement) and meta-commands
@@ -71,7 +71,7 @@ func (s *Script) lang() *language { return languageOf(s.Dialect) }
 // languageOf is d's language; SQL's for a dialect that has none, as ever.
 func languageOf(d Dialect) *language {
 	for _, x := range dialects {
-		if x.lang.dialect == d {
+		if x.lang.id == d {
 			return x.lang
 		}
 	}
@@ -86,7 +86,7 @@ var Backends = backendsOf(dialects)
 func backendsOf(ds []dialect) map[Dialect][]string {
 	m := map[Dialect][]string{}
 	for _, x := range ds {
-		m[x.lang.dialect] = append(m[x.lang.dialect], x.backend)
+		m[x.lang.id] = append(m[x.lang.id], x.backend)
 	}
 	return m
 }
@@ -95,7 +95,7 @@ func backendsOf(ds []dialect) map[Dialect][]string {
 func DialectOf(backend string) (Dialect, bool) {
 	for _, x := range dialects {
 		if x.backend == backend {
-			return x.lang.dialect, true
+			return x.lang.id, true
 		}
 	}
 	return 0, false

@@ -24,8 +24,8 @@ func TestEveryDialectIsWhole(t *testing.T) {
 		if l.name == "" || l.unit == "" || l.split == nil || l.tx == nil || l.stmt == nil || l.gset == nil || l.count == nil || l.readOnly == nil {
 			t.Errorf("%s: the %q language misses a rule", d.backend, l.name)
 		}
-		if got, ok := DialectOf(d.backend); !ok || got != l.dialect || languageOf(got) != l {
-			t.Errorf("DialectOf(%s) = %v, %v; want %v", d.backend, got, ok, l.dialect)
+		if got, ok := DialectOf(d.backend); !ok || got != l.id || languageOf(got) != l {
+			t.Errorf("DialectOf(%s) = %v, %v; want %v", d.backend, got, ok, l.id)
 		}
 	}
 }

@@ -257,11 +257,11 @@ var mongoDialect = dialect{backend: "mongo", open: OpenMongo, lang: mongoLanguag
 
 // mongoLanguage is database commands written as JSON documents.
 var mongoLanguage = &language{
-	dialect: Mongo,
-	name:    "mongo",
-	unit:    "commands",
-	split:   (*parser).mongo,
-	tx:      func(string) Tx { return TxNone }, // each command stands alone: no transaction spans two
+	id:    Mongo,
+	name:  "mongo",
+	unit:  "commands",
+	split: (*parser).mongo,
+	tx:    func(string) Tx { return TxNone }, // each command stands alone: no transaction spans two
 	stmt: func(e *Exec, text string) (Stmt, error) {
 		text, err := e.mongoVars(text)
 		return Stmt{Text: text}, err

@@ -191,7 +191,7 @@ var redisDialect = dialect{backend: "redis", open: OpenRedis, lang: redisLanguag
 // redisLanguage is one command per line, its arguments split as redis-cli
 // splits them.
 var redisLanguage = &language{
-	dialect:  Redis,
+	id:       Redis,
 	name:     "redis",
 	unit:     "commands",
 	split:    (*parser).redis,

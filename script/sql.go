@@ -8,7 +8,7 @@ import (
 // sqlLanguage is the SQL of PostgreSQL, MySQL and MariaDB, written as
 // pgbench and psql read it.
 var sqlLanguage = &language{
-	dialect:  SQL,
+	id:       SQL,
 	name:     "sql",
 	unit:     "statements",
 	split:    (*parser).sql,
