@@ -327,19 +327,11 @@ func scriptPlan(ctx context.Context, o *ExploreOptions, p scenarios.Params, ex r
 	if err != nil {
 		return nil, ex, opt, usageError(err)
 	}
-	store, err := script.Open(ctx, o.Backend, p)
+	target, err := scriptBuilder(o.IO.ErrOut, "exploring your scripts", o.Backend, scripts)(ctx, p)
 	if err != nil {
-		return nil, ex, opt, setupError(err)
+		return nil, ex, opt, exploreScriptError(err)
 	}
-	t, err := script.New(store, scripts, p.RunID)
-	if err != nil {
-		store.Close()
-		return nil, ex, opt, usageError(err)
-	}
-	fmt.Fprintf(o.IO.ErrOut, "racetest: exploring your scripts on %s\n", store.Where())
-	for _, line := range scripts.Describe() {
-		fmt.Fprintln(o.IO.ErrOut, "  "+line)
-	}
+	t := target.(*script.Target)
 	ex.Name = scripts.Attempt.Name
 	ex.Describe = t.DescribeStep
 	// As written: --allowed 0 is no effect at all, not the default.
@@ -355,6 +347,21 @@ func scriptPlan(ctx context.Context, o *ExploreOptions, p scenarios.Params, ex r
 	}
 	opt.Commute = "two plain reads"
 	return t, ex, opt, nil
+}
+
+// exploreScriptError is the exit of an exploration whose scripts' target
+// could not be built: a fault of the scripts' own (script.RunError's
+// Script: --effects auto on a store it cannot measure) is bad input, exit
+// 2; anything else, the connection (its address or level refused, or the
+// server not there), exit 3, as explore has always said. 'racetest sql'
+// and explore of a built-in scenario say 2 for a refused address or level
+// (scenarios.ParamError); explore of scripts keeps its 3.
+func exploreScriptError(err error) error {
+	var re *script.RunError
+	if errors.As(err, &re) && re.Script {
+		return usageError(err)
+	}
+	return setupError(err)
 }
 
 // sqlIndependence wires the SQL reading of each attempt's statements
