@@ -43,8 +43,6 @@ type ExploreOptions struct {
 	Confirm int
 	// replay is the command that replays one order, without --schedule.
 	replay string
-	// runID names what the exploration creates, for Ctrl-C's message.
-	runID string
 }
 
 const exploreLong = `Run two (or three) attempts step by step, in every order, on the real server.
@@ -228,9 +226,9 @@ func shellQuote(s string) string {
 }
 
 // explorePlan builds what one exploration runs: the target, the report's
-// frame and the explorer's options. It is the one place an exploration
-// is planned (the run plans of issue 19 can take it over).
-func explorePlan(ctx context.Context, o *ExploreOptions) (runner.Target, report.Exploration, explore.Options, error) {
+// frame and the explorer's options; runID names what it creates. It is the
+// one place an exploration is planned. It reads o and never changes it.
+func explorePlan(ctx context.Context, o *ExploreOptions, runID string) (runner.Target, report.Exploration, explore.Options, error) {
 	ex := report.Exploration{Backend: o.Backend, Settings: map[string]string{}, Replay: o.replay, Replayed: o.Replay, Width: o.IO.Width()}
 	opt := o.Explore
 	if err := opt.Validate(); err != nil {
@@ -250,9 +248,8 @@ func explorePlan(ctx context.Context, o *ExploreOptions) (runner.Target, report.
 		ex.Settings["isolation"] = o.Shape.Isolation
 	}
 	ex.Settings["attempts"] = fmt.Sprint(opt.Attempts)
-	p := o.Shape.params(max(o.Shape.Replicas, 1))
+	p := o.Shape.plan(max(o.Shape.Replicas, 1)).Params(runID)
 	p.Attempts = opt.Attempts
-	o.runID = p.RunID
 	opt.Keep = o.Shape.Keep
 	if o.Scenario != "" {
 		return builtinPlan(ctx, o, p, ex, opt)
@@ -426,7 +423,9 @@ func runExplore(ctx context.Context, o *ExploreOptions) error {
 	if o.Expect == "catalog" && o.Scenario == "" {
 		return usageErrorf("--expect catalog needs a built-in scenario; for a script say --expect safe or race")
 	}
-	t, ex, opt, err := explorePlan(ctx, o)
+	// The run's own id, not the options': they stay as parsed.
+	runID := scenarios.NewRunID()
+	t, ex, opt, err := explorePlan(ctx, o, runID)
 	if err != nil {
 		return err
 	}
@@ -447,11 +446,11 @@ func runExplore(ctx context.Context, o *ExploreOptions) error {
 		}
 	}
 	confirmed := true
-	end := inFlight.begin(o.Backend, connFlag(o.Registry, o.Backend), o.runID)
+	end := inFlight.begin(o.Backend, connFlag(o.Registry, o.Backend), runID)
 	res, runErr := explore.Run(ctx, t, opt)
 	end()
 	if opt.Keep && res != nil && o.Scenario != "" && (o.Backend == "memory" || keptObjects[o.Backend] != "") {
-		res.Notes = append(res.Notes, keptNote(o.Backend, o.runID))
+		res.Notes = append(res.Notes, keptNote(o.Backend, runID))
 	}
 	if res != nil && runErr == nil && res.Verdict() == explore.Safe {
 		if o.Scenario != "" {

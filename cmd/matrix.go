@@ -97,8 +97,11 @@ func runMatrix(ctx context.Context, o *MatrixOptions) error {
 	if err != nil {
 		return usageError(err)
 	}
+	// The run's own shape (validate draws a seed): the parsed options
+	// stay as given.
+	sh := o.Shape
 	for _, b := range o.Backends {
-		if err := o.Shape.validate(b); err != nil {
+		if err := sh.validate(b); err != nil {
 			return err
 		}
 	}
@@ -106,7 +109,7 @@ func runMatrix(ctx context.Context, o *MatrixOptions) error {
 	// theirs: one replica, the catalog's expectation.
 	plans := make([]plan, len(cells))
 	for i, c := range cells {
-		if plans[i], err = runplan.Build(o.Registry, c.Request(o.Shape.plan(1))); err != nil {
+		if plans[i], err = runplan.Build(o.Registry, c.Request(sh.plan(1))); err != nil {
 			return usageError(err)
 		}
 	}
