@@ -20,6 +20,7 @@ import (
 	"github.com/racetest/racetest/scenarios/builtin"
 	"github.com/racetest/racetest/scenarios/conformance"
 	"github.com/racetest/racetest/scenarios/memstore"
+	"github.com/racetest/racetest/script"
 )
 
 func TestExploreFlagsParse(t *testing.T) {
@@ -416,5 +417,32 @@ func TestExploreAllowedZeroIsKept(t *testing.T) {
 	}
 	if code != ExitOK || !strings.Contains(out, `"allowed": 0`) || !strings.Contains(out, "more than 0 effect(s)") {
 		t.Errorf("--allowed 0: exit %d\n%s\n%s", code, out, stderr)
+	}
+}
+
+// An exploration of scripts builds its target with the shared script
+// builder, and keeps its exits: a fault of the scripts' own is bad input
+// (exit 2); a connection the store refused, or a server not there, exit 3.
+func TestExploreScriptBuildErrors(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		code int
+	}{
+		{&script.RunError{What: "--effects auto", Script: true, Err: errors.New("cannot be measured")}, ExitUsage},
+		{&script.RunError{What: "--setup", Err: errors.New("connection reset")}, ExitSetup},
+		{scenarios.BadParam(errors.New("invalid DSN")), ExitSetup},
+		{errors.New("connection refused"), ExitSetup},
+	} {
+		if got := ExitCode(exploreScriptError(tc.err)); got != tc.code {
+			t.Errorf("%v: exit %d, want %d", tc.err, got, tc.code)
+		}
+	}
+	for _, args := range [][]string{
+		{"explore", "sql", "-b", "mysql", "--mysql-dsn", "bad(:::", "--attempt", "SELECT 1;", "--effects", "SELECT 1;"},
+		{"replay", "redis", "--redis-url", "http://x", "--attempt", "GET a", "--effects", "SCARD x", "--schedule", "A1 B1"},
+	} {
+		if _, stderr, code := execCmd(t, false, args...); code != ExitSetup || strings.Contains(stderr, "exploring your scripts") {
+			t.Errorf("%q: exit %d, stderr %q; want exit 3 before any banner", args, code, stderr)
+		}
 	}
 }
