@@ -347,15 +347,15 @@ func scriptPlan(ctx context.Context, o *ExploreOptions, p scenarios.Params, ex r
 }
 
 // exploreScriptError is the exit of an exploration whose scripts' target
-// could not be built: a fault of the scripts' own (script.RunError's
-// Script: --effects auto on a store it cannot measure) is bad input, exit
-// 2; anything else, the connection (its address or level refused, or the
-// server not there), exit 3, as explore has always said. 'racetest sql'
-// and explore of a built-in scenario say 2 for a refused address or level
-// (scenarios.ParamError); explore of scripts keeps its 3.
+// could not be built. Bad input is exit 2, as 'racetest sql' and explore
+// of a built-in scenario say: a fault of the scripts' own (script.RunError's
+// Script: --effects auto on a store it cannot measure), and an address or
+// level the backend refused (scenarios.ParamError). Anything else (the
+// server not there, a setup that failed on it) is exit 3.
 func exploreScriptError(err error) error {
 	var re *script.RunError
-	if errors.As(err, &re) && re.Script {
+	var bad *scenarios.ParamError
+	if errors.As(err, &re) && re.Script || errors.As(err, &bad) {
 		return usageError(err)
 	}
 	return setupError(err)

@@ -430,7 +430,7 @@ func TestExploreScriptBuildErrors(t *testing.T) {
 	}{
 		{&script.RunError{What: "--effects auto", Script: true, Err: errors.New("cannot be measured")}, ExitUsage},
 		{&script.RunError{What: "--setup", Err: errors.New("connection reset")}, ExitSetup},
-		{scenarios.BadParam(errors.New("invalid DSN")), ExitSetup},
+		{scenarios.BadParam(errors.New("invalid DSN")), ExitUsage},
 		{errors.New("connection refused"), ExitSetup},
 	} {
 		if got := ExitCode(exploreScriptError(tc.err)); got != tc.code {
@@ -441,8 +441,8 @@ func TestExploreScriptBuildErrors(t *testing.T) {
 		{"explore", "sql", "-b", "mysql", "--mysql-dsn", "bad(:::", "--attempt", "SELECT 1;", "--effects", "SELECT 1;"},
 		{"replay", "redis", "--redis-url", "http://x", "--attempt", "GET a", "--effects", "SCARD x", "--schedule", "A1 B1"},
 	} {
-		if _, stderr, code := execCmd(t, false, args...); code != ExitSetup || strings.Contains(stderr, "exploring your scripts") {
-			t.Errorf("%q: exit %d, stderr %q; want exit 3 before any banner", args, code, stderr)
+		if _, stderr, code := execCmd(t, false, args...); code != ExitUsage || strings.Contains(stderr, "exploring your scripts") {
+			t.Errorf("%q: exit %d, stderr %q; want exit 2 (as 'racetest sql' says) before any banner", args, code, stderr)
 		}
 	}
 }
