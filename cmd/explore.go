@@ -317,6 +317,12 @@ func scriptPlan(ctx context.Context, o *ExploreOptions, p scenarios.Params, ex r
 	if allowed.Successes {
 		return nil, ex, opt, usageErrorf("--allowed %s: explore judges each order by N or MIN-MAX effects; accounting is for sql, redis, mongo and http", o.Allowed)
 	}
+	if script.IsAuto(o.Scripts.Effects) {
+		// auto judges a burst beside a solo twin of its attempts; explore
+		// counts each order's effects, and read a count of 0 from it:
+		// every order LOST.
+		return nil, ex, opt, usageErrorf("--effects auto judges a burst beside the same attempts run one at a time, which is 'racetest %s' (bursts); explore counts each order's effects: give a query that counts them, or --invariant", strings.ToLower(o.Dialect.String()))
+	}
 	if err := attemptScripts(len(o.Scripts.Attempt), opt.Attempts); err != nil {
 		return nil, ex, opt, err
 	}

@@ -446,3 +446,18 @@ func TestExploreScriptBuildErrors(t *testing.T) {
 		}
 	}
 }
+
+// explore and replay count each order's effects: --effects auto (a burst
+// judged beside its solo twin) has no count to give them, and read as 0 it
+// made every order LOST. It is refused before anything connects.
+func TestExploreRefusesEffectsAuto(t *testing.T) {
+	for _, args := range [][]string{
+		{"explore", "sql", "-b", "postgres", "--postgres-url", "postgres://postgres@127.0.0.1:9/test", "--attempt", "SELECT 1;", "--effects", "auto"},
+		{"replay", "redis", "--redis-url", "redis://127.0.0.1:9", "--attempt", "GET a", "--effects", " auto ", "--schedule", "A1 B1"},
+	} {
+		_, stderr, code := execCmd(t, false, args...)
+		if code != ExitUsage || !strings.Contains(stderr, "--effects auto judges a burst") || strings.Contains(stderr, "exploring your scripts") {
+			t.Errorf("%q: exit %d, stderr %q; want exit 2 naming --effects auto, before any banner", args, code, stderr)
+		}
+	}
+}
