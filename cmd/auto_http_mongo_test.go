@@ -138,7 +138,8 @@ func TestEffectsAutoHTTPMongoCommand(t *testing.T) {
 // A deposit service on MongoDB whose deposit is one $inc: atomic on
 // MongoDB, SAFE there; FerretDB 1.x runs it as a read and a replace, so on
 // FerretDB the service loses deposits, and the report must say that the
-// LOST may be FerretDB's rather than the service's.
+// LOST may be FerretDB's rather than the service's. Its false-alarm rate
+// is measured beside TestEffectsAutoMongoIncOnFerretDB's.
 func TestEffectsAutoHTTPMongoIncOnFerretDB(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: bursts on a store's own server (the mutation step's runs of cmd skip it)")

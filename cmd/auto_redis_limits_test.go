@@ -2,21 +2,15 @@ package cmd
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/racetest/racetest/internal/fakeredis"
-	"github.com/racetest/racetest/internal/redisdb"
-	"github.com/racetest/racetest/scenarios/conformance"
+	"github.com/racetest/racetest/internal/redistest"
 	"github.com/racetest/racetest/scenarios/redisstore"
 )
 
@@ -59,47 +53,6 @@ func TestEffectsAutoRedisRefusesACluster(t *testing.T) {
 	}
 }
 
-// redisOfItsOwn connects to the Redis server of RACETEST_REDIS_URL and gives
-// a key prefix of the test's own; every key under it is deleted at the end.
-func redisOfItsOwn(t *testing.T) (*redis.Client, string) {
-	t.Helper()
-	raw := os.Getenv("RACETEST_REDIS_URL")
-	if raw == "" {
-		raw = redisdb.DefaultURL
-	}
-	opt, err := redis.ParseURL(raw)
-	if err != nil {
-		t.Fatalf("RACETEST_REDIS_URL: %v", err)
-	}
-	rdb := redis.NewClient(opt)
-	// Closed after the keys are deleted: cleanups run last first.
-	t.Cleanup(func() { rdb.Close() })
-	if err := rdb.Ping(context.Background()).Err(); err != nil {
-		conformance.Unavailable(t, "redis", err)
-	}
-	b := make([]byte, 4)
-	rand.Read(b)
-	prefix := "racetest_" + hex.EncodeToString(b)
-	t.Cleanup(func() {
-		ctx := context.Background()
-		iter := rdb.Scan(ctx, 0, prefix+":*", 1000).Iterator()
-		var keys []string
-		for iter.Next(ctx) {
-			if keys = append(keys, iter.Val()); len(keys) == 1000 {
-				rdb.Unlink(ctx, keys...)
-				keys = keys[:0]
-			}
-		}
-		if len(keys) > 0 {
-			rdb.Unlink(ctx, keys...)
-		}
-		if err := iter.Err(); err != nil {
-			t.Errorf("delete %s:* by hand: %v", prefix, err)
-		}
-	})
-	return rdb, prefix
-}
-
 // A snapshot reads at most 100,000 keys (docs/scripts.md): a pattern over
 // more is refused with exit 2 and the way out, on racetest redis as over
 // HTTP, before any burst runs.
@@ -107,7 +60,7 @@ func TestEffectsAutoRedisRefusesTooManyKeys(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: bursts on a store's own server (the mutation step's runs of cmd skip it)")
 	}
-	rdb, prefix := redisOfItsOwn(t)
+	rdb, prefix := redistest.Own(t)
 	ctx := context.Background()
 	for b := 0; b*1000 <= redisstore.MaxSnapshotKeys; b++ {
 		kv := make([]any, 0, 2000)
@@ -141,7 +94,7 @@ func TestEffectsAutoRedisRefusesTooManyKeys(t *testing.T) {
 // runs: the run is INCONCLUSIVE with that reason, never SAFE, even for a
 // pattern that holds (INCRBY).
 func TestEffectsAutoRedisAnotherWriter(t *testing.T) {
-	rdb, prefix := redisOfItsOwn(t)
+	rdb, prefix := redistest.Own(t)
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {

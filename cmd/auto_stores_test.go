@@ -102,6 +102,12 @@ func TestEffectsAutoMongoCommand(t *testing.T) {
 // there. FerretDB 1.x runs it as a read and a replace, so on FerretDB the
 // same deposit is LOST under --effects auto: the report must say that the
 // loss may be FerretDB's, naming $inc, or a user reads it as their own bug.
+//
+// Its false-alarm rate (LOST missed in 20 bursts of 6), with
+// TestEffectsAutoHTTPMongoIncOnFerretDB's: 0 in at least 300 runs of each
+// on FerretDB 1.24 under -race (100 on 2026-12-01 at load 2; 200 on
+// 2026-12-02 at load 10-12: go test -c -race ./cmd, then -test.count=200
+// -test.run 'IncOnFerretDB'), a 95% upper bound under 1% a run.
 func TestEffectsAutoMongoIncOnFerretDB(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: bursts on a store's own server (the mutation step's runs of cmd skip it)")

@@ -73,6 +73,10 @@ func NewCmdDemo(f *Factory, runF func(context.Context, *DemoOptions) error) *cob
 }
 
 func runDemo(ctx context.Context, o *DemoOptions) error {
+	// The run works on its own copy (validate draws a seed, --effects auto
+	// sets the solo twins): the parsed options stay as given.
+	own := *o
+	o = &own
 	if _, err := o.Registry.Backend(o.Backend); err != nil {
 		return usageError(err)
 	}

@@ -26,6 +26,17 @@ type plan = runplan.Run
 // the run in flight, which reports the bursts it finished.
 func execute(ctx context.Context, f *Factory, plans []plan, each func(report.Case)) []report.Case {
 	pr := newProgress(f.IO)
+	cases := executeOn(ctx, f, pr, plans, each)
+	pr.wait()
+	return cases
+}
+
+// noBars draws nothing: for a caller of executeOn that draws its own
+// progress (the matrix: one bar per backend, counting its cells).
+var noBars = &progress{}
+
+// executeOn is execute drawing each run's bar on pr, or none on noBars.
+func executeOn(ctx context.Context, f *Factory, pr *progress, plans []plan, each func(report.Case)) []report.Case {
 	cases := make([]report.Case, 0, len(plans))
 	for _, p := range plans {
 		if ctx.Err() != nil {
@@ -68,7 +79,6 @@ func execute(ctx context.Context, f *Factory, plans []plan, each func(report.Cas
 			each(c)
 		}
 	}
-	pr.wait()
 	return cases
 }
 

@@ -43,8 +43,6 @@ type ExploreOptions struct {
 	Confirm int
 	// replay is the command that replays one order, without --schedule.
 	replay string
-	// runID names what the exploration creates, for Ctrl-C's message.
-	runID string
 }
 
 const exploreLong = `Run two (or three) attempts step by step, in every order, on the real server.
@@ -228,9 +226,9 @@ func shellQuote(s string) string {
 }
 
 // explorePlan builds what one exploration runs: the target, the report's
-// frame and the explorer's options. It is the one place an exploration
-// is planned (the run plans of issue 19 can take it over).
-func explorePlan(ctx context.Context, o *ExploreOptions) (runner.Target, report.Exploration, explore.Options, error) {
+// frame and the explorer's options; runID names what it creates. It is the
+// one place an exploration is planned. It reads o and never changes it.
+func explorePlan(ctx context.Context, o *ExploreOptions, runID string) (runner.Target, report.Exploration, explore.Options, error) {
 	ex := report.Exploration{Backend: o.Backend, Settings: map[string]string{}, Replay: o.replay, Replayed: o.Replay, Width: o.IO.Width()}
 	opt := o.Explore
 	if err := opt.Validate(); err != nil {
@@ -250,9 +248,8 @@ func explorePlan(ctx context.Context, o *ExploreOptions) (runner.Target, report.
 		ex.Settings["isolation"] = o.Shape.Isolation
 	}
 	ex.Settings["attempts"] = fmt.Sprint(opt.Attempts)
-	p := o.Shape.params(max(o.Shape.Replicas, 1))
+	p := o.Shape.plan(max(o.Shape.Replicas, 1)).Params(runID)
 	p.Attempts = opt.Attempts
-	o.runID = p.RunID
 	opt.Keep = o.Shape.Keep
 	if o.Scenario != "" {
 		return builtinPlan(ctx, o, p, ex, opt)
@@ -320,6 +317,12 @@ func scriptPlan(ctx context.Context, o *ExploreOptions, p scenarios.Params, ex r
 	if allowed.Successes {
 		return nil, ex, opt, usageErrorf("--allowed %s: explore judges each order by N or MIN-MAX effects; accounting is for sql, redis, mongo and http", o.Allowed)
 	}
+	if script.IsAuto(o.Scripts.Effects) {
+		// auto judges a burst beside a solo twin of its attempts; explore
+		// counts each order's effects, and read a count of 0 from it:
+		// every order LOST.
+		return nil, ex, opt, usageErrorf("--effects auto judges a burst beside the same attempts run one at a time, which is 'racetest %s' (bursts); explore counts each order's effects: give a query that counts them, or --invariant", strings.ToLower(o.Dialect.String()))
+	}
 	if err := attemptScripts(len(o.Scripts.Attempt), opt.Attempts); err != nil {
 		return nil, ex, opt, err
 	}
@@ -327,19 +330,11 @@ func scriptPlan(ctx context.Context, o *ExploreOptions, p scenarios.Params, ex r
 	if err != nil {
 		return nil, ex, opt, usageError(err)
 	}
-	store, err := script.Open(ctx, o.Backend, p)
+	target, err := scriptBuilder(o.IO.ErrOut, "exploring your scripts", o.Backend, scripts)(ctx, p)
 	if err != nil {
-		return nil, ex, opt, setupError(err)
+		return nil, ex, opt, exploreScriptError(err)
 	}
-	t, err := script.New(store, scripts, p.RunID)
-	if err != nil {
-		store.Close()
-		return nil, ex, opt, usageError(err)
-	}
-	fmt.Fprintf(o.IO.ErrOut, "racetest: exploring your scripts on %s\n", store.Where())
-	for _, line := range scripts.Describe() {
-		fmt.Fprintln(o.IO.ErrOut, "  "+line)
-	}
+	t := target.(*script.Target)
 	ex.Name = scripts.Attempt.Name
 	ex.Describe = t.DescribeStep
 	// As written: --allowed 0 is no effect at all, not the default.
@@ -355,6 +350,21 @@ func scriptPlan(ctx context.Context, o *ExploreOptions, p scenarios.Params, ex r
 	}
 	opt.Commute = "two plain reads"
 	return t, ex, opt, nil
+}
+
+// exploreScriptError is the exit of an exploration whose scripts' target
+// could not be built. Bad input is exit 2, as 'racetest sql' and explore
+// of a built-in scenario say: a fault of the scripts' own (script.RunError's
+// Script: --effects auto on a store it cannot measure), and an address or
+// level the backend refused (scenarios.ParamError). Anything else (the
+// server not there, a setup that failed on it) is exit 3.
+func exploreScriptError(err error) error {
+	var re *script.RunError
+	var bad *scenarios.ParamError
+	if errors.As(err, &re) && re.Script || errors.As(err, &bad) {
+		return usageError(err)
+	}
+	return setupError(err)
 }
 
 // sqlIndependence wires the SQL reading of each attempt's statements
@@ -419,7 +429,9 @@ func runExplore(ctx context.Context, o *ExploreOptions) error {
 	if o.Expect == "catalog" && o.Scenario == "" {
 		return usageErrorf("--expect catalog needs a built-in scenario; for a script say --expect safe or race")
 	}
-	t, ex, opt, err := explorePlan(ctx, o)
+	// The run's own id, not the options': they stay as parsed.
+	runID := scenarios.NewRunID()
+	t, ex, opt, err := explorePlan(ctx, o, runID)
 	if err != nil {
 		return err
 	}
@@ -440,11 +452,11 @@ func runExplore(ctx context.Context, o *ExploreOptions) error {
 		}
 	}
 	confirmed := true
-	end := inFlight.begin(o.Registry, o.Backend, o.runID)
+	end := inFlight.begin(o.Registry, o.Backend, runID)
 	res, runErr := explore.Run(ctx, t, opt)
 	end()
 	if b, err := o.Registry.Backend(o.Backend); err == nil && opt.Keep && res != nil && o.Scenario != "" {
-		res.Notes = append(res.Notes, keptNote(b, o.runID))
+		res.Notes = append(res.Notes, keptNote(b, runID))
 	}
 	if res != nil && runErr == nil && res.Verdict() == explore.Safe {
 		if o.Scenario != "" {

@@ -20,6 +20,7 @@ import (
 	"github.com/racetest/racetest/scenarios/builtin"
 	"github.com/racetest/racetest/scenarios/conformance"
 	"github.com/racetest/racetest/scenarios/memstore"
+	"github.com/racetest/racetest/script"
 )
 
 func TestExploreFlagsParse(t *testing.T) {
@@ -416,5 +417,47 @@ func TestExploreAllowedZeroIsKept(t *testing.T) {
 	}
 	if code != ExitOK || !strings.Contains(out, `"allowed": 0`) || !strings.Contains(out, "more than 0 effect(s)") {
 		t.Errorf("--allowed 0: exit %d\n%s\n%s", code, out, stderr)
+	}
+}
+
+// An exploration of scripts builds its target with the shared script
+// builder, and keeps its exits: a fault of the scripts' own is bad input
+// (exit 2); a connection the store refused, or a server not there, exit 3.
+func TestExploreScriptBuildErrors(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		code int
+	}{
+		{&script.RunError{What: "--effects auto", Script: true, Err: errors.New("cannot be measured")}, ExitUsage},
+		{&script.RunError{What: "--setup", Err: errors.New("connection reset")}, ExitSetup},
+		{scenarios.BadParam(errors.New("invalid DSN")), ExitUsage},
+		{errors.New("connection refused"), ExitSetup},
+	} {
+		if got := ExitCode(exploreScriptError(tc.err)); got != tc.code {
+			t.Errorf("%v: exit %d, want %d", tc.err, got, tc.code)
+		}
+	}
+	for _, args := range [][]string{
+		{"explore", "sql", "-b", "mysql", "--mysql-dsn", "bad(:::", "--attempt", "SELECT 1;", "--effects", "SELECT 1;"},
+		{"replay", "redis", "--redis-url", "http://x", "--attempt", "GET a", "--effects", "SCARD x", "--schedule", "A1 B1"},
+	} {
+		if _, stderr, code := execCmd(t, false, args...); code != ExitUsage || strings.Contains(stderr, "exploring your scripts") {
+			t.Errorf("%q: exit %d, stderr %q; want exit 2 (as 'racetest sql' says) before any banner", args, code, stderr)
+		}
+	}
+}
+
+// explore and replay count each order's effects: --effects auto (a burst
+// judged beside its solo twin) has no count to give them, and read as 0 it
+// made every order LOST. It is refused before anything connects.
+func TestExploreRefusesEffectsAuto(t *testing.T) {
+	for _, args := range [][]string{
+		{"explore", "sql", "-b", "postgres", "--postgres-url", "postgres://postgres@127.0.0.1:9/test", "--attempt", "SELECT 1;", "--effects", "auto"},
+		{"replay", "redis", "--redis-url", "redis://127.0.0.1:9", "--attempt", "GET a", "--effects", " auto ", "--schedule", "A1 B1"},
+	} {
+		_, stderr, code := execCmd(t, false, args...)
+		if code != ExitUsage || !strings.Contains(stderr, "--effects auto judges a burst") || strings.Contains(stderr, "exploring your scripts") {
+			t.Errorf("%q: exit %d, stderr %q; want exit 2 naming --effects auto, before any banner", args, code, stderr)
+		}
 	}
 }

@@ -2,9 +2,13 @@ package cmd
 
 import (
 	"context"
+	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
+
+	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/builtin"
 )
 
@@ -69,5 +73,48 @@ func TestRunLeavesItsOptionsAsParsed(t *testing.T) {
 	}
 	if s := after.Shape; s.Waves != 1 || s.Deploy || s.Seed != 0 {
 		t.Errorf("after the run the options hold waves %d, deploy %v, seed %d: want the flags as given (1, false, 0)", s.Waves, s.Deploy, s.Seed)
+	}
+}
+
+// TestVerbsLeaveTheirOptionsAsParsed: explore, matrix and demo read their
+// options and never change them (explore kept its run id there, matrix and
+// demo the seed validate draws, demo the solo twins of --effects auto):
+// just after the run they are as they were just before it.
+func TestVerbsLeaveTheirOptionsAsParsed(t *testing.T) {
+	unchanged := func(name string, before, after any) {
+		if !reflect.DeepEqual(before, after) {
+			t.Errorf("%s changed its options while running:\nbefore %+v\nafter  %+v", name, before, after)
+		}
+	}
+	newFactory := func(reg *scenarios.Registry) *Factory {
+		io, _, _ := Test()
+		return &Factory{IO: io, Registry: reg}
+	}
+	for _, tc := range []struct {
+		c    *cobra.Command
+		args []string
+	}{
+		{NewCmdExplore(newFactory(memoryOnly()), func(ctx context.Context, o *ExploreOptions) error {
+			before := *o
+			defer func() { unchanged("explore", before, *o) }()
+			return runExplore(ctx, o)
+		}), []string{"check-then-write", "--block-after", "1s", "--keep", "-o", "json"}},
+		{NewCmdMatrix(newFactory(isolationRegistry()), func(ctx context.Context, o *MatrixOptions) error {
+			before := *o
+			defer func() { unchanged("matrix", before, *o) }()
+			return runMatrix(ctx, o)
+		}), []string{"-n", "2", "--bursts", "1", "-o", "json"}},
+		{NewCmdDemo(newFactory(memoryOnly()), func(ctx context.Context, o *DemoOptions) error {
+			before := *o
+			defer func() { unchanged("demo", before, *o) }()
+			return runDemo(ctx, o)
+		}), []string{"-n", "2", "--bursts", "1", "--effects", "auto", "-o", "json"}},
+	} {
+		tc.c.SetArgs(tc.args)
+		tc.c.SetOut(&strings.Builder{})
+		tc.c.SetErr(&strings.Builder{})
+		if err := tc.c.ExecuteContext(context.Background()); ExitCode(err) > ExitViolated {
+			t.Errorf("%s %q: %v", tc.c.Name(), tc.args, err)
+		}
 	}
 }

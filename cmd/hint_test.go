@@ -118,3 +118,27 @@ func TestVariantsOfTheAnomaliesAreListed(t *testing.T) {
 		}
 	}
 }
+
+// A bad value given to http names the flag the user typed, never the
+// suite's field that holds it (body_file for -d @FILE), and changes nothing:
+// exit 2 before any request.
+func TestHTTPErrorsNameTheFlag(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-d", "@/dev/zero"}, "racetest: --data: /dev/zero is a character device"},
+		{[]string{"-H", "bad"}, `racetest: --header: "bad" is not a header line`},
+		{[]string{"--cookie", "x"}, `racetest: --cookie: "x" is not a cookie`},
+		{[]string{"--setup", "::"}, `racetest: --setup: malformed URL "::"`},
+	} {
+		_, stderr, code := execCmd(t, false, append(append([]string{"http"}, c.args...), "http://127.0.0.1:9/")...)
+		if code != ExitUsage || !strings.Contains(stderr, c.want) {
+			t.Errorf("http %s: exit %d, stderr %q; want exit %d and %q", strings.Join(c.args, " "), code, stderr, ExitUsage, c.want)
+		}
+	}
+	_, stderr, code := execCmd(t, false, "http", "http://%zz/")
+	if code != ExitUsage || !strings.HasPrefix(stderr, `racetest: malformed URL "http://%zz/"`) {
+		t.Errorf("a bad URL: exit %d, stderr %q", code, stderr)
+	}
+}

@@ -168,6 +168,9 @@ func runHTTP(ctx context.Context, o *HTTPOptions) error {
 	}
 	pl, err := newHTTPPlan(cfg, p, rc, name, shown, expect, o.Strict)
 	if err != nil {
+		if in := (*httpfire.InputError)(nil); errors.As(err, &in) {
+			return usageError(httpFlagError(in))
+		}
 		return usageError(err)
 	}
 	pl.Case.Command = o.Command
@@ -186,11 +189,33 @@ func runHTTP(ctx context.Context, o *HTTPOptions) error {
 	cases := execute(ctx, o.Factory, []plan{pl}, nil)
 	var in *httpfire.InputError
 	if errors.As(cases[0].Err, &in) {
-		return usageError(in)
+		return usageError(httpFlagError(in))
 	}
 	return finish(ctx, o.IO, reporter, cases, reportOptions(o.IO, report.Options{
 		Timeline: o.Timeline, Version: version(), Title: pageTitle(o.Format, "racetest http "+name),
 	}))
+}
+
+// httpFlags names the flag that sets each httpfire.Config field, for an
+// error in its value: a user of the command line wrote --data, not the
+// suite's body_file.
+var httpFlags = map[string]string{
+	"body": "--data", "body_file": "--data", "cookie": "--cookie", "effects": "--effects",
+	"header": "--header", "method": "--method", "release": "--release", "setup": "--setup",
+	"timeout": "--timeout", "url": "", "warmup": "--warmup", "watch": "--watch",
+}
+
+// httpFlagError is in, its field named as the flag that set it (the URL's
+// error names the URL already).
+func httpFlagError(in *httpfire.InputError) error {
+	flag, ok := httpFlags[in.Field]
+	switch {
+	case !ok:
+		return in
+	case flag == "":
+		return in.Err
+	}
+	return fmt.Errorf("%s: %w", flag, in.Err)
 }
 
 func methodOf(c httpfire.Config) string {

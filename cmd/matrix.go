@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
+	"io"
 	"strings"
 	"sync"
 	"time"
@@ -14,6 +14,7 @@ import (
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/runplan"
 	"github.com/racetest/racetest/scenarios"
+	"github.com/racetest/racetest/suite"
 	"github.com/spf13/cobra"
 )
 
@@ -26,18 +27,6 @@ type MatrixOptions struct {
 	Isolations []string
 	Format     string
 	Shape      shapeFlags
-}
-
-// matrixBackends are the backends with isolation levels, as each declares
-// them: the matrix's columns exist only there.
-func matrixBackends(reg *scenarios.Registry) []string {
-	var names []string
-	for _, b := range reg.Backends() {
-		if len(b.Isolations) > 0 {
-			names = append(names, b.Name)
-		}
-	}
-	return names
 }
 
 // Defaults of 'racetest matrix': a cell is a small run, and the whole
@@ -84,7 +73,7 @@ committed).`,
 	opts.Shape = shapeFlags{Shape: runplan.Shape{Replicas: runner.DefaultReplicas, Waves: runner.DefaultWaves,
 		Latency: scenarios.DefaultLatency, TTL: scenarios.DefaultTTL}}
 	fs := c.Flags()
-	fs.StringSliceVarP(&opts.Backends, "backend", "b", matrixBackends(f.Registry), "SQL backends to run on, comma-separated")
+	fs.StringSliceVarP(&opts.Backends, "backend", "b", suite.MatrixBackends(f.Registry), "SQL backends to run on, comma-separated")
 	fs.StringSliceVar(&opts.Scenarios, "scenario", nil, "scenarios to run, comma-separated (default: every scenario whose expected verdict depends on the isolation level)")
 	fs.StringSliceVar(&opts.Variants, "variant", nil, "variants to run, comma-separated; default names the default of a scenario whose default has no name (default: every variant of each scenario)")
 	fs.StringSliceVar(&opts.Isolations, "isolation", levels, "isolation levels (the columns), comma-separated")
@@ -98,30 +87,29 @@ committed).`,
 	return c
 }
 
-// matrixCell is one cell to run: a scenario's variant at one isolation
-// level on one backend.
-type matrixCell struct {
-	spec                        scenarios.Spec
-	backend, isolation, variant string
-}
-
 func runMatrix(ctx context.Context, o *MatrixOptions) error {
 	reporter, err := report.Lookup(o.Format)
 	if err != nil {
 		return usageError(err)
 	}
-	cells, err := matrixCells(o)
+	m := suite.Matrix{Backends: o.Backends, Scenarios: o.Scenarios, Variants: o.Variants, Isolations: o.Isolations}
+	cells, err := m.Cells(o.Registry, func(name string) string { return "--" + name })
 	if err != nil {
-		return err
+		return usageError(err)
 	}
+	// The run's own shape (validate draws a seed): the parsed options
+	// stay as given.
+	sh := o.Shape
 	for _, b := range o.Backends {
-		if err := o.Shape.validate(o.Registry, b); err != nil {
+		if err := sh.validate(o.Registry, b); err != nil {
 			return err
 		}
 	}
+	// A cell is a small run of its own, made as run, demo and suite make
+	// theirs: one replica, the catalog's expectation.
 	plans := make([]plan, len(cells))
 	for i, c := range cells {
-		if plans[i], err = matrixPlan(o, c); err != nil {
+		if plans[i], err = runplan.Build(o.Registry, c.Request(sh.plan(1))); err != nil {
 			return usageError(err)
 		}
 	}
@@ -132,15 +120,19 @@ func runMatrix(ctx context.Context, o *MatrixOptions) error {
 	}
 	start := time.Now()
 	cases := executeMatrix(ctx, o.Factory, plans)
-	if err := reporter(o.IO.Out, cases, reportOptions(o.IO, report.Options{
+	// The table ends with how long the matrix took.
+	timed := func(w io.Writer, cs []report.Case, opts report.Options) error {
+		if err := reporter(w, cs, opts); err != nil {
+			return err
+		}
+		if o.Format == "table" {
+			fmt.Fprintf(w, "\n%d cells in %s.\n", len(cs), time.Since(start).Round(time.Second))
+		}
+		return nil
+	}
+	return finish(ctx, o.IO, timed, cases, reportOptions(o.IO, report.Options{
 		Version: version(), Title: title, Matrix: true, Brief: true,
-	})); err != nil {
-		return fmt.Errorf("writing the report: %w", err)
-	}
-	if o.Format == "table" {
-		fmt.Fprintf(o.IO.Out, "\n%d cells in %s.\n", len(cases), time.Since(start).Round(time.Second))
-	}
-	return verdictError(ctx, cases)
+	}))
 }
 
 // executeMatrix runs the plans, each backend's in its own goroutine: the
@@ -157,12 +149,6 @@ func executeMatrix(ctx context.Context, f *Factory, plans []plan) []report.Case 
 		}
 		groups[len(groups)-1] = append(groups[len(groups)-1], p)
 	}
-	// The cells draw no bars of their own: two backends' bars would
-	// interleave. The matrix draws one per backend.
-	quiet := *f
-	io := *f.IO
-	io.ErrTTY = false
-	quiet.IO = &io
 	pr := newProgress(f.IO)
 	results := make([][]report.Case, len(groups))
 	var wg sync.WaitGroup
@@ -179,7 +165,9 @@ func executeMatrix(ctx context.Context, f *Factory, plans []plan) []report.Case 
 					update(runner.Progress{Done: n})
 				}
 			}
-			first := execute(ctx, &quiet, group[:1], each)
+			// The cells draw no bars of their own: two backends' bars would
+			// interleave. The matrix draws one per backend.
+			first := executeOn(ctx, f, noBars, group[:1], each)
 			results[g] = first
 			if len(first) == 1 && unreachable(first[0]) {
 				for _, p := range group[1:] {
@@ -189,7 +177,7 @@ func executeMatrix(ctx context.Context, f *Factory, plans []plan) []report.Case 
 				}
 				return
 			}
-			results[g] = append(results[g], execute(ctx, &quiet, group[1:], each)...)
+			results[g] = append(results[g], executeOn(ctx, f, noBars, group[1:], each)...)
 		}()
 	}
 	wg.Wait()
@@ -207,164 +195,4 @@ func unreachable(c report.Case) bool {
 	var bad *scenarios.ParamError
 	return c.Err != nil && (c.Result == nil || len(c.Result.Bursts) == 0) &&
 		!errors.As(c.Err, &bad) && !errors.Is(c.Err, context.Canceled)
-}
-
-// matrixPlan makes a matrix cell's run with runplan, as run, demo and suite
-// make theirs: the catalog's expectation (resolved again once the server
-// is known), strict (a cell that proved nothing is no row of a Hermitage
-// table), one replica, the gate release.
-func matrixPlan(o *MatrixOptions, c matrixCell) (plan, error) {
-	sh := o.Shape.plan(1)
-	sh.Isolation, sh.Variant = c.isolation, c.variant
-	label := c.isolation
-	if c.variant != "" {
-		label = c.variant + ", " + label
-	}
-	return runplan.Build(o.Registry, runplan.Request{
-		Scenario: c.spec.Name, Backend: c.backend, Name: c.spec.Name + " (" + label + ")",
-		// The matrix was measured with the gate: it names it, so that the
-		// default (auto, last-byte on these servers) does not change it.
-		Shape: sh, Catalog: true, Strict: true, Release: "gate",
-	})
-}
-
-// matrixCells checks the flags against the registry and lists the cells,
-// backend by backend, then scenario, variant and isolation level: every
-// mistake is a usage error before anything runs.
-func matrixCells(o *MatrixOptions) ([]matrixCell, error) {
-	sqlBackends := matrixBackends(o.Registry)
-	if len(o.Backends) == 0 {
-		return nil, usageErrorf("--backend is empty: name one or more of %s", strings.Join(sqlBackends, ", "))
-	}
-	for _, b := range o.Backends {
-		if _, err := o.Registry.Backend(b); err != nil {
-			return nil, usageError(fmt.Errorf("--backend: %w", err))
-		}
-		if !slices.Contains(sqlBackends, b) {
-			return nil, usageErrorf("--backend %s: the matrix's columns are isolation levels, and %s has none; it runs on %s",
-				b, b, strings.Join(sqlBackends, ", "))
-		}
-	}
-	if len(o.Isolations) == 0 {
-		return nil, usageErrorf("--isolation is empty: name one or more levels, or leave the flag out for all four")
-	}
-	var levels []string
-	for _, l := range o.Isolations {
-		lvl, err := sqldb.ParseIsolation(l)
-		if err != nil || lvl == "" {
-			return nil, usageErrorf("--isolation: unknown isolation level %q (known: read-uncommitted, read-committed, repeatable-read, serializable)", l)
-		}
-		for _, b := range o.Backends {
-			if bk, _ := o.Registry.Backend(b); !slices.Contains(bk.Isolations, string(lvl)) {
-				return nil, usageErrorf("--isolation %s: %s does not take it (it takes %s)", l, b, strings.Join(bk.Isolations, ", "))
-			}
-		}
-		if !slices.Contains(levels, string(lvl)) {
-			levels = append(levels, string(lvl))
-		}
-	}
-	// The columns read weakest first, as the Hermitage tables do, in
-	// whatever order they were asked for.
-	order := sqldb.Isolations()
-	slices.SortFunc(levels, func(a, b string) int {
-		return slices.Index(order, sqldb.Isolation(a)) - slices.Index(order, sqldb.Isolation(b))
-	})
-	specs, err := matrixScenarios(o)
-	if err != nil {
-		return nil, err
-	}
-	// --variant as given, the default named "": in the order given, so
-	// that of two unknown variants the user always hears of the first.
-	asked := make([]string, 0, len(o.Variants))
-	variants := map[string]bool{}
-	for _, v := range o.Variants {
-		if v == defaultVariant {
-			v = ""
-		}
-		asked = append(asked, v)
-		variants[v] = true
-	}
-	var cells []matrixCell
-	known := map[string]bool{}
-	for _, b := range o.Backends {
-		for _, s := range specs {
-			if !slices.Contains(o.Registry.BackendsOf(s.Name), b) {
-				continue
-			}
-			for _, v := range o.Registry.RowVariants(s.Name, b) {
-				known[v] = true
-				if len(variants) > 0 && !variants[v] {
-					continue
-				}
-				for _, l := range levels {
-					cells = append(cells, matrixCell{spec: s, backend: b, isolation: l, variant: v})
-				}
-			}
-		}
-	}
-	for _, v := range asked {
-		if !known[v] {
-			return nil, usageErrorf("--variant: no scenario of this matrix has a variant %q on %s (known: %s)",
-				v, strings.Join(o.Backends, ", "), strings.Join(variantNames(known), ", "))
-		}
-	}
-	if len(cells) == 0 {
-		return nil, usageErrorf("nothing to run: no scenario of the catalog has a variant and isolation level on %s", strings.Join(o.Backends, ", "))
-	}
-	return cells, nil
-}
-
-// matrixScenarios are the scenarios --scenario names, each checked to run
-// on one of the backends, or else every scenario whose expected verdict
-// depends on the isolation level on one of them.
-func matrixScenarios(o *MatrixOptions) ([]scenarios.Spec, error) {
-	var specs []scenarios.Spec
-	if len(o.Scenarios) == 0 {
-		for _, s := range o.Registry.Scenarios() {
-			if s.Topology != "" {
-				continue // needs a cluster, not the one server the matrix is given
-			}
-			for _, b := range o.Backends {
-				// Over every level the backend has, not only the columns
-				// asked for: --isolation serializable keeps the same rows.
-				bk, _ := o.Registry.Backend(b)
-				if slices.Contains(o.Registry.BackendsOf(s.Name), b) && o.Registry.DependsOnIsolation(s.Name, b, bk.Isolations) {
-					specs = append(specs, s)
-					break
-				}
-			}
-		}
-		return specs, nil
-	}
-	for _, name := range o.Scenarios {
-		s, err := o.Registry.Scenario(name)
-		if err != nil {
-			return nil, usageError(fmt.Errorf("--scenario: %w", err))
-		}
-		on := o.Registry.BackendsOf(name)
-		if !slices.ContainsFunc(o.Backends, func(b string) bool { return slices.Contains(on, b) }) {
-			return nil, usageErrorf("--scenario %s does not run on %s; it runs on: %s", name, strings.Join(o.Backends, ", "), strings.Join(on, ", "))
-		}
-		if !slices.ContainsFunc(specs, func(x scenarios.Spec) bool { return x.Name == name }) {
-			specs = append(specs, s)
-		}
-	}
-	return specs, nil
-}
-
-// defaultVariant names, in --variant, the default of a scenario whose
-// default has no name of its own.
-const defaultVariant = "default"
-
-// variantNames lists variants for a message.
-func variantNames(known map[string]bool) []string {
-	var names []string
-	for v := range known {
-		if v == "" {
-			v = defaultVariant
-		}
-		names = append(names, v)
-	}
-	slices.Sort(names)
-	return names
 }

@@ -13,8 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
+	"github.com/racetest/racetest/internal/redistest"
 	"github.com/racetest/racetest/internal/sqldb"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
@@ -224,33 +223,8 @@ func TestEffectsAutoInput(t *testing.T) {
 // A redeem service on Redis: naive (GET the flag, then SET it and record
 // the redemption) or fixed (SET NX).
 func TestEffectsAutoOverHTTPOnRedis(t *testing.T) {
-	url := os.Getenv("RACETEST_REDIS_URL")
-	if url == "" {
-		url = defaultRedisURL
-	}
-	opt, err := redis.ParseURL(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rdb := redis.NewClient(opt)
-	// Closed after the keys are deleted: cleanups run last first.
-	t.Cleanup(func() { rdb.Close() })
-	if err := rdb.Ping(context.Background()).Err(); err != nil {
-		conformance.Unavailable(t, "redis", err)
-	}
-	b := make([]byte, 4)
-	rand.Read(b)
-	prefix := "racetest_" + hex.EncodeToString(b)
-	t.Cleanup(func() {
-		ctx := context.Background()
-		keys, err := rdb.Keys(ctx, prefix+":*").Result()
-		if err == nil && len(keys) > 0 {
-			err = rdb.Del(ctx, keys...).Err()
-		}
-		if err != nil {
-			t.Errorf("delete %s:* by hand: %v", prefix, err)
-		}
-	})
+	url := redistest.URL()
+	rdb, prefix := redistest.Own(t)
 	for _, mode := range []string{"naive", "fixed"} {
 		t.Run(mode, func(t *testing.T) {
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -44,6 +44,10 @@ import (
 type Case struct {
 	// Name is the case's name in the report; the test's name when empty.
 	Name string
+	// Backend names where the attempts' shared state lives, for the
+	// report's BACKEND column ("postgres", "redis"); "func" when empty:
+	// racetest sees only the function.
+	Backend string
 	// Attempts is N, the attempts released together in each burst
 	// (runner.DefaultAttempts when 0).
 	Attempts int
@@ -170,7 +174,7 @@ func Run(ctx context.Context, c Case) (*Report, error) {
 	if res == nil {
 		return nil, err
 	}
-	rep, _ := judge(c.Name, res, err, wantSafe, !c.AllowInconclusive)
+	rep, _ := judge(c.Name, c.Backend, res, err, wantSafe, !c.AllowInconclusive)
 	return rep, err
 }
 
@@ -209,7 +213,7 @@ func test(t testing.TB, c Case, want expectation) *Report {
 		t.Fatalf("race: %v", err)
 		return nil
 	}
-	rep, a := judge(c.Name, res, err, want, !c.AllowInconclusive)
+	rep, a := judge(c.Name, c.Backend, res, err, want, !c.AllowInconclusive)
 	if a.met {
 		t.Logf("race: %s\n%s", passLine(a, want), rep.text)
 		return rep
@@ -344,10 +348,11 @@ func (c *Case) options() []runner.Option {
 	return append(opts, c.Options...)
 }
 
-func judge(name string, res *runner.Result, err error, want expectation, strict bool) (*Report, assessed) {
-	a := assess(name, res, err, want, strict)
+func judge(name, backend string, res *runner.Result, err error, want expectation, strict bool) (*Report, assessed) {
+	c := reportCase(name, backend, res, err, want, strict)
+	a := assess(c)
 	return &Report{Verdict: a.verdict, Why: a.why, Violations: a.violations, Bursts: a.bursts, Result: res,
-		text: table(name, res, err, want, strict)}, a
+		text: table(c)}, a
 }
 
 func newRunID() string {

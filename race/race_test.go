@@ -636,3 +636,17 @@ func b2i(b bool) int {
 	}
 	return 0
 }
+
+// The report names where the case's state lives as the case says, and
+// "func" when it says nothing: never a backend racetest did not see.
+func TestReportNamesTheCaseBackend(t *testing.T) {
+	c := newCoupons()
+	one := c.caseFor(c.fixed)
+	one.Attempts = 1 // INCONCLUSIVE: Test fails and prints its table
+	for _, tc := range []struct{ backend, want string }{{"", "on func:"}, {"postgres", "on postgres:"}} {
+		one.Backend = tc.backend
+		f := newFakeT(t)
+		call(f, Test, one)
+		wantIn(t, "the failure", f.errText(), tc.want)
+	}
+}

@@ -46,8 +46,14 @@ type assessed struct {
 	bursts     int
 }
 
-func reportCase(name string, res *runner.Result, err error, want expectation, strict bool) report.Case {
-	c := report.Case{Name: name, Scenario: name, Backend: "go", Result: res, Err: err, Strict: strict,
+// DefaultBackend is the BACKEND a report shows for a Case that names none.
+const DefaultBackend = "func"
+
+func reportCase(name, backend string, res *runner.Result, err error, want expectation, strict bool) report.Case {
+	if backend == "" {
+		backend = DefaultBackend
+	}
+	c := report.Case{Name: name, Scenario: name, Backend: backend, Result: res, Err: err, Strict: strict,
 		Expect: report.Expect{Kind: report.ExpectSafe}}
 	if want == wantRace {
 		c.Expect.Kind = report.ExpectRace
@@ -55,15 +61,15 @@ func reportCase(name string, res *runner.Result, err error, want expectation, st
 	return c
 }
 
-func assess(name string, res *runner.Result, err error, want expectation, strict bool) assessed {
-	a := report.Assess(reportCase(name, res, err, want, strict))
+func assess(c report.Case) assessed {
+	a := report.Assess(c)
 	return assessed{verdict: a.Verdict, met: a.Met, why: a.Why, violations: a.Violations, bursts: a.Bursts}
 }
 
 // table is the run as racetest prints it: the row, why an expectation
 // failed, notes, errors, and the worst burst's timeline.
-func table(name string, res *runner.Result, err error, want expectation, strict bool) string {
+func table(c report.Case) string {
 	var b bytes.Buffer
-	_ = report.Table(&b, []report.Case{reportCase(name, res, err, want, strict)}, report.Options{Timeline: true})
+	_ = report.Table(&b, []report.Case{c}, report.Options{Timeline: true})
 	return b.String()
 }

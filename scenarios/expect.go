@@ -208,13 +208,27 @@ func (r Rule) Match(scenario, backend string, p Params, server string) bool {
 // the server named server ("" when not yet known), and why when a row of
 // the table decided it ("" when the scenario's own rule did).
 func (r *Registry) Expect(scenario, backend string, p Params, server string) (Expectation, string) {
+	return expectation(scenario, backend, p, server, r.ownRule(scenario))
+}
+
+// ownRule is the rule scenario's Spec gives for a run no row of the table
+// matches, or nil when it gives none.
+func (r *Registry) ownRule(scenario string) func(Params) Expectation {
+	s, _ := r.lookupSpec(scenario)
+	return s.Expect
+}
+
+// expectation reads the table: the first matching row decides, else the
+// scenario's own rule (own), else SAFE. It is the one reading of
+// Expectations behind Registry.Expect and DependsOnIsolation.
+func expectation(scenario, backend string, p Params, server string, own func(Params) Expectation) (Expectation, string) {
 	for _, row := range Expectations {
 		if row.Match(scenario, backend, p, server) {
 			return row.Expect, row.Why
 		}
 	}
-	if s, ok := r.lookupSpec(scenario); ok && s.Expect != nil {
-		return s.Expect(p), ""
+	if own != nil {
+		return own(p), ""
 	}
 	return ExpectSafe, ""
 }

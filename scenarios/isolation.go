@@ -11,38 +11,33 @@ var isolationLevels = []string{"", "read-uncommitted", "read-committed", "repeat
 
 // DependsOnIsolation reports whether the catalog's expectation for scenario
 // with variant changes with the isolation level on some SQL server: read
-// from the expectation table, so that it cannot disagree with it.
+// from the expectation table, so that it cannot disagree with it. Without
+// a registry the scenario's own rule is not known: a level no row matches
+// expects SAFE, as it does for a scenario without one.
 func DependsOnIsolation(scenario, variant string) bool {
 	for _, backend := range []string{"mysql", "postgres"} {
-		if varies(isolationLevels, func(level string) Expectation {
-			return tableExpect(scenario, backend, Params{Isolation: level, Variant: variant})
-		}) {
+		if dependsOnIsolation(scenario, backend, variant, isolationLevels, nil) {
 			return true
 		}
 	}
 	return false
 }
 
-// varies reports whether expect gives two levels of levels different
-// expectations.
-func varies(levels []string, expect func(level string) Expectation) bool {
+// dependsOnIsolation is the one answer behind both DependsOnIsolation and
+// Registry.DependsOnIsolation: whether two of levels give scenario with
+// variant on backend different expectations, before any server is known,
+// for one replica. own is the scenario's own rule (nil: SAFE).
+func dependsOnIsolation(scenario, backend, variant string, levels []string, own func(Params) Expectation) bool {
+	expect := func(level string) Expectation {
+		e, _ := expectation(scenario, backend, Params{Isolation: level, Variant: variant, Replicas: 1}, "", own)
+		return e
+	}
 	for _, l := range levels[min(1, len(levels)):] {
 		if expect(l) != expect(levels[0]) {
 			return true
 		}
 	}
 	return false
-}
-
-// tableExpect is the first matching row's expectation, or "" when no row
-// matches.
-func tableExpect(scenario, backend string, p Params) Expectation {
-	for _, row := range Expectations {
-		if row.Match(scenario, backend, p, "") {
-			return row.Expect
-		}
-	}
-	return ""
 }
 
 // NoIsolation refuses --isolation on a backend without isolation levels

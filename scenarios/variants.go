@@ -41,10 +41,7 @@ func (r *Registry) RowVariants(scenario, backend string) []string {
 // known (rows that name a server do not count).
 func (r *Registry) DependsOnIsolation(scenario, backend string, levels []string) bool {
 	for _, v := range r.RowVariants(scenario, backend) {
-		if varies(levels, func(level string) Expectation {
-			e, _ := r.Expect(scenario, backend, Params{Isolation: level, Variant: v, Replicas: 1}, "")
-			return e
-		}) {
+		if dependsOnIsolation(scenario, backend, v, levels, r.ownRule(scenario)) {
 			return true
 		}
 	}

@@ -2,10 +2,8 @@ package script
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -265,33 +263,7 @@ func (e *Exec) fail(ctx context.Context, o runner.Outcome) {
 }
 
 func (e *Exec) statement(ctx context.Context, st *Step) {
-	stmt := Stmt{Query: st.Gset || e.queryLast && st == e.s.lastStatement()}
-	var err error
-	if e.s.Dialect == Redis {
-		var line string
-		if line, err = e.expand(st.parts[0]); err == nil {
-			var serr *splitErr
-			if stmt.Args, _, serr = splitRedis(line); serr != nil {
-				err = fmt.Errorf("once its templates are expanded, the command %q does not split into arguments: %s", line, serr.msg)
-			}
-		}
-		for i := 0; err == nil && i < len(stmt.Args); i++ {
-			stmt.Args[i], err = e.redisArg(stmt.Args[i])
-		}
-	} else if e.s.Dialect == Mongo {
-		stmt.Text, err = e.expand(st.parts[0])
-		if err == nil {
-			stmt.Text, err = e.mongoVars(stmt.Text)
-		}
-	} else {
-		stmt.Text, err = e.expand(st.parts[0])
-		if err == nil {
-			stmt.Text = e.interpolate(stmt.Text)
-		}
-	}
-	if err == nil && (e.s.Dialect == Redis && (len(stmt.Args) == 0 || stmt.Args[0] == "") || e.s.Dialect != Redis && strings.Trim(stmt.Text, " \t\r\n;{}") == "") {
-		err = errors.New("the statement is empty once its templates are expanded — check the {{…}} in it")
-	}
+	stmt, err := e.stmt(st)
 	if err != nil {
 		e.fail(ctx, runner.Failed(&ScriptError{Pos: st.Pos, Text: st.Text, Msg: err.Error()}))
 		return
@@ -323,41 +295,36 @@ func (e *Exec) statement(ctx context.Context, st *Step) {
 		e.txLine = 0
 	}
 	if st.Gset {
-		if err := e.gset(st, reply); err != nil {
+		if err := e.s.lang().gset(e.vars, st.GsetName, reply); err != nil {
 			e.fail(ctx, runner.Failed(&ScriptError{Pos: st.Pos, Text: st.Text, Msg: err.Error()}))
 		}
 	}
 }
 
-func (e *Exec) gset(st *Step, r Reply) error {
-	if e.s.Dialect == Mongo {
-		for i, c := range r.Columns {
-			e.vars[st.GsetName+c] = r.Values[i]
-		}
-		return nil
+// stmt is st as it is sent: its templates expanded, then its variables
+// put in as its language does.
+func (e *Exec) stmt(st *Step) (Stmt, error) {
+	text, err := e.expand(st.parts[0])
+	if err != nil {
+		return Stmt{}, err
 	}
-	if e.s.Dialect == Redis {
-		v := ""
-		if len(r.Values) > 0 {
-			v = r.Values[0]
-		}
-		e.vars[st.GsetName] = v
-		return nil
+	stmt, err := e.s.lang().stmt(e, text)
+	if err != nil {
+		return Stmt{}, err
 	}
-	switch {
-	case r.Rows == 0 || len(r.Values) == 0:
-		return fmt.Errorf(`\gset: the query returned no row — \gset needs exactly one (use count(*) or coalesce to always return one)`)
-	case r.Rows > 1:
-		return fmt.Errorf(`\gset: the query returned %d rows — \gset needs exactly one (add WHERE or LIMIT 1)`, r.Rows)
+	if stmt.empty() {
+		return Stmt{}, errors.New("the statement is empty once its templates are expanded — check the {{…}} in it")
 	}
-	for i, c := range r.Columns {
-		name := st.GsetName + c
-		if !isIdent(name) {
-			return fmt.Errorf(`\gset: column %q is not a variable name — name it with AS (SELECT count(*) AS used …)`, c)
-		}
-		e.vars[name] = r.Values[i]
+	stmt.Query = st.Gset || e.queryLast && st == e.s.lastStatement()
+	return stmt, nil
+}
+
+// empty reports a statement with nothing to send.
+func (s Stmt) empty() bool {
+	if len(s.Args) > 0 {
+		return s.Args[0] == ""
 	}
-	return nil
+	return strings.Trim(s.Text, " \t\r\n;{}") == ""
 }
 
 func (e *Exec) expand(pc *piece) (string, error) {
@@ -369,26 +336,6 @@ func (e *Exec) expand(pc *piece) (string, error) {
 		return "", fmt.Errorf("template: %s", templateReason(err))
 	}
 	return e.buf.String(), nil
-}
-
-// redisArg replaces an argument that is exactly :name or :'name' by the
-// variable's value. Only whole arguments: keys such as coupon:used hold
-// colons of their own.
-func (e *Exec) redisArg(a string) (string, error) {
-	name := ""
-	switch {
-	case strings.HasPrefix(a, ":'") && strings.HasSuffix(a, "'") && isIdent(a[2:len(a)-1]):
-		name = a[2 : len(a)-1]
-	case strings.HasPrefix(a, ":") && isIdent(a[1:]):
-		name = a[1:]
-	default:
-		return a, nil
-	}
-	v, ok := e.vars[name]
-	if !ok {
-		return "", fmt.Errorf("variable %s is not set — set it with \\gset %s on an earlier command", name, name)
-	}
-	return v, nil
 }
 
 func (e *Exec) value(o *Operand) (string, error) {
@@ -424,108 +371,6 @@ func (e *Exec) eval(c *Cond) (bool, error) {
 	return compare(l, c.Op, r), nil
 }
 
-// interpolate replaces :name, :'name' and :"name" outside quotes and
-// comments by the variable's value, as a literal or an identifier for the
-// quoted forms. A name that is not a variable stays as written (a ::cast,
-// a :label), as in psql.
-func (e *Exec) interpolate(s string) string {
-	if !strings.Contains(s, ":") {
-		return s
-	}
-	var b strings.Builder
-	i := 0
-	for i < len(s) {
-		c := s[i]
-		switch {
-		case c == '\'' || c == '"' || c == '`':
-			j := i + 1
-			for j < len(s) {
-				if s[j] == '\\' && c == '\'' {
-					j += 2
-					continue
-				}
-				if s[j] == c {
-					if j+1 < len(s) && s[j+1] == c {
-						j += 2
-						continue
-					}
-					break
-				}
-				j++
-			}
-			j = min(j+1, len(s))
-			b.WriteString(s[i:j])
-			i = j
-		case c == '-' && strings.HasPrefix(s[i:], "--"):
-			j := strings.IndexByte(s[i:], '\n')
-			if j < 0 {
-				j = len(s) - i
-			}
-			b.WriteString(s[i : i+j])
-			i += j
-		case c == '$' && dollarTag(s[i:]) != "":
-			tag := dollarTag(s[i:])
-			j := strings.Index(s[i+len(tag):], tag)
-			if j < 0 {
-				b.WriteString(s[i:])
-				return b.String()
-			}
-			end := i + len(tag) + j + len(tag)
-			b.WriteString(s[i:end])
-			i = end
-		case c == ':' && i+1 < len(s) && s[i+1] != ':' && (i == 0 || s[i-1] != ':'):
-			n, val, ok := e.variableAt(s[i+1:])
-			if !ok {
-				b.WriteByte(c)
-				i++
-				continue
-			}
-			b.WriteString(val)
-			i += 1 + n
-		default:
-			b.WriteByte(c)
-			i++
-		}
-	}
-	return b.String()
-}
-
-// variableAt reads name, 'name' or "name" at the start of s; it returns how
-// many bytes it used and the text to put in its place.
-func (e *Exec) variableAt(s string) (n int, val string, ok bool) {
-	quote := byte(0)
-	if s[0] == '\'' || s[0] == '"' {
-		quote = s[0]
-		end := strings.IndexByte(s[1:], quote)
-		if end < 0 || !isIdent(s[1:1+end]) {
-			return 0, "", false
-		}
-		v, ok := e.vars[s[1:1+end]]
-		if !ok {
-			return 0, "", false
-		}
-		if quote == '"' {
-			return end + 2, `"` + strings.ReplaceAll(v, `"`, `""`) + `"`, true
-		}
-		if q, ok := e.conn.(Quoter); ok {
-			return end + 2, q.QuoteLiteral(v), true
-		}
-		return end + 2, "'" + strings.ReplaceAll(v, "'", "''") + "'", true
-	}
-	j := 0
-	for j < len(s) && (s[j] == '_' || s[j] >= 'a' && s[j] <= 'z' || s[j] >= 'A' && s[j] <= 'Z' || j > 0 && s[j] >= '0' && s[j] <= '9') {
-		j++
-	}
-	if j == 0 {
-		return 0, "", false
-	}
-	v, ok := e.vars[s[:j]]
-	if !ok {
-		return 0, "", false
-	}
-	return j, v, true
-}
-
 // IsScriptError reports whether err is the script's own failure (a
 // ScriptError, or a StatementError of the statement's own making).
 func IsScriptError(err error) bool {
@@ -535,26 +380,4 @@ func IsScriptError(err error) bool {
 	}
 	var st *StatementError
 	return errors.As(err, &st) && st.Schema
-}
-
-var mongoVar = regexp.MustCompile(`":'?([A-Za-z_][A-Za-z0-9_]*)'?"`)
-
-// mongoVars replaces a JSON string that is exactly ":name" by the
-// variable's value, as a JSON string.
-func (e *Exec) mongoVars(text string) (string, error) {
-	var missing string
-	out := mongoVar.ReplaceAllStringFunc(text, func(m string) string {
-		name := mongoVar.FindStringSubmatch(m)[1]
-		v, ok := e.vars[name]
-		if !ok {
-			missing = name
-			return m
-		}
-		b, _ := json.Marshal(v)
-		return string(b)
-	})
-	if missing != "" {
-		return "", fmt.Errorf("variable %s is not set — set it with \\gset on an earlier command", missing)
-	}
-	return out, nil
 }

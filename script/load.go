@@ -1,13 +1,11 @@
 package script
 
 import (
-	"context"
 	"fmt"
 	"path/filepath"
 	"strings"
 
 	"github.com/racetest/racetest/internal/bounded"
-	"github.com/racetest/racetest/scenarios"
 )
 
 // Spec is a run's scripts as the user gave them: each inline text or
@@ -20,21 +18,6 @@ type Spec struct {
 	// Invariants are checked after each burst: each returns how many
 	// times it is broken (0: it holds), or a boolean that must hold.
 	Invariants []string
-}
-
-// Backends lists the backends each dialect runs on.
-var Backends = map[Dialect][]string{SQL: {"postgres", "mysql"}, Redis: {"redis"}, Mongo: {"mongo"}}
-
-// DialectOf is the dialect of backend's scripts.
-func DialectOf(backend string) (Dialect, bool) {
-	for d, bs := range Backends {
-		for _, b := range bs {
-			if b == backend {
-				return d, true
-			}
-		}
-	}
-	return 0, false
 }
 
 // FieldError is a script that did not load, with the field of a suite
@@ -108,8 +91,8 @@ func (s Spec) Load(dir string, d Dialect, field func(name string) string) (Scrip
 			return sc, &FieldError{Field: fmt.Sprintf("invariant[%d]", i),
 				Err: fmt.Errorf("%s is empty: write a query that counts what breaks the invariant, inline or @FILE", field("invariant"))}
 		}
-		if t := strings.TrimSpace(v); d == SQL && !strings.HasPrefix(t, "@") && !strings.HasSuffix(t, ";") {
-			v = t + ";" // one query on the command line, as the docs write it
+		if t, end := strings.TrimSpace(v), languageOf(d).end; end != "" && !strings.HasPrefix(t, "@") && !strings.HasSuffix(t, end) {
+			v = t + end // one query on the command line, as the docs write it
 		}
 		p, err := load(v, dir, d, ScopeBurst, field("invariant"))
 		if err != nil {
@@ -164,21 +147,6 @@ func read(value, dir, where string) (name, src string, err error) {
 // IsAuto reports whether an effects value asks for --effects auto.
 func IsAuto(effects string) bool { return strings.TrimSpace(effects) == "auto" }
 
-// Open connects to backend's server for a run with p.
-func Open(ctx context.Context, backend string, p scenarios.Params) (Store, error) {
-	switch backend {
-	case "postgres":
-		return OpenPostgres(ctx, p)
-	case "mysql":
-		return OpenMySQL(ctx, p)
-	case "redis":
-		return OpenRedis(ctx, p)
-	case "mongo":
-		return OpenMongo(ctx, p)
-	}
-	return nil, scenarios.BadParam(fmt.Errorf("scripts run on postgres, mysql, redis or mongo, not %q", backend))
-}
-
 // Describe lists the scripts for the banner printed before the first burst.
 func (sc Scripts) Describe() []string {
 	var out []string
@@ -212,10 +180,7 @@ func (sc Scripts) Describe() []string {
 // describeOne is one script's line of the banner.
 func describeOne(role string, s *Script) string {
 	n := s.Statements()
-	unit := "statements"
-	if s.Dialect != SQL {
-		unit = "commands"
-	}
+	unit := s.lang().unit
 	if n == 1 {
 		unit = strings.TrimSuffix(unit, "s")
 	}

@@ -248,3 +248,29 @@ func (c *moConn) Close() error {
 	defer cancel()
 	return c.cl.Disconnect(ctx)
 }
+
+// mongoDialect: scripts of database commands on MongoDB (or FerretDB).
+var mongoDialect = dialect{backend: "mongo", open: OpenMongo, lang: mongoLanguage}
+
+// mongoLanguage is database commands written as JSON documents.
+var mongoLanguage = &language{
+	id:    Mongo,
+	name:  "mongo",
+	unit:  "commands",
+	split: (*parser).mongo,
+	tx:    func(string) Tx { return TxNone }, // each command stands alone: no transaction spans two
+	stmt: func(e *Exec, text string) (Stmt, error) {
+		text, err := e.mongoVars(text)
+		return Stmt{Text: text}, err
+	},
+	gset: func(vars map[string]string, prefix string, r Reply) error {
+		for i, c := range r.Columns {
+			vars[prefix+c] = r.Values[i]
+		}
+		return nil
+	},
+	// A count's n, an update's n, a find's documents.
+	count: func(r Reply) (string, int, bool) { return "", int(r.Rows), true },
+	// Reads are not told apart from writes: every command is a step of its own.
+	readOnly: func([]string) bool { return false },
+}

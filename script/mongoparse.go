@@ -1,6 +1,9 @@
 package script
 
 import (
+	"encoding/json"
+	"fmt"
+	"regexp"
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -116,4 +119,26 @@ func (p *parser) mongoDoc(text string, line, col int, gset bool, prefix string) 
 		return p.errf(line, col, `an empty document names no command: {"find": "coupons", "filter": {…}}`)
 	}
 	return nil
+}
+
+var mongoVar = regexp.MustCompile(`":'?([A-Za-z_][A-Za-z0-9_]*)'?"`)
+
+// mongoVars replaces a JSON string that is exactly ":name" by the
+// variable's value, as a JSON string.
+func (e *Exec) mongoVars(text string) (string, error) {
+	var missing string
+	out := mongoVar.ReplaceAllStringFunc(text, func(m string) string {
+		name := mongoVar.FindStringSubmatch(m)[1]
+		v, ok := e.vars[name]
+		if !ok {
+			missing = name
+			return m
+		}
+		b, _ := json.Marshal(v)
+		return string(b)
+	})
+	if missing != "" {
+		return "", fmt.Errorf("variable %s is not set — set it with \\gset on an earlier command", missing)
+	}
+	return out, nil
 }

@@ -17,6 +17,9 @@ import (
 	"github.com/racetest/racetest/scenarios/mysqlstore"
 )
 
+// mysqlDialect: scripts of SQL on MySQL or MariaDB.
+var mysqlDialect = dialect{backend: "mysql", open: OpenMySQL, lang: sqlLanguage}
+
 // myStore runs scripts on MySQL or MariaDB through mysqlstore's Store: its
 // connections, isolation level and connection-limit messages. Statements
 // without arguments go over the text protocol, one COM_QUERY each.
@@ -210,10 +213,10 @@ func (c *myConn) Classify(err error) (runner.Class, bool) {
 	}
 	switch me.Number {
 	case sqldb.ErrLockWaitTimeout, sqldb.ErrConCount, sqldb.ErrTooManyUserConns, sqldb.ErrUserLimitReached,
-		1053 /* server shutdown */, 1077 /* normal shutdown */, 1152 /* aborted connection */, 1317 /* query interrupted */, 3024 /* max execution time */ :
+		sqldb.ErrServerShutdown, sqldb.ErrNormalShutdown, sqldb.ErrAbortingConnection, sqldb.ErrQueryInterrupted, sqldb.ErrQueryTimeout:
 		return runner.Error, false
 	}
-	return runner.Error, me.Number < 2000
+	return runner.Error, me.Number < sqldb.ErrClientMin
 }
 
 // QuoteLiteral quotes for MySQL's default sql_mode, where a backslash

@@ -12,28 +12,6 @@ import (
 	"github.com/racetest/racetest/scenarios"
 )
 
-// Dialect is the language of a script's statements.
-type Dialect uint8
-
-const (
-	// SQL: statements end with ';' (PostgreSQL, MySQL, MariaDB).
-	SQL Dialect = iota
-	// Redis: one command per line, its arguments split as redis-cli does.
-	Redis
-	// Mongo: database commands written as JSON documents.
-	Mongo
-)
-
-func (d Dialect) String() string {
-	switch d {
-	case Redis:
-		return "redis"
-	case Mongo:
-		return "mongo"
-	}
-	return "sql"
-}
-
 // MetaCommands are the backslash commands a script may use, as error
 // messages list them.
 const MetaCommands = `\gset, \if, \elif, \else, \endif, \sleep, \decline`
@@ -168,17 +146,8 @@ func (s Scope) fields() []string {
 // Templates may name only the fields of scope; where names the flag or
 // suite field the script came from, for messages ("--setup").
 func Parse(name, src string, d Dialect, scope Scope, where string) (*Script, error) {
-	p := &parser{s: &Script{Name: name, Dialect: d}, scope: scope, where: where}
-	var err error
-	switch d {
-	case Redis:
-		err = p.redis(src)
-	case Mongo:
-		err = p.mongo(src)
-	default:
-		err = p.sql(src)
-	}
-	if err != nil {
+	p := &parser{s: &Script{Name: name, Dialect: d}, lang: languageOf(d), scope: scope, where: where}
+	if err := p.lang.split(p, src); err != nil {
 		return nil, err
 	}
 	if err := p.closeChains(); err != nil {
@@ -189,6 +158,7 @@ func Parse(name, src string, d Dialect, scope Scope, where string) (*Script, err
 
 type parser struct {
 	s     *Script
+	lang  *language
 	scope Scope
 	where string
 	// open \if chains: for each, the Branch waiting for its Else and the
@@ -209,302 +179,12 @@ func (p *parser) errf(line, col int, format string, a ...any) error {
 	return &SyntaxError{Pos: p.pos(line, col), Msg: fmt.Sprintf(format, a...)}
 }
 
-// sql splits src into statements ending with ';' (outside quotes, comments
-// and templates) and backslash commands running to the end of their line.
-func (p *parser) sql(src string) error {
-	var stmt strings.Builder
-	stmtLine, stmtCol := 0, 0
-	line, col := 1, 1
-	i := 0
-	advance := func(n int) {
-		for k := 0; k < n && i < len(src); k++ {
-			if src[i] == '\n' {
-				line, col = line+1, 1
-			} else {
-				col++
-			}
-			stmt.WriteByte(src[i])
-			i++
-		}
-	}
-	skip := func(n int) {
-		for k := 0; k < n && i < len(src); k++ {
-			if src[i] == '\n' {
-				line, col = line+1, 1
-			} else {
-				col++
-			}
-			i++
-		}
-	}
-	pending := func() bool { return strings.TrimSpace(stmt.String()) != "" }
-	lastStmtLine := -1 // line on which the previous statement ended with ';'
-	flush := func(gset bool, gsetName string) error {
-		text := strings.TrimSpace(stmt.String())
-		stmt.Reset()
-		if text == "" {
-			return nil
-		}
-		return p.addStatement(text, []string{text}, stmtLine, stmtCol, gset, gsetName)
-	}
-	for i < len(src) {
-		c := src[i]
-		if !pending() {
-			stmt.Reset()
-			if c == ' ' || c == '\t' || c == '\r' || c == '\n' {
-				skip(1)
-				continue
-			}
-			stmtLine, stmtCol = line, col
-		}
-		switch {
-		case c == '\'' || c == '"' || c == '`':
-			startLine, startCol := line, col
-			advance(1)
-			for {
-				if i >= len(src) {
-					return p.errf(startLine, startCol, "unterminated %c quote", c)
-				}
-				if src[i] == c {
-					if i+1 < len(src) && src[i+1] == c { // doubled quote
-						advance(2)
-						continue
-					}
-					advance(1)
-					break
-				}
-				if src[i] == '\\' && c == '\'' && i+1 < len(src) {
-					// MySQL escapes, and PostgreSQL E'' strings; a
-					// standard PostgreSQL string never has \' in it.
-					advance(2)
-					continue
-				}
-				advance(1)
-			}
-		case c == '-' && strings.HasPrefix(src[i:], "--"):
-			for i < len(src) && src[i] != '\n' {
-				skip(1)
-			}
-		case c == '/' && strings.HasPrefix(src[i:], "/*"):
-			startLine, startCol := line, col
-			end := strings.Index(src[i+2:], "*/")
-			if end < 0 {
-				return p.errf(startLine, startCol, "unterminated /* comment")
-			}
-			skip(end + 4)
-			stmt.WriteByte(' ')
-		case c == '$' && dollarTag(src[i:]) != "":
-			tag := dollarTag(src[i:])
-			startLine, startCol := line, col
-			end := strings.Index(src[i+len(tag):], tag)
-			if end < 0 {
-				return p.errf(startLine, startCol, "unterminated %s quote", tag)
-			}
-			advance(len(tag) + end + len(tag))
-		case c == '{' && strings.HasPrefix(src[i:], "{{"):
-			startLine, startCol := line, col
-			end := strings.Index(src[i:], "}}")
-			if end < 0 {
-				return p.errf(startLine, startCol, "unterminated template: {{ without }}")
-			}
-			advance(end + 2)
-		case c == ';':
-			advance(1)
-			lastStmtLine = line
-			if err := flush(false, ""); err != nil {
-				return err
-			}
-			// The statement ended here: a \gset on the same line keeps
-			// its values (psql would resend the query; we refuse to guess
-			// otherwise).
-		case c == '\\':
-			mLine, mCol := line, col
-			end := strings.IndexByte(src[i:], '\n')
-			if end < 0 {
-				end = len(src) - i
-			}
-			cmd := strings.TrimRight(src[i:i+end], " \t\r")
-			skip(end)
-			name, arg := splitMeta(cmd)
-			if name == `\gset` {
-				switch {
-				case pending():
-					if err := flush(true, arg); err != nil {
-						return err
-					}
-				case lastStmtLine == mLine && len(p.s.Steps) > 0 && p.s.Steps[len(p.s.Steps)-1].Kind == Statement:
-					st := &p.s.Steps[len(p.s.Steps)-1]
-					st.Gset, st.GsetName = true, arg
-				default:
-					return p.errf(mLine, mCol, `\gset must follow a query: write SELECT … \gset (the \gset takes the place of the ';')`)
-				}
-				continue
-			}
-			if pending() {
-				if !knownMeta(name) {
-					// A typo after a query (\gsett) is a typo first: saying
-					// the statement is unfinished sends the user looking at
-					// the wrong line.
-					return p.errf(mLine, mCol, "unknown meta-command %s%s — supported: %s", name, didYouMean(name), MetaCommands)
-				}
-				return p.errf(mLine, mCol, `%s inside an unfinished statement (begun at line %d) — end the statement with ';' first`, name, stmtLine)
-			}
-			if err := p.meta(name, arg, mLine, mCol); err != nil {
-				return err
-			}
-		default:
-			advance(1)
-		}
-	}
-	if pending() {
-		return p.errf(stmtLine, stmtCol, "statement does not end with ';'")
-	}
-	return nil
-}
-
-// dollarTag returns the PostgreSQL dollar-quote tag s starts with ($$,
-// $body$), or "".
-func dollarTag(s string) string {
-	for j := 1; j < len(s); j++ {
-		c := s[j]
-		if c == '$' {
-			return s[:j+1]
-		}
-		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || j > 1 && c >= '0' && c <= '9') {
-			return ""
-		}
-	}
-	return ""
-}
-
 func splitMeta(line string) (name, arg string) {
 	f := strings.IndexAny(line, " \t")
 	if f < 0 {
 		return line, ""
 	}
 	return line[:f], strings.TrimSpace(line[f:])
-}
-
-// redis reads one command per line; a line starting with '#' is a comment.
-func (p *parser) redis(src string) error {
-	for n, raw := range strings.Split(src, "\n") {
-		line := n + 1
-		text := strings.TrimRight(raw, " \t\r")
-		trimmed := strings.TrimLeft(text, " \t")
-		col := len(text) - len(trimmed) + 1
-		if trimmed == "" || strings.HasPrefix(trimmed, "#") {
-			continue
-		}
-		if strings.HasPrefix(trimmed, `\`) {
-			name, arg := splitMeta(trimmed)
-			if name == `\gset` {
-				return p.errf(line, col, `\gset must follow a command on its line: GET key \gset name`)
-			}
-			if err := p.meta(name, arg, line, col); err != nil {
-				return err
-			}
-			continue
-		}
-		args, gset, err := splitRedis(trimmed)
-		if err != nil {
-			return p.errf(line, col+err.col, "%s", err.msg)
-		}
-		if len(args) == 0 {
-			return p.errf(line, col, "empty command")
-		}
-		gsetName := ""
-		if gset != "" {
-			name, arg := splitMeta(gset)
-			if name != `\gset` {
-				return p.errf(line, col+strings.Index(trimmed, gset), `only \gset may follow a command on its line (got %s)`, name)
-			}
-			if !isIdent(arg) {
-				return p.errf(line, col+strings.Index(trimmed, gset), `\gset needs a variable name: GET key \gset name`)
-			}
-			gsetName = arg
-		}
-		// The command is kept whole and split after its templates are
-		// expanded, so that a template may span arguments ({{if}} … {{end}}).
-		cmd := trimmed
-		if gset != "" {
-			cmd = strings.TrimRight(trimmed[:strings.LastIndex(trimmed, gset)], " \t")
-		}
-		if err := p.addStatement(cmd, []string{cmd}, line, col, gset != "", gsetName); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-type splitErr struct {
-	col int
-	msg string
-}
-
-// splitRedis splits a command line into arguments: words, "double quoted"
-// (with \n \t \" \\ escapes) and 'single quoted' (with \'), as redis-cli
-// does; {{ … }} stays whole. A trailing \gset is returned apart.
-func splitRedis(s string) (args []string, meta string, err *splitErr) {
-	i := 0
-	for {
-		for i < len(s) && (s[i] == ' ' || s[i] == '\t') {
-			i++
-		}
-		if i >= len(s) {
-			return args, "", nil
-		}
-		if s[i] == '\\' {
-			return args, s[i:], nil
-		}
-		var b strings.Builder
-		for i < len(s) && s[i] != ' ' && s[i] != '\t' {
-			switch {
-			case s[i] == '"' || s[i] == '\'':
-				q, start := s[i], i
-				i++
-				for {
-					if i >= len(s) {
-						return nil, "", &splitErr{start, fmt.Sprintf("unterminated %c quote", q)}
-					}
-					if s[i] == q {
-						i++
-						break
-					}
-					if s[i] == '\\' && i+1 < len(s) {
-						i++
-						switch {
-						case q == '\'' && s[i] != '\'':
-							b.WriteByte('\\')
-							b.WriteByte(s[i])
-						case s[i] == 'n':
-							b.WriteByte('\n')
-						case s[i] == 't':
-							b.WriteByte('\t')
-						case s[i] == 'r':
-							b.WriteByte('\r')
-						default:
-							b.WriteByte(s[i])
-						}
-						i++
-						continue
-					}
-					b.WriteByte(s[i])
-					i++
-				}
-			case strings.HasPrefix(s[i:], "{{"):
-				end := strings.Index(s[i:], "}}")
-				if end < 0 {
-					return nil, "", &splitErr{i, "unterminated template: {{ without }}"}
-				}
-				b.WriteString(s[i : i+end+2])
-				i += end + 2
-			default:
-				b.WriteByte(s[i])
-				i++
-			}
-		}
-		args = append(args, b.String())
-	}
 }
 
 // addStatement compiles a statement's templates and appends it.
@@ -520,18 +200,7 @@ func (p *parser) addStatement(text string, parts []string, line, col int, gset b
 		}
 		st.parts = append(st.parts, pc)
 	}
-	switch p.s.Dialect {
-	case SQL:
-		st.Tx = txOf(text)
-	case Redis:
-		first, _, _ := strings.Cut(text, " ")
-		switch strings.ToUpper(first) {
-		case "MULTI":
-			st.Tx = TxBegin
-		case "EXEC", "DISCARD":
-			st.Tx = TxEnd
-		}
-	}
+	st.Tx = p.lang.tx(text)
 	p.s.Steps = append(p.s.Steps, st)
 	return nil
 }
@@ -591,33 +260,6 @@ func sample(s Scope) map[string]any {
 		}
 	}
 	return m
-}
-
-// txOf reads how a statement moves the transaction state from its first
-// words.
-func txOf(text string) Tx {
-	f := strings.Fields(strings.ToUpper(strings.TrimSuffix(text, ";")))
-	if len(f) == 0 {
-		return TxNone
-	}
-	switch f[0] {
-	case "BEGIN":
-		return TxBegin
-	case "START":
-		if len(f) > 1 && f[1] == "TRANSACTION" {
-			return TxBegin
-		}
-	case "COMMIT", "END":
-		return TxEnd
-	case "ROLLBACK", "ABORT":
-		for _, w := range f[1:] {
-			if w == "TO" {
-				return TxNone
-			}
-		}
-		return TxEnd
-	}
-	return TxNone
 }
 
 // meta compiles one backslash command other than \gset.

@@ -19,6 +19,9 @@ import (
 	"github.com/racetest/racetest/scenarios/pgstore"
 )
 
+// postgresDialect: scripts of SQL on PostgreSQL.
+var postgresDialect = dialect{backend: "postgres", open: OpenPostgres, lang: sqlLanguage}
+
 // pgStore runs scripts on PostgreSQL. Statements go over the simple query
 // protocol, one Query message each: values come back as text, for \gset,
 // and a last-byte release holds back exactly the statement.

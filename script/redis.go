@@ -185,3 +185,215 @@ func (c *rdConn) Rollback(ctx context.Context) error {
 }
 
 func (c *rdConn) Close() error { return c.cl.Close() }
+
+// redisDialect: scripts of redis-cli commands on Redis (or Valkey).
+var redisDialect = dialect{backend: "redis", open: OpenRedis, lang: redisLanguage}
+
+// redisLanguage is one command per line, its arguments split as redis-cli
+// splits them.
+var redisLanguage = &language{
+	id:       Redis,
+	name:     "redis",
+	unit:     "commands",
+	split:    (*parser).redis,
+	tx:       redisTx,
+	stmt:     redisStmt,
+	gset:     redisGset,
+	count:    redisCount,
+	readOnly: func(words []string) bool { return redisReads[strings.Trim(words[0], `"'`)] },
+}
+
+// redis reads one command per line; a line starting with '#' is a comment.
+func (p *parser) redis(src string) error {
+	for n, raw := range strings.Split(src, "\n") {
+		line := n + 1
+		text := strings.TrimRight(raw, " \t\r")
+		trimmed := strings.TrimLeft(text, " \t")
+		col := len(text) - len(trimmed) + 1
+		if trimmed == "" || strings.HasPrefix(trimmed, "#") {
+			continue
+		}
+		if strings.HasPrefix(trimmed, `\`) {
+			name, arg := splitMeta(trimmed)
+			if name == `\gset` {
+				return p.errf(line, col, `\gset must follow a command on its line: GET key \gset name`)
+			}
+			if err := p.meta(name, arg, line, col); err != nil {
+				return err
+			}
+			continue
+		}
+		args, gset, err := splitRedis(trimmed)
+		if err != nil {
+			return p.errf(line, col+err.col, "%s", err.msg)
+		}
+		if len(args) == 0 {
+			return p.errf(line, col, "empty command")
+		}
+		gsetName := ""
+		if gset != "" {
+			name, arg := splitMeta(gset)
+			if name != `\gset` {
+				return p.errf(line, col+strings.Index(trimmed, gset), `only \gset may follow a command on its line (got %s)`, name)
+			}
+			if !isIdent(arg) {
+				return p.errf(line, col+strings.Index(trimmed, gset), `\gset needs a variable name: GET key \gset name`)
+			}
+			gsetName = arg
+		}
+		// The command is kept whole and split after its templates are
+		// expanded, so that a template may span arguments ({{if}} … {{end}}).
+		cmd := trimmed
+		if gset != "" {
+			cmd = strings.TrimRight(trimmed[:strings.LastIndex(trimmed, gset)], " \t")
+		}
+		if err := p.addStatement(cmd, []string{cmd}, line, col, gset != "", gsetName); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type splitErr struct {
+	col int
+	msg string
+}
+
+// splitRedis splits a command line into arguments: words, "double quoted"
+// (with \n \t \" \\ escapes) and 'single quoted' (with \'), as redis-cli
+// does; {{ … }} stays whole. A trailing \gset is returned apart.
+func splitRedis(s string) (args []string, meta string, err *splitErr) {
+	i := 0
+	for {
+		for i < len(s) && (s[i] == ' ' || s[i] == '\t') {
+			i++
+		}
+		if i >= len(s) {
+			return args, "", nil
+		}
+		if s[i] == '\\' {
+			return args, s[i:], nil
+		}
+		var b strings.Builder
+		for i < len(s) && s[i] != ' ' && s[i] != '\t' {
+			switch {
+			case s[i] == '"' || s[i] == '\'':
+				q, start := s[i], i
+				i++
+				for {
+					if i >= len(s) {
+						return nil, "", &splitErr{start, fmt.Sprintf("unterminated %c quote", q)}
+					}
+					if s[i] == q {
+						i++
+						break
+					}
+					if s[i] == '\\' && i+1 < len(s) {
+						i++
+						switch {
+						case q == '\'' && s[i] != '\'':
+							b.WriteByte('\\')
+							b.WriteByte(s[i])
+						case s[i] == 'n':
+							b.WriteByte('\n')
+						case s[i] == 't':
+							b.WriteByte('\t')
+						case s[i] == 'r':
+							b.WriteByte('\r')
+						default:
+							b.WriteByte(s[i])
+						}
+						i++
+						continue
+					}
+					b.WriteByte(s[i])
+					i++
+				}
+			case strings.HasPrefix(s[i:], "{{"):
+				end := strings.Index(s[i:], "}}")
+				if end < 0 {
+					return nil, "", &splitErr{i, "unterminated template: {{ without }}"}
+				}
+				b.WriteString(s[i : i+end+2])
+				i += end + 2
+			default:
+				b.WriteByte(s[i])
+				i++
+			}
+		}
+		args = append(args, b.String())
+	}
+}
+
+// redisArg replaces an argument that is exactly :name or :'name' by the
+// variable's value. Only whole arguments: keys such as coupon:used hold
+// colons of their own.
+func (e *Exec) redisArg(a string) (string, error) {
+	name := ""
+	switch {
+	case strings.HasPrefix(a, ":'") && strings.HasSuffix(a, "'") && isIdent(a[2:len(a)-1]):
+		name = a[2 : len(a)-1]
+	case strings.HasPrefix(a, ":") && isIdent(a[1:]):
+		name = a[1:]
+	default:
+		return a, nil
+	}
+	v, ok := e.vars[name]
+	if !ok {
+		return "", fmt.Errorf("variable %s is not set — set it with \\gset %s on an earlier command", name, name)
+	}
+	return v, nil
+}
+
+// redisReads are the Redis commands that only read.
+var redisReads = map[string]bool{
+	"GET": true, "MGET": true, "EXISTS": true, "HGET": true, "HMGET": true, "HGETALL": true, "HEXISTS": true,
+	"SISMEMBER": true, "SMEMBERS": true, "SCARD": true, "LLEN": true, "LRANGE": true, "LINDEX": true,
+	"ZSCORE": true, "ZCARD": true, "ZRANGE": true, "STRLEN": true, "TYPE": true, "TTL": true, "PTTL": true,
+}
+
+// redisTx: MULTI opens a transaction, EXEC and DISCARD end it.
+func redisTx(text string) Tx {
+	first, _, _ := strings.Cut(text, " ")
+	switch strings.ToUpper(first) {
+	case "MULTI":
+		return TxBegin
+	case "EXEC", "DISCARD":
+		return TxEnd
+	}
+	return TxNone
+}
+
+// redisStmt splits a command (its templates expanded) into arguments and
+// puts in the variables an argument names.
+func redisStmt(e *Exec, line string) (Stmt, error) {
+	args, _, serr := splitRedis(line)
+	if serr != nil {
+		return Stmt{}, fmt.Errorf("once its templates are expanded, the command %q does not split into arguments: %s", line, serr.msg)
+	}
+	for i := range args {
+		a, err := e.redisArg(args[i])
+		if err != nil {
+			return Stmt{}, err
+		}
+		args[i] = a
+	}
+	return Stmt{Args: args}, nil
+}
+
+// redisGset keeps the reply (an array's first element) as the variable
+// named.
+func redisGset(vars map[string]string, name string, r Reply) error {
+	v := ""
+	if len(r.Values) > 0 {
+		v = r.Values[0]
+	}
+	vars[name] = v
+	return nil
+}
+
+// redisCount: the reply's value; a key that does not exist holds nothing.
+func redisCount(r Reply) (string, int, bool) {
+	v := firstValue(r)
+	return v, 0, v == ""
+}

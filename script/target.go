@@ -292,16 +292,9 @@ func (t *Target) count(ctx context.Context, sc *Script, what string, s runner.Su
 	if err != nil {
 		return 0, runError(what, err)
 	}
-	if sc.Dialect == Mongo {
-		// A count's n, an update's n, a find's documents.
-		return int(r.Rows), nil
-	}
-	v := ""
-	if len(r.Values) > 0 {
-		v = strings.TrimSpace(r.Values[0])
-	}
-	if v == "" && sc.Dialect == Redis {
-		return 0, nil // a key that does not exist holds nothing
+	v, n, counted := sc.lang().count(r)
+	if counted {
+		return n, nil
 	}
 	if truth {
 		if holds, ok := truthOf(v); ok {
@@ -311,7 +304,7 @@ func (t *Target) count(ctx context.Context, sc *Script, what string, s runner.Su
 			return 1, nil
 		}
 	}
-	n, err := strconv.Atoi(v)
+	n, err = strconv.Atoi(v)
 	if err != nil || n < 0 {
 		last := sc.lastStatement()
 		want := "one whole number (a count)"
@@ -486,29 +479,7 @@ func (t *Target) ReadOnly(attempt int, label string) bool {
 		return false
 	}
 	words := strings.Fields(strings.ToUpper(st.Text))
-	if len(words) == 0 {
-		return false
-	}
-	switch sc.Dialect {
-	case SQL:
-		text := " " + strings.Join(words, " ") + " "
-		for _, lock := range []string{" FOR UPDATE", " FOR SHARE", " FOR NO KEY", " FOR KEY SHARE", " LOCK IN SHARE MODE", " INTO "} {
-			if strings.Contains(text, lock) {
-				return false
-			}
-		}
-		return words[0] == "SELECT"
-	case Redis:
-		return redisReads[strings.Trim(words[0], `"'`)]
-	}
-	return false
-}
-
-// redisReads are the Redis commands that only read.
-var redisReads = map[string]bool{
-	"GET": true, "MGET": true, "EXISTS": true, "HGET": true, "HMGET": true, "HGETALL": true, "HEXISTS": true,
-	"SISMEMBER": true, "SMEMBERS": true, "SCARD": true, "LLEN": true, "LRANGE": true, "LINDEX": true,
-	"ZSCORE": true, "ZCARD": true, "ZRANGE": true, "STRLEN": true, "TYPE": true, "TTL": true, "PTTL": true,
+	return len(words) > 0 && sc.lang().readOnly(words)
 }
 
 // step finds the step labelled label in any attempt's script.

@@ -38,6 +38,18 @@ const (
 	ErrUnknownSystemVar  = 1193 // ER_UNKNOWN_SYSTEM_VARIABLE
 	ErrUnknownStorageEng = 1286 // ER_UNKNOWN_STORAGE_ENGINE
 
+	// A server that cannot serve the statement now, whatever it says.
+	ErrServerShutdown     = 1053 // ER_SERVER_SHUTDOWN
+	ErrNormalShutdown     = 1077 // ER_NORMAL_SHUTDOWN
+	ErrAbortingConnection = 1152 // ER_ABORTING_CONNECTION
+	ErrQueryInterrupted   = 1317 // ER_QUERY_INTERRUPTED: KILL QUERY, or a shutdown
+	ErrQueryTimeout       = 3024 // ER_QUERY_TIMEOUT: max_execution_time ran out (MySQL)
+
+	// ErrClientMin (CR_MIN_ERROR) is where the client library's error
+	// numbers start; the server's below it are about the statement (its
+	// newer ones, from 3000, are not read as such).
+	ErrClientMin = 2000
+
 	// sqlStateSerialization is the standard SQLSTATE of a serialization
 	// failure, which some MySQL-protocol servers send with other numbers.
 	sqlStateSerialization = "40001"

@@ -14,7 +14,7 @@ import (
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/mysqlstore"
 	"github.com/racetest/racetest/scenarios/pgstore"
-	"github.com/racetest/racetest/scenarios/runs"
+	"github.com/racetest/racetest/scenarios/sqlrun"
 )
 
 // The engine contract, and the optional parts the SQL target promises.
@@ -32,7 +32,6 @@ var (
 type dialect struct {
 	sqldb.Dialect
 	backend    string
-	runs       runs.Dialect
 	connString func(p scenarios.Params) string
 	// tableOptions ends every CREATE TABLE (the storage engine).
 	tableOptions func(p scenarios.Params) (string, error)
@@ -41,7 +40,6 @@ type dialect struct {
 var mysqlDialect = &dialect{
 	Dialect:    sqldb.MySQL,
 	backend:    "mysql",
-	runs:       runs.MySQL,
 	connString: func(p scenarios.Params) string { return p.Conn.Get(mysqlstore.Name) },
 	tableOptions: func(p scenarios.Params) (string, error) {
 		e, err := mysqlstore.EngineName(p.Engine)
@@ -55,7 +53,6 @@ var mysqlDialect = &dialect{
 var pgDialect = &dialect{
 	Dialect:      sqldb.Postgres,
 	backend:      "postgres",
-	runs:         runs.Postgres,
 	connString:   func(p scenarios.Params) string { return p.Conn.Get(pgstore.Name) },
 	tableOptions: func(p scenarios.Params) (string, error) { return "", nil },
 }
@@ -115,7 +112,7 @@ func sqlFactory(scenario string, d *dialect) scenarios.Factory {
 			return nil, err
 		}
 		t := &sqlTarget{name: scenario, variant: variant, pat: pat, attempt: pat.attempts[variant],
-			p: p, d: d, db: db, opts: opts, tallies: map[int]tally{}}
+			p: p, d: d, db: db, run: sqlrun.New(db, p, opts), tallies: map[int]tally{}}
 		if err := t.probe(ctx); err != nil {
 			db.Close()
 			return nil, err
@@ -132,15 +129,13 @@ type sqlTarget struct {
 	p             scenarios.Params
 	d             *dialect
 	db            *sqldb.DB
-	opts          string
+	run           *sqlrun.Server // the tables the run made, and its registration
 
 	level    string // the isolation in force, as the server names it
 	snapshot string // MariaDB's innodb_snapshot_isolation ("" elsewhere)
 
-	mu         sync.Mutex
-	created    []string
-	registered bool
-	tallies    map[int]tally // by burst, from Effects until Required
+	mu      sync.Mutex
+	tallies map[int]tally // by burst, from Effects until Required
 }
 
 // probe reads what decides the outcome on this server: the isolation level
@@ -202,7 +197,7 @@ func (t *sqlTarget) Notes() []string {
 }
 
 // tableName is part's name in the run's namespace.
-func (t *sqlTarget) tableName(part string) string { return t.p.Prefix() + part }
+func (t *sqlTarget) tableName(part string) string { return t.run.Table(part) }
 
 // q rewrites a statement written with ? for the dialect.
 func (t *sqlTarget) q(query string) string { return t.d.Rebind(query) }
@@ -224,33 +219,10 @@ func (t *sqlTarget) Prepare(ctx context.Context) error {
 }
 
 func (t *sqlTarget) prepare(ctx context.Context) error {
-	err := t.db.Admin(ctx, func(ctx context.Context, q sqldb.Querier) error {
-		return runs.RegisterSQL(ctx, t.d.runs, runs.Querier(q), runs.New(t.p.RunID))
-	})
-	var inUse *runs.InUseError
-	t.mu.Lock()
-	// Without an answer the registration may have been written: Cleanup
-	// removes it.
-	t.registered = !errors.As(err, &inUse)
-	t.mu.Unlock()
-	if err != nil {
-		return err
-	}
 	for _, tb := range t.pat.tables {
 		name := t.tableName(tb.part)
-		// Recorded before the statement goes: MySQL commits DDL at once,
-		// and only the server's own "already exists" proves it is not ours.
-		t.mu.Lock()
-		t.created = append(t.created, name)
-		t.mu.Unlock()
-		if err := t.db.Exec(ctx, "CREATE TABLE "+name+" ("+tb.columns+")"+t.opts); err != nil {
-			if sqldb.MySQLNumber(err) == sqldb.ErrTableExists || sqldb.PgCode(err) == sqldb.CodeDuplicateTable {
-				t.mu.Lock()
-				t.created = t.created[:len(t.created)-1]
-				t.mu.Unlock()
-				return fmt.Errorf("%s: table %s already exists on %s and was not made by this run — racetest never uses or drops it; run again for a new run id: %w", t.d.backend, name, t.db.Addr(), err)
-			}
-			return fmt.Errorf("%s: could not create table %s on %s: %w", t.d.backend, name, t.db.Addr(), err)
+		if err := t.run.Create(ctx, name, tb.columns); err != nil {
+			return err
 		}
 		for i, cols := range tb.indexes {
 			idx := name + "_i" + strconv.Itoa(i)
@@ -262,45 +234,12 @@ func (t *sqlTarget) prepare(ctx context.Context) error {
 	return nil
 }
 
-// Cleanup drops the tables the run made, then its registration, on a
-// connection of its own (the admin connection may be the one a Ctrl-C
-// broke). What it could not drop stays recorded, so a second call retries.
-func (t *sqlTarget) Cleanup(ctx context.Context) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if len(t.created) == 0 && !t.registered {
-		return nil
-	}
-	cctx, cancel := scenarios.CleanupContext(ctx)
-	defer cancel()
-	pool := t.db.Pool(1)
-	defer pool.Close()
-	fail := func(err error) error {
-		return fmt.Errorf("%s: could not drop %s on %s (drop them by hand, or run 'racetest clean --run-id %s'): %w",
-			t.d.backend, strings.Join(t.created, ", "), t.db.Addr(), t.p.RunID, err)
-	}
-	c, err := pool.Conn(cctx)
-	if err != nil {
-		return fail(err)
-	}
-	defer c.Close()
-	for len(t.created) > 0 {
-		if _, _, err := c.Exec(cctx, "DROP TABLE IF EXISTS "+t.created[0]); err != nil {
-			return fail(err)
-		}
-		t.created = t.created[1:]
-	}
-	if t.registered {
-		if err := runs.UnregisterSQL(cctx, t.d.runs, runs.Querier(c), t.p.RunID); err != nil {
-			return fail(err)
-		}
-		t.registered = false
-	}
-	return nil
-}
+// Cleanup drops the tables the run made, then its registration (see
+// sqlrun.Server.Cleanup).
+func (t *sqlTarget) Cleanup(ctx context.Context) error { return t.run.Cleanup(ctx) }
 
 // Close closes the run's own connection.
-func (t *sqlTarget) Close() error { return t.db.Close() }
+func (t *sqlTarget) Close() error { return t.run.Close() }
 
 func (t *sqlTarget) Reset(ctx context.Context, burst int) (runner.Subject, error) {
 	s := runner.Subject{Burst: burst, Key: t.p.Prefix() + strconv.Itoa(burst), Data: int64(burst) + 1}

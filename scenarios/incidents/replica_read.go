@@ -104,7 +104,7 @@ func replicaReadFactory(d *dialect) scenarios.Factory {
 		// run's: it is only read, one statement at a time.
 		replica, err := sqldb.Open(ctx, d.Dialect, readURL, sqldb.Options{AppName: "racetest " + p.RunID + " reader"})
 		if err != nil {
-			s.close()
+			s.Close()
 			return nil, fmt.Errorf("replica-read: the read endpoint: %w", err)
 		}
 		t := &replicaTarget{s: s, replica: replica, d: d, p: p, variant: v}
@@ -133,14 +133,14 @@ type replicaTarget struct {
 func (t *replicaTarget) Server() string { return t.s.name() }
 
 func (t *replicaTarget) Close() error {
-	return errors.Join(t.s.close(), t.replica.Close())
+	return errors.Join(t.s.Close(), t.replica.Close())
 }
 
 // checkTopology makes sure the read endpoint is a replica of some primary
 // (a second ordinary server would measure nothing), and notes the
 // topology for the report.
 func (t *replicaTarget) checkTopology(ctx context.Context) error {
-	primary := fmt.Sprintf("primary %s (%s)", t.s.db.Addr(), t.s.name())
+	primary := fmt.Sprintf("primary %s (%s)", t.s.DB().Addr(), t.s.name())
 	replica := fmt.Sprintf("replica %s (%s)", t.replica.Addr(), t.replica.Server())
 	switch t.d.Dialect {
 	case sqldb.Postgres:
@@ -156,14 +156,14 @@ func (t *replicaTarget) checkTopology(ctx context.Context) error {
 			return scenarios.BadParam(fmt.Errorf("replica-read: the read endpoint %s is not a replica (pg_is_in_recovery() is false): set --postgres-read-url to a streaming replica of the primary", t.replica.Addr()))
 		}
 		var sync, lag, commit sql.NullString
-		_ = t.s.db.Admin(ctx, func(ctx context.Context, q sqldb.Querier) error {
+		_ = t.s.DB().Admin(ctx, func(ctx context.Context, q sqldb.Querier) error {
 			return q.QueryRow(ctx, "SELECT string_agg(sync_state, ','), max(replay_lag)::text, current_setting('synchronous_commit') FROM pg_stat_replication").Scan(&sync, &lag, &commit)
 		})
 		replica += ", " + pgReplication(sync.String, commit.String) + ", replay lag at start " + orUnknown(lag.String) + applyDelay(delay.String)
 		states := "," + sync.String + ","
 		if t.variant == RemoteApply && !strings.Contains(states, ",sync,") && !strings.Contains(states, ",quorum,") {
 			return scenarios.BadParam(fmt.Errorf("replica-read --variant remote-apply: the primary %s has no synchronous replica (pg_stat_replication: %s), so remote_apply would not wait for anything; name the replica in synchronous_standby_names (scripts/cluster.sh does)",
-				t.s.db.Addr(), orUnknown(sync.String)))
+				t.s.DB().Addr(), orUnknown(sync.String)))
 		}
 	case sqldb.MySQL:
 		var behind sql.NullString
@@ -215,12 +215,12 @@ func (t *replicaTarget) Prepare(ctx context.Context) error {
 }
 
 func (t *replicaTarget) prepare(ctx context.Context) error {
-	t.claims = t.s.table("replica_claims")
+	t.claims = t.s.Table("replica_claims")
 	cols := "id " + t.d.autoID + ", k VARCHAR(64) NOT NULL"
 	if t.variant == Conditional {
 		cols += ", UNIQUE (k)"
 	}
-	if err := t.s.create(ctx, t.claims, cols); err != nil {
+	if err := t.s.Create(ctx, t.claims, cols); err != nil {
 		return err
 	}
 	// The table reaches the replica by replication too: wait for it, or the
@@ -236,7 +236,7 @@ func (t *replicaTarget) prepare(ctx context.Context) error {
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("replica-read: table %s did not reach the replica %s within %s — is it replicating from %s? %w",
-				t.claims, t.replica.Addr(), sqldb.AdminTimeout, t.s.db.Addr(), err)
+				t.claims, t.replica.Addr(), sqldb.AdminTimeout, t.s.DB().Addr(), err)
 		}
 		select {
 		case <-ctx.Done():
@@ -246,7 +246,7 @@ func (t *replicaTarget) prepare(ctx context.Context) error {
 	}
 }
 
-func (t *replicaTarget) Cleanup(ctx context.Context) error { return t.s.dropCreated(ctx) }
+func (t *replicaTarget) Cleanup(ctx context.Context) error { return t.s.Cleanup(ctx) }
 
 func (t *replicaTarget) Reset(_ context.Context, burst int) (runner.Subject, error) {
 	return runner.Subject{Burst: burst, Key: "token" + strconv.Itoa(burst)}, nil
@@ -268,7 +268,7 @@ func (t *replicaTarget) Notes() []string {
 }
 
 func (t *replicaTarget) Open(ctx context.Context, _ int, workers int) (runner.App, error) {
-	return &replicaApp{t: t, primary: t.s.db.Pool(workers), reader: t.replica.Pool(workers)}, nil
+	return &replicaApp{t: t, primary: t.s.DB().Pool(workers), reader: t.replica.Pool(workers)}, nil
 }
 
 type replicaApp struct {

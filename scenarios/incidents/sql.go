@@ -5,16 +5,13 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/racetest/racetest/internal/sqldb"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/mysqlstore"
 	"github.com/racetest/racetest/scenarios/pgstore"
-	"github.com/racetest/racetest/scenarios/runs"
+	"github.com/racetest/racetest/scenarios/sqlrun"
 )
 
 // dialect is what the incidents' few tables and statements need beyond the
@@ -23,7 +20,6 @@ type dialect struct {
 	sqldb.Dialect
 	// connString picks the run's connection string for the dialect.
 	connString func(p scenarios.Params) string
-	runs       runs.Dialect // how package runs registers a run here
 	// tableOptions ends every CREATE TABLE (the storage engine).
 	tableOptions func(p scenarios.Params) (string, error)
 	inlineIndex  bool // MySQL declares indexes in CREATE TABLE
@@ -40,7 +36,6 @@ type dialect struct {
 
 var mysqlDialect = &dialect{
 	Dialect:    sqldb.MySQL,
-	runs:       runs.MySQL,
 	connString: func(p scenarios.Params) string { return p.Conn.Get(mysqlstore.Name) },
 	tableOptions: func(p scenarios.Params) (string, error) {
 		e, err := mysqlstore.EngineName(p.Engine)
@@ -71,7 +66,6 @@ var mysqlDialect = &dialect{
 
 var pgDialect = &dialect{
 	Dialect:      sqldb.Postgres,
-	runs:         runs.Postgres,
 	connString:   func(p scenarios.Params) string { return p.Conn.Get(pgstore.Name) },
 	tableOptions: func(scenarios.Params) (string, error) { return "", nil },
 	autoID:       "BIGSERIAL PRIMARY KEY",
@@ -115,17 +109,12 @@ func (d *dialect) wrap(err error) error {
 	return err
 }
 
-// sqlServer is one run's hold on a SQL server: its own connection for setup
-// and counting, and the tables it created (and will drop: those, no others).
+// sqlServer is one run's hold on a SQL server (sqlrun.Server: its own
+// connection for setup and counting, and the tables it created and will
+// drop), with the dialect the incidents' statements need.
 type sqlServer struct {
-	d    *dialect
-	p    scenarios.Params
-	db   *sqldb.DB
-	opts string
-
-	mu         sync.Mutex // guards created and registered
-	created    []string
-	registered bool // the run is in racetest_runs (see package runs)
+	*sqlrun.Server
+	d *dialect
 }
 
 func connectSQL(ctx context.Context, d *dialect, p scenarios.Params) (*sqlServer, error) {
@@ -138,109 +127,11 @@ func connectSQL(ctx context.Context, d *dialect, p scenarios.Params) (*sqlServer
 	if err != nil {
 		return nil, err
 	}
-	return &sqlServer{d: d, p: p, db: db, opts: opts}, nil
+	return &sqlServer{Server: sqlrun.New(db, p, opts), d: d}, nil
 }
-
-func (s *sqlServer) close() error { return s.db.Close() }
 
 // name names the server ("MariaDB 10.11.19").
-func (s *sqlServer) name() string { return s.db.Server() }
-
-// table names part of the run's namespace. Names are known before Prepare,
-// so that a replica in another process, which never prepares, uses them too.
-func (s *sqlServer) table(part string) string { return s.p.Prefix() + part }
-
-// create makes table name with columns, failing if it already exists: a
-// run never reuses (or later drops) a table it did not make.
-//
-// The name is recorded for dropCreated before the statement is sent: a
-// CREATE cut short by Ctrl-C may still have run on the server (MySQL commits
-// DDL at once), and only the server's own "already exists" proves that the
-// table is not the run's.
-func (s *sqlServer) create(ctx context.Context, name, columns string) error {
-	if err := s.register(ctx); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	s.created = append(s.created, name)
-	s.mu.Unlock()
-	err := s.exec(ctx, "CREATE TABLE "+name+" ("+columns+")"+s.opts)
-	if err == nil {
-		return nil
-	}
-	if sqldb.MySQLNumber(err) == sqldb.ErrTableExists || sqldb.PgCode(err) == "42P07" {
-		s.mu.Lock()
-		s.created = slices.DeleteFunc(s.created, func(t string) bool { return t == name })
-		s.mu.Unlock()
-		return fmt.Errorf("%s: table %s already exists on %s and was not made by this run — racetest never uses or drops it; run again for a new run id: %w", s.d.name(), name, s.db.Addr(), err)
-	}
-	return fmt.Errorf("%s: could not create table %s on %s: %w", s.d.name(), name, s.db.Addr(), err)
-}
-
-// register records the run in racetest_runs before its first table, and
-// refuses a run id whose prefix already names a table (see package runs).
-func (s *sqlServer) register(ctx context.Context) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.registered {
-		return nil
-	}
-	err := s.db.Admin(ctx, func(ctx context.Context, q sqldb.Querier) error {
-		return runs.RegisterSQL(ctx, s.d.runs, runs.Querier(q), runs.New(s.p.RunID))
-	})
-	var inUse *runs.InUseError
-	// Without an answer the registration may have been written:
-	// dropCreated removes it.
-	s.registered = !errors.As(err, &inUse)
-	return err
-}
-
-// dropCreated drops the tables the run made. It dials a connection of its
-// own with a deadline of its own: the admin connection may be the one a
-// Ctrl-C broke in the middle of a statement, and ctx may be cancelled
-// already. What it could not drop stays recorded, so a second call retries.
-func (s *sqlServer) dropCreated(ctx context.Context) error {
-	s.mu.Lock()
-	tables := append([]string(nil), s.created...)
-	registered := s.registered
-	s.mu.Unlock()
-	if len(tables) == 0 && !registered {
-		return nil
-	}
-	left, err := s.dropTables(ctx, tables, registered)
-	s.mu.Lock()
-	s.created = left
-	s.registered = registered && err != nil
-	s.mu.Unlock()
-	if err != nil {
-		return fmt.Errorf("%s: could not drop %s on %s (drop them by hand, or run 'racetest clean --run-id %s'): %w",
-			s.d.name(), strings.Join(left, ", "), s.db.Addr(), s.p.RunID, err)
-	}
-	return nil
-}
-
-// dropTables drops tables on a fresh connection, and then the run's
-// registration; it returns the tables left.
-func (s *sqlServer) dropTables(ctx context.Context, tables []string, registered bool) ([]string, error) {
-	cctx, cancel := scenarios.CleanupContext(ctx)
-	defer cancel()
-	pool := s.db.Pool(1)
-	defer pool.Close()
-	c, err := scenarios.RetryNoAnswer(cctx, pool.Conn)
-	if err != nil {
-		return tables, err
-	}
-	defer c.Close()
-	for i, t := range tables {
-		if _, _, err := c.Exec(cctx, "DROP TABLE IF EXISTS "+t); err != nil {
-			return tables[i:], err
-		}
-	}
-	if registered {
-		return nil, runs.UnregisterSQL(cctx, s.d.runs, runs.Querier(c), s.p.RunID)
-	}
-	return nil, nil
-}
+func (s *sqlServer) name() string { return s.DB().Server() }
 
 // conn takes one connection from pool, pinged now so that connection setup
 // never serialises the attempts.
@@ -249,19 +140,19 @@ func (s *sqlServer) conn(ctx context.Context, pool sqldb.Pool) (sqldb.Conn, erro
 	defer cancel()
 	c, err := pool.Conn(cctx)
 	if err != nil {
-		return nil, fmt.Errorf("%s: a replica could not connect to %s: %w", s.d.name(), s.db.Addr(), err)
+		return nil, fmt.Errorf("%s: a replica could not connect to %s: %w", s.d.name(), s.DB().Addr(), err)
 	}
 	return c, nil
 }
 
 // exec runs one of racetest's own statements (written with ?).
 func (s *sqlServer) exec(ctx context.Context, query string, args ...any) error {
-	return s.db.Exec(ctx, query, args...)
+	return s.DB().Exec(ctx, query, args...)
 }
 
 // count reads one number (written with ?); no row is 0.
 func (s *sqlServer) count(ctx context.Context, query string, args ...any) (int, error) {
-	return s.db.Count(ctx, query, args...)
+	return s.DB().Count(ctx, query, args...)
 }
 
 // ---- ledger (reward-payout) ----
@@ -280,7 +171,7 @@ func sqlLedgerBackend(d *dialect) ledgerFactory {
 		if err != nil {
 			return nil, err
 		}
-		return &sqlLedger{s: s, unique: unique, records: s.table("reward_records"), payments: s.table("reward_payments")}, nil
+		return &sqlLedger{s: s, unique: unique, records: s.Table("reward_records"), payments: s.Table("reward_payments")}, nil
 	}
 }
 
@@ -295,10 +186,10 @@ func (l *sqlLedger) Prepare(ctx context.Context) error {
 	if l.unique {
 		recordCols = cols + ", UNIQUE (user_id, reward_id)"
 	}
-	if err := s.create(ctx, l.records, recordCols); err != nil {
+	if err := s.Create(ctx, l.records, recordCols); err != nil {
 		return err
 	}
-	if err := s.create(ctx, l.payments, cols+index); err != nil {
+	if err := s.Create(ctx, l.payments, cols+index); err != nil {
 		return err
 	}
 	if !s.d.inlineIndex {
@@ -312,7 +203,7 @@ func (l *sqlLedger) Prepare(ctx context.Context) error {
 			}
 		}
 	}
-	return s.db.Admin(ctx, func(ctx context.Context, q sqldb.Querier) error {
+	return s.DB().Admin(ctx, func(ctx context.Context, q sqldb.Querier) error {
 		var err error
 		l.engine, l.transactional, err = s.d.engineOf(ctx, q, l.records)
 		return err
@@ -321,8 +212,8 @@ func (l *sqlLedger) Prepare(ctx context.Context) error {
 
 func (l *sqlLedger) Engine() (string, bool)            { return l.engine, l.transactional }
 func (l *sqlLedger) Server() string                    { return l.s.name() }
-func (l *sqlLedger) Close() error                      { return l.s.close() }
-func (l *sqlLedger) Cleanup(ctx context.Context) error { return l.s.dropCreated(ctx) }
+func (l *sqlLedger) Close() error                      { return l.s.Close() }
+func (l *sqlLedger) Cleanup(ctx context.Context) error { return l.s.Cleanup(ctx) }
 
 func (l *sqlLedger) Counts(ctx context.Context, user, reward string) (records, payments int, err error) {
 	if records, err = l.s.count(ctx, "SELECT COUNT(*) FROM "+l.records+" WHERE user_id = ? AND reward_id = ?", user, reward); err != nil {
@@ -333,7 +224,7 @@ func (l *sqlLedger) Counts(ctx context.Context, user, reward string) (records, p
 }
 
 func (l *sqlLedger) Open(_ context.Context, workers int) (ledgerPool, error) {
-	return &sqlLedgerPool{l: l, pool: l.s.db.Pool(workers)}, nil
+	return &sqlLedgerPool{l: l, pool: l.s.DB().Pool(workers)}, nil
 }
 
 type sqlLedgerPool struct {
@@ -424,7 +315,7 @@ func sqlLeaseBackend(d *dialect) leaseFactory {
 		if err != nil {
 			return nil, err
 		}
-		return &sqlLeases{s: s, leases: s.table("leases"), resource: s.table("lease_resource")}, nil
+		return &sqlLeases{s: s, leases: s.Table("leases"), resource: s.Table("lease_resource")}, nil
 	}
 }
 
@@ -433,10 +324,10 @@ var longAgo = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 
 func (l *sqlLeases) Prepare(ctx context.Context) error {
 	s := l.s
-	if err := s.create(ctx, l.leases, "name VARCHAR(64) PRIMARY KEY, owner VARCHAR(64) NULL, lock_until "+s.d.timestamp+" NOT NULL, fence BIGINT NOT NULL"); err != nil {
+	if err := s.Create(ctx, l.leases, "name VARCHAR(64) PRIMARY KEY, owner VARCHAR(64) NULL, lock_until "+s.d.timestamp+" NOT NULL, fence BIGINT NOT NULL"); err != nil {
 		return err
 	}
-	return s.create(ctx, l.resource, "name VARCHAR(64) PRIMARY KEY, writes INT NOT NULL, last_token BIGINT NOT NULL")
+	return s.Create(ctx, l.resource, "name VARCHAR(64) PRIMARY KEY, writes INT NOT NULL, last_token BIGINT NOT NULL")
 }
 
 func (l *sqlLeases) Reset(ctx context.Context, key string) error {
@@ -453,12 +344,12 @@ func (l *sqlLeases) Writes(ctx context.Context, key string) (int, error) {
 	return l.s.count(ctx, "SELECT writes FROM "+l.resource+" WHERE name = ?", key)
 }
 
-func (l *sqlLeases) Cleanup(ctx context.Context) error { return l.s.dropCreated(ctx) }
-func (l *sqlLeases) Close() error                      { return l.s.close() }
+func (l *sqlLeases) Cleanup(ctx context.Context) error { return l.s.Cleanup(ctx) }
+func (l *sqlLeases) Close() error                      { return l.s.Close() }
 func (l *sqlLeases) Server() string                    { return l.s.name() }
 
 func (l *sqlLeases) Open(_ context.Context, workers int) (leasePool, error) {
-	return &sqlLeasePool{l: l, pool: l.s.db.Pool(workers)}, nil
+	return &sqlLeasePool{l: l, pool: l.s.DB().Pool(workers)}, nil
 }
 
 type sqlLeasePool struct {

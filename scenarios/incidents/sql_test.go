@@ -26,7 +26,7 @@ func needSQL(t *testing.T, d *dialect) (scenarios.Params, *sqlServer) {
 	if err != nil {
 		conformance.Unavailable(t, d.name(), err)
 	}
-	t.Cleanup(func() { s.close() })
+	t.Cleanup(func() { s.Close() })
 	return p, s
 }
 
