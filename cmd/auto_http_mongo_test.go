@@ -17,8 +17,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/racetest/racetest/internal/mongodb"
 	"github.com/racetest/racetest/scenarios/conformance"
-	"github.com/racetest/racetest/scenarios/mongostore"
 )
 
 // mongoOfItsOwn connects to the MongoDB server of RACETEST_MONGO_URI and
@@ -28,7 +28,7 @@ func mongoOfItsOwn(t *testing.T) (*mongo.Database, string) {
 	t.Helper()
 	raw := os.Getenv("RACETEST_MONGO_URI")
 	if raw == "" {
-		raw = mongostore.DefaultURI
+		raw = mongodb.DefaultURI
 	}
 	u, err := url.Parse(raw)
 	if err != nil {

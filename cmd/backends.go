@@ -33,12 +33,32 @@ func connBackends(reg *scenarios.Registry) []scenarios.Backend {
 // defaulting to its RACETEST_* environment variable.
 func registerConn(fs *pflag.FlagSet, reg *scenarios.Registry, c *scenarios.Connections) {
 	for _, b := range connBackends(reg) {
-		fs.StringVar(b.Conn.Field(c), b.Conn.Flag, os.Getenv(b.Conn.Env),
+		connVar(fs, c, b.Conn, os.Getenv(b.Conn.Env),
 			fmt.Sprintf("%s (env %s; default %s)", b.Conn.What, b.Conn.Env, b.Conn.Default))
 		if r := b.ReadConn; r != nil {
-			fs.StringVar(r.Field(c), r.Flag, os.Getenv(r.Env), fmt.Sprintf("%s (env %s; none by default)", r.What, r.Env))
+			connVar(fs, c, r, os.Getenv(r.Env), fmt.Sprintf("%s (env %s; none by default)", r.What, r.Env))
 		}
 	}
+}
+
+// connVar defines conn's flag, which sets conn's address in c (value
+// before it is given), as fs.StringVar would for a string.
+func connVar(fs *pflag.FlagSet, c *scenarios.Connections, conn *scenarios.Connection, value, usage string) {
+	c.Set(conn.Key, value)
+	fs.Var(connValue{c: c, key: conn.Key}, conn.Flag, usage)
+}
+
+// connValue is a connection flag's value: one key of a Connections.
+type connValue struct {
+	c   *scenarios.Connections
+	key string
+}
+
+func (f connValue) String() string { return f.c.Get(f.key) }
+func (f connValue) Type() string   { return "string" }
+func (f connValue) Set(v string) error {
+	f.c.Set(f.key, v)
+	return nil
 }
 
 // checkConnFlags refuses a connection flag given with an empty value: an
@@ -58,7 +78,7 @@ func checkConnFlags(fs *pflag.FlagSet, reg *scenarios.Registry) error {
 func connEnv(reg *scenarios.Registry, c scenarios.Connections) []string {
 	set := map[string]string{}
 	for _, b := range connBackends(reg) {
-		set[b.Conn.Env] = *b.Conn.Field(&c)
+		set[b.Conn.Env] = c.Get(b.Conn.Key)
 	}
 	var env []string
 	for _, kv := range os.Environ() {

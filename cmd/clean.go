@@ -8,11 +8,6 @@ import (
 	"time"
 
 	"github.com/racetest/racetest/scenarios"
-	"github.com/racetest/racetest/scenarios/mongostore"
-	"github.com/racetest/racetest/scenarios/mysqlstore"
-	"github.com/racetest/racetest/scenarios/pgstore"
-	"github.com/racetest/racetest/scenarios/redisstore"
-	registry "github.com/racetest/racetest/scenarios/runs"
 	"github.com/spf13/cobra"
 )
 
@@ -29,16 +24,17 @@ type CleanOptions struct {
 	olderThanSet bool
 }
 
-// janitors are the backends 'clean' knows, in the order it visits them;
-// where each is connected is the registry's (scenarios.Connection).
-var janitors = []struct {
-	name string
-	open func(context.Context, scenarios.Connections) (registry.Janitor, error)
-}{
-	{redisstore.Name, redisstore.Janitor},
-	{mysqlstore.Name, mysqlstore.Janitor},
-	{pgstore.Name, pgstore.Janitor},
-	{mongostore.Name, mongostore.Janitor},
+// janitors are the backends 'clean' knows, in the registry's order: those
+// with a Janitor (the others keep nothing between runs).
+func janitors(reg *scenarios.Registry) (with, without []scenarios.Backend) {
+	for _, b := range reg.Backends() {
+		if b.Janitor != nil {
+			with = append(with, b)
+		} else {
+			without = append(without, b)
+		}
+	}
+	return with, without
 }
 
 // otherHostAge is how old a run registered from another host must be
@@ -72,8 +68,9 @@ dropped only when older than --older-than (default 1h for those).`,
 	}
 	fs := c.Flags()
 	var names []string
-	for _, j := range janitors {
-		names = append(names, j.name)
+	cleaned, _ := janitors(f.Registry)
+	for _, b := range cleaned {
+		names = append(names, b.Name)
 	}
 	fs.StringVarP(&opts.Backend, "backend", "b", "", "clean only this backend: "+orList(names)+" (default: each)")
 	fs.DurationVar(&opts.OlderThan, "older-than", 0, "only runs that started at least this long ago")
@@ -92,29 +89,33 @@ func runClean(ctx context.Context, o *CleanOptions) error {
 			return usageError(err)
 		}
 	}
-	var known []string
-	visit := janitors[:0:0]
-	for _, j := range janitors {
-		known = append(known, j.name)
-		if o.Backend == "" || o.Backend == j.name {
-			visit = append(visit, j)
+	var known, none []string
+	var visit []scenarios.Backend
+	cleaned, keepNothing := janitors(o.Registry)
+	for _, b := range cleaned {
+		known = append(known, b.Name)
+		if o.Backend == "" || o.Backend == b.Name {
+			visit = append(visit, b)
 		}
 	}
 	if len(visit) == 0 {
-		return usageErrorf("clean: unknown backend %q — use one of: %s (memory keeps nothing between runs)", o.Backend, strings.Join(known, ", "))
+		for _, b := range keepNothing {
+			none = append(none, b.Name)
+		}
+		return usageErrorf("clean: unknown backend %q — use one of: %s (%s keeps nothing between runs)", o.Backend, strings.Join(known, ", "), strings.Join(none, ", "))
 	}
 	out := o.IO.Out
 	var failed []string
-	for _, j := range visit {
+	for _, b := range visit {
 		if ctx.Err() != nil {
 			return context.Canceled
 		}
-		jn, err := j.open(ctx, o.Conn)
+		jn, err := b.Janitor(ctx, o.Conn)
 		if err != nil {
 			// Without --backend, a server that is not there at its default
 			// address is not one the user uses: say so, and go on.
-			if o.Backend == "" && connOf(o.Registry, j.name, o.Conn) == "" {
-				fmt.Fprintf(out, "%s: skipped, no server at the default address (%v)\n", j.name, err)
+			if o.Backend == "" && (b.Conn == nil || o.Conn.Get(b.Conn.Key) == "") {
+				fmt.Fprintf(out, "%s: skipped, no server at the default address (%v)\n", b.Name, err)
 				continue
 			}
 			failed = append(failed, err.Error())
@@ -132,7 +133,7 @@ func runClean(ctx context.Context, o *CleanOptions) error {
 }
 
 // cleanOne cleans one backend's leftovers and says what it did with each.
-func (o *CleanOptions) cleanOne(ctx context.Context, j registry.Janitor) error {
+func (o *CleanOptions) cleanOne(ctx context.Context, j scenarios.Janitor) error {
 	out := o.IO.Out
 	lctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
@@ -192,7 +193,7 @@ func (o *CleanOptions) cleanOne(ctx context.Context, j registry.Janitor) error {
 }
 
 // keep says why a registered run is not dropped now, or "".
-func (o *CleanOptions) keep(r registry.Record) string {
+func (o *CleanOptions) keep(r scenarios.Record) string {
 	age := time.Since(r.Started)
 	if age < o.OlderThan {
 		return fmt.Sprintf("started %s ago, less than --older-than %s", age.Round(time.Second), o.OlderThan)
@@ -217,13 +218,4 @@ func listed(objects []string) string {
 		return strings.Join(objects, ", ")
 	}
 	return fmt.Sprintf("%s and %d more (%d in all)", strings.Join(objects[:listedMax], ", "), len(objects)-listedMax, len(objects))
-}
-
-// connOf is backend's address in c, or "" (the default) where reg does not
-// know how it is connected.
-func connOf(reg *scenarios.Registry, backend string, c scenarios.Connections) string {
-	if b, err := reg.Backend(backend); err == nil && b.Conn != nil {
-		return *b.Conn.Field(&c)
-	}
-	return ""
 }

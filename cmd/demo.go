@@ -95,7 +95,7 @@ func runDemo(ctx context.Context, o *DemoOptions) error {
 		}
 		where = "the clusters"
 	} else {
-		if err := o.Shape.validate(o.Backend); err != nil {
+		if err := o.Shape.validate(o.Registry, o.Backend); err != nil {
 			return err
 		}
 		if err := o.Shape.checkEngine(o.Registry, o.Backend); err != nil {

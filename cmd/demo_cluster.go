@@ -48,7 +48,7 @@ func clusterDemoPlans(ctx context.Context, o *DemoOptions) ([]plan, string, erro
 			if !slices.Contains(running, cluster) {
 				running = append(running, cluster)
 			}
-			if err := o.Shape.validate(name); err != nil {
+			if err := o.Shape.validate(o.Registry, name); err != nil {
 				return nil, "", err
 			}
 			for _, dc := range spec.Demo {
@@ -80,7 +80,7 @@ func clusterDemoPlans(ctx context.Context, o *DemoOptions) ([]plan, string, erro
 // on the standard port is never taken for a cluster's primary), or
 // nothing answering where they are; "" when both answer.
 func clusterDown(ctx context.Context, b scenarios.Backend, c scenarios.Connections) string {
-	read, primary := *b.ReadConn.Field(&c), *b.Conn.Field(&c)
+	read, primary := c.Get(b.ReadConn.Key), c.Get(b.Conn.Key)
 	switch {
 	case read == "":
 		return fmt.Sprintf("no replica named (--%s or %s)", b.ReadConn.Flag, b.ReadConn.Env)
@@ -91,7 +91,7 @@ func clusterDown(ctx context.Context, b scenarios.Backend, c scenarios.Connectio
 		if conn.Probe == nil {
 			continue
 		}
-		if err := conn.Probe(ctx, *conn.Field(&c)); err != nil {
+		if err := conn.Probe(ctx, c.Get(conn.Key)); err != nil {
 			return "not running: " + err.Error()
 		}
 	}

@@ -46,7 +46,7 @@ func executeOn(ctx context.Context, f *Factory, pr *progress, plans []plan, each
 		end := func() {}
 		if c.Scenario != suite.ScriptScenario {
 			// A script makes nothing of racetest's own: nothing to leave behind.
-			end = inFlight.begin(c.Backend, connFlag(f.Registry, c.Backend), p.Params.RunID)
+			end = inFlight.begin(f.Registry, c.Backend, p.Params.RunID)
 		}
 		if spec, err := f.Registry.Scenario(c.Scenario); err == nil && c.Story == nil {
 			c.Story = storyOf(spec)
@@ -63,8 +63,8 @@ func executeOn(ctx context.Context, f *Factory, pr *progress, plans []plan, each
 			if cl, ok := target.(runner.Closer); ok {
 				cl.Close()
 			}
-			if cfg.Keep && c.Result != nil && (c.Backend == "memory" || keptObjects[c.Backend] != "") {
-				c.Result.Notes = append(c.Result.Notes, keptNote(c.Backend, p.Params.RunID))
+			if b, err := f.Registry.Backend(c.Backend); err == nil && cfg.Keep && c.Result != nil {
+				c.Result.Notes = append(c.Result.Notes, keptNote(b, p.Params.RunID))
 			}
 			if p.After != nil {
 				c = p.After(target, c)
@@ -82,19 +82,13 @@ func executeOn(ctx context.Context, f *Factory, pr *progress, plans []plan, each
 	return cases
 }
 
-// keptNote names what --keep left in the store, and how to drop it.
-func keptNote(backend, runID string) string {
-	what, ok := keptObjects[backend]
-	if !ok {
-		return fmt.Sprintf("--keep: the %s backend keeps the run's state in this process: it is gone when racetest exits", backend)
+// keptNote names what --keep left in b's store, and how to drop it.
+func keptNote(b scenarios.Backend, runID string) string {
+	if b.Kept == "" {
+		return fmt.Sprintf("--keep: the %s backend keeps the run's state in this process: it is gone when racetest exits", b.Name)
 	}
 	return fmt.Sprintf("--keep: kept the %s named racetest_%s_* on %s; drop them with 'racetest clean --backend %s --run-id %s'",
-		what, runID, backend, backend, runID)
-}
-
-// keptObjects says what a server backend's runs create.
-var keptObjects = map[string]string{
-	"redis": "keys", "mysql": "tables", "postgres": "tables", "mongo": "collections",
+		b.Kept, runID, b.Name, b.Name, runID)
 }
 
 // inFlight are the runs under way on server backends, so that a second
@@ -109,6 +103,7 @@ type runs struct {
 // inFlightRun is where a run under way makes its objects.
 type inFlightRun struct {
 	backend string
+	kept    string // what it makes there ("tables")
 	flag    string // the flag that names its server ("--postgres-url"), for 'clean'
 }
 
@@ -121,13 +116,15 @@ func connFlag(reg *scenarios.Registry, backend string) string {
 	return ""
 }
 
-// begin records a run until the returned func is called.
-func (r *runs) begin(backend, flag, runID string) (end func()) {
-	if _, server := keptObjects[backend]; !server || runID == "" {
+// begin records a run on backend until the returned func is called: a run
+// on a backend that keeps objects on its server (Backend.Kept).
+func (r *runs) begin(reg *scenarios.Registry, backend, runID string) (end func()) {
+	b, err := reg.Backend(backend)
+	if err != nil || b.Kept == "" || runID == "" {
 		return func() {}
 	}
 	r.mu.Lock()
-	r.ids[runID] = inFlightRun{backend, flag}
+	r.ids[runID] = inFlightRun{backend: backend, kept: b.Kept, flag: connFlag(reg, backend)}
 	r.mu.Unlock()
 	return func() {
 		r.mu.Lock()
@@ -156,7 +153,7 @@ func (r *runs) leftovers() string {
 			with = fmt.Sprintf(" (with the run's %s, if it gave one)", run.flag)
 		}
 		fmt.Fprintf(&b, "\n  the %s named racetest_%s_* may remain on %s: see them with 'racetest clean --backend %s --run-id %s --dry-run'%s, drop them without --dry-run",
-			keptObjects[run.backend], id, run.backend, run.backend, id, with)
+			run.kept, id, run.backend, run.backend, id, with)
 	}
 	return "What the interrupted run made may remain:" + b.String()
 }

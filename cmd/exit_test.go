@@ -363,7 +363,7 @@ cases:
 		if _, err := report.ParseExpect(got.Expect); err != nil {
 			t.Errorf("%q: %v", l, err)
 		}
-		if err := got.Shape.validate(got.Backend); err != nil {
+		if err := got.Shape.validate(got.Registry, got.Backend); err != nil {
 			t.Errorf("%q: %v", l, err)
 		}
 	}

@@ -452,11 +452,11 @@ func runExplore(ctx context.Context, o *ExploreOptions) error {
 		}
 	}
 	confirmed := true
-	end := inFlight.begin(o.Backend, connFlag(o.Registry, o.Backend), runID)
+	end := inFlight.begin(o.Registry, o.Backend, runID)
 	res, runErr := explore.Run(ctx, t, opt)
 	end()
-	if opt.Keep && res != nil && o.Scenario != "" && (o.Backend == "memory" || keptObjects[o.Backend] != "") {
-		res.Notes = append(res.Notes, keptNote(o.Backend, runID))
+	if b, err := o.Registry.Backend(o.Backend); err == nil && opt.Keep && res != nil && o.Scenario != "" {
+		res.Notes = append(res.Notes, keptNote(b, runID))
 	}
 	if res != nil && runErr == nil && res.Verdict() == explore.Safe {
 		if o.Scenario != "" {

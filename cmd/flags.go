@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/racetest/racetest/httpfire"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/runplan"
 	"github.com/racetest/racetest/scenarios"
@@ -108,14 +109,14 @@ func checkDurations(flags ...durationFlag) error {
 
 // validate checks what no backend could use, and a burst too large for
 // this machine's memory on backend; it runs before anything.
-func (s *shapeFlags) validate(backend string) error {
+func (s *shapeFlags) validate(reg *scenarios.Registry, backend string) error {
 	if err := checkAtLeastOne(intFlag{"attempts", s.Attempts}, intFlag{"bursts", s.Bursts}, intFlag{"replicas", s.Replicas}, intFlag{"waves", s.Waves}); err != nil {
 		return err
 	}
-	if err := checkRetry(s.Retries, backend); err != nil {
+	if err := checkRetry(s.Retries, reg, backend); err != nil {
 		return err
 	}
-	if err := checkBurstMemory(s.Attempts, backend); err != nil {
+	if err := checkBurstMemory(s.Attempts, reg, backend); err != nil {
 		return err
 	}
 	if s.Deploy && s.Waves < 2 {
@@ -156,28 +157,31 @@ func (s *shapeFlags) plan(replicas int) runplan.Shape {
 
 // checkRetry refuses a retry count that is negative, or given to a backend
 // whose attempts never end in a conflict to retry.
-func checkRetry(k int, backend string) error {
+func checkRetry(k int, reg *scenarios.Registry, backend string) error {
 	if k < 0 {
 		return usageErrorf("--retry cannot be negative (got %d)", k)
 	}
-	if k > 0 && backend != "mysql" && backend != "postgres" {
-		return usageErrorf("--retry retries deadlocks and serialization failures, which only the SQL backends (mysql, postgres) report; backend %s has none — drop --retry", backend)
+	if b, err := reg.Backend(backend); k > 0 && (err != nil || !b.Retries()) {
+		var sql []string
+		for _, b := range reg.Backends() {
+			if b.Retries() {
+				sql = append(sql, b.Name)
+			}
+		}
+		return usageErrorf("--retry retries deadlocks and serialization failures, which only the SQL backends (%s) report; backend %s has none — drop --retry", strings.Join(sql, ", "), backend)
 	}
 	return nil
 }
 
 // attemptCost is what one attempt of a burst costs racetest's memory, in
-// bytes: its worker, goroutine and marks (about 5 KiB, measured with
-// 'racetest run unique-insert -n 100000 --latency 0': 520 MB), and on a
-// server backend its own connection's driver buffers.
-func attemptCost(backend string) int64 {
-	switch backend {
-	case "memory":
-		return 6 << 10
-	case "http":
-		return 48 << 10
+// bytes, on backend: the registry's Backend.Cost, or for an HTTP target
+// (not a backend of the registry) httpfire's.
+func attemptCost(reg *scenarios.Registry, backend string) int64 {
+	if backend == httpBackend {
+		return httpfire.AttemptCost
 	}
-	return 64 << 10
+	b, _ := reg.Backend(backend)
+	return b.Cost()
 }
 
 // availableMemory is the memory a run may use, as the kernel tells it:
@@ -217,13 +221,13 @@ const fallbackMemory = 4 << 30
 // checkBurstMemory refuses a burst of n attempts that cannot fit in half
 // the memory available: past it, the run would crash or push the machine
 // into swap long before it found anything.
-func checkBurstMemory(n int, backend string) error {
+func checkBurstMemory(n int, reg *scenarios.Registry, backend string) error {
 	avail, ok := availableMemory()
 	where := "available on this machine"
 	if !ok {
 		avail, where = fallbackMemory, "assumed (the available memory cannot be read here)"
 	}
-	cost := attemptCost(backend)
+	cost := attemptCost(reg, backend)
 	limit := avail / 2 / cost
 	if int64(n) <= limit {
 		return nil

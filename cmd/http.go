@@ -141,7 +141,7 @@ func runHTTP(ctx context.Context, o *HTTPOptions) error {
 	if httpfire.IsAuto(o.Config.Effects) && allowed != runner.DefaultAllowance {
 		return usageErrorf("--allowed %s judges what --effects counts, and --effects auto:STORE counts nothing: each burst must change the store as its solo twin did (drop --allowed, or count the effects with a check)", o.Allowed)
 	}
-	if err := checkBurstMemory(o.Attempts, "http"); err != nil {
+	if err := checkBurstMemory(o.Attempts, o.Registry, httpBackend); err != nil {
 		return err
 	}
 	if err := checkDurations(durationFlag{"timeout", o.Config.Timeout}); err != nil {

@@ -35,7 +35,7 @@ func TestHTTPFlagsParse(t *testing.T) {
 		got.Data != "@"+body || strings.Join(cfg.Cookies, "|") != "s=1" || got.Attempts != 20 || got.Bursts != 5 ||
 		strings.Join(cfg.Success.Status, "|") != "200|201" || cfg.Success.Body != "ok" || cfg.Effects != "http:https://h/c" ||
 		cfg.Release != httpfire.LastByte || !cfg.Insecure || cfg.Timeout != 3*time.Second || got.Expect != "race" ||
-		got.Allowed != "2" || cfg.Warmup != "https://h/ping" || got.Conn.RedisURL != "redis://r:6379/1" {
+		got.Allowed != "2" || cfg.Warmup != "https://h/ping" || got.Conn.Get("redis") != "redis://r:6379/1" {
 		t.Errorf("parsed options = %+v", got)
 	}
 }

@@ -116,9 +116,9 @@ func TestAttemptsPastMemoryAreRefused(t *testing.T) {
 // The first Ctrl-C cancels; the second quits at once, naming what the
 // runs under way may leave and the command that removes it.
 func TestSecondInterruptQuitsAtOnce(t *testing.T) {
-	end := inFlight.begin("postgres", "--postgres-url", "ab12cd")
+	end := inFlight.begin(builtin.Registry(), "postgres", "ab12cd")
 	defer end()
-	defer inFlight.begin("memory", "", "zz99")() // in-process: nothing to name
+	defer inFlight.begin(builtin.Registry(), "memory", "zz99")() // in-process: nothing to name
 	sigs := make(chan os.Signal, 2)
 	cancelled := make(chan struct{})
 	exited := make(chan int, 1)

@@ -101,7 +101,7 @@ func runMatrix(ctx context.Context, o *MatrixOptions) error {
 	// stay as given.
 	sh := o.Shape
 	for _, b := range o.Backends {
-		if err := sh.validate(b); err != nil {
+		if err := sh.validate(o.Registry, b); err != nil {
 			return err
 		}
 	}

@@ -28,6 +28,10 @@ const httpLesson = "what the server says is a claim; only the effects check coun
 // suite's http: cases. The engine checks cfg now, so that a problem is bad
 // input before anything runs. allowed is the allowance as the report shows
 // it ("" when it is the default).
+// httpBackend is the backend an HTTP target's case names: not a backend of
+// the registry, since the state is the service's own.
+const httpBackend = "http"
+
 func newHTTPPlan(cfg httpfire.Config, p scenarios.Params, rc runner.Config, name, allowed string, expect report.Expect, strict bool) (plan, error) {
 	if _, err := httpfire.New(cfg, p); err != nil {
 		return plan{}, err
@@ -47,7 +51,7 @@ func newHTTPPlan(cfg httpfire.Config, p scenarios.Params, rc runner.Config, name
 		settings["allowed"] = allowed
 	}
 	return plan{
-		Case: report.Case{Name: name, Scenario: "http", Backend: "http", Lesson: httpLesson,
+		Case: report.Case{Name: name, Scenario: "http", Backend: httpBackend, Lesson: httpLesson,
 			Expect: expect, Strict: strict, Release: release, Settings: settings},
 		Params: p, Config: rc,
 		Build: func(_ context.Context, p scenarios.Params) (runner.Target, error) { return httpfire.New(cfg, p) },

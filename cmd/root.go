@@ -12,9 +12,9 @@ import (
 	"syscall"
 
 	"github.com/racetest/racetest/internal/printable"
+	"github.com/racetest/racetest/internal/redisdb"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/builtin"
-	"github.com/racetest/racetest/scenarios/redisstore"
 	"github.com/spf13/cobra"
 )
 
@@ -29,7 +29,7 @@ func Main() int {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	// go-redis logs failed dials to stderr on its own; our errors say it better.
-	redisstore.QuietDriverLog()
+	redisdb.QuietDriverLog()
 	f := &Factory{IO: System(), Registry: builtin.Registry()}
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)

@@ -83,7 +83,7 @@ func runRun(ctx context.Context, o *RunOptions) error {
 	if o.RestartBetween {
 		sh.Deploy, sh.Waves = true, max(sh.Waves, 2)
 	}
-	if err := sh.validate(o.Backend); err != nil {
+	if err := sh.validate(o.Registry, o.Backend); err != nil {
 		return err
 	}
 	if err := o.Shape.checkEngine(o.Registry, o.Backend); err != nil {

@@ -28,7 +28,7 @@ func TestServeFlagsParse(t *testing.T) {
 	}
 	if got.Scenario != "check-then-write" || got.Backend != "memory" || got.Addr != "127.0.0.1:0" || got.Workers != 4 ||
 		got.Shape.Gap != time.Millisecond || got.Shape.Latency != 100*time.Microsecond || got.RunID != "abc" ||
-		!got.Attached || got.Replica != 2 || got.Shape.Conn.PostgresURL != "postgres://x/y" {
+		!got.Attached || got.Replica != 2 || got.Shape.Conn.Get("postgres") != "postgres://x/y" {
 		t.Errorf("parsed options = %+v", got)
 	}
 }

@@ -168,7 +168,7 @@ func runScript(ctx context.Context, o *ScriptOptions) error {
 	}
 	// As run does: a burst too large for this machine is refused before
 	// anything connects (it connected first, and failed 27 s later).
-	if err := checkBurstMemory(o.Attempts, o.Backend); err != nil {
+	if err := checkBurstMemory(o.Attempts, o.Registry, o.Backend); err != nil {
 		return err
 	}
 	allowed, err := runner.ParseAllowance(o.Allowed)

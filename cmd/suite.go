@@ -98,9 +98,9 @@ read_connection, --postgres-read-url (…), defaults.connections.postgres_read (
 	for _, b := range connBackends(f.Registry) {
 		// No default from the environment here: a suite reads it last,
 		// after the file's own defaults.connections.
-		fs.StringVar(b.Conn.Field(&opts.Conn), b.Conn.Flag, "", fmt.Sprintf("%s for every %s case (overrides the suite file)", b.Conn.What, b.Name))
+		connVar(fs, &opts.Conn, b.Conn, "", fmt.Sprintf("%s for every %s case (overrides the suite file)", b.Conn.What, b.Name))
 		if r := b.ReadConn; r != nil {
-			fs.StringVar(r.Field(&opts.Conn), r.Flag, "", fmt.Sprintf("%s, for every clustered %s case (overrides the suite file's %s)", r.What, b.Name, r.Key()))
+			connVar(fs, &opts.Conn, r, "", fmt.Sprintf("%s, for every clustered %s case (overrides the suite file's %s)", r.What, b.Name, r.Key))
 		}
 	}
 	completeEnums(c, f.Registry)
@@ -148,7 +148,7 @@ func runSuite(ctx context.Context, o *SuiteOptions) error {
 		return err
 	}
 	for _, p := range plans {
-		if err := checkBurstMemory(p.Config.Attempts, p.Case.Backend); err != nil {
+		if err := checkBurstMemory(p.Config.Attempts, o.Registry, p.Case.Backend); err != nil {
 			return usageError(fmt.Errorf("%s:%d:%d: case %q: %w", o.File, p.Line, p.Column, p.Case.Name, err))
 		}
 	}
@@ -299,7 +299,7 @@ func readSuite(o *SuiteOptions) ([]suite.Plan, error) {
 	if err != nil {
 		return nil, usageErrorf("cannot read the suite: %w", err)
 	}
-	s, err := suite.Parse(name, data, os.LookupEnv)
+	s, err := suite.Parse(name, data, os.LookupEnv, o.Registry)
 	if err != nil {
 		return nil, err
 	}

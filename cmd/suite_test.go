@@ -6,6 +6,7 @@ import (
 	"encoding/xml"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -73,9 +74,9 @@ func TestSuiteFlagsParse(t *testing.T) {
 	if err := c.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	want := scenarios.Connections{RedisURL: "redis://r:6379/0", MySQLDSN: "u@tcp(db:3306)/x", PostgresURL: "postgres://db/x", MongoURI: "mongodb://m:27017"}
+	want := map[string]string{"redis": "redis://r:6379/0", "mysql": "u@tcp(db:3306)/x", "postgres": "postgres://db/x", "mongo": "mongodb://m:27017"}
 	if got.File != "ci.yaml" || !got.Strict || !got.List || got.Files["junit"] != "r.xml" || got.Files["markdown"] != "r.md" || got.Files["json"] != "r.json" || got.Files["html"] != "" ||
-		!got.Timeline || !got.Keep || got.Conn != want {
+		!got.Timeline || !got.Keep || !maps.Equal(got.Conn.Map(), want) {
 		t.Errorf("parsed options = %+v", got)
 	}
 	c = NewCmdSuite(&Factory{IO: io, Registry: memoryOnly()}, func(_ context.Context, o *SuiteOptions) error { got = o; return nil })
@@ -83,7 +84,7 @@ func TestSuiteFlagsParse(t *testing.T) {
 	if err := c.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	if got.Strict || got.List || got.Timeline || got.Conn != (scenarios.Connections{}) {
+	if got.Strict || got.List || got.Timeline || len(got.Conn.Map()) != 0 {
 		t.Errorf("defaults = %+v", got)
 	}
 }
@@ -336,7 +337,7 @@ func TestSuiteFromStdin(t *testing.T) {
 // own expectation (a server rule may replace it, with its reason).
 func TestCatalogSuiteCoversTheCatalog(t *testing.T) {
 	name := filepath.Join("..", "testdata", "suites", "catalog.yaml")
-	s, err := suite.Parse(name, readFile(t, name), func(string) (string, bool) { return "", false })
+	s, err := suite.Parse(name, readFile(t, name), func(string) (string, bool) { return "", false }, builtin.Registry())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -149,17 +149,17 @@ func exploreCase(t *testing.T, reg *scenarios.Registry, c agreementCase, blockAf
 }
 
 func connections() scenarios.Connections {
-	return scenarios.Connections{
-		RedisURL:    os.Getenv("RACETEST_REDIS_URL"),
-		MySQLDSN:    os.Getenv("RACETEST_MYSQL_DSN"),
-		PostgresURL: os.Getenv("RACETEST_POSTGRES_URL"),
-		MongoURI:    os.Getenv("RACETEST_MONGO_URI"),
+	return scenarios.NewConnections(map[string]string{
+		"redis":    os.Getenv("RACETEST_REDIS_URL"),
+		"mysql":    os.Getenv("RACETEST_MYSQL_DSN"),
+		"postgres": os.Getenv("RACETEST_POSTGRES_URL"),
+		"mongo":    os.Getenv("RACETEST_MONGO_URI"),
 		// Replicas, for the scenarios that read or promote one (set by
 		// scripts/cluster.sh's CI step; without them those are left out).
-		RedisReadURL:    os.Getenv("RACETEST_REDIS_READ_URL"),
-		PostgresReadURL: os.Getenv("RACETEST_POSTGRES_READ_URL"),
-		MySQLReadDSN:    os.Getenv("RACETEST_MYSQL_READ_DSN"),
-	}
+		"redis_read":    os.Getenv("RACETEST_REDIS_READ_URL"),
+		"postgres_read": os.Getenv("RACETEST_POSTGRES_READ_URL"),
+		"mysql_read":    os.Getenv("RACETEST_MYSQL_READ_DSN"),
+	})
 }
 
 // The statistical mode and the explorer agree on the whole catalog: where

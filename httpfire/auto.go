@@ -16,9 +16,12 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/connstring"
 
+	"github.com/racetest/racetest/internal/mongodb"
 	"github.com/racetest/racetest/internal/sqldb"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios/mongostore"
+	"github.com/racetest/racetest/scenarios/mysqlstore"
+	"github.com/racetest/racetest/scenarios/pgstore"
 	"github.com/racetest/racetest/scenarios/redisstore"
 )
 
@@ -63,7 +66,7 @@ func parseAuto(store string, watch []string, t *Target) (*autoCheck, error) {
 	conn := t.p.Conn
 	switch store {
 	case "postgres", "postgresql", "pg":
-		raw := conn.PostgresURL
+		raw := conn.Get(pgstore.Name)
 		if raw == "" {
 			raw = defaultPostgresURL
 		}
@@ -73,13 +76,13 @@ func parseAuto(store string, watch []string, t *Target) (*autoCheck, error) {
 		}
 		return &autoCheck{dialect: sqldb.Postgres, pg: cfg, watch: ws}, nil
 	case "mysql", "mariadb":
-		cfg, err := sqldb.MySQLConfig(conn.MySQLDSN)
+		cfg, err := sqldb.MySQLConfig(conn.Get(mysqlstore.Name))
 		if err != nil {
 			return nil, &InputError{Field: "mysql-dsn", Err: err}
 		}
 		return &autoCheck{dialect: sqldb.MySQL, my: cfg, watch: ws}, nil
 	case "redis":
-		raw := conn.RedisURL
+		raw := conn.Get(redisstore.Name)
 		if raw == "" {
 			raw = defaultRedisURL
 		}
@@ -95,7 +98,7 @@ func parseAuto(store string, watch []string, t *Target) (*autoCheck, error) {
 		}
 		return &autoCheck{redis: opt, watch: ws}, nil
 	case "mongo", "mongodb":
-		uri := conn.MongoURI
+		uri := conn.Get(mongostore.Name)
 		if uri == "" {
 			uri = defaultMongoURI
 		}
@@ -109,7 +112,7 @@ func (a *autoCheck) describe() string {
 		return "auto:redis on " + a.redis.Addr
 	}
 	if a.mongo != "" {
-		return "auto:mongo on " + mongostore.Redact(a.mongo)
+		return "auto:mongo on " + mongodb.Redact(a.mongo)
 	}
 	if a.pg != nil {
 		return fmt.Sprintf("auto:postgres on %s:%d/%s", a.pg.Host, a.pg.Port, a.pg.Database)
@@ -141,11 +144,11 @@ func (a *autoCheck) open(ctx context.Context) error {
 	if a.mongo != "" {
 		cs, err := connstring.ParseAndValidate(a.mongo)
 		if err != nil {
-			return &InputError{Field: "mongo-uri", Err: fmt.Errorf("invalid URI %s", mongostore.Redact(a.mongo))}
+			return &InputError{Field: "mongo-uri", Err: fmt.Errorf("invalid URI %s", mongodb.Redact(a.mongo))}
 		}
 		db := cs.Database
 		if db == "" {
-			db = mongostore.DefaultDatabase
+			db = mongodb.DefaultDatabase
 		}
 		cl, err := mongo.Connect(options.Client().ApplyURI(a.mongo))
 		if err != nil {
@@ -153,7 +156,7 @@ func (a *autoCheck) open(ctx context.Context) error {
 		}
 		a.mcl, a.mdb = cl, cl.Database(db)
 		if err := cl.Ping(ctx, nil); err != nil {
-			return fmt.Errorf("cannot connect to MongoDB at %s: %w — is it running? set --mongo-uri or RACETEST_MONGO_URI", mongostore.Redact(a.mongo), err)
+			return fmt.Errorf("cannot connect to MongoDB at %s: %w — is it running? set --mongo-uri or RACETEST_MONGO_URI", mongodb.Redact(a.mongo), err)
 		}
 		var info struct {
 			FerretDBVersion string `bson:"ferretdbVersion"`

@@ -139,8 +139,7 @@ func runAutoHTTP(t *testing.T, d sqldb.Dialect, mode string) (*runner.Result, *r
 	svc := newRedeemService(t, d, mode)
 	srv := httptest.NewServer(svc)
 	t.Cleanup(srv.Close)
-	p := scenarios.Params{RunID: scenarios.NewRunID(), Attempts: 6, Replicas: 1, Conn: scenarios.Connections{
-		PostgresURL: os.Getenv("RACETEST_POSTGRES_URL"), MySQLDSN: os.Getenv("RACETEST_MYSQL_DSN")}}
+	p := scenarios.Params{RunID: scenarios.NewRunID(), Attempts: 6, Replicas: 1, Conn: scenarios.NewConnections(map[string]string{"postgres": os.Getenv("RACETEST_POSTGRES_URL"), "mysql": os.Getenv("RACETEST_MYSQL_DSN")})}
 	tg, err := New(Config{Method: "POST", URL: srv.URL + "/redeem?code={{.Token}}", Setup: "POST " + srv.URL + "/coupon?code={{.Token}}",
 		Effects: "auto:" + string(d), Watch: []string{svc.coupons + "," + svc.redemption}}, p)
 	if err != nil {
@@ -250,7 +249,7 @@ func TestEffectsAutoOverHTTPOnRedis(t *testing.T) {
 				rdb.Incr(ctx, redeemed)
 			}))
 			defer srv.Close()
-			p := scenarios.Params{RunID: scenarios.NewRunID(), Conn: scenarios.Connections{RedisURL: url}}
+			p := scenarios.Params{RunID: scenarios.NewRunID(), Conn: scenarios.NewConnections(map[string]string{"redis": url})}
 			tg, err := New(Config{Method: "POST", URL: srv.URL + "/?code={{.Token}}", Effects: "auto:redis",
 				Watch: []string{prefix + ":" + mode + ":used:*," + prefix + ":" + mode + ":redeemed:*"}}, p)
 			if err != nil {

@@ -49,6 +49,10 @@ const (
 // Releases lists the release modes in the order the help text names them.
 func Releases() []Release { return []Release{Auto, Barrier, LastByte, SinglePacket, Naive} }
 
+// AttemptCost is what one attempt at an HTTP target costs racetest's
+// memory, in bytes: its worker and marks, and its own connection's buffers.
+const AttemptCost = 48 << 10
+
 // DefaultTimeout bounds connecting, each request and each effects check.
 const DefaultTimeout = 10 * time.Second
 

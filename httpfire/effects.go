@@ -17,8 +17,11 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5"
+	"github.com/racetest/racetest/internal/mongodb"
+	"github.com/racetest/racetest/internal/redisdb"
 	"github.com/racetest/racetest/internal/sqldb"
 	"github.com/racetest/racetest/scenarios/mongostore"
+	"github.com/racetest/racetest/scenarios/mysqlstore"
 	"github.com/racetest/racetest/scenarios/pgstore"
 	"github.com/racetest/racetest/scenarios/redisstore"
 	"github.com/redis/go-redis/v9"
@@ -73,9 +76,9 @@ func violations(ctx context.Context, c effectsCheck, v Vars) (int, error) {
 
 // The effects checks default to the scenario backends' servers.
 const (
-	defaultPostgresURL = pgstore.DefaultURL
-	defaultRedisURL    = redisstore.DefaultURL
-	defaultMongoURI    = mongostore.DefaultURI
+	defaultPostgresURL = sqldb.DefaultPostgresURL
+	defaultRedisURL    = redisdb.DefaultURL
+	defaultMongoURI    = mongodb.DefaultURI
 )
 
 const effectsKinds = "sql:mysql:QUERY, sql:postgres:QUERY, redis:COMMAND, mongo:DB.COLLECTION:FILTER or http:URL"
@@ -111,13 +114,13 @@ func parseCheck(field, spec string, t *Target) (effectsCheck, error) {
 		}
 		switch driver {
 		case "mysql", "mariadb":
-			cfg, err := sqldb.MySQLConfig(conn.MySQLDSN)
+			cfg, err := sqldb.MySQLConfig(conn.Get(mysqlstore.Name))
 			if err != nil {
 				return nil, &InputError{Field: "mysql-dsn", Err: err}
 			}
 			return &mysqlCheck{cfg: cfg, query: q, spec: "sql:mysql"}, nil
 		case "postgres", "postgresql", "pg":
-			raw := conn.PostgresURL
+			raw := conn.Get(pgstore.Name)
 			if raw == "" {
 				raw = defaultPostgresURL
 			}
@@ -136,7 +139,7 @@ func parseCheck(field, spec string, t *Target) (effectsCheck, error) {
 		if err != nil {
 			return nil, err
 		}
-		raw := conn.RedisURL
+		raw := conn.Get(redisstore.Name)
 		if raw == "" {
 			raw = defaultRedisURL
 		}
@@ -166,7 +169,7 @@ func parseCheck(field, spec string, t *Target) (effectsCheck, error) {
 		if err := bson.UnmarshalExtJSON([]byte(sample), false, &probe); err != nil {
 			return nil, bad("the filter is not JSON: %v", err)
 		}
-		uri := conn.MongoURI
+		uri := conn.Get(mongostore.Name)
 		if uri == "" {
 			uri = defaultMongoURI
 		}

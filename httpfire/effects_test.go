@@ -83,7 +83,7 @@ func TestEffectsRedis(t *testing.T) {
 		conformance.Unavailable(t, "redis", err)
 	}
 	p := params()
-	p.Conn.RedisURL = url
+	p.Conn.Set("redis", url)
 	var keys []string
 	t.Cleanup(func() {
 		if len(keys) > 0 {
@@ -113,7 +113,7 @@ func TestEffectsMySQL(t *testing.T) {
 		conformance.Unavailable(t, "mysql", err)
 	}
 	p := params()
-	p.Conn.MySQLDSN = dsn
+	p.Conn.Set("mysql", dsn)
 	table := p.Prefix() + "saves"
 	if _, err := db.ExecContext(ctx, "CREATE TABLE `"+table+"` (token VARCHAR(64) NOT NULL)"); err != nil {
 		t.Fatal(err)
@@ -137,7 +137,7 @@ func TestEffectsPostgres(t *testing.T) {
 	}
 	t.Cleanup(func() { conn.Close(context.Background()) }) // after the table is dropped
 	p := params()
-	p.Conn.PostgresURL = url
+	p.Conn.Set("postgres", url)
 	table := p.Prefix() + "saves"
 	if _, err := conn.Exec(ctx, "CREATE TABLE "+table+" (token text NOT NULL)"); err != nil {
 		t.Fatal(err)
@@ -157,7 +157,7 @@ func TestEffectsPostgres(t *testing.T) {
 func TestEffectsStoreUnreachable(t *testing.T) {
 	srv := newServer(t, plainH1, http.NotFoundHandler())
 	p := params()
-	p.Conn.RedisURL = "redis://:hunter2@127.0.0.1:1/0"
+	p.Conn.Set("redis", "redis://:hunter2@127.0.0.1:1/0")
 	target, err := httpfire.New(httpfire.Config{URL: srv.URL, Effects: "redis:GET x"}, p)
 	if err != nil {
 		t.Fatal(err)
@@ -183,7 +183,7 @@ func TestEffectsMongo(t *testing.T) {
 		conformance.Unavailable(t, "mongo", err)
 	}
 	p := params()
-	p.Conn.MongoURI = uri
+	p.Conn.Set("mongo", uri)
 	coll := client.Database("racetest").Collection(p.Prefix() + "saves")
 	t.Cleanup(func() { coll.Drop(context.Background()) })
 	effectsRun(t, p, "mongo:racetest."+p.Prefix()+`saves:{"token": "{{.Token}}"}`, func(ctx context.Context, tok string) error {

@@ -18,13 +18,13 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/racetest/racetest/internal/redisdb"
 	"github.com/racetest/racetest/internal/sqldb"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/builtin"
 	"github.com/racetest/racetest/scenarios/conformance"
 	"github.com/racetest/racetest/scenarios/pgstore"
-	"github.com/racetest/racetest/scenarios/redisstore"
 )
 
 // patientWait is long enough that, even on a loaded machine, every attempt
@@ -32,12 +32,7 @@ import (
 const patientWait = 3 * time.Second
 
 func conns() scenarios.Connections {
-	return scenarios.Connections{
-		RedisURL:    os.Getenv("RACETEST_REDIS_URL"),
-		MySQLDSN:    os.Getenv("RACETEST_MYSQL_DSN"),
-		PostgresURL: os.Getenv("RACETEST_POSTGRES_URL"),
-		MongoURI:    os.Getenv("RACETEST_MONGO_URI"),
-	}
+	return scenarios.NewConnections(map[string]string{"redis": os.Getenv("RACETEST_REDIS_URL"), "mysql": os.Getenv("RACETEST_MYSQL_DSN"), "postgres": os.Getenv("RACETEST_POSTGRES_URL"), "mongo": os.Getenv("RACETEST_MONGO_URI")})
 }
 
 // heldLog records every request a wire held back, by worker.
@@ -316,7 +311,7 @@ func TestLateAttemptIsReleasedWithoutAndCounted(t *testing.T) {
 // server gets the whole request intact.
 func TestRequestInSeveralWrites(t *testing.T) {
 	w := NewWire("redis", patientWait)
-	opt, err := redis.ParseURL(orDefault(os.Getenv("RACETEST_REDIS_URL"), redisstore.DefaultURL))
+	opt, err := redis.ParseURL(orDefault(os.Getenv("RACETEST_REDIS_URL"), redisdb.DefaultURL))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -512,7 +507,7 @@ func TestMongoIsReleasedAtTheWire(t *testing.T) {
 	log := &heldLog{}
 	w.held = log.record
 	p := scenarios.Params{RunID: scenarios.NewRunID(), Attempts: n, Replicas: 2, Dial: w.Dial, Gap: 100 * time.Millisecond,
-		Conn: scenarios.Connections{MongoURI: uri}}
+		Conn: scenarios.NewConnections(map[string]string{"mongo": uri})}
 	tg, err := builtin.Registry().Build(context.Background(), scenarios.CheckThenWrite, "mongo", p)
 	if err != nil {
 		conformance.Unavailable(t, "mongo", err)

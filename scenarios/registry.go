@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -21,9 +20,13 @@ type Factory func(ctx context.Context, p Params) (runner.Target, error)
 
 // Backend describes where the shared state lives, and everything the
 // command line, the environment and a suite file need to know about it:
-// its connection and the knobs it accepts. The flags, their help text and
-// completions, the environment lookup and a suite's connections: keys are
-// all generated from these, so adding a backend takes this one place.
+// its connection, the knobs it accepts, what its runs leave on the server
+// and how 'racetest clean' finds it, and what an attempt costs. The flags,
+// their help text and completions, the environment lookup, a suite's
+// connections: keys, 'clean', --keep's note and the checks before a run
+// are all generated from this value: a backend is its package, which
+// declares it, and its line in scenarios/builtin (see docs/layout.md for
+// what else a backend may want: scripts, families, wire releases).
 type Backend struct {
 	Name    string
 	Summary string
@@ -45,7 +48,36 @@ type Backend struct {
 	// clustered scenarios (replica-read, failover-lock); nil: the backend
 	// has none. Its Default is "": no replica unless one is named.
 	ReadConn *Connection
+	// Kept names what a run makes on the server, and --keep leaves there
+	// ("tables", "keys"); "" for a backend that keeps a run's state in
+	// racetest's own process.
+	Kept string
+	// Janitor opens the backend's side of 'racetest clean' on the server c
+	// names; nil for a backend that keeps nothing between runs.
+	Janitor func(ctx context.Context, c Connections) (Janitor, error)
+	// AttemptCost is what one attempt of a burst costs racetest's memory,
+	// in bytes; 0 is DefaultAttemptCost.
+	AttemptCost int64
 }
+
+// DefaultAttemptCost is what one attempt costs racetest's memory on a
+// server backend: its worker, goroutine and marks (about 5 KiB, measured
+// with 'racetest run unique-insert -n 100000 --latency 0': 520 MB), and
+// its own connection's driver buffers.
+const DefaultAttemptCost = 64 << 10
+
+// Cost is b's AttemptCost, or DefaultAttemptCost.
+func (b Backend) Cost() int64 {
+	if b.AttemptCost > 0 {
+		return b.AttemptCost
+	}
+	return DefaultAttemptCost
+}
+
+// Retries reports whether b reports conflicts (deadlocks, serialization
+// failures) that --retry tries again: the backends with isolation levels,
+// the SQL ones.
+func (b Backend) Retries() bool { return len(b.Isolations) > 0 }
 
 // Connection is how one server backend is reached.
 type Connection struct {
@@ -62,8 +94,10 @@ type Connection struct {
 	// Redact hides the password of an address written in any form the
 	// backend accepts, for output.
 	Redact func(string) string
-	// Field is where the backend's address is in Connections.
-	Field func(*Connections) *string
+	// Key is the connection's key in Connections and in a suite's
+	// connections:, the backend's name (with ReadSuffix for a ReadConn);
+	// AddBackend holds a backend to it.
+	Key string
 	// Cluster is the scripts/cluster.sh topology that starts a primary
 	// with this replica (a ReadConn's; "" for a primary's connection).
 	Cluster string
@@ -92,24 +126,6 @@ func ProbeAddr(ctx context.Context, network, addr string) error {
 
 // probeTimeout bounds a probe: a local server answers a connect at once.
 const probeTimeout = time.Second
-
-// Key is the connection's key in a suite's connections: (the YAML key of
-// the Connections field that Field points at), so that the key is written
-// in one place, the struct tag. It panics when Field points at no tagged
-// field: a programming error in a backend's declaration.
-func (c *Connection) Key() string {
-	var conns Connections
-	target := reflect.ValueOf(c.Field(&conns)).Pointer()
-	v := reflect.ValueOf(&conns).Elem()
-	for i := range v.NumField() {
-		if v.Field(i).Addr().Pointer() == target {
-			if key, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("yaml"), ","); key != "" && key != "-" {
-				return key
-			}
-		}
-	}
-	panic("scenarios: connection --" + c.Flag + " points at no field of Connections with a yaml key")
-}
 
 // Accepts reports whether b accepts the value v for a knob whose accepted
 // values are vs ("" always: the backend's default).
@@ -160,6 +176,12 @@ func (r *Registry) AddScenario(s Spec) {
 func (r *Registry) AddBackend(b Backend) {
 	if _, ok := r.lookupBackend(b.Name); ok {
 		panic("scenarios: duplicate backend " + b.Name)
+	}
+	if b.Conn != nil && b.Conn.Key != b.Name {
+		panic("scenarios: backend " + b.Name + " keys its connection " + b.Conn.Key + ", not by its name")
+	}
+	if b.ReadConn != nil && b.ReadConn.Key != b.Name+ReadSuffix {
+		panic("scenarios: backend " + b.Name + " keys its read connection " + b.ReadConn.Key + ", not " + b.Name + ReadSuffix)
 	}
 	r.backends = append(r.backends, b)
 }

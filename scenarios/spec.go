@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"net"
 	"regexp"
 	"time"
@@ -131,23 +132,43 @@ type Params struct {
 // DialFunc dials a network connection, as net.Dialer.DialContext does.
 type DialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
 
-// Connections are the servers' addresses, one field per server backend
-// (whose Connection.Field points at it). Empty means the standard local
-// address. The YAML keys, a suite's connections:, are the backends' names,
-// and the backend's name with ReadSuffix for its read endpoint
-// (Connection.Key reads them from here).
-type Connections struct {
-	RedisURL    string `yaml:"redis"`
-	MySQLDSN    string `yaml:"mysql"`
-	PostgresURL string `yaml:"postgres"`
-	MongoURI    string `yaml:"mongo"`
-	// The read endpoints (replicas) of the clustered scenarios, whose
-	// check reads a replica or whose fault promotes one; "" means none.
-	// A backend's ReadConn points at its own.
-	RedisReadURL    string `yaml:"redis_read"`
-	PostgresReadURL string `yaml:"postgres_read"`
-	MySQLReadDSN    string `yaml:"mysql_read"`
+// Connections are the servers' addresses, keyed by each Connection's Key:
+// a backend's name for its server ("postgres"), and the name with
+// ReadSuffix for its replica ("postgres_read"), as a suite's connections:
+// writes them. A key that is not set (or set to "") means the standard
+// local address, or for a replica none.
+//
+// Connections is a value like the struct it replaced: copies share nothing
+// that Set changes (Set copies the few addresses before it writes).
+type Connections struct{ addr map[string]string }
+
+// NewConnections returns the connections addr names (key → address).
+func NewConnections(addr map[string]string) Connections {
+	var c Connections
+	for k, v := range addr {
+		c.Set(k, v)
+	}
+	return c
 }
+
+// Get returns the address set for key, or "".
+func (c Connections) Get(key string) string { return c.addr[key] }
+
+// Set sets the address of key; "" unsets it.
+func (c *Connections) Set(key, addr string) {
+	m := make(map[string]string, len(c.addr)+1)
+	maps.Copy(m, c.addr)
+	if addr == "" {
+		delete(m, key)
+	} else {
+		m[key] = addr
+	}
+	c.addr = m
+}
+
+// Map returns the addresses that are set, as a map of key → address that
+// the caller may change.
+func (c Connections) Map() map[string]string { return maps.Clone(c.addr) }
 
 // ReadSuffix ends the suite key of a backend's read endpoint: redis_read.
 const ReadSuffix = "_read"

@@ -15,6 +15,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/readpref"
 	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/connstring"
 
+	"github.com/racetest/racetest/internal/mongodb"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/mongostore"
@@ -26,32 +27,28 @@ type moStore struct {
 	uri, db string
 	dial    scenarios.DialFunc
 	admin   *moConn
-	server  mongostore.ServerInfo
+	server  mongodb.ServerInfo
 }
 
-// OpenMongo connects racetest's own client to p.Conn.MongoURI.
+// OpenMongo connects racetest's own client to p.Conn.Get(mongostore.Name).
 func OpenMongo(ctx context.Context, p scenarios.Params) (Store, error) {
-	uri := p.Conn.MongoURI
+	uri := p.Conn.Get(mongostore.Name)
 	if uri == "" {
-		uri = mongostore.DefaultURI
+		uri = mongodb.DefaultURI
 	}
 	cs, err := connstring.ParseAndValidate(uri)
 	if err != nil {
-		return nil, scenarios.BadParam(fmt.Errorf("mongo: invalid URI %s — check --mongo-uri or RACETEST_MONGO_URI", mongostore.Redact(uri)))
+		return nil, scenarios.BadParam(fmt.Errorf("mongo: invalid URI %s — check --mongo-uri or RACETEST_MONGO_URI", mongodb.Redact(uri)))
 	}
 	s := &moStore{uri: uri, db: cs.Database, dial: p.Dial}
 	if s.db == "" {
-		s.db = mongostore.DefaultDatabase
+		s.db = mongodb.DefaultDatabase
 	}
 	if s.admin, err = s.open(ctx); err != nil {
 		return nil, err
 	}
-	var info struct {
-		Version         string `bson:"version"`
-		FerretDBVersion string `bson:"ferretdbVersion"`
-	}
-	if err := s.admin.db.RunCommand(ctx, bson.D{{Key: "buildInfo", Value: 1}}).Decode(&info); err == nil {
-		s.server = mongostore.ServerInfo{Version: info.Version, FerretDBVersion: info.FerretDBVersion}
+	if info, err := mongodb.BuildInfo(ctx, s.admin.db); err == nil {
+		s.server = info
 	}
 	return s, nil
 }
@@ -80,20 +77,20 @@ func (s *moStore) open(ctx context.Context) (*moConn, error) {
 	}
 	cl, err := mongo.Connect(o)
 	if err != nil {
-		return nil, fmt.Errorf("mongo: cannot use %s — check --mongo-uri or RACETEST_MONGO_URI", mongostore.Redact(s.uri))
+		return nil, fmt.Errorf("mongo: cannot use %s — check --mongo-uri or RACETEST_MONGO_URI", mongodb.Redact(s.uri))
 	}
 	pctx, cancel := context.WithTimeout(ctx, 4*time.Second)
 	defer cancel()
 	if err := cl.Ping(pctx, readpref.Primary()); err != nil {
 		_ = cl.Disconnect(context.Background())
-		return nil, fmt.Errorf("mongo: cannot connect to %s — is the server running? set --mongo-uri or RACETEST_MONGO_URI", mongostore.Redact(s.uri))
+		return nil, fmt.Errorf("mongo: cannot connect to %s — is the server running? set --mongo-uri or RACETEST_MONGO_URI", mongodb.Redact(s.uri))
 	}
 	return &moConn{cl: cl, db: cl.Database(s.db)}, nil
 }
 
 func (s *moStore) Server() string { return s.server.String() }
 func (s *moStore) Where() string {
-	return fmt.Sprintf("%s at %s, database %s", s.Server(), mongostore.Redact(s.uri), s.db)
+	return fmt.Sprintf("%s at %s, database %s", s.Server(), mongodb.Redact(s.uri), s.db)
 }
 func (s *moStore) Admin() Conn { return s.admin }
 func (s *moStore) Notes() []string {

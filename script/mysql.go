@@ -45,9 +45,9 @@ func (s *myStore) Snapshot(ctx context.Context, watch []string) (runner.Snapshot
 }
 
 // OpenMySQL connects racetest's own connection to the server of
-// p.Conn.MySQLDSN (through p.Dial).
+// p.Conn.Get(mysqlstore.Name) (through p.Dial).
 func OpenMySQL(ctx context.Context, p scenarios.Params) (Store, error) {
-	cfg, err := sqldb.MySQLConfig(p.Conn.MySQLDSN)
+	cfg, err := sqldb.MySQLConfig(p.Conn.Get(mysqlstore.Name))
 	if err != nil {
 		return nil, scenarios.BadParam(err)
 	}

@@ -48,9 +48,9 @@ func (s *pgStore) Snapshot(ctx context.Context, watch []string) (runner.Snapshot
 }
 
 // OpenPostgres connects racetest's own connection to the server of
-// p.Conn.PostgresURL (through p.Dial) and reads what the banner names.
+// p.Conn.Get(pgstore.Name) (through p.Dial) and reads what the banner names.
 func OpenPostgres(ctx context.Context, p scenarios.Params) (Store, error) {
-	cfg, err := pgstore.Config(p.Conn.PostgresURL, p)
+	cfg, err := pgstore.Config(p.Conn.Get(pgstore.Name), p)
 	if err != nil {
 		return nil, err
 	}

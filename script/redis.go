@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/racetest/racetest/internal/redisdb"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/redisstore"
@@ -29,24 +30,24 @@ const redisHint = "set --redis-url or RACETEST_REDIS_URL"
 // scriptsOnRedis names, in the refusal of a Redis Cluster, what refuses it.
 const scriptsOnRedis = "a script (racetest redis)"
 
-// OpenRedis connects racetest's own connection to p.Conn.RedisURL.
+// OpenRedis connects racetest's own connection to p.Conn.Get(redisstore.Name).
 func OpenRedis(ctx context.Context, p scenarios.Params) (Store, error) {
-	raw := p.Conn.RedisURL
+	raw := p.Conn.Get(redisstore.Name)
 	if raw == "" {
-		raw = redisstore.DefaultURL
+		raw = redisdb.DefaultURL
 	}
 	if redisstore.IsClusterURL(raw) {
 		return nil, redisstore.ClusterRefusal(scriptsOnRedis)
 	}
 	opt, err := redis.ParseURL(raw)
 	if err != nil {
-		return nil, scenarios.BadParam(fmt.Errorf("redis: cannot use the URL %s — %s to a URL like %s", redisstore.Redact(raw), redisHint, redisstore.DefaultURL))
+		return nil, scenarios.BadParam(fmt.Errorf("redis: cannot use the URL %s — %s to a URL like %s", redisdb.Redact(raw), redisHint, redisdb.DefaultURL))
 	}
 	if opt.DialTimeout == 0 {
 		opt.DialTimeout = 3 * time.Second
 	}
-	redisstore.ForRun(opt, p.Dial)
-	s := &rdStore{url: redisstore.Redact(raw), opt: opt}
+	redisdb.ForRun(opt, p.Dial)
+	s := &rdStore{url: redisdb.Redact(raw), opt: opt}
 	admin, err := s.open(ctx, 1)
 	if err != nil {
 		return nil, err

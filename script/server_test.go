@@ -19,10 +19,7 @@ const examples = "../examples/redeem/scripts"
 
 func open(t *testing.T, backend string) (Store, scenarios.Params) {
 	t.Helper()
-	p := scenarios.Params{RunID: scenarios.NewRunID(), Attempts: 8, Replicas: 1, Conn: scenarios.Connections{
-		PostgresURL: os.Getenv("RACETEST_POSTGRES_URL"), MySQLDSN: os.Getenv("RACETEST_MYSQL_DSN"), RedisURL: os.Getenv("RACETEST_REDIS_URL"),
-		MongoURI: os.Getenv("RACETEST_MONGO_URI"),
-	}}
+	p := scenarios.Params{RunID: scenarios.NewRunID(), Attempts: 8, Replicas: 1, Conn: scenarios.NewConnections(map[string]string{"postgres": os.Getenv("RACETEST_POSTGRES_URL"), "mysql": os.Getenv("RACETEST_MYSQL_DSN"), "redis": os.Getenv("RACETEST_REDIS_URL"), "mongo": os.Getenv("RACETEST_MONGO_URI")})}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	st, err := Open(ctx, backend, p)

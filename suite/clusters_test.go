@@ -54,9 +54,9 @@ func TestReadConnections(t *testing.T) {
 			"postgres://u:pw@r/db", "suite defaults", "postgres://u:xxxxx@r/db", "pw"},
 		{"env", head + kase, suite.Options{Env: readEnv}, "postgres://u:pw@env/db", "env RACETEST_POSTGRES_READ_URL", "postgres://u:xxxxx@env/db", "pw"},
 		{"flag beats file", head + "    postgres_read: postgres://r/db\n" + kase,
-			suite.Options{Conn: scenarios.Connections{PostgresReadURL: "postgres://flag/db"}}, "postgres://flag/db", "--postgres-read-url", "postgres://flag/db", ""},
+			suite.Options{Conn: scenarios.NewConnections(map[string]string{"postgres_read": "postgres://flag/db"})}, "postgres://flag/db", "--postgres-read-url", "postgres://flag/db", ""},
 		{"case wins", head + "    postgres_read: postgres://r/db\n" + kase + "    read_connection: postgres://case/db\n",
-			suite.Options{Conn: scenarios.Connections{PostgresReadURL: "postgres://flag/db"}}, "postgres://case/db", "case", "postgres://case/db", ""},
+			suite.Options{Conn: scenarios.NewConnections(map[string]string{"postgres_read": "postgres://flag/db"})}, "postgres://case/db", "case", "postgres://case/db", ""},
 		{"mysql", "defaults:\n  connections:\n    mysql: root@tcp(p:1)/t\n    mysql_read: root@tcp(r:2)/t\ncases:\n  - scenario: replica-read\n    backend: mysql\n",
 			suite.Options{}, "root@tcp(r:2)/t", "suite defaults", "root@tcp(r:2)/t", ""},
 		{"redis", "defaults:\n  connections:\n    redis: redis://p:1/0\n    redis_read: redis://r:2/0\ncases:\n  - scenario: replica-read\n    backend: redis\n",
@@ -68,7 +68,7 @@ func TestReadConnections(t *testing.T) {
 				t.Fatal(err)
 			}
 			c := ps[0].Params.Conn
-			got := map[string]string{"postgres": c.PostgresReadURL, "mysql": c.MySQLReadDSN, "redis": c.RedisReadURL}[ps[0].Case.Backend]
+			got := map[string]string{"postgres": c.Get("postgres_read"), "mysql": c.Get("mysql_read"), "redis": c.Get("redis_read")}[ps[0].Case.Backend]
 			if got != tc.read || ps[0].ReadConn.Source != tc.source || ps[0].ReadConn.Value != tc.shown {
 				t.Errorf("got %q from %q shown as %q, want %q from %q shown as %q", got, ps[0].ReadConn.Source, ps[0].ReadConn.Value, tc.read, tc.source, tc.shown)
 			}
@@ -82,8 +82,8 @@ func TestReadConnections(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ps[0].Params.Conn.PostgresReadURL != "" || ps[0].ReadConn != (suite.Conn{}) {
-			t.Errorf("unique-insert runs on one server, yet got the replica %q (%+v)", ps[0].Params.Conn.PostgresReadURL, ps[0].ReadConn)
+		if ps[0].Params.Conn.Get("postgres_read") != "" || ps[0].ReadConn != (suite.Conn{}) {
+			t.Errorf("unique-insert runs on one server, yet got the replica %q (%+v)", ps[0].Params.Conn.Get("postgres_read"), ps[0].ReadConn)
 		}
 	})
 }

@@ -67,7 +67,7 @@ func FuzzParse(f *testing.F) {
 			}
 			_ = err.Error()
 		}
-		s, err := suite.Parse("fuzz.yaml", data, vars)
+		s, err := suite.Parse("fuzz.yaml", data, vars, registry())
 		if err != nil {
 			check(err)
 			return
@@ -105,7 +105,7 @@ func TestExampleSuitesAreValid(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s, err := suite.Parse(name, b, env(nil))
+			s, err := suite.Parse(name, b, env(nil), registry())
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -79,7 +79,7 @@ func staircase(n int) string {
 func TestParseRefusesHostileFiles(t *testing.T) {
 	for _, h := range hostile() {
 		t.Run(h.name, func(t *testing.T) {
-			_, err := suite.Parse("s.yaml", []byte(h.src), env(nil))
+			_, err := suite.Parse("s.yaml", []byte(h.src), env(nil), registry())
 			e := firstError(t, err)
 			if !strings.Contains(e.Msg, h.msg) || e.Line != h.line && (h.line != -1 || e.Line < 1) || (h.col != 0 && e.Column != h.col) {
 				t.Fatalf("got %d:%d %q, want %d:%d %q", e.Line, e.Column, e.Msg, h.line, h.col, h.msg)
@@ -105,7 +105,7 @@ func TestParseRefusesWithinMemory(t *testing.T) {
 		var before, after runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)
-		_, err := suite.Parse("s.yaml", data, env(nil))
+		_, err := suite.Parse("s.yaml", data, env(nil), registry())
 		runtime.ReadMemStats(&after)
 		if err == nil {
 			t.Fatalf("%s: accepted", h.name)
@@ -123,7 +123,7 @@ func BenchmarkParseRefused(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(len(data)))
 			for b.Loop() {
-				if _, err := suite.Parse("s.yaml", data, env(nil)); err == nil {
+				if _, err := suite.Parse("s.yaml", data, env(nil), registry()); err == nil {
 					b.Fatal("accepted")
 				}
 			}
@@ -158,7 +158,7 @@ func TestParseAtTheLimitsWithinMemory(t *testing.T) {
 
 // parseAndPlan checks src as 'racetest suite' does.
 func parseAndPlan(src string) error {
-	s, err := suite.Parse("s.yaml", []byte(src), env(nil))
+	s, err := suite.Parse("s.yaml", []byte(src), env(nil), registry())
 	if err != nil {
 		return err
 	}

@@ -2,12 +2,16 @@ package suite
 
 import (
 	"bytes"
+	"cmp"
+	"context"
 	"errors"
 	"fmt"
-	"github.com/racetest/racetest/scenarios"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
+
+	"github.com/racetest/racetest/scenarios"
 
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
@@ -26,14 +30,16 @@ type Suite struct {
 }
 
 // Parse reads a suite: YAML syntax, unknown or repeated keys, value types,
-// and ${ENV} expansion in every string (env looks variables up). It checks
-// nothing that needs the catalog or a server: Plans does that.
+// and ${ENV} expansion in every string (env looks variables up). Of the
+// catalog it needs only the connections' keys (defaults.connections), which
+// reg's backends declare; what else needs the catalog or a server is
+// Plans's to check.
 //
 // A file past the limits (MaxFileSize, MaxDepth, MaxValues, MaxRun) is
 // refused before the YAML library reads it, or for aliases before anything
 // is decoded, so that no file can take the memory of the machine it is
 // checked on.
-func Parse(name string, data []byte, env LookupEnv) (s *Suite, err error) {
+func Parse(name string, data []byte, env LookupEnv, reg *scenarios.Registry) (s *Suite, err error) {
 	s = &Suite{Name: name}
 	if len(data) > MaxFileSize {
 		return nil, Errors{s.errorf(0, 0, "%s", tooBig(len(data)))}
@@ -51,7 +57,7 @@ func Parse(name string, data []byte, env LookupEnv) (s *Suite, err error) {
 	}
 	f, err := parseYAML(data)
 	if err != nil {
-		return nil, Errors{s.yamlError(err)}
+		return nil, Errors{s.yamlError(err, reg)}
 	}
 	s.ast = f
 	if over := countExpanded(f); over != nil {
@@ -72,13 +78,25 @@ func Parse(name string, data []byte, env LookupEnv) (s *Suite, err error) {
 		}
 		return nil, Errors{s.errorf(line, col, "a suite is one YAML document; this file has %d (remove the extra ---)", len(f.Docs))}
 	}
-	if err := decodeYAML(data, &s.File); err != nil {
-		return nil, Errors{s.yamlError(err)}
+	if err := decodeYAML(data, &s.File, decoding{s: s, keys: connectionKeys(reg)}); err != nil {
+		return nil, Errors{s.yamlError(err, reg)}
 	}
 	var errs Errors
+	var conns []*Error // the errors of defaults.connections, a map
 	expandStrings(reflect.ValueOf(&s.File), "$", env, func(path string, err error) {
-		errs = append(errs, s.errorAt(path, "%v", err))
+		e := s.errorAt(path, "%v", err)
+		if strings.HasPrefix(path, "$.defaults.connections.") {
+			conns = append(conns, e)
+		}
+		errs = append(errs, e)
 	})
+	if len(conns) > 1 {
+		// A map's keys are expanded in sorted order; tell them in the file's.
+		start := slices.Index(errs, conns[0])
+		slices.SortStableFunc(errs[start:start+len(conns)], func(a, b *Error) int {
+			return cmp.Or(cmp.Compare(a.Line, b.Line), cmp.Compare(a.Column, b.Column))
+		})
+	}
 	if len(errs) > 0 {
 		return nil, errs
 	}
@@ -96,13 +114,77 @@ func parseYAML(data []byte) (f *ast.File, err error) {
 	return parser.ParseBytes(data, 0)
 }
 
-func decodeYAML(data []byte, v any) (err error) {
+func decodeYAML(data []byte, v any, d decoding) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("the YAML decoder failed on this file (%v)", r)
 		}
 	}()
-	return yaml.UnmarshalWithOptions(data, v, yaml.Strict())
+	return yaml.UnmarshalContext(context.WithValue(context.Background(), decodingKey{}, d), data, v, yaml.Strict())
+}
+
+// resolve is the node an alias names (its anchor's value), else n.
+func (s *Suite) resolve(n ast.Node) ast.Node {
+	alias, ok := n.(*ast.AliasNode)
+	if !ok || alias.Value == nil || s.ast == nil {
+		return n
+	}
+	for _, a := range ast.FilterFile(ast.AnchorType, s.ast) {
+		if a, ok := a.(*ast.AnchorNode); ok && a.Name != nil && a.Name.GetToken() != nil &&
+			a.Name.GetToken().Value == alias.Value.GetToken().Value {
+			return a.Value
+		}
+	}
+	return n
+}
+
+// decoding is what Connections needs to know while the file is decoded:
+// the keys the registry's backends declare, and the file, to point at a
+// key that is none of them.
+type decoding struct {
+	s    *Suite
+	keys []string
+}
+
+type decodingKey struct{}
+
+// UnmarshalYAML decodes defaults.connections, and refuses a key that no
+// backend declares as the decoder refuses any unknown key: at the key,
+// where the decoder would have met it (the first in the file's order).
+func (c *Connections) UnmarshalYAML(ctx context.Context, unmarshal func(any) error) error {
+	var m map[string]string
+	if err := unmarshal(&m); err != nil {
+		return err
+	}
+	*c = m
+	d, ok := ctx.Value(decodingKey{}).(decoding)
+	if !ok {
+		return nil
+	}
+	var unknown []string
+	for k := range m {
+		if !slices.Contains(d.keys, k) {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	sort.Strings(unknown)
+	const at = "$.defaults.connections"
+	key, tk := unknown[0], d.s.tokenAt(at+"."+unknown[0])
+	if n, ok := d.s.resolve(d.s.nodeAt(at)).(*ast.MappingNode); ok {
+		for _, kv := range n.Values {
+			if k := kv.Key.GetToken(); k != nil && slices.Contains(unknown, k.Value) {
+				key, tk = k.Value, k
+				break
+			}
+		}
+	}
+	if tk == nil {
+		tk = d.s.tokenAt(at)
+	}
+	return &yaml.UnknownFieldError{Message: fmt.Sprintf("unknown field %q", key), Token: tk}
 }
 
 func (s *Suite) errorf(line, col int, format string, a ...any) *Error {
@@ -162,21 +244,29 @@ func (s *Suite) position(path string) (line, col int) {
 	return 0, 0
 }
 
-func (s *Suite) tokenAt(path string) (tk *token.Token) {
+func (s *Suite) tokenAt(path string) *token.Token {
+	if n := s.nodeAt(path); n != nil {
+		return firstToken(n)
+	}
+	return nil
+}
+
+// nodeAt is the node at path ("$.defaults.connections"), or nil.
+func (s *Suite) nodeAt(path string) (n ast.Node) {
 	defer func() {
 		if recover() != nil {
-			tk = nil
+			n = nil
 		}
 	}()
 	yp, err := yaml.PathString(path)
 	if err != nil {
 		return nil
 	}
-	n, err := yp.FilterFile(s.ast)
-	if err != nil || n == nil {
+	n, err = yp.FilterFile(s.ast)
+	if err != nil {
 		return nil
 	}
-	return firstToken(n)
+	return n
 }
 
 // firstToken is where a node starts as a reader sees it: a mapping's token
@@ -212,7 +302,7 @@ func parentPath(p string) string {
 
 // yamlError rewrites the YAML library's error as one of ours: its position,
 // and a message in the suite's words rather than Go's types.
-func (s *Suite) yamlError(err error) *Error {
+func (s *Suite) yamlError(err error, reg *scenarios.Registry) *Error {
 	var ye yaml.Error
 	if !errors.As(err, &ye) || ye.GetToken() == nil || ye.GetToken().Position == nil {
 		return s.errorf(0, 0, "%v", err)
@@ -227,7 +317,7 @@ func (s *Suite) yamlError(err error) *Error {
 	case errors.As(err, &unknown):
 		key := ye.GetToken().Value
 		msg = fmt.Sprintf("unknown key %q", key)
-		if sug := suggest(key, knownKeys()); sug != "" {
+		if sug := suggest(key, knownKeys(reg)); sug != "" {
 			msg += fmt.Sprintf(" — did you mean %q?", sug)
 		}
 	case errors.As(err, &typeErr):
@@ -273,9 +363,13 @@ func describeType(t reflect.Type) string {
 	return "a " + t.String()
 }
 
-// knownKeys lists every key the schema has, for "did you mean".
-func knownKeys() []string {
+// knownKeys lists every key the schema has, and the connections' keys of
+// reg's backends, for "did you mean".
+func knownKeys(reg *scenarios.Registry) []string {
 	seen := map[string]bool{}
+	for _, k := range connectionKeys(reg) {
+		seen[k] = true
+	}
 	var walk func(t reflect.Type)
 	walk = func(t reflect.Type) {
 		for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Map {
@@ -304,6 +398,20 @@ func knownKeys() []string {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	return keys
+}
+
+// connectionKeys are the keys defaults.connections accepts: each of reg's
+// server backends' connections, in the registry's order.
+func connectionKeys(reg *scenarios.Registry) []string {
+	var keys []string
+	for _, b := range reg.Backends() {
+		for _, c := range []*scenarios.Connection{b.Conn, b.ReadConn} {
+			if c != nil {
+				keys = append(keys, c.Key)
+			}
+		}
+	}
 	return keys
 }
 

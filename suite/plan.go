@@ -476,7 +476,7 @@ func (c *checker) connection(path, own, backend, who string) (resolved, bool) {
 	if r, ok := c.resolve(b.Conn, own, local); ok {
 		return r, true
 	}
-	key, flag := b.Conn.Key(), "--"+b.Conn.Flag
+	key, flag := b.Conn.Key, "--"+b.Conn.Flag
 	c.fail(path+".backend", "%s runs on %s, but no %s connection is configured: set defaults.connections.%s "+
 		"(e.g. ${%s}), %s, or env %s; write %s: %s to accept %s",
 		who, backend, backend, key, b.Conn.Env, flag, b.Conn.Env, key, LocalDefault, Redact(local))
@@ -496,7 +496,7 @@ func (c *checker) readConnection(path string, k *Case, b scenarios.Backend, spec
 		}
 		return resolved{}, true // nothing to set
 	}
-	key, flag := rc.Key(), "--"+rc.Flag
+	key, flag := rc.Key, "--"+rc.Flag
 	if r, ok := c.resolve(rc, k.ReadConnection, ""); ok {
 		if r.local {
 			c.fail(path+".read_connection", "%s names the replica %q, but a replica has no standard local address: name it (%s, defaults.connections.%s or env %s)",
@@ -517,8 +517,8 @@ func (c *checker) readConnection(path string, k *Case, b scenarios.Backend, spec
 func (c *checker) resolve(sc *scenarios.Connection, own, local string) (resolved, bool) {
 	candidates := []struct{ value, source string }{
 		{own, "case"},
-		{*sc.Field(&c.o.Conn), "--" + sc.Flag},
-		{*sc.Field(&c.s.File.Defaults.Connections), "suite defaults"},
+		{c.o.Conn.Get(sc.Key), "--" + sc.Flag},
+		{c.s.File.Defaults.Connections[sc.Key], "suite defaults"},
 	}
 	if v, _ := c.o.Env(sc.Env); v != "" {
 		candidates = append(candidates, struct{ value, source string }{v, "env " + sc.Env})
@@ -528,16 +528,16 @@ func (c *checker) resolve(sc *scenarios.Connection, own, local string) (resolved
 		case "":
 			continue
 		case LocalDefault:
-			return resolved{field: sc.Field, local: true, from: cand.source, Conn: Conn{Value: Redact(local), Source: cand.source + ": default local address"}}, true
+			return resolved{key: sc.Key, local: true, from: cand.source, Conn: Conn{Value: Redact(local), Source: cand.source + ": default local address"}}, true
 		}
-		return resolved{field: sc.Field, value: cand.value, from: cand.source, Conn: Conn{Value: Redact(cand.value), Source: cand.source}}, true
+		return resolved{key: sc.Key, value: cand.value, from: cand.source, Conn: Conn{Value: Redact(cand.value), Source: cand.source}}, true
 	}
 	return resolved{}, false
 }
 
 type resolved struct {
 	value string
-	field func(*scenarios.Connections) *string
+	key   string // the connection's key in scenarios.Connections
 	local bool   // "default": the standard local address
 	from  string // where it was found ("case", "suite defaults", …)
 	Conn
@@ -545,8 +545,8 @@ type resolved struct {
 
 // into sets the resolved connection in conn; a zero resolved sets nothing.
 func (r resolved) into(conn *scenarios.Connections) {
-	if r.field != nil {
-		*r.field(conn) = r.value
+	if r.key != "" {
+		conn.Set(r.key, r.value)
 	}
 }
 

@@ -74,7 +74,7 @@ func TestDemoRowsKeepTheirShape(t *testing.T) {
 		{"defaults: {gap: 7ms}\ncases:\n  - {scenario: rows, demo: true}\n",
 			[]string{"rows (variant) variant=v1 waves=1 deploy=false gap=7ms", "rows (deploy) variant= waves=2 deploy=true gap=7ms", "rows (gap) variant= waves=1 deploy=false gap=7ms"}},
 	} {
-		s, err := suite.Parse("s.yaml", []byte(tc.src), env(nil))
+		s, err := suite.Parse("s.yaml", []byte(tc.src), env(nil), registry())
 		if err != nil {
 			t.Fatal(err)
 		}

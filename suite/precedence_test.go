@@ -255,7 +255,7 @@ func TestPlanRefusesAScenarioTheBackendLacks(t *testing.T) {
 	reg.Register(scenarios.UniqueInsert, "partial", func(context.Context, scenarios.Params) (runner.Target, error) {
 		return nil, errors.New("stand-in")
 	})
-	s, err := suite.Parse("s.yaml", []byte("cases:\n  - scenario: check-then-write\n    backend: partial\n"), env(nil))
+	s, err := suite.Parse("s.yaml", []byte("cases:\n  - scenario: check-then-write\n    backend: partial\n"), env(nil), registry())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,8 +27,6 @@ package suite
 
 import "fmt"
 
-import "github.com/racetest/racetest/scenarios"
-
 // File is a suite as written, after ${ENV} expansion. Pointer fields tell
 // "not given" from a zero the author wrote.
 type File struct {
@@ -45,8 +43,13 @@ type Defaults struct {
 	// registry's backends that take a connection), and their replicas', by
 	// backend name and _read (postgres_read), for the clustered scenarios.
 	// The word "default" accepts the backend's standard local address.
-	Connections scenarios.Connections `yaml:"connections"`
+	Connections Connections `yaml:"connections"`
 }
+
+// Connections are the addresses a suite names, keyed as
+// scenarios.Connections is (postgres, postgres_read); Parse refuses a key
+// that no backend of its registry declares.
+type Connections map[string]string
 
 // Shape is a run's knobs, shared by the defaults and each case.
 type Shape struct {

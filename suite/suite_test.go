@@ -46,7 +46,7 @@ func env(vars map[string]string) suite.LookupEnv {
 
 func parse(t *testing.T, src string, vars map[string]string) (*suite.Suite, error) {
 	t.Helper()
-	return suite.Parse("s.yaml", []byte(src), env(vars))
+	return suite.Parse("s.yaml", []byte(src), env(vars), registry())
 }
 
 func plans(t *testing.T, src string, o suite.Options) ([]suite.Plan, error) {
@@ -78,6 +78,9 @@ func TestParseErrorsCarryLineAndColumn(t *testing.T) {
 		{"unknown key with suggestion", "cases:\n  - scenario: check-then-write\n    atempts: 3\n", 3, 5, `unknown key "atempts" — did you mean "attempts"?`},
 		{"unknown top-level key", "defualts: {}\ncases: []\n", 1, 1, `did you mean "defaults"?`},
 		{"unknown key in defaults", "defaults:\n  bursts: 3\n  conections: {}\ncases: []\n", 3, 3, `did you mean "connections"?`},
+		{"unknown connection", "defaults:\n  connections: {mysql: x, postgress: y}\ncases: []\n", 2, 27, `unknown key "postgress" — did you mean "postgres"?`},
+		{"unknown replica, the first in the file", "defaults:\n  connections:\n    redis_reed: x\n    bogus: y\ncases: []\n", 3, 5, `unknown key "redis_reed" — did you mean "redis_read"?`},
+		{"unknown connection through an alias", "base: &b {bogus: 1}\ndefaults:\n  connections: *b\ncases: []\n", 1, 11, `unknown key "bogus"`},
 		{"wrong type", "cases:\n  - scenario: check-then-write\n    attempts: lots\n", 3, 15, `"lots" is not a whole number`},
 		{"list for a scalar", "cases:\n  - scenario: [a, b]\n", 2, 15, "is not a single value"},
 		{"repeated key", "cases:\n  - scenario: a\n    scenario: b\n", 3, 5, `"scenario" already defined`},
@@ -127,11 +130,11 @@ cases:
 		t.Fatal(err)
 	}
 	c := s.File.Defaults.Connections
-	if c.MySQLDSN != "app:s3:c@r$t@tcp(db:3306)/app" {
-		t.Errorf("mysql = %q", c.MySQLDSN)
+	if c["mysql"] != "app:s3:c@r$t@tcp(db:3306)/app" {
+		t.Errorf("mysql = %q", c["mysql"])
 	}
-	if c.PostgresURL != "default" {
-		t.Errorf("postgres = %q: an unset variable with a default takes the default", c.PostgresURL)
+	if c["postgres"] != "default" {
+		t.Errorf("postgres = %q: an unset variable with a default takes the default", c["postgres"])
 	}
 	if got := s.File.Cases[0].Name; got != "cost $5 none $HOME" {
 		t.Errorf("name = %q: $$ is a $, an empty variable takes its default, a bare $NAME stays", got)
@@ -140,13 +143,13 @@ cases:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ps[0].Params.Conn.MySQLDSN != "app:s3:c@r$t@tcp(db:3306)/app" {
-		t.Errorf("the expanded DSN does not reach the backend: %q", ps[0].Params.Conn.MySQLDSN)
+	if ps[0].Params.Conn.Get("mysql") != "app:s3:c@r$t@tcp(db:3306)/app" {
+		t.Errorf("the expanded DSN does not reach the backend: %q", ps[0].Params.Conn.Get("mysql"))
 	}
 	if strings.Contains(ps[0].Conn.Value, "s3:c") {
 		t.Errorf("the listing shows the password: %q", ps[0].Conn.Value)
 	}
-	if ps[1].Params.Conn.PostgresURL != "" || !strings.Contains(ps[1].Conn.Source, "default local address") {
+	if ps[1].Params.Conn.Get("postgres") != "" || !strings.Contains(ps[1].Conn.Source, "default local address") {
 		t.Errorf("postgres: default should leave the connection empty (the backend's local default), got %+v", ps[1].Conn)
 	}
 }
@@ -266,7 +269,7 @@ func TestConnectionRule(t *testing.T) {
 		{"explicit local default", "    mysql: default\n", suite.Options{}, "", "suite defaults: default local address"},
 		{"env", "", suite.Options{Env: env(map[string]string{"RACETEST_MYSQL_DSN": "e@tcp(b:2)/y"})}, "e@tcp(b:2)/y", "env RACETEST_MYSQL_DSN"},
 		{"flag beats file and env", "    mysql: u@tcp(a:1)/x\n", suite.Options{
-			Conn: scenarios.Connections{MySQLDSN: "f@tcp(c:3)/z"},
+			Conn: scenarios.NewConnections(map[string]string{"mysql": "f@tcp(c:3)/z"}),
 			Env:  env(map[string]string{"RACETEST_MYSQL_DSN": "e@tcp(b:2)/y"}),
 		}, "f@tcp(c:3)/z", "--mysql-dsn"},
 		{"file beats env", "    mysql: u@tcp(a:1)/x\n", suite.Options{Env: env(map[string]string{"RACETEST_MYSQL_DSN": "e@tcp(b:2)/y"})}, "u@tcp(a:1)/x", "suite defaults"},
@@ -280,8 +283,8 @@ func TestConnectionRule(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if ps[0].Params.Conn.MySQLDSN != tc.dsn || ps[0].Conn.Source != tc.source {
-				t.Errorf("got %q from %q, want %q from %q", ps[0].Params.Conn.MySQLDSN, ps[0].Conn.Source, tc.dsn, tc.source)
+			if ps[0].Params.Conn.Get("mysql") != tc.dsn || ps[0].Conn.Source != tc.source {
+				t.Errorf("got %q from %q, want %q from %q", ps[0].Params.Conn.Get("mysql"), ps[0].Conn.Source, tc.dsn, tc.source)
 			}
 			if strings.Contains(ps[0].Conn.Value, "pw") {
 				t.Errorf("password shown: %s", ps[0].Conn.Value)
@@ -290,12 +293,12 @@ func TestConnectionRule(t *testing.T) {
 	}
 	t.Run("case connection wins", func(t *testing.T) {
 		ps, err := plans(t, "cases:\n  - scenario: unique-insert\n    backend: postgres\n    connection: postgres://u:secret@h/db\n",
-			suite.Options{Conn: scenarios.Connections{PostgresURL: "postgres://flag/db"}})
+			suite.Options{Conn: scenarios.NewConnections(map[string]string{"postgres": "postgres://flag/db"})})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ps[0].Params.Conn.PostgresURL != "postgres://u:secret@h/db" || ps[0].Conn.Value != "postgres://u:xxxxx@h/db" {
-			t.Errorf("got %q shown as %q", ps[0].Params.Conn.PostgresURL, ps[0].Conn.Value)
+		if ps[0].Params.Conn.Get("postgres") != "postgres://u:secret@h/db" || ps[0].Conn.Value != "postgres://u:xxxxx@h/db" {
+			t.Errorf("got %q shown as %q", ps[0].Params.Conn.Get("postgres"), ps[0].Conn.Value)
 		}
 	})
 }
@@ -372,7 +375,7 @@ cases:
       success: {status: [200, 2xx]}
       effects: "sql:postgres:SELECT count(*) FROM payouts WHERE burst = {{.Burst}}"
     prove: 2%
-`), env(map[string]string{"TOKEN": "tk"}))
+`), env(map[string]string{"TOKEN": "tk"}), registry())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -384,7 +387,7 @@ cases:
 	h := p.HTTP
 	if h == nil || h.Method != "POST" || h.BodyFile != filepath.Join(dir, "body.json") || h.Headers[0] != "Authorization: Bearer tk" ||
 		h.Release != "last-byte" || h.Success.Status[0] != "200" || p.Case.Backend != "http" || p.Case.Expect.Kind != "safe" ||
-		p.Config.Bursts != report.BurstsFor(0.02) || p.Params.Conn.PostgresURL != "postgres://app:pw@db/app" || p.Params.RunID == "" {
+		p.Config.Bursts != report.BurstsFor(0.02) || p.Params.Conn.Get("postgres") != "postgres://app:pw@db/app" || p.Params.RunID == "" {
 		t.Errorf("plan: %+v\nhttp: %+v", p, h)
 	}
 

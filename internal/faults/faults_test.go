@@ -71,9 +71,11 @@ type backend struct {
 }
 
 var backends = []backend{
-	{"redis", privserver.Redis, "--redis-url", redisstore.Janitor, func(u string) scenarios.Connections { return scenarios.Connections{RedisURL: u} }},
-	{"mysql", privserver.MariaDB, "--mysql-dsn", mysqlstore.Janitor, func(u string) scenarios.Connections { return scenarios.Connections{MySQLDSN: u} }},
-	{"postgres", privserver.Postgres, "--postgres-url", pgstore.Janitor, func(u string) scenarios.Connections { return scenarios.Connections{PostgresURL: u} }},
+	{"redis", privserver.Redis, "--redis-url", redisstore.Janitor, func(u string) scenarios.Connections { return scenarios.NewConnections(map[string]string{"redis": u}) }},
+	{"mysql", privserver.MariaDB, "--mysql-dsn", mysqlstore.Janitor, func(u string) scenarios.Connections { return scenarios.NewConnections(map[string]string{"mysql": u}) }},
+	{"postgres", privserver.Postgres, "--postgres-url", pgstore.Janitor, func(u string) scenarios.Connections {
+		return scenarios.NewConnections(map[string]string{"postgres": u})
+	}},
 }
 
 // fixture is one backend's private server, and racetest pointed at it.

@@ -13,8 +13,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/racetest/racetest/internal/redisdb"
 	"github.com/racetest/racetest/scenarios/conformance"
-	"github.com/racetest/racetest/scenarios/redisstore"
 )
 
 // URL is the Redis server the tests use: RACETEST_REDIS_URL, or the
@@ -23,7 +23,7 @@ func URL() string {
 	if raw := os.Getenv("RACETEST_REDIS_URL"); raw != "" {
 		return raw
 	}
-	return redisstore.DefaultURL
+	return redisdb.DefaultURL
 }
 
 // Own connects to the server of URL (skipping, or failing under

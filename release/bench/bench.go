@@ -31,6 +31,9 @@ import (
 	"github.com/racetest/racetest/release"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
+	"github.com/racetest/racetest/scenarios/mysqlstore"
+	"github.com/racetest/racetest/scenarios/pgstore"
+	"github.com/racetest/racetest/scenarios/redisstore"
 )
 
 // Modes, in the order the table shows them.
@@ -238,11 +241,11 @@ func openStore(ctx context.Context, backend string, conn scenarios.Connections, 
 	defer cancel()
 	switch backend {
 	case "redis":
-		return newRedisStore(cctx, conn.RedisURL, prefix)
+		return newRedisStore(cctx, conn.Get(redisstore.Name), prefix)
 	case "mysql":
-		return newMySQLStore(cctx, conn.MySQLDSN, prefix)
+		return newMySQLStore(cctx, conn.Get(mysqlstore.Name), prefix)
 	case "postgres":
-		return newPGStore(cctx, conn.PostgresURL, prefix)
+		return newPGStore(cctx, conn.Get(pgstore.Name), prefix)
 	}
 	return nil, fmt.Errorf("the bench runs on redis, mysql and postgres, not %q", backend)
 }

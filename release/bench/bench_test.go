@@ -357,10 +357,7 @@ func TestPermutationP(t *testing.T) {
 func TestRunSmall(t *testing.T) {
 	cfg := Config{
 		Attempts: []int{2}, Bursts: 4, Chunk: 2, Registry: builtin.Registry(),
-		Conn: scenarios.Connections{
-			RedisURL: os.Getenv("RACETEST_REDIS_URL"), MySQLDSN: os.Getenv("RACETEST_MYSQL_DSN"),
-			PostgresURL: os.Getenv("RACETEST_POSTGRES_URL"),
-		},
+		Conn: scenarios.NewConnections(map[string]string{"redis": os.Getenv("RACETEST_REDIS_URL"), "mysql": os.Getenv("RACETEST_MYSQL_DSN"), "postgres": os.Getenv("RACETEST_POSTGRES_URL")}),
 	}
 	rep, err := Run(context.Background(), cfg)
 	if err != nil {
@@ -468,8 +465,7 @@ func list(ctx context.Context, st store, prefix string) ([]string, error) {
 // calibration attempt reads the server's clock.
 func TestUserLaunchers(t *testing.T) {
 	ctx := context.Background()
-	conn := scenarios.Connections{RedisURL: os.Getenv("RACETEST_REDIS_URL"), MySQLDSN: os.Getenv("RACETEST_MYSQL_DSN"),
-		PostgresURL: os.Getenv("RACETEST_POSTGRES_URL")}
+	conn := scenarios.NewConnections(map[string]string{"redis": os.Getenv("RACETEST_REDIS_URL"), "mysql": os.Getenv("RACETEST_MYSQL_DSN"), "postgres": os.Getenv("RACETEST_POSTGRES_URL")})
 	for _, b := range Backends {
 		t.Run(b, func(t *testing.T) {
 			prefix := "racetest_" + scenarios.NewRunID() + "_bench_"

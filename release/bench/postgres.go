@@ -10,7 +10,6 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/racetest/racetest/internal/sqldb"
-	"github.com/racetest/racetest/scenarios/pgstore"
 )
 
 // pgArrival is the statement's arrival by the server's clock, in µs since
@@ -28,7 +27,7 @@ type pgStore struct {
 
 func newPGStore(ctx context.Context, url, prefix string) (*pgStore, error) {
 	if url == "" {
-		url = pgstore.DefaultURL
+		url = sqldb.DefaultPostgresURL
 	}
 	cfg, err := pgx.ParseConfig(url)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
 
+	"github.com/racetest/racetest/internal/redisdb"
 	"github.com/racetest/racetest/scenarios/redisstore"
 )
 
@@ -23,14 +24,14 @@ type redisStore struct {
 
 func newRedisStore(ctx context.Context, url, prefix string) (*redisStore, error) {
 	if url == "" {
-		url = redisstore.DefaultURL
+		url = redisdb.DefaultURL
 	}
 	if redisstore.IsClusterURL(url) {
 		return nil, redisstore.ClusterRefusal(benchOnRedis)
 	}
 	opt, err := redis.ParseURL(url)
 	if err != nil {
-		return nil, fmt.Errorf("redis: bad URL %s: %w", redisstore.Redact(url), err)
+		return nil, fmt.Errorf("redis: bad URL %s: %w", redisdb.Redact(url), err)
 	}
 	s := &redisStore{opt: opt, prefix: prefix}
 	s.admin = redis.NewClient(s.options(nil, 2))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/racetest/racetest/internal/redisdb"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/redisstore"
@@ -56,9 +57,9 @@ func redisFactory(scenario string) scenarios.Factory {
 		if !ok {
 			return nil, scenarios.BadParam(fmt.Errorf("redis: %s has no variant %q on Redis, which has no SELECT … FOR UPDATE; use naive, atomic or version", scenario, variant))
 		}
-		raw := p.Conn.RedisURL
+		raw := p.Conn.Get(redisstore.Name)
 		if raw == "" {
-			raw = redisstore.DefaultURL
+			raw = redisdb.DefaultURL
 		}
 		if redisstore.IsClusterURL(raw) {
 			return nil, redisstore.ClusterRefusal(scenario)
@@ -66,14 +67,14 @@ func redisFactory(scenario string) scenarios.Factory {
 		opt, err := redis.ParseURL(raw)
 		if err != nil {
 			return nil, scenarios.BadParam(fmt.Errorf("redis: cannot use the URL %s — set --redis-url or RACETEST_REDIS_URL to a URL like %s",
-				redisstore.Redact(raw), redisstore.DefaultURL))
+				redisdb.Redact(raw), redisdb.DefaultURL))
 		}
 		// The attempt's deadline bounds each call, nothing is retried behind
 		// the pattern's back, and MULTI/EXEC stays on the worker's one
 		// connection.
 		opt.DialTimeout = redisConnectTimeout
-		redisstore.ForRun(opt, p.Dial)
-		t := &redisTarget{p: p, variant: variant, attempt: attempt, opt: opt, redacted: redisstore.Redact(raw), tallies: map[int]tally{}}
+		redisdb.ForRun(opt, p.Dial)
+		t := &redisTarget{p: p, variant: variant, attempt: attempt, opt: opt, redacted: redisdb.Redact(raw), tallies: map[int]tally{}}
 		t.admin = t.client(2)
 		pctx, cancel := context.WithTimeout(ctx, redisConnectTimeout)
 		defer cancel()

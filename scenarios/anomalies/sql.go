@@ -13,6 +13,7 @@ import (
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/mysqlstore"
+	"github.com/racetest/racetest/scenarios/pgstore"
 	"github.com/racetest/racetest/scenarios/sqlrun"
 )
 
@@ -39,7 +40,7 @@ type dialect struct {
 var mysqlDialect = &dialect{
 	Dialect:    sqldb.MySQL,
 	backend:    "mysql",
-	connString: func(p scenarios.Params) string { return p.Conn.MySQLDSN },
+	connString: func(p scenarios.Params) string { return p.Conn.Get(mysqlstore.Name) },
 	tableOptions: func(p scenarios.Params) (string, error) {
 		e, err := mysqlstore.EngineName(p.Engine)
 		if err != nil {
@@ -52,7 +53,7 @@ var mysqlDialect = &dialect{
 var pgDialect = &dialect{
 	Dialect:      sqldb.Postgres,
 	backend:      "postgres",
-	connString:   func(p scenarios.Params) string { return p.Conn.PostgresURL },
+	connString:   func(p scenarios.Params) string { return p.Conn.Get(pgstore.Name) },
 	tableOptions: func(p scenarios.Params) (string, error) { return "", nil },
 }
 

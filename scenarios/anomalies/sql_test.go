@@ -20,7 +20,7 @@ import (
 // server, and returns the params to reach it and a connection of its own.
 func needSQL(t *testing.T, d *dialect) (scenarios.Params, *sqldb.DB) {
 	t.Helper()
-	p := scenarios.Params{Conn: scenarios.Connections{MySQLDSN: os.Getenv("RACETEST_MYSQL_DSN"), PostgresURL: os.Getenv("RACETEST_POSTGRES_URL")}}
+	p := scenarios.Params{Conn: scenarios.NewConnections(map[string]string{"mysql": os.Getenv("RACETEST_MYSQL_DSN"), "postgres": os.Getenv("RACETEST_POSTGRES_URL")})}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	db, err := sqldb.Open(ctx, d.Dialect, d.connString(p), sqldb.Options{})
@@ -146,7 +146,7 @@ func TestLeavesNothingBehind(t *testing.T) {
 // on it, for the test's own look at the keys.
 func needRedis(t *testing.T) (scenarios.Params, *redisTarget) {
 	t.Helper()
-	p := scenarios.Params{Conn: scenarios.Connections{RedisURL: os.Getenv("RACETEST_REDIS_URL")}}
+	p := scenarios.Params{Conn: scenarios.NewConnections(map[string]string{"redis": os.Getenv("RACETEST_REDIS_URL")})}
 	probe := p
 	probe.RunID = scenarios.NewRunID()
 	target, err := registry("redis").Build(context.Background(), LostUpdate, "redis", probe)

@@ -20,10 +20,10 @@ func nowhere(reg *scenarios.Registry) scenarios.Connections {
 	var c scenarios.Connections
 	for _, b := range reg.Backends() {
 		if b.Conn != nil {
-			*b.Conn.Field(&c) = addr[b.Name]
+			c.Set(b.Conn.Key, addr[b.Name])
 		}
 		if b.ReadConn != nil { // a replica, nowhere too
-			*b.ReadConn.Field(&c) = addr[b.Name]
+			c.Set(b.ReadConn.Key, addr[b.Name])
 		}
 	}
 	return c

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/racetest/racetest/internal/redisdb"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/conformance"
@@ -75,18 +76,22 @@ func connections() scenarios.Connections {
 	var c scenarios.Connections
 	for _, b := range Registry().Backends() {
 		if b.Conn != nil {
-			*b.Conn.Field(&c) = os.Getenv(b.Conn.Env)
+			c.Set(b.Conn.Key, os.Getenv(b.Conn.Env))
 		}
 	}
 	return c
 }
 
-var janitorOf = map[string]func(context.Context, scenarios.Connections) (runs.Janitor, error){
-	redisstore.Name: redisstore.Janitor,
-	mysqlstore.Name: mysqlstore.Janitor,
-	pgstore.Name:    pgstore.Janitor,
-	mongostore.Name: mongostore.Janitor,
-}
+// janitorOf are the server backends' janitors, as each declares it.
+var janitorOf = func() map[string]func(context.Context, scenarios.Connections) (runs.Janitor, error) {
+	m := map[string]func(context.Context, scenarios.Connections) (runs.Janitor, error){}
+	for _, b := range Registry().Backends() {
+		if b.Janitor != nil {
+			m[b.Name] = b.Janitor
+		}
+	}
+	return m
+}()
 
 // Every scenario on every server backend, interrupted at random moments
 // spread over the phases of a run, leaves nothing behind: no table, key or
@@ -109,14 +114,10 @@ func TestInterruptsLeaveNothing(t *testing.T) {
 // primary.
 func TestInterruptsLeaveNothingOnClusters(t *testing.T) {
 	// failover-lock kills nodes: go-redis would log each failed dial.
-	redisstore.QuietDriverLog()
-	conn := scenarios.Connections{
-		RedisURL: os.Getenv("RACETEST_CLUSTER_REDIS_URL"), RedisReadURL: os.Getenv("RACETEST_CLUSTER_REDIS_READ_URL"),
-		MySQLDSN: os.Getenv("RACETEST_CLUSTER_MYSQL_DSN"), MySQLReadDSN: os.Getenv("RACETEST_CLUSTER_MYSQL_READ_DSN"),
-		PostgresURL: os.Getenv("RACETEST_CLUSTER_POSTGRES_URL"), PostgresReadURL: os.Getenv("RACETEST_CLUSTER_POSTGRES_READ_URL"),
-	}
+	redisdb.QuietDriverLog()
+	conn := scenarios.NewConnections(map[string]string{"redis": os.Getenv("RACETEST_CLUSTER_REDIS_URL"), "redis_read": os.Getenv("RACETEST_CLUSTER_REDIS_READ_URL"), "mysql": os.Getenv("RACETEST_CLUSTER_MYSQL_DSN"), "mysql_read": os.Getenv("RACETEST_CLUSTER_MYSQL_READ_DSN"), "postgres": os.Getenv("RACETEST_CLUSTER_POSTGRES_URL"), "postgres_read": os.Getenv("RACETEST_CLUSTER_POSTGRES_READ_URL")})
 	have := map[string]bool{
-		redisstore.Name: conn.RedisReadURL != "", mysqlstore.Name: conn.MySQLReadDSN != "", pgstore.Name: conn.PostgresReadURL != "",
+		redisstore.Name: conn.Get("redis_read") != "", mysqlstore.Name: conn.Get("mysql_read") != "", pgstore.Name: conn.Get("postgres_read") != "",
 	}
 	janitors := maps.Clone(janitorOf)
 	delete(janitors, mongostore.Name) // no clustered scenario runs on it
@@ -150,7 +151,7 @@ func TestInterruptsLeaveNothingOnRedisCluster(t *testing.T) {
 		core[s.Name] = true
 	}
 	janitors := map[string]func(context.Context, scenarios.Connections) (runs.Janitor, error){redisstore.Name: redisstore.Janitor}
-	interruptAll(t, janitors, scenarios.Connections{RedisURL: url}, func(s scenarios.Spec) bool { return core[s.Name] })
+	interruptAll(t, janitors, scenarios.NewConnections(map[string]string{"redis": url}), func(s scenarios.Spec) bool { return core[s.Name] })
 }
 
 // interruptAll interrupts each scenario that include selects, on each

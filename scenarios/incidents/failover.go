@@ -152,16 +152,16 @@ func failoverFactory(ctx context.Context, p scenarios.Params) (runner.Target, er
 	default:
 		return nil, scenarios.BadParam(fmt.Errorf("failover-lock has no fault %q; use --fault %s or %s", fault, FaultFailoverAfterAct, FaultNone))
 	}
-	if p.Conn.RedisReadURL == "" {
+	if p.Conn.Get(redisstore.ReadKey) == "" {
 		return nil, scenarios.BadParam(errors.New("failover-lock promotes a replica: set --redis-read-url (or RACETEST_REDIS_READ_URL) to the replica of --redis-url; 'scripts/cluster.sh start redis-replica' starts both and prints their URLs"))
 	}
 	srv, err := parseRedis(p)
 	if err != nil {
 		return nil, err
 	}
-	ropt, err := redis.ParseURL(p.Conn.RedisReadURL)
+	ropt, err := redis.ParseURL(p.Conn.Get(redisstore.ReadKey))
 	if err != nil {
-		return nil, scenarios.BadParam(fmt.Errorf("redis: cannot use the read URL %s", p.Conn.RedisReadURL))
+		return nil, scenarios.BadParam(fmt.Errorf("redis: cannot use the read URL %s", p.Conn.Get(redisstore.ReadKey)))
 	}
 	t := &failoverTarget{p: p, srv: srv, variant: v, fault: fault, resource: map[string]int64{}, accepted: map[string]int{}}
 	t.nodes[0] = &redisNode{addr: srv.opt.Addr}

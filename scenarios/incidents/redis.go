@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/racetest/racetest/internal/redisdb"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/redisstore"
 	"github.com/racetest/racetest/scenarios/runs"
@@ -28,9 +29,9 @@ type redisServer struct {
 }
 
 func parseRedis(p scenarios.Params) (*redisServer, error) {
-	raw := p.Conn.RedisURL
+	raw := p.Conn.Get(redisstore.Name)
 	if raw == "" {
-		raw = redisstore.DefaultURL
+		raw = redisdb.DefaultURL
 	}
 	if redisstore.IsClusterURL(raw) {
 		return nil, redisstore.ClusterRefusal(incidentsOnRedis)
@@ -40,14 +41,14 @@ func parseRedis(p scenarios.Params) (*redisServer, error) {
 		// The parse error may quote the URL, password included: say only
 		// what the redacted form shows.
 		return nil, fmt.Errorf("redis: cannot use the URL %s — set --redis-url or RACETEST_REDIS_URL to a URL like %s",
-			redisstore.Redact(raw), redisstore.DefaultURL)
+			redisdb.Redact(raw), redisdb.DefaultURL)
 	}
 	opt.DialTimeout = redisConnectTimeout
 	// The attempt's deadline bounds each call, so a claim against a hung
 	// server gives up at the 1.5 s the fix allows, not at the driver's 5 s
 	// read timeout; and a SET NX is never retried after a timeout.
-	redisstore.ForRun(opt, p.Dial)
-	return &redisServer{opt: opt, redacted: redisstore.Redact(raw)}, nil
+	redisdb.ForRun(opt, p.Dial)
+	return &redisServer{opt: opt, redacted: redisdb.Redact(raw)}, nil
 }
 
 // client opens a pool of poolSize connections to addr ("" means the URL's).

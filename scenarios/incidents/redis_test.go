@@ -8,18 +8,18 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/racetest/racetest/internal/redisdb"
 	"github.com/racetest/racetest/internal/wiretest"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/conformance"
-	"github.com/racetest/racetest/scenarios/redisstore"
 	"github.com/racetest/racetest/scenarios/runs"
 )
 
 func TestMain(m *testing.M) {
 	// go-redis logs every failed dial to stderr; the fail-open tests dial a
 	// dead port on purpose.
-	redisstore.QuietDriverLog()
+	redisdb.QuietDriverLog()
 	os.Exit(m.Run())
 }
 
@@ -28,7 +28,7 @@ func TestMain(m *testing.M) {
 // look at the keys.
 func needRedis(t *testing.T) (scenarios.Params, *redis.Client) {
 	t.Helper()
-	p := scenarios.Params{Conn: scenarios.Connections{RedisURL: os.Getenv("RACETEST_REDIS_URL")}, TTL: scenarios.DefaultTTL}
+	p := scenarios.Params{Conn: scenarios.NewConnections(map[string]string{"redis": os.Getenv("RACETEST_REDIS_URL")}), TTL: scenarios.DefaultTTL}
 	srv, err := parseRedis(p)
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,8 @@ import (
 	"github.com/racetest/racetest/internal/sqldb"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
+	"github.com/racetest/racetest/scenarios/mysqlstore"
+	"github.com/racetest/racetest/scenarios/pgstore"
 )
 
 // ReplicaRead is check-then-write whose check reads a replica while the
@@ -85,10 +87,10 @@ func replicaReadFactory(d *dialect) scenarios.Factory {
 		if err != nil {
 			return nil, err
 		}
-		readURL, flag := p.Conn.PostgresReadURL, "--postgres-read-url (or RACETEST_POSTGRES_READ_URL)"
+		readURL, flag := p.Conn.Get(pgstore.ReadKey), "--postgres-read-url (or RACETEST_POSTGRES_READ_URL)"
 		topology := "postgres-replica"
 		if d.Dialect == sqldb.MySQL {
-			readURL, flag, topology = p.Conn.MySQLReadDSN, "--mysql-read-dsn (or RACETEST_MYSQL_READ_DSN)", "mariadb-replica"
+			readURL, flag, topology = p.Conn.Get(mysqlstore.ReadKey), "--mysql-read-dsn (or RACETEST_MYSQL_READ_DSN)", "mariadb-replica"
 		}
 		if readURL == "" {
 			return nil, scenarios.BadParam(fmt.Errorf("replica-read reads a replica and writes the primary: set %s to a replica of the primary; 'scripts/cluster.sh start %s' starts a primary with a replica and prints both addresses",

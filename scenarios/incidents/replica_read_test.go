@@ -23,7 +23,7 @@ func TestReplicaReadNeedsAReadEndpoint(t *testing.T) {
 	for _, b := range []string{"postgres", "mysql"} {
 		t.Run(b, func(t *testing.T) {
 			p := scenarios.Params{RunID: scenarios.NewRunID(), Attempts: 2, Replicas: 1,
-				Conn: scenarios.Connections{MySQLDSN: "root@tcp(127.0.0.1:1)/none", PostgresURL: "postgres://nobody@127.0.0.1:1/none"}}
+				Conn: scenarios.NewConnections(map[string]string{"mysql": "root@tcp(127.0.0.1:1)/none", "postgres": "postgres://nobody@127.0.0.1:1/none"})}
 			_, err := registry(b).Build(context.Background(), ReplicaRead, b, p)
 			var bad *scenarios.ParamError
 			if !errors.As(err, &bad) {
@@ -46,13 +46,13 @@ func TestReplicaReadRefusesAServerThatIsNotAReplica(t *testing.T) {
 			p, _ := needSQL(t, d)
 			p.Attempts, p.Replicas = 2, 1
 			// The shared server as its own "replica".
-			p.Conn.PostgresReadURL = p.Conn.PostgresURL
-			if p.Conn.PostgresReadURL == "" {
-				p.Conn.PostgresReadURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+			p.Conn.Set("postgres_read", p.Conn.Get("postgres"))
+			if p.Conn.Get("postgres_read") == "" {
+				p.Conn.Set("postgres_read", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable")
 			}
-			p.Conn.MySQLReadDSN = p.Conn.MySQLDSN
-			if p.Conn.MySQLReadDSN == "" {
-				p.Conn.MySQLReadDSN = "root@tcp(127.0.0.1:3306)/test"
+			p.Conn.Set("mysql_read", p.Conn.Get("mysql"))
+			if p.Conn.Get("mysql_read") == "" {
+				p.Conn.Set("mysql_read", "root@tcp(127.0.0.1:3306)/test")
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
@@ -70,13 +70,10 @@ func TestReplicaReadRefusesAServerThatIsNotAReplica(t *testing.T) {
 // under RACETEST_REQUIRE_CLUSTERS.
 func needCluster(t *testing.T, d *dialect) scenarios.Params {
 	t.Helper()
-	p := scenarios.Params{RunID: scenarios.NewRunID(), Conn: scenarios.Connections{
-		MySQLDSN: os.Getenv("RACETEST_CLUSTER_MYSQL_DSN"), MySQLReadDSN: os.Getenv("RACETEST_CLUSTER_MYSQL_READ_DSN"),
-		PostgresURL: os.Getenv("RACETEST_CLUSTER_POSTGRES_URL"), PostgresReadURL: os.Getenv("RACETEST_CLUSTER_POSTGRES_READ_URL"),
-	}}
-	read := p.Conn.PostgresReadURL
+	p := scenarios.Params{RunID: scenarios.NewRunID(), Conn: scenarios.NewConnections(map[string]string{"mysql": os.Getenv("RACETEST_CLUSTER_MYSQL_DSN"), "mysql_read": os.Getenv("RACETEST_CLUSTER_MYSQL_READ_DSN"), "postgres": os.Getenv("RACETEST_CLUSTER_POSTGRES_URL"), "postgres_read": os.Getenv("RACETEST_CLUSTER_POSTGRES_READ_URL")})}
+	read := p.Conn.Get("postgres_read")
 	if d == mysqlDialect {
-		read = p.Conn.MySQLReadDSN
+		read = p.Conn.Get("mysql_read")
 	}
 	if read == "" {
 		msg := "no " + d.name() + " cluster: start one with scripts/cluster.sh and set RACETEST_CLUSTER_" + strings.ToUpper(d.name()) + "_* to the addresses it prints"
@@ -130,13 +127,13 @@ func TestFailoverLockRefusesWhatClusterShDidNotStart(t *testing.T) {
 	_, cl := needRedis(t)
 	url := "redis://" + cl.Options().Addr + "/0"
 	p := scenarios.Params{RunID: scenarios.NewRunID(), Attempts: 2, Replicas: 1,
-		Conn: scenarios.Connections{RedisURL: url, RedisReadURL: url}}
+		Conn: scenarios.NewConnections(map[string]string{"redis": url, "redis_read": url})}
 	_, err := registry("redis").Build(context.Background(), FailoverLock, "redis", p)
 	var bad *scenarios.ParamError
 	if !errors.As(err, &bad) || !strings.Contains(err.Error(), "runs only on a cluster that scripts/cluster.sh started") {
 		t.Fatalf("want the shared server refused, got %v", err)
 	}
-	p.Conn.RedisReadURL = ""
+	p.Conn.Set("redis_read", "")
 	if _, err := registry("redis").Build(context.Background(), FailoverLock, "redis", p); !errors.As(err, &bad) || !strings.Contains(err.Error(), "scripts/cluster.sh start redis-replica") {
 		t.Fatalf("without a replica, want a usage error naming scripts/cluster.sh, got %v", err)
 	}
@@ -154,7 +151,7 @@ func TestFailoverLockOnACluster(t *testing.T) {
 		}
 		t.Skip(msg)
 	}
-	p := scenarios.Params{RunID: scenarios.NewRunID(), Conn: scenarios.Connections{RedisURL: primary, RedisReadURL: replica}}
+	p := scenarios.Params{RunID: scenarios.NewRunID(), Conn: scenarios.NewConnections(map[string]string{"redis": primary, "redis_read": replica})}
 	for _, v := range failoverVariants {
 		t.Run(v, func(t *testing.T) {
 			res, target := runCase(t, "redis", FailoverLock, p, shape{variant: v, attempts: 2, bursts: 5})

@@ -10,6 +10,7 @@ import (
 	"github.com/racetest/racetest/internal/sqldb"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/mysqlstore"
+	"github.com/racetest/racetest/scenarios/pgstore"
 	"github.com/racetest/racetest/scenarios/sqlrun"
 )
 
@@ -35,7 +36,7 @@ type dialect struct {
 
 var mysqlDialect = &dialect{
 	Dialect:    sqldb.MySQL,
-	connString: func(p scenarios.Params) string { return p.Conn.MySQLDSN },
+	connString: func(p scenarios.Params) string { return p.Conn.Get(mysqlstore.Name) },
 	tableOptions: func(p scenarios.Params) (string, error) {
 		e, err := mysqlstore.EngineName(p.Engine)
 		if err != nil {
@@ -65,7 +66,7 @@ var mysqlDialect = &dialect{
 
 var pgDialect = &dialect{
 	Dialect:      sqldb.Postgres,
-	connString:   func(p scenarios.Params) string { return p.Conn.PostgresURL },
+	connString:   func(p scenarios.Params) string { return p.Conn.Get(pgstore.Name) },
 	tableOptions: func(scenarios.Params) (string, error) { return "", nil },
 	autoID:       "BIGSERIAL PRIMARY KEY",
 	timestamp:    "TIMESTAMPTZ",

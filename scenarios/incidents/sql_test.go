@@ -18,7 +18,7 @@ func needSQL(t *testing.T, d *dialect) (scenarios.Params, *sqlServer) {
 	t.Helper()
 	p := scenarios.Params{
 		RunID: scenarios.NewRunID(), TTL: scenarios.DefaultTTL,
-		Conn: scenarios.Connections{MySQLDSN: os.Getenv("RACETEST_MYSQL_DSN"), PostgresURL: os.Getenv("RACETEST_POSTGRES_URL")},
+		Conn: scenarios.NewConnections(map[string]string{"mysql": os.Getenv("RACETEST_MYSQL_DSN"), "postgres": os.Getenv("RACETEST_POSTGRES_URL")}),
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

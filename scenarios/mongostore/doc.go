@@ -4,13 +4,13 @@
 //
 // # Connecting
 //
-// --mongo-uri or RACETEST_MONGO_URI; default DefaultURI
+// --mongo-uri or RACETEST_MONGO_URI; default mongodb.DefaultURI
 // (mongodb://127.0.0.1:27017/?directConnection=true). The collections go to
-// the database the URI's path names, else DefaultDatabase ("racetest"). Server
+// the database the URI's path names, else mongodb.DefaultDatabase ("racetest"). Server
 // selection and connecting time out after 3 s unless the URI sets its own
 // serverSelectionTimeoutMS/connectTimeoutMS, so an absent server is one line:
 // "mongo: cannot connect to 127.0.0.1:27017 (connection refused) — is the
-// server running? ...". Passwords are replaced by xxxxx (Redact).
+// server running? ...". Passwords are replaced by xxxxx (mongodb.Redact).
 //
 // The server is named from buildInfo: "MongoDB 7.0.14", or, when buildInfo
 // has ferretdbVersion, "FerretDB 1.24.2 (MongoDB 7.0.42 wire)".

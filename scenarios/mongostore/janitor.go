@@ -6,6 +6,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
+	"github.com/racetest/racetest/internal/mongodb"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/runs"
 )
@@ -20,7 +21,7 @@ func Janitor(ctx context.Context, c scenarios.Connections) (runs.Janitor, error)
 	if err != nil {
 		return nil, err
 	}
-	return &janitor{client: client, db: client.Database(cn.database), where: "mongo " + Redact(cn.uri) + " database " + cn.database}, nil
+	return &janitor{client: client, db: client.Database(cn.database), where: "mongo " + mongodb.Redact(cn.uri) + " database " + cn.database}, nil
 }
 
 type janitor struct {

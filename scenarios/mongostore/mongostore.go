@@ -10,27 +10,18 @@ import (
 	"syscall"
 	"time"
 
-	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"go.mongodb.org/mongo-driver/v2/mongo/readpref"
 	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/connstring"
 	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/topology"
 
+	"github.com/racetest/racetest/internal/mongodb"
 	"github.com/racetest/racetest/scenarios"
 )
 
 // Name is the backend's name.
 const Name = "mongo"
-
-// DefaultURI is the server a run uses when no --mongo-uri or
-// RACETEST_MONGO_URI is given: the standard local port, one server, no
-// replica-set discovery (so a single-node replica set in docker, whose member
-// names only resolve inside docker, still answers).
-const DefaultURI = "mongodb://127.0.0.1:27017/?directConnection=true"
-
-// DefaultDatabase holds the run's collections when the URI names no database.
-const DefaultDatabase = "racetest"
 
 // VariantOneActive is unique-insert's "one active per user" variant: a unique
 // index with partialFilterExpression {active: true}.
@@ -61,13 +52,15 @@ func Register(r *scenarios.Registry) {
 // and the knobs it accepts.
 var Backend = scenarios.Backend{
 	Name:    Name,
-	Summary: "MongoDB (mongo-driver v2); --mongo-uri or RACETEST_MONGO_URI, default " + DefaultURI,
+	Summary: "MongoDB (mongo-driver v2); --mongo-uri or RACETEST_MONGO_URI, default " + mongodb.DefaultURI,
 	Server:  true,
 	Conn: &scenarios.Connection{
-		Flag: "mongo-uri", Env: "RACETEST_MONGO_URI", Default: DefaultURI, What: "MongoDB URI", Redact: Redact,
-		Field: func(c *scenarios.Connections) *string { return &c.MongoURI },
+		Flag: "mongo-uri", Env: "RACETEST_MONGO_URI", Default: mongodb.DefaultURI, What: "MongoDB URI", Redact: mongodb.Redact,
+		Key: Name,
 	},
 	Releases: []string{"last-byte"},
+	Kept:     "collections",
+	Janitor:  Janitor,
 }
 
 // variantsOf lists the variants scenario accepts here besides "".
@@ -76,53 +69,6 @@ func variantsOf(scenario string) []string {
 		return []string{VariantOneActive}
 	}
 	return nil
-}
-
-// Redact returns uri with its password (and any query parameter that carries
-// a secret) replaced by "xxxxx", for errors and reports.
-func Redact(uri string) string {
-	scheme, rest, ok := strings.Cut(uri, "://")
-	if !ok {
-		return redactQuery(uri)
-	}
-	// The user info ends at the last '@' before the path: a password may
-	// itself contain '@' or '/' when it was not percent-encoded.
-	hostEnd := len(rest)
-	if i := strings.LastIndex(rest, "@"); i >= 0 {
-		if j := strings.IndexAny(rest[i:], "/?"); j >= 0 {
-			hostEnd = i + j
-		}
-	} else if j := strings.IndexAny(rest, "/?"); j >= 0 {
-		hostEnd = j
-	}
-	authority, tail := rest[:hostEnd], rest[hostEnd:]
-	if at := strings.LastIndex(authority, "@"); at >= 0 {
-		user := authority[:at]
-		if name, _, hasPw := strings.Cut(user, ":"); hasPw {
-			authority = name + ":xxxxx" + authority[at:]
-		}
-	}
-	return scheme + "://" + authority + redactQuery(tail)
-}
-
-// redactQuery hides the values of query parameters that carry secrets
-// (tlsCertificateKeyFilePassword, authMechanismProperties with an AWS session
-// token).
-func redactQuery(s string) string {
-	path, query, ok := strings.Cut(s, "?")
-	if !ok {
-		return s
-	}
-	parts := strings.Split(query, "&")
-	for i, kv := range parts {
-		k, _, _ := strings.Cut(kv, "=")
-		lk := strings.ToLower(k)
-		if strings.Contains(lk, "password") || strings.Contains(lk, "secret") ||
-			strings.Contains(lk, "token") || lk == "authmechanismproperties" {
-			parts[i] = k + "=xxxxx"
-		}
-	}
-	return path + "?" + strings.Join(parts, "&")
 }
 
 // password returns the URI's password, so that errors can be scrubbed of it
@@ -177,17 +123,17 @@ type conn struct {
 }
 
 func newConn(p scenarios.Params) (conn, error) {
-	uri := p.Conn.MongoURI
+	uri := p.Conn.Get(Name)
 	if uri == "" {
-		uri = DefaultURI
+		uri = mongodb.DefaultURI
 	}
 	cs, err := connstring.ParseAndValidate(uri)
 	if err != nil {
-		return conn{}, scenarios.BadParam(fmt.Errorf("mongo: invalid URI %s: %w — check --mongo-uri or RACETEST_MONGO_URI", Redact(uri), scrub(err, uri)))
+		return conn{}, scenarios.BadParam(fmt.Errorf("mongo: invalid URI %s: %w — check --mongo-uri or RACETEST_MONGO_URI", mongodb.Redact(uri), scrub(err, uri)))
 	}
 	db := cs.Database
 	if db == "" {
-		db = DefaultDatabase
+		db = mongodb.DefaultDatabase
 	}
 	return conn{uri: uri, database: db, dial: p.Dial}, nil
 }
@@ -240,7 +186,7 @@ func (c conn) workerOptions() *options.ClientOptions {
 func (c conn) connect(ctx context.Context, o *options.ClientOptions) (*mongo.Client, error) {
 	client, err := mongo.Connect(o)
 	if err != nil {
-		return nil, fmt.Errorf("mongo: cannot use %s: %w — check --mongo-uri or RACETEST_MONGO_URI", Redact(c.uri), scrub(err, c.uri))
+		return nil, fmt.Errorf("mongo: cannot use %s: %w — check --mongo-uri or RACETEST_MONGO_URI", mongodb.Redact(c.uri), scrub(err, c.uri))
 	}
 	pctx, cancel := context.WithTimeout(ctx, connectTimeout+time.Second)
 	defer cancel()
@@ -278,9 +224,9 @@ func (c conn) unreachableError(lead string, err error) error {
 	if errors.As(err, &ce) && (ce.Code == 18 || ce.HasErrorLabel("AuthenticationFailed")) ||
 		strings.Contains(err.Error(), "auth error") {
 		return fmt.Errorf("mongo: authentication to %s failed (%s) — check the user and password in --mongo-uri or RACETEST_MONGO_URI (%s): %w",
-			hosts, why, Redact(c.uri), scrub(err, c.uri))
+			hosts, why, mongodb.Redact(c.uri), scrub(err, c.uri))
 	}
-	msg := fmt.Sprintf("%s %s (%s) — is the server running? set --mongo-uri or RACETEST_MONGO_URI (using %s)", lead, hosts, why, Redact(c.uri))
+	msg := fmt.Sprintf("%s %s (%s) — is the server running? set --mongo-uri or RACETEST_MONGO_URI (using %s)", lead, hosts, why, mongodb.Redact(c.uri))
 	if errors.As(err, &sse) {
 		// The driver's text is its whole topology ("current topology: {
 		// Type: Unknown, Servers: [{ Addr: …") and says no more than the
@@ -324,55 +270,17 @@ func reason(err error) string {
 	return msg
 }
 
-// ServerInfo is what buildInfo says about the server.
-type ServerInfo struct {
-	// Version is the MongoDB version the server reports (on FerretDB, the
-	// MongoDB version whose wire protocol it speaks).
-	Version string
-	// FerretDBVersion is set when the server is FerretDB ("unknown" when an
-	// embedded FerretDB could not tell its own version).
-	FerretDBVersion string
-}
-
-// FerretDB reports whether the server is FerretDB, whose findAndModify and
-// conditional updates are not atomic (see doc.go).
-func (s ServerInfo) FerretDB() bool { return s.FerretDBVersion != "" }
-
-// String names the server as a report shows it: "MongoDB 7.0.14" or
-// "FerretDB 1.24.2 (MongoDB 7.0.42 wire)".
-func (s ServerInfo) String() string {
-	if s.FerretDB() {
-		v := strings.TrimPrefix(s.FerretDBVersion, "v")
-		if v == "unknown" {
-			v = "(version unknown)"
-		}
-		return fmt.Sprintf("FerretDB %s (MongoDB %s wire)", v, s.Version)
-	}
-	return "MongoDB " + s.Version
-}
-
-func buildInfo(ctx context.Context, db *mongo.Database) (ServerInfo, error) {
-	var doc struct {
-		Version         string `bson:"version"`
-		FerretDBVersion string `bson:"ferretdbVersion"`
-	}
-	if err := db.RunCommand(ctx, bson.D{{Key: "buildInfo", Value: 1}}).Decode(&doc); err != nil {
-		return ServerInfo{}, fmt.Errorf("mongo: buildInfo: %w", err)
-	}
-	return ServerInfo{Version: doc.Version, FerretDBVersion: doc.FerretDBVersion}, nil
-}
-
 // Probe connects with p's connection settings and reports which server
 // answers. Tests use it to state their expectations per server.
-func Probe(ctx context.Context, p scenarios.Params) (ServerInfo, error) {
+func Probe(ctx context.Context, p scenarios.Params) (mongodb.ServerInfo, error) {
 	c, err := newConn(p)
 	if err != nil {
-		return ServerInfo{}, err
+		return mongodb.ServerInfo{}, err
 	}
 	client, err := c.connect(ctx, c.options(1))
 	if err != nil {
-		return ServerInfo{}, err
+		return mongodb.ServerInfo{}, err
 	}
 	defer disconnect(client)
-	return buildInfo(ctx, client.Database(c.database))
+	return mongodb.BuildInfo(ctx, client.Database(c.database))
 }

@@ -20,6 +20,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/connstring"
 	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/topology"
 
+	"github.com/racetest/racetest/internal/mongodb"
 	"github.com/racetest/racetest/runner"
 
 	"github.com/racetest/racetest/scenarios"
@@ -30,9 +31,9 @@ import (
 // server finds the MongoDB-compatible server the tests run against:
 // RACETEST_MONGO_URI, else the standard local port. It skips the test (or
 // fails it under RACETEST_REQUIRE_SERVERS) when none answers.
-func server(t *testing.T) (scenarios.Params, mongostore.ServerInfo) {
+func server(t *testing.T) (scenarios.Params, mongodb.ServerInfo) {
 	t.Helper()
-	p := scenarios.Params{Conn: scenarios.Connections{MongoURI: os.Getenv("RACETEST_MONGO_URI")}, TTL: scenarios.DefaultTTL}
+	p := scenarios.Params{Conn: scenarios.NewConnections(map[string]string{"mongo": os.Getenv("RACETEST_MONGO_URI")}), TTL: scenarios.DefaultTTL}
 	info, err := probe(p)
 	if err != nil {
 		conformance.Unavailable(t, mongostore.Name, err)
@@ -43,11 +44,11 @@ func server(t *testing.T) (scenarios.Params, mongostore.ServerInfo) {
 
 var probeOnce struct {
 	sync.Once
-	info mongostore.ServerInfo
+	info mongodb.ServerInfo
 	err  error
 }
 
-func probe(p scenarios.Params) (mongostore.ServerInfo, error) {
+func probe(p scenarios.Params) (mongodb.ServerInfo, error) {
 	probeOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -102,16 +103,16 @@ func build(t *testing.T, p scenarios.Params, scenario string, attempts int) (run
 // client connects to the test server for the test's own bookkeeping.
 func client(t *testing.T, p scenarios.Params) *mongo.Database {
 	t.Helper()
-	uri := p.Conn.MongoURI
+	uri := p.Conn.Get("mongo")
 	if uri == "" {
-		uri = mongostore.DefaultURI
+		uri = mongodb.DefaultURI
 	}
 	c, err := mongo.Connect(options.Client().ApplyURI(uri))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Disconnect(context.Background()) })
-	db := mongostore.DefaultDatabase
+	db := mongodb.DefaultDatabase
 	if cs, err := connstring.Parse(uri); err == nil && cs.Database != "" {
 		db = cs.Database
 	}
@@ -442,7 +443,7 @@ func TestUnreachable(t *testing.T) {
 	addr := l.Addr().String()
 	l.Close() // a port that was free a moment ago: connection refused
 	p := scenarios.Params{RunID: scenarios.NewRunID(), Attempts: 2, Replicas: 1,
-		Conn: scenarios.Connections{MongoURI: "mongodb://racer:s3cr%40t-pw@" + addr + "/?directConnection=true"}}
+		Conn: scenarios.NewConnections(map[string]string{"mongo": "mongodb://racer:s3cr%40t-pw@" + addr + "/?directConnection=true"})}
 	start := time.Now()
 	_, err = registry().Build(context.Background(), scenarios.CheckThenWrite, mongostore.Name, p)
 	took := time.Since(start)
@@ -475,46 +476,6 @@ func TestUnreachable(t *testing.T) {
 		t.Errorf("took %s to report an unreachable server", took)
 	}
 	t.Logf("after %s: %v", took.Round(time.Millisecond), err)
-}
-
-func TestRedact(t *testing.T) {
-	for in, want := range map[string]string{
-		mongostore.DefaultURI:                                        mongostore.DefaultURI,
-		"mongodb://u:pw@h:27017/db":                                  "mongodb://u:xxxxx@h:27017/db",
-		"mongodb://u:p@ss/w:rd@h1:1,h2:2/db?replicaSet=rs":           "mongodb://u:xxxxx@h1:1,h2:2/db?replicaSet=rs",
-		"mongodb+srv://u:pw@cluster.example.com/?retryWrites=true":   "mongodb+srv://u:xxxxx@cluster.example.com/?retryWrites=true",
-		"mongodb://u@h/?authMechanism=MONGODB-X509":                  "mongodb://u@h/?authMechanism=MONGODB-X509",
-		"mongodb://h/?tlsCertificateKeyFilePassword=pw&tls=true":     "mongodb://h/?tlsCertificateKeyFilePassword=xxxxx&tls=true",
-		"mongodb://h/?authMechanismProperties=AWS_SESSION_TOKEN:tok": "mongodb://h/?authMechanismProperties=xxxxx",
-	} {
-		if got := mongostore.Redact(in); got != want {
-			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
-func TestServerName(t *testing.T) {
-	for _, c := range []struct {
-		info mongostore.ServerInfo
-		want string
-	}{
-		{mongostore.ServerInfo{Version: "7.0.14"}, "MongoDB 7.0.14"},
-		{mongostore.ServerInfo{Version: "7.0.42", FerretDBVersion: "v1.24.2"}, "FerretDB 1.24.2 (MongoDB 7.0.42 wire)"},
-		{mongostore.ServerInfo{Version: "7.0.42", FerretDBVersion: "unknown"}, "FerretDB (version unknown) (MongoDB 7.0.42 wire)"},
-	} {
-		if got := c.info.String(); got != c.want {
-			t.Errorf("%+v: %q, want %q", c.info, got, c.want)
-		}
-		if c.info.FerretDB() != strings.HasPrefix(c.want, "FerretDB") {
-			t.Errorf("%+v: FerretDB() = %v", c.info, c.info.FerretDB())
-		}
-	}
-	p, info := server(t)
-	tg, _ := build(t, p, scenarios.MemorySet, 1)
-	defer tg.Cleanup(context.Background())
-	if got := tg.(runner.Describer).Server(); got != info.String() {
-		t.Errorf("Server() = %q, want %q", got, info.String())
-	}
 }
 
 // TestServerDiesMidRun: when the server goes away during a run, attempts
@@ -675,5 +636,15 @@ func TestEffectsCountedThroughAnInterrupt(t *testing.T) {
 	}
 	if left := runCollections(t, db, prefix); len(left) > 0 {
 		t.Errorf("the interrupted run left %v", left)
+	}
+}
+
+// TestServerName: a target names the server buildInfo reports.
+func TestServerName(t *testing.T) {
+	p, info := server(t)
+	tg, _ := build(t, p, scenarios.MemorySet, 1)
+	defer tg.Cleanup(context.Background())
+	if got := tg.(runner.Describer).Server(); got != info.String() {
+		t.Errorf("Server() = %q, want %q", got, info.String())
 	}
 }

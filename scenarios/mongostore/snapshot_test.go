@@ -15,6 +15,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/racetest/racetest/internal/mongodb"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios/conformance"
 )
@@ -25,7 +26,7 @@ func snapshotDB(t *testing.T) *mongo.Database {
 	t.Helper()
 	uri := os.Getenv("RACETEST_MONGO_URI")
 	if uri == "" {
-		uri = DefaultURI
+		uri = mongodb.DefaultURI
 	}
 	cl, err := mongo.Connect(options.Client().ApplyURI(uri).SetServerSelectionTimeout(4 * time.Second))
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/readpref"
 	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/topology"
 
+	"github.com/racetest/racetest/internal/mongodb"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/runs"
@@ -68,7 +69,7 @@ func factory(k kind) scenarios.Factory {
 		db := client.Database(c.database)
 		bctx, cancel := context.WithTimeout(ctx, controlTimeout)
 		defer cancel()
-		info, err := buildInfo(bctx, db)
+		info, err := mongodb.BuildInfo(bctx, db)
 		if err != nil {
 			_ = disconnect(client)
 			return nil, err
@@ -86,7 +87,7 @@ type target struct {
 	conn    conn
 	control *mongo.Client
 	db      *mongo.Database
-	server  ServerInfo
+	server  mongodb.ServerInfo
 
 	mu         sync.Mutex
 	created    []string // collections Prepare made, the only ones Cleanup drops

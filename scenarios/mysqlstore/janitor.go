@@ -9,5 +9,5 @@ import (
 
 // Janitor connects to the server of c for 'racetest clean'.
 func Janitor(ctx context.Context, c scenarios.Connections) (runs.Janitor, error) {
-	return runs.SQLJanitor(ctx, runs.MySQL, c.MySQLDSN)
+	return runs.SQLJanitor(ctx, runs.MySQL, c.Get(Name))
 }

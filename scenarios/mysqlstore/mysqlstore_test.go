@@ -35,7 +35,7 @@ func testRegistry() *scenarios.Registry {
 // test (fails it under RACETEST_REQUIRE_SERVERS) when none answers.
 func serverParams(t *testing.T) scenarios.Params {
 	t.Helper()
-	p := scenarios.Params{RunID: scenarios.NewRunID(), Conn: scenarios.Connections{MySQLDSN: os.Getenv("RACETEST_MYSQL_DSN")}}
+	p := scenarios.Params{RunID: scenarios.NewRunID(), Conn: scenarios.NewConnections(map[string]string{"mysql": os.Getenv("RACETEST_MYSQL_DSN")})}
 	st, err := Open(context.Background(), p)
 	if err != nil {
 		conformance.Unavailable(t, Name, err)
@@ -505,7 +505,7 @@ func TestTooManyConnections(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() }) // after the DROP USER below
-	cfg, _ := sqldb.MySQLConfig(p.Conn.MySQLDSN)
+	cfg, _ := sqldb.MySQLConfig(p.Conn.Get("mysql"))
 	user := "racetest_" + p.RunID
 	host := "%"
 	if _, err := st.DB().Exec(fmt.Sprintf("CREATE USER '%s'@'%s' WITH MAX_USER_CONNECTIONS 3", user, host)); err != nil {
@@ -520,7 +520,7 @@ func TestTooManyConnections(t *testing.T) {
 		t.Fatal(err)
 	}
 	q := p
-	q.Conn.MySQLDSN = fmt.Sprintf("%s@%s(%s)/%s", user, cfg.Net, cfg.Addr, cfg.DBName)
+	q.Conn.Set("mysql", fmt.Sprintf("%s@%s(%s)/%s", user, cfg.Net, cfg.Addr, cfg.DBName))
 	tg := build(t, scenarios.ConditionalUpdate, q)
 	_, err = runner.Run(context.Background(), tg, runner.Attempts(6), runner.Bursts(1))
 	var ce *sqldb.ConnectError
@@ -563,7 +563,7 @@ func TestTooManyConnections(t *testing.T) {
 // seconds, never the password.
 func TestConnectFailures(t *testing.T) {
 	p := serverParams(t)
-	cfg, _ := sqldb.MySQLConfig(p.Conn.MySQLDSN)
+	cfg, _ := sqldb.MySQLConfig(p.Conn.Get("mysql"))
 	silent, err := net.Listen("tcp", "127.0.0.1:0") // accepts, never speaks
 	if err != nil {
 		t.Fatal(err)
@@ -594,7 +594,7 @@ func TestConnectFailures(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			q := p
-			q.Conn.MySQLDSN = tc.conn
+			q.Conn.Set("mysql", tc.conn)
 			start := time.Now()
 			_, err := testRegistry().Build(context.Background(), scenarios.ConditionalUpdate, Name, q)
 			took := time.Since(start)

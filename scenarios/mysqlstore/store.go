@@ -77,7 +77,7 @@ type Store struct {
 	snapshot string
 }
 
-// Open connects to the server named by p.Conn.MySQLDSN (DefaultDSN when
+// Open connects to the server named by p.Conn.Get(Name) (DefaultDSN when
 // empty), through p.Dial when set, and checks that it answers — within
 // seconds, with a one-line error naming the server and what to change.
 func Open(ctx context.Context, p scenarios.Params) (*Store, error) {
@@ -89,7 +89,7 @@ func Open(ctx context.Context, p scenarios.Params) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := sqldb.MySQLConfig(p.Conn.MySQLDSN)
+	cfg, err := sqldb.MySQLConfig(p.Conn.Get(Name))
 	if err != nil {
 		return nil, err
 	}

@@ -26,6 +26,10 @@ var (
 // Name is the backend's name: MySQL and MariaDB alike.
 const Name = "mysql"
 
+// ReadKey is the key of the backend's replica in scenarios.Connections and
+// in a suite's connections:.
+const ReadKey = Name + scenarios.ReadSuffix
+
 // Backend is the MySQL/MariaDB backend as the registry knows it: its
 // connection and the knobs it accepts.
 var Backend = scenarios.Backend{
@@ -35,18 +39,20 @@ var Backend = scenarios.Backend{
 	Conn: &scenarios.Connection{
 		Flag: "mysql-dsn", Env: "RACETEST_MYSQL_DSN", Default: DefaultDSN,
 		What: "MySQL/MariaDB DSN or mysql:// URL", Redact: sqldb.RedactMySQL,
-		Field: func(c *scenarios.Connections) *string { return &c.MySQLDSN },
+		Key:   Name,
 		Probe: probe,
 	},
 	ReadConn: &scenarios.Connection{
 		Flag: "mysql-read-dsn", Env: "RACETEST_MYSQL_READ_DSN",
 		What: "a replica of --mysql-dsn, for replica-read (scripts/cluster.sh start mariadb-replica prints one)", Redact: sqldb.RedactMySQL,
-		Field:   func(c *scenarios.Connections) *string { return &c.MySQLReadDSN },
+		Key:     ReadKey,
 		Cluster: "mariadb-replica", Probe: probe,
 	},
 	Isolations: sqldb.IsolationNames(),
 	Engines:    Engines,
 	Releases:   []string{"last-byte"},
+	Kept:       "tables",
+	Janitor:    Janitor,
 }
 
 // probe connects to the server conn names, without a handshake.

@@ -24,7 +24,7 @@ func testURL() string {
 // server answers, by building one target the way a run does.
 func requireServer(t *testing.T) scenarios.Params {
 	t.Helper()
-	p := scenarios.Params{RunID: scenarios.NewRunID(), Conn: scenarios.Connections{PostgresURL: testURL()}}
+	p := scenarios.Params{RunID: scenarios.NewRunID(), Conn: scenarios.NewConnections(map[string]string{"postgres": testURL()})}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if _, err := builtin.Registry().Build(ctx, scenarios.UniqueInsert, pgstore.Name, p); err != nil {

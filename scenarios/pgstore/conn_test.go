@@ -25,7 +25,7 @@ import (
 // buildErr builds a target of unique-insert against conn and returns the error.
 func buildErr(t *testing.T, conn string) (time.Duration, error) {
 	t.Helper()
-	p := scenarios.Params{RunID: scenarios.NewRunID(), Conn: scenarios.Connections{PostgresURL: conn}}
+	p := scenarios.Params{RunID: scenarios.NewRunID(), Conn: scenarios.NewConnections(map[string]string{"postgres": conn})}
 	start := time.Now()
 	_, err := factory(scenarioNamed(t, scenarios.UniqueInsert))(context.Background(), p)
 	return time.Since(start), err
@@ -145,7 +145,7 @@ func TestTooManyConnections(t *testing.T) {
 	privserver.Gate(t)
 	privserver.Need(t, privserver.Postgres)
 	url := privserver.Start(t, privserver.Postgres).URL
-	p := scenarios.Params{RunID: scenarios.NewRunID(), Conn: scenarios.Connections{PostgresURL: url}, TTL: scenarios.DefaultTTL}
+	p := scenarios.Params{RunID: scenarios.NewRunID(), Conn: scenarios.NewConnections(map[string]string{"postgres": url}), TTL: scenarios.DefaultTTL}
 	c := connTo(t, url)
 	ctx := context.Background()
 	tg := build(t, scenarios.UniqueInsert, p)

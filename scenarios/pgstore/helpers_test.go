@@ -34,7 +34,7 @@ func serverParams(t testing.TB) scenarios.Params {
 	_ = c.Close(ctx)
 	return scenarios.Params{
 		RunID: scenarios.NewRunID(),
-		Conn:  scenarios.Connections{PostgresURL: testURL()},
+		Conn:  scenarios.NewConnections(map[string]string{"postgres": testURL()}),
 		TTL:   scenarios.DefaultTTL,
 	}
 }

@@ -14,6 +14,10 @@ import (
 // Name is the backend's name on the command line.
 const Name = "postgres"
 
+// ReadKey is the key of the backend's replica in scenarios.Connections and
+// in a suite's connections:.
+const ReadKey = Name + scenarios.ReadSuffix
+
 // DefaultURL is the server racetest talks to when --postgres-url and
 // RACETEST_POSTGRES_URL are both empty.
 const DefaultURL = sqldb.DefaultPostgresURL
@@ -30,17 +34,19 @@ var Backend = scenarios.Backend{
 	Conn: &scenarios.Connection{
 		Flag: "postgres-url", Env: "RACETEST_POSTGRES_URL", Default: DefaultURL,
 		What: "PostgreSQL URL", Redact: sqldb.RedactPostgres,
-		Field: func(c *scenarios.Connections) *string { return &c.PostgresURL },
+		Key:   Name,
 		Probe: probe,
 	},
 	ReadConn: &scenarios.Connection{
 		Flag: "postgres-read-url", Env: "RACETEST_POSTGRES_READ_URL",
 		What: "a streaming replica of --postgres-url, for replica-read (scripts/cluster.sh start postgres-replica prints one)", Redact: sqldb.RedactPostgres,
-		Field:   func(c *scenarios.Connections) *string { return &c.PostgresReadURL },
+		Key:     ReadKey,
 		Cluster: "postgres-replica", Probe: probe,
 	},
 	Isolations: sqldb.IsolationNames(),
 	Releases:   []string{"last-byte"},
+	Kept:       "tables",
+	Janitor:    Janitor,
 }
 
 // probe connects to the server conn names, without a handshake.

@@ -92,7 +92,7 @@ func factory(sc scenario) scenarios.Factory {
 		if p.TTL == 0 {
 			p.TTL = scenarios.DefaultTTL
 		}
-		cfg, err := Config(p.Conn.PostgresURL, p)
+		cfg, err := Config(p.Conn.Get(Name), p)
 		if err != nil {
 			return nil, err
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/racetest/racetest/internal/redisdb"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/redisstore"
 )
@@ -23,7 +24,7 @@ func TestRefuseClusterAsksTheServer(t *testing.T) {
 	if err := redisstore.RefuseCluster(ctx, "redis://h:1,h:2/0", nil, "lost-update"); !isClusterRefusal(err, "lost-update") {
 		t.Errorf("comma seed URL: %v", err)
 	}
-	if err := redisstore.RefuseCluster(ctx, redisstore.DefaultURL, nil, "lost-update"); err != nil {
+	if err := redisstore.RefuseCluster(ctx, redisdb.DefaultURL, nil, "lost-update"); err != nil {
 		t.Errorf("one server's URL, no client: %v", err)
 	}
 	for section, cluster := range map[string]string{

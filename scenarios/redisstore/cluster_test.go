@@ -107,7 +107,7 @@ func TestClusterConformance(t *testing.T) {
 	conformance.Run(t, conformance.Suite{
 		Registry: registry(),
 		Backend:  redisstore.Name,
-		Params:   scenarios.Params{Conn: scenarios.Connections{RedisURL: raw}, TTL: scenarios.DefaultTTL},
+		Params:   scenarios.Params{Conn: scenarios.NewConnections(map[string]string{"redis": raw}), TTL: scenarios.DefaultTTL},
 		Release:  wiretest.LastByte(redisstore.Name),
 	})
 }
@@ -182,7 +182,7 @@ func TestClusterNodeURL(t *testing.T) {
 		t.Errorf("left keys: %v", left)
 	}
 	if _, err := registry().Build(context.Background(), scenarios.UniqueInsert, redisstore.Name,
-		scenarios.Params{RunID: scenarios.NewRunID(), Attempts: 2, Conn: scenarios.Connections{RedisURL: "redis://" + node + "/1"}}); err == nil ||
+		scenarios.Params{RunID: scenarios.NewRunID(), Attempts: 2, Conn: scenarios.NewConnections(map[string]string{"redis": "redis://" + node + "/1"})}); err == nil ||
 		!strings.Contains(err.Error(), "database 0 only") {
 		t.Errorf("database 1 of a cluster node: %v", err)
 	}
@@ -228,7 +228,7 @@ func TestClusterClean(t *testing.T) {
 	}
 
 	// clean given one node's plain URL still visits every primary.
-	j, err := redisstore.Janitor(ctx, scenarios.Connections{RedisURL: "redis://" + primaryAddrs(t, cc)[0] + "/0"})
+	j, err := redisstore.Janitor(ctx, scenarios.NewConnections(map[string]string{"redis": "redis://" + primaryAddrs(t, cc)[0] + "/0"}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/racetest/racetest/internal/redisdb"
 	"github.com/racetest/racetest/internal/wiretest"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/conformance"
@@ -18,7 +19,7 @@ func testURL() string {
 	if u := os.Getenv("RACETEST_REDIS_URL"); u != "" {
 		return u
 	}
-	return redisstore.DefaultURL
+	return redisdb.DefaultURL
 }
 
 // needServer skips (or, under RACETEST_REQUIRE_SERVERS, fails) when no
@@ -54,7 +55,7 @@ func TestConformance(t *testing.T) {
 	conformance.Run(t, conformance.Suite{
 		Registry: registry(),
 		Backend:  redisstore.Name,
-		Params:   scenarios.Params{Conn: scenarios.Connections{RedisURL: testURL()}, TTL: scenarios.DefaultTTL},
+		Params:   scenarios.Params{Conn: scenarios.NewConnections(map[string]string{"redis": testURL()}), TTL: scenarios.DefaultTTL},
 		// A Redis attempt is one ~30µs round trip; under load the gate's spread
 		// (100–300µs at N=8) left half the bursts without overlap, proving nothing.
 		Release: wiretest.LastByte(redisstore.Name),
@@ -64,6 +65,6 @@ func TestConformance(t *testing.T) {
 func TestMain(m *testing.M) {
 	// The driver logs failed dials to stderr; the tests provoke some on
 	// purpose and read the errors this package returns instead.
-	redisstore.QuietDriverLog()
+	redisdb.QuietDriverLog()
 	os.Exit(m.Run())
 }

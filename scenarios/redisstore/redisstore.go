@@ -2,29 +2,27 @@ package redisstore
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
 	"net/url"
-	"regexp"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/redis/go-redis/v9/logging"
 	"github.com/redis/go-redis/v9/maintnotifications"
 
+	"github.com/racetest/racetest/internal/redisdb"
 	"github.com/racetest/racetest/scenarios"
 )
 
 // Name is the backend's name on the command line.
 const Name = "redis"
 
-// DefaultURL is the server racetest uses when --redis-url and
-// RACETEST_REDIS_URL are both empty: the standard local port, database 0.
-const DefaultURL = "redis://127.0.0.1:6379/0"
+// ReadKey is the key of the backend's replica in scenarios.Connections and
+// in a suite's connections:.
+const ReadKey = Name + scenarios.ReadSuffix
 
 // Timeouts of racetest's own calls. The attempts themselves are bounded by
 // the runner's per-attempt context, which the client honours because
@@ -45,33 +43,35 @@ const flagHint = "set --redis-url or RACETEST_REDIS_URL"
 // and the knobs it accepts.
 var Backend = scenarios.Backend{
 	Name:    Name,
-	Summary: "Redis (or a compatible server such as Valkey) via go-redis v9; --redis-url, default " + DefaultURL,
+	Summary: "Redis (or a compatible server such as Valkey) via go-redis v9; --redis-url, default " + redisdb.DefaultURL,
 	Server:  true,
 	Conn: &scenarios.Connection{
-		Flag: "redis-url", Env: "RACETEST_REDIS_URL", Default: DefaultURL, What: "Redis URL (a Redis Cluster too, for the five built-in scenarios: redis://host:port?addr=host2:port2, or any node's URL)", Redact: Redact,
-		Field: func(c *scenarios.Connections) *string { return &c.RedisURL },
+		Flag: "redis-url", Env: "RACETEST_REDIS_URL", Default: redisdb.DefaultURL, What: "Redis URL (a Redis Cluster too, for the five built-in scenarios: redis://host:port?addr=host2:port2, or any node's URL)", Redact: redisdb.Redact,
+		Key:   Name,
 		Probe: probe,
 	},
 	ReadConn: &scenarios.Connection{
 		Flag: "redis-read-url", Env: "RACETEST_REDIS_READ_URL",
-		What: "a replica of --redis-url, for failover-lock (scripts/cluster.sh start redis-replica prints one)", Redact: Redact,
-		Field:   func(c *scenarios.Connections) *string { return &c.RedisReadURL },
+		What: "a replica of --redis-url, for failover-lock (scripts/cluster.sh start redis-replica prints one)", Redact: redisdb.Redact,
+		Key:     ReadKey,
 		Cluster: "redis-replica", Probe: probe,
 	},
 	Releases: []string{"last-byte"},
+	Kept:     "keys",
+	Janitor:  Janitor,
 }
 
 // probe connects to the server url names, without a handshake.
 func probe(ctx context.Context, url string) error {
 	if url == "" {
-		url = DefaultURL
+		url = redisdb.DefaultURL
 	}
 	if seeds, ok := seedsOf(url); ok {
 		return scenarios.ProbeAddr(ctx, "tcp", seeds[0]) // a cluster: one seed answering is enough
 	}
 	opt, err := redis.ParseURL(url)
 	if err != nil {
-		return scenarios.BadParam(fmt.Errorf("redis: cannot parse %s: %w", Redact(url), err))
+		return scenarios.BadParam(fmt.Errorf("redis: cannot parse %s: %w", redisdb.Redact(url), err))
 	}
 	return scenarios.ProbeAddr(ctx, opt.Network, opt.Addr)
 }
@@ -83,19 +83,6 @@ func Register(r *scenarios.Registry) {
 		r.Register(k.scenario, Name, factory(k))
 	}
 }
-
-// Redact returns the Redis URL with its password replaced by "xxxxx", for
-// errors and reports.
-func Redact(raw string) string {
-	if u, err := url.Parse(raw); err == nil {
-		return u.Redacted()
-	}
-	return userinfoPassword.ReplaceAllString(raw, "${1}xxxxx@")
-}
-
-// userinfoPassword finds "scheme://user:password@" in a URL url.Parse
-// rejected; the password may itself hold ':' or '/', so it runs to the last '@'.
-var userinfoPassword = regexp.MustCompile(`^([^:/]*://[^:@/]*:).*@`)
 
 // conn is where and how a run reaches the server.
 type conn struct {
@@ -114,9 +101,9 @@ type conn struct {
 
 // parseConn reads the run's URL (or the default).
 func parseConn(p scenarios.Params) (*conn, error) {
-	raw := p.Conn.RedisURL
+	raw := p.Conn.Get(Name)
 	if raw == "" {
-		raw = DefaultURL
+		raw = redisdb.DefaultURL
 	}
 	pw := ""
 	if u, uerr := url.Parse(raw); uerr == nil {
@@ -126,7 +113,7 @@ func parseConn(p scenarios.Params) (*conn, error) {
 		co, err := parseClusterURL(raw)
 		if err != nil {
 			return nil, scenarios.BadParam(fmt.Errorf("redis: cannot use the cluster URL %s: %s — %s to a URL like redis://host1:port1?addr=host2:port2&addr=host3:port3 (the addresses of some of the cluster's nodes)",
-				Redact(raw), scrub(strings.ReplaceAll(err.Error(), raw, Redact(raw)), pw), flagHint))
+				redisdb.Redact(raw), scrub(strings.ReplaceAll(err.Error(), raw, redisdb.Redact(raw)), pw), flagHint))
 		}
 		return &conn{raw: raw, password: co.Password, addr: strings.Join(seeds, ","), dial: p.Dial, cluster: co}, nil
 	}
@@ -135,7 +122,7 @@ func parseConn(p scenarios.Params) (*conn, error) {
 		// url.Error repeats the URL as given, password included: keep only
 		// the scrubbed text, never the error value itself.
 		return nil, scenarios.BadParam(fmt.Errorf("redis: cannot use the URL %s: %s — %s to a URL like %s",
-			Redact(raw), scrub(strings.ReplaceAll(err.Error(), raw, Redact(raw)), pw), flagHint, DefaultURL))
+			redisdb.Redact(raw), scrub(strings.ReplaceAll(err.Error(), raw, redisdb.Redact(raw)), pw), flagHint, redisdb.DefaultURL))
 	}
 	return &conn{raw: raw, password: opt.Password, addr: opt.Addr, dial: p.Dial}, nil
 }
@@ -156,43 +143,13 @@ func (c *conn) options(poolSize int, warm bool) *redis.Options {
 	if opt.DialTimeout == 0 {
 		opt.DialTimeout = connectTimeout
 	}
-	ForRun(opt, c.dial)
+	redisdb.ForRun(opt, c.dial)
 	opt.PoolSize = poolSize
 	opt.MaxIdleConns = poolSize
 	if warm {
 		opt.MinIdleConns = poolSize
 	}
 	return opt
-}
-
-// ForRun sets what every go-redis client of a run needs, whichever part of
-// racetest opens it (DialTimeout and the pool are the caller's):
-//   - the attempt's context bounds each call: without it go-redis bounds a
-//     call by ReadTimeout only (3-5 s), and an attempt against a hung
-//     server would outlive its per-attempt timeout;
-//   - one dial per connection: the default of five, with backoff, turns an
-//     unreachable server into a 15 s wait;
-//   - no retries, whatever the URL says: a write retried after a timeout
-//     may have been applied the first time, and would be counted twice (0
-//     means "the default of 3" to go-redis; -1 means none);
-//   - a handshake of one HELLO: no CLIENT SETINFO and no maintenance
-//     notification probe, so nothing but the attempt's own request crosses
-//     a connection during a burst;
-//   - pipelines, MULTI/EXEC included, on the client's own connections:
-//     go-redis 9.23 sends them through a pool of their own, dialled on first
-//     use outside the worker's session, where the last-byte release never
-//     sees them (lost-update's atomic variant held 0 of 400);
-//   - with dial set, every connection dialled through the run's Dial hook.
-func ForRun(opt *redis.Options, dial scenarios.DialFunc) {
-	opt.ContextTimeoutEnabled = true
-	opt.DialerRetries = 1
-	opt.MaxRetries = -1
-	opt.DisableIdentity = true
-	opt.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
-	opt.PipelinePoolSize = -1
-	if dial != nil {
-		opt.Dialer = DialVia(dial, opt.TLSConfig)
-	}
 }
 
 // clusterOptions are the cluster client's options: racetest's own calls
@@ -254,23 +211,6 @@ func (c *conn) cliArgs() string {
 	return args
 }
 
-// DialVia dials through the run's Dial hook. go-redis applies TLS only in its
-// own dialer, so a rediss:// URL gets its handshake here.
-func DialVia(dial scenarios.DialFunc, cfg *tls.Config) func(context.Context, string, string) (net.Conn, error) {
-	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		nc, err := dial(ctx, network, addr)
-		if err != nil || cfg == nil {
-			return nc, err
-		}
-		tc := tls.Client(nc, cfg.Clone())
-		if err := tc.HandshakeContext(ctx); err != nil {
-			nc.Close()
-			return nil, err
-		}
-		return tc, nil
-	}
-}
-
 // connect opens racetest's own client (see admin) and proves the server
 // answers, within connectTimeout. A plain URL whose server turns out to be a
 // Redis Cluster node becomes a cluster URL with that node as its seed: a
@@ -295,7 +235,7 @@ func (c *conn) connect(ctx context.Context, poolSize int) (redis.UniversalClient
 		co, err := clusterFromNode(opt)
 		if err != nil {
 			return nil, scenarios.BadParam(fmt.Errorf("redis: %s is a Redis Cluster node, and the URL %s cannot be used for the cluster: %s — %s to a URL like redis://%s/0",
-				c.addr, Redact(c.raw), err, flagHint, c.addr))
+				c.addr, redisdb.Redact(c.raw), err, flagHint, c.addr))
 		}
 		c.cluster = co
 	}
@@ -367,13 +307,6 @@ func isAuthError(err error) bool {
 func isTooManyClients(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "max number of clients reached")
 }
-
-// QuietDriverLog silences go-redis's own log, which writes to stderr when a
-// dial fails — failures this package already reports as errors, in words the
-// user can act on. The log is global to the process, so only the command
-// line, which owns the process, should call this; a library user keeps the
-// driver's log unless it asks otherwise.
-func QuietDriverLog() { logging.Disable() }
 
 // scrub removes secrets from a message that may quote them.
 func scrub(msg string, secrets ...string) string {

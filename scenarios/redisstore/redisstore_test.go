@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/racetest/racetest/internal/redisdb"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/redisstore"
@@ -22,7 +23,7 @@ import (
 // build makes scenario on Redis at url for a run of n attempts.
 func build(t *testing.T, scenario, url string, n int, edit func(*scenarios.Params)) (runner.Target, scenarios.Params) {
 	t.Helper()
-	p := scenarios.Params{RunID: scenarios.NewRunID(), Attempts: n, Replicas: 1, Conn: scenarios.Connections{RedisURL: url}}
+	p := scenarios.Params{RunID: scenarios.NewRunID(), Attempts: n, Replicas: 1, Conn: scenarios.NewConnections(map[string]string{"redis": url})}
 	if edit != nil {
 		edit(&p)
 	}
@@ -189,7 +190,7 @@ func TestCleanupAfterKeep(t *testing.T) {
 func TestUnreachableFailsFast(t *testing.T) {
 	const secret = "s3cr3t-Pw"
 	start := time.Now()
-	p := scenarios.Params{RunID: "dead", Attempts: 2, Conn: scenarios.Connections{RedisURL: "redis://racer:" + secret + "@127.0.0.1:1/0"}}
+	p := scenarios.Params{RunID: "dead", Attempts: 2, Conn: scenarios.NewConnections(map[string]string{"redis": "redis://racer:" + secret + "@127.0.0.1:1/0"})}
 	_, err := registry().Build(context.Background(), scenarios.CheckThenWrite, redisstore.Name, p)
 	took := time.Since(start)
 	if err == nil {
@@ -216,28 +217,13 @@ func TestUnreachableFailsFast(t *testing.T) {
 func TestBadURL(t *testing.T) {
 	const secret = "pw-9z"
 	for _, u := range []string{"redis://u:" + secret + "@127.0.0.1:notaport/0", "redis://u:" + secret + "@127.0.0.1:6379/zero", "mysql://u:" + secret + "@h/0"} {
-		p := scenarios.Params{RunID: "bad", Attempts: 2, Conn: scenarios.Connections{RedisURL: u}}
+		p := scenarios.Params{RunID: "bad", Attempts: 2, Conn: scenarios.NewConnections(map[string]string{"redis": u})}
 		_, err := registry().Build(context.Background(), scenarios.CheckThenWrite, redisstore.Name, p)
 		if err == nil {
-			t.Fatalf("%s: accepted", redisstore.Redact(u))
+			t.Fatalf("%s: accepted", redisdb.Redact(u))
 		}
 		if strings.Contains(err.Error(), secret) || !strings.Contains(err.Error(), "--redis-url") {
-			t.Errorf("%s: %v", redisstore.Redact(u), err)
-		}
-	}
-}
-
-func TestRedact(t *testing.T) {
-	for in, want := range map[string]string{
-		"redis://127.0.0.1:6379/0":         "redis://127.0.0.1:6379/0",
-		"redis://user:pw@h:6379/1":         "redis://user:xxxxx@h:6379/1",
-		"rediss://:pw@h:6380":              "rediss://:xxxxx@h:6380",
-		"redis://u:p%40ss@h/0":             "redis://u:xxxxx@h/0",
-		"redis://u:pa ss@h:bad port/0":     "redis://u:xxxxx@h:bad port/0",
-		"redis://u:we/ird:pw@h:notaport/0": "redis://u:xxxxx@h:notaport/0",
-	} {
-		if got := redisstore.Redact(in); got != want {
-			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
+			t.Errorf("%s: %v", redisdb.Redact(u), err)
 		}
 	}
 }
@@ -248,7 +234,7 @@ func TestSilentServer(t *testing.T) {
 	f := startFake(t, func(int, []string) string { return "" })
 	start := time.Now()
 	_, err := registry().Build(context.Background(), scenarios.CheckThenWrite, redisstore.Name,
-		scenarios.Params{RunID: "silent", Attempts: 2, Conn: scenarios.Connections{RedisURL: f.URL()}})
+		scenarios.Params{RunID: "silent", Attempts: 2, Conn: scenarios.NewConnections(map[string]string{"redis": f.URL()})})
 	took := time.Since(start)
 	if err == nil {
 		t.Fatal("a silent server was accepted")

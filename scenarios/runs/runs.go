@@ -12,15 +12,14 @@
 package runs
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"os"
 	"regexp"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/racetest/racetest/scenarios"
 )
 
 // Table is the SQL table (and MongoDB collection) of registrations. It is
@@ -33,13 +32,13 @@ const Table = "racetest_runs"
 // keys then expire by themselves.
 const KeyTTL = 24 * time.Hour
 
-// Record is one run's registration.
-type Record struct {
-	RunID   string
-	Started time.Time
-	Host    string
-	PID     int
-}
+// Record, Leftover and Janitor are declared in scenarios, where a
+// Backend carries its janitor; they are written here as before.
+type (
+	Record   = scenarios.Record
+	Leftover = scenarios.Leftover
+	Janitor  = scenarios.Janitor
+)
 
 // New is the registration of run id made by this process, now.
 func New(runID string) Record {
@@ -60,35 +59,6 @@ func RunOf(name string) (string, bool) {
 		return "", false
 	}
 	return m[1], true
-}
-
-// Alive reports whether the run's process is still running: only a run
-// registered from this host can be checked (another host's pid means
-// nothing here), and for those a process that answers signal 0 counts as
-// alive — a reused pid keeps a dead run's objects until --run-id names it.
-func (r Record) Alive() (alive, known bool) {
-	host, _ := os.Hostname()
-	if r.Host != host || r.PID <= 0 {
-		return false, false
-	}
-	if r.PID == os.Getpid() {
-		return true, true
-	}
-	err := syscall.Kill(r.PID, 0)
-	return err == nil || errors.Is(err, syscall.EPERM), true
-}
-
-func (r Record) String() string {
-	return fmt.Sprintf("run %s (started %s on %s, pid %d)", r.RunID, r.Started.UTC().Format(time.RFC3339), r.Host, r.PID)
-}
-
-// Leftover is one run's objects on a backend: registered (Record set) or
-// not (only the names: racetest never drops those).
-type Leftover struct {
-	RunID      string
-	Record     *Record
-	Objects    []string
-	Registered bool
 }
 
 // Group joins registrations and object names into one Leftover per run id,
@@ -137,16 +107,4 @@ func (e *InUseError) Error() string {
 	}
 	return fmt.Sprintf("%s: %s already exists and was not made by this run: racetest never uses or drops a name it did not create — choose another run id (objects of run %s are named %s*)",
 		e.Backend, e.Example, e.RunID, strings.TrimSuffix(Prefix(e.RunID), "_")+"_")
-}
-
-// Janitor is one backend's side of 'racetest clean': what racetest runs
-// left there, and the dropping of one registered run's objects.
-type Janitor interface {
-	// Where names the server and database, without a password.
-	Where() string
-	Leftovers(ctx context.Context) ([]Leftover, error)
-	// Drop drops the objects of registered run id, then its registration,
-	// and says what it dropped.
-	Drop(ctx context.Context, runID string) (string, error)
-	Close() error
 }

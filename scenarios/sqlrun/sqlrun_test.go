@@ -19,8 +19,8 @@ var servers = []struct {
 	d    sqldb.Dialect
 	conn func(scenarios.Params) string
 }{
-	{sqldb.MySQL, func(p scenarios.Params) string { return p.Conn.MySQLDSN }},
-	{sqldb.Postgres, func(p scenarios.Params) string { return p.Conn.PostgresURL }},
+	{sqldb.MySQL, func(p scenarios.Params) string { return p.Conn.Get("mysql") }},
+	{sqldb.Postgres, func(p scenarios.Params) string { return p.Conn.Get("postgres") }},
 }
 
 // open connects to d's server (skipping, or failing under
@@ -28,7 +28,7 @@ var servers = []struct {
 func open(t *testing.T, d sqldb.Dialect, conn func(scenarios.Params) string) (scenarios.Params, *sqldb.DB) {
 	t.Helper()
 	p := scenarios.Params{RunID: scenarios.NewRunID(),
-		Conn: scenarios.Connections{MySQLDSN: os.Getenv("RACETEST_MYSQL_DSN"), PostgresURL: os.Getenv("RACETEST_POSTGRES_URL")}}
+		Conn: scenarios.NewConnections(map[string]string{"mysql": os.Getenv("RACETEST_MYSQL_DSN"), "postgres": os.Getenv("RACETEST_POSTGRES_URL")})}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	db, err := sqldb.Open(ctx, d, conn(p), sqldb.Options{})

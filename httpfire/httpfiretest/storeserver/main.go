@@ -39,9 +39,9 @@ import (
 
 	"github.com/racetest/racetest/httpfire"
 	"github.com/racetest/racetest/httpfire/httpfiretest"
+	"github.com/racetest/racetest/internal/redisdb"
+	"github.com/racetest/racetest/internal/sqldb"
 	"github.com/racetest/racetest/scenarios"
-	"github.com/racetest/racetest/scenarios/pgstore"
-	"github.com/racetest/racetest/scenarios/redisstore"
 )
 
 // parkedWindow is the parked store's check-to-write window: the window of
@@ -58,8 +58,8 @@ type store interface {
 func main() {
 	addr := flag.String("addr", "127.0.0.1:0", "address to listen on")
 	kind := flag.String("store", "redis", "redis, postgres or parked")
-	redisURL := flag.String("redis-url", redisstore.DefaultURL, "Redis URL")
-	pgURL := flag.String("postgres-url", pgstore.DefaultURL, "PostgreSQL URL")
+	redisURL := flag.String("redis-url", redisdb.DefaultURL, "Redis URL")
+	pgURL := flag.String("postgres-url", sqldb.DefaultPostgresURL, "PostgreSQL URL")
 	flag.Parse()
 	ctx := context.Background()
 	prefix := "racetest_" + scenarios.NewRunID() + "_storeserver_"

@@ -12,10 +12,10 @@ import (
 	"testing"
 
 	"github.com/racetest/racetest/httpfire"
+	"github.com/racetest/racetest/internal/redisdb"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/conformance"
 	"github.com/racetest/racetest/scenarios/pgstore"
-	"github.com/racetest/racetest/scenarios/redisstore"
 )
 
 func orDefault(env, def string) string {
@@ -38,7 +38,7 @@ func TestStores(t *testing.T) {
 			var st store
 			var err error
 			if kind == "redis" {
-				st, err = newRedis(ctx, orDefault("RACETEST_REDIS_URL", redisstore.DefaultURL), prefix)
+				st, err = newRedis(ctx, orDefault("RACETEST_REDIS_URL", redisdb.DefaultURL), prefix)
 			} else {
 				st, err = newPG(ctx, orDefault("RACETEST_POSTGRES_URL", pgstore.DefaultURL), prefix)
 			}
@@ -109,7 +109,7 @@ func TestStores(t *testing.T) {
 func leftovers(t *testing.T, kind, prefix string) int {
 	ctx := context.Background()
 	if kind == "redis" {
-		s, err := newRedis(ctx, orDefault("RACETEST_REDIS_URL", redisstore.DefaultURL), prefix)
+		s, err := newRedis(ctx, orDefault("RACETEST_REDIS_URL", redisdb.DefaultURL), prefix)
 		if err != nil {
 			t.Fatal(err)
 		}
