@@ -46,6 +46,11 @@ func registerConn(fs *pflag.FlagSet, reg *scenarios.Registry, c *scenarios.Conne
 func connVar(fs *pflag.FlagSet, c *scenarios.Connections, conn *scenarios.Connection, value, usage string) {
 	c.Set(conn.Key, value)
 	fs.Var(connValue{c: c, key: conn.Key}, conn.Flag, usage)
+	if conn.Redact != nil {
+		// --help shows the default, here the environment's address: never
+		// its password.
+		fs.Lookup(conn.Flag).DefValue = conn.Redact(value)
+	}
 }
 
 // connValue is a connection flag's value: one key of a Connections.

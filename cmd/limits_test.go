@@ -244,3 +244,21 @@ func TestCleanListsAFewObjects(t *testing.T) {
 		t.Errorf("listed(3 keys) = %q, want all three", got)
 	}
 }
+
+// A connection's default comes from its RACETEST_* variable, and --help
+// shows it: with its password hidden, as every other output does.
+func TestHelpHidesTheEnvironmentsPasswords(t *testing.T) {
+	t.Setenv("RACETEST_MYSQL_DSN", "u:pw-mysql@tcp(127.0.0.1:3306)/test")
+	t.Setenv("RACETEST_POSTGRES_URL", "postgres://u:pw-pg@127.0.0.1:5432/test")
+	t.Setenv("RACETEST_REDIS_URL", "redis://:pw-redis@127.0.0.1:6379")
+	t.Setenv("RACETEST_MONGO_URI", "mongodb://u:pw-mongo@127.0.0.1:27017/")
+	for _, verb := range []string{"run", "sql", "http", "suite", "clean"} {
+		out, stderr, code := execCmd(t, false, verb, "--help")
+		if code != ExitOK || !strings.Contains(out, "--mysql-dsn") {
+			t.Fatalf("%s --help: exit %d\n%s%s", verb, code, out, stderr)
+		}
+		if strings.Contains(out+stderr, "pw-") {
+			t.Errorf("%s --help shows a password from the environment:\n%s", verb, out)
+		}
+	}
+}
