@@ -201,6 +201,11 @@ func TestKeepNamesTheKeptObjects(t *testing.T) {
 	if !strings.Contains(out, "the memory backend keeps the run's state in this process") {
 		t.Errorf("--keep on memory does not say that nothing outlives the process:\n%s", out)
 	}
+	// Without --keep, nothing was kept, and no note says so.
+	out, _, _ = execCmd(t, false, "run", "unique-insert", "-n", "4", "--bursts", "1", "-o", "json")
+	if !strings.Contains(out, `"runs"`) || strings.Contains(out, "--keep") {
+		t.Errorf("a run without --keep speaks of --keep:\n%s", out)
+	}
 }
 
 // Case names reach the terminal with control characters and bidi
