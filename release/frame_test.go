@@ -3,7 +3,6 @@ package release
 import (
 	"context"
 	"encoding/binary"
-	"net"
 	"testing"
 	"time"
 )
@@ -233,20 +232,7 @@ func TestNewWireWithParkWait(t *testing.T) {
 // where the protocol says whose a connection is by its first message
 // (MongoDB's monitors dial and send hello in such windows too).
 func TestDialInAClaimWindow(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			defer c.Close()
-		}
-	}()
+	ln := sink(t)
 	for backend, owned := range map[string]bool{"postgres": true, "mongo": false} {
 		w := NewWire(backend, 0)
 		end := w.Claim(0)

@@ -448,20 +448,7 @@ func orDefault(s, def string) string {
 // session's first other write (its ping) claims the connection it goes on.
 func TestMongoHelloDoesNotClaim(t *testing.T) {
 	w := NewWire("mongo", patientWait)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go io.Copy(io.Discard, c)
-		}
-	}()
+	ln := sink(t)
 	end := w.Claim(0)
 	monitor, err := w.Dial(context.Background(), "tcp", ln.Addr().String())
 	if err != nil {
@@ -551,4 +538,28 @@ func TestWritersFor(t *testing.T) {
 	if got := w.writersFor(2); got != 3 {
 		t.Errorf("Writers: 3 set, 2 tails: %d writers, want 3", got)
 	}
+}
+
+// sink listens on a free local port until the test ends, and reads and
+// drops whatever each connection sends.
+func sink(t *testing.T) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				io.Copy(io.Discard, c)
+			}()
+		}
+	}()
+	return ln
 }
