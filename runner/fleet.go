@@ -84,12 +84,16 @@ func (ws *workers) stop(wait bool) {
 // alone: a select with a timer's channel puts the timer in the heap when
 // the engine blocks and takes it out when it wakes, which cost about 0.5µs
 // of a 2.8µs release spread at N=16 (issue 28), while the workers are being
-// released; the watch's timer is armed before the gate opens instead.
+// released; the watch's timer is armed once they all are instead (released
+// counts them).
 type waveDone struct {
-	left  atomic.Int64
-	state atomic.Int32 // running, returned or hung
-	all   chan struct{}
-	watch *time.Timer // nil: no attempt timeout
+	left     atomic.Int64
+	released atomic.Int64
+	state    atomic.Int32 // running, returned or hung
+	all      chan struct{}
+	// watch is nil with no attempt timeout. A gate wave's last worker
+	// released sets it, while the engine may read it (a wave that hung).
+	watch atomic.Pointer[time.Timer]
 }
 
 const (

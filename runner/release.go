@@ -129,8 +129,8 @@ func (e *engine) wireWave(ctx context.Context, s Subject, wave int) (spread time
 	rel.Begin(n)
 	// One timeout for the wave (see wave): each attempt's context is the
 	// wave's, tagged with its worker.
-	wctx, cancel := e.waveContext(ctx)
-	defer cancel()
+	wctx, wc := e.waveContext(ctx)
+	defer wc.release()
 	done := newWave(n)
 	base := time.Now()
 	for i, w := range e.workers {
@@ -157,6 +157,7 @@ func (e *engine) wireWave(ctx context.Context, s Subject, wave int) (spread time
 		done.finish()
 	})
 	rel.Release(ctx)
+	wc.arm()
 	e.watch(done)
 	if err := e.await(done); err != nil {
 		return 0, 0, err

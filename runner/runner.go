@@ -142,6 +142,7 @@ func RunConfig(ctx context.Context, t Target, cfg Config) (res *Result, err erro
 	e.observe()
 	res.Release = cfg.ReleaseName()
 	defer e.stopWorkers()
+	defer func() { e.clock.close() }()
 	defer e.addNotes()
 	defer e.closeFleet()
 	if err := e.openFleet(ctx); err != nil {
@@ -223,6 +224,7 @@ type engine struct {
 	res      *Result
 	rel      WireRelease // nil: the gate
 	relErr   error       // why the wire release fell back to the gate
+	clock    *waveClock  // the waves' timeout (nil until the first, or none)
 	arm      []func()    // worker i's first mark arms its connection
 	apps     []App
 	sessions []Session
@@ -666,16 +668,24 @@ func (e *engine) wave(ctx context.Context, s Subject, wave int) (spread time.Dur
 	// starts at the gate, so they share one deadline, and N timers (each
 	// registered with ctx, and removed under its lock by N cancels) were
 	// half of a worker's cost at N=10,000 (issue 15).
-	actx, cancel := e.waveContext(ctx)
-	defer cancel()
+	actx, wc := e.waveContext(ctx)
+	defer wc.release()
 	var base time.Time
 	// The sessions as they are now: a worker whose attempt hung must not
 	// read e.sessions after the run has closed them (closeFleet).
 	sessions := e.sessions
+	n := int64(len(e.workers))
 	run := func(i int) {
 		w := e.workers[i]
 		w.base = base
 		w.Mark("released")
+		// The last worker released arms the attempt timeout and the hang
+		// watch: a timer in a P's heap costs a clock read at each goroutine
+		// switch on it, which the release should not pay (see waveCtx).
+		if done.released.Add(1) == n {
+			wc.arm()
+			e.watch(done)
+		}
 		o := e.attempt(actx, i, sessions[i], s, w)
 		if o.Class == Error && errors.Is(context.Cause(actx), ErrTimeout) {
 			o = Outcome{Class: Unknown, Err: o.Err}
@@ -687,7 +697,6 @@ func (e *engine) wave(ctx context.Context, s Subject, wave int) (spread time.Dur
 		e.outs[i] = o
 		done.finish()
 	}
-	e.watch(done)
 	base = time.Now()
 	ws.release(run)
 	if err := e.await(done); err != nil {
@@ -720,12 +729,18 @@ func (e *engine) stopWorkers() {
 }
 
 // waveContext is the attempts' context for one wave: ctx bounded by the
-// per-attempt timeout (whose cause is ErrTimeout), starting now.
-func (e *engine) waveContext(ctx context.Context) (context.Context, context.CancelFunc) {
+// per-attempt timeout (whose cause is ErrTimeout), starting now, its timer
+// armed by wc.arm; wc.release ends it. wc is nil when there is no timeout
+// (its methods then do nothing), and the attempts' context is ctx.
+func (e *engine) waveContext(ctx context.Context) (actx context.Context, wc *waveCtx) {
 	if e.cfg.Timeout <= 0 {
-		return ctx, func() {}
+		return ctx, nil
 	}
-	return context.WithTimeoutCause(ctx, e.cfg.Timeout, ErrTimeout)
+	if e.clock == nil {
+		e.clock = newWaveClock(ctx, e.cfg.Timeout)
+	}
+	wc = e.clock.next()
+	return wc, wc
 }
 
 // trace keeps the wave's marks for the burst's trace.
@@ -754,12 +769,12 @@ func newWave(n int) *waveDone {
 }
 
 // watch starts d's hang watch: past the attempt timeout by hangGrace,
-// await gives up on the attempts. A gate wave arms it just before the gate
-// opens, so that the engine does as little as it can while the workers are
-// being released; a wire wave once its bytes are released, as before.
+// await gives up on the attempts. A gate wave's last worker released arms
+// it, with the attempt timeout (see wave); a wire wave once its bytes are
+// released.
 func (e *engine) watch(d *waveDone) {
 	if e.cfg.Timeout > 0 {
-		d.watch = time.AfterFunc(e.cfg.Timeout+hangGrace, d.expire)
+		d.watch.Store(time.AfterFunc(e.cfg.Timeout+hangGrace, d.expire))
 	}
 }
 
@@ -767,8 +782,8 @@ func (e *engine) watch(d *waveDone) {
 // (ErrHung).
 func (e *engine) await(d *waveDone) error {
 	<-d.all
-	if d.watch != nil {
-		d.watch.Stop()
+	if t := d.watch.Load(); t != nil {
+		t.Stop()
 	}
 	if d.state.Load() == waveHung {
 		e.hung = true

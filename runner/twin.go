@@ -341,9 +341,10 @@ func (e *engine) soloTwin(ctx context.Context, b int) (Delta, error) {
 			j := i % one * e.cfg.Replicas // a worker of replica 0
 			w := &Worker{ID: i, Replica: 0, Wave: 0}
 			w.base = time.Now()
-			actx, cancel := e.waveContext(ctx)
+			actx, wc := e.waveContext(ctx)
+			wc.arm()
 			e.attempt(actx, i, e.sessions[j], s, w)
-			cancel()
+			wc.release()
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
