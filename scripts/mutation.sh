@@ -119,7 +119,7 @@ LANDED=.ci/landed
 # catalog's expectation table (scenarios/expect.go; its rows are
 # constants, mutated by hand in scripts/hand-mutants.txt).
 TARGETS=(
-  "runner|runner|fleet.go outcome.go options.go release.go result.go runner.go target.go|90|90|"
+  "runner|runner|fleet.go outcome.go options.go release.go result.go runner.go target.go wavectx.go|90|90|"
   "report|report|case.go stats.go|90|90|"
   "cmd|cmd|exit.go execute.go finish.go|90|90|"
   "runplan|runplan|runplan.go|90|90|"
