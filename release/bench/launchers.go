@@ -71,7 +71,7 @@ func LaunchersOf(backend string) []Launcher { return launchersOf[backend] }
 // IsLauncher reports whether mode is a hand-written launcher (the naive one
 // or a user-style one): a mode the default release is checked against.
 func IsLauncher(mode string) bool {
-	if mode == Naive {
+	if mode == Naive || mode == UserHTTP {
 		return true
 	}
 	for _, ls := range launchersOf {
