@@ -110,20 +110,11 @@ func runBench(ctx context.Context, o *BenchOptions) error {
 	cfg := o.Config
 	cfg.Registry = o.Registry
 	cfg.Windows = o.Windows
-	for _, b := range o.Backends {
-		b = strings.TrimSpace(b)
-		names := []string{b}
-		if b == "http" {
-			names = bench.HTTPBackends // both HTTP targets
-		} else if !slices.Contains(bench.AllBackends(), b) {
-			return usageErrorf("bench runs on %s (http: both HTTP targets); not %q", strings.Join(bench.AllBackends(), ", "), b)
-		}
-		for _, name := range names {
-			if !slices.Contains(cfg.Backends, name) {
-				cfg.Backends = append(cfg.Backends, name)
-			}
-		}
+	backends, err := benchBackends(o.Backends)
+	if err != nil {
+		return err
 	}
+	cfg.Backends = backends
 	if !o.AttemptsSet {
 		cfg.Attempts, cfg.HTTPAttempts = bench.DefaultAttempts, bench.DefaultHTTPAttempts
 	} else {
@@ -181,6 +172,27 @@ func runBench(ctx context.Context, o *BenchOptions) error {
 	}
 	rep.Print(o.IO.Out)
 	return benchVerdict(rep)
+}
+
+// benchBackends are the backends named, "http" standing for both HTTP
+// targets, each once.
+func benchBackends(names []string) ([]string, error) {
+	var out []string
+	for _, b := range names {
+		b = strings.TrimSpace(b)
+		expanded := []string{b}
+		if b == "http" {
+			expanded = bench.HTTPBackends
+		} else if !slices.Contains(bench.AllBackends(), b) {
+			return nil, usageErrorf("bench runs on %s (http: both HTTP targets); not %q", strings.Join(bench.AllBackends(), ", "), b)
+		}
+		for _, name := range expanded {
+			if !slices.Contains(out, name) {
+				out = append(out, name)
+			}
+		}
+	}
+	return out, nil
 }
 
 // benchVerdict is bench's exit: 1 when the default release lost to a

@@ -52,7 +52,8 @@ const (
 )
 
 // AllModes are every mode name the bench knows: the release modes, the
-// naive launcher and every backend's user-style launchers, each once.
+// naive launcher, every backend's user-style launchers and the HTTP modes,
+// each once.
 func AllModes() []string {
 	out := Modes()
 	for _, b := range Backends {
@@ -60,6 +61,11 @@ func AllModes() []string {
 			if !slices.Contains(out, l.Name) {
 				out = append(out, l.Name)
 			}
+		}
+	}
+	for _, m := range HTTPModes() {
+		if !slices.Contains(out, m) {
+			out = append(out, m)
 		}
 	}
 	return out
