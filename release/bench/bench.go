@@ -159,14 +159,6 @@ func (c *Config) defaults() {
 	}
 }
 
-// attemptsOf are the Ns measured on backend.
-func (c *Config) attemptsOf(backend string) []int {
-	if IsHTTP(backend) {
-		return c.httpAttempts()
-	}
-	return c.Attempts
-}
-
 func (c *Config) httpAttempts() []int {
 	if len(c.HTTPAttempts) == 0 {
 		return DefaultHTTPAttempts
