@@ -101,6 +101,9 @@ type Config struct {
 	NoCalibration bool
 	// variants, when set (by the experiment), replace Modes().
 	variants []variant
+	// serveHTTP, when set (by the experiment), serves the HTTP targets in
+	// place of serveInProcess.
+	serveHTTP serveFunc
 }
 
 // variant is one way of releasing a burst: naive, the gate, or a wire

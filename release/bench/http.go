@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -111,50 +112,37 @@ func runHTTPBackend(ctx context.Context, cfg *Config, rep *Report, backend strin
 	if len(modes) == 0 {
 		return nil
 	}
-	var act actor
-	desc := ""
-	switch backend {
-	case HTTPSpin:
-		act = newSpinActor(cfg.HTTPWindow)
-		desc = fmt.Sprintf("in-memory flag, a %s spin between check and write", us(cfg.HTTPWindow))
-	case HTTPRedis:
-		prefix := "racetest_" + scenarios.NewRunID() + "_bench_http_"
-		rep.Prefixes[backend] = append(rep.Prefixes[backend], prefix)
-		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		a, err := newRedisActor(cctx, cfg.Conn.Get(redisstore.Name), prefix)
-		cancel()
-		var bad *scenarios.ParamError
-		if errors.As(err, &bad) {
-			return err
-		}
-		if err != nil {
-			return &skipError{err}
-		}
-		act = a
-		desc = "EXISTS then RPUSH on Redis at " + a.rdb.Options().Addr
-	default:
+	if !IsHTTP(backend) {
 		return fmt.Errorf("no HTTP target %q (known: %s)", backend, strings.Join(HTTPBackends, ", "))
 	}
-	defer act.close()
+	prefix := ""
+	if backend == HTTPRedis {
+		prefix = "racetest_" + scenarios.NewRunID() + "_bench_http_"
+		rep.Prefixes[backend] = append(rep.Prefixes[backend], prefix)
+	}
+	serve := cfg.serveHTTP
+	if serve == nil {
+		serve = serveInProcess
+	}
+	url, desc, stop, err := serve(ctx, cfg, backend, prefix)
+	var bad *scenarios.ParamError
+	if errors.As(err, &bad) {
+		return err
+	}
+	if err != nil {
+		return &skipError{err}
+	}
 	defer func() {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		defer cancel()
-		if err := act.cleanup(cctx); err != nil && cfg.Progress != nil {
+		if err := stop(context.WithoutCancel(ctx)); err != nil && cfg.Progress != nil {
 			cfg.Progress(err.Error())
 		}
 	}()
-	target := newHTTPTarget(act)
-	srv, err := startHTTPServer(target)
-	if err != nil {
-		return err
-	}
-	defer srv.close()
-	rep.Servers[backend] = "in-process net/http (HTTP/1.1 and h2c), " + desc
+	rep.Servers[backend] = desc
 	for _, n := range cfg.httpAttempts() {
 		if cfg.Progress != nil {
 			cfg.Progress(fmt.Sprintf("%s N=%d", backend, n))
 		}
-		c := &httpCell{cfg: cfg, backend: backend, n: n, modes: modes, url: srv.URL, target: target}
+		c := &httpCell{cfg: cfg, backend: backend, n: n, modes: modes, url: url}
 		err := c.run(ctx, rep)
 		c.close(ctx)
 		if err != nil {
@@ -165,6 +153,48 @@ func runHTTPBackend(ctx context.Context, cfg *Config, rep *Report, backend strin
 	return nil
 }
 
+// serveFunc serves backend's target: its URL, what it is, and how to stop
+// it (deleting what it made under prefix). An error is a target that could
+// not start (a server it needs did not answer).
+type serveFunc func(ctx context.Context, cfg *Config, backend, prefix string) (url, desc string, stop func(context.Context) error, err error)
+
+// newActor is backend's check and write, and what it is.
+func newActor(ctx context.Context, cfg *Config, backend, prefix string) (actor, string, error) {
+	if backend == HTTPSpin {
+		return newSpinActor(cfg.HTTPWindow), fmt.Sprintf("in-memory flag, a %s spin between check and write", us(cfg.HTTPWindow)), nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	a, err := newRedisActor(cctx, cfg.Conn.Get(redisstore.Name), prefix)
+	if err != nil {
+		return nil, "", err
+	}
+	return a, "EXISTS then RPUSH on Redis at " + a.rdb.Options().Addr, nil
+}
+
+// serveInProcess serves the target from the bench's own process, the
+// default: no server to install, at the price of sharing the Go runtime
+// (and its two Ps, here) with the client.
+func serveInProcess(ctx context.Context, cfg *Config, backend, prefix string) (string, string, func(context.Context) error, error) {
+	act, desc, err := newActor(ctx, cfg, backend, prefix)
+	if err != nil {
+		return "", "", nil, err
+	}
+	srv, err := startHTTPServer(newHTTPTarget(act))
+	if err != nil {
+		act.close()
+		return "", "", nil, err
+	}
+	stop := func(ctx context.Context) error {
+		srv.close()
+		defer act.close()
+		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		return act.cleanup(ctx)
+	}
+	return srv.URL, "in-process net/http (HTTP/1.1 and h2c), " + desc, stop, nil
+}
+
 // httpCell is one HTTP backend × N: a 'racetest http' target per release
 // mode, the user-style launcher's client, and the tallies.
 type httpCell struct {
@@ -173,7 +203,6 @@ type httpCell struct {
 	n       int
 	modes   []string
 	url     string
-	target  *httpTarget
 	fired   map[string]*httpfire.Target
 	reused  map[string]*reused
 	client  *http.Client
@@ -183,10 +212,12 @@ type httpCell struct {
 
 func (c *httpCell) run(ctx context.Context, rep *Report) error {
 	c.fired, c.reused, c.rows = map[string]*httpfire.Target{}, map[string]*reused{}, map[string]*tally{}
+	// The user's client; the writes are counted on it too, outside the
+	// bursts' timing.
+	c.client = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
 	for _, m := range c.modes {
 		c.rows[m] = &tally{}
 		if m == UserHTTP {
-			c.client = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
 			continue
 		}
 		t, err := httpfire.New(httpConfig(c.url, m), scenarios.Params{RunID: scenarios.NewRunID(), Attempts: c.n, Replicas: 1, Conn: c.cfg.Conn})
@@ -228,15 +259,18 @@ func (c *httpCell) chunk(ctx context.Context, mode string, bursts int) error {
 		for range bursts {
 			key := fmt.Sprintf("%s-%d-%d", mode, c.n, c.userAt)
 			c.userAt++
+			stamps := make([]int64, c.n)
 			spread, overlap, errs := userBurst(ctx, c.n, func(ctx context.Context, worker int) error {
-				return c.userPost(ctx, key, worker)
+				at, err := c.userPost(ctx, key, worker)
+				stamps[worker] = at
+				return err
 			})
-			w, err := c.target.act.writes(ctx, key)
+			w, err := c.writes(ctx, key)
 			if err != nil {
 				return err
 			}
 			t.add(w > 1, spread, overlap, errs)
-			if d, ok := c.target.arrivalSpread(key); ok {
+			if d, ok := stampSpread(stamps); ok {
 				t.arrivals = append(t.arrivals, d)
 			}
 		}
@@ -257,23 +291,59 @@ func (c *httpCell) chunk(ctx context.Context, mode string, bursts int) error {
 }
 
 // userPost is one attempt of the user-style launcher: the request 'racetest
-// http' sends, on the user's client.
-func (c *httpCell) userPost(ctx context.Context, key string, worker int) error {
+// http' sends, on the user's client. It returns the target's arrival stamp
+// (0 when there is none).
+func (c *httpCell) userPost(ctx context.Context, key string, worker int) (int64, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url+"/?key="+key,
 		bytes.NewReader(fmt.Appendf(nil, `{"attempt": %d}`, worker)))
 	if err != nil {
-		return err
+		return 0, err
 	}
 	resp, err := c.client.Do(req)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer resp.Body.Close()
 	io.Copy(io.Discard, resp.Body) //nolint:errcheck // the status is the answer
 	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusConflict {
-		return fmt.Errorf("%s", resp.Status)
+		return 0, fmt.Errorf("%s", resp.Status)
 	}
-	return nil
+	at, _ := strconv.ParseInt(resp.Header.Get(httpfire.ArrivalHeader), 10, 64)
+	return at, nil
+}
+
+// writes asks the target how many times it wrote key, as the effects check
+// of 'racetest http' asks it (GET /count).
+func (c *httpCell) writes(ctx context.Context, key string) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, httpTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.url+"/count?key="+key, nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("counting the writes: %w", err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<10))
+	if err != nil {
+		return 0, fmt.Errorf("counting the writes: %w", err)
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("counting the writes: %s %q", resp.Status, b)
+	}
+	return n, nil
+}
+
+// stampSpread is first to last of a burst's arrival stamps (ns); false
+// unless every attempt was stamped.
+func stampSpread(stamps []int64) (time.Duration, bool) {
+	if len(stamps) < 2 || slices.Contains(stamps, 0) {
+		return 0, false
+	}
+	return time.Duration(slices.Max(stamps) - slices.Min(stamps)), true
 }
 
 func (c *httpCell) close(ctx context.Context) {
@@ -282,9 +352,7 @@ func (c *httpCell) close(ctx context.Context) {
 	for _, t := range c.reused {
 		t.drop(cctx)
 	}
-	if c.client != nil {
-		c.client.CloseIdleConnections()
-	}
+	c.client.CloseIdleConnections()
 }
 
 func (c *httpCell) report(rep *Report) {

@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"runtime"
-	"sort"
 	"strconv"
 	"sync"
 	"time"
@@ -26,12 +25,7 @@ import (
 // when K was taken), GET /count?key=K the times it wrote K, counted by the
 // target itself. It stamps each arrival, once the body is read, in
 // httpfire.ArrivalHeader, as racetest serve does.
-type httpTarget struct {
-	act actor
-
-	mu       sync.Mutex
-	arrivals map[string][]time.Time
-}
+type httpTarget struct{ act actor }
 
 // actor is a target's check and write, and its count of writes.
 type actor interface {
@@ -44,7 +38,7 @@ type actor interface {
 }
 
 func newHTTPTarget(act actor) *httpTarget {
-	return &httpTarget{act: act, arrivals: map[string][]time.Time{}}
+	return &httpTarget{act: act}
 }
 
 func (t *httpTarget) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -66,11 +60,7 @@ func (t *httpTarget) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	now := time.Now()
-	t.mu.Lock()
-	t.arrivals[key] = append(t.arrivals[key], now)
-	t.mu.Unlock()
-	w.Header().Set(httpfire.ArrivalHeader, strconv.FormatInt(now.UnixNano(), 10))
+	w.Header().Set(httpfire.ArrivalHeader, strconv.FormatInt(time.Now().UnixNano(), 10))
 	wrote, err := t.act.checkThenWrite(r.Context(), key)
 	switch {
 	case err != nil:
@@ -80,19 +70,6 @@ func (t *httpTarget) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		fmt.Fprintln(w, "written")
 	}
-}
-
-// arrivalSpread is first to last arrival for key; false with fewer than two.
-func (t *httpTarget) arrivalSpread(key string) (time.Duration, bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	a := t.arrivals[key]
-	if len(a) < 2 {
-		return 0, false
-	}
-	s := append([]time.Time(nil), a...)
-	sort.Slice(s, func(i, j int) bool { return s[i].Before(s[j]) })
-	return s[len(s)-1].Sub(s[0]), true
 }
 
 // spinActor is a check-then-write on an in-memory flag with a window of W
