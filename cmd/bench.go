@@ -32,7 +32,7 @@ func NewCmdBench(f *Factory, runF func(context.Context, *BenchOptions) error) *c
 	opts := &BenchOptions{Factory: f}
 	c := &cobra.Command{
 		Use:   "bench",
-		Short: "Compare release modes (gate, last-byte) with hand-written launchers on real servers: races exposed and resolution",
+		Short: "Compare release modes with hand-written launchers on real servers and HTTP targets: races exposed and resolution",
 		Long: `bench measures how well each way of releasing a burst exposes a race, on the same servers in
 one run, with the modes interleaved chunk by chunk so that a noisy machine weighs on them alike:
 
