@@ -241,13 +241,9 @@ func (c *httpCell) run(ctx context.Context, rep *Report) error {
 		}
 	}
 	if t := c.fired[Auto]; t != nil && t.Release() != httpfire.Auto {
-		why := ""
-		for _, note := range t.Notes() {
-			if _, after, ok := strings.Cut(note, "(auto: "); ok && strings.HasPrefix(note, "release: ") {
-				why = " (auto: " + after
-			}
-		}
-		rep.addNote(fmt.Sprintf("%s: auto chose %s%s", c.backend, t.Release(), why))
+		// Settled: Choose asks nothing more, and says why it chose.
+		why, _ := t.Choose(ctx)
+		rep.addNote(fmt.Sprintf("%s: auto chose %s (%s)", c.backend, t.Release(), why))
 	}
 	return nil
 }
