@@ -21,6 +21,9 @@ type BenchOptions struct {
 	Windows  []time.Duration
 	Quick    bool
 	Modes    []string
+	// AttemptsSet: -n was given, and holds for every backend; else the
+	// servers and HTTP take their own defaults.
+	AttemptsSet bool
 }
 
 // NewCmdBench builds 'racetest bench': the release modes compared on the
@@ -29,7 +32,7 @@ func NewCmdBench(f *Factory, runF func(context.Context, *BenchOptions) error) *c
 	opts := &BenchOptions{Factory: f}
 	c := &cobra.Command{
 		Use:   "bench",
-		Short: "Compare release modes (gate, last-byte) with hand-written launchers on real servers: races exposed and resolution",
+		Short: "Compare release modes with hand-written launchers on real servers and HTTP targets: races exposed and resolution",
 		Long: `bench measures how well each way of releasing a burst exposes a race, on the same servers in
 one run, with the modes interleaved chunk by chunk so that a noisy machine weighs on them alike:
 
@@ -42,6 +45,17 @@ one run, with the modes interleaved chunk by chunk so that a noisy machine weigh
   user-sql   (postgres, mysql) the same with database/sql (pgx's stdlib, go-sql-driver), N idle connections
   user-redis (redis) the same with one go-redis client and its ordinary calls (Exists, then RPush)
 
+Over HTTP (--backends http, or http-spin, http-redis), on check-then-write endpoints bench serves
+itself in process over HTTP/1.1 and h2c: http-spin checks a flag in memory and spins 100µs before
+writing it, http-redis runs EXISTS then RPUSH on the local Redis (keys under its own prefix, deleted
+after). Every release mode of 'racetest http' fires there as that command fires it: auto (the default:
+single-packet, since the targets speak h2c), barrier, last-byte, single-packet, naive; beside them
+
+  user-http  a fan-out as a user writes it: one net/http.Client on the default transport, a goroutine
+             per request, all started by closing a channel
+
+at N=2, 20 and 64 (unless --attempts says otherwise).
+
 The output lists each hand-written launcher with its idiom.
 
 It prints check-then-write (no injected gap) on each backend and N, with the client-side release
@@ -50,17 +64,20 @@ then the resolution: on a calibration target whose window is set in µs of the s
 narrowest window each mode exposes in at least half of the bursts at N=2. It creates and drops
 its own racetest_<id>_ tables and keys. The default run took 20-30 minutes on two shared cores at load 14-23.
 
-It exits 1 when the default release (last-byte on these servers) exposes the race in fewer bursts
-than any hand-written launcher (naive, user-*) beyond the noise: a one-sided permutation test on the
-chunks (the modes take turns chunk by chunk, so load that hits one chunk is noise, not a loss) at 95%
-over the whole family of backend × N × launcher comparisons (Bonferroni). --quick runs only the
-check against the naive launcher, fit for CI; --modes picks the modes of a run.`,
+It exits 1 when the default release (last-byte on these servers, auto over HTTP) exposes the race
+in fewer bursts than any hand-written launcher (naive, user-*), or over HTTP than any other release
+mode, beyond the noise: a one-sided permutation test on the chunks (the modes take turns chunk by
+chunk, so load that hits one chunk is noise, not a loss) at 95% over the whole family of
+backend × N × rival comparisons (Bonferroni). --quick runs only the check against the naive launcher
+(over HTTP: auto against user-http), fit for CI; --modes picks the modes of a run.`,
 		Example: `  racetest bench
   racetest bench --backends redis --attempts 2,16 --bursts 200
   racetest bench --quick
+  racetest bench --backends http --bursts 400
   racetest bench --backends postgres --attempts 2 --modes last-byte,user-pgx --bursts 400`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
+			opts.AttemptsSet = c.Flags().Changed("attempts")
 			if runF != nil {
 				return runF(c.Context(), opts)
 			}
@@ -69,14 +86,14 @@ check against the naive launcher, fit for CI; --modes picks the modes of a run.`
 	}
 	fs := c.Flags()
 	cfg := &opts.Config
-	fs.StringSliceVar(&opts.Backends, "backends", bench.DefaultBackends, "backends to measure: "+strings.Join(bench.Backends, ", "))
+	fs.StringSliceVar(&opts.Backends, "backends", bench.DefaultBackends, "backends to measure: "+strings.Join(bench.AllBackends(), ", ")+" (http: both HTTP targets)")
 	fs.IntSliceVarP(&cfg.Attempts, "attempts", "n", bench.DefaultAttempts, "attempts per burst (N) to measure")
 	fs.IntVar(&cfg.Bursts, "bursts", bench.DefaultBursts, "check-then-write bursts per backend, N and mode")
 	fs.IntVar(&cfg.Chunk, "chunk", bench.DefaultChunk, "bursts one mode fires before the next mode's turn")
 	fs.DurationSliceVar(&opts.Windows, "windows", bench.DefaultWindows, "calibration windows (server-side, set in µs)")
 	fs.StringSliceVar(&opts.Modes, "modes", nil, "modes to compare (default: all): "+strings.Join(bench.AllModes(), ", ")+
 		"; the check needs "+bench.DefaultMode+" and a launcher")
-	fs.BoolVar(&opts.Quick, "quick", false, "the CI check: the default release against the naive launcher only, 40 bursts each, no calibration; exits 1 when the default loses")
+	fs.BoolVar(&opts.Quick, "quick", false, "the CI check: the default release against the naive launcher only (over HTTP: auto against user-http), 40 bursts each, no calibration; exits 1 when the default loses")
 	// The servers bench measures, connected as every command connects them.
 	onlyBench := scenarios.NewRegistry()
 	for _, b := range f.Registry.Backends() {
@@ -93,12 +110,15 @@ func runBench(ctx context.Context, o *BenchOptions) error {
 	cfg := o.Config
 	cfg.Registry = o.Registry
 	cfg.Windows = o.Windows
-	for _, b := range o.Backends {
-		b = strings.TrimSpace(b)
-		if !slices.Contains(bench.Backends, b) {
-			return usageErrorf("bench runs on %s; not %q", strings.Join(bench.Backends, ", "), b)
-		}
-		cfg.Backends = append(cfg.Backends, b)
+	backends, err := benchBackends(o.Backends)
+	if err != nil {
+		return err
+	}
+	cfg.Backends = backends
+	if !o.AttemptsSet {
+		cfg.Attempts, cfg.HTTPAttempts = bench.DefaultAttempts, bench.DefaultHTTPAttempts
+	} else {
+		cfg.HTTPAttempts = cfg.Attempts
 	}
 	for _, m := range o.Modes {
 		m = strings.TrimSpace(m)
@@ -108,7 +128,7 @@ func runBench(ctx context.Context, o *BenchOptions) error {
 		cfg.Modes = append(cfg.Modes, m)
 	}
 	if o.Quick && len(o.Modes) > 0 {
-		return usageErrorf("--quick compares its own modes (naive and %s); drop --modes or --quick", bench.DefaultMode)
+		return usageErrorf("--quick compares its own modes (naive and %s; over HTTP %s and %s); drop --modes or --quick", bench.DefaultMode, bench.Auto, bench.UserHTTP)
 	}
 	for _, n := range cfg.Attempts {
 		if n < 2 {
@@ -130,6 +150,9 @@ func runBench(ctx context.Context, o *BenchOptions) error {
 		// (another job on the server) weighs on both modes.
 		cfg.Bursts, cfg.Chunk = QuickBursts, 5
 		cfg.Modes = []string{bench.Naive, bench.DefaultMode}
+		// Over HTTP: the default against the user's net/http fan-out, at
+		// 2, 20 and 64 (a few seconds in all).
+		cfg.HTTPModes = []string{bench.Auto, bench.UserHTTP}
 		cfg.NoCalibration = true
 	}
 	cfg.Progress = func(s string) { fmt.Fprintln(o.IO.ErrOut, "bench: "+s) }
@@ -151,11 +174,32 @@ func runBench(ctx context.Context, o *BenchOptions) error {
 	return benchVerdict(rep)
 }
 
-// benchVerdict is bench's exit: 1 when the default release lost to the
-// naive launcher beyond the noise.
+// benchBackends are the backends named, "http" standing for both HTTP
+// targets, each once.
+func benchBackends(names []string) ([]string, error) {
+	var out []string
+	for _, b := range names {
+		b = strings.TrimSpace(b)
+		expanded := []string{b}
+		if b == "http" {
+			expanded = bench.HTTPBackends
+		} else if !slices.Contains(bench.AllBackends(), b) {
+			return nil, usageErrorf("bench runs on %s (http: both HTTP targets); not %q", strings.Join(bench.AllBackends(), ", "), b)
+		}
+		for _, name := range expanded {
+			if !slices.Contains(out, name) {
+				out = append(out, name)
+			}
+		}
+	}
+	return out, nil
+}
+
+// benchVerdict is bench's exit: 1 when the default release lost to a
+// rival (Report.Checks) beyond the noise.
 func benchVerdict(rep *bench.Report) error {
 	if rep.Failed() {
-		return &exitError{code: ExitViolated, err: fmt.Errorf("bench: the default release (%s) exposed fewer races than the naive launcher beyond the noise (see the check above)", bench.DefaultMode)}
+		return &exitError{code: ExitViolated, err: errors.New("bench: the default release exposed fewer races than a hand-written launcher or, over HTTP, another release mode, beyond the noise (see the check above)")}
 	}
 	return nil
 }

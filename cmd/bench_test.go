@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -45,6 +46,8 @@ func TestBenchDefaults(t *testing.T) {
 func TestBenchBadInputIsAUsageError(t *testing.T) {
 	for _, args := range [][]string{
 		{"bench", "--backends", "memory"},
+		{"bench", "--backends", "http-memcached"},
+		{"bench", "--backends", "http", "--modes", "auto,user-jdbc"},
 		{"bench", "-n", "1"},
 		{"bench", "--bursts", "0"},
 		{"bench", "--windows", "0s"},
@@ -130,5 +133,74 @@ func TestBenchQuickOnRedis(t *testing.T) {
 		if strings.Contains(out, not) {
 			t.Errorf("--quick output has %q:\n%s", not, out)
 		}
+	}
+}
+
+// --backends http runs both HTTP targets; without -n at their own Ns (2, 20,
+// 64), with -n at those; every HTTP mode has a row and a check, and the
+// user's launcher is named with its idiom. http-spin needs no server.
+func TestBenchHTTP(t *testing.T) {
+	out, stderr, code := execWith(t, builtin.Registry(), "bench", "--backends", "http-spin", "--bursts", "2", "--chunk", "1")
+	if code != ExitOK && code != ExitViolated {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	rows := map[string]bool{}
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) > 4 && f[0] == "http-spin" && f[1] == "check-then-write" {
+			rows[f[2]+" "+f[3]] = true
+		}
+	}
+	for _, n := range []string{"2", "20", "64"} {
+		for _, m := range bench.HTTPModes() {
+			if !rows[n+" "+m] {
+				t.Errorf("no row N=%s %s", n, m)
+			}
+			if m != bench.Auto && !strings.Contains(out, "http-spin N="+n+": default (auto)") {
+				t.Errorf("no check at N=%s", n)
+			}
+		}
+	}
+	if len(rows) != 3*len(bench.HTTPModes()) || !strings.Contains(out, "http-spin user-http: one net/http.Client") ||
+		!strings.Contains(out, "auto chose single-packet") {
+		t.Errorf("rows %v, or the idiom or auto's choice missing:\n%s", rows, out)
+	}
+	out, stderr, code = execWith(t, builtin.Registry(), "bench", "--backends", "http-spin", "-n", "3", "--bursts", "1", "--chunk", "1", "--modes", "auto,user-http")
+	if code != ExitOK && code != ExitViolated {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(out, "http-spin  check-then-write  3  auto") || strings.Contains(out, "check-then-write  2  ") || strings.Contains(out, "barrier") {
+		t.Errorf("-n 3 --modes auto,user-http: want N=3 rows of those two modes only:\n%s", out)
+	}
+}
+
+// --quick over HTTP: auto against the user's launcher at 2, 20 and 64.
+func TestBenchQuickHTTP(t *testing.T) {
+	out, stderr, code := execWith(t, builtin.Registry(), "bench", "--quick", "--backends", "http-spin")
+	if code != ExitOK && code != ExitViolated {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	rows := map[string]bool{}
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) > 4 && f[0] == "http-spin" && f[1] == "check-then-write" {
+			rows[f[2]+" "+f[3]] = true
+		}
+	}
+	want := map[string]bool{}
+	for _, n := range []string{"2", "20", "64"} {
+		want[n+" auto"], want[n+" user-http"] = true, true
+	}
+	if !maps.Equal(rows, want) || !strings.Contains(out, "vs user-http") {
+		t.Errorf("--quick over HTTP: rows %v, want %v, and the checks:\n%s", rows, want, out)
+	}
+}
+
+// --backends http is both targets, once each, beside the servers named.
+func TestBenchBackendsExpand(t *testing.T) {
+	got, err := benchBackends([]string{"redis", " http", "http-spin", "postgres"})
+	if want := []string{"redis", "http-spin", "http-redis", "postgres"}; err != nil || !slices.Equal(got, want) {
+		t.Errorf("got %v (%v), want %v", got, err, want)
+	}
+	if _, err := benchBackends([]string{"http-memcached"}); ExitCode(err) != ExitUsage {
+		t.Errorf("an unknown backend: %v, want a usage error", err)
 	}
 }

@@ -47,13 +47,17 @@ const (
 // adds its user-style launchers (LaunchersOf).
 func Modes() []string { return []string{Naive, Gate, LastByte} }
 
-// Backends are the backends bench can measure (see openStore).
+// Backends are the servers bench can measure (see openStore); it measures
+// the HTTP targets it serves itself too (HTTPBackends, AllBackends).
 var Backends = []string{"redis", "mysql", "postgres"}
+
+// AllBackends are the servers, then the HTTP targets.
+func AllBackends() []string { return append(slices.Clone(Backends), HTTPBackends...) }
 
 // Defaults of the default run (20-30 minutes on a two-core
 // machine).
 var (
-	DefaultBackends = Backends
+	DefaultBackends = AllBackends()
 	DefaultAttempts = []int{2, 8, 16, 32}
 	DefaultWindows  = []time.Duration{2 * time.Microsecond, 5 * time.Microsecond, 10 * time.Microsecond,
 		20 * time.Microsecond, 50 * time.Microsecond, 100 * time.Microsecond, 200 * time.Microsecond,
@@ -68,7 +72,13 @@ const (
 // Config is one bench run.
 type Config struct {
 	Backends []string
-	Attempts []int
+	// Attempts are the Ns measured on the servers, HTTPAttempts those
+	// over HTTP (default DefaultHTTPAttempts).
+	Attempts     []int
+	HTTPAttempts []int
+	// HTTPWindow is the http-spin target's window (default
+	// DefaultHTTPWindow).
+	HTTPWindow time.Duration
 	// Bursts of check-then-write, and of the calibration target, per
 	// backend, N and mode.
 	Bursts int
@@ -83,11 +93,17 @@ type Config struct {
 	// Modes, when set, are the modes to compare (a subset of Modes() and
 	// of the backends' launchers).
 	Modes []string
+	// HTTPModes, when set, are the modes of the HTTP backends, whatever
+	// Modes says (the quick run's: the default and the user's launcher).
+	HTTPModes []string
 	// NoCalibration skips the calibration target: no arrival spreads, no
 	// resolution (the quick run).
 	NoCalibration bool
 	// variants, when set (by the experiment), replace Modes().
 	variants []variant
+	// serveHTTP, when set (by the experiment), serves the HTTP targets in
+	// place of serveInProcess.
+	serveHTTP serveFunc
 }
 
 // variant is one way of releasing a burst: naive, the gate, or a wire
@@ -138,6 +154,19 @@ func (c *Config) defaults() {
 	if len(c.Windows) == 0 {
 		c.Windows = DefaultWindows
 	}
+	if len(c.HTTPAttempts) == 0 {
+		c.HTTPAttempts = DefaultHTTPAttempts
+	}
+	if c.HTTPWindow <= 0 {
+		c.HTTPWindow = DefaultHTTPWindow
+	}
+}
+
+func (c *Config) httpAttempts() []int {
+	if len(c.HTTPAttempts) == 0 {
+		return DefaultHTTPAttempts
+	}
+	return c.HTTPAttempts
 }
 
 // Row is one backend × scenario × N × mode of the table.
@@ -203,6 +232,15 @@ type Report struct {
 	// Prefixes are the namespaces of everything the bench made, by backend:
 	// all of it is dropped at the end.
 	Prefixes map[string][]string
+	// Notes are what a reader needs beside the table: what auto chose on
+	// each HTTP target.
+	Notes []string
+}
+
+func (r *Report) addNote(s string) {
+	if !slices.Contains(r.Notes, s) {
+		r.Notes = append(r.Notes, s)
+	}
 }
 
 // Run carries out the bench. A backend whose server does not answer is
@@ -214,7 +252,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		CPUs: runtime.NumCPU(), LoadBefore: loadAverage()}
 	defer func() { rep.LoadAfter = loadAverage() }()
 	for _, b := range cfg.Backends {
-		if err := runBackend(ctx, &cfg, rep, b); err != nil {
+		run := runBackend
+		if IsHTTP(b) {
+			run = runHTTPBackend
+		}
+		if err := run(ctx, &cfg, rep, b); err != nil {
 			if ctx.Err() != nil {
 				return rep, context.Cause(ctx)
 			}
@@ -276,6 +318,8 @@ type tally struct {
 	cal                     []calBurst
 	// chunks and chunkBursts: exposed and fired bursts per chunk.
 	chunks, chunkBursts []int
+	// arrivals are server-side arrival spreads (the HTTP targets').
+	arrivals []time.Duration
 }
 
 // endChunk closes the chunk that began when the tally had fired bursts0

@@ -356,7 +356,7 @@ func TestPermutationP(t *testing.T) {
 // row, the counts add up, and the bench drops what it made.
 func TestRunSmall(t *testing.T) {
 	cfg := Config{
-		Attempts: []int{2}, Bursts: 4, Chunk: 2, Registry: builtin.Registry(),
+		Backends: Backends, Attempts: []int{2}, Bursts: 4, Chunk: 2, Registry: builtin.Registry(),
 		Conn: scenarios.NewConnections(map[string]string{"redis": os.Getenv("RACETEST_REDIS_URL"), "mysql": os.Getenv("RACETEST_MYSQL_DSN"), "postgres": os.Getenv("RACETEST_POSTGRES_URL")}),
 	}
 	rep, err := Run(context.Background(), cfg)

@@ -1,8 +1,12 @@
 package bench
 
 import (
+	"bufio"
 	"context"
+	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"runtime"
 	"strconv"
 	"strings"
@@ -10,6 +14,7 @@ import (
 	"time"
 
 	"github.com/racetest/racetest/release"
+	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/builtin"
 )
 
@@ -54,6 +59,104 @@ func TestArrivalExperiment(t *testing.T) {
 			{name: "lb-1-warm", wire: &release.WireOptions{Writers: 1}, warm: true},
 		},
 	}
+	rep, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep.Print(os.Stdout)
+}
+
+// targetEnv makes the test binary serve an HTTP target (its value the
+// backend) in a process of its own, for TestHTTPProcessExperiment.
+const targetEnv = "RACETEST_BENCH_HTTP_TARGET"
+
+func TestMain(m *testing.M) {
+	if backend := os.Getenv(targetEnv); backend != "" {
+		os.Exit(targetMain(backend))
+	}
+	os.Exit(m.Run())
+}
+
+// targetMain serves backend's target until its standard input closes, then
+// deletes what it made; its first line of output is its URL and what it is.
+func targetMain(backend string) int {
+	ctx := context.Background()
+	cfg := &Config{HTTPWindow: DefaultHTTPWindow, Conn: scenarios.NewConnections(map[string]string{"redis": os.Getenv("RACETEST_REDIS_URL")})}
+	act, desc, err := newActor(ctx, cfg, backend, os.Getenv(targetEnv+"_PREFIX"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer act.close()
+	srv, err := startHTTPServer(newHTTPTarget(act))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Printf("%s %s\n", srv.URL, desc)
+	io.Copy(io.Discard, os.Stdin)
+	srv.close()
+	if err := act.cleanup(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// serveProcess serves the target from a process of its own: the target's
+// goroutines then run on their own Go runtime, not on the client's.
+func serveProcess(_ context.Context, _ *Config, backend, prefix string) (string, string, func(context.Context) error, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return "", "", nil, err
+	}
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), targetEnv+"="+backend, targetEnv+"_PREFIX="+prefix)
+	stdin, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return "", "", nil, err
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		stdin.Close()
+		cmd.Wait()
+		return "", "", nil, fmt.Errorf("the target did not start: %w", err)
+	}
+	url, desc, _ := strings.Cut(strings.TrimSpace(line), " ")
+	stop := func(context.Context) error { stdin.Close(); return cmd.Wait() }
+	return url, "net/http in a process of its own (HTTP/1.1 and h2c), " + desc, stop, nil
+}
+
+// TestHTTPProcessExperiment runs the HTTP bench with its targets served from
+// a process of their own rather than the bench's: whether a mode's lead or
+// loss is the shared Go runtime's. A measurement, not a test: it runs only
+// with RACETEST_BENCH_EXPERIMENT=http (RACETEST_BENCH_BURSTS,
+// RACETEST_BENCH_N, RACETEST_BENCH_BACKENDS and RACETEST_BENCH_MODES tune it).
+func TestHTTPProcessExperiment(t *testing.T) {
+	if os.Getenv("RACETEST_BENCH_EXPERIMENT") != "http" {
+		t.Skip("a measurement: set RACETEST_BENCH_EXPERIMENT=http to run it")
+	}
+	bursts, _ := strconv.Atoi(os.Getenv("RACETEST_BENCH_BURSTS"))
+	var attempts []int
+	if s := os.Getenv("RACETEST_BENCH_N"); s != "" {
+		for _, f := range strings.Split(s, ",") {
+			n, _ := strconv.Atoi(f)
+			attempts = append(attempts, n)
+		}
+	}
+	backends := HTTPBackends
+	if s := os.Getenv("RACETEST_BENCH_BACKENDS"); s != "" {
+		backends = strings.Split(s, ",")
+	}
+	var modes []string
+	if s := os.Getenv("RACETEST_BENCH_MODES"); s != "" {
+		modes = strings.Split(s, ",")
+	}
+	cfg := Config{Backends: backends, HTTPAttempts: attempts, Bursts: bursts, Chunk: 20, HTTPModes: modes,
+		Conn:     scenarios.NewConnections(map[string]string{"redis": os.Getenv("RACETEST_REDIS_URL")}),
+		Progress: func(s string) { t.Log(s) }, serveHTTP: serveProcess}
 	rep, err := Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -52,7 +52,8 @@ const (
 )
 
 // AllModes are every mode name the bench knows: the release modes, the
-// naive launcher and every backend's user-style launchers, each once.
+// naive launcher, every backend's user-style launchers and the HTTP modes,
+// each once.
 func AllModes() []string {
 	out := Modes()
 	for _, b := range Backends {
@@ -60,6 +61,11 @@ func AllModes() []string {
 			if !slices.Contains(out, l.Name) {
 				out = append(out, l.Name)
 			}
+		}
+	}
+	for _, m := range HTTPModes() {
+		if !slices.Contains(out, m) {
+			out = append(out, m)
 		}
 	}
 	return out
@@ -71,7 +77,7 @@ func LaunchersOf(backend string) []Launcher { return launchersOf[backend] }
 // IsLauncher reports whether mode is a hand-written launcher (the naive one
 // or a user-style one): a mode the default release is checked against.
 func IsLauncher(mode string) bool {
-	if mode == Naive {
+	if mode == Naive || mode == UserHTTP {
 		return true
 	}
 	for _, ls := range launchersOf {

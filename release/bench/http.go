@@ -1,0 +1,377 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/racetest/racetest/httpfire"
+	"github.com/racetest/racetest/runner"
+	"github.com/racetest/racetest/scenarios"
+	"github.com/racetest/racetest/scenarios/redisstore"
+)
+
+// The HTTP backends: a check-then-write endpoint the bench serves itself,
+// in process, over HTTP/1.1 and h2c on one port.
+const (
+	// HTTPSpin checks an in-memory flag, spins Config.HTTPWindow, then
+	// writes it.
+	HTTPSpin = "http-spin"
+	// HTTPRedis checks with EXISTS and writes with RPUSH on the local
+	// Redis, under a prefix of its own that it deletes at the end.
+	HTTPRedis = "http-redis"
+)
+
+// HTTPBackends are the HTTP backends, in the order they run.
+var HTTPBackends = []string{HTTPSpin, HTTPRedis}
+
+// IsHTTP reports whether backend is one of HTTPBackends.
+func IsHTTP(backend string) bool { return slices.Contains(HTTPBackends, backend) }
+
+// The HTTP modes: every release mode of 'racetest http' (LastByte and
+// Naive are spelt as the servers' modes are), and a launcher as a user
+// writes it.
+const (
+	Auto         = string(httpfire.Auto)
+	Barrier      = string(httpfire.Barrier)
+	SinglePacket = string(httpfire.SinglePacket)
+	UserHTTP     = "user-http"
+)
+
+// UserHTTPIdiom is how the user-style HTTP launcher fires.
+const UserHTTPIdiom = "one net/http.Client on a clone of http.DefaultTransport (its defaults: HTTP/1.1 over http://, " +
+	"keep-alive, 2 idle connections per host); a goroutine per request, all parked on one channel, released by close; client.Do(POST)"
+
+// HTTPModes are the modes the bench compares on an HTTP backend: every
+// release mode 'racetest http' offers, then the user-style launcher.
+func HTTPModes() []string {
+	var out []string
+	for _, r := range httpfire.Releases() {
+		out = append(out, string(r))
+	}
+	return append(out, UserHTTP)
+}
+
+// Defaults of the HTTP backends.
+var DefaultHTTPAttempts = []int{2, 20, 64}
+
+// DefaultHTTPWindow is the spin target's window between check and write.
+const DefaultHTTPWindow = 100 * time.Microsecond
+
+// httpTimeout bounds each request, as 'racetest http' bounds them by default.
+const httpTimeout = httpfire.DefaultTimeout
+
+// DefaultModeOf is the mode racetest uses by default on backend: auto over
+// HTTP (single-packet on these targets, which speak h2c), last-byte on the
+// servers (release.Auto chooses it on all of them).
+func DefaultModeOf(backend string) string {
+	if IsHTTP(backend) {
+		return Auto
+	}
+	return DefaultMode
+}
+
+// httpModes are the modes measured on an HTTP backend.
+func (c *Config) httpModes() []string {
+	if len(c.HTTPModes) > 0 {
+		return c.HTTPModes
+	}
+	var out []string
+	for _, m := range HTTPModes() {
+		if len(c.Modes) == 0 || slices.Contains(c.Modes, m) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// httpConfig is the request 'racetest http' would be given for mode:
+//
+//	racetest http -X POST 'URL/?key={{.Token}}' -d '{"attempt": {{.Attempt}}}' \
+//	  --effects 'http:URL/count?key={{.Token}}' --release MODE
+func httpConfig(url, mode string) httpfire.Config {
+	return httpfire.Config{
+		Method:  "POST",
+		URL:     url + "/?key={{.Token}}",
+		Body:    `{"attempt": {{.Attempt}}}`,
+		Effects: "http:" + url + "/count?key={{.Token}}",
+		Release: httpfire.Release(mode),
+		Timeout: httpTimeout,
+	}
+}
+
+func runHTTPBackend(ctx context.Context, cfg *Config, rep *Report, backend string) error {
+	modes := cfg.httpModes()
+	if len(modes) == 0 {
+		return nil
+	}
+	if !IsHTTP(backend) {
+		return fmt.Errorf("no HTTP target %q (known: %s)", backend, strings.Join(HTTPBackends, ", "))
+	}
+	prefix := ""
+	if backend == HTTPRedis {
+		prefix = "racetest_" + scenarios.NewRunID() + "_bench_http_"
+		rep.Prefixes[backend] = append(rep.Prefixes[backend], prefix)
+	}
+	serve := cfg.serveHTTP
+	if serve == nil {
+		serve = serveInProcess
+	}
+	url, desc, stop, err := serve(ctx, cfg, backend, prefix)
+	var bad *scenarios.ParamError
+	if errors.As(err, &bad) {
+		return err
+	}
+	if err != nil {
+		return &skipError{err}
+	}
+	defer func() {
+		if err := stop(context.WithoutCancel(ctx)); err != nil && cfg.Progress != nil {
+			cfg.Progress(err.Error())
+		}
+	}()
+	rep.Servers[backend] = desc
+	for _, n := range cfg.httpAttempts() {
+		if cfg.Progress != nil {
+			cfg.Progress(fmt.Sprintf("%s N=%d", backend, n))
+		}
+		c := &httpCell{cfg: cfg, backend: backend, n: n, modes: modes, url: url}
+		err := c.run(ctx, rep)
+		c.close(ctx)
+		if err != nil {
+			return err
+		}
+		c.report(rep)
+	}
+	return nil
+}
+
+// serveFunc serves backend's target: its URL, what it is, and how to stop
+// it (deleting what it made under prefix). An error is a target that could
+// not start (a server it needs did not answer).
+type serveFunc func(ctx context.Context, cfg *Config, backend, prefix string) (url, desc string, stop func(context.Context) error, err error)
+
+// newActor is backend's check and write, and what it is.
+func newActor(ctx context.Context, cfg *Config, backend, prefix string) (actor, string, error) {
+	if backend == HTTPSpin {
+		return newSpinActor(cfg.HTTPWindow), fmt.Sprintf("in-memory flag, a %s spin between check and write", us(cfg.HTTPWindow)), nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	a, err := newRedisActor(cctx, cfg.Conn.Get(redisstore.Name), prefix)
+	if err != nil {
+		return nil, "", err
+	}
+	return a, "EXISTS then RPUSH on Redis at " + a.rdb.Options().Addr, nil
+}
+
+// serveInProcess serves the target from the bench's own process, the
+// default: no server to install, at the price of sharing the Go runtime
+// (and its two Ps, here) with the client.
+func serveInProcess(ctx context.Context, cfg *Config, backend, prefix string) (string, string, func(context.Context) error, error) {
+	act, desc, err := newActor(ctx, cfg, backend, prefix)
+	if err != nil {
+		return "", "", nil, err
+	}
+	srv, err := startHTTPServer(newHTTPTarget(act))
+	if err != nil {
+		act.close()
+		return "", "", nil, err
+	}
+	stop := func(ctx context.Context) error {
+		srv.close()
+		defer act.close()
+		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		return act.cleanup(ctx)
+	}
+	return srv.URL, "in-process net/http (HTTP/1.1 and h2c), " + desc, stop, nil
+}
+
+// httpCell is one HTTP backend × N: a 'racetest http' target per release
+// mode, the user-style launcher's client, and the tallies.
+type httpCell struct {
+	cfg     *Config
+	backend string
+	n       int
+	modes   []string
+	url     string
+	fired   map[string]*httpfire.Target
+	reused  map[string]*reused
+	client  *http.Client
+	userAt  int // bursts the user-style launcher fired so far
+	rows    map[string]*tally
+}
+
+func (c *httpCell) run(ctx context.Context, rep *Report) error {
+	c.fired, c.reused, c.rows = map[string]*httpfire.Target{}, map[string]*reused{}, map[string]*tally{}
+	// The user's client; the writes are counted on it too, outside the
+	// bursts' timing.
+	c.client = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+	for _, m := range c.modes {
+		c.rows[m] = &tally{}
+		if m == UserHTTP {
+			continue
+		}
+		t, err := httpfire.New(httpConfig(c.url, m), scenarios.Params{RunID: scenarios.NewRunID(), Attempts: c.n, Replicas: 1, Conn: c.cfg.Conn})
+		if err != nil {
+			return fmt.Errorf("%s: %w", m, err)
+		}
+		c.fired[m], c.reused[m] = t, &reused{Target: t}
+	}
+	rounds := (c.cfg.Bursts + c.cfg.Chunk - 1) / c.cfg.Chunk
+	for r := range rounds {
+		chunk := min(c.cfg.Chunk, c.cfg.Bursts-r*c.cfg.Chunk)
+		for i := range c.modes {
+			// The order turns each round: no mode always follows another.
+			mode := c.modes[(i+r)%len(c.modes)]
+			if ctx.Err() != nil {
+				return context.Cause(ctx)
+			}
+			if err := c.chunk(ctx, mode, chunk); err != nil {
+				return fmt.Errorf("check-then-write, N=%d, %s: %w", c.n, mode, err)
+			}
+		}
+	}
+	if t := c.fired[Auto]; t != nil && t.Release() != httpfire.Auto {
+		// Settled: Choose asks nothing more, and says why it chose.
+		why, _ := t.Choose(ctx)
+		rep.addNote(fmt.Sprintf("%s: auto chose %s (%s)", c.backend, t.Release(), why))
+	}
+	return nil
+}
+
+func (c *httpCell) chunk(ctx context.Context, mode string, bursts int) error {
+	t := c.rows[mode]
+	defer t.endChunk(t.bursts, t.exposed)
+	if mode == UserHTTP {
+		for range bursts {
+			key := fmt.Sprintf("%s-%d-%d", mode, c.n, c.userAt)
+			c.userAt++
+			stamps := make([]int64, c.n)
+			spread, overlap, errs := userBurst(ctx, c.n, func(ctx context.Context, worker int) error {
+				at, err := c.userPost(ctx, key, worker)
+				stamps[worker] = at
+				return err
+			})
+			w, err := c.writes(ctx, key)
+			if err != nil {
+				return err
+			}
+			t.add(w > 1, spread, overlap, errs)
+			if d, ok := stampSpread(stamps); ok {
+				t.arrivals = append(t.arrivals, d)
+			}
+		}
+		return nil
+	}
+	tg := c.reused[mode]
+	res, err := runner.Run(ctx, tg, runner.Attempts(c.n), runner.Bursts(bursts), runner.Keep(true), runner.Timeout(httpTimeout))
+	if res != nil {
+		tg.offset += len(res.Bursts)
+	}
+	if err != nil {
+		return err
+	}
+	for _, b := range res.Bursts {
+		t.add(b.Violated(), b.Spread, b.Overlap, b.Outcomes[runner.Error]+b.Outcomes[runner.Unknown])
+	}
+	return nil
+}
+
+// userPost is one attempt of the user-style launcher: the request 'racetest
+// http' sends, on the user's client. It returns the target's arrival stamp
+// (0 when there is none).
+func (c *httpCell) userPost(ctx context.Context, key string, worker int) (int64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url+"/?key="+key,
+		bytes.NewReader(fmt.Appendf(nil, `{"attempt": %d}`, worker)))
+	if err != nil {
+		return 0, err
+	}
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	io.Copy(io.Discard, resp.Body) //nolint:errcheck // the status is the answer
+	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusConflict {
+		return 0, fmt.Errorf("%s", resp.Status)
+	}
+	at, _ := strconv.ParseInt(resp.Header.Get(httpfire.ArrivalHeader), 10, 64)
+	return at, nil
+}
+
+// writes asks the target how many times it wrote key, as the effects check
+// of 'racetest http' asks it (GET /count).
+func (c *httpCell) writes(ctx context.Context, key string) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, httpTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.url+"/count?key="+key, nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("counting the writes: %w", err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<10))
+	if err != nil {
+		return 0, fmt.Errorf("counting the writes: %w", err)
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("counting the writes: %s %q", resp.Status, b)
+	}
+	return n, nil
+}
+
+// stampSpread is first to last of a burst's arrival stamps (ns); false
+// unless every attempt was stamped.
+func stampSpread(stamps []int64) (time.Duration, bool) {
+	if len(stamps) < 2 || slices.Contains(stamps, 0) {
+		return 0, false
+	}
+	return time.Duration(slices.Max(stamps) - slices.Min(stamps)), true
+}
+
+func (c *httpCell) close(ctx context.Context) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	for _, t := range c.reused {
+		t.drop(cctx)
+	}
+	c.client.CloseIdleConnections()
+}
+
+func (c *httpCell) report(rep *Report) {
+	for _, m := range c.modes {
+		t := c.rows[m]
+		server := ""
+		arrivals := t.arrivals
+		if ft := c.fired[m]; ft != nil {
+			server = ft.Server()
+			_, arrivals = ft.Spreads()
+		}
+		arrival := time.Duration(-1)
+		if len(arrivals) > 0 {
+			arrival = median(arrivals)
+		}
+		idiom := ""
+		if m == UserHTTP {
+			idiom = UserHTTPIdiom
+		}
+		rep.Rows = append(rep.Rows, Row{Idiom: idiom,
+			Backend: c.backend, Server: server, Scenario: scenarios.CheckThenWrite, N: c.n, Mode: m,
+			Bursts: t.bursts, Exposed: t.exposed, Spread: median(t.spreads), Overlap: median(t.overlaps),
+			Arrival: arrival, Errors: t.errors, Chunks: t.chunks, ChunkBursts: t.chunkBursts,
+		})
+	}
+}

@@ -1,0 +1,270 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/racetest/racetest/scenarios"
+	"github.com/racetest/racetest/scenarios/conformance"
+)
+
+// redisURL is the local Redis the tests use, as the other tests find it.
+func redisURL() string { return os.Getenv("RACETEST_REDIS_URL") }
+
+// countTarget fires at a served target: k requests one after the other on
+// one key, then k together on another (all inside the window), and reads
+// back the target's counts through GET /count, as the effects check does.
+func countTarget(t *testing.T, act actor, k int) {
+	t.Helper()
+	srv, err := startHTTPServer(newHTTPTarget(act))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.close()
+	client := &http.Client{Timeout: 10 * time.Second}
+	defer client.CloseIdleConnections()
+	post := func(key string) int {
+		resp, err := client.Post(srv.URL+"/?key="+key, "application/json", strings.NewReader(`{}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		io.Copy(io.Discard, resp.Body)
+		return resp.StatusCode
+	}
+	count := func(key string) int {
+		resp, err := client.Get(srv.URL + "/count?key=" + key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET /count: %s %q", resp.Status, b)
+		}
+		return n
+	}
+	serial := "serial-" + scenarios.NewRunID()
+	var statuses []int
+	for range k {
+		statuses = append(statuses, post(serial))
+	}
+	if want := append([]int{200}, slices.Repeat([]int{409}, k-1)...); !slices.Equal(statuses, want) {
+		t.Errorf("one after the other: statuses %v, want %v", statuses, want)
+	}
+	if n := count(serial); n != 1 {
+		t.Errorf("one after the other: counted %d writes, want 1", n)
+	}
+	if n := count("never-" + scenarios.NewRunID()); n != 0 {
+		t.Errorf("a key nobody wrote: counted %d writes, want 0", n)
+	}
+	// Together: every check lands before the first write (the window is far
+	// wider than the burst), so every request writes, and each is counted.
+	together := "together-" + scenarios.NewRunID()
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	codes := make([]int, k)
+	for i := range k {
+		wg.Go(func() { <-start; codes[i] = post(together) })
+	}
+	close(start)
+	wg.Wait()
+	ok := 0
+	for _, c := range codes {
+		if c == 200 {
+			ok++
+		}
+	}
+	if n := count(together); n != ok || ok < 2 {
+		t.Errorf("together: counted %d writes for %d answers 200 (%v), want them equal and at least 2", n, ok, codes)
+	}
+}
+
+// The spin target counts every write, and only writes: one after the other
+// a key is written once; released together inside its window, each request
+// writes, and the count says so.
+func TestSpinTargetCounts(t *testing.T) {
+	countTarget(t, newSpinActor(200*time.Millisecond), 4)
+	// Its window is a wait between check and write: a short one, one
+	// request at a time, still writes once.
+	a := newSpinActor(DefaultHTTPWindow)
+	for range 3 {
+		a.checkThenWrite(context.Background(), "k")
+	}
+	if n, _ := a.writes(context.Background(), "k"); n != 1 {
+		t.Errorf("three checks one after the other: %d writes, want 1", n)
+	}
+}
+
+// The Redis-backed target counts the list's length, and deletes its keys,
+// and only its keys, at the end.
+func TestRedisTargetCounts(t *testing.T) {
+	ctx := context.Background()
+	prefix := "racetest_" + scenarios.NewRunID() + "_bench_http_"
+	a, err := newRedisActor(ctx, redisURL(), prefix)
+	if err != nil {
+		conformance.Unavailable(t, "redis", err)
+		return
+	}
+	defer a.close()
+	// Its window is a Redis round trip: slow it so the burst lands inside.
+	slow := slowActor{a, 200 * time.Millisecond}
+	countTarget(t, slow, 4)
+	other := "racetest_" + scenarios.NewRunID() + "_other"
+	a.rdb.Set(ctx, other, "x", time.Minute)
+	defer a.rdb.Del(ctx, other)
+	if err := a.cleanup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := a.rdb.Keys(ctx, prefix+"*").Result(); len(left) > 0 {
+		t.Errorf("cleanup left %v", left)
+	}
+	if n, _ := a.rdb.Exists(ctx, other).Result(); n != 1 {
+		t.Errorf("cleanup deleted a key outside its prefix")
+	}
+}
+
+// slowActor widens a target's window: a pause between its check and its
+// write, where the real target has a round trip.
+type slowActor struct {
+	*redisActor
+	pause time.Duration
+}
+
+func (s slowActor) checkThenWrite(ctx context.Context, key string) (bool, error) {
+	n, err := s.rdb.Exists(ctx, s.prefix+key).Result()
+	if err != nil || n > 0 {
+		return false, err
+	}
+	time.Sleep(s.pause)
+	return true, s.rdb.RPush(ctx, s.prefix+key, "written").Err()
+}
+
+// httpRows are rows for every HTTP mode at every N over both targets, the
+// default at def bursts exposed of 200 and every rival at rival.
+func httpRows(def, rival int) *Report {
+	rep := &Report{Config: Config{Backends: HTTPBackends}}
+	for _, b := range HTTPBackends {
+		for _, n := range DefaultHTTPAttempts {
+			for _, m := range HTTPModes() {
+				k := rival
+				if m == Auto {
+					k = def
+				}
+				rep.Rows = append(rep.Rows, Row{Backend: b, N: n, Mode: m, Bursts: 200, Exposed: k})
+			}
+		}
+	}
+	return rep
+}
+
+// Over HTTP the default (auto) is held to every other release mode and to
+// the user's launcher, at every N, on both targets: none is left out.
+func TestHTTPChecksCoverEveryMode(t *testing.T) {
+	rep := httpRows(150, 150)
+	got := map[string]bool{}
+	for _, c := range rep.Checks() {
+		if c.Default.Mode != Auto || c.Naive.Mode == Auto {
+			t.Errorf("%s: the default is %s, the rival %s", c.Text, c.Default.Mode, c.Naive.Mode)
+		}
+		got[fmt.Sprintf("%s %d %s", c.Backend, c.N, c.Naive.Mode)] = true
+	}
+	for _, b := range HTTPBackends {
+		for _, n := range DefaultHTTPAttempts {
+			for _, m := range HTTPModes() {
+				if m != Auto && !got[fmt.Sprintf("%s %d %s", b, n, m)] {
+					t.Errorf("no check of auto against %s at %s N=%d", m, b, n)
+				}
+			}
+		}
+	}
+	if want := len(HTTPBackends) * len(DefaultHTTPAttempts) * (len(HTTPModes()) - 1); len(got) != want {
+		t.Errorf("%d checks, want %d", len(got), want)
+	}
+	for _, m := range []string{Barrier, LastByte, SinglePacket, Naive, UserHTTP} {
+		if !slices.Contains(HTTPModes(), m) || !slices.Contains(AllModes(), m) {
+			t.Errorf("the HTTP modes %v (or --modes's %v) leave out %s", HTTPModes(), AllModes(), m)
+		}
+	}
+	// A default far below every rival loses; far above, it does not.
+	if !httpRows(100, 190).Failed() || httpRows(190, 100).Failed() {
+		t.Errorf("auto at 50%% against rivals at 95%% must fail the bench, and not the other way round")
+	}
+	// On the servers the gate is a release mode, not a rival: only the
+	// launchers are (unchanged by HTTP).
+	srv := &Report{Config: Config{Backends: []string{"redis"}}, Rows: []Row{
+		{Backend: "redis", N: 2, Mode: LastByte, Bursts: 200, Exposed: 100},
+		{Backend: "redis", N: 2, Mode: Gate, Bursts: 200, Exposed: 190},
+	}}
+	if len(srv.Checks()) != 0 {
+		t.Errorf("the gate is checked on redis: %+v", srv.Checks())
+	}
+}
+
+// A tiny HTTP bench: every mode gives a row of its bursts on each target,
+// auto picks single-packet over h2c and says so, the user's launcher names
+// its idiom, and the Redis target leaves nothing behind.
+func TestRunHTTPSmall(t *testing.T) {
+	cfg := Config{Backends: HTTPBackends, HTTPAttempts: []int{2, 3}, Bursts: 4, Chunk: 2,
+		Conn: scenarios.NewConnections(map[string]string{"redis": redisURL()})}
+	rep, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	backends := HTTPBackends
+	if why, ok := rep.Skipped[HTTPRedis]; ok {
+		if os.Getenv("RACETEST_REQUIRE_SERVERS") == "1" {
+			t.Fatalf("http-redis skipped: %s", why)
+		}
+		t.Logf("http-redis skipped (no Redis): %s", why)
+		backends = []string{HTTPSpin}
+	}
+	if want := len(backends) * 2 * len(HTTPModes()); len(rep.Rows) != want {
+		t.Fatalf("%d rows, want %d", len(rep.Rows), want)
+	}
+	for _, r := range rep.Rows {
+		if r.Bursts != 4 || r.Errors != 0 || r.Arrival < 0 || len(r.Chunks) != 2 {
+			t.Errorf("%+v: want 4 bursts in 2 chunks, no errors, an arrival spread", r)
+		}
+		if (r.Mode == UserHTTP) != (r.Idiom != "") {
+			t.Errorf("%s %s: idiom %q", r.Backend, r.Mode, r.Idiom)
+		}
+	}
+	if len(rep.Checks()) != len(backends)*2*(len(HTTPModes())-1) {
+		t.Errorf("%d checks for %d rows", len(rep.Checks()), len(rep.Rows))
+	}
+	var out bytes.Buffer
+	rep.Print(&out)
+	for _, want := range []string{"http-spin: auto chose single-packet", "http-spin user-http: one net/http.Client",
+		"http-spin N=3: default (auto)", "vs user-http", "vs single-packet", "vs barrier", "vs naive", "vs last-byte"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the report lacks %q:\n%s", want, out.String())
+		}
+	}
+	if len(backends) == 2 {
+		a, err := newRedisActor(context.Background(), redisURL(), "unused_")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer a.close()
+		for _, p := range rep.Prefixes[HTTPRedis] {
+			if left, _ := a.rdb.Keys(context.Background(), p+"*").Result(); len(left) > 0 {
+				t.Errorf("the bench left %v behind", left)
+			}
+		}
+		if len(rep.Prefixes[HTTPRedis]) != 1 {
+			t.Errorf("prefixes %v, want one for http-redis", rep.Prefixes)
+		}
+	}
+}
