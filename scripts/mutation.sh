@@ -88,8 +88,9 @@ LANDED=.ci/landed
 # verb shares, finish and nothingRan (finish.go: the report, the hint, the
 # exit code; a table run that fired nothing is a setup error), not the
 # flags, output and serve plumbing; runplan, which builds every run's plan (its
-# shape, expectation and settings) for run, demo and suite; in suite, plan building and on_server
-# resolution (plan.go, resolve.go), not the YAML reader; in internal/sqldb,
+# shape, expectation and settings) for run, demo and suite; in suite, plan building, on_server
+# resolution and the matrix's cells, each with its catalog expectation
+# (plan.go, resolve.go, matrix.go), not the YAML reader; in internal/sqldb,
 # the error classification of both SQL backends (classify.go), not DSN
 # parsing and connecting; in the Redis and MongoDB backends, the
 # classification of an insert's reply (classify.go: OK, the duplicate key,
@@ -123,7 +124,7 @@ TARGETS=(
   "report|report|case.go stats.go|90|90|"
   "cmd|cmd|exit.go execute.go finish.go|90|90|"
   "runplan|runplan|runplan.go|90|90|"
-  "suite|suite|plan.go resolve.go|90|90|MUTATION_SKIP=^TestParseRefusesHostileFiles\$"
+  "suite|suite|plan.go resolve.go matrix.go|90|90|MUTATION_SKIP=^TestParseRefusesHostileFiles\$"
   "sqldb|internal/sqldb|classify.go|90|90|RACETEST_MYSQL_DSN=root@tcp(127.0.0.1:9)/test RACETEST_POSTGRES_URL=postgres://postgres@127.0.0.1:9/test"
   "redisstore|scenarios/redisstore|classify.go|90|90|RACETEST_REDIS_URL=redis://127.0.0.1:9"
   "mongostore|scenarios/mongostore|classify.go|90|90|RACETEST_MONGO_URI=mongodb://127.0.0.1:9/"
