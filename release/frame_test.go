@@ -69,6 +69,34 @@ func TestRESPFirst(t *testing.T) {
 	}
 }
 
+// The RESP framer's edges, each where a wrong bound or a swapped condition
+// would move the cut or panic on what a driver may write (issue 27: these
+// lived under gremlins, run on release whole).
+func TestRESPFirstAtItsEdges(t *testing.T) {
+	get := "*2\r\n$3\r\nGET\r\n$1\r\nk\r\n"
+	for _, c := range []struct {
+		name, p string
+		want    int
+	}{
+		// Inline commands are cut at their first newline, a pipeline too.
+		{"inline pipeline", "PING\r\nPING\r\n", 5},
+		{"inline empty line first", "\nPING\r\n", 0},
+		// An empty bulk string ($0) is a whole argument.
+		{"empty argument", "*2\r\n$3\r\nGET\r\n$0\r\n\r\n" + get, len("*2\r\n$3\r\nGET\r\n$0\r\n\r\n") - 1},
+		// A bulk length of 20 characters is read (leading zeros).
+		{"20-character length", "*1\r\n$00000000000000000003\r\nGET\r\n" + get, len("*1\r\n$00000000000000000003\r\nGET\r\n") - 1},
+		// What cannot be walked to the end of a command holds the last byte.
+		{"array header alone", "*2\r\n", 3},
+		{"bulk length cut short", "*2\r\n$3", 5},
+		{"bulk length not a number", "*1\r\n$x\r\nGET\r\n", len("*1\r\n$x\r\nGET\r\n") - 1},
+		{"negative bulk length", "*1\r\n$-1\r\n" + get, len("*1\r\n$-1\r\n"+get) - 1},
+	} {
+		if cut, hidden := respFirst([]byte(c.p)); cut != c.want || hidden {
+			t.Errorf("%s (%q): cut %d hidden %v, want %d, not hidden", c.name, c.p, cut, hidden, c.want)
+		}
+	}
+}
+
 func TestMongoFirst(t *testing.T) {
 	msg := make([]byte, 40)
 	binary.LittleEndian.PutUint32(msg, 30)
