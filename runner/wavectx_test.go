@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"testing"
 	"time"
@@ -35,6 +36,9 @@ func TestWaveContextTimesOutAsWithTimeoutCause(t *testing.T) {
 	defer c.release()
 	if d, ok := c.Deadline(); !ok || time.Until(d) > 20*time.Millisecond || time.Until(d) < 10*time.Millisecond {
 		t.Errorf("deadline %v, %v: want about 20ms from now", d, ok)
+	}
+	if s := fmt.Sprint(c); s != "runner.waveCtx(20ms)" {
+		t.Errorf("the context prints as %q, want runner.waveCtx(20ms)", s)
 	}
 	child, cancelChild := context.WithCancel(c)
 	defer cancelChild()
