@@ -122,6 +122,14 @@ func TestWaveContextEndsWithItsParent(t *testing.T) {
 	if r.clock.timer.Stop() {
 		t.Error("release left the timer running")
 	}
+	// Armed once it has ended (a wire wave whose run was interrupted during
+	// its release), no timer starts: it would end a later wave's cause.
+	gone := oneWave(context.Background(), time.Millisecond)
+	gone.release()
+	gone.arm()
+	if gone.clock.timer != nil {
+		t.Error("a context armed after its end started the timer")
+	}
 
 	// A parent with an earlier deadline gives it.
 	early, cancelEarly := context.WithTimeout(context.Background(), time.Millisecond)
@@ -227,10 +235,16 @@ func TestWaveClockServesWaveAfterWave(t *testing.T) {
 	if third.Err() != nil || context.Cause(third) != nil {
 		t.Fatalf("the wave after a timeout starts ended: %v, cause %v", third.Err(), context.Cause(third))
 	}
-	third.arm()
-	waitDone(t, third)
-	if !errors.Is(context.Cause(third), ErrTimeout) {
-		t.Errorf("the third wave's cause %v, want ErrTimeout", context.Cause(third))
+	// Released, it says so: the timeout before it is not its cause.
+	third.release()
+	if c := context.Cause(third); !errors.Is(c, context.Canceled) {
+		t.Errorf("the wave released after a timed-out one: cause %v, want context.Canceled", c)
+	}
+	fourth := k.next()
+	fourth.arm()
+	waitDone(t, fourth)
+	if !errors.Is(context.Cause(fourth), ErrTimeout) {
+		t.Errorf("the fourth wave's cause %v, want ErrTimeout", context.Cause(fourth))
 	}
 
 	// Interrupted: the running wave ends with the run's error, and one made
