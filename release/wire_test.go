@@ -578,3 +578,20 @@ func sink(t *testing.T) net.Listener {
 	}()
 	return ln
 }
+
+// The settle pause follows held writes only: a wave in which nothing was
+// held (every attempt failed before its first request, or the run was
+// interrupted) is released at once, whatever Settle says.
+func TestSettleOnlyAfterHeldWrites(t *testing.T) {
+	w := NewWireWith("redis", WireOptions{Settle: time.Hour, ParkWait: time.Millisecond})
+	w.Begin(2)
+	w.Finished(0)
+	w.Finished(1)
+	done := make(chan struct{})
+	go func() { w.Release(context.Background()); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a release with nothing held waited out the settle pause")
+	}
+}
