@@ -595,3 +595,39 @@ func TestSettleOnlyAfterHeldWrites(t *testing.T) {
 		t.Fatal("a release with nothing held waited out the settle pause")
 	}
 }
+
+// writeConn is a connection whose writes call write.
+type writeConn struct {
+	net.Conn
+	write func(p []byte) (int, error)
+}
+
+func (c *writeConn) Write(p []byte) (int, error) { return c.write(p) }
+
+// Above one writer, the tails are shared among threads that write at once:
+// here the first share's write returns only once the second share's was
+// written, which only a second thread can do while the first waits.
+func TestWriteAllSharesTheTailsAmongWriters(t *testing.T) {
+	w := NewWireWith("redis", WireOptions{Writers: 2})
+	second := make(chan struct{})
+	alone := false
+	first := &writeConn{write: func(p []byte) (int, error) {
+		select {
+		case <-second:
+		case <-time.After(5 * time.Second):
+			alone = true
+		}
+		return len(p), nil
+	}}
+	other := &writeConn{write: func(p []byte) (int, error) { close(second); return len(p), nil }}
+	parked := []*park{{c: &conn{Conn: first}, tail: []byte("a")}, {c: &conn{Conn: other}, tail: []byte("b")}}
+	w.writeAll(parked)
+	if alone {
+		t.Error("one thread wrote both tails in turn: with 2 writers each takes its share at once")
+	}
+	for i, pk := range parked {
+		if pk.n != 1 || pk.at.IsZero() {
+			t.Errorf("tail %d: %d bytes written at %v, want its byte, once", i, pk.n, pk.at)
+		}
+	}
+}
