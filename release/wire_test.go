@@ -631,3 +631,63 @@ func TestWriteAllSharesTheTailsAmongWriters(t *testing.T) {
 		}
 	}
 }
+
+// Settle set, the release leaves the server the CPUs that long after a held
+// write before it wakes the attempts.
+func TestSettlePausesAfterHeldWrites(t *testing.T) {
+	const settle = 50 * time.Millisecond
+	w := NewWireWith("redis", WireOptions{Settle: settle, ParkWait: time.Millisecond})
+	w.Begin(1)
+	pk := &park{c: &conn{Conn: &writeConn{write: func(p []byte) (int, error) { return len(p), nil }}}, s: w.slot(0), tail: []byte("x"), wake: make(chan struct{})}
+	w.mu.Lock()
+	w.parked = append(w.parked, pk)
+	w.pending = 0
+	w.mu.Unlock()
+	start := time.Now()
+	w.Release(context.Background())
+	if took := time.Since(start); took < settle {
+		t.Errorf("the release woke the attempts %v after the held write, want at least the settle pause (%v)", took, settle)
+	}
+	if at, how := w.Sent(0); how != runner.SentHeld || at.IsZero() {
+		t.Errorf("the held write: %v at %v, want SentHeld with its time", how, at)
+	}
+}
+
+// By default a wave waits DefaultParkWait (100 ms) for its attempts to
+// park before it writes what is held: an attempt a few milliseconds behind
+// the others is waited for, not sent late.
+func TestReleaseWaitsForAttemptsByDefault(t *testing.T) {
+	w := NewWire("redis", 0)
+	w.Begin(1)
+	go func() {
+		time.Sleep(20 * time.Millisecond)
+		w.Finished(0)
+	}()
+	start := time.Now()
+	w.Release(context.Background())
+	if took := time.Since(start); took < 15*time.Millisecond {
+		t.Errorf("the release went %v after the gate, before its attempt (20 ms behind) parked or finished: want the default park wait, 100 ms", took)
+	}
+}
+
+// A held request waits for the release well past the park wait (its own
+// bound, selfRelease, is seconds): a release that comes late is still the
+// one that sends it.
+func TestHeldRequestWaitsForTheRelease(t *testing.T) {
+	w := NewWireWith("redis", WireOptions{ParkWait: time.Millisecond})
+	w.Begin(1)
+	c := &conn{Conn: &writeConn{write: func(p []byte) (int, error) { return len(p), nil }}, w: w}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if _, err := w.hold(c, w.slot(0), []byte("*1\r\n$4\r\nPING\r\n")); err != nil {
+			t.Error(err)
+		}
+	}()
+	time.Sleep(50 * time.Millisecond)
+	w.Release(context.Background())
+	<-done
+	if _, how := w.Sent(0); how != runner.SentHeld {
+		t.Errorf("the request went out %v, want held until the release (50 ms after the park wait)", how)
+	}
+}
