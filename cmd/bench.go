@@ -62,7 +62,7 @@ It prints check-then-write (no injected gap) on each backend and N, with the cli
 spread, the overlap, the server-side arrival spread and the share of bursts that exposed the race;
 then the resolution: on a calibration target whose window is set in µs of the server's clock, the
 narrowest window each mode exposes in at least half of the bursts at N=2. It creates and drops
-its own racetest_<id>_ tables and keys. The default run took 20-30 minutes on two shared cores at load 14-23.
+its own racetest_<id>_ tables and keys. The default run, HTTP included, took 3 minutes on two shared cores at load 3-9 (20-30 at load 14-23).
 
 It exits 1 when the default release (last-byte on these servers, auto over HTTP) exposes the race
 in fewer bursts than any hand-written launcher (naive, user-*), or over HTTP than any other release
