@@ -691,3 +691,19 @@ func TestHeldRequestWaitsForTheRelease(t *testing.T) {
 		t.Errorf("the request went out %v, want held until the release (50 ms after the park wait)", how)
 	}
 }
+
+// An attempt whose request went out without being held (its head's write
+// failed, or it came after the release) stops the wave waiting for it, as
+// one that parked does.
+func TestSettledAttemptIsNotWaitedFor(t *testing.T) {
+	w := NewWireWith("redis", WireOptions{ParkWait: time.Hour})
+	w.Begin(1)
+	w.settle(w.slot(0), runner.SentNothing, time.Time{})
+	done := make(chan struct{})
+	go func() { w.Release(context.Background()); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the release waited for an attempt that had settled")
+	}
+}
