@@ -707,3 +707,50 @@ func TestSettledAttemptIsNotWaitedFor(t *testing.T) {
 		t.Fatal("the release waited for an attempt that had settled")
 	}
 }
+
+func (c *writeConn) Close() error { return nil }
+
+// A connection is counted on the worker it was last bound to, and on no
+// worker once closed: what Verify's "no connection of its own" reads.
+func TestConnectionsAreCountedOnTheirWorker(t *testing.T) {
+	w := NewWire("redis", 0)
+	c := &conn{Conn: &writeConn{}, w: w}
+	c.bind(w.slot(0))
+	c.bind(w.slot(1))
+	if a, b := w.slot(0).conns.Load(), w.slot(1).conns.Load(); a != 0 || b != 1 {
+		t.Errorf("rebound from worker 0 to 1: counts %d and %d, want 0 and 1", a, b)
+	}
+	c.Close()
+	if b := w.slot(1).conns.Load(); b != 0 {
+		t.Errorf("closed: worker 1 counts %d, want 0", b)
+	}
+}
+
+// A held request that no release comes for sends itself once its own
+// bound (the park wait and selfRelease, 2 s) is over, whole, and is
+// counted late: no connection hangs on a release that is never called.
+func TestHeldRequestSendsItselfWithoutARelease(t *testing.T) {
+	w := NewWireWith("redis", WireOptions{ParkWait: time.Millisecond})
+	w.Begin(1)
+	var mu sync.Mutex
+	var sent []byte
+	c := &conn{Conn: &writeConn{write: func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		sent = append(sent, p...)
+		return len(p), nil
+	}}, w: w}
+	req := []byte("*1\r\n$4\r\nPING\r\n")
+	n, err := w.hold(c, w.slot(0), req)
+	if err != nil || n != len(req) {
+		t.Fatalf("hold returned %d, %v; want the request's %d bytes written", n, err, len(req))
+	}
+	if _, how := w.Sent(0); how != runner.SentLate {
+		t.Errorf("sent %v, want late: it went out without a release", how)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !bytes.Equal(sent, req) {
+		t.Errorf("the server got %q, want the request whole", sent)
+	}
+}
