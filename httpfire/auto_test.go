@@ -18,6 +18,7 @@ import (
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/conformance"
+	"github.com/racetest/racetest/scenarios/runs"
 )
 
 // redeemService is a small HTTP service of the test's own on a SQL server:
@@ -49,6 +50,26 @@ func newRedeemService(t *testing.T, d sqldb.Dialect, mode string) *redeemService
 	rand.Read(b)
 	s := &redeemService{db: db, mode: mode, conns: make(chan sqldb.Conn, 8),
 		coupons: "racetest_" + hex.EncodeToString(b) + "_coupons", redemption: "racetest_" + hex.EncodeToString(b) + "_redemptions"}
+	// Registered as a run is, so that 'racetest clean' drops the tables of
+	// a test killed before its cleanup (a mutant's at its time-out,
+	// scripts/mutation.sh httpfire).
+	id, rd := hex.EncodeToString(b), runs.MySQL
+	if d == sqldb.Postgres {
+		rd = runs.Postgres
+	}
+	register := func(f func(context.Context, runs.Dialect, runs.SQL, string) error) error {
+		return db.Admin(ctx, func(ctx context.Context, q sqldb.Querier) error { return f(ctx, rd, runs.Querier(q), id) })
+	}
+	if err := register(func(ctx context.Context, d runs.Dialect, q runs.SQL, id string) error {
+		return runs.RegisterSQL(ctx, d, q, runs.New(id))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := register(runs.UnregisterSQL); err != nil {
+			t.Errorf("unregister run %s: %v", id, err)
+		}
+	})
 	for _, q := range []string{
 		"CREATE TABLE " + s.coupons + " (code VARCHAR(64) PRIMARY KEY, used INT NOT NULL DEFAULT 0)",
 		"CREATE TABLE " + s.redemption + " (code VARCHAR(64) NOT NULL, n INT NOT NULL)",
