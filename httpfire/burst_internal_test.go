@@ -75,3 +75,16 @@ func TestReleaseGoesWithoutAMissingAttempt(t *testing.T) {
 		t.Error("the loop ran without an attempt, and the burst is not called late")
 	}
 }
+
+// sent keeps the earliest and the latest send of the burst, whatever the
+// order the workers report them in, equal times included.
+func TestSentKeepsTheFirstAndTheLastSend(t *testing.T) {
+	b := newBurst(Vars{})
+	t0 := time.Unix(100, 0)
+	for _, d := range []time.Duration{2 * time.Second, 0, 5 * time.Second, time.Second, 0, 5 * time.Second} {
+		b.sent(t0.Add(d))
+	}
+	if first, last := b.sentFirst.Load(), b.sentLast.Load(); first != t0.UnixNano() || last != t0.Add(5*time.Second).UnixNano() {
+		t.Errorf("first %v, last %v; want %v and %v", time.Unix(0, first), time.Unix(0, last), t0, t0.Add(5*time.Second))
+	}
+}
