@@ -1,6 +1,7 @@
 package httpfire
 
 import (
+	"net/http"
 	"sync"
 	"testing"
 	"time"
@@ -86,5 +87,43 @@ func TestSentKeepsTheFirstAndTheLastSend(t *testing.T) {
 	}
 	if first, last := b.sentFirst.Load(), b.sentLast.Load(); first != t0.UnixNano() || last != t0.Add(5*time.Second).UnixNano() {
 		t.Errorf("first %v, last %v; want %v and %v", time.Unix(0, first), time.Unix(0, last), t0, t0.Add(5*time.Second))
+	}
+}
+
+// answer counts each response's status, keeps the response times it was
+// given (0: not known, left out of the parallelism estimate), the first
+// server and protocol named, and the span of the arrival stamps the server
+// put on its responses (a stamp that is no positive number is none).
+func TestAnswerRecordsWhatTheResponsesSay(t *testing.T) {
+	b := newBurst(Vars{})
+	hdr := func(server, arrival string) http.Header {
+		h := http.Header{}
+		if server != "" {
+			h.Set("Server", server)
+		}
+		h.Set(ArrivalHeader, arrival)
+		return h
+	}
+	b.answer(200, hdr("", "300"), "HTTP/1.1", 5*time.Millisecond)
+	b.answer(409, hdr("first", "100"), "HTTP/2.0", 0)
+	b.answer(200, hdr("second", "200"), "HTTP/1.1", time.Millisecond)
+	b.answer(200, hdr("", "250"), "HTTP/1.1", time.Millisecond)
+	for _, bad := range []string{"0", "-5", "x", ""} {
+		b.answer(500, hdr("", bad), "HTTP/1.1", 0)
+	}
+	if got := b.answered.Load(); got != 8 {
+		t.Errorf("%d answered, want 8", got)
+	}
+	if b.statuses[200] != 3 || b.statuses[409] != 1 || b.statuses[500] != 4 {
+		t.Errorf("statuses %v, want 3×200, 1×409, 4×500", b.statuses)
+	}
+	if len(b.responses) != 3 {
+		t.Errorf("response times %v, want the 3 known ones (0 is unknown)", b.responses)
+	}
+	if b.server != "first" || b.proto != "HTTP/2.0" {
+		t.Errorf("server %q over %q, want the first named, %q over HTTP/2.0", b.server, b.proto, "first")
+	}
+	if b.arrivals != 4 || b.arriveFirst != 100 || b.arriveLast != 300 {
+		t.Errorf("%d arrivals from %d to %d, want 4 from 100 to 300", b.arrivals, b.arriveFirst, b.arriveLast)
 	}
 }
