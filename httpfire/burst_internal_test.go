@@ -1,10 +1,13 @@
 package httpfire
 
 import (
+	"errors"
 	"net/http"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/racetest/racetest/runner"
 )
 
 // firedAt records how many attempts had arrived each time the release
@@ -125,5 +128,49 @@ func TestAnswerRecordsWhatTheResponsesSay(t *testing.T) {
 	}
 	if b.arrivals != 4 || b.arriveFirst != 100 || b.arriveLast != 300 {
 		t.Errorf("%d arrivals from %d to %d, want 4 from 100 to 300", b.arrivals, b.arriveFirst, b.arriveLast)
+	}
+}
+
+// The spreads are the span from the first to the last send (client) and
+// arrival stamp (server), known once there is a send, or two stamps.
+func TestSpreadsSpanFirstToLast(t *testing.T) {
+	b := newBurst(Vars{})
+	if _, ok := b.clientSpread(); ok {
+		t.Error("a client spread before any send")
+	}
+	t0 := time.Unix(100, 0)
+	b.sent(t0.Add(3 * time.Millisecond))
+	b.sent(t0)
+	if d, ok := b.clientSpread(); !ok || d != 3*time.Millisecond {
+		t.Errorf("client spread %v, %v; want 3ms", d, ok)
+	}
+	h := http.Header{}
+	h.Set(ArrivalHeader, "1000")
+	b.answer(200, h, "HTTP/1.1", 0)
+	if _, ok := b.serverSpread(); ok {
+		t.Error("a server spread from one stamp")
+	}
+	h.Set(ArrivalHeader, "1700")
+	b.answer(200, h, "HTTP/1.1", 0)
+	if d, ok := b.serverSpread(); !ok || d != 700 {
+		t.Errorf("server spread %v, %v; want 700ns", d, ok)
+	}
+}
+
+// outcome counts executed attempts and failed ones (errors and unknown
+// outcomes), keeps the first error, and counts a refusal by the server as
+// an answer, not a failure.
+func TestOutcomeCountsAndKeepsTheFirstError(t *testing.T) {
+	b := newBurst(Vars{})
+	first, second := errors.New("first"), errors.New("second")
+	b.outcome(runner.Done())
+	b.outcome(runner.Failed(&rejectedError{status: 409}))
+	b.outcome(runner.Failed(first))
+	b.outcome(runner.Outcome{Class: runner.Unknown, Err: second})
+	if b.executed.Load() != 1 || b.failed.Load() != 2 {
+		t.Errorf("%d executed, %d failed; want 1 and 2 (a refusal is no failure)", b.executed.Load(), b.failed.Load())
+	}
+	if b.firstErr != first {
+		t.Errorf("first error %v, want %v", b.firstErr, first)
 	}
 }
