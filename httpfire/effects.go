@@ -213,7 +213,7 @@ func number(v any) (int, error) {
 	case int32:
 		return int(x), nil
 	case float64:
-		if x != math.Trunc(x) || x < 0 {
+		if x != math.Trunc(x) || x < 0 || math.IsInf(x, 0) {
 			return 0, fmt.Errorf("%v is not a count", x)
 		}
 		return int(x), nil

@@ -1,0 +1,46 @@
+package httpfire
+
+import (
+	"math"
+	"strings"
+	"testing"
+)
+
+// The effects check's small readers, each at the edge a wrong bound or
+// condition would move (issue 27: these lived in a whole run of httpfire).
+func TestEffectsReadersAtTheirEdges(t *testing.T) {
+	tg := &Target{}
+	for _, spec := range []string{"mongo:db.:{}", "mongo:.coll:{}", "mongo:dbcoll:{}"} {
+		if _, err := parseCheck("effects", spec, tg); err == nil || !strings.Contains(err.Error(), "DB.COLLECTION") {
+			t.Errorf("%s: %v, want it refused: name the collection as DB.COLLECTION", spec, err)
+		}
+	}
+	if _, err := parseCheck("effects", "mongo:db.coll:{}", tg); err != nil {
+		t.Errorf("mongo:db.coll:{}: %v, want it read", err)
+	}
+	// No PostgreSQL URL given: the default one, not an error.
+	c, err := parseCheck("effects", "sql:postgres:SELECT 1", tg)
+	if err != nil {
+		t.Fatalf("sql:postgres with no --postgres-url: %v, want the default URL", err)
+	}
+	if d := c.describe(); !strings.Contains(d, "127.0.0.1:5432") {
+		t.Errorf("sql:postgres with no --postgres-url checks %q, want the default server 127.0.0.1:5432", d)
+	}
+	for v, ok := range map[float64]bool{3: true, 0: true, -1: false, 2.5: false, math.Inf(1): false} {
+		if _, err := number(v); (err == nil) != ok {
+			t.Errorf("number(%v): error %v, want a count: %v", v, err, ok)
+		}
+	}
+	if got := truncate("abc", 3); got != "abc" {
+		t.Errorf("truncate to its own length: %q, want it whole", got)
+	}
+	if got := truncate("abcd", 3); got != "abc…" {
+		t.Errorf("truncate(abcd, 3) = %q, want abc…", got)
+	}
+	if got := redactURL("postgres://u:secret@h/db"); strings.Contains(got, "secret") {
+		t.Errorf("redactURL kept the password: %q", got)
+	}
+	if got := redactURL("postgres://h:port/db"); got != "(unparsable URL)" {
+		t.Errorf("redactURL of an unparsable URL: %q", got)
+	}
+}
