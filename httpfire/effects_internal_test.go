@@ -43,4 +43,11 @@ func TestEffectsReadersAtTheirEdges(t *testing.T) {
 	if got := redactURL("postgres://h:port/db"); got != "(unparsable URL)" {
 		t.Errorf("redactURL of an unparsable URL: %q", got)
 	}
+	// Closed before it was opened (a run that failed at its start): nothing
+	// to close, no error.
+	for _, c := range []effectsCheck{&mysqlCheck{}, &pgCheck{}, &redisCheck{}, &mongoCheck{}, &httpCheck{}} {
+		if err := c.close(); err != nil {
+			t.Errorf("%T closed unopened: %v", c, err)
+		}
+	}
 }
