@@ -2,6 +2,7 @@ package httpfire
 
 import (
 	"math"
+	"net/url"
 	"strings"
 	"testing"
 )
@@ -48,6 +49,29 @@ func TestEffectsReadersAtTheirEdges(t *testing.T) {
 	for _, c := range []effectsCheck{&mysqlCheck{}, &pgCheck{}, &redisCheck{}, &mongoCheck{}, &httpCheck{}} {
 		if err := c.close(); err != nil {
 			t.Errorf("%T closed unopened: %v", c, err)
+		}
+	}
+}
+
+// The burst's credentials go to the target's own scheme and host, or to a
+// host the user named: never to the target's host over another scheme (an
+// https target's token sent in clear over http).
+func TestCredentialsGoOnlyWhereAllowed(t *testing.T) {
+	tg := &Target{c: &compiled{host: "api.example", scheme: "https", cfg: Config{CredentialsTo: []string{"auth.example"}}}}
+	for raw, want := range map[string]bool{
+		"https://api.example/count":  true,
+		"https://API.example/x":      true,
+		"http://api.example/count":   false,
+		"https://evil.example/":      false,
+		"https://auth.example:8443/": true,
+		"http://auth.example/":       true,
+	} {
+		u, err := url.Parse(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := tg.credentialsGo(u); got != want {
+			t.Errorf("credentials to %s: %v, want %v", raw, got, want)
 		}
 	}
 }
