@@ -75,3 +75,22 @@ func TestCredentialsGoOnlyWhereAllowed(t *testing.T) {
 		}
 	}
 }
+
+// Status lists: codes from 100 to 599, classes 1xx to 5xx.
+func TestCompileStatusesAtTheirEdges(t *testing.T) {
+	r, err := compileStatuses([]string{"100, 599", "2xx,5XX"}, "success.status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.codes[100] || !r.codes[599] || len(r.codes) != 2 {
+		t.Errorf("codes %v, want 100 and 599", r.codes)
+	}
+	if !r.classes[2] || !r.classes[5] || len(r.classes) != 2 {
+		t.Errorf("classes %v, want 2 and 5", r.classes)
+	}
+	for _, bad := range []string{"99", "600", "6xx", "0xx", "abc"} {
+		if _, err := compileStatuses([]string{bad}, "success.status"); err == nil {
+			t.Errorf("%q read as a status, want it refused", bad)
+		}
+	}
+}
