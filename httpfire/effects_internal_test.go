@@ -3,6 +3,7 @@ package httpfire
 import (
 	"math"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -91,6 +92,25 @@ func TestCompileStatusesAtTheirEdges(t *testing.T) {
 	for _, bad := range []string{"99", "600", "6xx", "0xx", "abc"} {
 		if _, err := compileStatuses([]string{bad}, "success.status"); err == nil {
 			t.Errorf("%q read as a status, want it refused", bad)
+		}
+	}
+}
+
+// The success rule says what it checks: the status part only when statuses
+// are set (codes, classes, or both), the body part only when a pattern is.
+func TestRulesDescribeWhatTheyCheck(t *testing.T) {
+	for _, c := range []struct {
+		r    rules
+		s    Success
+		want string
+	}{
+		{rules{codes: map[int]bool{200: true}}, Success{Status: []string{"200"}}, "status 200"},
+		{rules{classes: map[int]bool{2: true}}, Success{Status: []string{"2xx"}}, "status 2xx"},
+		{rules{body: regexp.MustCompile("ok")}, Success{Body: "ok"}, "body matches /ok/"},
+		{rules{codes: map[int]bool{201: true}, body: regexp.MustCompile("ok")}, Success{Status: []string{"201"}}, "status 201 and body matches /ok/"},
+	} {
+		if got := c.r.describe(c.s); got != c.want {
+			t.Errorf("describe = %q, want %q", got, c.want)
 		}
 	}
 }
