@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/racetest/racetest/runner"
 )
 
 // The effects check's small readers, each at the edge a wrong bound or
@@ -112,5 +114,27 @@ func TestRulesDescribeWhatTheyCheck(t *testing.T) {
 		if got := c.r.describe(c.s); got != c.want {
 			t.Errorf("describe = %q, want %q", got, c.want)
 		}
+	}
+}
+
+// A success rule with statuses but no list says 2xx; a declined class
+// refuses by its hundred; an error's first line is cut at 100 characters.
+func TestRulesDefaultsAndDeclinedClasses(t *testing.T) {
+	if got := (rules{classes: map[int]bool{2: true}}).describe(Success{}); got != "status 2xx" {
+		t.Errorf("describe with no status list = %q, want status 2xx", got)
+	}
+	r := rules{codes: map[int]bool{200: true}, declined: &rules{classes: map[int]bool{4: true}}}
+	if o := r.classify(409, nil); o.Class != runner.Refused(nil).Class {
+		t.Errorf("409 with 4xx declined: %v, want refused", o.Class)
+	}
+	if o := r.classify(302, nil); o.Class != runner.Error {
+		t.Errorf("302 with 4xx declined: %v, want an error (not a declined status)", o.Class)
+	}
+	long := strings.Repeat("é", 100)
+	if got := firstLine([]byte("\n  \n" + long + "\nnext")); got != long {
+		t.Errorf("firstLine of a 100-character line: %q, want it whole", got)
+	}
+	if got := firstLine([]byte(long + "x")); got != long+"…" {
+		t.Errorf("firstLine of 101 characters: %q, want 100 and …", got)
 	}
 }
