@@ -338,3 +338,43 @@ func TestAutoOnADeadServerIsAConnectError(t *testing.T) {
 		t.Fatalf("Choose on a closed port = %v (release %s), want a ConnectError and no choice", err, target.Release())
 	}
 }
+
+// auto chose HTTP/2, but a burst larger than the streams the server allows
+// at once does not fit on one connection: it falls back to last-byte and
+// says why; a burst that fits stays on single-packet.
+func TestAutoFallsBackWhenTheBurstExceedsTheStreams(t *testing.T) {
+	for _, c := range []struct {
+		attempts int
+		want     string
+	}{{2, "single-packet"}, {4, "last-byte"}} {
+		ctw := httpfiretest.NewCheckThenWrite(0)
+		srv := httptest.NewUnstartedServer(ctw)
+		srv.Config.Protocols = new(http.Protocols)
+		srv.Config.Protocols.SetHTTP1(true)
+		srv.Config.Protocols.SetUnencryptedHTTP2(true)
+		srv.Config.HTTP2 = &http.HTTP2Config{MaxConcurrentStreams: 2}
+		srv.Start()
+		target, err := httpfire.New(ctwConfig(srv.URL, ""), params())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := target.Choose(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		res, err := runner.Run(context.Background(), target, runner.Attempts(c.attempts), runner.Bursts(2), runner.Timeout(5*time.Second))
+		srv.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		notes := strings.Join(target.Notes(), "\n")
+		if string(target.Release()) != c.want || !strings.Contains(notes, "release: "+c.want) {
+			t.Errorf("%d attempts on a server allowing 2 streams: release %s, want %s; notes:\n%s", c.attempts, target.Release(), c.want, notes)
+		}
+		if c.want == "last-byte" && !strings.Contains(notes, "allows 2 streams at once, fewer than the 4 attempts") {
+			t.Errorf("the fallback does not say why:\n%s", notes)
+		}
+		if got := res.Outcomes()[runner.Error]; got != 0 {
+			t.Errorf("%d attempts: %d errors, %v", c.attempts, got, res.Errors)
+		}
+	}
+}
