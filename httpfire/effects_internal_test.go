@@ -1,6 +1,7 @@
 package httpfire
 
 import (
+	"context"
 	"math"
 	"net/url"
 	"regexp"
@@ -8,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/racetest/racetest/runner"
+	"github.com/racetest/racetest/scenarios"
 )
 
 // The effects check's small readers, each at the edge a wrong bound or
@@ -136,5 +138,22 @@ func TestRulesDefaultsAndDeclinedClasses(t *testing.T) {
 	}
 	if got := firstLine([]byte(long + "x")); got != long+"…" {
 		t.Errorf("firstLine of 101 characters: %q, want 100 and …", got)
+	}
+}
+
+// A server that announces no stream limit (HTTP/2's SETTINGS without
+// MAX_CONCURRENT_STREAMS: unlimited) keeps auto's single-packet whatever
+// the burst's size; only a limit below the burst moves it to last-byte.
+func TestAutoKeepsSinglePacketWithoutAStreamLimit(t *testing.T) {
+	tg, err := New(Config{Method: "POST", URL: "http://127.0.0.1:9/?key={{.Token}}"}, scenarios.Params{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg.c.auto, tg.c.release, tg.maxStreams = "negotiated h2c", SinglePacket, 0
+	if app, err := tg.Open(context.Background(), 0, 64); err == nil {
+		app.Close()
+	}
+	if tg.c.release != SinglePacket {
+		t.Errorf("64 attempts on a server with no stream limit: release %s, want single-packet", tg.c.release)
 	}
 }
