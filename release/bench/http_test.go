@@ -16,6 +16,7 @@ import (
 
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/conformance"
+	"github.com/racetest/racetest/scenarios/runs"
 )
 
 // redisURL is the local Redis the tests use, as the other tests find it.
@@ -121,6 +122,15 @@ func TestRedisTargetCounts(t *testing.T) {
 	// Its window is a Redis round trip: slow it so the burst lands inside.
 	slow := slowActor{a, 200 * time.Millisecond}
 	countTarget(t, slow, 4)
+	keys, _ := a.rdb.Keys(ctx, prefix+"*").Result()
+	if len(keys) == 0 {
+		t.Fatal("the target wrote no key")
+	}
+	for _, k := range keys {
+		if ttl, _ := a.rdb.TTL(ctx, k).Result(); ttl <= 0 || ttl > runs.KeyTTL {
+			t.Errorf("key %s lives %v, want at most a day (runs.KeyTTL): a killed bench must leave nothing for good", k, ttl)
+		}
+	}
 	other := "racetest_" + scenarios.NewRunID() + "_other"
 	a.rdb.Set(ctx, other, "x", time.Minute)
 	defer a.rdb.Del(ctx, other)
@@ -148,7 +158,7 @@ func (s slowActor) checkThenWrite(ctx context.Context, key string) (bool, error)
 		return false, err
 	}
 	time.Sleep(s.pause)
-	return true, s.rdb.RPush(ctx, s.prefix+key, "written").Err()
+	return true, s.write(ctx, key)
 }
 
 // httpRows are rows for every HTTP mode at every N over both targets, the

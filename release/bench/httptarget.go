@@ -18,6 +18,7 @@ import (
 	"github.com/racetest/racetest/httpfire"
 	"github.com/racetest/racetest/internal/redisdb"
 	"github.com/racetest/racetest/scenarios/redisstore"
+	"github.com/racetest/racetest/scenarios/runs"
 )
 
 // httpTarget is the endpoint the HTTP bench fires at, served by the bench
@@ -157,7 +158,17 @@ func (a *redisActor) checkThenWrite(ctx context.Context, key string) (bool, erro
 	if err != nil || n > 0 {
 		return false, err
 	}
-	return true, a.rdb.RPush(ctx, a.prefix+key, "written").Err()
+	return true, a.write(ctx, key)
+}
+
+// write is the target's action: a push, after the check's round trip. The
+// key then lives a day (runs.KeyTTL), as every key a run writes: a bench
+// killed before its cleanup leaves nothing for good.
+func (a *redisActor) write(ctx context.Context, key string) error {
+	if err := a.rdb.RPush(ctx, a.prefix+key, "written").Err(); err != nil {
+		return err
+	}
+	return a.rdb.Expire(ctx, a.prefix+key, runs.KeyTTL).Err()
 }
 
 func (a *redisActor) writes(ctx context.Context, key string) (int, error) {
