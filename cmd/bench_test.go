@@ -144,12 +144,7 @@ func TestBenchHTTP(t *testing.T) {
 	if code != ExitOK && code != ExitViolated {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	rows := map[string]bool{}
-	for _, line := range strings.Split(out, "\n") {
-		if f := strings.Fields(line); len(f) > 4 && f[0] == "http-spin" && f[1] == "check-then-write" {
-			rows[f[2]+" "+f[3]] = true
-		}
-	}
+	rows := benchRows(out, "http-spin")
 	for _, n := range []string{"2", "20", "64"} {
 		for _, m := range bench.HTTPModes() {
 			if !rows[n+" "+m] {
@@ -179,12 +174,7 @@ func TestBenchQuickHTTP(t *testing.T) {
 	if code != ExitOK && code != ExitViolated {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	rows := map[string]bool{}
-	for _, line := range strings.Split(out, "\n") {
-		if f := strings.Fields(line); len(f) > 4 && f[0] == "http-spin" && f[1] == "check-then-write" {
-			rows[f[2]+" "+f[3]] = true
-		}
-	}
+	rows := benchRows(out, "http-spin")
 	want := map[string]bool{}
 	for _, n := range []string{"2", "20", "64"} {
 		want[n+" auto"], want[n+" user-http"] = true, true
@@ -203,4 +193,16 @@ func TestBenchBackendsExpand(t *testing.T) {
 	if _, err := benchBackends([]string{"http-memcached"}); ExitCode(err) != ExitUsage {
 		t.Errorf("an unknown backend: %v, want a usage error", err)
 	}
+}
+
+// benchRows are the "N mode" pairs of backend's check-then-write rows in
+// bench's table.
+func benchRows(out, backend string) map[string]bool {
+	rows := map[string]bool{}
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) > 4 && f[0] == backend && f[1] == "check-then-write" {
+			rows[f[2]+" "+f[3]] = true
+		}
+	}
+	return rows
 }

@@ -16,7 +16,6 @@ import (
 	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/racetest/racetest/httpfire"
-	"github.com/racetest/racetest/internal/redisdb"
 	"github.com/racetest/racetest/scenarios/redisstore"
 	"github.com/racetest/racetest/scenarios/runs"
 )
@@ -128,15 +127,9 @@ type redisActor struct {
 const redisPool = 128
 
 func newRedisActor(ctx context.Context, url, prefix string) (*redisActor, error) {
-	if url == "" {
-		url = redisdb.DefaultURL
-	}
-	if redisstore.IsClusterURL(url) {
-		return nil, redisstore.ClusterRefusal(benchOnRedis)
-	}
-	opt, err := redis.ParseURL(url)
+	opt, err := benchRedisOptions(url)
 	if err != nil {
-		return nil, fmt.Errorf("redis: bad URL %s: %w", redisdb.Redact(url), err)
+		return nil, err
 	}
 	opt.PoolSize, opt.MinIdleConns = redisPool, 0
 	opt.DisableIdentity = true
