@@ -206,3 +206,22 @@ func benchRows(out, backend string) map[string]bool {
 	}
 	return rows
 }
+
+// A comparison that measured nothing (a mode's attempts all failed, 0%
+// exposed) is a setup failure (exit 3), not a pass; a loss is exit 1.
+func TestBenchVerdictRefusesWhatMeasuredNothing(t *testing.T) {
+	rep := func(errs, defExposed int) *bench.Report {
+		return &bench.Report{Config: bench.Config{Backends: []string{"redis"}, Attempts: []int{2}}, Rows: []bench.Row{
+			{Backend: "redis", N: 2, Mode: bench.Naive, Bursts: 200, Exposed: 200, Errors: 0},
+			{Backend: "redis", N: 2, Mode: bench.LastByte, Bursts: 200, Exposed: defExposed, Errors: errs},
+		}}
+	}
+	for _, c := range []struct {
+		errs, exposed, code int
+	}{{400, 0, ExitSetup}, {0, 200, ExitOK}, {0, 0, ExitViolated}} {
+		err := benchVerdict(rep(c.errs, c.exposed))
+		if got := ExitCode(err); got != c.code {
+			t.Errorf("default %d/200 exposed with %d errors: exit %d (%v), want %d", c.exposed, c.errs, got, err, c.code)
+		}
+	}
+}

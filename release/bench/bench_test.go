@@ -511,3 +511,28 @@ func TestUserLaunchers(t *testing.T) {
 		})
 	}
 }
+
+// Two rows at 0% whose attempts all failed (a server down, every request
+// refused) measured nothing: the check does not pass them, it fails saying
+// so. A 0% row without errors is a measurement, and is judged.
+func TestChecksRefuseRowsThatMeasuredNothing(t *testing.T) {
+	for _, c := range []struct {
+		defErrs, naiveErrs int
+		unjudged           bool
+	}{{400, 400, true}, {400, 0, true}, {0, 400, true}, {0, 0, false}} {
+		rep := &Report{Config: Config{Backends: []string{"redis"}, Attempts: []int{2}}, Rows: []Row{
+			{Backend: "redis", N: 2, Mode: Naive, Bursts: 200, Errors: c.naiveErrs},
+			{Backend: "redis", N: 2, Mode: LastByte, Bursts: 200, Errors: c.defErrs},
+		}}
+		checks := rep.Checks()
+		if len(checks) != 1 || checks[0].Unjudged != c.unjudged || rep.Failed() != c.unjudged {
+			t.Errorf("errors %d (default) and %d (naive), both at 0%%: %+v, failed %v; want unjudged and failed: %v",
+				c.defErrs, c.naiveErrs, checks, rep.Failed(), c.unjudged)
+		}
+		var out bytes.Buffer
+		rep.Print(&out)
+		if strings.Contains(out.String(), "NOT JUDGED") != c.unjudged {
+			t.Errorf("errors %d and %d: the report says\n%s", c.defErrs, c.naiveErrs, out.String())
+		}
+	}
+}

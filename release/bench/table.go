@@ -93,6 +93,8 @@ func (r *Report) Print(w io.Writer) {
 		mark := "pass"
 		if c.Lost {
 			mark = "LOSES"
+		} else if c.Unjudged {
+			mark = "NOT JUDGED"
 		}
 		fmt.Fprintf(w, "  %-5s  %s\n", mark, c.Text)
 	}
@@ -128,8 +130,16 @@ type Check struct {
 	// held to (the family's 5%, Bonferroni).
 	P, Alpha float64
 	Lost     bool
+	// Unjudged: one of the two rows exposed no race while its attempts
+	// failed (a server down, every request refused or timed out). Nothing
+	// was measured there, and two such rows at 0% would read as a pass.
+	Unjudged bool
 	Text     string
 }
+
+// measuredNothing reports whether row's 0% is its errors', not the
+// release's.
+func measuredNothing(row Row) bool { return row.Exposed == 0 && row.Errors > 0 }
 
 // Checks compares, for every backend and N measured, the default release
 // (DefaultModeOf) with every hand-written launcher, and over HTTP with every
@@ -185,9 +195,13 @@ func (r *Report) Checks() []Check {
 			test = fmt.Sprintf("z = %+.2f", c.Z)
 		}
 		below := c.Default.Exposed*c.Naive.Bursts < c.Naive.Exposed*c.Default.Bursts
-		c.Lost = below && c.P < alpha
+		c.Unjudged = measuredNothing(c.Default) || measuredNothing(c.Naive)
+		c.Lost = below && c.P < alpha && !c.Unjudged
 		c.Text = fmt.Sprintf("%s N=%d: default (%s) %s vs %s %s, p = %s (%s)", c.Backend, c.N, c.Default.Mode,
 			pct(c.Default.Exposed, c.Default.Bursts), c.Naive.Mode, pct(c.Naive.Exposed, c.Naive.Bursts), pValue(c.P), test)
+		if c.Unjudged {
+			c.Text += fmt.Sprintf("; nothing measured: errors %d and %d (see ERRORS above)", c.Default.Errors, c.Naive.Errors)
+		}
 	}
 	return checks
 }
@@ -347,7 +361,7 @@ func binomial(n, k int) int {
 // any comparison.
 func (r *Report) Failed() bool {
 	for _, c := range r.Checks() {
-		if c.Lost {
+		if c.Lost || c.Unjudged {
 			return true
 		}
 	}
