@@ -754,3 +754,137 @@ func TestHeldRequestSendsItselfWithoutARelease(t *testing.T) {
 		t.Errorf("the server got %q, want the request whole", sent)
 	}
 }
+
+// fakeRedis accepts connections until the test ends; each one's bytes go to
+// got, keyed by the order it was accepted in, and closed says which have
+// been closed by the client.
+type fakeRedis struct {
+	ln     net.Listener
+	mu     sync.Mutex
+	got    map[int][]byte
+	closed map[int]bool
+	pinged chan struct{} // closed when a connection has sent the PINGs
+}
+
+func newFakeRedis(t *testing.T, pings int) *fakeRedis {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fakeRedis{ln: ln, got: map[int][]byte{}, closed: map[int]bool{}, pinged: make(chan struct{})}
+	t.Cleanup(func() { ln.Close() })
+	want := strings.Repeat("PING\r\n", pings)
+	var once sync.Once
+	go func() {
+		for i := 0; ; i++ {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				buf := make([]byte, 4096)
+				for {
+					n, err := c.Read(buf)
+					f.mu.Lock()
+					f.got[i] = append(f.got[i], buf[:n]...)
+					if string(f.got[i]) == want {
+						once.Do(func() { close(f.pinged) })
+					}
+					if err != nil {
+						f.closed[i] = true
+					}
+					f.mu.Unlock()
+					if err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return f
+}
+
+// On Redis the release sends its PINGs on a connection of its own to the
+// server the held request goes to, before it writes the tail: the tail's
+// write finds them sent. When the run's last connection closes, so does the
+// release's own.
+func TestRedisReleaseOccupiesTheServerBeforeTheTails(t *testing.T) {
+	f := newFakeRedis(t, DefaultOccupy)
+	w := NewWireWith("redis", WireOptions{ParkWait: time.Second})
+	nc, err := w.Dial(w.Context(context.Background(), 0), "tcp", f.ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := nc.(*conn)
+	pinged := false
+	tcp := c.Conn
+	c.Conn = &writeConn{Conn: tcp, write: func(p []byte) (int, error) {
+		if len(p) == 1 { // the tail
+			select {
+			case <-f.pinged:
+				pinged = true
+			case <-time.After(5 * time.Second):
+			}
+		}
+		return tcp.Write(p)
+	}}
+	// The release's own connection is dialled in the background: wait for it.
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		w.occMu.Lock()
+		o := w.occs[c.dest]
+		ready := o != nil && o.c != nil
+		w.occMu.Unlock()
+		if ready {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	w.Begin(1)
+	w.Arm(0)
+	done := make(chan error, 1)
+	go func() { _, err := c.Write([]byte("*1\r\n$4\r\nPING\r\n")); done <- err }()
+	w.Release(context.Background())
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if !pinged {
+		t.Fatalf("the tail was written before the server had the release's %d PINGs (or they never came)", DefaultOccupy)
+	}
+	if _, how := w.Sent(0); how != runner.SentHeld {
+		t.Errorf("the request went out %v, want held", how)
+	}
+	nc.Close()
+	tcp.Close() // writeConn's Close does nothing
+	deadline = time.Now().Add(5 * time.Second)
+	for {
+		f.mu.Lock()
+		n := len(f.closed)
+		f.mu.Unlock()
+		if n == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of 2 connections closed: the release's own stays open after the run's last one closed", n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// Only Redis runs every client on one thread: no other protocol gets the
+// PINGs, nor Redis when Occupy is below 0.
+func TestOnlyRedisIsOccupied(t *testing.T) {
+	for _, backend := range []string{"mysql", "postgres", "mongo", "processes"} {
+		if w := NewWire(backend, 0); w.occupy != nil {
+			t.Errorf("%s: the release sends %q before its tails, want nothing", backend, w.occupy)
+		}
+	}
+	if w := NewWireWith("redis", WireOptions{Occupy: -1}); w.occupy != nil {
+		t.Errorf("redis, Occupy -1: the release sends %q, want nothing", w.occupy)
+	}
+	if w := NewWire("redis", 0); string(w.occupy) != strings.Repeat("PING\r\n", DefaultOccupy) {
+		t.Errorf("redis: the release sends %q before its tails, want %d PINGs", w.occupy, DefaultOccupy)
+	}
+}

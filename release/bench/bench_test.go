@@ -536,3 +536,27 @@ func TestChecksRefuseRowsThatMeasuredNothing(t *testing.T) {
 		}
 	}
 }
+
+// The resolution line says whether last-byte met issue 28's target (no
+// coarser than the gate's) in words a reader cannot misread, including when
+// a mode exposed no window at all (a negative resolution).
+func TestResolutionFigureSaysWhetherItIsMet(t *testing.T) {
+	ws := []time.Duration{2 * time.Microsecond, 5 * time.Microsecond, 10 * time.Microsecond}
+	for _, c := range []struct {
+		lb, gate time.Duration
+		want     string
+	}{
+		{5 * time.Microsecond, 10 * time.Microsecond, "— met, 2.0× as fine"},
+		{5 * time.Microsecond, 5 * time.Microsecond, "— met, 1.0× as fine"},
+		{10 * time.Microsecond, 5 * time.Microsecond, "— coarser than the gate's (2.0×)"},
+		{0, 5 * time.Microsecond, "— met: last-byte exposes even the narrowest window measured"},
+		{-1, 5 * time.Microsecond, "last-byte none up to 10.0µs, gate 5.0µs (target: no coarser than the gate's) — coarser than the gate's"},
+		{5 * time.Microsecond, -1, "gate none up to 10.0µs (target: no coarser than the gate's) — met"},
+		{-1, -1, "last-byte none up to 10.0µs, gate none up to 10.0µs (target: no coarser than the gate's)"},
+	} {
+		got := resolutionFigure("redis", c.lb, c.gate, ws)
+		if !strings.HasSuffix(got, c.want) {
+			t.Errorf("last-byte %v, gate %v: %q, want it to end %q", c.lb, c.gate, got, c.want)
+		}
+	}
+}

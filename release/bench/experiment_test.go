@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -57,7 +58,21 @@ func TestArrivalExperiment(t *testing.T) {
 			{name: "lb-1-settle", wire: &release.WireOptions{Writers: 1, Settle: settle}},
 			{name: "lb-cpus-settle", wire: &release.WireOptions{Writers: runtime.GOMAXPROCS(0), Settle: settle}},
 			{name: "lb-1-warm", wire: &release.WireOptions{Writers: 1}, warm: true},
+			{name: "lb-no-occupy", wire: &release.WireOptions{Occupy: -1}},
+			{name: "lb-occupy16", wire: &release.WireOptions{Occupy: 16}},
+			{name: "lb-occupy64", wire: &release.WireOptions{Occupy: 64}},
+			{name: "lb-occupy1024", wire: &release.WireOptions{Occupy: 1024}},
+			{name: "lb-occupy256-cpus", wire: &release.WireOptions{Occupy: 256, Writers: runtime.GOMAXPROCS(0)}},
 		},
+	}
+	if s := os.Getenv("RACETEST_BENCH_MODES"); s != "" {
+		keep := cfg.variants[:0]
+		for _, v := range cfg.variants {
+			if slices.Contains(strings.Split(s, ","), v.name) {
+				keep = append(keep, v)
+			}
+		}
+		cfg.variants = keep
 	}
 	rep, err := Run(context.Background(), cfg)
 	if err != nil {
