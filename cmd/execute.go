@@ -48,7 +48,7 @@ func executeOn(ctx context.Context, f *Factory, pr *progress, plans []plan, each
 			// A script makes nothing of racetest's own: nothing to leave behind.
 			end = inFlight.begin(f.Registry, c.Backend, p.Params.RunID)
 		}
-		if spec, err := f.Registry.Scenario(c.Scenario); err == nil && c.Story == nil {
+		if spec, err := f.Registry.Scenario(c.Scenario); err == nil {
 			c.Story = storyOf(spec)
 		}
 		target, err := p.Build(ctx, p.Params)
