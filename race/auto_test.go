@@ -34,6 +34,7 @@ func (c *coupons) autoCase(redeem func(*Worker, string) error) Case {
 }
 
 func TestAutoFindsTheRaceWithoutAnEffectsCount(t *testing.T) {
+	setShort(t, false)
 	c := newCoupons()
 	f := newFakeT(t)
 	rep := call(f, ExpectRace, c.autoCase(c.naive))

@@ -136,6 +136,7 @@ func wantIn(t *testing.T, what, text string, subs ...string) {
 }
 
 func TestNaiveFailsWithTableTimelineAndReproduce(t *testing.T) {
+	setShort(t, false)
 	f := newFakeT(t)
 	c := newCoupons()
 	rep := call(f, Test, c.caseFor(c.naive))
@@ -157,6 +158,7 @@ func TestNaiveFailsWithTableTimelineAndReproduce(t *testing.T) {
 }
 
 func TestFixedPasses(t *testing.T) {
+	setShort(t, false)
 	f := newFakeT(t)
 	c := newCoupons()
 	rep := call(f, Test, c.caseFor(c.fixed))
@@ -175,6 +177,7 @@ func TestFixedPasses(t *testing.T) {
 }
 
 func TestExpectRace(t *testing.T) {
+	setShort(t, false)
 	t.Run("shown", func(t *testing.T) {
 		f := newFakeT(t)
 		c := newCoupons()
@@ -219,6 +222,7 @@ func TestInconclusiveFailsUnlessAllowed(t *testing.T) {
 // An attempt that always fails tests nothing: INCONCLUSIVE, naming the
 // error, never SAFE.
 func TestFailingAttemptsAreNotSafe(t *testing.T) {
+	setShort(t, false)
 	c := newCoupons()
 	cs := c.caseFor(c.fixed)
 	cs.Attempt = func(context.Context, any, *Worker) Outcome { return From(errors.New("dial tcp: connection refused")) }
@@ -229,6 +233,7 @@ func TestFailingAttemptsAreNotSafe(t *testing.T) {
 
 // An attempt that says "done" while the store shows nothing is LOST.
 func TestClaimedButNotDoneIsLost(t *testing.T) {
+	setShort(t, false)
 	c := newCoupons()
 	cs := c.caseFor(c.fixed)
 	cs.Attempt = func(_ context.Context, s any, w *Worker) Outcome {
@@ -361,10 +366,7 @@ func TestIncompleteCaseSaysWhatIsMissing(t *testing.T) {
 }
 
 func TestShortRunsFewerBursts(t *testing.T) {
-	if err := flag.Set("test.short", "true"); err != nil {
-		t.Fatal(err)
-	}
-	defer flag.Set("test.short", fmt.Sprint(testing.Short()))
+	setShort(t, true)
 	c := newCoupons()
 	for _, tc := range []struct{ bursts, short, want int }{{200, 0, 40}, {50, 0, 20}, {10, 0, 10}, {200, 7, 7}, {0, 0, 20}} {
 		cs := c.caseFor(c.fixed)
@@ -649,4 +651,17 @@ func TestReportNamesTheCaseBackend(t *testing.T) {
 		call(f, Test, one)
 		wantIn(t, "the failure", f.errText(), tc.want)
 	}
+}
+
+// setShort runs the rest of t as if 'go test' had (or had not) been given
+// -short, and puts the flag back when t ends. The tests that read a full
+// run's figures (40 bursts) set it false, so that 'go test -short ./race'
+// passes too.
+func setShort(t *testing.T, short bool) {
+	t.Helper()
+	was := testing.Short()
+	if err := flag.Set("test.short", fmt.Sprint(short)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { flag.Set("test.short", fmt.Sprint(was)) })
 }
