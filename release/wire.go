@@ -129,8 +129,9 @@ func NewWireWith(backend string, o WireOptions) *Wire {
 // occupier is the release's own connection to one server, for
 // WireOptions.Occupy; its replies are read and dropped.
 type occupier struct {
-	c    net.Conn
-	dead bool // a write failed (a server that wants TLS, say): no more tries
+	// c is nil until dialled, and for good once its dial or a write failed
+	// (a server that wants TLS, say): no more tries.
+	c net.Conn
 }
 
 // occupyWait bounds an occupier's write: the PINGs are a help, never a
@@ -150,13 +151,13 @@ func (w *Wire) occupyAll(parked []*park) {
 			continue
 		}
 		o := w.occs[pk.c.dest]
-		if o == nil || o.c == nil || o.dead {
+		if o == nil || o.c == nil {
 			continue
 		}
 		o.c.SetWriteDeadline(time.Now().Add(occupyWait))
 		if _, err := o.c.Write(w.occupy); err != nil {
-			o.dead = true
 			o.c.Close()
+			o.c = nil
 		}
 	}
 }
@@ -184,15 +185,15 @@ func (w *Wire) dialled(dest string) {
 		c, err := d.Dial(network, addr)
 		w.occMu.Lock()
 		defer w.occMu.Unlock()
-		switch {
-		case err != nil:
-			o.dead = true
-		case w.occs[dest] != o: // the run closed its connections meanwhile
-			c.Close()
-		default:
-			o.c = c
-			go io.Copy(io.Discard, c)
+		if err != nil {
+			return
 		}
+		if w.occs[dest] != o { // the run closed its connections meanwhile
+			c.Close()
+			return
+		}
+		o.c = c
+		go io.Copy(io.Discard, c)
 	}()
 }
 
@@ -204,7 +205,7 @@ func (w *Wire) closed() {
 		return
 	}
 	for _, o := range w.occs {
-		if o.c != nil && !o.dead {
+		if o.c != nil {
 			o.c.Close()
 		}
 	}
@@ -385,7 +386,7 @@ wait:
 	w.open = false
 	parked := w.parked
 	w.mu.Unlock()
-	if w.occupy != nil && len(parked) > 0 {
+	if w.occupy != nil {
 		w.occupyAll(parked)
 	}
 	w.writeAll(parked)

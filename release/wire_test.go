@@ -755,45 +755,43 @@ func TestHeldRequestSendsItselfWithoutARelease(t *testing.T) {
 	}
 }
 
-// fakeRedis accepts connections until the test ends; each one's bytes go to
-// got, keyed by the order it was accepted in, and closed says which have
-// been closed by the client.
+// fakeRedis accepts connections until the test ends, counts the PINGs
+// they send, and says which connections the client closed.
 type fakeRedis struct {
 	ln     net.Listener
 	mu     sync.Mutex
-	got    map[int][]byte
-	closed map[int]bool
-	pinged chan struct{} // closed when a connection has sent the PINGs
+	pings  int
+	closed int
 }
 
-func newFakeRedis(t *testing.T, pings int) *fakeRedis {
+func newFakeRedis(t *testing.T) *fakeRedis {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fakeRedis{ln: ln, got: map[int][]byte{}, closed: map[int]bool{}, pinged: make(chan struct{})}
+	f := &fakeRedis{ln: ln}
 	t.Cleanup(func() { ln.Close() })
-	want := strings.Repeat("PING\r\n", pings)
-	var once sync.Once
 	go func() {
-		for i := 0; ; i++ {
+		for {
 			c, err := ln.Accept()
 			if err != nil {
 				return
 			}
 			go func() {
 				defer c.Close()
+				var got []byte
 				buf := make([]byte, 4096)
 				for {
 					n, err := c.Read(buf)
+					got = append(got, buf[:n]...)
 					f.mu.Lock()
-					f.got[i] = append(f.got[i], buf[:n]...)
-					if string(f.got[i]) == want {
-						once.Do(func() { close(f.pinged) })
+					for bytes.HasPrefix(got, []byte("PING\r\n")) {
+						got = got[len("PING\r\n"):]
+						f.pings++
 					}
 					if err != nil {
-						f.closed[i] = true
+						f.closed++
 					}
 					f.mu.Unlock()
 					if err != nil {
@@ -806,70 +804,67 @@ func newFakeRedis(t *testing.T, pings int) *fakeRedis {
 	return f
 }
 
-// On Redis the release sends its PINGs on a connection of its own to the
-// server the held request goes to, before it writes the tail: the tail's
-// write finds them sent. When the run's last connection closes, so does the
-// release's own.
+// waitFor polls cond for up to 5 s.
+func waitFor(cond func() bool) bool {
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if cond() {
+			return true
+		}
+	}
+	return cond()
+}
+
+// On Redis the release sends its PINGs, every wave, on a connection of its
+// own to the server the held request goes to, before it writes the tail:
+// each tail's write finds its wave's PINGs at the server. When the run's
+// last connection closes, so does the release's own.
 func TestRedisReleaseOccupiesTheServerBeforeTheTails(t *testing.T) {
-	f := newFakeRedis(t, DefaultOccupy)
+	f := newFakeRedis(t)
 	w := NewWireWith("redis", WireOptions{ParkWait: time.Second})
 	nc, err := w.Dial(w.Context(context.Background(), 0), "tcp", f.ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := nc.(*conn)
-	pinged := false
 	tcp := c.Conn
+	var seen []int // the PINGs at the server as each tail is written
 	c.Conn = &writeConn{Conn: tcp, write: func(p []byte) (int, error) {
-		if len(p) == 1 { // the tail
-			select {
-			case <-f.pinged:
-				pinged = true
-			case <-time.After(5 * time.Second):
-			}
+		if len(p) == 1 { // a tail
+			want := (len(seen) + 1) * DefaultOccupy
+			waitFor(func() bool { f.mu.Lock(); defer f.mu.Unlock(); return f.pings >= want })
+			f.mu.Lock()
+			seen = append(seen, f.pings)
+			f.mu.Unlock()
 		}
 		return tcp.Write(p)
 	}}
-	// The release's own connection is dialled in the background: wait for it.
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
+	// The release's own connection is dialled in the background.
+	waitFor(func() bool {
 		w.occMu.Lock()
+		defer w.occMu.Unlock()
 		o := w.occs[c.dest]
-		ready := o != nil && o.c != nil
-		w.occMu.Unlock()
-		if ready {
-			break
+		return o != nil && o.c != nil
+	})
+	for wave := 1; wave <= 2; wave++ {
+		w.Begin(1)
+		w.Arm(0)
+		done := make(chan error, 1)
+		go func() { _, err := c.Write([]byte("*1\r\n$4\r\nPING\r\n")); done <- err }()
+		w.Release(context.Background())
+		if err := <-done; err != nil {
+			t.Fatal(err)
 		}
-		time.Sleep(time.Millisecond)
+		if _, how := w.Sent(0); how != runner.SentHeld {
+			t.Errorf("wave %d: the request went out %v, want held", wave, how)
+		}
 	}
-	w.Begin(1)
-	w.Arm(0)
-	done := make(chan error, 1)
-	go func() { _, err := c.Write([]byte("*1\r\n$4\r\nPING\r\n")); done <- err }()
-	w.Release(context.Background())
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	if !pinged {
-		t.Fatalf("the tail was written before the server had the release's %d PINGs (or they never came)", DefaultOccupy)
-	}
-	if _, how := w.Sent(0); how != runner.SentHeld {
-		t.Errorf("the request went out %v, want held", how)
+	if len(seen) != 2 || seen[0] != DefaultOccupy || seen[1] != 2*DefaultOccupy {
+		t.Fatalf("PINGs at the server as each wave's tail was written: %v, want [%d %d]", seen, DefaultOccupy, 2*DefaultOccupy)
 	}
 	nc.Close()
 	tcp.Close() // writeConn's Close does nothing
-	deadline = time.Now().Add(5 * time.Second)
-	for {
-		f.mu.Lock()
-		n := len(f.closed)
-		f.mu.Unlock()
-		if n == 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of 2 connections closed: the release's own stays open after the run's last one closed", n)
-		}
-		time.Sleep(time.Millisecond)
+	if !waitFor(func() bool { f.mu.Lock(); defer f.mu.Unlock(); return f.closed == 2 }) {
+		t.Fatalf("%d of 2 connections closed: the release's own stays open after the run's last one closed", f.closed)
 	}
 }
 
