@@ -384,3 +384,32 @@ func TestTopUpReplacesUntestedBursts(t *testing.T) {
 		t.Errorf("without TopUp: fired %d bursts, notes %q; want the 5 planned and no note", len(res.Bursts), res.Notes)
 	}
 }
+
+// failingPrepare is a counter whose Prepare fails with err, after cancel.
+type failingPrepare struct {
+	*counter
+	cancel context.CancelCauseFunc
+	err    error
+}
+
+func (f failingPrepare) Prepare(context.Context) error {
+	if f.cancel != nil {
+		f.cancel(errors.New("the user pressed Ctrl-C"))
+	}
+	return f.err
+}
+
+// A setup step that fails because the run was cancelled returns the
+// cancellation's cause and marks the result interrupted; one that fails on
+// its own returns its own error, and the run is not interrupted.
+func TestSetupFailureIsAnInterruptOnlyWhenTheRunWasCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	res, err := Run(ctx, failingPrepare{newCounter(), cancel, context.Canceled}, Attempts(2), Bursts(3))
+	if err == nil || err.Error() != "the user pressed Ctrl-C" || !res.Interrupted {
+		t.Errorf("cancelled during prepare: err %v, interrupted %v; want the cancellation's cause, interrupted", err, res.Interrupted)
+	}
+	res, err = Run(context.Background(), failingPrepare{counter: newCounter(), err: errors.New("no such table")}, Attempts(2), Bursts(3))
+	if err == nil || err.Error() != "prepare: no such table" || res.Interrupted {
+		t.Errorf("prepare failed: err %v, interrupted %v; want 'prepare: no such table', not interrupted", err, res.Interrupted)
+	}
+}
