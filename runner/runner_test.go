@@ -413,3 +413,32 @@ func TestSetupFailureIsAnInterruptOnlyWhenTheRunWasCancelled(t *testing.T) {
 		t.Errorf("prepare failed: err %v, interrupted %v; want 'prepare: no such table', not interrupted", err, res.Interrupted)
 	}
 }
+
+// sessionFails is a counter whose worker 3 cannot open its session.
+type sessionFails struct{ *counter }
+
+func (s sessionFails) Open(ctx context.Context, replica, workers int) (App, error) {
+	app, err := s.counter.Open(ctx, replica, workers)
+	return failingSessionApp{app}, err
+}
+
+type failingSessionApp struct{ App }
+
+func (a failingSessionApp) Session(ctx context.Context, worker int) (Session, error) {
+	if worker == 3 {
+		return nil, errors.New("too many connections")
+	}
+	return a.App.Session(ctx, worker)
+}
+
+// A worker whose session cannot open stops the run before its first burst,
+// with an error that names the worker and the replica it belongs to.
+func TestASessionThatCannotOpenNamesItsWorkerAndReplica(t *testing.T) {
+	res, err := Run(context.Background(), sessionFails{newCounter()}, Attempts(4), Bursts(3), Replicas(2))
+	if err == nil || err.Error() != "replica 1, worker 3: too many connections" {
+		t.Fatalf("err = %v, want 'replica 1, worker 3: too many connections'", err)
+	}
+	if len(res.Bursts) != 0 {
+		t.Errorf("%d bursts fired without every session open", len(res.Bursts))
+	}
+}
