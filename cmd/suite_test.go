@@ -300,6 +300,18 @@ func TestSuiteVerdict(t *testing.T) {
 	if code := ExitCode(verdictError(cancelled, []report.Case{unproven})); code != ExitInterrupted {
 		t.Errorf("interrupted: exit %d", code)
 	}
+	// A case cut short, by its result or by its error, makes the command
+	// interrupted even when the command's own context was not cancelled
+	// (the run's was), and before any other case's verdict.
+	cut := &runner.Result{Attempts: 4, Allowed: 1, Planned: 3, Interrupted: true}
+	for _, c := range []report.Case{
+		{Scenario: "unique-insert", Backend: "memory", Expect: report.Expect{Kind: "safe"}, Result: cut},
+		{Scenario: "unique-insert", Backend: "memory", Expect: report.Expect{Kind: "safe"}, Err: fmt.Errorf("burst 2: %w", context.Canceled)},
+	} {
+		if code := ExitCode(verdictError(ctx, []report.Case{unproven, c})); code != ExitInterrupted {
+			t.Errorf("a case interrupted (result %v, error %v): exit %d, want %d", c.Result != nil, c.Err, code, ExitInterrupted)
+		}
+	}
 }
 
 func TestSuiteInterruptedWritesWhatFinished(t *testing.T) {
