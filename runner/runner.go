@@ -231,7 +231,7 @@ type engine struct {
 	workers  []*Worker
 	outs     []Outcome
 	retries  []int         // this wave's conflicts retried, per worker
-	gaveUp   int           // attempts still in conflict after every retry
+	gaveUp   int           // attempts still in conflict at the end (after every retry, when retrying)
 	cur      []WorkerTrace // this burst's trace, reused between bursts
 	wire     WireCounts    // the last wave's, in a wire release
 	maxSeen  int
@@ -502,8 +502,8 @@ func (e *engine) burst(ctx context.Context, index int) (Burst, error) {
 		for i, o := range e.outs {
 			b.Outcomes[o.Class]++
 			b.Retries += e.retries[i]
-			if o.Class == Conflict && e.cfg.Retries > 0 {
-				e.gaveUp++
+			if o.Class == Conflict {
+				e.gaveUp++ // read only when the run retries
 			}
 			if o.Err != nil && o.Class >= Conflict {
 				e.countError(o.Err.Error())
