@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // conflicting is a store that refuses each worker's first refusals tries
@@ -102,5 +103,24 @@ func TestNegativeRetriesRefused(t *testing.T) {
 	c := NewConfig(Retries(-1))
 	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "retries cannot be negative") {
 		t.Fatalf("Validate() = %v, want the negative retries refused", err)
+	}
+}
+
+// A retry's pause is drawn below a limit that doubles from 500 µs with
+// each retry and stops at retryBackoff (32 ms), however many retries.
+func TestBackoffLimitDoublesUpToItsCap(t *testing.T) {
+	want := []time.Duration{1: 500 * time.Microsecond, 2: time.Millisecond, 3: 2 * time.Millisecond, 6: 16 * time.Millisecond, 7: 32 * time.Millisecond, 8: 32 * time.Millisecond, 11: 32 * time.Millisecond, 60: 32 * time.Millisecond}
+	for n, w := range want {
+		if w == 0 {
+			continue
+		}
+		if got := backoffLimit(n); got != w {
+			t.Errorf("backoffLimit(%d) = %v, want %v", n, got, w)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := backoff(ctx, 60); err == nil {
+		t.Error("backoff waited out its pause after the run was cancelled")
 	}
 }

@@ -629,11 +629,15 @@ func (e *engine) attempt(ctx context.Context, i int, sess Session, s Subject, w 
 // applications do.
 const retryBackoff = 32 * time.Millisecond
 
+// backoffLimit is min(2^n × 250µs, retryBackoff) for retry number n.
+func backoffLimit(n int) time.Duration {
+	return min(time.Duration(1)<<min(n, 10)*250*time.Microsecond, retryBackoff)
+}
+
 // backoff pauses before retry number n (from 1): a random time below
-// min(2^n × 250µs, retryBackoff).
+// backoffLimit(n).
 func backoff(ctx context.Context, n int) error {
-	limit := min(time.Duration(1)<<min(n, 10)*250*time.Microsecond, retryBackoff)
-	t := time.NewTimer(rand.N(limit) + 1)
+	t := time.NewTimer(rand.N(backoffLimit(n)))
 	defer t.Stop()
 	select {
 	case <-t.C:
