@@ -130,6 +130,8 @@ func TestMatrixCellsBadInput(t *testing.T) {
 		{suite.Matrix{Backends: []string{"memory"}, Isolations: levels}, "--backend memory: the matrix's columns are isolation levels, and memory has none; it runs on mysql, postgres"},
 		{suite.Matrix{Backends: []string{"mysql"}}, "--isolation is empty"},
 		{suite.Matrix{Backends: []string{"mysql"}, Isolations: []string{"snapshot"}}, `--isolation: unknown isolation level "snapshot"`},
+		// An empty level (a stray comma) is named as one, not read as the server's default.
+		{suite.Matrix{Backends: []string{"mysql"}, Isolations: []string{"serializable", ""}}, `--isolation: unknown isolation level ""`},
 		{suite.Matrix{Backends: []string{"mysql"}, Isolations: levels, Scenarios: []string{"chek-then-write"}}, `--scenario: unknown scenario "chek-then-write"`},
 		{suite.Matrix{Backends: []string{"mysql"}, Isolations: levels, Scenarios: []string{"memory-set"}}, "--scenario memory-set does not run on mysql; it runs on: memory"},
 	} {

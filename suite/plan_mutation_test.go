@@ -175,3 +175,14 @@ func TestRetryZeroOnAnyBackend(t *testing.T) {
 		t.Errorf("retry: 1 on memory: got %d: %q", e.Line, e.Msg)
 	}
 }
+
+// demo: true on a case that also names an http target is not expanded
+// into the catalog's rows: the case is refused once, as it stands, not once
+// per row (memory-set's catalog shows two).
+func TestDemoWithAnHTTPTargetIsRefusedOnce(t *testing.T) {
+	_, err := plans(t, "cases:\n  - scenario: memory-set\n    demo: true\n    http: {url: http://x}\n", suite.Options{})
+	var es suite.Errors
+	if !errors.As(err, &es) || len(es) != 1 || !strings.Contains(es[0].Msg, "not both") {
+		t.Fatalf("got %v, want one problem: a scenario and an http target (not both)", err)
+	}
+}
