@@ -186,3 +186,22 @@ func TestDemoWithAnHTTPTargetIsRefusedOnce(t *testing.T) {
 		t.Fatalf("got %v, want one problem: a scenario and an http target (not both)", err)
 	}
 }
+
+// A server backend the registry gives no way to connect to (a custom
+// registry's) is refused with a message, never dereferenced.
+func TestServerBackendWithoutAConnectionIsRefused(t *testing.T) {
+	r := scenarios.NewRegistry()
+	r.AddBackend(scenarios.Backend{Name: "custom", Server: true})
+	r.AddScenario(scenarios.Spec{Name: "rows", Lesson: "rows"})
+	r.Register("rows", "custom", func(context.Context, scenarios.Params) (runner.Target, error) {
+		return nil, errors.New("stand-in")
+	})
+	s, err := suite.Parse("s.yaml", []byte("cases:\n  - {scenario: rows, backend: custom}\n"), env(nil), r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Plans(r, suite.Options{})
+	if e := firstError(t, err); !strings.Contains(e.Msg, "does not know how to connect to backend custom") {
+		t.Errorf("got %v, want: does not know how to connect to backend custom", e)
+	}
+}
