@@ -78,3 +78,18 @@ func TestResolveCatalogNamesTheServersRow(t *testing.T) {
 		t.Errorf("the run's own result was changed: %q", r.Notes)
 	}
 }
+
+// A catalog row without a reason adds no note to the run, and a case
+// without a result (its run never started) still gets the catalog's
+// expectation, with nothing to note it on.
+func TestResolveCatalogNotesOnlyAReason(t *testing.T) {
+	r := &runner.Result{Server: "MariaDB 10.11", Notes: []string{"the run's own note"}}
+	got := runplan.ResolveCatalog(builtin.Registry(), report.Case{Scenario: scenarios.UniqueInsert, Backend: "memory", Result: r}, scenarios.Params{})
+	if got.Expect.Kind != report.ExpectSafe || len(got.Result.Notes) != 1 {
+		t.Errorf("unique-insert on memory: expect %s, notes %q; want safe and the run's own note alone", got.Expect, got.Result.Notes)
+	}
+	got = runplan.ResolveCatalog(builtin.Registry(), report.Case{Scenario: scenarios.ConditionalUpdate, Backend: "mongo"}, scenarios.Params{Variant: ""})
+	if got.Result != nil || got.Expect.Kind == "" {
+		t.Errorf("no result: expect %q, result %v; want the catalog's expectation and still no result", got.Expect, got.Result)
+	}
+}
