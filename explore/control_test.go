@@ -3,6 +3,7 @@ package explore
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -130,5 +131,49 @@ func TestTheTimerCountsTheTimeSpentProbing(t *testing.T) {
 	ran := drive2(t, []int{0, 0, 1, 1}, 500*time.Millisecond, failing, slow)
 	if got := blockedSteps(ran); len(got) != 1 || got[0] != "A2" {
 		t.Errorf("blocked %v, want [A2]: out 650 ms against a 500 ms blockAfter (steps %+v)", got, ran)
+	}
+}
+
+// A probe that took longer than blockAfter leaves no time: a step still
+// waiting on a lock is blocked at once, not waited for.
+func TestAProbeSlowerThanBlockAfterLeavesNoTime(t *testing.T) {
+	failing := func(context.Context, int) (bool, error) {
+		time.Sleep(100 * time.Millisecond)
+		return false, errors.New("server gone")
+	}
+	work, _ := lockWork()
+	ran := drive2(t, []int{0, 0, 1, 1}, 10*time.Millisecond, failing, work)
+	if got := blockedSteps(ran); len(got) != 1 || got[0] != "A2" {
+		t.Errorf("blocked %v, want [A2] (steps %+v)", got, ran)
+	}
+}
+
+// An order's entries for an attempt that already returned are dropped, and
+// the first entry after them goes next: with A done after one step, the
+// order A A B A C B C runs A1 B1 C1 B2 C2, never C before B.
+func TestEntriesOfAReturnedAttemptAreSkippedInOrder(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c := newController(3)
+	steps := []int{1, 2, 2}
+	var wg sync.WaitGroup
+	for w := range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range steps[w] {
+				c.Step(ctx, w, "s"+string(rune('1'+i)))
+			}
+			c.Done(w)
+		}()
+	}
+	ran := c.drive(ctx, []int{0, 0, 1, 0, 2, 1, 2}, 0, time.Hour, nil, nil)
+	wg.Wait()
+	var got []string
+	for _, e := range ran {
+		got = append(got, string(rune('A'+e.Worker))+string(rune('0'+e.Step)))
+	}
+	if want := []string{"A1", "B1", "C1", "B2", "C2"}; !slices.Equal(got, want) {
+		t.Errorf("ran %v, want %v", got, want)
 	}
 }
