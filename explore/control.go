@@ -67,6 +67,9 @@ const (
 	finished              // returned
 )
 
+// forever, as wait's time limit, is none.
+const forever time.Duration = -1
+
 // probeEvery is how often the controller asks the server whether a step
 // that has not come back waits on a lock.
 const probeEvery = 250 * time.Microsecond
@@ -182,7 +185,7 @@ func (c *controller) drive(ctx context.Context, seq []int, lead int, blockAfter 
 		}
 		if w < 0 {
 			// Every attempt with steps to go is blocked: wait for one.
-			wait(-1, func() bool {
+			wait(forever, func() bool {
 				for i := range n {
 					if st[i] == waiting {
 						return true
