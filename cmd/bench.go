@@ -64,7 +64,7 @@ then the resolution: on a calibration target whose window is set in µs of the s
 narrowest window each mode exposes in at least half of the bursts at N=2. It creates and drops
 its own racetest_<id>_ tables and keys. The default run, HTTP included, took 3 minutes on two shared cores at load 3-9 (20-30 at load 14-23).
 
-It exits 3 when a compared mode exposed no race while its attempts failed (NOT JUDGED: nothing was
+It exits 3 when a compared mode exposed no race while half or more of its attempts failed (NOT JUDGED: nothing was
 measured), and 1 when the default release (last-byte on these servers, auto over HTTP) exposes the race
 in fewer bursts than any hand-written launcher (naive, user-*), or over HTTP than any other release
 mode, beyond the noise: a one-sided permutation test on the chunks (the modes take turns chunk by
@@ -94,7 +94,7 @@ backend × N × rival comparisons (Bonferroni). --quick runs only the check agai
 	fs.DurationSliceVar(&opts.Windows, "windows", bench.DefaultWindows, "calibration windows (server-side, set in µs)")
 	fs.StringSliceVar(&opts.Modes, "modes", nil, "modes to compare (default: all): "+strings.Join(bench.AllModes(), ", ")+
 		"; the check needs "+bench.DefaultMode+" and a launcher")
-	fs.BoolVar(&opts.Quick, "quick", false, "the CI check: the default release against the naive launcher only (over HTTP: auto against user-http), 40 bursts each, no calibration; exits 1 when the default loses, 3 when a mode measured nothing (its attempts failed)")
+	fs.BoolVar(&opts.Quick, "quick", false, "the CI check: the default release against the naive launcher only (over HTTP: auto against user-http), 40 bursts each, no calibration; exits 1 when the default loses, 3 when a mode measured nothing (half or more of its attempts failed)")
 	// The servers bench measures, connected as every command connects them.
 	onlyBench := scenarios.NewRegistry()
 	for _, b := range f.Registry.Backends() {

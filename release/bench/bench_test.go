@@ -519,7 +519,9 @@ func TestChecksRefuseRowsThatMeasuredNothing(t *testing.T) {
 	for _, c := range []struct {
 		defErrs, naiveErrs int
 		unjudged           bool
-	}{{400, 400, true}, {400, 0, true}, {0, 400, true}, {0, 0, false}} {
+	}{{400, 400, true}, {400, 0, true}, {0, 400, true}, {0, 0, false},
+		// Half the attempts failed: nothing measured; one stray error: measured.
+		{200, 0, true}, {199, 0, false}, {0, 1, false}} {
 		rep := &Report{Config: Config{Backends: []string{"redis"}, Attempts: []int{2}}, Rows: []Row{
 			{Backend: "redis", N: 2, Mode: Naive, Bursts: 200, Errors: c.naiveErrs},
 			{Backend: "redis", N: 2, Mode: LastByte, Bursts: 200, Errors: c.defErrs},
