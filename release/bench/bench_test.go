@@ -562,3 +562,22 @@ func TestResolutionFigureSaysWhetherItIsMet(t *testing.T) {
 		}
 	}
 }
+
+// A mode whose calibration judged no burst (every one had a failed
+// attempt) has no resolution: the figure says "not measured", never "met"
+// against a gate that measured nothing.
+func TestResolutionOfNothingIsNotMeasured(t *testing.T) {
+	ws := []time.Duration{5 * time.Microsecond, 10 * time.Microsecond}
+	rep := &Report{Config: Config{Backends: []string{"redis"}, Windows: ws}, Resolutions: []Resolution{
+		{Backend: "redis", Mode: LastByte, Exposed: []int{150, 200}, Bursts: []int{200, 200}, Narrowest: 5 * time.Microsecond},
+		{Backend: "redis", Mode: Gate, Exposed: []int{0, 0}, Bursts: []int{0, 0}, Narrowest: -1},
+	}}
+	figs := strings.Join(rep.Figures(), "\n")
+	if !strings.Contains(figs, "redis resolution: not measured (last-byte judged 200 bursts, the gate 0)") || strings.Contains(figs, "met") {
+		t.Errorf("figures:\n%s\nwant the resolution not measured", figs)
+	}
+	rep.Resolutions[1] = Resolution{Backend: "redis", Mode: Gate, Exposed: []int{20, 200}, Bursts: []int{200, 200}, Narrowest: 10 * time.Microsecond}
+	if figs := strings.Join(rep.Figures(), "\n"); !strings.Contains(figs, "— met, 2.0× as fine") {
+		t.Errorf("figures:\n%s\nwant met, 2.0× as fine", figs)
+	}
+}

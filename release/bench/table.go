@@ -437,12 +437,29 @@ func (r *Report) Figures() []string {
 				gRes = res
 			}
 		}
-		if lbRes != nil && gRes != nil {
+		switch {
+		case lbRes == nil || gRes == nil:
+		case !lbRes.measured() || !gRes.measured():
+			// A mode whose calibration judged no burst (every one failed)
+			// resolves nothing: "none" there would read as a result.
+			out = append(out, fmt.Sprintf("%s resolution: not measured (last-byte judged %d bursts, the gate %d)", b, lbRes.judged(), gRes.judged()))
+		default:
 			out = append(out, resolutionFigure(b, lbRes.Narrowest, gRes.Narrowest, r.Config.Windows))
 		}
 	}
 	return out
 }
+
+// judged is how many bursts the resolution judged (every window judges
+// the same bursts).
+func (res *Resolution) judged() int {
+	if len(res.Bursts) == 0 {
+		return 0
+	}
+	return res.Bursts[0]
+}
+
+func (res *Resolution) measured() bool { return res.judged() > 0 }
 
 func resolutionFigure(backend string, lb, gate time.Duration, windows []time.Duration) string {
 	widest := windows[len(windows)-1]
