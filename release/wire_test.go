@@ -558,6 +558,12 @@ func TestWritersFor(t *testing.T) {
 // sink listens on a free local port until the test ends, and reads and
 // drops whatever each connection sends.
 func sink(t *testing.T) net.Listener {
+	return serve(t, func(c net.Conn) { io.Copy(io.Discard, c) })
+}
+
+// serve listens on a free local port until the test ends, and runs handle
+// on each connection (closed when handle returns).
+func serve(t *testing.T, handle func(net.Conn)) net.Listener {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -572,7 +578,7 @@ func sink(t *testing.T) net.Listener {
 			}
 			go func() {
 				defer c.Close()
-				io.Copy(io.Discard, c)
+				handle(c)
 			}()
 		}
 	}()
@@ -766,41 +772,27 @@ type fakeRedis struct {
 
 func newFakeRedis(t *testing.T) *fakeRedis {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := &fakeRedis{ln: ln}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
+	f := &fakeRedis{}
+	f.ln = serve(t, func(c net.Conn) {
+		var got []byte
+		buf := make([]byte, 4096)
 		for {
-			c, err := ln.Accept()
+			n, err := c.Read(buf)
+			got = append(got, buf[:n]...)
+			f.mu.Lock()
+			for bytes.HasPrefix(got, []byte("PING\r\n")) {
+				got = got[len("PING\r\n"):]
+				f.pings++
+			}
+			if err != nil {
+				f.closed++
+			}
+			f.mu.Unlock()
 			if err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				var got []byte
-				buf := make([]byte, 4096)
-				for {
-					n, err := c.Read(buf)
-					got = append(got, buf[:n]...)
-					f.mu.Lock()
-					for bytes.HasPrefix(got, []byte("PING\r\n")) {
-						got = got[len("PING\r\n"):]
-						f.pings++
-					}
-					if err != nil {
-						f.closed++
-					}
-					f.mu.Unlock()
-					if err != nil {
-						return
-					}
-				}
-			}()
 		}
-	}()
+	})
 	return f
 }
 
