@@ -77,8 +77,17 @@ func FuzzParse(f *testing.F) {
 			check(err)
 			return
 		}
-		if len(ps) != len(s.File.Cases) {
-			t.Fatalf("%d cases gave %d plans", len(s.File.Cases), len(ps))
+		// A demo: true case runs each variant its scenario demonstrates
+		// (memory-set: 1 and 3 replicas); any other case is one plan.
+		want := 0
+		for _, k := range s.File.Cases {
+			want++
+			if spec, err := reg.Scenario(k.Scenario); err == nil && k.Demo && len(spec.Demo) > 1 {
+				want += len(spec.Demo) - 1
+			}
+		}
+		if len(ps) != want {
+			t.Fatalf("%d cases gave %d plans, want %d", len(s.File.Cases), len(ps), want)
 		}
 		for _, p := range ps {
 			if p.Config.Validate() != nil || p.Config.Attempts < 2 || p.Case.Name == "" {
