@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"os"
+	"strings"
 	"testing"
 )
 
@@ -48,4 +49,32 @@ func FuzzReadDocument(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A report whose durations racetest never writes (a negative spread, a
+// time no time.Duration holds) is refused with the field and burst named;
+// the HTML histogram indexed its bars by a negative spread and panicked.
+func TestReadRefusesDurationsRacetestNeverWrites(t *testing.T) {
+	b, err := os.ReadFile("testdata/report.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ from, to, want string }{
+		{`"spread_us": 12,`, `"spread_us": -12,`, "burst 0: spread_us is -12 µs"},
+		{`"duration_us": 0,`, `"duration_us": 1e300,`, "burst 0: duration_us is 1e+300 µs"},
+		{`"spread_us": 12,`, `"spread_us": 9.3e15,`, "spread_us is 9.3e+15 µs"},
+	} {
+		doc, err := ReadDocument(bytes.NewReader(bytes.Replace(b, []byte(tc.from), []byte(tc.to), 1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := doc.Cases(); err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "never writes") {
+			t.Errorf("%s: %v, want an error with %q", tc.to, err, tc.want)
+		}
+	}
+	// The largest duration a time.Duration holds still reads.
+	doc, _ := ReadDocument(bytes.NewReader(bytes.Replace(b, []byte(`"spread_us": 12,`), []byte(`"spread_us": 9.2e15,`), 1)))
+	if _, err := doc.Cases(); err != nil {
+		t.Errorf("a spread of 9.2e15 µs: %v", err)
+	}
 }

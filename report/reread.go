@@ -66,13 +66,21 @@ func (j RunJSON) toCase(version string) (Case, error) {
 		return Case{}, fmt.Errorf("the report has %d bursts but the figures of %d (written by racetest %s, before reports carried every burst): run it again to render it",
 			j.Bursts, len(j.PerBurst), version)
 	}
+	timeout, err := durationOf("timeout_ms", j.TimeoutMillis*1e3)
+	if err != nil {
+		return Case{}, err
+	}
+	elapsed, err := durationOf("elapsed_ms", j.ElapsedMillis*1e3)
+	if err != nil {
+		return Case{}, err
+	}
 	r := &runner.Result{
 		Attempts: j.Attempts, Replicas: j.Replicas, Waves: j.Waves, Deploy: j.Deploy, Allowed: j.Allowed, Required: j.Required,
-		Diagnosis: j.Diagnosis, Timeout: fromMicros(j.TimeoutMillis * 1e3),
+		Diagnosis: j.Diagnosis, Timeout: timeout,
 		Accounting: j.Accounting, Baselined: j.Baselined, Uncounted: j.Uncounted, Invariants: j.Invariants,
 		Planned: j.PlannedBursts, Errors: j.Errors, Server: j.Server, Notes: j.Notes, Checks: j.Checks,
 		Interrupted: j.Interrupted, Stopped: j.StoppedEarly, Release: j.Release, ServerProbe: j.ServerProbe,
-		Elapsed: fromMicros(j.ElapsedMillis * 1e3),
+		Elapsed: elapsed,
 	}
 	if r.Errors == nil {
 		r.Errors = map[string]int{}
@@ -82,8 +90,16 @@ func (j RunJSON) toCase(version string) (Case, error) {
 		r.CleanupErr = errors.New(j.CleanupError)
 	}
 	for _, bj := range j.PerBurst {
+		spread, err := durationOf("spread_us", bj.Spread)
+		if err != nil {
+			return Case{}, fmt.Errorf("burst %d: %w", bj.Index, err)
+		}
+		took, err := durationOf("duration_us", bj.Duration)
+		if err != nil {
+			return Case{}, fmt.Errorf("burst %d: %w", bj.Index, err)
+		}
 		b := runner.Burst{Index: bj.Index, Effects: bj.Effects, Allowed: bj.Allowed, Required: bj.Required, Before: bj.Before, Broken: bj.Broken, Overlap: bj.Overlap,
-			Spread: fromMicros(bj.Spread), Duration: fromMicros(bj.Duration), Retries: bj.Retries, ServerParallelism: bj.ServerParallelism}
+			Spread: spread, Duration: took, Retries: bj.Retries, ServerParallelism: bj.ServerParallelism}
 		for name, n := range bj.Outcomes {
 			cl, err := classOf(name)
 			if err != nil {
@@ -125,6 +141,20 @@ func classOf(name string) (runner.Class, error) {
 		}
 	}
 	return 0, fmt.Errorf("unknown outcome %q", name)
+}
+
+// maxMicros is the longest duration, in microseconds, a time.Duration holds.
+const maxMicros = float64(math.MaxInt64) / 1e3
+
+// durationOf reads a recorded duration: racetest never writes a negative
+// one, nor one a time.Duration cannot hold (the conversion would wrap to a
+// negative), and a histogram indexed by a negative spread panicked
+// (found by FuzzReadDocument).
+func durationOf(field string, us float64) (time.Duration, error) {
+	if us < 0 || us > maxMicros {
+		return 0, fmt.Errorf("%s is %g µs, which racetest never writes: the file was edited, or not written by racetest; run the case again for a report to render", field, us)
+	}
+	return fromMicros(us), nil
 }
 
 // fromMicros is the inverse of micros, to the nanosecond the JSON kept.
