@@ -343,6 +343,7 @@ func parseTarget(field, raw string) (*url.URL, error) {
 	if u.User != nil {
 		return nil, inputErrorf(field, "URL %q carries credentials; send them with -H 'Authorization: ...' instead", u.Redacted())
 	}
+	escapeQuery(u)
 	return u, nil
 }
 

@@ -459,6 +459,7 @@ func (t *Target) aside(ctx context.Context, method, raw string, v Vars) ([]byte,
 	if err != nil {
 		return nil, err
 	}
+	escapeQuery(req.URL)
 	req.Header.Set("User-Agent", userAgent)
 	if !t.credentialsGo(req.URL) {
 		return t.do(req, method, raw)

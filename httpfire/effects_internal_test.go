@@ -2,10 +2,14 @@ package httpfire
 
 import (
 	"context"
+	"fmt"
 	"math"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/racetest/racetest/runner"
@@ -155,5 +159,27 @@ func TestAutoKeepsSinglePacketWithoutAStreamLimit(t *testing.T) {
 	}
 	if tg.c.release != SinglePacket {
 		t.Errorf("64 attempts on a server with no stream limit: release %s, want single-packet", tg.c.release)
+	}
+}
+
+// A setup or effects URL with a space in its query (a key rendered into
+// it) reaches the server percent-encoded: net/http's client sends a query
+// as written, and the server refused the request line as malformed.
+func TestAsideEscapesTheQuery(t *testing.T) {
+	var got atomic.Value
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got.Store(r.URL.Query().Get("k"))
+		fmt.Fprint(w, "1")
+	}))
+	defer srv.Close()
+	tg, err := New(Config{URL: srv.URL + "/"}, scenarios.Params{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tg.aside(context.Background(), "GET", srv.URL+"/count?k=a b", Vars{}); err != nil {
+		t.Fatalf("GET with a space in the query: %v", err)
+	}
+	if k, _ := got.Load().(string); k != "a b" {
+		t.Fatalf("the server read k=%q, want %q", k, "a b")
 	}
 }

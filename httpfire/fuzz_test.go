@@ -45,3 +45,33 @@ func FuzzRequest(f *testing.F) {
 		}
 	})
 }
+
+// A query with bytes a request line cannot carry (a token with a space, a
+// URL written with one, non-ASCII; url.Parse refuses the controls) is sent
+// percent-encoded, by the held
+// release as by the naive one (net/http's client sends a query as written):
+// the server reads the query the template rendered.
+func TestQueryIsEscapedForTheRequestLine(t *testing.T) {
+	c, err := compile(Config{URL: "http://h/x y?q={{.Token}}&r=é"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := c.render(Vars{Burst: 1, Attempt: 1, Token: "a b", RunID: "r", Key: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := requestTarget(r.url), "/x%20y?q=a%20b&r=%C3%A9"; got != want {
+		t.Fatalf("request target %q, want %q", got, want)
+	}
+	if got, want := r.url.String(), "http://h/x%20y?q=a%20b&r=%C3%A9"; got != want {
+		t.Fatalf("the naive release's URL %q, want %q", got, want)
+	}
+	req, _ := c.http1(r)
+	got, err := http.ReadRequest(bufio.NewReader(bytes.NewReader(req)))
+	if err != nil {
+		t.Fatalf("the request does not read: %v\n%q", err, req)
+	}
+	if q := got.URL.Query(); q.Get("q") != "a b" || q.Get("r") != "é" || got.URL.Path != "/x y" {
+		t.Fatalf("the server read path %q and query %v", got.URL.Path, q)
+	}
+}

@@ -117,6 +117,40 @@ func requestTarget(u *url.URL) string {
 	return t
 }
 
+// escapeQuery percent-encodes the bytes of u's query that a request line
+// cannot carry (controls, space, DEL, non-ASCII; RFC 9112 §3.2), as a
+// browser sends them. url.Parse keeps a query as written, and net/http's
+// client sends it so: a URL with a space in its query, written or rendered
+// from "?q={{.Token}}", ended the request target early, and the server
+// refused every attempt as malformed (found by FuzzRequest). The path
+// needs nothing: url.URL escapes it.
+func escapeQuery(u *url.URL) {
+	q := u.RawQuery
+	for i := 0; i < len(q); i++ {
+		if unsafeInTarget(q[i]) {
+			u.RawQuery = escapeFrom(q, i)
+			return
+		}
+	}
+}
+
+func unsafeInTarget(c byte) bool { return c <= ' ' || c >= 0x7f }
+
+// escapeFrom percent-encodes s's unsafe bytes, the first at i.
+func escapeFrom(s string, i int) string {
+	var b strings.Builder
+	b.Grow(len(s) + 8)
+	b.WriteString(s[:i])
+	for ; i < len(s); i++ {
+		if c := s[i]; unsafeInTarget(c) {
+			fmt.Fprintf(&b, "%%%02X", c)
+		} else {
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
 // hopByHop are the header fields HTTP/2 forbids (RFC 9113 §8.2.2).
 var hopByHop = map[string]bool{
 	"connection": true, "keep-alive": true, "proxy-connection": true,
