@@ -51,10 +51,11 @@ func FuzzReadDocument(f *testing.F) {
 	})
 }
 
-// A report whose durations racetest never writes (a negative spread, a
-// time no time.Duration holds) is refused with the field and burst named;
+// A report with figures racetest never writes (a negative spread or overlap, a
+// time no time.Duration holds, a count near the ints' limit) is refused with
+// the field and burst named;
 // the HTML histogram indexed its bars by a negative spread and panicked.
-func TestReadRefusesDurationsRacetestNeverWrites(t *testing.T) {
+func TestReadRefusesFiguresRacetestNeverWrites(t *testing.T) {
 	b, err := os.ReadFile("testdata/report.json")
 	if err != nil {
 		t.Fatal(err)
@@ -63,6 +64,10 @@ func TestReadRefusesDurationsRacetestNeverWrites(t *testing.T) {
 		{`"spread_us": 12,`, `"spread_us": -12,`, "burst 0: spread_us is -12 µs"},
 		{`"duration_us": 0,`, `"duration_us": 1e300,`, "burst 0: duration_us is 1e+300 µs"},
 		{`"spread_us": 12,`, `"spread_us": 9.3e15,`, "spread_us is 9.3e+15 µs"},
+		{`"overlap": 3,`, `"overlap": -1,`, "burst 0: overlap is -1,"},
+		{`"executed": 2`, `"executed": -2`, "outcomes.executed is -2,"},
+		{`"attempts_per_burst": 3,`, `"attempts_per_burst": 9223372036854775807,`, "attempts_per_burst is 9223372036854775807,"},
+		{`"effects": 2,`, `"effects": -2000000000000,`, "effects is -2000000000000,"},
 	} {
 		doc, err := ReadDocument(bytes.NewReader(bytes.Replace(b, []byte(tc.from), []byte(tc.to), 1)))
 		if err != nil {
@@ -72,9 +77,12 @@ func TestReadRefusesDurationsRacetestNeverWrites(t *testing.T) {
 			t.Errorf("%s: %v, want an error with %q", tc.to, err, tc.want)
 		}
 	}
-	// The largest duration a time.Duration holds still reads.
-	doc, _ := ReadDocument(bytes.NewReader(bytes.Replace(b, []byte(`"spread_us": 12,`), []byte(`"spread_us": 9.2e15,`), 1)))
-	if _, err := doc.Cases(); err != nil {
-		t.Errorf("a spread of 9.2e15 µs: %v", err)
+	// The largest duration a time.Duration holds still reads, and so do
+	// effects below zero (a store's change can be).
+	for _, ok := range [][2]string{{`"spread_us": 12,`, `"spread_us": 9.2e15,`}, {`"effects": 2,`, `"effects": -2,`}} {
+		doc, _ := ReadDocument(bytes.NewReader(bytes.Replace(b, []byte(ok[0]), []byte(ok[1]), 1)))
+		if _, err := doc.Cases(); err != nil {
+			t.Errorf("%s: %v", ok[1], err)
+		}
 	}
 }

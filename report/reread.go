@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/racetest/racetest/runner"
@@ -65,6 +67,9 @@ func (j RunJSON) toCase(version string) (Case, error) {
 	if j.Bursts > 0 && len(j.PerBurst) != j.Bursts {
 		return Case{}, fmt.Errorf("the report has %d bursts but the figures of %d (written by racetest %s, before reports carried every burst): run it again to render it",
 			j.Bursts, len(j.PerBurst), version)
+	}
+	if err := j.checkCounts(); err != nil {
+		return Case{}, err
 	}
 	timeout, err := durationOf("timeout_ms", j.TimeoutMillis*1e3)
 	if err != nil {
@@ -141,6 +146,56 @@ func classOf(name string) (runner.Class, error) {
 		}
 	}
 	return 0, fmt.Errorf("unknown outcome %q", name)
+}
+
+// maxCount bounds every count a read report may hold: far more attempts,
+// bursts or effects than a run makes, and far enough from the ints' limits
+// that the HTML histograms' arithmetic on them cannot overflow.
+const maxCount = 1 << 40
+
+// checkCounts refuses the counts racetest never writes: a negative count of
+// attempts, bursts, attempts in flight or outcomes (the HTML histograms
+// indexed their bars by them, and a negative overlap panicked: found by
+// FuzzReadDocument), or one past maxCount. Effects and the read before a
+// burst are a store's figures, and may be below zero.
+func (j RunJSON) checkCounts() error {
+	type field struct {
+		name   string
+		n      int
+		signed bool
+	}
+	check := func(where string, fs ...field) error {
+		for _, f := range fs {
+			if f.n > maxCount || f.n < -maxCount || !f.signed && f.n < 0 {
+				return fmt.Errorf("%s%s is %d, which racetest never writes: the file was edited, or not written by racetest; run the case again for a report to render",
+					where, f.name, f.n)
+			}
+		}
+		return nil
+	}
+	if err := check("", field{"attempts_per_burst", j.Attempts, false}, field{"bursts", j.Bursts, false},
+		field{"planned_bursts", j.PlannedBursts, false}, field{"replicas", j.Replicas, false}, field{"waves", j.Waves, false},
+		field{"allowed", j.Allowed, false}, field{"required", j.Required, false}); err != nil {
+		return err
+	}
+	for _, b := range j.PerBurst {
+		where := fmt.Sprintf("burst %d: ", b.Index)
+		fs := []field{{"effects", b.Effects, true}, {"before", b.Before, true}, {"allowed", b.Allowed, false},
+			{"required", b.Required, false}, {"overlap", b.Overlap, false}, {"retries", b.Retries, false}}
+		for _, name := range slices.Sorted(maps.Keys(b.Outcomes)) {
+			fs = append(fs, field{"outcomes." + name, b.Outcomes[name], false})
+		}
+		for i, n := range b.Broken {
+			fs = append(fs, field{fmt.Sprintf("broken[%d]", i), n, false})
+		}
+		if w := b.Wire; w != nil {
+			fs = append(fs, field{"wire.held", w.Held, false}, field{"wire.late", w.Late, false}, field{"wire.silent", w.Silent, false})
+		}
+		if err := check(where, fs...); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // maxMicros is the longest duration, in microseconds, a time.Duration holds.
