@@ -53,8 +53,8 @@ func FuzzReadDocument(f *testing.F) {
 
 // A report with figures racetest never writes (a negative spread or overlap, a
 // time no time.Duration holds, a count near the ints' limit) is refused with
-// the field and burst named;
-// the HTML histogram indexed its bars by a negative spread and panicked.
+// the field and burst named: the HTML histograms indexed their bars by a
+// negative spread or overlap, and panicked.
 func TestReadRefusesFiguresRacetestNeverWrites(t *testing.T) {
 	b, err := os.ReadFile("testdata/report.json")
 	if err != nil {
