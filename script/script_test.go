@@ -291,6 +291,8 @@ func TestParseErrors(t *testing.T) {
 		"bad template":       {"SELECT '{{.Tokn}}';\n", "--attempt", SQL, ScopeAttempt, "redeem.sql:1:9", "Tokn"},
 		"scope":              {"CREATE TABLE t{{.Token}} (a int);\n", "--setup", SQL, ScopeRun, "redeem.sql:1:15", "--setup knows {{.RunID}}"},
 		"bad condition":      {"\\if :a = = 1\n\\endif\n", "", SQL, ScopeAttempt, "redeem.sql:1:1", "want one value"},
+		"condition quote":    {"\\if :a = 'abc\n\\endif\n", "", SQL, ScopeAttempt, "redeem.sql:1:1", "unterminated ' quote"},
+		"condition quote 2":  {"\\if :a = 'it''s\n\\endif\n", "", SQL, ScopeAttempt, "redeem.sql:1:1", "unterminated ' quote"},
 		"bad sleep unit":     {"\\sleep 5 min\n", "", SQL, ScopeAttempt, "redeem.sql:1:1", "unknown unit"},
 		"gset alone":         {"SELECT 1;\n\\gset\n", "", SQL, ScopeAttempt, "redeem.sql:2:1", `\gset must follow a query`},
 		"redis quote":        {"SET a \"b\n", "", Redis, ScopeAttempt, "redeem.sql:1:7", "unterminated \" quote"},
