@@ -88,3 +88,46 @@ func TestIfComparesNumbersAsNumbersAndTextAsText(t *testing.T) {
 		}
 	}
 }
+
+// A template is an operand too, with or without spaces around the
+// operator: \if :v = {{.Token}} compares the value read with the burst's
+// token.
+func TestIfComparesWithATemplate(t *testing.T) {
+	for _, tc := range []struct{ cond, v, want string }{
+		{":v = {{.Token}}", "run-3", "then"},
+		{":v = {{.Token}}", "run-4", "else"},
+		{"{{.Token}}!=:v", "run-3", "else"},
+		{"{{.Token}}!=:v", "run-4", "then"},
+		{"{{.Burst}}<:v", "4", "then"},
+		{"{{.Burst}}<:v", "3", "else"},
+	} {
+		s := mustParse(t, "SELECT 1 AS v \\gset\n\\if "+tc.cond+"\nSELECT 'then';\n\\else\nSELECT 'else';\n\\endif\n", SQL)
+		f := &fakeConn{answer: func(Stmt) (Reply, error) {
+			return Reply{Columns: []string{"v"}, Values: []string{tc.v}, Rows: 1}, nil
+		}}
+		o := s.Start(f, Data{RunID: "run", Token: "run-3", Burst: 3, Attempt: 1}, nil).Run(context.Background(), nil)
+		if len(f.sent) != 2 {
+			t.Fatalf(`\if %s with v=%q: %v, sent %q`, tc.cond, tc.v, o.Err, f.sent)
+		}
+		if got := strings.Trim(strings.TrimPrefix(f.sent[1], "SELECT "), "';"); got != tc.want {
+			t.Errorf(`\if %s with v=%q took %s, want %s`, tc.cond, tc.v, got, tc.want)
+		}
+	}
+}
+
+// A condition cut short (an unclosed template, an operator at its end) is
+// a parse error that says so, never a panic or a branch.
+func TestIfCutShortIsAParseError(t *testing.T) {
+	for cond, want := range map[string]string{
+		":v = {{.Token":  "unterminated template",
+		":v = {{.Token}": "unterminated template",
+		":v <":           "want one value",
+		":v =":           "want one value",
+		"<":              "want one value",
+	} {
+		_, err := Parse("redeem.sql", "SELECT 1 AS v \\gset\n\\if "+cond+"\n\\endif\n", SQL, ScopeAttempt, "")
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf(`\if %s: %v, want an error with %q`, cond, err, want)
+		}
+	}
+}
