@@ -70,6 +70,8 @@ func TestIfComparesNumbersAsNumbersAndTextAsText(t *testing.T) {
 		{":v > :w", "b", "a", "then"},        //
 		{":v <= :w", "b", "a", "else"},       //
 		{":v = :w", "-1", "-1.0", "then"},    //
+		{":'v' = :'w'", "7", "7", "then"},    // :'name' is the variable too
+		{":'v'<:w", "7", "8", "then"},        //
 		{":v < :w", "-2", "-1", "then"},      //
 		{":v > :w", "-2", "-1", "else"},      //
 		{":v >= :w", "-1", "-2", "then"},     //
@@ -124,6 +126,9 @@ func TestIfCutShortIsAParseError(t *testing.T) {
 		":v <":           "want one value",
 		":v =":           "want one value",
 		"<":              "want one value",
+		":'v":            "unterminated ' quote",
+		":'a b' = 1":     "a variable's name is letters",
+		":v = :'a<b'":    "a variable's name is letters",
 	} {
 		_, err := Parse("redeem.sql", "SELECT 1 AS v \\gset\n\\if "+cond+"\n\\endif\n", SQL, ScopeAttempt, "")
 		if err == nil || !strings.Contains(err.Error(), want) {
