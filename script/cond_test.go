@@ -129,6 +129,8 @@ func TestIfCutShortIsAParseError(t *testing.T) {
 		":'v":            "unterminated ' quote",
 		":'a b' = 1":     "a variable's name is letters",
 		":v = :'a<b'":    "a variable's name is letters",
+		":'a b c' = 1":   "a variable's name is letters",
+		":'' = 1":        "a variable's name is letters",
 	} {
 		_, err := Parse("redeem.sql", "SELECT 1 AS v \\gset\n\\if "+cond+"\n\\endif\n", SQL, ScopeAttempt, "")
 		if err == nil || !strings.Contains(err.Error(), want) {
