@@ -217,10 +217,12 @@ func (r *Result) Verdict() Verdict {
 		lost = lost || o.Under()
 		untested = untested || o.Untested()
 	}
-	switch {
-	case lost:
+	// Ifs, not a switch: gremlins v0.6.0 never mutates a switch's case
+	// expressions, and these decide the verdict (issue 27).
+	if lost {
 		return Lost
-	case untested || r.Interrupted || r.unexplored != nil && r.unexplored.Sign() > 0 || r.Count().Abandoned > 0 || len(r.Orders) == 0 || r.unsound():
+	}
+	if untested || r.Interrupted || r.unexplored != nil && r.unexplored.Sign() > 0 || r.Count().Abandoned > 0 || len(r.Orders) == 0 || r.unsound() {
 		return Inconclusive
 	}
 	return Safe

@@ -1,6 +1,8 @@
 package explore
 
 import (
+	"math/big"
+	"strings"
 	"testing"
 
 	"github.com/racetest/racetest/runner"
@@ -22,5 +24,74 @@ func TestNothingDecidedIsNeitherLostNorSafe(t *testing.T) {
 	claimed := Order{Effects: 0, Allowed: 1, Required: 1, Attempts: []Attempt{{Outcome: runner.Declined}, {Outcome: runner.Error}}}
 	if v := (&Result{Allowed: 1, Required: 1, Orders: []Order{claimed}}).Verdict(); v != Lost {
 		t.Fatalf("declined as done with no effect: verdict %s, want LOST", v)
+	}
+}
+
+// Each reason a SAFE cannot rest on the orders run makes the exploration
+// INCONCLUSIVE alone, and its Why names that reason and no other: an order
+// that decided nothing, an interruption, orders past the cap, an attempt
+// abandoned at the timeout, no order at all, orders pruned by a reduction
+// that an attempt's own path broke.
+func TestEachReasonAloneIsInconclusive(t *testing.T) {
+	ok := Order{Effects: 1, Allowed: 1, Required: 1, Attempts: []Attempt{{Outcome: runner.Executed}, {Outcome: runner.Declined}}}
+	failed := Order{Effects: 0, Allowed: 1, Required: 1, Attempts: []Attempt{{Outcome: runner.Error}, {Outcome: runner.Conflict}}}
+	abandoned := ok
+	abandoned.Abandoned = 1
+	reasons := []string{"nothing took effect", "interrupted after", "were not explored", "abandoned at --timeout", "no order ran", "may not be"}
+	for _, tc := range []struct {
+		name string
+		r    Result
+		why  string
+	}{
+		{"an order that decided nothing", Result{Orders: []Order{ok, failed}}, "nothing took effect"},
+		{"interrupted", Result{Orders: []Order{ok}, Interrupted: true, Planned: 2}, "interrupted after"},
+		{"orders past the cap", Result{Orders: []Order{ok}, unexplored: big.NewInt(1), Unexplored: "1", Total: "2"}, "were not explored"},
+		{"an attempt abandoned", Result{Orders: []Order{abandoned}}, "abandoned at --timeout"},
+		{"no order", Result{}, "no order ran"},
+		{"a reduction broken by a diverging attempt", Result{Orders: []Order{ok}, Diverged: 1, Pruned: 1}, "may not be"},
+	} {
+		tc.r.Allowed, tc.r.Required = 1, 1
+		if tc.r.unexplored == nil {
+			tc.r.unexplored = big.NewInt(0) // every order explored, as a run says it
+		}
+		if v := tc.r.Verdict(); v != Inconclusive {
+			t.Errorf("%s: verdict %s, want INCONCLUSIVE", tc.name, v)
+		}
+		why := tc.r.Why()
+		for _, reason := range reasons {
+			if strings.Contains(why, reason) != (reason == tc.why) {
+				t.Errorf("%s: why %q, want %q and no other reason", tc.name, why, tc.why)
+			}
+		}
+	}
+	// Short of each: SAFE. Diverged without orders pruned, or pruned
+	// without a divergence, leaves the reduction sound; none unexplored is
+	// none.
+	for _, r := range []Result{
+		{Orders: []Order{ok}},
+		{Orders: []Order{ok}, Diverged: 1},
+		{Orders: []Order{ok}, Pruned: 1},
+		{Orders: []Order{ok}, unexplored: big.NewInt(0), Unexplored: "0"},
+	} {
+		r.Allowed, r.Required = 1, 1
+		if v := r.Verdict(); v != Safe {
+			t.Errorf("%+v: verdict %s (%s), want SAFE", r, v, r.Why())
+		}
+	}
+}
+
+// An order with an effect decided the question even when no attempt
+// reported it (each failed after its write landed): it is not untested.
+func TestAnEffectWithoutAClaimIsTested(t *testing.T) {
+	o := Order{Effects: 1, Allowed: 1, Required: 1, Attempts: []Attempt{{Outcome: runner.Unknown}, {Outcome: runner.Error}}}
+	if o.Untested() {
+		t.Fatal("an order that took effect is untested")
+	}
+	if v := (&Result{Allowed: 1, Required: 1, Orders: []Order{o}}).Verdict(); v != Safe {
+		t.Fatalf("one effect, allowed one: verdict %s, want SAFE", v)
+	}
+	claimed := Order{Effects: 0, Allowed: 1, Required: 0, Attempts: []Attempt{{Outcome: runner.Declined}, {Outcome: runner.Declined}}}
+	if claimed.Untested() {
+		t.Fatal("an order whose attempts declined (decided) is untested")
 	}
 }
