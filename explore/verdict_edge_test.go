@@ -2,6 +2,7 @@ package explore
 
 import (
 	"math/big"
+	"slices"
 	"strings"
 	"testing"
 
@@ -93,5 +94,58 @@ func TestAnEffectWithoutAClaimIsTested(t *testing.T) {
 	claimed := Order{Effects: 0, Allowed: 1, Required: 0, Attempts: []Attempt{{Outcome: runner.Declined}, {Outcome: runner.Declined}}}
 	if claimed.Untested() {
 		t.Fatal("an order whose attempts declined (decided) is untested")
+	}
+}
+
+// ran builds an order's steps from "ABBA": one step per letter, each
+// attempt's steps numbered in turn.
+func ran(s string) []Event {
+	var out []Event
+	n := map[int]int{}
+	for _, c := range s {
+		w := int(c - 'A')
+		n[w]++
+		out = append(out, Event{Worker: w, Step: n[w]})
+	}
+	return out
+}
+
+// Count totals each kind of order once per order (two blocked steps are
+// one blocked order); Violating lists over and under orders once per
+// schedule as it ran, the fewest switches between attempts first, then
+// the fewest steps, then as they ran.
+func TestCountAndViolatingOrders(t *testing.T) {
+	ok := func(sched string) Order {
+		return Order{Schedule: sched, Ran: ran(sched), Effects: 1, Allowed: 1, Required: 1,
+			Attempts: []Attempt{{Outcome: runner.Executed}, {Outcome: runner.Declined}}}
+	}
+	over := func(sched string) Order { o := ok(sched); o.Effects = 2; return o }
+	under := func(sched string) Order { o := ok(sched); o.Effects = 0; return o }
+	blocked, deadlocked, conflicted, abandoned := ok("AB"), ok("BA"), ok("AAB"), ok("ABA")
+	blocked.Blocked, deadlocked.Deadlocked, conflicted.Conflicts, abandoned.Abandoned = 2, 1, 3, 1
+	r := &Result{Allowed: 1, Required: 1, Orders: []Order{
+		over("ABAB"),  // 3 switches, 4 steps
+		under("ABBA"), // 2 switches
+		over("ABAB"),  // the same schedule again: listed once
+		over("AABB"),  // 1 switch, 4 steps
+		under("AB"),   // 1 switch, 2 steps
+		over("BA"),    // 1 switch, 2 steps, after AB
+		blocked, deadlocked, conflicted, abandoned,
+	}}
+	want := Counts{Explored: 10, Violating: 6, Over: 4, Under: 2, Blocked: 1, Deadlocked: 1, Conflicts: 1, Abandoned: 1}
+	if c := r.Count(); c != want {
+		t.Errorf("counts %+v, want %+v", c, want)
+	}
+	var got []string
+	for _, o := range r.Violating() {
+		got = append(got, o.Schedule)
+	}
+	if w := []string{"AB", "BA", "AABB", "ABBA", "ABAB"}; !slices.Equal(got, w) {
+		t.Errorf("violating orders %q, want %q", got, w)
+	}
+	for sched, n := range map[string]int{"": 0, "A": 0, "AA": 0, "AB": 1, "AABB": 1, "ABAB": 3, "ABBA": 2, "ABC": 2} {
+		if s := (Order{Ran: ran(sched)}).Switches(); s != n {
+			t.Errorf("%q: %d switches, want %d", sched, s, n)
+		}
 	}
 }
