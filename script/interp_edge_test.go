@@ -1,0 +1,86 @@
+package script
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+// rollbackConn records the context each rollback got.
+type rollbackConn struct {
+	fakeConn
+	err      error
+	deadline time.Duration
+}
+
+func (c *rollbackConn) Rollback(ctx context.Context) error {
+	c.rollbacks++
+	c.err = ctx.Err()
+	if d, ok := ctx.Deadline(); ok {
+		c.deadline = time.Until(d)
+	}
+	return nil
+}
+
+// An attempt that ends inside BEGIN is rolled back on a context of its
+// own (its own may have run out, which is often why it ended), with a
+// deadline of its own; one that ends outside a transaction rolls nothing
+// back.
+func TestRollbackOnlyInsideATransactionAndOnItsOwnTime(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &rollbackConn{}
+	c.answer = func(st Stmt) (Reply, error) {
+		if strings.HasPrefix(st.Text, "SELECT") {
+			cancel() // the attempt's time runs out during its query
+			return Reply{}, context.Canceled
+		}
+		return Reply{Rows: 1}, nil
+	}
+	s := mustParse(t, "BEGIN;\nSELECT 1;\nCOMMIT;\n", SQL)
+	s.Start(c, Data{}, nil).Run(ctx, nil)
+	if c.rollbacks != 1 || c.err != nil || c.deadline <= time.Second || c.deadline > 2*time.Second {
+		t.Fatalf("cut short inside BEGIN: %d rollbacks, on a context with err %v and %v left; want 1, live, with up to 2 s",
+			c.rollbacks, c.err, c.deadline)
+	}
+	c = &rollbackConn{}
+	mustParse(t, "SELECT 1;\n\\decline not this time\n", SQL).Start(c, Data{}, nil).Run(context.Background(), nil)
+	if c.rollbacks != 0 {
+		t.Fatalf("declined outside a transaction: %d rollbacks, want none", c.rollbacks)
+	}
+}
+
+// QueryLast asks for the values of the last statement's reply, and of no
+// other: the effects script's count is its last statement.
+func TestQueryLastAsksForTheLastReplyOnly(t *testing.T) {
+	for _, last := range []bool{false, true} {
+		var queries []bool
+		f := &fakeConn{answer: func(st Stmt) (Reply, error) {
+			queries = append(queries, st.Query)
+			return Reply{Columns: []string{"n"}, Values: []string{"2"}, Rows: 1}, nil
+		}}
+		e := mustParse(t, "SELECT 1;\nSELECT 2 AS n \\gset\nSELECT 3;\n", SQL).Start(f, Data{}, nil)
+		if last {
+			e.QueryLast()
+		}
+		e.Run(context.Background(), nil)
+		if want := []bool{false, true, last}; len(queries) != 3 || queries[0] != want[0] || queries[1] != want[1] || queries[2] != want[2] {
+			t.Errorf("QueryLast %v: queries %v, want %v (\\gset asks too)", last, queries, want)
+		}
+	}
+}
+
+// A statement is shown whole up to 80 characters, and cut to 79 and an
+// ellipsis past that.
+func TestOneLineCutsPast80Characters(t *testing.T) {
+	s80 := strings.Repeat("é", 80)
+	if got := oneLine(s80); got != s80 {
+		t.Errorf("80 characters: %q", got)
+	}
+	if got := oneLine(s80 + "x"); got != strings.Repeat("é", 79)+"…" {
+		t.Errorf("81 characters: %q", got)
+	}
+	if got := oneLine("SELECT\n  1,\t2"); got != "SELECT 1, 2" {
+		t.Errorf("spaces: %q", got)
+	}
+}
