@@ -330,3 +330,31 @@ func TestExactlyMaxSchedulesOrdersRun(t *testing.T) {
 		t.Fatalf("err %v: want a TooManyError with 6 orders over the 5 allowed", err)
 	}
 }
+
+// A replay naming a step past an attempt's end is refused before it runs,
+// with the step and the attempt's length named.
+func TestReplayOfAStepThatDoesNotExistIsRefused(t *testing.T) {
+	seq, err := ParseSchedule("A1 A2 A3 B1 B2", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Run(context.Background(), newStore(naive), Options{Attempts: 2, BlockAfter: time.Second, Schedule: seq})
+	var se *StepError
+	if !errors.As(err, &se) || se.Step != "A3" || se.Steps != 2 ||
+		!strings.Contains(err.Error(), "--schedule names A3, but attempt A takes 2 steps (A1..A2)") {
+		t.Fatalf("err %v: want A3 refused, attempt A taking 2 steps", err)
+	}
+}
+
+// The refusal of too many orders says how many, how many before the
+// reduction when it spared some, the shape, and the three ways out.
+func TestTooManyErrorSaysHowManyAndWhatToDo(t *testing.T) {
+	e := &TooManyError{Orders: big.NewInt(90), Total: big.NewInt(90), Max: 50, Steps: []string{"check", "act"}, N: 3}
+	if got, want := e.Error(), "3 attempts × 2 steps (check, act) have 90 orders, more than --max-schedules 50: raise --max-schedules, use fewer attempts, or add --cap to explore the first 50 (verdict INCONCLUSIVE)"; got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+	e.Total, e.Shape = big.NewInt(252), "A: 2 steps (a, b); B: 3 steps (a, b, c)"
+	if got, want := e.Error(), "A: 2 steps (a, b); B: 3 steps (a, b, c) have 252 orders (90 once those equivalent to another by swapping steps that commute are left out), more than"; !strings.HasPrefix(got, want) {
+		t.Errorf("got  %s\nwant %s…", got, want)
+	}
+}
