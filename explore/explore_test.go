@@ -22,7 +22,10 @@ type store struct {
 	resets   int
 	prepared bool
 	cleaned  bool
-	attempt  func(ctx context.Context, st *store, s runner.Subject, w *runner.Worker) runner.Outcome
+	// cleanErr and cleanLeft: the cleanup context's error and time left.
+	cleanErr  error
+	cleanLeft time.Duration
+	attempt   func(ctx context.Context, st *store, s runner.Subject, w *runner.Worker) runner.Outcome
 }
 
 func newStore(attempt func(ctx context.Context, st *store, s runner.Subject, w *runner.Worker) runner.Outcome) *store {
@@ -53,7 +56,13 @@ func (st *store) Reset(_ context.Context, b int) (runner.Subject, error) {
 func (st *store) Effects(_ context.Context, s runner.Subject) (int, error) {
 	return st.count(s.Key), nil
 }
-func (st *store) Cleanup(context.Context) error { st.cleaned = true; return nil }
+func (st *store) Cleanup(ctx context.Context) error {
+	st.cleaned, st.cleanErr = true, ctx.Err()
+	if d, ok := ctx.Deadline(); ok {
+		st.cleanLeft = time.Until(d)
+	}
+	return nil
+}
 
 type app struct{ st *store }
 
@@ -183,6 +192,15 @@ func TestReplayRunsOneOrder(t *testing.T) {
 	}
 	if strings.Join(paced, " ") != "B1 A1 B2 A2" {
 		t.Errorf("paced %v, want each step announced before it goes", paced)
+	}
+	// The in-memory store cannot say that a step waits on a lock: the
+	// timer tells, and the result says so.
+	if res.Blocking != "timer" || !strings.Contains(res.note, "--block-after 1s counts as blocked") {
+		t.Errorf("blocking %q (%s), want the timer's", res.Blocking, res.note)
+	}
+	// The cleanup runs on a context of its own, with up to 30 s.
+	if !st.cleaned || st.cleanErr != nil || st.cleanLeft <= 20*time.Second || st.cleanLeft > 30*time.Second {
+		t.Errorf("cleanup: ran %v, context error %v, %v left; want a live context with up to 30 s", st.cleaned, st.cleanErr, st.cleanLeft)
 	}
 }
 
