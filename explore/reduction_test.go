@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -143,6 +144,14 @@ func TestReductionGivesTheVerdictOfEveryOrder(t *testing.T) {
 		}
 		if len(reduced.Orders)+reduced.Pruned != len(full.Orders) {
 			t.Fatalf("case %d: %d run + %d pruned, want %d", c, len(reduced.Orders), reduced.Pruned, len(full.Orders))
+		}
+		// The result says what the reduction spared, and only when it
+		// spared something; the rule it used is named, "steps that
+		// commute" when the caller gave none.
+		if full.Reduction != "" || (reduced.Reduction != "") != (reduced.Pruned > 0) ||
+			reduced.Pruned > 0 && !strings.Contains(reduced.Reduction, fmt.Sprintf("reduction: %d of %s orders spared", reduced.Pruned, reduced.Total)) ||
+			reduced.Pruned > 0 && !strings.Contains(reduced.Reduction, "commute (steps that commute)") {
+			t.Fatalf("case %d: %d pruned, reduction %q (without one: %q)", c, reduced.Pruned, reduced.Reduction, full.Reduction)
 		}
 		pruned += reduced.Pruned
 	}
