@@ -1,10 +1,12 @@
 package explore
 
 import (
+	"context"
 	"math/big"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/racetest/racetest/runner"
 )
@@ -147,5 +149,61 @@ func TestCountAndViolatingOrders(t *testing.T) {
 		if s := (Order{Ran: ran(sched)}).Switches(); s != n {
 			t.Errorf("%q: %d switches, want %d", sched, s, n)
 		}
+	}
+}
+
+// An order counts as diverged when an attempt took a step its plan does
+// not have, or another step than planned at that place; steps run beyond
+// the plan on purpose (Extra) do not count, and an order counts once.
+func TestCheckCountsDivergedOrders(t *testing.T) {
+	steps := [][]string{{"check", "act"}, {"check", "act"}}
+	r := &Result{Orders: []Order{
+		{Ran: []Event{{Worker: 0, Step: 1, Name: "check"}, {Worker: 1, Step: 1, Name: "check"}, {Worker: 0, Step: 2, Name: "act"}}},
+		{Ran: []Event{{Worker: 0, Step: 1, Name: "check"}, {Worker: 0, Step: 2, Name: "decline"}, {Worker: 1, Step: 2, Name: "other"}}},
+		{Ran: []Event{{Worker: 1, Step: 1, Name: "check"}, {Worker: 1, Step: 3, Name: "act"}}},
+		{Ran: []Event{{Worker: 1, Step: 3, Name: "more", Extra: true}}},
+	}}
+	r.Diverged = 7 // check counts afresh
+	r.check(steps)
+	if r.Diverged != 2 {
+		t.Fatalf("diverged %d, want 2 (a step renamed, a step past the plan; not an extra one)", r.Diverged)
+	}
+}
+
+// Progress says, after each order, how many ran of how many planned, up
+// to all of them.
+func TestProgressCountsEveryOrder(t *testing.T) {
+	var done []int
+	total := 0
+	res, err := Run(context.Background(), newStore(naive), Options{Attempts: 2, BlockAfter: time.Second,
+		Progress: func(d, n int) { done, total = append(done, d), n }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(done) == 0 || done[len(done)-1] != len(res.Orders) || total != res.Planned || res.Planned != len(res.Orders) {
+		t.Fatalf("progress %v of %d; %d orders of %d planned", done, total, len(res.Orders), res.Planned)
+	}
+	for i := 1; i < len(done); i++ {
+		if done[i] != done[i-1]+1 {
+			t.Fatalf("progress %v: want one more order each call", done)
+		}
+	}
+}
+
+// An allowance given is kept: a case allowing two effects (and requiring
+// none) is not explored as allowing one; an allowance set to zero stays
+// zero. Only one given as nothing at all takes the defaults.
+func TestAnAllowanceGivenIsKept(t *testing.T) {
+	if o := (Options{Allowed: 2}).withDefaults(); o.Allowed != 2 || o.Required != 0 {
+		t.Errorf("allowed 2: %d..%d", o.Required, o.Allowed)
+	}
+	if o := (Options{AllowanceSet: true}).withDefaults(); o.Allowed != 0 || o.Required != 0 {
+		t.Errorf("allowance set to 0: %d..%d", o.Required, o.Allowed)
+	}
+	if o := (Options{Required: 1, Allowed: 1}).withDefaults(); o.Allowed != 1 || o.Required != 1 {
+		t.Errorf("1..1: %d..%d", o.Required, o.Allowed)
+	}
+	if o := (Options{}).withDefaults(); o.Allowed != runner.DefaultAllowed || o.Required != runner.DefaultRequired {
+		t.Errorf("nothing given: %d..%d, want the defaults", o.Required, o.Allowed)
 	}
 }
