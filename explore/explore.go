@@ -691,16 +691,21 @@ func (o Options) withDefaults() Options {
 // Validate reports options no exploration can use.
 func (o Options) Validate() error {
 	o = o.withDefaults()
-	switch {
-	case o.Attempts < 2 || o.Attempts > MaxAttempts:
+	// Ifs, not a switch: gremlins v0.6.0 never mutates a switch's case
+	// expressions, and these refuse a user's bad flags (issue 27).
+	if o.Attempts < 2 || o.Attempts > MaxAttempts {
 		return fmt.Errorf("--attempts must be 2 or 3 (got %d): every order of more attempts is too many to run", o.Attempts)
-	case o.BlockAfter < 0:
+	}
+	if o.BlockAfter < 0 {
 		return fmt.Errorf("--block-after cannot be negative (got %s)", o.BlockAfter)
-	case o.Timeout < 0:
+	}
+	if o.Timeout < 0 {
 		return fmt.Errorf("--timeout cannot be negative (got %s)", o.Timeout)
-	case o.BlockAfter >= o.Timeout:
+	}
+	if o.BlockAfter >= o.Timeout {
 		return fmt.Errorf("--block-after %s must be shorter than --timeout %s", o.BlockAfter, o.Timeout)
-	case o.MaxSchedules < 1:
+	}
+	if o.MaxSchedules < 1 {
 		return fmt.Errorf("--max-schedules must be at least 1 (got %d)", o.MaxSchedules)
 	}
 	return nil

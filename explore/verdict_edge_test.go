@@ -207,3 +207,30 @@ func TestAnAllowanceGivenIsKept(t *testing.T) {
 		t.Errorf("nothing given: %d..%d, want the defaults", o.Required, o.Allowed)
 	}
 }
+
+// Validate refuses each flag no exploration can use, with the flag and
+// its value named, and passes every value at the edge of what it takes.
+func TestValidateRefusesEachBadFlag(t *testing.T) {
+	for _, o := range []Options{
+		{}, {Attempts: 2}, {Attempts: 3}, {BlockAfter: 999 * time.Millisecond, Timeout: time.Second}, {MaxSchedules: 1},
+	} {
+		if err := o.Validate(); err != nil {
+			t.Errorf("%+v: %v, want it taken", o, err)
+		}
+	}
+	for _, tc := range []struct {
+		o    Options
+		want string
+	}{
+		{Options{Attempts: 1}, "--attempts must be 2 or 3 (got 1)"},
+		{Options{Attempts: 4}, "--attempts must be 2 or 3 (got 4)"},
+		{Options{BlockAfter: -time.Nanosecond}, "--block-after cannot be negative (got -1ns)"},
+		{Options{Timeout: -time.Nanosecond}, "--timeout cannot be negative (got -1ns)"},
+		{Options{BlockAfter: time.Second, Timeout: time.Second}, "--block-after 1s must be shorter than --timeout 1s"},
+		{Options{MaxSchedules: -1}, "--max-schedules must be at least 1 (got -1)"},
+	} {
+		if err := tc.o.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v, want %q", tc.o, err, tc.want)
+		}
+	}
+}
