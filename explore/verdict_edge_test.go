@@ -234,3 +234,22 @@ func TestValidateRefusesEachBadFlag(t *testing.T) {
 		}
 	}
 }
+
+// Each refusal of a --schedule names what is wrong and the way out: the
+// last attempt's letter, the step number's floor, the attempt's next step.
+func TestParseScheduleSaysWhatIsWrong(t *testing.T) {
+	for _, tc := range []struct {
+		s    string
+		want string
+	}{
+		{"C1", `"C1" names attempt C, but there are 2 attempts (A..B)`},
+		{"A0", `"A0": the step number after the letter must be a whole number from 1`},
+		{"A-1", `"A-1": the step number after the letter must be a whole number from 1`},
+		{"A1 A3", `"A3" comes out of turn: attempt A's steps run in their own order, so its next step is A2`},
+		{"B2", `"B2" comes out of turn: attempt B's steps run in their own order, so its next step is B1`},
+	} {
+		if _, err := ParseSchedule(tc.s, 2); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: %v, want %q", tc.s, err, tc.want)
+		}
+	}
+}
