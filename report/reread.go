@@ -198,7 +198,8 @@ func (j RunJSON) checkCounts() error {
 	return nil
 }
 
-// maxMicros is the longest duration, in microseconds, a time.Duration holds.
+// maxMicros is 2^63 ns in microseconds: a time.Duration holds any duration
+// below it (float64 rounds MaxInt64 up to 2^63, which would wrap).
 const maxMicros = float64(math.MaxInt64) / 1e3
 
 // durationOf reads a recorded duration: racetest never writes a negative
@@ -206,7 +207,7 @@ const maxMicros = float64(math.MaxInt64) / 1e3
 // negative), and a histogram indexed by a negative spread panicked
 // (found by FuzzReadDocument).
 func durationOf(field string, us float64) (time.Duration, error) {
-	if us < 0 || us > maxMicros {
+	if us < 0 || us >= maxMicros {
 		return 0, fmt.Errorf("%s is %g µs, which racetest never writes: the file was edited, or not written by racetest; run the case again for a report to render", field, us)
 	}
 	return fromMicros(us), nil
