@@ -12,11 +12,17 @@ import (
 // with it (issue 25 item 8, issue 27).
 func branch(t *testing.T, cond, v, w string) string {
 	t.Helper()
+	return branchWith(t, cond, Data{}, v, w)
+}
+
+// branchWith is branch for a burst's data, which templates in cond read.
+func branchWith(t *testing.T, cond string, d Data, v, w string) string {
+	t.Helper()
 	s := mustParse(t, "SELECT 1 AS v, 2 AS w \\gset\n\\if "+cond+"\nSELECT 'then';\n\\else\nSELECT 'else';\n\\endif\n", SQL)
 	f := &fakeConn{answer: func(st Stmt) (Reply, error) {
 		return Reply{Columns: []string{"v", "w"}, Values: []string{v, w}, Rows: 1}, nil
 	}}
-	o := s.Start(f, Data{}, nil).Run(context.Background(), nil)
+	o := s.Start(f, d, nil).Run(context.Background(), nil)
 	if len(f.sent) != 2 {
 		t.Fatalf(`\if %s with v=%q w=%q: %v, sent %q`, cond, v, w, o.Err, f.sent)
 	}
@@ -103,15 +109,8 @@ func TestIfComparesWithATemplate(t *testing.T) {
 		{"{{.Burst}}<:v", "4", "then"},
 		{"{{.Burst}}<:v", "3", "else"},
 	} {
-		s := mustParse(t, "SELECT 1 AS v \\gset\n\\if "+tc.cond+"\nSELECT 'then';\n\\else\nSELECT 'else';\n\\endif\n", SQL)
-		f := &fakeConn{answer: func(Stmt) (Reply, error) {
-			return Reply{Columns: []string{"v"}, Values: []string{tc.v}, Rows: 1}, nil
-		}}
-		o := s.Start(f, Data{RunID: "run", Token: "run-3", Burst: 3, Attempt: 1}, nil).Run(context.Background(), nil)
-		if len(f.sent) != 2 {
-			t.Fatalf(`\if %s with v=%q: %v, sent %q`, tc.cond, tc.v, o.Err, f.sent)
-		}
-		if got := strings.Trim(strings.TrimPrefix(f.sent[1], "SELECT "), "';"); got != tc.want {
+		d := Data{RunID: "run", Token: "run-3", Burst: 3, Attempt: 1}
+		if got := branchWith(t, tc.cond, d, tc.v, ""); got != tc.want {
 			t.Errorf(`\if %s with v=%q took %s, want %s`, tc.cond, tc.v, got, tc.want)
 		}
 	}
