@@ -375,9 +375,9 @@ cases:
 func TestTimeoutsDoNotBlameTheServer(t *testing.T) {
 	for _, b := range []string{"mysql", "postgres"} {
 		// 1µs, not the 300µs: at 300µs an attempt on a warm
-		// connection sometimes finishes in time, and the verdict then
-		// depends on the machine's load. At 1µs every attempt times out and
-		// every later burst re-makes its connection under an expired
+		// connection often finishes in time, and the verdict then depends
+		// on the machine's load. At 1µs nearly every attempt times out and
+		// later bursts re-make their connections under an expired
 		// deadline, which is the path that used to blame the server.
 		out, errOut, code := execWith(t, builtin.Registry(), "run", "check-then-write", "-b", b, "--timeout", "1us", "-n", "4", "--bursts", "20", "--strict")
 		if code == ExitSetup {
@@ -390,8 +390,13 @@ func TestTimeoutsDoNotBlameTheServer(t *testing.T) {
 		if strings.Contains(out+errOut, "is the server running") {
 			t.Errorf("%s: timeouts blamed on the server:\n%s%s", b, out, errOut)
 		}
-		if code != ExitInconclusive || !strings.Contains(out, "bursts executed anything") {
-			t.Errorf("%s: exit %d, want %d with the reason:\n%s%s", b, code, ExitInconclusive, out, errOut)
+		// Nearly always nothing executes. Under load the driver's deadline
+		// watcher can run late, and an attempt or two completes on a warm
+		// connection (CI saw 19 of 80): the run is still INCONCLUSIVE, with
+		// the untested bursts counted, and the timeouts named as the cause.
+		reason := strings.Contains(out, "bursts executed anything") || strings.Contains(out, "bursts put the guard to the test")
+		if code != ExitInconclusive || !reason || !strings.Contains(out, "timed out") {
+			t.Errorf("%s: exit %d, want %d with the reason and the timeouts named:\n%s%s", b, code, ExitInconclusive, out, errOut)
 		}
 	}
 }
