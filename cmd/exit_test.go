@@ -390,13 +390,21 @@ func TestTimeoutsDoNotBlameTheServer(t *testing.T) {
 		if strings.Contains(out+errOut, "is the server running") {
 			t.Errorf("%s: timeouts blamed on the server:\n%s%s", b, out, errOut)
 		}
-		// Nearly always nothing executes. Under load the driver's deadline
-		// watcher can run late, and an attempt or two completes on a warm
-		// connection (CI saw 19 of 80): the run is still INCONCLUSIVE, with
-		// the untested bursts counted, and the timeouts named as the cause.
-		reason := strings.Contains(out, "bursts executed anything") || strings.Contains(out, "bursts put the guard to the test")
-		if code != ExitInconclusive || !reason || !strings.Contains(out, "timed out") {
-			t.Errorf("%s: exit %d, want %d with the reason and the timeouts named:\n%s%s", b, code, ExitInconclusive, out, errOut)
+		// Most attempts time out, but not always all: under load the
+		// driver's deadline watcher can run late and a query completes on a
+		// warm connection (CI saw 19 of 80 executed; here once two in one
+		// burst, a real race of this pattern, and RACE is then the honest
+		// verdict). Either way the timeouts are named as the cause, and a
+		// run that proved nothing is INCONCLUSIVE with its reason. The
+		// reason's exact wording when nothing executed is report's
+		// (TestNothingTookEffectSaysWhatHappened in report/assess_test.go).
+		switch {
+		case !strings.Contains(out, "timed out"):
+			t.Errorf("%s: exit %d, the timeouts not named:\n%s%s", b, code, out, errOut)
+		case code == ExitViolated && strings.Contains(out, " RACE "):
+		case code == ExitInconclusive && (strings.Contains(out, "bursts executed anything") || strings.Contains(out, "bursts put the guard to the test")):
+		default:
+			t.Errorf("%s: exit %d, want %d with the reason why nothing was proven (or %d with a race):\n%s%s", b, code, ExitInconclusive, ExitViolated, out, errOut)
 		}
 	}
 }
