@@ -171,9 +171,10 @@ func (o Order) Untested() bool { return o.Effects == 0 && !o.claimed() }
 // Result is an exploration.
 type Result struct {
 	Attempts int `json:"attempts"`
-	// Steps are the marks of the attempt with the most steps, run first
-	// (alone), in order; AttemptSteps each attempt's own, with which its
-	// steps are planned.
+	// Steps are the marks of the attempt with the most steps (the first
+	// such attempt: A before B), in order; AttemptSteps each attempt's
+	// own, with which its steps are planned: its path alone, unless it
+	// took more steps after another.
 	Steps        []string   `json:"steps"`
 	AttemptSteps [][]string `json:"attempt_steps"`
 	// Total is the number of interleavings of those steps; Pruned were
@@ -459,16 +460,22 @@ func Run(ctx context.Context, t runner.Target, o Options) (res *Result, err erro
 		firsts = append(firsts, ord)
 	}
 	// Each attempt's steps: those of its run with the most (alone, unless
-	// the others change its path).
-	steps := make([][]string, o.Attempts)
-	for _, ord := range firsts {
-		got := make([][]string, o.Attempts)
+	// the others change its path). On a tie the path alone stands: an attempt that ran after another
+	// may take as many steps by another path (it found the work done), and
+	// Diverged counts the orders whose paths differ from the plan's.
+	paths := make([][][]string, len(firsts))
+	for lead, ord := range firsts {
+		paths[lead] = make([][]string, o.Attempts)
 		for _, ev := range ord.Ran {
-			got[ev.Worker] = append(got[ev.Worker], ev.Name)
+			paths[lead][ev.Worker] = append(paths[lead][ev.Worker], ev.Name)
 		}
-		for w := range got {
-			if len(got[w]) > len(steps[w]) {
-				steps[w] = got[w]
+	}
+	steps := make([][]string, o.Attempts)
+	for w := range steps {
+		steps[w] = paths[w][w]
+		for lead := range paths {
+			if len(paths[lead][w]) > len(steps[w]) {
+				steps[w] = paths[lead][w]
 			}
 		}
 	}

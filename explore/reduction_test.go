@@ -153,6 +153,12 @@ func TestReductionGivesTheVerdictOfEveryOrder(t *testing.T) {
 			reduced.Pruned > 0 && !strings.Contains(reduced.Reduction, "commute (steps that commute)") {
 			t.Fatalf("case %d: %d pruned, reduction %q (without one: %q)", c, reduced.Pruned, reduced.Reduction, full.Reduction)
 		}
+		// The notes a reader sees carry that line, and no empty one.
+		for _, r := range []*Result{full, reduced} {
+			if slices.Contains(r.Notes, "") || (r.Reduction != "") != slices.Contains(r.Notes, r.Reduction) {
+				t.Fatalf("case %d: notes %q, reduction %q", c, r.Notes, r.Reduction)
+			}
+		}
 		pruned += reduced.Pruned
 	}
 	if pruned == 0 {
