@@ -22,6 +22,9 @@ type exitError struct {
 	err  error
 	// quiet: the report already told the user; print no extra line.
 	quiet bool
+	// input: a file's content was wrong, not the command line; --help,
+	// which describes the command line, is not pointed at.
+	input bool
 }
 
 func (e *exitError) Error() string { return e.err.Error() }
@@ -32,6 +35,12 @@ func usageErrorf(format string, a ...any) error {
 }
 
 func usageError(err error) error { return &exitError{code: ExitUsage, err: err} }
+
+// inputErrorf is a usage error about what a file holds: exit 2, nothing
+// ran, and no "Run … --help" after it.
+func inputErrorf(format string, a ...any) error {
+	return &exitError{code: ExitUsage, err: fmt.Errorf(format, a...), input: true}
+}
 
 func setupError(err error) error { return &exitError{code: ExitSetup, err: err} }
 

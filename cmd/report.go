@@ -85,18 +85,18 @@ func readReport(ctx context.Context, s *IOStreams, file string) (report.Document
 	if file != "-" {
 		fh, err := os.Open(file)
 		if err != nil {
-			return report.Document{}, usageErrorf("cannot read the report: %w", err)
+			return report.Document{}, inputErrorf("cannot read the report: %w", err)
 		}
 		defer fh.Close()
 		st, err := fh.Stat()
 		if err != nil {
-			return report.Document{}, usageErrorf("cannot read the report: %w", err)
+			return report.Document{}, inputErrorf("cannot read the report: %w", err)
 		}
 		if !st.Mode().IsRegular() {
-			return report.Document{}, usageErrorf("%s is not a regular file (%s): save the report to a file, or pipe it to 'racetest report -'", file, st.Mode().Type())
+			return report.Document{}, inputErrorf("%s is not a regular file (%s): save the report to a file, or pipe it to 'racetest report -'", file, st.Mode().Type())
 		}
 		if st.Size() > MaxReportSize {
-			return report.Document{}, usageErrorf("%s is %d MiB, more than the %d MiB a report may be: render the shards or cases apart", file, st.Size()>>20, MaxReportSize>>20)
+			return report.Document{}, inputErrorf("%s is %d MiB, more than the %d MiB a report may be: render the shards or cases apart", file, st.Size()>>20, MaxReportSize>>20)
 		}
 		in, name = fh, file
 	}
@@ -105,14 +105,14 @@ func readReport(ctx context.Context, s *IOStreams, file string) (report.Document
 		if ctx.Err() != nil {
 			return report.Document{}, context.Canceled
 		}
-		return report.Document{}, usageErrorf("%s: %w", name, err)
+		return report.Document{}, inputErrorf("%s: %w", name, err)
 	}
 	if len(data) > MaxReportSize {
-		return report.Document{}, usageErrorf("%s: more than the %d MiB a report may be: render the shards or cases apart", name, MaxReportSize>>20)
+		return report.Document{}, inputErrorf("%s: more than the %d MiB a report may be: render the shards or cases apart", name, MaxReportSize>>20)
 	}
 	doc, err := report.ReadDocument(bytes.NewReader(data))
 	if err != nil {
-		return report.Document{}, usageErrorf("%s: %w", name, err)
+		return report.Document{}, inputErrorf("%s: %w", name, err)
 	}
 	return doc, nil
 }
@@ -137,7 +137,7 @@ func (c *ctxReader) Read(p []byte) (int, error) {
 func renderDocument(ctx context.Context, o *ReportOptions, reporter report.Reporter, doc report.Document) error {
 	cases, err := doc.Cases()
 	if err != nil {
-		return usageErrorf("%w", err)
+		return inputErrorf("%w", err)
 	}
 	for i, c := range cases {
 		a, run := report.Assess(c), doc.Runs[i]
@@ -263,7 +263,7 @@ func runReportMerge(ctx context.Context, o *ReportOptions, files []string) error
 	}
 	doc, err := report.Merge(docs, files)
 	if err != nil {
-		return usageError(err)
+		return inputErrorf("%w", err)
 	}
 	return renderDocument(ctx, o, reporter, doc)
 }

@@ -37,17 +37,23 @@ func TestReportCommand(t *testing.T) {
 		t.Errorf("a changed verdict went unnamed: %q", errOut)
 	}
 
+	// A wrong command line points at --help; a file that is not a report
+	// does not, since --help does not describe what a report holds.
 	for _, tc := range []struct {
 		args []string
 		want string
+		help bool
 	}{
-		{[]string{"report", filepath.Join(dir, "missing.json")}, "cannot read the report"},
-		{[]string{"report", saved, "-o", "pdf"}, `unknown format "pdf"`},
-		{[]string{"report", writeSuite(t, "cases: []\n")}, "not a racetest JSON report"},
+		{[]string{"report", filepath.Join(dir, "missing.json")}, "cannot read the report", false},
+		{[]string{"report", saved, "-o", "pdf"}, `unknown format "pdf"`, true},
+		{[]string{"report", saved, saved}, "got 2 arguments", true},
+		{[]string{"report", writeSuite(t, "cases: []\n")}, "not a racetest JSON report", false},
+		{[]string{"report", writeSuite(t, `{"schema": "racetest/v1", "runs": [{"name": "x", "backend": "memory"}]}`)}, "unknown expectation", false},
+		{[]string{"report", "merge", saved, writeSuite(t, out)}, "the same report given twice?", false},
 	} {
 		_, errOut, code := execCmd(t, false, tc.args...)
-		if code != ExitUsage || !strings.Contains(errOut, tc.want) {
-			t.Errorf("%v: exit %d, stderr %q; want exit %d with %q", tc.args, code, errOut, ExitUsage, tc.want)
+		if code != ExitUsage || !strings.Contains(errOut, tc.want) || strings.Contains(errOut, "--help' for usage") != tc.help {
+			t.Errorf("%v: exit %d, stderr %q; want exit %d with %q, a pointer at --help: %v", tc.args, code, errOut, ExitUsage, tc.want, tc.help)
 		}
 	}
 }

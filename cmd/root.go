@@ -4,6 +4,7 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -75,6 +76,9 @@ func printCommandError(io *IOStreams, err error, c *cobra.Command) {
 		return
 	}
 	fmt.Fprintln(io.ErrOut, "racetest: "+printable.Text(err.Error()))
+	if e, ok := errors.AsType[*exitError](err); ok && e.input {
+		return
+	}
 	if ExitCode(err) == ExitUsage {
 		path := "racetest"
 		if c != nil {

@@ -22,9 +22,16 @@ func ReadDocument(r io.Reader) (Document, error) {
 	if err := dec.Decode(&d); err != nil {
 		return Document{}, fmt.Errorf("not a racetest JSON report: %w", err)
 	}
+	if d.Schema == "" {
+		return Document{}, fmt.Errorf("not a racetest JSON report: it has no \"schema\" (racetest writes %q)", SchemaVersion)
+	}
 	if d.Schema != SchemaVersion {
-		return Document{}, fmt.Errorf("schema %q is not %q, the one this racetest reads: render it with the racetest that wrote it (%s)",
-			d.Schema, SchemaVersion, d.Version)
+		wrote := "the racetest that wrote it"
+		if d.Version != "" {
+			wrote = "racetest " + d.Version + ", which wrote it"
+		}
+		return Document{}, fmt.Errorf("schema %q is not %q, the one this racetest reads: render it with %s",
+			d.Schema, SchemaVersion, wrote)
 	}
 	return d, nil
 }

@@ -51,7 +51,9 @@ func TestReportReRendersSavedJSON(t *testing.T) {
 func TestReadDocumentRefuses(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
 		{`not json`, "not a racetest JSON report"},
-		{`{"schema": "racetest/v0", "racetest_version": "old", "runs": []}`, `schema "racetest/v0"`},
+		{`{"schema": "racetest/v0", "racetest_version": "old", "runs": []}`, `schema "racetest/v0" is not "racetest/v1", the one this racetest reads: render it with racetest old, which wrote it`},
+		{`{"schema": "racetest/v0", "runs": []}`, `render it with the racetest that wrote it`},
+		{`{"runs": []}`, `not a racetest JSON report: it has no "schema" (racetest writes "racetest/v1")`},
 	} {
 		if _, err := ReadDocument(strings.NewReader(tc.in)); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("ReadDocument(%q) = %v, want an error with %q", tc.in, err, tc.want)
