@@ -36,6 +36,17 @@ func TestEffectsReadersAtTheirEdges(t *testing.T) {
 	if d := c.describe(); !strings.Contains(d, "127.0.0.1:5432") {
 		t.Errorf("sql:postgres with no --postgres-url checks %q, want the default server 127.0.0.1:5432", d)
 	}
+	// MongoDB: the URI given, else the default one.
+	for uri, want := range map[string]string{"": defaultMongoURI, "mongodb://10.0.0.9:27018/": "mongodb://10.0.0.9:27018/"} {
+		mt := &Target{p: scenarios.Params{Conn: scenarios.NewConnections(map[string]string{"mongo": uri})}}
+		c, err := parseCheck("effects", "mongo:db.coll:{}", mt)
+		if err != nil {
+			t.Fatalf("mongo with URI %q: %v", uri, err)
+		}
+		if got := c.(*mongoCheck).uri; got != want {
+			t.Errorf("mongo with URI %q checks %q, want %q", uri, got, want)
+		}
+	}
 	for v, ok := range map[float64]bool{3: true, 0: true, -1: false, 2.5: false, math.Inf(1): false} {
 		if _, err := number(v); (err == nil) != ok {
 			t.Errorf("number(%v): error %v, want a count: %v", v, err, ok)
