@@ -3,6 +3,7 @@ package httpfire_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -344,9 +345,9 @@ func TestAutoOnADeadServerIsAConnectError(t *testing.T) {
 // says why; a burst that fits stays on single-packet.
 func TestAutoFallsBackWhenTheBurstExceedsTheStreams(t *testing.T) {
 	for _, c := range []struct {
-		attempts int
-		want     string
-	}{{2, "single-packet"}, {4, "last-byte"}} {
+		attempts, replicas int
+		want               string
+	}{{2, 1, "single-packet"}, {4, 1, "last-byte"}, {6, 2, "last-byte"}} {
 		ctw := httpfiretest.NewCheckThenWrite(0)
 		srv := httptest.NewUnstartedServer(ctw)
 		srv.Config.Protocols = new(http.Protocols)
@@ -361,7 +362,7 @@ func TestAutoFallsBackWhenTheBurstExceedsTheStreams(t *testing.T) {
 		if _, err := target.Choose(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		res, err := runner.Run(context.Background(), target, runner.Attempts(c.attempts), runner.Bursts(2), runner.Timeout(5*time.Second))
+		res, err := runner.Run(context.Background(), target, runner.Attempts(c.attempts), runner.Replicas(c.replicas), runner.Bursts(2), runner.Timeout(5*time.Second))
 		srv.Close()
 		if err != nil {
 			t.Fatal(err)
@@ -370,8 +371,11 @@ func TestAutoFallsBackWhenTheBurstExceedsTheStreams(t *testing.T) {
 		if string(target.Release()) != c.want || !strings.Contains(notes, "release: "+c.want) {
 			t.Errorf("%d attempts on a server allowing 2 streams: release %s, want %s; notes:\n%s", c.attempts, target.Release(), c.want, notes)
 		}
-		if c.want == "last-byte" && !strings.Contains(notes, "allows 2 streams at once, fewer than the 4 attempts") {
-			t.Errorf("the fallback does not say why:\n%s", notes)
+		// Said once, for a burst's share on one replica (each replica
+		// opens its own connections: 3 of 6 on each of 2).
+		why := fmt.Sprintf("allows 2 streams at once, fewer than the %d attempts", c.attempts/c.replicas)
+		if c.want == "last-byte" && strings.Count(notes, why) != 1 {
+			t.Errorf("%d attempts on %d replicas: the fallback does not say why once (%q):\n%s", c.attempts, c.replicas, why, notes)
 		}
 		if got := res.Outcomes()[runner.Error]; got != 0 {
 			t.Errorf("%d attempts: %d errors, %v", c.attempts, got, res.Errors)
