@@ -153,6 +153,26 @@ func TestReductionGivesTheVerdictOfEveryOrder(t *testing.T) {
 			reduced.Pruned > 0 && !strings.Contains(reduced.Reduction, "commute (steps that commute)") {
 			t.Fatalf("case %d: %d pruned, reduction %q (without one: %q)", c, reduced.Pruned, reduced.Reduction, full.Reduction)
 		}
+		// Each class of equivalent orders is run as its normal form, where
+		// of two neighbouring steps that commute the earlier attempt's
+		// comes first (A1 B1, not B1 A1): the orders a reader sees. The
+		// first orders, serial, are run whatever their form.
+		for _, o := range reduced.Orders {
+			if o.Index < n {
+				continue
+			}
+			idx, seen := make([]int, len(o.planned)), make([]int, n)
+			for q, w := range o.planned {
+				idx[q], seen[w] = seen[w], seen[w]+1
+			}
+			for q := 0; q+1 < len(o.planned); q++ {
+				a, b := o.planned[q], o.planned[q+1]
+				if a > b && p.commute(StepRef{Attempt: a, Index: idx[q]}, StepRef{Attempt: b, Index: idx[q+1]}) {
+					t.Fatalf("case %d: order %s runs %s%d before %s%d, which commute: not its class's normal form",
+						c, o.Planned, Letter(a), idx[q]+1, Letter(b), idx[q+1]+1)
+				}
+			}
+		}
 		// The notes a reader sees carry that line, and no empty one.
 		for _, r := range []*Result{full, reduced} {
 			if slices.Contains(r.Notes, "") || (r.Reduction != "") != slices.Contains(r.Notes, r.Reduction) {
