@@ -242,3 +242,79 @@ func TestNotesAreTheTargetsThenTheBlockingRule(t *testing.T) {
 		t.Errorf("notes %q, want the target's, then the timer's rule", res.Notes)
 	}
 }
+
+// failStore fails one call of its kind: the n-th Reset (from 1), the
+// first Effects, or the Session of attempt session on its replica.
+type failStore struct {
+	*store
+	resetAt, resets int
+	effects         bool
+	session         int
+}
+
+func (f *failStore) Reset(ctx context.Context, b int) (runner.Subject, error) {
+	if f.resets++; f.resets == f.resetAt {
+		return runner.Subject{}, errors.New("boom")
+	}
+	return f.store.Reset(ctx, b)
+}
+
+func (f *failStore) Effects(ctx context.Context, s runner.Subject) (int, error) {
+	if f.effects {
+		return 0, errors.New("boom")
+	}
+	return f.store.Effects(ctx, s)
+}
+
+func (f *failStore) Open(context.Context, int, int) (runner.App, error) {
+	return failApp{f}, nil
+}
+
+type failApp struct{ f *failStore }
+
+func (a failApp) Session(_ context.Context, i int) (runner.Session, error) {
+	if i == a.f.session {
+		return nil, errors.New("boom")
+	}
+	return sess{a.f.store}, nil
+}
+func (failApp) Close() error { return nil }
+
+// A failure names the order (from 1), or the replica and the attempt, it
+// happened in.
+func TestAFailureNamesItsOrder(t *testing.T) {
+	for _, c := range []struct {
+		f    *failStore
+		want string
+	}{
+		{&failStore{resetAt: 2, session: -1}, "order 2: reset: boom"},
+		{&failStore{effects: true, session: -1}, "order 1: count effects: boom"},
+		{&failStore{session: 3}, "replica 1, attempt D: boom"},
+	} {
+		c.f.store = newStore(naive)
+		_, err := Run(context.Background(), c.f, Options{Attempts: 4, Replicas: 2, BlockAfter: time.Second})
+		if err == nil || err.Error() != c.want {
+			t.Errorf("error %v, want %q", err, c.want)
+		}
+	}
+}
+
+// An attempt that outlives its timeout and the grace after it makes the
+// order's error, named after the order.
+func TestAHungOrderIsNamed(t *testing.T) {
+	defer func(g time.Duration) { hangGrace = g }(hangGrace)
+	hangGrace = 50 * time.Millisecond
+	release := make(chan struct{})
+	defer close(release)
+	st := newStore(func(ctx context.Context, st *store, s runner.Subject, w *runner.Worker) runner.Outcome {
+		w.Step(ctx, "act")
+		if w.ID == 1 {
+			<-release // ignores its context
+		}
+		return runner.Done()
+	})
+	_, err := Run(context.Background(), st, Options{Attempts: 2, BlockAfter: 20 * time.Millisecond, Timeout: 100 * time.Millisecond})
+	if !errors.Is(err, runner.ErrHung) || !strings.HasPrefix(err.Error(), "order 1: ") {
+		t.Errorf("error %v, want order 1's, wrapping runner.ErrHung", err)
+	}
+}
