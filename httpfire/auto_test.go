@@ -315,3 +315,24 @@ func TestAutoTargetIsCounted(t *testing.T) {
 		t.Error("a target with only an invariant is not Uncounted")
 	}
 }
+
+// --effects auto's snapshot gets at least 30 s, whatever the attempts'
+// timeout: a snapshot reads whole tables, and a short --timeout (made for
+// a fast endpoint) must not fail every burst's reading of the store.
+func TestTheSnapshotHasItsOwnTime(t *testing.T) {
+	svc := newRedeemService(t, sqldb.Postgres, "naive")
+	p := scenarios.Params{RunID: scenarios.NewRunID(), Attempts: 2, Replicas: 1, Conn: scenarios.NewConnections(map[string]string{"postgres": os.Getenv("RACETEST_POSTGRES_URL")})}
+	tg, err := New(Config{Method: "POST", URL: "http://127.0.0.1:9/redeem", Effects: "auto:postgres", Watch: []string{svc.coupons + "," + svc.redemption}}, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := tg.Prepare(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer tg.Cleanup(ctx)
+	tg.c.timeout = time.Nanosecond
+	if _, err := tg.Snapshot(ctx); err != nil {
+		t.Errorf("a snapshot under a 1ns attempt timeout: %v, want it read within its own 30 s", err)
+	}
+}

@@ -352,10 +352,9 @@ func (t *Target) Effects(ctx context.Context, s runner.Subject) (int, error) {
 }
 
 // before reads the effects check and the invariants before the burst.
+// Without invariants there is nothing to read for them (broken reads
+// each, and there are none).
 func (t *Target) before(ctx context.Context, b *burst) error {
-	if t.effects == nil && len(t.invariants) == 0 {
-		return nil
-	}
 	ctx, cancel := context.WithTimeout(ctx, t.c.timeout)
 	defer cancel()
 	if t.effects != nil {
@@ -365,13 +364,11 @@ func (t *Target) before(ctx context.Context, b *burst) error {
 		}
 		b.baseline = n
 	}
-	if len(t.invariants) > 0 {
-		held, err := t.broken(ctx, b)
-		if err != nil {
-			return fmt.Errorf("%w, before the burst", err)
-		}
-		b.held = held
+	held, err := t.broken(ctx, b)
+	if err != nil {
+		return fmt.Errorf("%w, before the burst", err)
 	}
+	b.held = held
 	return nil
 }
 

@@ -1,0 +1,116 @@
+package httpfire
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/racetest/racetest/runner"
+	"github.com/racetest/racetest/scenarios"
+)
+
+func notesTarget(t *testing.T, cfg Config) *Target {
+	t.Helper()
+	if cfg.URL == "" {
+		cfg.Method, cfg.URL = "POST", "http://127.0.0.1:9/buy"
+	}
+	tg, err := New(cfg, scenarios.Params{Attempts: 2, Replicas: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tg
+}
+
+// Diagnose speaks only when bursts ran, none succeeded and the server gave
+// statuses to name (issue 27: each of its three conditions was read with
+// && for || in a whole run of httpfire and no test noticed).
+func TestDiagnoseOnlyWhenNothingSucceeded(t *testing.T) {
+	for _, c := range []struct {
+		bursts, said int
+		statuses     map[int]int
+		want         string
+	}{
+		{0, 0, map[int]int{409: 2}, ""},
+		{2, 1, map[int]int{409: 2}, ""},
+		{2, 0, map[int]int{}, ""},
+		{2, 0, map[int]int{409: 4}, "no request succeeded: 409 ×4"},
+	} {
+		tg := notesTarget(t, Config{})
+		tg.st.bursts, tg.st.said, tg.st.statuses = c.bursts, c.said, c.statuses
+		got := tg.Diagnose()
+		if (c.want == "") != (got == "") || !strings.Contains(got, c.want) {
+			t.Errorf("%d bursts, %d said success, statuses %v: %q, want %q", c.bursts, c.said, c.statuses, got, c.want)
+		}
+	}
+}
+
+// The late-release note counts bursts in the plural from two on.
+func TestLateBurstsAreCountedInTheNotes(t *testing.T) {
+	for late, want := range map[int]string{1: "1 burst was released before", 2: "2 bursts were released before", 0: ""} {
+		tg := notesTarget(t, Config{})
+		tg.st.bursts, tg.st.late = 3, late
+		notes := strings.Join(tg.Notes(), "\n")
+		if got := strings.Contains(notes, "released before all their attempts were ready"); got != (want != "") || !strings.Contains(notes, want) {
+			t.Errorf("%d late bursts: notes\n%s\nwant %q", late, notes, want)
+		}
+	}
+}
+
+// A burst that sent no request is not a server that stopped answering:
+// its effects are what it executed (nothing), without an error.
+func TestABurstThatSentNothingIsNoError(t *testing.T) {
+	tg := notesTarget(t, Config{})
+	n, err := tg.Effects(context.Background(), runner.Subject{Data: &burst{}})
+	if n != 0 || err != nil {
+		t.Errorf("no request sent: %d effects, %v; want 0 and no error", n, err)
+	}
+}
+
+// The notes' "actually happened" is the effects check's change over the
+// burst, what the runner counts, not its reading after it.
+func TestHappenedIsTheChangeOverTheBurst(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, 5) }))
+	defer srv.Close()
+	tg := notesTarget(t, Config{Effects: "http:" + srv.URL + "/count"})
+	b := &burst{baseline: 3}
+	n, err := tg.Effects(context.Background(), runner.Subject{Data: b})
+	if err != nil || n != 5 {
+		t.Fatalf("effects %d, %v; want the check's reading, 5", n, err)
+	}
+	if notes := strings.Join(tg.Notes(), "\n"); !strings.Contains(notes, "actually happened: 2 (median 2 per burst)") {
+		t.Errorf("a check reading 3 before and 5 after: notes\n%s\nwant 2 happened", notes)
+	}
+}
+
+// orderArmer records the order in which a burst arms it.
+type orderArmer struct {
+	n   int
+	log *[]int
+}
+
+func (a orderArmer) arm(context.Context, *burst) error { *a.log = append(*a.log, a.n); return nil }
+func (a orderArmer) order() int                        { return a.n }
+func (a orderArmer) attempts() int                     { return 1 }
+
+// A burst arms its connections in the attempts' order, so the release
+// loop writes their held tails in that order too.
+func TestABurstArmsInTheAttemptsOrder(t *testing.T) {
+	tg := notesTarget(t, Config{})
+	var log []int
+	for n := range 8 {
+		tg.sessions[orderArmer{n, &log}] = struct{}{}
+	}
+	s, err := tg.reset(context.Background(), 0, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(log); got != "[0 1 2 3 4 5 6 7]" {
+		t.Errorf("armed in the order %s, want the attempts' 0 to 7", got)
+	}
+	if b := s.Data.(*burst); b.expected != 8 {
+		t.Errorf("expected %d attempts, want 8", b.expected)
+	}
+}
