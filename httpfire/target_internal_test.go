@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
@@ -112,5 +115,93 @@ func TestABurstArmsInTheAttemptsOrder(t *testing.T) {
 	}
 	if b := s.Data.(*burst); b.expected != 8 {
 		t.Errorf("expected %d attempts, want 8", b.expected)
+	}
+}
+
+// Each burst is counted once; the server is named after the first that
+// answered; a burst with no parallelism measured adds none.
+func TestStatsCountEachBurst(t *testing.T) {
+	tg := notesTarget(t, Config{})
+	for _, b := range []*burst{{server: "gunicorn/20", proto: "HTTP/1.1"}, {server: "nginx", proto: "HTTP/2.0"}} {
+		if _, err := tg.Effects(context.Background(), runner.Subject{Data: b}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := tg.Server(); !strings.HasSuffix(got, "(gunicorn/20, HTTP/1.1)") {
+		t.Errorf("server %q, want the first burst's (gunicorn/20, HTTP/1.1)", got)
+	}
+	notes := strings.Join(tg.Notes(), "\n")
+	if !strings.Contains(notes, "said success: 0 responses in 2 bursts") {
+		t.Errorf("two bursts: notes\n%s", notes)
+	}
+	for _, absent := range []string{"server parallelism", "client-side release spread", "server arrival spread", "could not be held back"} {
+		if strings.Contains(notes, absent) {
+			t.Errorf("bursts that measured nothing: notes say %q:\n%s", absent, notes)
+		}
+	}
+}
+
+// The client-side spread is the median and the largest of the bursts',
+// named after the release; unsynchronized attempts are counted.
+func TestSpreadAndUnsyncNotes(t *testing.T) {
+	for _, c := range []struct {
+		release Release
+		want    string
+	}{
+		{LastByte, "client-side release spread (first to last request leaving): median 3.0ms, max 4.0ms"},
+		{SinglePacket, "client-side release spread (one write per HTTP/2 connection): median 3.0ms, max 4.0ms"},
+	} {
+		tg := notesTarget(t, Config{})
+		tg.c.release = c.release
+		tg.st.bursts, tg.st.unsync = 4, 3
+		tg.st.client = []time.Duration{4 * time.Millisecond, time.Millisecond, 3 * time.Millisecond, 2 * time.Millisecond}
+		notes := strings.Join(tg.Notes(), "\n")
+		if !strings.Contains(notes, c.want) || !strings.Contains(notes, "3 attempts could not be held back") {
+			t.Errorf("%s: notes\n%s\nwant %q and 3 attempts not held back", c.release, notes, c.want)
+		}
+	}
+	if got := human(1500 * time.Microsecond); got != "1.5ms" {
+		t.Errorf("human(1.5ms) = %q", got)
+	}
+}
+
+// --effects auto's own note (FerretDB's) is added when it has one, and no
+// empty line when it has none.
+func TestAutoNoteOnlyWhenThereIsOne(t *testing.T) {
+	for _, ferret := range []bool{true, false} {
+		tg := notesTarget(t, Config{})
+		tg.auto = &autoCheck{mongo: "mongodb://127.0.0.1:9/", ferretDB: ferret}
+		tg.st.bursts = 1
+		notes := tg.Notes()
+		if slices.Contains(notes, "") || ferret != strings.Contains(strings.Join(notes, "\n"), "the store is FerretDB") {
+			t.Errorf("FerretDB %v: notes %q", ferret, notes)
+		}
+	}
+}
+
+// The runner's first Broken of a burst is the reading taken before its
+// requests were armed, not a new one; its second is a new reading.
+func TestBrokenBeforeIsTheReadingBeforeArming(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, calls.Add(1)-1) // 0 violations, then 1, then 2
+	}))
+	defer srv.Close()
+	tg := notesTarget(t, Config{Invariants: []string{"http:" + srv.URL + "/violations"}})
+	b := &burst{}
+	if err := tg.before(context.Background(), b); err != nil {
+		t.Fatal(err)
+	}
+	s := runner.Subject{Data: b}
+	first, err := tg.Broken(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := tg.Broken(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(first, second) != "[0] [1]" {
+		t.Errorf("Broken before and after: %v %v, want [0] (read before arming) and [1] (read now)", first, second)
 	}
 }
