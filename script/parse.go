@@ -180,11 +180,11 @@ func (p *parser) errf(line, col int, format string, a ...any) error {
 }
 
 func splitMeta(line string) (name, arg string) {
-	f := strings.IndexAny(line, " \t")
-	if f < 0 {
+	sp := strings.IndexAny(line, " \t")
+	if sp < 0 {
 		return line, ""
 	}
-	return line[:f], strings.TrimSpace(line[f:])
+	return line[:sp], strings.TrimSpace(line[sp:])
 }
 
 // addStatement compiles a statement's templates and appends it.
