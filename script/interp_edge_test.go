@@ -2,6 +2,8 @@ package script
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -82,5 +84,22 @@ func TestOneLineCutsPast80Characters(t *testing.T) {
 	}
 	if got := oneLine("SELECT\n  1,\t2"); got != "SELECT 1, 2" {
 		t.Errorf("spaces: %q", got)
+	}
+}
+
+// A script's own failure: its ScriptError, or a statement of its own
+// making (a missing table, a syntax error: Schema); never a statement the
+// server refused for another reason, nor an error that is neither.
+func TestIsScriptErrorOnlyForTheScriptsOwn(t *testing.T) {
+	for err, want := range map[error]bool{
+		&ScriptError{}: true,
+		&StatementError{Schema: true, Err: errors.New("no table")}: true,
+		fmt.Errorf("wrapped: %w", &StatementError{Schema: true}):   true,
+		&StatementError{Err: errors.New("deadlock")}:               false,
+		errors.New("connection reset"):                             false,
+	} {
+		if got := IsScriptError(err); got != want {
+			t.Errorf("IsScriptError(%v) = %v, want %v", err, got, want)
+		}
 	}
 }
