@@ -177,3 +177,26 @@ func TestAutoIsNeitherBaselinedNorUncounted(t *testing.T) {
 		t.Error("a target with an effects script is not Baselined")
 	}
 }
+
+// With --effects auto the first burst is checked too: a script whose every
+// attempt fails is said to fail, not judged, and not as a snapshot that
+// failed (it read the store as it should).
+func TestAutoChecksTheFirstBurst(t *testing.T) {
+	st, p := open(t, "postgres")
+	spec := Spec{Setup: "@schema.sql", Subject: "@subject.sql", Attempt: []string{"INSERT INTO no_such_table_{{.RunID}} VALUES (1);"}, Effects: "auto", Teardown: "@drop.sql"}
+	sc, err := spec.Load(autoExamples, SQL, func(n string) string { return "--" + n })
+	if err != nil {
+		t.Fatalf("load: %v", err)
+	}
+	sc.Watch = autoWatch
+	tg, err := New(st, sc, p.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	_, err = runner.Run(ctx, tg, runner.Attempts(4), runner.Bursts(3), runner.SoloTwins(1))
+	if err == nil || !strings.HasPrefix(err.Error(), "burst 0: the first burst: every attempt (4 of 4) failed") {
+		t.Errorf("every attempt failing: %v, want the first burst named as failing whole (not as a snapshot)", err)
+	}
+}

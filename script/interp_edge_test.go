@@ -103,3 +103,18 @@ func TestIsScriptErrorOnlyForTheScriptsOwn(t *testing.T) {
 		}
 	}
 }
+
+// A target needs an attempt script, and a way to judge it: an effects
+// script, effects auto, or an invariant.
+func TestNewNeedsAnAttemptAndAJudge(t *testing.T) {
+	s := &Script{}
+	for name, sc := range map[string]Scripts{
+		"no attempt":                  {Effects: s},
+		"no attempt, auto":            {Auto: true},
+		"an attempt and nothing else": {Attempt: s},
+	} {
+		if _, err := New(nil, sc, "r"); err == nil || !strings.Contains(err.Error(), "an attempt script and an effects script") {
+			t.Errorf("%s: %v, want it refused", name, err)
+		}
+	}
+}

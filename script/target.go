@@ -76,9 +76,8 @@ type Target struct {
 	runID string
 	admin sync.Mutex // the admin connection serves one script at a time
 
-	mu      sync.Mutex
-	first   []runner.Outcome // the first burst's outcomes, by worker
-	checked bool             // the first burst was checked (--effects auto)
+	mu    sync.Mutex
+	first []runner.Outcome // the first burst's outcomes, by worker
 }
 
 // Snapshotter is a Store that can measure what it holds, for --effects
@@ -191,12 +190,10 @@ func (t *Target) Reset(ctx context.Context, b int) (runner.Subject, error) {
 }
 
 // Snapshot measures the store for --effects auto, on racetest's own
-// connection; the first one after the first burst checks that burst, as
-// Effects does.
+// connection. The first burst is checked by Effects, which the runner calls
+// right after a burst's snapshots: a script that failed whole is named as
+// such, not as a snapshot that failed.
 func (t *Target) Snapshot(ctx context.Context) (runner.Snapshot, error) {
-	if err := t.checkFirstOnce(); err != nil {
-		return nil, err
-	}
 	t.admin.Lock()
 	defer t.admin.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, adminTimeout)
@@ -207,18 +204,6 @@ func (t *Target) Snapshot(ctx context.Context) (runner.Snapshot, error) {
 		return nil, &RunError{What: "--effects auto", Err: err, Script: errors.As(err, &se)}
 	}
 	return s, nil
-}
-
-// checkFirstOnce runs checkFirst once the first burst's attempts ran.
-func (t *Target) checkFirstOnce() error {
-	t.mu.Lock()
-	ready := len(t.first) > 0 && !t.checked
-	t.checked = t.checked || ready
-	t.mu.Unlock()
-	if !ready {
-		return nil
-	}
-	return t.checkFirst()
 }
 
 // Effects checks the first burst for a script that cannot work, then runs
