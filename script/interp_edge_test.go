@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/racetest/racetest/runner"
 )
 
 // rollbackConn records the context each rollback got.
@@ -115,6 +117,27 @@ func TestNewNeedsAnAttemptAndAJudge(t *testing.T) {
 	} {
 		if _, err := New(nil, sc, "r"); err == nil || !strings.Contains(err.Error(), "an attempt script and an effects script") {
 			t.Errorf("%s: %v, want it refused", name, err)
+		}
+	}
+}
+
+// The first burst stops the run only when every attempt failed on a
+// statement (or one hit a ScriptError); one attempt failing among others
+// that ran is the script working.
+func TestCheckFirstOnlyWhenEveryAttemptFailed(t *testing.T) {
+	failed := runner.Outcome{Class: runner.Error, Err: &StatementError{Schema: true, Err: errors.New("no table")}}
+	for name, c := range map[string]struct {
+		first []runner.Outcome
+		want  string
+	}{
+		"one of two failed": {[]runner.Outcome{failed, {Class: runner.Executed}}, ""},
+		"both failed":       {[]runner.Outcome{failed, failed}, "the first burst: every attempt (2 of 2) failed; the statement, as written, does not fit the schema"},
+		"none ran yet":      {nil, ""},
+	} {
+		tg := &Target{first: c.first}
+		err := tg.checkFirst()
+		if (err == nil) != (c.want == "") || err != nil && !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", name, err, c.want)
 		}
 	}
 }
