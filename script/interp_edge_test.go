@@ -141,3 +141,17 @@ func TestCheckFirstOnlyWhenEveryAttemptFailed(t *testing.T) {
 		}
 	}
 }
+
+// A step is found by its own label, not by being the first marked one.
+func TestStepLabeledFindsItsStep(t *testing.T) {
+	s := mustParse(t, "SELECT 1;\nSELECT 2;\n", SQL)
+	for i := range s.Steps {
+		label := s.StepLabel(&s.Steps[i])
+		if got := s.stepLabeled(label); got != &s.Steps[i] {
+			t.Errorf("step %d (%s): found %+v", i, label, got)
+		}
+	}
+	if got := s.stepLabeled("nowhere.sql:9"); got != nil {
+		t.Errorf("an unknown label found %+v", got)
+	}
+}
