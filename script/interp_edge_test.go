@@ -155,3 +155,40 @@ func TestStepLabeledFindsItsStep(t *testing.T) {
 		t.Errorf("an unknown label found %+v", got)
 	}
 }
+
+// The small readers of target.go a whole mutation run found untested.
+func TestTargetReaders(t *testing.T) {
+	s := &Script{}
+	for name, c := range map[string]struct {
+		sc   Scripts
+		want bool
+	}{
+		"an effects script": {Scripts{Attempt: s, Effects: s}, true},
+		"effects auto":      {Scripts{Attempt: s, Auto: true}, false},
+		"invariants only":   {Scripts{Attempt: s, Invariants: []*Script{s}}, false},
+	} {
+		if got := (&Target{sc: c.sc}).Baselined(); got != c.want {
+			t.Errorf("%s: Baselined %v, want %v", name, got, c.want)
+		}
+	}
+	// The last statement, past a meta-command after it.
+	sc := mustParse(t, "SELECT 1;\n\\sleep 0\n", SQL)
+	if got := sc.lastStatement(); got != &sc.Steps[0] {
+		t.Errorf("last statement %+v, want SELECT 1", got)
+	}
+	// ReadOnly of a label no step has: false, not a nil step read.
+	rt := &Target{sc: Scripts{Attempt: mustParse(t, "SELECT 1;\n", SQL)}}
+	if rt.ReadOnly(0, "nowhere.sql:9") {
+		t.Error("a label no step has read as read-only")
+	}
+	// A statement on a schedule's line: whole up to 48 characters.
+	for in, want := range map[string]string{
+		strings.Repeat("a", 48): strings.Repeat("a", 48),
+		strings.Repeat("é", 49): strings.Repeat("é", 47) + "…",
+		"SELECT  1\n  FROM t":   "SELECT 1 FROM t",
+	} {
+		if got := shortText(in); got != want {
+			t.Errorf("shortText(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
