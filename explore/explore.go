@@ -460,9 +460,10 @@ func Run(ctx context.Context, t runner.Target, o Options) (res *Result, err erro
 		firsts = append(firsts, ord)
 	}
 	// Each attempt's steps: those of its run with the most (alone, unless
-	// the others change its path). On a tie the path alone stands: an attempt that ran after another
-	// may take as many steps by another path (it found the work done), and
-	// Diverged counts the orders whose paths differ from the plan's.
+	// the others change its path). On a tie the path alone stands: after
+	// another attempt it may take as many steps by another path (it found
+	// the work done), and Diverged counts the orders whose paths differ
+	// from the plan's.
 	paths := make([][][]string, len(firsts))
 	for lead, ord := range firsts {
 		paths[lead] = make([][]string, o.Attempts)
