@@ -18,10 +18,12 @@ const autoExamples = "../examples/auto"
 
 var autoWatch = []string{"coupons_{{.RunID}}", "redemptions_{{.RunID}}", "items_{{.RunID}}", "accounts_{{.RunID}}"}
 
-func runAuto(t *testing.T, backend, attempt string, bursts int) (*runner.Result, string) {
+// autoTarget is examples/auto's schema with attempt (a file, @NAME, or the
+// script's text) under --effects auto, watching autoWatch.
+func autoTarget(t *testing.T, backend, attempt string) (*Target, string) {
 	t.Helper()
 	st, p := open(t, backend)
-	spec := Spec{Setup: "@schema.sql", Subject: "@subject.sql", Attempt: []string{"@" + attempt + ".sql"}, Effects: "auto", Teardown: "@drop.sql"}
+	spec := Spec{Setup: "@schema.sql", Subject: "@subject.sql", Attempt: []string{attempt}, Effects: "auto", Teardown: "@drop.sql"}
 	sc, err := spec.Load(autoExamples, SQL, func(n string) string { return "--" + n })
 	if err != nil {
 		t.Fatalf("load: %v", err)
@@ -34,6 +36,12 @@ func runAuto(t *testing.T, backend, attempt string, bursts int) (*runner.Result,
 	if err != nil {
 		t.Fatal(err)
 	}
+	return tg, p.RunID
+}
+
+func runAuto(t *testing.T, backend, attempt string, bursts int) (*runner.Result, string) {
+	t.Helper()
+	tg, runID := autoTarget(t, backend, "@"+attempt+".sql")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	res, err := runner.Run(ctx, tg, runner.Attempts(8), runner.Bursts(bursts), runner.SoloTwins(1))
@@ -43,7 +51,7 @@ func runAuto(t *testing.T, backend, attempt string, bursts int) (*runner.Result,
 	if res.CleanupErr != nil {
 		t.Errorf("teardown: %v", res.CleanupErr)
 	}
-	return res, p.RunID
+	return res, runID
 }
 
 // differing is the set of keys that differed in some burst.
@@ -182,20 +190,10 @@ func TestAutoIsNeitherBaselinedNorUncounted(t *testing.T) {
 // attempt fails is said to fail, not judged, and not as a snapshot that
 // failed (it read the store as it should).
 func TestAutoChecksTheFirstBurst(t *testing.T) {
-	st, p := open(t, "postgres")
-	spec := Spec{Setup: "@schema.sql", Subject: "@subject.sql", Attempt: []string{"INSERT INTO no_such_table_{{.RunID}} VALUES (1);"}, Effects: "auto", Teardown: "@drop.sql"}
-	sc, err := spec.Load(autoExamples, SQL, func(n string) string { return "--" + n })
-	if err != nil {
-		t.Fatalf("load: %v", err)
-	}
-	sc.Watch = autoWatch
-	tg, err := New(st, sc, p.RunID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tg, _ := autoTarget(t, "postgres", "INSERT INTO no_such_table_{{.RunID}} VALUES (1);")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	_, err = runner.Run(ctx, tg, runner.Attempts(4), runner.Bursts(3), runner.SoloTwins(1))
+	_, err := runner.Run(ctx, tg, runner.Attempts(4), runner.Bursts(3), runner.SoloTwins(1))
 	if err == nil || !strings.HasPrefix(err.Error(), "burst 0: the first burst: every attempt (4 of 4) failed") {
 		t.Errorf("every attempt failing: %v, want the first burst named as failing whole (not as a snapshot)", err)
 	}
