@@ -46,9 +46,10 @@ one run, with the modes interleaved chunk by chunk so that a noisy machine weigh
   user-redis (redis) the same with one go-redis client and its ordinary calls (Exists, then RPush)
 
 Over HTTP (--backends http, or http-spin, http-redis), on check-then-write endpoints bench serves
-itself in process over HTTP/1.1 and h2c: http-spin checks a flag in memory and spins 100µs before
-writing it, http-redis runs EXISTS then RPUSH on the local Redis (keys under its own prefix, deleted
-after). Every release mode of 'racetest http' fires there as that command fires it: auto (the default:
+itself over HTTP/1.1 and h2c, each from a process of its own (racetest started again, as a service
+is never inside its tester): http-spin checks a flag in memory and spins 100µs before writing it,
+http-redis runs EXISTS then RPUSH on the local Redis (keys under its own prefix, deleted after).
+Every release mode of 'racetest http' fires there as that command fires it: auto (the default:
 single-packet, since the targets speak h2c), barrier, last-byte, single-packet, naive; beside them
 
   user-http  a fan-out as a user writes it: one net/http.Client on the default transport, a goroutine
@@ -110,6 +111,7 @@ backend × N × rival comparisons (Bonferroni). --quick runs only the check agai
 func runBench(ctx context.Context, o *BenchOptions) error {
 	cfg := o.Config
 	cfg.Registry = o.Registry
+	cfg.TargetExecutable = o.Executable
 	cfg.Windows = o.Windows
 	backends, err := benchBackends(o.Backends)
 	if err != nil {

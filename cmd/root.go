@@ -14,6 +14,7 @@ import (
 
 	"github.com/racetest/racetest/internal/printable"
 	"github.com/racetest/racetest/internal/redisdb"
+	"github.com/racetest/racetest/release/bench"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/builtin"
 	"github.com/spf13/cobra"
@@ -23,15 +24,26 @@ import (
 type Factory struct {
 	IO       *IOStreams
 	Registry *scenarios.Registry
+	// Executable is this program, which 'racetest bench' starts again to
+	// serve its HTTP targets from a process of their own; "" (as in
+	// tests) serves them in process.
+	Executable string
 }
 
 // Main runs racetest with the process's arguments and returns its exit code.
 func Main() int {
+	// racetest bench's HTTP targets are racetest started again.
+	if code, ok := bench.ServeTargetFromEnv(); ok {
+		return code
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	// go-redis logs failed dials to stderr on its own; our errors say it better.
 	redisdb.QuietDriverLog()
 	f := &Factory{IO: System(), Registry: builtin.Registry()}
+	if exe, err := os.Executable(); err == nil {
+		f.Executable = exe
+	}
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)

@@ -101,9 +101,11 @@ type Config struct {
 	NoCalibration bool
 	// variants, when set (by the experiment), replace Modes().
 	variants []variant
-	// serveHTTP, when set (by the experiment), serves the HTTP targets in
-	// place of serveInProcess.
-	serveHTTP serveFunc
+	// TargetExecutable, when set, serves each HTTP target from a process
+	// of its own: this program started with TargetEnv set, which must
+	// call ServeTargetFromEnv first thing (racetest's main does). Unset,
+	// the targets are served in process, on the client's Go runtime.
+	TargetExecutable string
 }
 
 // variant is one way of releasing a burst: naive, the gate, or a wire

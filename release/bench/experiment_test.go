@@ -1,12 +1,8 @@
 package bench
 
 import (
-	"bufio"
 	"context"
-	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"runtime"
 	"slices"
 	"strconv"
@@ -81,67 +77,13 @@ func TestArrivalExperiment(t *testing.T) {
 	rep.Print(os.Stdout)
 }
 
-// targetEnv makes the test binary serve an HTTP target (its value the
-// backend) in a process of its own, for TestHTTPProcessExperiment.
-const targetEnv = "RACETEST_BENCH_HTTP_TARGET"
-
+// TestMain lets the test binary serve an HTTP target in a process of its
+// own, as racetest does (TestHTTPProcessExperiment, TestTargetProcess).
 func TestMain(m *testing.M) {
-	if backend := os.Getenv(targetEnv); backend != "" {
-		os.Exit(targetMain(backend))
+	if code, ok := ServeTargetFromEnv(); ok {
+		os.Exit(code)
 	}
 	os.Exit(m.Run())
-}
-
-// targetMain serves backend's target until its standard input closes, then
-// deletes what it made; its first line of output is its URL and what it is.
-func targetMain(backend string) int {
-	ctx := context.Background()
-	cfg := &Config{HTTPWindow: DefaultHTTPWindow, Conn: scenarios.NewConnections(map[string]string{"redis": os.Getenv("RACETEST_REDIS_URL")})}
-	act, desc, err := newActor(ctx, cfg, backend, os.Getenv(targetEnv+"_PREFIX"))
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer act.close()
-	srv, err := startHTTPServer(newHTTPTarget(act))
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	fmt.Printf("%s %s\n", srv.URL, desc)
-	io.Copy(io.Discard, os.Stdin)
-	srv.close()
-	if err := act.cleanup(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return 0
-}
-
-// serveProcess serves the target from a process of its own: the target's
-// goroutines then run on their own Go runtime, not on the client's.
-func serveProcess(_ context.Context, _ *Config, backend, prefix string) (string, string, func(context.Context) error, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return "", "", nil, err
-	}
-	cmd := exec.Command(exe)
-	cmd.Env = append(os.Environ(), targetEnv+"="+backend, targetEnv+"_PREFIX="+prefix)
-	stdin, _ := cmd.StdinPipe()
-	out, _ := cmd.StdoutPipe()
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		return "", "", nil, err
-	}
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		stdin.Close()
-		cmd.Wait()
-		return "", "", nil, fmt.Errorf("the target did not start: %w", err)
-	}
-	url, desc, _ := strings.Cut(strings.TrimSpace(line), " ")
-	stop := func(context.Context) error { stdin.Close(); return cmd.Wait() }
-	return url, "net/http in a process of its own (HTTP/1.1 and h2c), " + desc, stop, nil
 }
 
 // TestHTTPProcessExperiment runs the HTTP bench with its targets served from
@@ -171,7 +113,12 @@ func TestHTTPProcessExperiment(t *testing.T) {
 	}
 	cfg := Config{Backends: backends, HTTPAttempts: attempts, Bursts: bursts, Chunk: 20, HTTPModes: modes,
 		Conn:     scenarios.NewConnections(map[string]string{"redis": os.Getenv("RACETEST_REDIS_URL")}),
-		Progress: func(s string) { t.Log(s) }, serveHTTP: serveProcess}
+		Progress: func(s string) { t.Log(s) }}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.TargetExecutable = exe
 	rep, err := Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -120,9 +120,9 @@ func runHTTPBackend(ctx context.Context, cfg *Config, rep *Report, backend strin
 		prefix = "racetest_" + scenarios.NewRunID() + "_bench_http_"
 		rep.Prefixes[backend] = append(rep.Prefixes[backend], prefix)
 	}
-	serve := cfg.serveHTTP
-	if serve == nil {
-		serve = serveInProcess
+	serve := serveInProcess
+	if cfg.TargetExecutable != "" {
+		serve = serveProcess(cfg.TargetExecutable)
 	}
 	url, desc, stop, err := serve(ctx, cfg, backend, prefix)
 	var bad *scenarios.ParamError

@@ -1,0 +1,133 @@
+package bench
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/racetest/racetest/scenarios"
+	"github.com/racetest/racetest/scenarios/conformance"
+	"github.com/redis/go-redis/v9"
+)
+
+// fireAt posts to a served target on key and returns the response's
+// status; count reads the target's own count of key's writes.
+func fireAt(t *testing.T, url, key string) int {
+	t.Helper()
+	resp, err := http.Post(url+"/?key="+key, "application/json", strings.NewReader(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode
+}
+
+func countAt(t *testing.T, url, key string) int {
+	t.Helper()
+	resp, err := http.Get(url + "/count?key=" + key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatalf("GET /count: %s %q", resp.Status, b)
+	}
+	return n
+}
+
+// TestTargetProcess serves each HTTP target from a process of its own, as
+// racetest bench does (this test binary is the child, through TestMain):
+// the window and the Redis URL reach it, it counts, and when the bench
+// stops it the process ends and its keys are gone.
+func TestTargetProcess(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	serve := serveProcess(exe)
+	ctx := context.Background()
+
+	t.Run("spin", func(t *testing.T) {
+		cfg := &Config{HTTPWindow: 1500 * time.Microsecond}
+		url, desc, stop, err := serve(ctx, cfg, HTTPSpin, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(desc, "a process of its own") || !strings.Contains(desc, "a 1500.0µs spin") {
+			t.Errorf("desc %q: want the process and the window given", desc)
+		}
+		key := "k-" + scenarios.NewRunID()
+		if a, b := fireAt(t, url, key), fireAt(t, url, key); a != http.StatusOK || b != http.StatusConflict {
+			t.Errorf("two requests one after the other: %d, %d; want 200 then 409", a, b)
+		}
+		if n := countAt(t, url, key); n != 1 {
+			t.Errorf("count %d, want 1", n)
+		}
+		if err := stop(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := http.Get(url + "/count?key=" + key); err == nil {
+			t.Error("the target still answers after stop")
+		}
+	})
+
+	t.Run("redis", func(t *testing.T) {
+		opt, err := benchRedisOptions(redisURL())
+		if err != nil {
+			t.Fatal(err)
+		}
+		rdb := redis.NewClient(opt)
+		defer rdb.Close()
+		if err := rdb.Ping(ctx).Err(); err != nil {
+			conformance.Unavailable(t, "redis", err)
+			return
+		}
+		prefix := "racetest_" + scenarios.NewRunID() + "_bench_http_"
+		cfg := &Config{HTTPWindow: DefaultHTTPWindow, Conn: scenarios.NewConnections(map[string]string{"redis": redisURL()})}
+		url, desc, stop, err := serve(ctx, cfg, HTTPRedis, prefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(desc, "EXISTS then RPUSH on Redis at "+opt.Addr) {
+			t.Errorf("desc %q: want the Redis given (%s)", desc, opt.Addr)
+		}
+		key := "k-" + scenarios.NewRunID()
+		fireAt(t, url, key)
+		if n := countAt(t, url, key); n != 1 {
+			t.Errorf("count %d, want 1", n)
+		}
+		if keys, _ := rdb.Keys(ctx, prefix+"*").Result(); len(keys) != 1 {
+			t.Errorf("keys under the prefix: %v, want the one written", keys)
+		}
+		if err := stop(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if left, _ := rdb.Keys(ctx, prefix+"*").Result(); len(left) > 0 {
+			t.Errorf("the target's process left %v", left)
+		}
+	})
+
+	t.Run("no redis", func(t *testing.T) {
+		cfg := &Config{HTTPWindow: DefaultHTTPWindow, Conn: scenarios.NewConnections(map[string]string{"redis": "redis://127.0.0.1:9"})}
+		_, _, _, err := serve(ctx, cfg, HTTPRedis, "racetest_"+scenarios.NewRunID()+"_bench_http_")
+		if err == nil || !strings.Contains(err.Error(), "127.0.0.1:9 does not answer") {
+			t.Errorf("err %v: want the child's own words, naming the server", err)
+		}
+	})
+
+	t.Run("bad url", func(t *testing.T) {
+		cfg := &Config{Conn: scenarios.NewConnections(map[string]string{"redis": "redis://bad host"})}
+		_, _, _, err := serve(ctx, cfg, HTTPRedis, "p_")
+		if err == nil || !strings.Contains(err.Error(), "bad URL") {
+			t.Errorf("err %v: want the URL refused", err)
+		}
+	})
+}
