@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -171,7 +172,11 @@ func runBench(ctx context.Context, o *BenchOptions) error {
 		return setupError(err)
 	}
 	if len(rep.Rows) == 0 {
-		return setupError(fmt.Errorf("no server answered: %v", rep.Skipped))
+		var why strings.Builder
+		for _, b := range slices.Sorted(maps.Keys(rep.Skipped)) {
+			fmt.Fprintf(&why, "\n  %s: %s", b, rep.Skipped[b])
+		}
+		return setupError(fmt.Errorf("no server answered, nothing was measured:%s", why.String()))
 	}
 	rep.Print(o.IO.Out)
 	return benchVerdict(rep)

@@ -53,11 +53,28 @@ func TestBenchBadInputIsAUsageError(t *testing.T) {
 		{"bench", "--windows", "0s"},
 		{"bench", "--modes", "last-byte,user-jdbc"},
 		{"bench", "--quick", "--modes", "user-pgx"},
+		{"bench", "--backends", "redis", "--redis-url", "redis://:s3cret@127.0.0.1:6379/x"},
+		{"bench", "--backends", "http-redis", "--redis-url", "redis://:s3cret@127.0.0.1:6379/x"},
 	} {
 		_, stderr, code := execCmd(t, false, args...)
 		if code != ExitUsage || !strings.Contains(stderr, "racetest: ") {
 			t.Errorf("%q: exit %d, stderr %q; want a usage error", args, code, stderr)
 		}
+		if slices.Contains(args, "--redis-url") &&
+			(!strings.Contains(stderr, "cannot use the URL redis://:xxxxx@127.0.0.1:6379/x") || strings.Contains(stderr, "s3cret")) {
+			t.Errorf("%q: stderr %q; want the URL refused, its password hidden", args, stderr)
+		}
+	}
+}
+
+// A bench where no server answers says, per backend, why, one to a line,
+// and exits as a setup error.
+func TestBenchNoServerAnswered(t *testing.T) {
+	_, stderr, code := execCmd(t, false, "bench", "--backends", "redis,mysql", "-n", "2",
+		"--redis-url", "redis://127.0.0.1:9", "--mysql-dsn", "root@tcp(127.0.0.1:9)/test")
+	want := "racetest: no server answered, nothing was measured:\n  mysql: mysql: 127.0.0.1:9 does not answer"
+	if code != ExitSetup || !strings.Contains(stderr, want) || !strings.Contains(stderr, "\n  redis: redis: 127.0.0.1:9 does not answer") {
+		t.Errorf("exit %d, stderr %q; want exit %d and %q, then redis's line", code, stderr, ExitSetup, want)
 	}
 }
 

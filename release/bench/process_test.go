@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"os"
@@ -126,8 +127,9 @@ func TestTargetProcess(t *testing.T) {
 	t.Run("bad url", func(t *testing.T) {
 		cfg := &Config{Conn: scenarios.NewConnections(map[string]string{"redis": "redis://bad host"})}
 		_, _, _, err := serve(ctx, cfg, HTTPRedis, "p_")
-		if err == nil || !strings.Contains(err.Error(), "bad URL") {
-			t.Errorf("err %v: want the URL refused", err)
+		var bad *scenarios.ParamError
+		if !errors.As(err, &bad) || !strings.Contains(err.Error(), "cannot use the URL redis://bad host") {
+			t.Errorf("err %v: want the URL refused, as the user's slip", err)
 		}
 	})
 }

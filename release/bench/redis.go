@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	neturl "net/url"
+	"strings"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/racetest/racetest/internal/redisdb"
+	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/redisstore"
 )
 
@@ -201,7 +204,16 @@ func benchRedisOptions(url string) (*redis.Options, error) {
 	}
 	opt, err := redis.ParseURL(url)
 	if err != nil {
-		return nil, fmt.Errorf("redis: bad URL %s: %w", redisdb.Redact(url), err)
+		// The parser's error repeats the URL as given, password included:
+		// keep only its text, the URL and any password in it redacted.
+		msg := strings.ReplaceAll(err.Error(), url, redisdb.Redact(url))
+		if u, perr := neturl.Parse(url); perr == nil {
+			if pw, ok := u.User.Password(); ok && pw != "" {
+				msg = strings.ReplaceAll(msg, pw, "xxxxx")
+			}
+		}
+		return nil, scenarios.BadParam(fmt.Errorf("redis: cannot use the URL %s: %s — set --redis-url or RACETEST_REDIS_URL to a URL like %s",
+			redisdb.Redact(url), msg, redisdb.DefaultURL))
 	}
 	return opt, nil
 }
