@@ -9,6 +9,8 @@
 #   scripts/mutation.sh                 what a change touched (CI; see below)
 #   scripts/mutation.sh --all           every package of the verdict path, whole
 #   scripts/mutation.sh runner suite    the packages named, whole (names as in TARGETS)
+#   scripts/mutation.sh --table         the whole runs on record (scripts/mutation-whole.txt),
+#                                       and whether HEAD's code is still the code they judged
 #
 # What CI runs (no arguments): every package of TARGETS with a .go file
 # (tests included) that differs from the base. Each is judged whole while
@@ -78,6 +80,7 @@ GREMLINS_VERSION=v0.6.0
 OUT=${MUTATION_OUT:-/tmp/racetest-mutation}
 EQUIVALENTS=scripts/mutation-equivalents.txt
 COSTS=scripts/mutation-costs.txt
+WHOLE=scripts/mutation-whole.txt
 declare -A whole=()
 LANDED=.ci/landed
 
@@ -367,11 +370,60 @@ measure() {
   fi
 }
 
+# table: the runs recorded in $WHOLE, per target and file, and whether
+# each mutated file at HEAD is the file a run judged. A file is judged by
+# the last whole run (base -) that mutated it, when its code at HEAD is the
+# code of that run's commit, or when a run of the lines changed since that
+# commit (base = it) was at a commit whose code is HEAD's. Exits 1 when a
+# run on record is under its target's floor, or a file is not judged.
+table() {
+  local bad=0 t name dir files eff f row rows verdict
+  for t in "${TARGETS[@]}"; do
+    IFS='|' read -r name dir files eff _ <<< "$t"
+    rows=$(awk -v n="$name" '$1 == n' <(grep -v '^#' "$WHOLE"))
+    if [ -z "$rows" ]; then
+      echo "$name: no run on record"; bad=1; continue
+    fi
+    while read -r _ fl at base k l listed; do
+      local what="whole"
+      [ "$base" = - ] || what="the lines changed since $base"
+      if [ $((k + l)) -eq 0 ]; then
+        echo "$name ($fl): $what at $at: no mutant gremlins could run ($listed listed)"
+        continue
+      fi
+      local e=$((100 * k / (k + l)))
+      echo "$name ($fl): $what at $at: $k killed, $l lived, $listed listed: efficacy $e%"
+      if [ "$e" -lt "$eff" ]; then echo "  under the floor ($eff%)"; bad=1; fi
+    done <<< "$rows"
+    for f in $files; do
+      verdict=
+      local w
+      w=$(awk -v f="$f" '$4 == "-" && ($2 == "*" || index("," $2 ",", "," f ",")) { c = $3 } END { print c }' <<< "$rows")
+      if [ -z "$w" ]; then
+        verdict="NOT JUDGED: no whole run mutated it"
+      elif git diff --quiet "$w" HEAD -- "$dir/$f"; then
+        verdict="judged: the code at HEAD is the code at $w"
+      else
+        for row in $(awk -v b="$w" -v f="$f" '$4 == b && ($2 == "*" || index("," $2 ",", "," f ",")) { print $3 }' <<< "$rows"); do
+          if git diff --quiet "$row" HEAD -- "$dir/$f"; then
+            verdict="judged: whole at $w, the lines changed since at $row, whose code is HEAD's"
+          fi
+        done
+        [ -n "$verdict" ] || verdict="NOT JUDGED: changed since the run at $w ($(git diff --shortstat "$w" HEAD -- "$dir/$f" | sed 's/^ *//'))"
+      fi
+      echo "  $dir/$f: $verdict"
+      [[ "$verdict" != NOT* ]] || bad=1
+    done
+  done
+  return $bad
+}
+
 mode=changed
 names=()
 for a in "$@"; do
   case "$a" in
     --all) mode=all ;;
+    --table) table; exit $? ;;
     -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     -*) die "unknown flag $a (see --help)" ;;
     *) mode=named; names+=("$a") ;;
