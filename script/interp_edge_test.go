@@ -119,6 +119,16 @@ func TestNewNeedsAnAttemptAndAJudge(t *testing.T) {
 			t.Errorf("%s: %v, want it refused", name, err)
 		}
 	}
+	// Each judge alone is enough beside an attempt (auto needs a store
+	// that can snapshot: TestAutoChecksTheFirstBurst).
+	for name, sc := range map[string]Scripts{
+		"an attempt and an effects script": {Attempt: s, Effects: s},
+		"an attempt and an invariant":      {Attempt: s, Invariants: []*Script{s}},
+	} {
+		if _, err := New(nil, sc, "r"); err != nil {
+			t.Errorf("%s: %v, want it taken", name, err)
+		}
+	}
 }
 
 // The first burst stops the run only when every attempt failed on a
