@@ -172,9 +172,11 @@ func newActor(ctx context.Context, cfg *Config, backend, prefix string) (actor, 
 	return a, "EXISTS then RPUSH on Redis at " + a.rdb.Options().Addr, nil
 }
 
-// serveInProcess serves the target from the bench's own process, the
-// default: no server to install, at the price of sharing the Go runtime
-// (and its two Ps, here) with the client.
+// serveInProcess serves the target from the bench's own process, when
+// Config.TargetExecutable is unset (tests): no process to start, at the
+// price of sharing the Go runtime (and its two Ps, here) with the client.
+// racetest bench serves its targets from a process of their own
+// (serveProcess).
 func serveInProcess(ctx context.Context, cfg *Config, backend, prefix string) (string, string, func(context.Context) error, error) {
 	act, desc, err := newActor(ctx, cfg, backend, prefix)
 	if err != nil {
