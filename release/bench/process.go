@@ -20,9 +20,11 @@ import (
 // The HTTP targets in a process of their own.
 //
 // Served from the bench's own process, a target's handlers share the Go
-// runtime (its Ps, two here) with the client firing at them: HTTP/2's one
-// read loop per connection then waits on the client's goroutines, and that
-// alone put auto behind HTTP/1.1 on http-redis at N=2 (docs/measurements.md).
+// runtime (its Ps, two here) with the client firing at them. There auto
+// fell behind HTTP/1.1 on http-redis: the quick check failed in 11 of 100
+// runs (N=20), against 0 of 100 with the target in a process of its own
+// (docs/measurements.md). HTTP/2's one read loop per connection waiting on
+// the client's goroutines for a P is the likely reason; it was not proven.
 // A service a team tests never runs inside racetest, so racetest bench serves
 // each target from a child process, racetest itself started again with
 // TargetEnv set: Config.TargetExecutable names it.
