@@ -22,6 +22,40 @@ import (
 // redisURL is the local Redis the tests use, as the other tests find it.
 func redisURL() string { return os.Getenv("RACETEST_REDIS_URL") }
 
+// testClient is the tests' client of a served target: no request waits
+// longer than 10 s.
+var testClient = &http.Client{Timeout: 10 * time.Second}
+
+// fireAt posts to the target served at url on key and returns the
+// response's status.
+func fireAt(t *testing.T, url, key string) int {
+	t.Helper()
+	resp, err := testClient.Post(url+"/?key="+key, "application/json", strings.NewReader(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode
+}
+
+// countAt reads the target's own count of key's writes, through GET
+// /count as the effects check does.
+func countAt(t *testing.T, url, key string) int {
+	t.Helper()
+	resp, err := testClient.Get(url + "/count?key=" + key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /count: %s %q", resp.Status, b)
+	}
+	return n
+}
+
 // countTarget fires at a served target: k requests one after the other on
 // one key, then k together on another (all inside the window), and reads
 // back the target's counts through GET /count, as the effects check does.
@@ -32,30 +66,8 @@ func countTarget(t *testing.T, act actor, k int) {
 		t.Fatal(err)
 	}
 	defer srv.close()
-	client := &http.Client{Timeout: 10 * time.Second}
-	defer client.CloseIdleConnections()
-	post := func(key string) int {
-		resp, err := client.Post(srv.URL+"/?key="+key, "application/json", strings.NewReader(`{}`))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		io.Copy(io.Discard, resp.Body)
-		return resp.StatusCode
-	}
-	count := func(key string) int {
-		resp, err := client.Get(srv.URL + "/count?key=" + key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		n, err := strconv.Atoi(strings.TrimSpace(string(b)))
-		if err != nil || resp.StatusCode != http.StatusOK {
-			t.Fatalf("GET /count: %s %q", resp.Status, b)
-		}
-		return n
-	}
+	post := func(key string) int { return fireAt(t, srv.URL, key) }
+	count := func(key string) int { return countAt(t, srv.URL, key) }
 	serial := "serial-" + scenarios.NewRunID()
 	var statuses []int
 	for range k {

@@ -3,10 +3,8 @@ package bench
 import (
 	"context"
 	"errors"
-	"io"
 	"net/http"
 	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -15,34 +13,6 @@ import (
 	"github.com/racetest/racetest/scenarios/conformance"
 	"github.com/redis/go-redis/v9"
 )
-
-// fireAt posts to a served target on key and returns the response's
-// status; count reads the target's own count of key's writes.
-func fireAt(t *testing.T, url, key string) int {
-	t.Helper()
-	resp, err := http.Post(url+"/?key="+key, "application/json", strings.NewReader(`{}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	io.Copy(io.Discard, resp.Body)
-	return resp.StatusCode
-}
-
-func countAt(t *testing.T, url, key string) int {
-	t.Helper()
-	resp, err := http.Get(url + "/count?key=" + key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil {
-		t.Fatalf("GET /count: %s %q", resp.Status, b)
-	}
-	return n
-}
 
 // TestTargetProcess serves each HTTP target from a process of its own, as
 // racetest bench does (this test binary is the child, through TestMain):
@@ -75,7 +45,7 @@ func TestTargetProcess(t *testing.T) {
 		if err := stop(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := http.Get(url + "/count?key=" + key); err == nil {
+		if _, err := testClient.Get(url + "/count?key=" + key); err == nil {
 			t.Error("the target still answers after stop")
 		}
 	})
