@@ -12,38 +12,75 @@ import (
 // and ending N goroutines each wave (newproc1, goexit0, gfget) was about
 // 30% of the CPU at N=10,000 (issue 28; docs/measurements.md, "Engine").
 //
-// Each worker parks on a gate of its own, a channel with room for one
-// token, and a wave opens every gate in turn. They used to park on one
-// channel that the engine closed: one close woke them all, but each worker
-// parked again on the next wave's shared channel, under its lock, while
-// the other P's workers did the same. At N=1,000 that contention kept the
-// release spread at 1.6-2.2× the bare reference's on an idle machine; with
-// a gate each, and no lock shared between workers, it is 1.1-1.3×. A gate
-// each also costs nothing per wave: the shared channel was two allocations
-// a wave.
+// A wave reaches them as a call: the engine fills in the call the workers
+// are parked on (what to run, and the call to park on after it) and closes
+// its gates. The close orders everything the engine wrote before it
+// (sessions, subject, the workers' reset marks) before each worker's
+// attempt, as the go statement did; a worker's finish orders its marks and
+// outcome before the engine reads them. A worker never touches the
+// engine's state between finishing one call and the next one's close.
 //
-// The engine writes run, then sends a token to each gate: the send orders
-// what the engine wrote before it (sessions, subject, the workers' reset
-// marks, run) before the worker's attempt, as the go statement did; a
-// worker's finish orders its marks and outcome before the engine reads
-// them. A worker reads run only after its token, and takes one token a
-// wave: the engine sends the next only after every worker finished.
+// A call has a gate per block of gateWorkers workers (workers 0-63 wait on
+// the first, 64-127 on the second, ...). With one gate for all of them,
+// each worker parked again on the next call's one channel, under its lock,
+// while the other P's workers did the same: at N=1,000 that contention
+// kept the release spread at 1.4-1.8× the bare reference's, on an idle
+// machine and under load alike. A gate per worker, each given a token in
+// turn, removed the contention but made the release N channel operations:
+// at N=10,000 under load it was the slower of the two. A close per block
+// wakes a block in one operation, and the two Ps, which take their workers
+// from opposite ends of the run queue, park on different blocks' gates.
 type workers struct {
-	gates   []chan struct{} // worker i parks on gates[i]
-	run     func(i int)     // the wave's; nil: the workers return
-	started atomic.Int64    // workers that took their index
+	next    *call        // the call the workers are parked on
+	gates   int          // per call
+	started atomic.Int64 // workers that took their index
 	ready   sync.WaitGroup
 	exited  sync.WaitGroup
 }
 
+// gateWorkers is how many workers share a gate. Up to it (N=16, say) a
+// call is what it was with one gate: one channel.
+const gateWorkers = 64
+
+// call is one wave as the workers see it.
+type call struct {
+	first chan struct{}   // the first block's gate; closed: the wave starts
+	rest  []chan struct{} // the other blocks'
+	run   func(i int)     // worker i's part of the wave; nil: the workers return
+	next  *call           // set before the gates are closed
+}
+
+func newCall(gates int) *call {
+	// With one gate, rest is empty, and make allocates nothing for it.
+	c := &call{first: make(chan struct{}), rest: make([]chan struct{}, gates-1)}
+	for j := range c.rest {
+		c.rest[j] = make(chan struct{})
+	}
+	return c
+}
+
+// gate is block b's gate.
+func (c *call) gate(b int) chan struct{} {
+	if b == 0 {
+		return c.first
+	}
+	return c.rest[b-1]
+}
+
+// open closes every gate, the first block's first.
+func (c *call) open() {
+	close(c.first)
+	for _, g := range c.rest {
+		close(g)
+	}
+}
+
 // startWorkers starts n workers and returns once every one is about to
-// park at its gate, so that the first burst's release is not the
+// park at the first call, so that the first burst's release is not the
 // goroutines' start.
 func startWorkers(n int) *workers {
-	ws := &workers{gates: make([]chan struct{}, n)}
-	for i := range ws.gates {
-		ws.gates[i] = make(chan struct{}, 1)
-	}
+	gates := (n + gateWorkers - 1) / gateWorkers
+	ws := &workers{next: newCall(gates), gates: gates}
 	ws.ready.Add(n)
 	ws.exited.Add(n)
 	// One func value for all of them: a go statement with arguments, or
@@ -59,30 +96,26 @@ func startWorkers(n int) *workers {
 func (ws *workers) work() {
 	defer ws.exited.Done()
 	i := int(ws.started.Add(1) - 1)
-	gate := ws.gates[i]
+	block := i / gateWorkers
+	c := ws.next
 	ws.ready.Done()
 	for {
-		<-gate
-		run := ws.run
-		if run == nil {
+		<-c.gate(block)
+		if c.run == nil {
 			return
 		}
-		run(i)
+		c.run(i)
+		c = c.next
 	}
 }
 
-// release starts run on every worker: their gates open one after another.
+// release starts run on every worker at once: the gates open.
 func (ws *workers) release(run func(i int)) {
-	ws.run = run
-	ws.open()
-}
-
-// open gives each gate its token. A gate has room for it: its worker took
-// the last one before it finished the wave before.
-func (ws *workers) open() {
-	for _, g := range ws.gates {
-		g <- struct{}{}
-	}
+	c := ws.next
+	c.run = run
+	c.next = newCall(ws.gates)
+	ws.next = c.next
+	c.open()
 }
 
 // stop ends the workers: at once those that are parked, and the others
@@ -90,8 +123,7 @@ func (ws *workers) open() {
 // attempts hung (ErrHung) does not, and abandons them as it abandons their
 // sessions.
 func (ws *workers) stop(wait bool) {
-	ws.run = nil
-	ws.open()
+	ws.next.open()
 	if wait {
 		ws.exited.Wait()
 	}

@@ -305,3 +305,34 @@ func (o *orderLog) Effects(ctx context.Context, s Subject) (int, error) {
 	o.note(fmt.Sprintf("effects %d 0", s.Burst))
 	return o.counter.Effects(ctx, s)
 }
+
+// Every worker waits at its block's gate, and a wave runs each worker once,
+// whatever the number of blocks: below a block, one block exactly, one
+// worker over, and several with the last one partial.
+func TestEveryBlockIsReleased(t *testing.T) {
+	for _, n := range []int{1, gateWorkers - 1, gateWorkers, gateWorkers + 1, 3*gateWorkers + 5} {
+		ws := startWorkers(n)
+		if want := (n + gateWorkers - 1) / gateWorkers; ws.gates != want || len(ws.next.rest) != want-1 {
+			t.Errorf("N=%d: %d gates (%d besides the first), want %d", n, ws.gates, len(ws.next.rest), want)
+		}
+		ran := make([]int, n)
+		for wave := 1; wave <= 3; wave++ {
+			var done sync.WaitGroup
+			done.Add(n)
+			ws.release(func(i int) {
+				ran[i]++
+				done.Done()
+			})
+			done.Wait()
+			for i, r := range ran {
+				if r != wave {
+					t.Fatalf("N=%d, wave %d: worker %d ran %d times", n, wave, i, r)
+				}
+			}
+		}
+		ws.stop(true)
+	}
+	if left := workersLeft(); left != 0 {
+		t.Errorf("%d workers left after stop", left)
+	}
+}
