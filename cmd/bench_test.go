@@ -72,8 +72,10 @@ func TestBenchBadInputIsAUsageError(t *testing.T) {
 func TestBenchNoServerAnswered(t *testing.T) {
 	_, stderr, code := execCmd(t, false, "bench", "--backends", "redis,mysql", "-n", "2",
 		"--redis-url", "redis://127.0.0.1:9", "--mysql-dsn", "root@tcp(127.0.0.1:9)/test")
-	want := "racetest: no server answered, nothing was measured:\n  mysql: mysql: 127.0.0.1:9 does not answer"
-	if code != ExitSetup || !strings.Contains(stderr, want) || !strings.Contains(stderr, "\n  redis: redis: 127.0.0.1:9 does not answer") {
+	// Each backend once: its name, then the store's words without its
+	// name again.
+	want := "racetest: no server answered, nothing was measured:\n  mysql: 127.0.0.1:9 does not answer"
+	if code != ExitSetup || !strings.Contains(stderr, want) || !strings.Contains(stderr, "\n  redis: 127.0.0.1:9 does not answer") {
 		t.Errorf("exit %d, stderr %q; want exit %d and %q, then redis's line", code, stderr, ExitSetup, want)
 	}
 }

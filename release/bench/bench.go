@@ -264,7 +264,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			}
 			var skip *skipError
 			if errors.As(err, &skip) {
-				rep.Skipped[b] = skip.Error()
+				// Keyed and printed by backend: the store's error names
+				// it already ("redis: 127.0.0.1:9 does not answer").
+				rep.Skipped[b] = strings.TrimPrefix(skip.Error(), b+": ")
 				continue
 			}
 			return rep, fmt.Errorf("%s: %w", b, err)
