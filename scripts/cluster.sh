@@ -214,10 +214,14 @@ maria_name() { if [ "$1" = "$MARIA_PRIMARY" ]; then echo primary; else echo repl
 
 maria_start_node() { # NAME PORT SERVER-ID
 	local name=$1 port=$2 id=$3
-	mariadb-install-db --no-defaults --user="$(id -un)" --datadir="$DIR/$name" \
+	# A tmpdir of its own: mariadbd deletes every #sql… file in its tmpdir
+	# when it starts, and with /tmp that is the other node's temporary
+	# tables, and the machine's own server's.
+	mkdir -p "$DIR/$name-tmp"
+	mariadb-install-db --no-defaults --user="$(id -un)" --datadir="$DIR/$name" --tmpdir="$DIR/$name-tmp" \
 		--auth-root-authentication-method=normal --skip-test-db >"$DIR/$name-install.log" 2>&1 ||
 		die "mariadb-install-db failed: see $DIR/$name-install.log"
-	(mariadbd --no-defaults --user="$(id -un)" --datadir="$DIR/$name" --port="$port" --bind-address=127.0.0.1 \
+	(mariadbd --no-defaults --user="$(id -un)" --datadir="$DIR/$name" --tmpdir="$DIR/$name-tmp" --port="$port" --bind-address=127.0.0.1 \
 		--socket="$DIR/$name.sock" --pid-file="$DIR/$name/pid" --server-id="$id" --log-bin=binlog \
 		--binlog-format=ROW --log-error="$DIR/$name.log" --skip-name-resolve \
 		--innodb-buffer-pool-size=64M --innodb-log-file-size=16M </dev/null >/dev/null 2>&1 &)

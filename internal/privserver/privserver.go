@@ -167,6 +167,15 @@ func (s *Server) runAs() (*syscall.Credential, error) {
 
 func (s *Server) data() string { return filepath.Join(s.dir, "data") }
 
+// tmp is a MariaDB server's tmpdir, of its own: at start mariadbd deletes
+// every file named #sql… in its tmpdir, and with the default, /tmp, one
+// private server starting deleted another's temporary tables while
+// mariadb-install-db was building its system tables ("Could not remove
+// temporary table … error: 2", then "Unknown table 'mysql.tmp_user_sys'":
+// the fault tests run the private servers of two packages at once), and
+// would delete the machine's own server's.
+func (s *Server) tmp() string { return filepath.Join(s.dir, "tmp") }
+
 // initialise makes the server's data directory.
 func (s *Server) initialise() error {
 	var cmd *exec.Cmd
@@ -174,7 +183,10 @@ func (s *Server) initialise() error {
 	case Redis:
 		return os.Mkdir(s.data(), 0o700)
 	case MariaDB:
-		cmd = exec.Command("mariadb-install-db", "--no-defaults", "--datadir="+s.data(),
+		if err := os.Mkdir(s.tmp(), 0o700); err != nil {
+			return err
+		}
+		cmd = exec.Command("mariadb-install-db", "--no-defaults", "--datadir="+s.data(), "--tmpdir="+s.tmp(),
 			"--auth-root-authentication-method=normal", "--skip-name-resolve", "--user="+currentUser(),
 			"--innodb-log-file-size=8M", "--innodb-buffer-pool-size=16M")
 	case Postgres:
@@ -215,7 +227,7 @@ func (s *Server) serverCommand() *exec.Cmd {
 			"--save", "", "--appendonly", "yes", "--appendfsync", "always", "--daemonize", "no",
 			"--unixsocket", "", "--logfile", "")
 	case MariaDB:
-		return exec.Command("mariadbd", "--no-defaults", "--datadir="+s.data(), "--port="+port,
+		return exec.Command("mariadbd", "--no-defaults", "--datadir="+s.data(), "--tmpdir="+s.tmp(), "--port="+port,
 			"--bind-address=127.0.0.1", "--socket="+filepath.Join(s.dir, "mysqld.sock"),
 			"--pid-file="+filepath.Join(s.dir, "mysqld.pid"), "--user="+currentUser(), "--skip-name-resolve",
 			"--skip-log-bin", "--innodb-buffer-pool-size=16M", "--innodb-log-file-size=8M",
