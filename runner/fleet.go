@@ -23,13 +23,15 @@ import (
 // A call has a gate per block of gateWorkers workers (workers 0-63 wait on
 // the first, 64-127 on the second, ...). With one gate for all of them,
 // each worker parked again on the next call's one channel, under its lock,
-// while the other P's workers did the same: at N=1,000 that contention
-// kept the release spread at 1.4-1.8× the bare reference's, on an idle
-// machine and under load alike. A gate per worker, each given a token in
-// turn, removed the contention but made the release N channel operations:
-// at N=10,000 under load it was the slower of the two. A close per block
-// wakes a block in one operation, and the two Ps, which take their workers
-// from opposite ends of the run queue, park on different blocks' gates.
+// while the other P's workers did the same: at N=1,000 the release spread
+// was then 1.3-1.5× the bare reference's (medians of ten runs, loads
+// 0.6-4.6), against 1.15-1.26× now. A gate per worker, each given a token
+// in turn, removed the contention but made the release N channel
+// operations: at N=10,000 under load it was the slower of the two. A close
+// per block wakes a block in one operation; a P that steals work takes the
+// older half of the other's run queue, so the two mostly run different
+// stretches of workers, and park on different blocks' gates
+// (docs/measurements.md, "Stop 39").
 type workers struct {
 	next    *call        // the call the workers are parked on
 	gates   int          // per call
