@@ -25,7 +25,7 @@ import (
 // each worker parked again on the next call's one channel, under its lock,
 // while the other P's workers did the same: at N=1,000 the release spread
 // was then 1.3-1.5× the bare reference's (medians of ten runs, loads
-// 0.6-4.6), against 1.15-1.26× now. A gate per worker, each given a token
+// 0.6-4.6), against 1.15-1.40× now. A gate per worker, each given a token
 // in turn, removed the contention but made the release N channel
 // operations: at N=10,000 under load it was the slower of the two. A close
 // per block wakes a block in one operation; a P that steals work takes the
