@@ -19,7 +19,11 @@ func autoProbe(t *testing.T, backend string) {
 	}[backend]
 	if _, stderr, code := execCmd(t, false, append(args, "--bursts", "1", "-n", "1")...); code == ExitSetup {
 		conformance.Unavailable(t, backend, nil)
-	} else if code != ExitOK && code != ExitInconclusive {
+	} else if code != ExitOK && code != ExitInconclusive && code != ExitViolated {
+		// The probe asks only whether the server answers. DBSIZE counts
+		// the shared database 0, which other packages' tests write to at
+		// the same time, so its burst may well "change" the store: a
+		// violation is an answer too (.ci/run failed on it once).
 		t.Fatalf("probe: exit %d\n%s", code, stderr)
 	}
 }
