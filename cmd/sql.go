@@ -238,8 +238,12 @@ func runScript(ctx context.Context, o *ScriptOptions) error {
 	pl.Build = func(ctx context.Context, p scenarios.Params) (runner.Target, error) {
 		t, err := build(ctx, p)
 		if err == nil {
-			fmt.Fprintf(say, "  %d attempts released together (%s), %d bursts, token {{.Token}} = %s-<burst>; racetest creates and drops nothing of its own here\n",
-				cfg.Attempts, cfg.ReleaseName(), cfg.Bursts, p.RunID)
+			// The run id is said before anything runs: a run killed
+			// outright (SIGKILL) prints nothing more, and what its --setup
+			// made is named with it.
+			fmt.Fprintf(say, "  run id    {{.RunID}} = %s, {{.Token}} = %s-<burst>\n", p.RunID, p.RunID)
+			fmt.Fprintf(say, "  %d attempts released together (%s), %d bursts; racetest creates and drops nothing of its own here\n",
+				cfg.Attempts, cfg.ReleaseName(), cfg.Bursts)
 		}
 		return t, err
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -96,6 +97,12 @@ func TestScriptOnServers(t *testing.T) {
 		if !strings.Contains(stderr, w) {
 			t.Errorf("banner does not say %q:\n%s", w, stderr)
 		}
+	}
+	// The run id, before the first burst: a run killed outright says
+	// nothing after it, and a --setup's names carry it.
+	id := regexp.MustCompile(`run id    \{\{\.RunID\}\} = ([0-9a-f]{8}), \{\{\.Token\}\} = ([0-9a-f]{8})-<burst>\n`).FindStringSubmatch(stderr)
+	if id == nil || id[1] != id[2] || strings.Index(stderr, id[0]) > strings.Index(stderr, "attempts released together") {
+		t.Errorf("banner does not give the run id first:\n%s", stderr)
 	}
 }
 
