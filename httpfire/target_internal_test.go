@@ -2,6 +2,7 @@ package httpfire
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -203,5 +204,83 @@ func TestBrokenBeforeIsTheReadingBeforeArming(t *testing.T) {
 	}
 	if fmt.Sprint(first, second) != "[0] [1]" {
 		t.Errorf("Broken before and after: %v %v, want [0] (read before arming) and [1] (read now)", first, second)
+	}
+}
+
+// fakeArmer is a connection that arms for a burst, or fails to.
+type fakeArmer struct {
+	at, n int
+	err   error
+	armed int
+}
+
+func (f *fakeArmer) arm(context.Context, *burst) error { f.armed++; return f.err }
+func (f *fakeArmer) order() int                        { return f.at }
+func (f *fakeArmer) attempts() int                     { return f.n }
+
+// A burst goes when at least one connection armed; when none did, Reset
+// fails with the first connection's error (in worker order), and an input
+// error as it is (issue 27: the count of failures and the first error
+// were untested).
+func TestResetNeedsOneArmedConnection(t *testing.T) {
+	refused := errors.New("refused")
+	reset := errors.New("reset by peer")
+	bad := &InputError{Field: "--header", Err: errors.New("bad header")}
+	for _, c := range []struct {
+		name string
+		errs []error // by worker order
+		want string  // "" = the burst goes
+	}{
+		{"all armed", []error{nil, nil}, ""},
+		{"one armed", []error{refused, nil}, ""},
+		{"none armed", []error{refused, reset}, "no connection could be made ready for the burst: refused"},
+		{"an input error", []error{bad, bad}, "--header: bad header"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tg := notesTarget(t, Config{})
+			tg.sessions = map[armer]struct{}{}
+			var fakes []*fakeArmer
+			for i, err := range c.errs {
+				f := &fakeArmer{at: i, n: 2, err: err}
+				fakes = append(fakes, f)
+				tg.sessions[f] = struct{}{}
+			}
+			s, err := tg.Reset(context.Background(), 0)
+			for _, f := range fakes {
+				if f.armed != 1 {
+					t.Errorf("connection %d armed %d times, want once", f.at, f.armed)
+				}
+			}
+			if c.want == "" {
+				if err != nil {
+					t.Fatalf("Reset: %v", err)
+				}
+				if b := s.Data.(*burst); b.expected != int32(2*len(fakes)) {
+					t.Errorf("the burst expects %d attempts, want %d", b.expected, 2*len(fakes))
+				}
+				return
+			}
+			if err == nil || err.Error() != c.want {
+				t.Fatalf("Reset: %v, want %q", err, c.want)
+			}
+			if c.errs[0] == bad && !errors.Is(err, bad) {
+				t.Errorf("the input error was wrapped: %v", err)
+			}
+		})
+	}
+}
+
+// A burst released before all its attempts were ready counts once in the
+// notes' figure, one on time not at all.
+func TestLateBurstCountsOnce(t *testing.T) {
+	var s stats
+	s.statuses = map[int]int{}
+	on, late := newBurst(Vars{}), newBurst(Vars{})
+	late.late.Store(true)
+	s.add(on, 0)
+	s.add(late, 0)
+	s.add(late, 0)
+	if s.late != 2 || s.bursts != 3 {
+		t.Errorf("%d late of %d bursts, want 2 of 3", s.late, s.bursts)
 	}
 }
