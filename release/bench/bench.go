@@ -34,6 +34,7 @@ import (
 	"github.com/racetest/racetest/scenarios/mysqlstore"
 	"github.com/racetest/racetest/scenarios/pgstore"
 	"github.com/racetest/racetest/scenarios/redisstore"
+	"github.com/racetest/racetest/scenarios/runs"
 )
 
 // Modes, in the order the table shows them.
@@ -282,19 +283,25 @@ type skipError struct{ err error }
 func (e *skipError) Error() string { return e.err.Error() }
 func (e *skipError) Unwrap() error { return e.err }
 
-func openStore(ctx context.Context, backend string, conn scenarios.Connections, prefix string) (store, error) {
+func openStore(ctx context.Context, backend string, conn scenarios.Connections, runID string) (store, error) {
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	switch backend {
 	case "redis":
-		return newRedisStore(cctx, conn.Get(redisstore.Name), prefix)
+		return newRedisStore(cctx, conn.Get(redisstore.Name), runID)
 	case "mysql":
-		return newMySQLStore(cctx, conn.Get(mysqlstore.Name), prefix)
+		return newMySQLStore(cctx, conn.Get(mysqlstore.Name), runID)
 	case "postgres":
-		return newPGStore(cctx, conn.Get(pgstore.Name), prefix)
+		return newPGStore(cctx, conn.Get(pgstore.Name), runID)
 	}
 	return nil, fmt.Errorf("the bench runs on redis, mysql and postgres, not %q", backend)
 }
+
+// benchPrefix names what the bench's own store makes for run id: its
+// tables and keys are the run's (racetest_<id>_…), and the run is
+// registered as a scenario's is, so that 'racetest clean' can drop what a
+// bench killed outright left.
+func benchPrefix(runID string) string { return runs.Prefix(runID) + "bench_" }
 
 // cell is one backend × N: its targets, pools and tallies.
 type cell struct {
@@ -336,9 +343,9 @@ func (t *tally) endChunk(bursts0, exposed0 int) {
 }
 
 func runBackend(ctx context.Context, cfg *Config, rep *Report, backend string) error {
-	prefix := "racetest_" + scenarios.NewRunID() + "_bench_"
-	rep.Prefixes[backend] = append(rep.Prefixes[backend], prefix)
-	st, err := openStore(ctx, backend, cfg.Conn, prefix)
+	id := scenarios.NewRunID()
+	rep.Prefixes[backend] = append(rep.Prefixes[backend], benchPrefix(id))
+	st, err := openStore(ctx, backend, cfg.Conn, id)
 	var bad *scenarios.ParamError
 	if errors.As(err, &bad) {
 		return err // a server bench cannot use (a Redis Cluster) is not one that did not answer

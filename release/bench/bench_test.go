@@ -14,6 +14,7 @@ import (
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/builtin"
 	"github.com/racetest/racetest/scenarios/conformance"
+	"github.com/racetest/racetest/scenarios/runs"
 )
 
 func TestWindowJudgedOnTheStamps(t *testing.T) {
@@ -410,7 +411,7 @@ func leftovers(t *testing.T, rep *Report) []string {
 	ctx := context.Background()
 	var left []string
 	for backend, prefixes := range rep.Prefixes {
-		st, err := openStore(ctx, backend, rep.Config.Conn, "racetest_check_")
+		st, err := openStore(ctx, backend, rep.Config.Conn, scenarios.NewRunID())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -459,6 +460,80 @@ func list(ctx context.Context, st store, prefix string) ([]string, error) {
 	return nil, nil
 }
 
+// The bench's own store registers its run as a scenario's target does, so
+// that 'racetest clean' can drop what a bench killed outright left: while
+// the store is prepared the run is registered and owns its table or keys;
+// after its cleanup neither the registration nor an object is left.
+func TestBenchRunIsRegistered(t *testing.T) {
+	ctx := context.Background()
+	conn := scenarios.NewConnections(map[string]string{"redis": os.Getenv("RACETEST_REDIS_URL"), "mysql": os.Getenv("RACETEST_MYSQL_DSN"), "postgres": os.Getenv("RACETEST_POSTGRES_URL")})
+	for _, b := range Backends {
+		t.Run(b, func(t *testing.T) {
+			id := scenarios.NewRunID()
+			st, err := openStore(ctx, b, conn, id)
+			if err != nil {
+				conformance.Unavailable(t, b, err)
+				return
+			}
+			defer st.close()
+			if err := st.prepare(ctx); err != nil {
+				t.Fatal(err)
+			}
+			u, err := st.user(ctx, LaunchersOf(b)[0].Name, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := u.checkThenWrite(ctx, "registered", 0); err != nil {
+				t.Fatal(err)
+			}
+			u.close()
+			if n, err := st.effects(ctx, "registered"); err != nil || n != 1 {
+				t.Fatalf("effects: %d (%v), want 1", n, err)
+			}
+			if rs, ok := st.(*redisStore); ok {
+				if ttl := rs.admin.PTTL(ctx, rs.ctwKey("registered")).Val(); ttl <= 0 || ttl > runs.KeyTTL {
+					t.Errorf("the burst's key lives %v once counted, want up to %v, as every key a run writes", ttl, runs.KeyTTL)
+				}
+			}
+			l := leftoverOf(t, st, id)
+			if l == nil || !l.Registered || len(l.Objects) == 0 || !strings.HasPrefix(l.Objects[0], benchPrefix(id)) {
+				t.Errorf("while the bench runs: %+v, want run %s registered with its objects", l, id)
+			}
+			if err := st.cleanup(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if l := leftoverOf(t, st, id); l != nil {
+				t.Errorf("after its cleanup: %+v, want nothing of run %s", l, id)
+			}
+		})
+	}
+}
+
+// leftoverOf is what 'racetest clean' would list of run id on st's server.
+func leftoverOf(t *testing.T, st store, id string) *runs.Leftover {
+	t.Helper()
+	ctx := context.Background()
+	var left []runs.Leftover
+	var err error
+	switch s := st.(type) {
+	case *redisStore:
+		left, err = runs.LeftoversRedis(ctx, s.admin)
+	case *mysqlStore:
+		left, err = runs.LeftoversSQL(ctx, runs.MySQL, runs.Std(s.admin))
+	case *pgStore:
+		left, err = runs.LeftoversSQL(ctx, runs.Postgres, runs.Pgx(s.admin))
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range left {
+		if left[i].RunID == id {
+			return &left[i]
+		}
+	}
+	return nil
+}
+
 // Each user-style launcher runs the scenario's check and write on the
 // servers: one after the other on one token, the second attempt sees the
 // first's write; fired together, the burst leaves one or two writes; its
@@ -468,8 +543,7 @@ func TestUserLaunchers(t *testing.T) {
 	conn := scenarios.NewConnections(map[string]string{"redis": os.Getenv("RACETEST_REDIS_URL"), "mysql": os.Getenv("RACETEST_MYSQL_DSN"), "postgres": os.Getenv("RACETEST_POSTGRES_URL")})
 	for _, b := range Backends {
 		t.Run(b, func(t *testing.T) {
-			prefix := "racetest_" + scenarios.NewRunID() + "_bench_"
-			st, err := openStore(ctx, b, conn, prefix)
+			st, err := openStore(ctx, b, conn, scenarios.NewRunID())
 			if err != nil {
 				conformance.Unavailable(t, b, err)
 				return

@@ -16,6 +16,7 @@ import (
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/redisstore"
+	"github.com/racetest/racetest/scenarios/runs"
 )
 
 // The HTTP backends: a check-then-write endpoint the bench serves itself,
@@ -117,7 +118,7 @@ func runHTTPBackend(ctx context.Context, cfg *Config, rep *Report, backend strin
 	}
 	prefix := ""
 	if backend == HTTPRedis {
-		prefix = "racetest_" + scenarios.NewRunID() + "_bench_http_"
+		prefix = runs.Prefix(scenarios.NewRunID()) + "bench_http_"
 		rep.Prefixes[backend] = append(rep.Prefixes[backend], prefix)
 	}
 	serve := serveInProcess

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/conformance"
 	"github.com/racetest/racetest/scenarios/runs"
@@ -131,6 +133,11 @@ func TestRedisTargetCounts(t *testing.T) {
 		return
 	}
 	defer a.close()
+	// Its keys are a registered run's, for 'racetest clean'.
+	id, _ := runs.RunOf(prefix)
+	if n, _ := a.rdb.Exists(ctx, runs.Marker(id)).Result(); n != 1 {
+		t.Errorf("run %s is not registered (no %s)", id, runs.Marker(id))
+	}
 	// Its window is a Redis round trip: slow it so the burst lands inside.
 	slow := slowActor{a, 200 * time.Millisecond}
 	countTarget(t, slow, 4)
@@ -149,11 +156,21 @@ func TestRedisTargetCounts(t *testing.T) {
 	if err := a.cleanup(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if left, _ := a.rdb.Keys(ctx, prefix+"*").Result(); len(left) > 0 {
-		t.Errorf("cleanup left %v", left)
+	if left, _ := a.rdb.Keys(ctx, runs.Prefix(id)+"*").Result(); len(left) > 0 {
+		t.Errorf("cleanup left %v (the keys or the registration)", left)
 	}
 	if n, _ := a.rdb.Exists(ctx, other).Result(); n != 1 {
 		t.Errorf("cleanup deleted a key outside its prefix")
+	}
+}
+
+// The Redis-backed target's keys must be a run's: a prefix that names none
+// is refused before anything is written.
+func TestRedisTargetNeedsARunPrefix(t *testing.T) {
+	for _, p := range []string{"p_", "racetest_", "bench_racetest_1a2b3c4d_"} {
+		if _, err := newRedisActor(context.Background(), "redis://127.0.0.1:9", p); err == nil || !strings.Contains(err.Error(), "need a run's prefix") {
+			t.Errorf("prefix %q: %v, want it refused", p, err)
+		}
 	}
 }
 
@@ -275,14 +292,16 @@ func TestRunHTTPSmall(t *testing.T) {
 		}
 	}
 	if len(backends) == 2 {
-		a, err := newRedisActor(context.Background(), redisURL(), "unused_")
+		opt, err := benchRedisOptions(redisURL())
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer a.close()
+		rdb := redis.NewClient(opt)
+		defer rdb.Close()
 		for _, p := range rep.Prefixes[HTTPRedis] {
-			if left, _ := a.rdb.Keys(context.Background(), p+"*").Result(); len(left) > 0 {
-				t.Errorf("the bench left %v behind", left)
+			id, _ := runs.RunOf(p)
+			if left, _ := rdb.Keys(context.Background(), runs.Prefix(id)+"*").Result(); len(left) > 0 {
+				t.Errorf("the bench left %v behind (its keys or its registration)", left)
 			}
 		}
 		if len(rep.Prefixes[HTTPRedis]) != 1 {

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -119,6 +120,7 @@ func (s *spinActor) close()                        {}
 type redisActor struct {
 	rdb    *redis.Client
 	prefix string
+	id     string // the run prefix names, registered while its keys exist
 }
 
 // redisPool is the handler's pool: large enough that the N=64 burst's
@@ -134,12 +136,22 @@ func newRedisActor(ctx context.Context, url, prefix string) (*redisActor, error)
 	opt.PoolSize, opt.MinIdleConns = redisPool, 0
 	opt.DisableIdentity = true
 	opt.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
-	a := &redisActor{rdb: redis.NewClient(opt), prefix: prefix}
+	// The keys are a run's, registered as a scenario's are, so that
+	// 'racetest clean' can drop what a bench killed outright left.
+	id, ok := runs.RunOf(prefix)
+	if !ok || !strings.HasPrefix(prefix, runs.Prefix(id)) {
+		return nil, fmt.Errorf("redis: the bench's keys need a run's prefix (racetest_<run id>_…), not %q", prefix)
+	}
+	a := &redisActor{rdb: redis.NewClient(opt), prefix: prefix, id: id}
 	if err := a.rdb.Ping(ctx).Err(); err != nil {
 		a.rdb.Close()
 		return nil, fmt.Errorf("redis: %s does not answer: %w", opt.Addr, err)
 	}
 	if err := redisstore.RefuseCluster(ctx, "", a.rdb, benchOnRedis); err != nil {
+		a.rdb.Close()
+		return nil, err
+	}
+	if err := runs.RegisterRedis(ctx, a.rdb, runs.New(id)); err != nil {
 		a.rdb.Close()
 		return nil, err
 	}
@@ -170,21 +182,10 @@ func (a *redisActor) writes(ctx context.Context, key string) (int, error) {
 }
 
 // cleanup deletes every key under the run's prefix, and nothing else.
+// cleanup deletes the run's keys, then its registration.
 func (a *redisActor) cleanup(ctx context.Context) error {
-	var keys []string
-	it := a.rdb.Scan(ctx, 0, a.prefix+"*", 1000).Iterator()
-	for it.Next(ctx) {
-		keys = append(keys, it.Val())
-	}
-	if err := it.Err(); err != nil {
-		return fmt.Errorf("redis: listing the bench's keys %s*: %w", a.prefix, err)
-	}
-	for len(keys) > 0 {
-		k := keys[:min(len(keys), 1000)]
-		keys = keys[len(k):]
-		if err := a.rdb.Del(ctx, k...).Err(); err != nil {
-			return fmt.Errorf("redis: deleting the bench's keys %s*: %w", a.prefix, err)
-		}
+	if _, err := runs.DropRedis(ctx, a.rdb, a.id); err != nil {
+		return fmt.Errorf("redis: deleting the bench's keys %s*: %w — delete them with 'racetest clean --backend redis --run-id %s'", a.prefix, err, a.id)
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/racetest/racetest/internal/sqldb"
+	"github.com/racetest/racetest/scenarios/runs"
 )
 
 // mysqlArrival is the statement's start by the server's clock, in µs since
@@ -20,14 +21,17 @@ type mysqlStore struct {
 	admin *sql.DB
 	ctw   string // the naive launcher's check-then-write table
 	made  []string
+	id    string // the bench's run id, registered while its table exists
+	// registered: the registration may have been written (prepare tried).
+	registered bool
 }
 
-func newMySQLStore(ctx context.Context, dsn, prefix string) (*mysqlStore, error) {
+func newMySQLStore(ctx context.Context, dsn, runID string) (*mysqlStore, error) {
 	cfg, err := sqldb.MySQLConfig(dsn)
 	if err != nil {
 		return nil, err
 	}
-	s := &mysqlStore{cfg: cfg, ctw: prefix + "naive"}
+	s := &mysqlStore{cfg: cfg, ctw: benchPrefix(runID) + "naive", id: runID}
 	if s.admin, err = s.db(nil); err != nil {
 		return nil, err
 	}
@@ -54,6 +58,10 @@ func (s *mysqlStore) db(dial dialFunc) (*sql.DB, error) {
 }
 
 func (s *mysqlStore) prepare(ctx context.Context) error {
+	s.registered = true
+	if err := runs.RegisterSQL(ctx, runs.MySQL, runs.Std(s.admin), runs.New(s.id)); err != nil {
+		return err
+	}
 	for _, t := range []struct{ name, def string }{
 		// As mysqlstore's check-then-write table.
 		{s.ctw, "id BIGINT AUTO_INCREMENT PRIMARY KEY, token VARCHAR(64) NOT NULL, worker INT NOT NULL, KEY idx_token (token)) ENGINE=InnoDB"},
@@ -167,10 +175,16 @@ func (m *mysqlNaive) close() { m.db.Close() }
 func (s *mysqlStore) cleanup(ctx context.Context) error {
 	for _, t := range s.made {
 		if _, err := s.admin.ExecContext(ctx, "DROP TABLE IF EXISTS `"+t+"`"); err != nil {
-			return fmt.Errorf("mysql: could not drop the bench's table %s — drop it by hand: %w", t, err)
+			return fmt.Errorf("mysql: could not drop the bench's table %s — drop it with 'racetest clean --backend mysql --run-id %s': %w", t, s.id, err)
 		}
 	}
 	s.made = nil
+	if s.registered {
+		if err := runs.UnregisterSQL(ctx, runs.MySQL, runs.Std(s.admin), s.id); err != nil {
+			return err
+		}
+		s.registered = false
+	}
 	return nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/racetest/racetest/internal/sqldb"
+	"github.com/racetest/racetest/scenarios/runs"
 )
 
 // pgArrival is the statement's arrival by the server's clock, in µs since
@@ -23,9 +24,12 @@ type pgStore struct {
 	admin *pgx.Conn
 	ctw   string
 	made  []string
+	id    string // the bench's run id, registered while its table exists
+	// registered: the registration may have been written (prepare tried).
+	registered bool
 }
 
-func newPGStore(ctx context.Context, url, prefix string) (*pgStore, error) {
+func newPGStore(ctx context.Context, url, runID string) (*pgStore, error) {
 	if url == "" {
 		url = sqldb.DefaultPostgresURL
 	}
@@ -33,7 +37,7 @@ func newPGStore(ctx context.Context, url, prefix string) (*pgStore, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: bad URL %s: %w", sqldb.RedactPostgres(url), err)
 	}
-	s := &pgStore{url: url, cfg: cfg, ctw: prefix + "naive"}
+	s := &pgStore{url: url, cfg: cfg, ctw: benchPrefix(runID) + "naive", id: runID}
 	if s.admin, err = pgx.ConnectConfig(ctx, s.config(nil)); err != nil {
 		return nil, fmt.Errorf("postgres: cannot connect to %s: %w", sqldb.RedactPostgres(url), err)
 	}
@@ -58,6 +62,10 @@ func (s *pgStore) config(dial dialFunc) *pgx.ConnConfig {
 }
 
 func (s *pgStore) prepare(ctx context.Context) error {
+	s.registered = true
+	if err := runs.RegisterSQL(ctx, runs.Postgres, runs.Pgx(s.admin), runs.New(s.id)); err != nil {
+		return err
+	}
 	for _, t := range []struct{ name, ddl string }{
 		// As pgstore's effects table.
 		{s.ctw, "CREATE TABLE " + s.ctw + " (id bigserial PRIMARY KEY, k text NOT NULL, worker int NOT NULL)"},
@@ -198,10 +206,16 @@ func (p *pgNaive) close() {
 func (s *pgStore) cleanup(ctx context.Context) error {
 	for _, t := range s.made {
 		if _, err := s.admin.Exec(ctx, "DROP TABLE IF EXISTS "+t); err != nil {
-			return fmt.Errorf("postgres: could not drop the bench's table %s — drop it by hand: %w", t, err)
+			return fmt.Errorf("postgres: could not drop the bench's table %s — drop it with 'racetest clean --backend postgres --run-id %s': %w", t, s.id, err)
 		}
 	}
 	s.made = nil
+	if s.registered {
+		if err := runs.UnregisterSQL(ctx, runs.Postgres, runs.Pgx(s.admin), s.id); err != nil {
+			return err
+		}
+		s.registered = false
+	}
 	return nil
 }
 

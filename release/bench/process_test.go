@@ -11,6 +11,7 @@ import (
 
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/conformance"
+	"github.com/racetest/racetest/scenarios/runs"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -61,7 +62,8 @@ func TestTargetProcess(t *testing.T) {
 			conformance.Unavailable(t, "redis", err)
 			return
 		}
-		prefix := "racetest_" + scenarios.NewRunID() + "_bench_http_"
+		id := scenarios.NewRunID()
+		prefix := runs.Prefix(id) + "bench_http_"
 		cfg := &Config{HTTPWindow: DefaultHTTPWindow, Conn: scenarios.NewConnections(map[string]string{"redis": redisURL()})}
 		url, desc, stop, err := serve(ctx, cfg, HTTPRedis, prefix)
 		if err != nil {
@@ -78,11 +80,14 @@ func TestTargetProcess(t *testing.T) {
 		if keys, _ := rdb.Keys(ctx, prefix+"*").Result(); len(keys) != 1 {
 			t.Errorf("keys under the prefix: %v, want the one written", keys)
 		}
+		if n, _ := rdb.Exists(ctx, runs.Marker(id)).Result(); n != 1 {
+			t.Errorf("the target's process did not register its run")
+		}
 		if err := stop(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if left, _ := rdb.Keys(ctx, prefix+"*").Result(); len(left) > 0 {
-			t.Errorf("the target's process left %v", left)
+		if left, _ := rdb.Keys(ctx, runs.Prefix(id)+"*").Result(); len(left) > 0 {
+			t.Errorf("the target's process left %v (its keys or its run's registration)", left)
 		}
 	})
 

@@ -14,6 +14,7 @@ import (
 	"github.com/racetest/racetest/internal/redisdb"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/redisstore"
+	"github.com/racetest/racetest/scenarios/runs"
 )
 
 // benchOnRedis names, in the refusal of a Redis Cluster, what refuses it.
@@ -23,14 +24,15 @@ type redisStore struct {
 	opt    *redis.Options
 	prefix string
 	admin  *redis.Client
+	id     string // the bench's run id, whose marker registers its keys
 }
 
-func newRedisStore(ctx context.Context, url, prefix string) (*redisStore, error) {
+func newRedisStore(ctx context.Context, url, runID string) (*redisStore, error) {
 	opt, err := benchRedisOptions(url)
 	if err != nil {
 		return nil, err
 	}
-	s := &redisStore{opt: opt, prefix: prefix}
+	s := &redisStore{opt: opt, prefix: benchPrefix(runID), id: runID}
 	s.admin = redis.NewClient(s.options(nil, 2))
 	if err := s.admin.Ping(ctx).Err(); err != nil {
 		s.admin.Close()
@@ -59,13 +61,28 @@ func (s *redisStore) options(dial dialFunc, size int) *redis.Options {
 	return &o
 }
 
-func (s *redisStore) prepare(context.Context) error { return nil }
+// prepare registers the run: its keys are then 'racetest clean”s to drop
+// if the bench is killed outright.
+func (s *redisStore) prepare(ctx context.Context) error {
+	return runs.RegisterRedis(ctx, s.admin, runs.New(s.id))
+}
 
 func (s *redisStore) ctwKey(token string) string { return s.prefix + "ctw:" + token }
 
+// effects counts the burst's writes, and gives its key the TTL every key a
+// run writes has (runs.KeyTTL): the launchers write it as users do, with a
+// plain RPUSH, and the bench reads each burst's count right after it.
 func (s *redisStore) effects(ctx context.Context, token string) (int, error) {
-	n, err := s.admin.LLen(ctx, s.ctwKey(token)).Result()
-	return int(n), err
+	var n *redis.IntCmd
+	_, err := s.admin.Pipelined(ctx, func(p redis.Pipeliner) error {
+		n = p.LLen(ctx, s.ctwKey(token))
+		p.PExpire(ctx, s.ctwKey(token), runs.KeyTTL)
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	return int(n.Val()), nil
 }
 
 func (s *redisStore) open(_ context.Context, dial dialFunc, workers int) (calApp, error) {
@@ -130,21 +147,10 @@ func (r *redisNaive) arrive(ctx context.Context) (int64, error) {
 
 func (r *redisNaive) close() { r.cl.Close() }
 
+// cleanup deletes the run's keys, then its marker.
 func (s *redisStore) cleanup(ctx context.Context) error {
-	iter := s.admin.Scan(ctx, 0, s.prefix+"*", 500).Iterator()
-	var keys []string
-	for iter.Next(ctx) {
-		keys = append(keys, iter.Val())
-	}
-	if err := iter.Err(); err != nil {
-		return fmt.Errorf("redis: listing the bench's keys %s*: %w", s.prefix, err)
-	}
-	for len(keys) > 0 {
-		n := min(len(keys), 500)
-		if err := s.admin.Del(ctx, keys[:n]...).Err(); err != nil {
-			return fmt.Errorf("redis: deleting the bench's keys %s*: %w", s.prefix, err)
-		}
-		keys = keys[n:]
+	if _, err := runs.DropRedis(ctx, s.admin, s.id); err != nil {
+		return fmt.Errorf("redis: deleting the bench's keys %s*: %w — delete them with 'racetest clean --backend redis --run-id %s'", s.prefix, err, s.id)
 	}
 	return nil
 }
