@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"context"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -504,6 +505,55 @@ func TestBenchRunIsRegistered(t *testing.T) {
 			}
 			if l := leftoverOf(t, st, id); l != nil {
 				t.Errorf("after its cleanup: %+v, want nothing of run %s", l, id)
+			}
+		})
+	}
+}
+
+// A bench whose id another run registered first does not start, and its
+// cleanup leaves that run's registration and objects alone.
+func TestBenchLeavesAnotherRunsID(t *testing.T) {
+	ctx := context.Background()
+	conn := scenarios.NewConnections(map[string]string{"redis": os.Getenv("RACETEST_REDIS_URL"), "mysql": os.Getenv("RACETEST_MYSQL_DSN"), "postgres": os.Getenv("RACETEST_POSTGRES_URL")})
+	for _, b := range Backends {
+		t.Run(b, func(t *testing.T) {
+			id := scenarios.NewRunID()
+			other, err := openStore(ctx, b, conn, id)
+			if err != nil {
+				conformance.Unavailable(t, b, err)
+				return
+			}
+			defer other.close()
+			// The other run: registered, with its table or key.
+			if err := other.prepare(ctx); err != nil {
+				t.Fatal(err)
+			}
+			defer other.cleanup(ctx)
+			u, err := other.user(ctx, LaunchersOf(b)[0].Name, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := u.checkThenWrite(ctx, "other", 0); err != nil {
+				t.Fatal(err)
+			}
+			u.close()
+			before := leftoverOf(t, other, id)
+
+			st, err := openStore(ctx, b, conn, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.close()
+			var inUse *runs.InUseError
+			if err := st.prepare(ctx); !errors.As(err, &inUse) {
+				t.Fatalf("prepare with an id in use: %v, want it refused", err)
+			}
+			if err := st.cleanup(ctx); err != nil {
+				t.Fatal(err)
+			}
+			after := leftoverOf(t, other, id)
+			if before == nil || after == nil || !after.Registered || !slices.Equal(after.Objects, before.Objects) {
+				t.Errorf("the other run before: %+v, after the refused bench's cleanup: %+v, want it untouched", before, after)
 			}
 		})
 	}

@@ -181,8 +181,8 @@ func (a *redisActor) writes(ctx context.Context, key string) (int, error) {
 	return int(n), err
 }
 
-// cleanup deletes every key under the run's prefix, and nothing else.
-// cleanup deletes the run's keys, then its registration.
+// cleanup deletes the run's keys (its prefix holds the target's alone),
+// then its registration.
 func (a *redisActor) cleanup(ctx context.Context) error {
 	if _, err := runs.DropRedis(ctx, a.rdb, a.id); err != nil {
 		return fmt.Errorf("redis: deleting the bench's keys %s*: %w — delete them with 'racetest clean --backend redis --run-id %s'", a.prefix, err, a.id)

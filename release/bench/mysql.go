@@ -22,7 +22,8 @@ type mysqlStore struct {
 	ctw   string // the naive launcher's check-then-write table
 	made  []string
 	id    string // the bench's run id, registered while its table exists
-	// registered: the registration may have been written (prepare tried).
+	// registered: the registration may have been written, and is the
+	// bench's to remove (not when the id was another run's).
 	registered bool
 }
 
@@ -58,8 +59,10 @@ func (s *mysqlStore) db(dial dialFunc) (*sql.DB, error) {
 }
 
 func (s *mysqlStore) prepare(ctx context.Context) error {
-	s.registered = true
-	if err := runs.RegisterSQL(ctx, runs.MySQL, runs.Std(s.admin), runs.New(s.id)); err != nil {
+	err := runs.RegisterSQL(ctx, runs.MySQL, runs.Std(s.admin), runs.New(s.id))
+	var inUse *runs.InUseError
+	s.registered = !errors.As(err, &inUse)
+	if err != nil {
 		return err
 	}
 	for _, t := range []struct{ name, def string }{

@@ -25,7 +25,8 @@ type pgStore struct {
 	ctw   string
 	made  []string
 	id    string // the bench's run id, registered while its table exists
-	// registered: the registration may have been written (prepare tried).
+	// registered: the registration may have been written, and is the
+	// bench's to remove (not when the id was another run's).
 	registered bool
 }
 
@@ -62,8 +63,10 @@ func (s *pgStore) config(dial dialFunc) *pgx.ConnConfig {
 }
 
 func (s *pgStore) prepare(ctx context.Context) error {
-	s.registered = true
-	if err := runs.RegisterSQL(ctx, runs.Postgres, runs.Pgx(s.admin), runs.New(s.id)); err != nil {
+	err := runs.RegisterSQL(ctx, runs.Postgres, runs.Pgx(s.admin), runs.New(s.id))
+	var inUse *runs.InUseError
+	s.registered = !errors.As(err, &inUse)
+	if err != nil {
 		return err
 	}
 	for _, t := range []struct{ name, ddl string }{
@@ -75,7 +78,7 @@ func (s *pgStore) prepare(ctx context.Context) error {
 		}
 		s.made = append(s.made, t.name)
 	}
-	_, err := s.admin.Exec(ctx, "CREATE INDEX ON "+s.ctw+" (k)")
+	_, err = s.admin.Exec(ctx, "CREATE INDEX ON "+s.ctw+" (k)")
 	return err
 }
 

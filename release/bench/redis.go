@@ -25,6 +25,9 @@ type redisStore struct {
 	prefix string
 	admin  *redis.Client
 	id     string // the bench's run id, whose marker registers its keys
+	// registered: the marker may have been written, and the run's keys
+	// are the bench's to delete (not when the id was another run's).
+	registered bool
 }
 
 func newRedisStore(ctx context.Context, url, runID string) (*redisStore, error) {
@@ -64,7 +67,10 @@ func (s *redisStore) options(dial dialFunc, size int) *redis.Options {
 // prepare registers the run: its keys are then 'racetest clean”s to drop
 // if the bench is killed outright.
 func (s *redisStore) prepare(ctx context.Context) error {
-	return runs.RegisterRedis(ctx, s.admin, runs.New(s.id))
+	err := runs.RegisterRedis(ctx, s.admin, runs.New(s.id))
+	var inUse *runs.InUseError
+	s.registered = !errors.As(err, &inUse)
+	return err
 }
 
 func (s *redisStore) ctwKey(token string) string { return s.prefix + "ctw:" + token }
@@ -149,6 +155,9 @@ func (r *redisNaive) close() { r.cl.Close() }
 
 // cleanup deletes the run's keys, then its marker.
 func (s *redisStore) cleanup(ctx context.Context) error {
+	if !s.registered {
+		return nil
+	}
 	if _, err := runs.DropRedis(ctx, s.admin, s.id); err != nil {
 		return fmt.Errorf("redis: deleting the bench's keys %s*: %w — delete them with 'racetest clean --backend redis --run-id %s'", s.prefix, err, s.id)
 	}
