@@ -467,27 +467,10 @@ func list(ctx context.Context, st store, prefix string) ([]string, error) {
 // after its cleanup neither the registration nor an object is left.
 func TestBenchRunIsRegistered(t *testing.T) {
 	ctx := context.Background()
-	conn := scenarios.NewConnections(map[string]string{"redis": os.Getenv("RACETEST_REDIS_URL"), "mysql": os.Getenv("RACETEST_MYSQL_DSN"), "postgres": os.Getenv("RACETEST_POSTGRES_URL")})
 	for _, b := range Backends {
 		t.Run(b, func(t *testing.T) {
 			id := scenarios.NewRunID()
-			st, err := openStore(ctx, b, conn, id)
-			if err != nil {
-				conformance.Unavailable(t, b, err)
-				return
-			}
-			defer st.close()
-			if err := st.prepare(ctx); err != nil {
-				t.Fatal(err)
-			}
-			u, err := st.user(ctx, LaunchersOf(b)[0].Name, 1)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := u.checkThenWrite(ctx, "registered", 0); err != nil {
-				t.Fatal(err)
-			}
-			u.close()
+			st := preparedStore(t, b, id, "registered")
 			if n, err := st.effects(ctx, "registered"); err != nil || n != 1 {
 				t.Fatalf("effects: %d (%v), want 1", n, err)
 			}
@@ -514,32 +497,15 @@ func TestBenchRunIsRegistered(t *testing.T) {
 // cleanup leaves that run's registration and objects alone.
 func TestBenchLeavesAnotherRunsID(t *testing.T) {
 	ctx := context.Background()
-	conn := scenarios.NewConnections(map[string]string{"redis": os.Getenv("RACETEST_REDIS_URL"), "mysql": os.Getenv("RACETEST_MYSQL_DSN"), "postgres": os.Getenv("RACETEST_POSTGRES_URL")})
 	for _, b := range Backends {
 		t.Run(b, func(t *testing.T) {
 			id := scenarios.NewRunID()
-			other, err := openStore(ctx, b, conn, id)
-			if err != nil {
-				conformance.Unavailable(t, b, err)
-				return
-			}
-			defer other.close()
 			// The other run: registered, with its table or key.
-			if err := other.prepare(ctx); err != nil {
-				t.Fatal(err)
-			}
+			other := preparedStore(t, b, id, "other")
 			defer other.cleanup(ctx)
-			u, err := other.user(ctx, LaunchersOf(b)[0].Name, 1)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := u.checkThenWrite(ctx, "other", 0); err != nil {
-				t.Fatal(err)
-			}
-			u.close()
 			before := leftoverOf(t, other, id)
 
-			st, err := openStore(ctx, b, conn, id)
+			st, err := openStore(ctx, b, serverConns(), id)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -557,6 +523,37 @@ func TestBenchLeavesAnotherRunsID(t *testing.T) {
 			}
 		})
 	}
+}
+
+// serverConns are the local servers, as the other tests find them.
+func serverConns() scenarios.Connections {
+	return scenarios.NewConnections(map[string]string{"redis": os.Getenv("RACETEST_REDIS_URL"), "mysql": os.Getenv("RACETEST_MYSQL_DSN"), "postgres": os.Getenv("RACETEST_POSTGRES_URL")})
+}
+
+// preparedStore is the bench's store for run id on backend b, prepared,
+// with token written once by b's first user-style launcher; it is closed
+// when the test ends, and the caller cleans it up. It skips the test when
+// the server does not answer.
+func preparedStore(t *testing.T, b, id, token string) store {
+	t.Helper()
+	ctx := context.Background()
+	st, err := openStore(ctx, b, serverConns(), id)
+	if err != nil {
+		conformance.Unavailable(t, b, err)
+	}
+	t.Cleanup(st.close)
+	if err := st.prepare(ctx); err != nil {
+		t.Fatal(err)
+	}
+	u, err := st.user(ctx, LaunchersOf(b)[0].Name, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer u.close()
+	if err := u.checkThenWrite(ctx, token, 0); err != nil {
+		t.Fatal(err)
+	}
+	return st
 }
 
 // leftoverOf is what 'racetest clean' would list of run id on st's server.
@@ -590,10 +587,9 @@ func leftoverOf(t *testing.T, st store, id string) *runs.Leftover {
 // calibration attempt reads the server's clock.
 func TestUserLaunchers(t *testing.T) {
 	ctx := context.Background()
-	conn := scenarios.NewConnections(map[string]string{"redis": os.Getenv("RACETEST_REDIS_URL"), "mysql": os.Getenv("RACETEST_MYSQL_DSN"), "postgres": os.Getenv("RACETEST_POSTGRES_URL")})
 	for _, b := range Backends {
 		t.Run(b, func(t *testing.T) {
-			st, err := openStore(ctx, b, conn, scenarios.NewRunID())
+			st, err := openStore(ctx, b, serverConns(), scenarios.NewRunID())
 			if err != nil {
 				conformance.Unavailable(t, b, err)
 				return
