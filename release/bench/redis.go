@@ -64,8 +64,8 @@ func (s *redisStore) options(dial dialFunc, size int) *redis.Options {
 	return &o
 }
 
-// prepare registers the run: its keys are then 'racetest clean”s to drop
-// if the bench is killed outright.
+// prepare registers the run: its keys are then for 'racetest clean' to
+// drop if the bench is killed outright.
 func (s *redisStore) prepare(ctx context.Context) error {
 	err := runs.RegisterRedis(ctx, s.admin, runs.New(s.id))
 	var inUse *runs.InUseError
