@@ -30,41 +30,50 @@ import (
 // (it ignores b.N: its rounds are its repetitions). Goals: the median
 // release spread at most 1.5× the reference's at every N; bursts per second
 // at least 0.8× at N=16. spread-ratio-untimed is the engine's with no
-// attempt timeout (--timeout 0), also beside the reference. alloc-B/attempt and allocs/attempt are the
-// engine's alone (no reference runs in between), over every burst it fired.
+// attempt timeout (--timeout 0), also beside the reference.
+// spread-ratio-yield is the engine's with an attempt that yields its P once
+// (runtime.Gosched), as one that waits for a round trip does: its worker
+// cannot go on to the next attempt (see workers), and every attempt is
+// started by a worker's own wake-up, as in the reference. It has no goal.
+// alloc-B/attempt and allocs/attempt are the engine's alone (no reference
+// runs in between), over every burst it fired.
 func BenchmarkEngine(b *testing.B) {
 	const rounds = 6
 	for _, n := range []int{16, 1_000, 10_000} {
 		b.Run(benchName(n), func(b *testing.B) {
 			bursts := max(32_000/n, 10)
-			var spread, untimed, rate, loads []float64
-			var refAll, engAll, freeAll []time.Duration
+			var spread, untimed, yielded, rate, loads []float64
+			var refAll, engAll, freeAll, yieldAll []time.Duration
 			var allocs, bytes uint64
 			for round := range rounds {
-				// The three in turn, starting one further each round.
-				var ref, eng, free chunk
-				for k := range 3 {
-					switch (round + k) % 3 {
+				// The four in turn, starting one further each round.
+				var ref, eng, free, yield chunk
+				for k := range 4 {
+					switch (round + k) % 4 {
 					case 0:
 						ref = bare(n, bursts)
 					case 1:
-						eng = engineChunk(b, n, bursts, runner.DefaultTimeout)
+						eng = engineChunk(b, noop{}, n, bursts, runner.DefaultTimeout)
 					case 2:
-						free = engineChunk(b, n, bursts, 0)
+						free = engineChunk(b, noop{}, n, bursts, 0)
+					case 3:
+						yield = engineChunk(b, yielder{}, n, bursts, runner.DefaultTimeout)
 					}
 				}
 				refAll = append(refAll, ref.spreads...)
 				engAll = append(engAll, eng.spreads...)
 				freeAll = append(freeAll, free.spreads...)
+				yieldAll = append(yieldAll, yield.spreads...)
 				allocs += eng.mallocs
 				bytes += eng.bytes
 				load := loadAverage()
 				loads = append(loads, load)
 				spread = append(spread, float64(eng.spread)/float64(max(ref.spread, 1)))
 				untimed = append(untimed, float64(free.spread)/float64(max(ref.spread, 1)))
+				yielded = append(yielded, float64(yield.spread)/float64(max(ref.spread, 1)))
 				rate = append(rate, eng.rate/ref.rate)
-				b.Logf("round %d, load %.1f: spread %v (reference %v), ×%.2f (×%.2f with no attempt timeout); bursts/s %.0f (reference %.0f), ×%.2f",
-					round, load, eng.spread, ref.spread, spread[round], untimed[round], eng.rate, ref.rate, rate[round])
+				b.Logf("round %d, load %.1f: spread %v (reference %v), ×%.2f (×%.2f with no attempt timeout, ×%.2f with attempts that yield); bursts/s %.0f (reference %.0f), ×%.2f",
+					round, load, eng.spread, ref.spread, spread[round], untimed[round], yielded[round], eng.rate, ref.rate, rate[round])
 			}
 			// Over every burst of the run, not the median of the rounds'
 			// ratios: at N=10,000 a chunk is 10 bursts of 10-80 ms each,
@@ -73,6 +82,7 @@ func BenchmarkEngine(b *testing.B) {
 			ref := float64(medianDuration(refAll))
 			b.ReportMetric(float64(medianDuration(engAll))/ref, "spread-ratio")
 			b.ReportMetric(float64(medianDuration(freeAll))/ref, "spread-ratio-untimed")
+			b.ReportMetric(float64(medianDuration(yieldAll))/ref, "spread-ratio-yield")
 			b.ReportMetric(median(spread), "spread-ratio-rounds")
 			b.ReportMetric(median(rate), "bursts/s-ratio")
 			b.ReportMetric(float64(bytes)/float64(rounds*bursts*n), "alloc-B/attempt")
@@ -122,17 +132,18 @@ func bare(n, bursts int) chunk {
 	return chunk{spread: medianDuration(spreads), spreads: spreads, rate: rate}
 }
 
-// engineChunk runs the engine for bursts bursts of n attempts at the noop
-// target, which does nothing either: what is measured is the engine. The
+// engineChunk runs the engine for bursts bursts of n attempts at t: noop,
+// which does nothing either, so that what is measured is the engine, or
+// yielder. The
 // attempt timeout is the default's, or 0 (none): its timer makes the
 // runtime read the clock at every goroutine switch on the P that holds it
 // (checkTimers), which the reference never pays.
-func engineChunk(b *testing.B, n, bursts int, timeout time.Duration) chunk {
+func engineChunk(b *testing.B, t runner.Target, n, bursts int, timeout time.Duration) chunk {
 	runtime.GC()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	start := time.Now()
-	res, err := runner.Run(context.Background(), noop{}, runner.Attempts(n), runner.Bursts(bursts), runner.Timeout(timeout))
+	res, err := runner.Run(context.Background(), t, runner.Attempts(n), runner.Bursts(bursts), runner.Timeout(timeout))
 	elapsed := time.Since(start)
 	runtime.ReadMemStats(&after)
 	if err != nil {
@@ -181,4 +192,15 @@ func loadAverage() float64 {
 	}
 	l, _ := strconv.ParseFloat(f[0], 64)
 	return l
+}
+
+// yielder is noop whose attempt yields its P once, as an attempt that waits
+// for its store does.
+type yielder struct{ noop }
+
+func (yielder) Open(context.Context, int, int) (runner.App, error)   { return yielder{}, nil }
+func (yielder) Session(context.Context, int) (runner.Session, error) { return yielder{}, nil }
+func (yielder) Attempt(context.Context, runner.Subject, *runner.Worker) runner.Outcome {
+	runtime.Gosched()
+	return runner.Done()
 }
