@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"runtime"
 	"sort"
 	"strings"
@@ -11,6 +12,46 @@ import (
 	"testing"
 	"time"
 )
+
+// TestMain first checks that the workers finish a wave: with workers that
+// never start an attempt, every test of the package would wait for it
+// until go test's timeout. It fails in seconds instead, saying why.
+func TestMain(m *testing.M) {
+	if err := wavesFinish(3*gateWorkers+5, 10*time.Second); err != nil {
+		fmt.Fprintln(os.Stderr, "runner:", err)
+		os.Exit(1)
+	}
+	os.Exit(m.Run())
+}
+
+// wavesFinish releases three waves of n attempts that return at once, and
+// says which did not finish within limit.
+func wavesFinish(n int, limit time.Duration) error {
+	ws := startWorkers(n)
+	for wave := 1; wave <= 3; wave++ {
+		var done sync.WaitGroup
+		done.Add(n)
+		ws.release(func(int) { done.Done() })
+		if !within(&done, limit) {
+			ws.stop(false)
+			return fmt.Errorf("wave %d of %d attempts did not finish in %s", wave, n, limit)
+		}
+	}
+	ws.stop(true)
+	return nil
+}
+
+// within reports whether wg's count reached zero within limit.
+func within(wg *sync.WaitGroup, limit time.Duration) bool {
+	finished := make(chan struct{})
+	go func() { wg.Wait(); close(finished) }()
+	select {
+	case <-finished:
+		return true
+	case <-time.After(limit):
+		return false
+	}
+}
 
 // sweepInFlight is inFlight as it was before issue 28, with a comparison
 // sort: the oracle the radix sort is checked against.
@@ -396,11 +437,7 @@ func TestBlockedAttemptsEachHaveAWorker(t *testing.T) {
 			in.Wait()
 			done.Done()
 		})
-		finished := make(chan struct{})
-		go func() { done.Wait(); close(finished) }()
-		select {
-		case <-finished:
-		case <-time.After(30 * time.Second):
+		if !within(&done, 30*time.Second) {
 			t.Fatalf("wave %d: the attempts never were all in flight at once", wave)
 		}
 	}
