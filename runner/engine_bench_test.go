@@ -32,9 +32,9 @@ import (
 // at least 0.8× at N=16. spread-ratio-untimed is the engine's with no
 // attempt timeout (--timeout 0), also beside the reference.
 // spread-ratio-yield is the engine's with an attempt that yields its P once
-// (runtime.Gosched), as one that waits for a round trip does: its worker
-// cannot go on to the next attempt (see workers), and every attempt is
-// started by a worker's own wake-up, as in the reference. It has no goal.
+// (runtime.Gosched), as one that waits for a round trip does: a figure for
+// comparing engines whose gain is only for attempts that never block (stop
+// 41's was), with no goal.
 // alloc-B/attempt and allocs/attempt are the engine's alone (no reference
 // runs in between), over every burst it fired.
 func BenchmarkEngine(b *testing.B) {

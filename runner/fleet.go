@@ -32,20 +32,10 @@ import (
 // older half of the other's run queue, so the two mostly run different
 // stretches of workers, and park on different blocks' gates
 // (docs/measurements.md, "Stop 39").
-//
-// A worker whose attempt returned goes on to the next attempt (i+1, i+2,
-// ...) that no worker has started yet, before it parks: see take. An
-// attempt that blocks (a round trip, a lock, a sleep) keeps its goroutine,
-// and every other attempt is started by its own worker or by one that is
-// free, as before. An attempt that returns at once no longer costs a park
-// and a wake-up before the next one starts: at N=10,000 on two cores each
-// P ran ~5,000 workers one after another, and that switch was most of the
-// spread (docs/measurements.md, "Stop 41").
 type workers struct {
-	next    *call          // the call the workers are parked on
-	gates   int            // per call
-	taken   []atomic.Int64 // attempt i's: the seq of the last call that started it
-	started atomic.Int64   // workers that took their index
+	next    *call        // the call the workers are parked on
+	gates   int          // per call
+	started atomic.Int64 // workers that took their index
 	ready   sync.WaitGroup
 	exited  sync.WaitGroup
 }
@@ -58,14 +48,13 @@ const gateWorkers = 64
 type call struct {
 	first chan struct{}   // the first block's gate; closed: the wave starts
 	rest  []chan struct{} // the other blocks'
-	run   func(i int)     // attempt i of the wave; nil: the workers return
-	seq   int64           // 1 for the first call, then one more each
+	run   func(i int)     // worker i's part of the wave; nil: the workers return
 	next  *call           // set before the gates are closed
 }
 
-func newCall(gates int, seq int64) *call {
+func newCall(gates int) *call {
 	// With one gate, rest is empty, and make allocates nothing for it.
-	c := &call{first: make(chan struct{}), rest: make([]chan struct{}, gates-1), seq: seq}
+	c := &call{first: make(chan struct{}), rest: make([]chan struct{}, gates-1)}
 	for j := range c.rest {
 		c.rest[j] = make(chan struct{})
 	}
@@ -93,7 +82,7 @@ func (c *call) open() {
 // goroutines' start.
 func startWorkers(n int) *workers {
 	gates := (n + gateWorkers - 1) / gateWorkers
-	ws := &workers{next: newCall(gates, 1), gates: gates, taken: make([]atomic.Int64, n)}
+	ws := &workers{next: newCall(gates), gates: gates}
 	ws.ready.Add(n)
 	ws.exited.Add(n)
 	// One func value for all of them: a go statement with arguments, or
@@ -117,30 +106,16 @@ func (ws *workers) work() {
 		if c.run == nil {
 			return
 		}
-		for j := i; j < len(ws.taken) && ws.take(c, j); j++ {
-			c.run(j)
-		}
+		c.run(i)
 		c = c.next
 	}
 }
 
-// take reports whether attempt j of call c was not started yet, and marks
-// it started. Its own worker takes it when it wakes, unless a worker whose
-// attempt returned took it first. Each attempt's seq goes from the call
-// before's to c's once: a worker still on an earlier call never takes an
-// attempt of c, whose run it has not seen. It reads before it swaps: a
-// swap that fails still takes the cache line from the other core, where
-// the neighbouring attempts' workers are taking theirs.
-func (ws *workers) take(c *call, j int) bool {
-	t := &ws.taken[j]
-	return t.Load() == c.seq-1 && t.CompareAndSwap(c.seq-1, c.seq)
-}
-
-// release starts the attempts of run, 0 to N-1: the gates open.
+// release starts run on every worker at once: the gates open.
 func (ws *workers) release(run func(i int)) {
 	c := ws.next
 	c.run = run
-	c.next = newCall(ws.gates, c.seq+1)
+	c.next = newCall(ws.gates)
 	ws.next = c.next
 	c.open()
 }
