@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -23,7 +24,9 @@ type Record struct {
 // Alive reports whether the run's process is still running: only a run
 // registered from this host can be checked (another host's pid means
 // nothing here), and for those a process that answers signal 0 counts as
-// alive — a reused pid keeps a dead run's objects until --run-id names it.
+// alive — a reused pid keeps a dead run's objects until --run-id names it —
+// unless it is a zombie: a run killed outright whose parent (a shell, a
+// script) has not reaped it yet has ended all the same.
 func (r Record) Alive() (alive, known bool) {
 	host, _ := os.Hostname()
 	if r.Host != host || r.PID <= 0 {
@@ -32,8 +35,33 @@ func (r Record) Alive() (alive, known bool) {
 	if r.PID == os.Getpid() {
 		return true, true
 	}
-	err := syscall.Kill(r.PID, 0)
-	return err == nil || errors.Is(err, syscall.EPERM), true
+	if err := syscall.Kill(r.PID, 0); err != nil && !errors.Is(err, syscall.EPERM) {
+		return false, true
+	}
+	return !ended(r.PID), true
+}
+
+// ended reports whether process pid has exited and waits only to be
+// reaped (state Z or X in /proc/pid/stat). Where there is no /proc, it
+// says false: such a process then counts as alive, as before.
+func ended(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	state := procState(stat)
+	return state == 'Z' || state == 'X'
+}
+
+// procState is the state letter of a /proc/pid/stat line, "pid (comm)
+// state ...", or 0 if there is none: comm may hold spaces and parentheses,
+// and the state follows the last ')'.
+func procState(stat []byte) byte {
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 || i+2 >= len(stat) || stat[i+1] != ' ' {
+		return 0
+	}
+	return stat[i+2]
 }
 
 func (r Record) String() string {
