@@ -379,13 +379,13 @@ func TestEveryBlockIsReleased(t *testing.T) {
 }
 
 // An attempt that blocks keeps its worker, and the others are started all
-// the same: here no attempt returns before every one has started. Any
-// fleet that ran two attempts on one goroutine before the first returned
-// would hang here (stop 41 tried workers that go on to the next attempt).
+// the same: here no attempt returns before every one has started. A fleet
+// that gave one goroutine a second attempt before its first returned would
+// fail here (stop 41's workers, which went on to the next attempt only once
+// theirs had returned, passed).
 func TestBlockedAttemptsEachHaveAWorker(t *testing.T) {
 	const n = 2*gateWorkers + 3
 	ws := startWorkers(n)
-	defer ws.stop(true)
 	for wave := 1; wave <= 3; wave++ {
 		var in, done sync.WaitGroup
 		in.Add(n)
@@ -396,7 +396,9 @@ func TestBlockedAttemptsEachHaveAWorker(t *testing.T) {
 			done.Done()
 		})
 		if !within(&done, 30*time.Second) {
+			ws.stop(false) // its attempts wait for ever: do not wait for them
 			t.Fatalf("wave %d: the attempts never were all in flight at once", wave)
 		}
 	}
+	ws.stop(true)
 }
