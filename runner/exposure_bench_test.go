@@ -17,13 +17,13 @@ import (
 // across the machine's Ps, and where each P's first attempt starts decides
 // it: a change to how workers are woken or scheduled moves these figures
 // even when the release spread looks better. Run it interleaved with the
-// engine it replaces, several times (one run's figures vary by ×2):
+// engine it replaces, several times (one run's figure can vary several-fold):
 //
 //	go test -run '^$' -bench CPUBoundExposure -benchtime 1x ./runner
 //
-// Stop 41 measured a fleet whose workers went on to the next attempt:
-// half the spread at N=10,000, and 20-40% fewer races at N=64 with a 5 µs
-// window (docs/measurements.md, "Stop 41"). It was not kept.
+// Stop 41 measured a fleet whose workers went on to the next attempt: half
+// the spread at N=10,000, and 13-56% fewer races at N=64 with a 5 µs window
+// in seven sets (docs/measurements.md, "Stop 41"). It was not kept.
 func BenchmarkCPUBoundExposure(b *testing.B) {
 	const bursts = 1000
 	for _, n := range []int{2, 8, 64, 256} {
