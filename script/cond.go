@@ -154,6 +154,11 @@ func (p *parser) operand(tok string, line, col int) (*Operand, error) {
 		}
 		return &Operand{kind: variable, text: name}, nil
 	case strings.HasPrefix(tok, "'"):
+		// \sleep splits its argument on blanks, not with the condition's
+		// tokenizer: a quote can reach here unclosed.
+		if len(tok) < 2 || !strings.HasSuffix(tok, "'") {
+			return nil, p.errf(line, col, "%s: unterminated ' quote", tok)
+		}
 		return &Operand{kind: literal, text: strings.ReplaceAll(tok[1:len(tok)-1], "''", "'")}, nil
 	case strings.Contains(tok, "{{"):
 		pc, err := p.piece(tok, line, col)

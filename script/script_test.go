@@ -294,6 +294,8 @@ func TestParseErrors(t *testing.T) {
 		"condition quote":    {"\\if :a = 'abc\n\\endif\n", "", SQL, ScopeAttempt, "redeem.sql:1:1", "unterminated ' quote"},
 		"condition quote 2":  {"\\if :a = 'it''s\n\\endif\n", "", SQL, ScopeAttempt, "redeem.sql:1:1", "unterminated ' quote"},
 		"bad sleep unit":     {"\\sleep 5 min\n", "", SQL, ScopeAttempt, "redeem.sql:1:1", "unknown unit"},
+		"sleep quote":        {"\\sleep '\n", "", SQL, ScopeAttempt, "redeem.sql:1:1", "unterminated ' quote"},
+		"sleep quote 2":      {"\\sleep '20 ms\n", "", SQL, ScopeAttempt, "redeem.sql:1:1", "unterminated ' quote"},
 		"gset alone":         {"SELECT 1;\n\\gset\n", "", SQL, ScopeAttempt, "redeem.sql:2:1", `\gset must follow a query`},
 		"redis quote":        {"SET a \"b\n", "", Redis, ScopeAttempt, "redeem.sql:1:7", "unterminated \" quote"},
 		"redis gset name":    {"GET a \\gset\n", "", Redis, ScopeAttempt, "redeem.sql:1:7", "needs a variable name"},
