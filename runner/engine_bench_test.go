@@ -134,10 +134,9 @@ func bare(n, bursts int) chunk {
 
 // engineChunk runs the engine for bursts bursts of n attempts at t: noop,
 // which does nothing either, so that what is measured is the engine, or
-// yielder. The
-// attempt timeout is the default's, or 0 (none): its timer makes the
-// runtime read the clock at every goroutine switch on the P that holds it
-// (checkTimers), which the reference never pays.
+// yielder. The attempt timeout is the default's, or 0 (none): its timer
+// makes the runtime read the clock at every goroutine switch on the P that
+// holds it (checkTimers), which the reference never pays.
 func engineChunk(b *testing.B, t runner.Target, n, bursts int, timeout time.Duration) chunk {
 	runtime.GC()
 	var before, after runtime.MemStats

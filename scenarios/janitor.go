@@ -25,8 +25,8 @@ type Record struct {
 // registered from this host can be checked (another host's pid means
 // nothing here), and for those a process that answers signal 0 counts as
 // alive — a reused pid keeps a dead run's objects until --run-id names it —
-// unless it is a zombie: a run killed outright whose parent (a shell, a
-// script) has not reaped it yet has ended all the same.
+// unless it is a zombie: a run killed outright whose parent (python's
+// subprocess, a test harness) has not reaped it yet has ended all the same.
 func (r Record) Alive() (alive, known bool) {
 	host, _ := os.Hostname()
 	if r.Host != host || r.PID <= 0 {

@@ -21,6 +21,8 @@ func TestAliveSeesAZombieAsEnded(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	// Whatever fails below, the child does not outlive the test.
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	r := Record{RunID: "zombie01", Host: host, PID: cmd.Process.Pid}
 	if alive, known := r.Alive(); !alive || !known {
 		t.Fatalf("running: alive %v, known %v; want true, true", alive, known)
