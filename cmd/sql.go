@@ -126,7 +126,7 @@ func newCmdScript(f *Factory, d script.Dialect, runF func(context.Context, *Scri
 const scriptHelp = `Each value is inline text or @FILE. The attempt script is a small subset of
 pgbench/psql scripting:
 
-  statements ending with ';'            (SQL; Redis: one command per line)
+  statements ending with ';'            (the last may omit it; Redis: one command per line)
   SELECT … \gset [prefix]               keep the row's columns as variables
   GET key \gset name                    (Redis) keep the reply as :name
   :name  :'name'  :"name"               a variable, as is / as a literal / as an identifier

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -282,7 +283,6 @@ func TestParseErrors(t *testing.T) {
 		"unknown meta":       {"SELECT 1;\n  \\foo bar\n", "", SQL, ScopeAttempt, "redeem.sql:2:3", `unknown meta-command \foo — supported: \gset, \if`},
 		"typo after a query": {"SELECT 1 AS n \\gsett\n", "", SQL, ScopeAttempt, "redeem.sql:1:15", `unknown meta-command \gsett (did you mean \gset?) — supported:`},
 		"near miss":          {"SELECT 1;\n\\sleap 2\n", "", SQL, ScopeAttempt, "redeem.sql:2:1", `unknown meta-command \sleap (did you mean \sleep?)`},
-		"no semicolon":       {"SELECT 1;\nSELECT 2\n", "", SQL, ScopeAttempt, "redeem.sql:2:1", "does not end with ';'"},
 		"unterminated":       {"SELECT 'abc;\n", "", SQL, ScopeAttempt, "redeem.sql:1:8", "unterminated ' quote"},
 		"endif alone":        {"\\endif\n", "", SQL, ScopeAttempt, "redeem.sql:1:1", `\endif without \if`},
 		"if open":            {"SELECT 1;\n\\if 1\nSELECT 2;\n", "", SQL, ScopeAttempt, "redeem.sql:2:1", `\if without \endif`},
@@ -330,6 +330,31 @@ SELECT 2; \gset
 	}
 	if s.Steps[2].Pos.Line != 3 || s.Steps[2].Pos.Col != 46 {
 		t.Errorf("position %v", s.Steps[2].Pos)
+	}
+}
+
+// TestParseLastStatementWithoutSemicolon: the last statement may go
+// without its ';', as psql takes `-c 'SELECT 1'` and a file's last line: an
+// inline --effects is one statement. Only the last: a statement followed
+// by a meta-command is still unfinished.
+func TestParseLastStatementWithoutSemicolon(t *testing.T) {
+	for src, want := range map[string][]string{
+		"SELECT count(*) FROM redemptions WHERE code = '{{.Token}}'": {"SELECT count(*) FROM redemptions WHERE code = '{{.Token}}';"},
+		"SELECT 1;\nSELECT 2\n":             {"SELECT 1;", "SELECT 2;"},
+		"SELECT 1;\nSELECT 2 -- the last\n": {"SELECT 1;", "SELECT 2;"},
+	} {
+		s := mustParse(t, src, SQL)
+		var got []string
+		for _, st := range s.Steps {
+			got = append(got, st.Text)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%q: steps %q, want %q", src, got, want)
+		}
+	}
+	s := mustParse(t, "SELECT 1;\n  SELECT 2", SQL)
+	if p := s.Steps[1].Pos; p.Line != 2 || p.Col != 3 {
+		t.Errorf("the last statement's position is %v, want line 2, column 3", p)
 	}
 }
 

@@ -21,7 +21,8 @@ var sqlLanguage = &language{
 }
 
 // sql splits src into statements ending with ';' (outside quotes, comments
-// and templates) and backslash commands running to the end of their line.
+// and templates; the last may omit it) and backslash commands running to
+// the end of their line.
 func (p *parser) sql(src string) error {
 	var stmt strings.Builder
 	stmtLine, stmtCol := 0, 0
@@ -167,8 +168,14 @@ func (p *parser) sql(src string) error {
 			advance(1)
 		}
 	}
+	// The last statement may go without its ';', as in psql -c 'SELECT 1'
+	// or at the end of a psql or pgbench file: an inline --effects or
+	// --subject is one statement, and nothing can follow it.
 	if pending() {
-		return p.errf(stmtLine, stmtCol, "statement does not end with ';'")
+		text := strings.TrimSpace(stmt.String())
+		stmt.Reset()
+		stmt.WriteString(text + ";")
+		return flush(false, "")
 	}
 	return nil
 }
