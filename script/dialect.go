@@ -60,9 +60,6 @@ type language struct {
 	// readOnly reports whether a statement (its words, upper-cased) is a
 	// plain read that locks nothing, so that two of them commute.
 	readOnly func(words []string) bool
-	// end is what ends a statement, added to a one-line invariant given
-	// without it ("" when nothing does).
-	end string
 }
 
 // lang is the language s is written in.

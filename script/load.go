@@ -91,9 +91,6 @@ func (s Spec) Load(dir string, d Dialect, field func(name string) string) (Scrip
 			return sc, &FieldError{Field: fmt.Sprintf("invariant[%d]", i),
 				Err: fmt.Errorf("%s is empty: write a query that counts what breaks the invariant, inline or @FILE", field("invariant"))}
 		}
-		if t, end := strings.TrimSpace(v), languageOf(d).end; end != "" && !strings.HasPrefix(t, "@") && !strings.HasSuffix(t, end) {
-			v = t + end // one query on the command line, as the docs write it
-		}
 		p, err := load(v, dir, d, ScopeBurst, field("invariant"))
 		if err != nil {
 			return sc, &FieldError{Field: fmt.Sprintf("invariant[%d]", i), Err: err}

@@ -17,7 +17,6 @@ var sqlLanguage = &language{
 	gset:     sqlGset,
 	count:    func(r Reply) (string, int, bool) { return firstValue(r), 0, false },
 	readOnly: sqlReadOnly,
-	end:      ";",
 }
 
 // sql splits src into statements ending with ';' (outside quotes, comments
