@@ -139,6 +139,13 @@ func TestReleaseModes(t *testing.T) {
 			if len(client) != bursts || len(arrival) != bursts {
 				t.Errorf("spreads measured for %d (client) and %d (server) bursts, want %d", len(client), len(arrival), bursts)
 			}
+			// The burst's spread is when its requests left, not when the
+			// gate released the workers that started the sending.
+			for i := range min(len(client), len(res.Bursts)) {
+				if got := res.Bursts[i].Spread; got != client[i] {
+					t.Errorf("burst %d: spread %v, want the client-side release spread %v", i, got, client[i])
+				}
+			}
 			notes := strings.Join(target.Notes(), "\n")
 			for _, want := range []string{"release: " + string(c.mode), "said success", "actually happened", "server arrival spread"} {
 				if !strings.Contains(notes, want) {

@@ -439,6 +439,18 @@ func (t *Target) ServerParallelism(s runner.Subject) float64 {
 	return b.parallelism()
 }
 
+// WireSpread is burst s's client-side release spread: the first to the last
+// request leaving (in last-byte, its held tail; in single-packet, each
+// connection's one write). The runner reports it as the burst's spread: the
+// workers' release by the gate only starts the loop that sends.
+func (t *Target) WireSpread(s runner.Subject) (time.Duration, bool) {
+	b, ok := s.Data.(*burst)
+	if !ok {
+		return 0, false
+	}
+	return b.clientSpread()
+}
+
 // ServerProbe is what Prepare's probe found of the server's concurrency.
 func (t *Target) ServerProbe() *runner.ServerProbe { return t.probe }
 

@@ -519,6 +519,11 @@ func (e *engine) burst(ctx context.Context, index int) (Burst, error) {
 		}
 	}
 	b.Duration = time.Since(started)
+	if w, ok := e.t.(WireSpreader); ok {
+		if d, ok := w.WireSpread(s); ok {
+			b.Spread = d
+		}
+	}
 	if ctx.Err() != nil {
 		return b, ctx.Err()
 	}

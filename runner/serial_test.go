@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"testing"
+	"time"
 )
 
 // A burst the server served one request at a time tested nothing, however
@@ -96,5 +97,41 @@ func TestServerProbeResult(t *testing.T) {
 		if c.p.Serial() != c.serial || c.p.Concurrent() != c.concurrent {
 			t.Errorf("%+v: serial %v, concurrent %v; want %v, %v", c.p, c.p.Serial(), c.p.Concurrent(), c.serial, c.concurrent)
 		}
+	}
+}
+
+// wireTarget sent burst 1's requests itself over 7 s (a figure: nothing waits), and none of burst
+// 2's.
+type wireTarget struct{ *counter }
+
+func (wireTarget) WireSpread(s Subject) (time.Duration, bool) {
+	switch s.Burst {
+	case 1:
+		return 7 * time.Second, true
+	case 2:
+		return 0, false
+	}
+	return 3 * time.Second, true
+}
+
+// A WireSpreader's spread is the burst's: when its requests left, not when
+// the gate released the workers. Where nothing left, the gate's stays.
+func TestWireSpreadIsTheBurstsSpread(t *testing.T) {
+	res, err := Run(context.Background(), wireTarget{newCounter()}, Attempts(4), Bursts(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Bursts[0].Spread; got != 3*time.Second {
+		t.Errorf("burst 0: spread %v, want the wire's 3s", got)
+	}
+	if got := res.Bursts[1].Spread; got != 7*time.Second {
+		t.Errorf("burst 1: spread %v, want the wire's 7s", got)
+	}
+	// The gate's spread of 4 in-process workers is far below a second.
+	if got := res.Bursts[2].Spread; got >= 3*time.Second {
+		t.Errorf("burst 2, nothing sent: spread %v, want the gate's", got)
+	}
+	if got := res.SpreadSummary().Median; got != 3*time.Second {
+		t.Errorf("median spread %v, want 3s", got)
 	}
 }

@@ -103,6 +103,15 @@ type (
 	Uncounted interface {
 		Uncounted() bool
 	}
+	// WireSpreader is a target that sends its attempts' requests itself,
+	// past the gate: an HTTP target whose last bytes one loop writes after
+	// the gate has opened. What the race sees is when those requests left,
+	// not when the workers were released, so WireSpread is burst s's time
+	// from the first to the last request leaving (false: none left), and
+	// the runner records it as Burst.Spread in place of the gate's.
+	WireSpreader interface {
+		WireSpread(s Subject) (time.Duration, bool)
+	}
 	// ServerParalleler estimates how many of burst s's attempts the server
 	// handled at once, from what the target saw of its answers (their
 	// response times; 1 when its ServerProbe found the server serial); 0

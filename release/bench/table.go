@@ -51,7 +51,8 @@ func (r *Report) Print(w io.Writer) {
           statement_timestamp(), Redis TIME), measured on the calibration target at the same N and mode.
           NOT SYNCED: last-byte attempts whose request missed the release and went out late.
           http-*: check-then-write served by the bench itself; ARRIVAL is the target's own stamp of each
-          request read in full, and every mode fires as 'racetest http --release MODE' does.`)
+          request read in full, SPREAD (but for the hand-written launcher) the first to the last request
+          leaving, and every mode fires as 'racetest http --release MODE' does.`)
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "  %s\n", n)
 	}
