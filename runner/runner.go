@@ -519,7 +519,9 @@ func (e *engine) burst(ctx context.Context, index int) (Burst, error) {
 		}
 	}
 	b.Duration = time.Since(started)
-	if w, ok := e.t.(WireSpreader); ok {
+	// One wave's: across waves, the first to the last request leaving
+	// would count the time between them.
+	if w, ok := e.t.(WireSpreader); ok && e.cfg.Waves == 1 {
 		if d, ok := w.WireSpread(s); ok {
 			b.Spread = d
 		}

@@ -134,4 +134,15 @@ func TestWireSpreadIsTheBurstsSpread(t *testing.T) {
 	if got := res.SpreadSummary().Median; got != 3*time.Second {
 		t.Errorf("median spread %v, want 3s", got)
 	}
+	// Two waves a burst: the first to the last request leaving would span
+	// both; the gates' spread stays.
+	res, err = Run(context.Background(), wireTarget{newCounter()}, Attempts(4), Bursts(2), Waves(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range res.Bursts {
+		if b.Spread >= 3*time.Second {
+			t.Errorf("burst %d of two waves: spread %v, want the gates'", b.Index, b.Spread)
+		}
+	}
 }

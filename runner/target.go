@@ -108,7 +108,9 @@ type (
 	// the gate has opened. What the race sees is when those requests left,
 	// not when the workers were released, so WireSpread is burst s's time
 	// from the first to the last request leaving (false: none left), and
-	// the runner records it as Burst.Spread in place of the gate's.
+	// the runner records it as Burst.Spread in place of the gate's (in a
+	// run of one wave a burst: across waves it would count the time
+	// between them).
 	WireSpreader interface {
 		WireSpread(s Subject) (time.Duration, bool)
 	}
