@@ -101,7 +101,7 @@ func (r *Report) Print(w io.Writer) {
 	}
 	if len(checks) > 0 {
 		fmt.Fprintf(w, "  One-sided permutation test on the chunks at 95%% for the family of %d comparisons (Bonferroni: each at p < %s);\n"+
-			"  z: the two-proportion z, in binomial standard errors.\n", len(checks), pValue(checks[0].Alpha))
+			"  z: the two-proportion z, in binomial standard errors, continuity-corrected (0 within the correction).\n", len(checks), pValue(checks[0].Alpha))
 	}
 	if figs := r.Figures(); len(figs) > 0 {
 		fmt.Fprintf(w, "\nfigures beside the issue's targets (shown, not enforced: on a shared machine the servers' scheduling moves them)\n")
