@@ -95,8 +95,13 @@ const (
 	Inconclusive Verdict = "INCONCLUSIVE"
 )
 
+// SafeScope is what a SAFE verdict's Why begins with: the claim's scope.
+// Printed after the verdict, as every verdict's Why is, it reads as
+// SafeClaim.
+const SafeScope = "for every order at this step granularity"
+
 // SafeClaim is exactly what a SAFE verdict claims.
-const SafeClaim = "SAFE for every order at this step granularity"
+const SafeClaim = "SAFE " + SafeScope
 
 // Event is one step of an order as it ran.
 type Event struct {
@@ -238,7 +243,7 @@ func (r *Result) Why() string {
 	case Lost:
 		return fmt.Sprintf("%d of %d orders left fewer than %d effect(s)", c.Under, c.Explored, r.Required)
 	case Safe:
-		return fmt.Sprintf("%s: all %d orders of %s stayed within %d effect(s)", SafeClaim, c.Explored, r.Shape(), r.Allowed)
+		return fmt.Sprintf("%s: all %d orders of %s stayed within %d effect(s)", SafeScope, c.Explored, r.Shape(), r.Allowed)
 	}
 	var why []string
 	if r.unexplored != nil && r.unexplored.Sign() > 0 {

@@ -158,8 +158,8 @@ func TestLockedCheckBlocksAndIsSafe(t *testing.T) {
 	if v := res.Verdict(); v != Safe {
 		t.Fatalf("verdict %s (%s), want SAFE", v, res.Why())
 	}
-	if !strings.HasPrefix(res.Why(), SafeClaim) {
-		t.Errorf("why %q does not claim exactly %q", res.Why(), SafeClaim)
+	if !strings.HasPrefix(res.Why(), SafeScope) {
+		t.Errorf("why %q does not claim exactly %q", res.Why(), SafeScope)
 	}
 	c := res.Count()
 	// A1 B1 … : B's check waits on A's lock: blocked, A goes on.
