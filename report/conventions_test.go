@@ -127,3 +127,32 @@ func TestMarkdownHasNoEmptyCell(t *testing.T) {
 		}
 	}
 }
+
+// Under a wire release a worker marks its first step when it sends the
+// request but for its last byte, before R: the timeline says so, and says
+// nothing of it when every step follows its release (the gate).
+func TestTimelineSaysWhyAStepPrecedesItsRelease(t *testing.T) {
+	us := func(n int) time.Duration { return time.Duration(n) * time.Microsecond }
+	wire := &runner.Trace{Effects: 2, Allowed: 1, Workers: []runner.WorkerTrace{
+		{Worker: 0, Outcome: runner.Executed, Marks: []runner.Mark{{Name: "released", At: us(300)}, {Name: "check", At: us(20)}, {Name: "act", At: us(600)}, {Name: "done", At: us(900)}}},
+		{Worker: 1, Outcome: runner.Executed, Marks: []runner.Mark{{Name: "released", At: us(301)}, {Name: "check", At: us(40)}, {Name: "act", At: us(610)}, {Name: "done", At: us(950)}}},
+	}}
+	gate := &runner.Trace{Effects: 2, Allowed: 1, Workers: []runner.WorkerTrace{
+		{Worker: 0, Outcome: runner.Executed, Marks: []runner.Mark{{Name: "released", At: 0}, {Name: "check", At: us(20)}, {Name: "act", At: us(600)}, {Name: "done", At: us(900)}}},
+		{Worker: 1, Outcome: runner.Executed, Marks: []runner.Mark{{Name: "released", At: us(1)}, {Name: "check", At: us(1)}, {Name: "act", At: us(610)}, {Name: "done", At: us(950)}}},
+	}}
+	for _, c := range []struct {
+		name string
+		t    *runner.Trace
+		want bool
+	}{{"wire", wire, true}, {"gate", gate, false}} {
+		var b strings.Builder
+		Timeline(&b, c.t)
+		if got := strings.Contains(b.String(), heldNote); got != c.want {
+			t.Errorf("%s: the note in the text timeline %v, want %v:\n%s", c.name, got, c.want, b.String())
+		}
+		if got := newTimelineSVG(c.t).Held != ""; got != c.want {
+			t.Errorf("%s: the note under the HTML timeline %v, want %v", c.name, got, c.want)
+		}
+	}
+}

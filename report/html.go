@@ -404,6 +404,7 @@ type timelineSVG struct {
 	AxisY                   float64
 	PlotL, PlotR, OutcomeX  float64
 	Legend                  []string
+	Held                    string // heldNoteHTML, when a step is marked before its release
 }
 
 type lane struct {
@@ -488,6 +489,9 @@ func newTimelineSVG(t *runner.Trace) *timelineSVG {
 		if used[name] {
 			s.Legend = append(s.Legend, name)
 		}
+	}
+	if heldBeforeRelease(t) {
+		s.Held = heldNoteHTML
 	}
 	return s
 }

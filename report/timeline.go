@@ -100,6 +100,9 @@ func timeline(w io.Writer, t *runner.Trace, width int) {
 	if len(steps.names) > 0 {
 		fmt.Fprintf(w, "steps: %s\n", steps.legend())
 	}
+	if heldBeforeRelease(t) {
+		fmt.Fprintln(w, heldNote)
+	}
 	withTimes := true
 	for i, wt := range t.Workers {
 		if i == timelineRows {
@@ -135,6 +138,31 @@ func outcomeOf(wt runner.WorkerTrace, n int) string {
 		outcome += ": " + shorten(wt.Err, 40)
 	}
 	return shorten(outcome, n)
+}
+
+// heldNote says why a row can mark a step before its release: under a wire
+// release (last-byte) the step's request is sent but for its last byte, and
+// R is when that byte went, the instant the server could start on it.
+const heldNote = "left of R: sent but for the last byte, held until R (last-byte release)"
+
+// heldNoteHTML is heldNote under the HTML timeline, whose marks are dots
+// named in its legend.
+const heldNoteHTML = "a step marked before its release: sent but for the last byte, held until the release (last-byte)"
+
+// heldBeforeRelease is whether some worker marks a step before its
+// "released" mark, as a wire release's workers do.
+func heldBeforeRelease(t *runner.Trace) bool {
+	for _, wt := range t.Workers {
+		if len(wt.Marks) == 0 || wt.Marks[0].Name != "released" {
+			continue
+		}
+		for _, m := range wt.Marks[1:] {
+			if m.At < wt.Marks[0].At {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // legend names the marks the rows draw, and only those ("" when they
