@@ -113,7 +113,7 @@ func newCmdExplore(f *Factory, replay bool, runF func(context.Context, *ExploreO
 		c.Short = "Run one order of the attempts' steps, for a bug report, a CI regression test or a training session"
 		c.Example = `  racetest replay check-then-write -b postgres --schedule "A1 B1 A2 B2"
   racetest replay check-then-write -b mysql --isolation serializable --schedule "A1 B1 A2 B2" --step
-  racetest replay sql -b postgres --setup @schema.sql --attempt @redeem.sql --effects @count.sql --schedule "A1 B1 A2 B2"`
+  racetest replay sql -b postgres --setup @schema.sql --subject @coupon.sql --attempt @redeem.sql --effects @count.sql --schedule "A1 B1 A2 B2"`
 	} else {
 		c.Short = "Run two or three attempts step by step in every order, on the real server, and show the orders that break"
 		c.Example = `  racetest explore check-then-write -b postgres
@@ -330,11 +330,16 @@ func scriptPlan(ctx context.Context, o *ExploreOptions, p scenarios.Params, ex r
 	if err != nil {
 		return nil, ex, opt, usageError(err)
 	}
-	target, err := scriptBuilder(o.IO.ErrOut, "exploring your scripts", o.Backend, scripts)(ctx, p)
+	doing := "exploring your scripts"
+	if o.Replay {
+		doing = "replaying your scripts"
+	}
+	target, err := scriptBuilder(o.IO.ErrOut, doing, o.Backend, scripts)(ctx, p)
 	if err != nil {
 		return nil, ex, opt, exploreScriptError(err)
 	}
 	t := target.(*script.Target)
+	t.Unit = "order"
 	ex.Name = scripts.Attempt.Name
 	ex.Describe = t.DescribeStep
 	// As written: --allowed 0 is no effect at all, not the default.

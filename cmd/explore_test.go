@@ -445,7 +445,7 @@ func TestExploreScriptBuildErrors(t *testing.T) {
 		{"explore", "sql", "-b", "mysql", "--mysql-dsn", "bad(:::", "--attempt", "SELECT 1;", "--effects", "SELECT 1;"},
 		{"replay", "redis", "--redis-url", "http://x", "--attempt", "GET a", "--effects", "SCARD x", "--schedule", "A1 B1"},
 	} {
-		if _, stderr, code := execCmd(t, false, args...); code != ExitUsage || strings.Contains(stderr, "exploring your scripts") {
+		if _, stderr, code := execCmd(t, false, args...); code != ExitUsage || strings.Contains(stderr, "your scripts on") {
 			t.Errorf("%q: exit %d, stderr %q; want exit 2 (as 'racetest sql' says) before any banner", args, code, stderr)
 		}
 	}
@@ -460,8 +460,25 @@ func TestExploreRefusesEffectsAuto(t *testing.T) {
 		{"replay", "redis", "--redis-url", "redis://127.0.0.1:9", "--attempt", "GET a", "--effects", " auto ", "--schedule", "A1 B1"},
 	} {
 		_, stderr, code := execCmd(t, false, args...)
-		if code != ExitUsage || !strings.Contains(stderr, "--effects auto judges a burst") || strings.Contains(stderr, "exploring your scripts") {
+		if code != ExitUsage || !strings.Contains(stderr, "--effects auto judges a burst") || strings.Contains(stderr, "your scripts on") {
 			t.Errorf("%q: exit %d, stderr %q; want exit 2 naming --effects auto, before any banner", args, code, stderr)
 		}
+	}
+}
+
+// replay says it replays, and a script that cannot work stops at the first
+// order, named as such: explore and replay run orders, not bursts. The
+// naive redeem with no --subject finds no coupon to \gset.
+func TestReplayNamesItsFirstOrder(t *testing.T) {
+	dir := "../examples/redeem/scripts/"
+	args := []string{"replay", "sql", "-b", "postgres", "--setup", "@" + dir + "schema.sql", "--attempt", "@" + dir + "naive.sql",
+		"--effects", "@" + dir + "count.sql", "--teardown", "@" + dir + "drop.sql", "--schedule", "A1 B1 A2 B2"}
+	_, stderr, code := execCmd(t, false, args...)
+	if code == ExitSetup {
+		conformance.Unavailable(t, "postgres", nil)
+	}
+	if code != ExitUsage || !strings.Contains(stderr, "racetest: replaying your scripts on PostgreSQL") ||
+		!strings.Contains(stderr, "racetest: the first order: "+dir+"naive.sql:4:1: ") || strings.Contains(stderr, "burst") {
+		t.Errorf("exit %d, stderr:\n%s\nwant exit 2, replaying, stopped at the first order (and no burst)", code, stderr)
 	}
 }

@@ -78,6 +78,18 @@ type Target struct {
 
 	mu    sync.Mutex
 	first []runner.Outcome // the first burst's outcomes, by worker
+
+	// Unit is what the run repeats, as its errors name it: "burst" (""),
+	// or "order" when explore runs the attempts step by step.
+	Unit string
+}
+
+// firstUnit names the run's first repetition: "the first burst".
+func (t *Target) firstUnit() string {
+	if t.Unit == "" {
+		return "the first burst"
+	}
+	return "the first " + t.Unit
 }
 
 // Snapshotter is a Store that can measure what it holds, for --effects
@@ -334,7 +346,7 @@ func (t *Target) checkFirst() error {
 	for _, o := range t.first {
 		var se *ScriptError
 		if errors.As(o.Err, &se) {
-			return &RunError{What: "the first burst", Err: se, Script: true}
+			return &RunError{What: t.firstUnit(), Err: se, Script: true}
 		}
 		var st *StatementError
 		if o.Class != runner.Error || !errors.As(o.Err, &st) {
@@ -350,7 +362,7 @@ func (t *Target) checkFirst() error {
 		if firstFail.Schema {
 			why = "the statement, as written, does not fit the schema or the server's language"
 		}
-		return &RunError{What: fmt.Sprintf("the first burst: every attempt (%d of %d) failed; %s", len(t.first), len(t.first), why),
+		return &RunError{What: fmt.Sprintf("%s: every attempt (%d of %d) failed; %s", t.firstUnit(), len(t.first), len(t.first), why),
 			Err: firstFail, Script: firstFail.Schema}
 	}
 	return nil
