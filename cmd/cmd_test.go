@@ -86,7 +86,7 @@ func TestBadInputIsAUsageError(t *testing.T) {
 		{[]string{"run", "check-then-write", "--replicas", "0"}, "--replicas must be at least 1"},
 		{[]string{"run", "check-then-write", "--gap", "-1ms"}, "--gap cannot be negative"},
 		{[]string{"run", "check-then-write", "--format", "xml"}, `unknown format "xml"`},
-		{[]string{"run", "check-then-write", "--expect", "maybe"}, `unknown expectation "maybe"`},
+		{[]string{"run", "check-then-write", "--expect", "maybe"}, `unknown expectation "maybe" (want safe, race, lost, max=N, range=MIN-MAX, or catalog`},
 		{[]string{"run", "check-then-write", "-n", "many"}, "invalid argument"},
 		{[]string{"run"}, "run takes one scenario"},
 		{[]string{"explain", "nope"}, `unknown scenario "nope"`},

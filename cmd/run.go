@@ -74,6 +74,9 @@ func runRun(ctx context.Context, o *RunOptions) error {
 	}
 	catalog := o.Expect == "catalog"
 	expect, err := report.ParseExpect(o.Expect)
+	if errors.Is(err, report.ErrUnknownExpectation) && !catalog {
+		return usageErrorf("unknown expectation %q (want safe, race, lost, max=N, range=MIN-MAX, or catalog: the catalog's expectation for this backend)", o.Expect)
+	}
 	if err != nil && !catalog {
 		return usageError(err)
 	}

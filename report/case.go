@@ -74,8 +74,12 @@ func ParseExpect(s string) (Expect, error) {
 		}
 		return Expect{Kind: ExpectRange, Min: lo, Max: hi}, nil
 	}
-	return Expect{}, fmt.Errorf("unknown expectation %q (want safe, race, lost, max=N or range=MIN-MAX)", s)
+	return Expect{}, fmt.Errorf("%w %q (want safe, race, lost, max=N or range=MIN-MAX)", ErrUnknownExpectation, s)
 }
+
+// ErrUnknownExpectation is ParseExpect's error for a word it does not
+// know, so that a command that also takes "catalog" can say so.
+var ErrUnknownExpectation = errors.New("unknown expectation")
 
 // ParseRange reads "N" (exactly N) or "MIN-MAX" effects per burst.
 func ParseRange(s string) (lo, hi int, err error) {
