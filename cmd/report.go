@@ -216,7 +216,10 @@ func NewCmdReportMerge(f *Factory, runF func(context.Context, *ReportOptions, []
 		Long: `merge reads the JSON reports of the shards of one suite ('racetest suite FILE --shard K/N
 --json part-K.json', one per CI job) and renders them as one report, each case once, in any
 format; its exit code is the one a single run of the whole suite would give. A run found in
-two reports, figure for figure (the same file given twice), is refused.`,
+two reports, figure for figure (the same file given twice), is refused. Each part's report says
+which part it is, and merge takes only the whole set: every part from 1 to N once, of one suite,
+each with all its cases; a part missing or cut short (its CI job died, or timed out) exits 2 and
+names it, rather than a verdict on the cases the other parts ran.`,
 		Example: `  racetest report merge part-1.json part-2.json part-3.json
   racetest report merge parts/*.json -o junit > racetest.xml
   racetest report merge parts/*.json -o markdown >> "$GITHUB_STEP_SUMMARY"`,

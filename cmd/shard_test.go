@@ -47,6 +47,9 @@ func TestSuiteShardsMergeAsOneRun(t *testing.T) {
 		if len(d.Runs) == 9 {
 			t.Errorf("shard %d/3 ran every case", k)
 		}
+		if s := d.Shard; s == nil || s.K != k || s.N != 3 || s.Cases != len(d.Runs) || s.Digest == "" || s.Suite != file {
+			t.Errorf("shard %d/3 records itself as %+v, want part %d of 3 of %s, its %d cases", k, s, k, file, len(d.Runs))
+		}
 		shardCases += len(d.Runs)
 	}
 	if shardCases != 9 {
@@ -79,8 +82,15 @@ func TestSuiteShardsMergeAsOneRun(t *testing.T) {
 		t.Errorf("merged verdicts %v\none run's      %v", got, want)
 	}
 
+	// A part missing (its CI job died before writing it) is refused: the
+	// merge would otherwise exit as if its cases had run.
+	out, errOut, code := execSuite(t, memoryOnly(), nil, "report", "merge", parts[0], parts[1])
+	if code != ExitUsage || out != "" || !strings.Contains(errOut, "shard 3/3 of "+file+" is missing (2 of 3 parts given)") {
+		t.Errorf("two parts of three: exit %d, out %q, err %q", code, out, errOut)
+	}
+
 	// The same shard twice is refused, before anything is written.
-	out, errOut, code := execSuite(t, memoryOnly(), nil, "report", "merge", parts[0], parts[1], parts[0])
+	out, errOut, code = execSuite(t, memoryOnly(), nil, "report", "merge", parts[0], parts[1], parts[0])
 	if code != ExitUsage || out != "" || !strings.Contains(errOut, "named twice") {
 		t.Errorf("a shard named twice: exit %d, out %q, err %q", code, out, errOut)
 	}

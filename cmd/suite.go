@@ -3,6 +3,8 @@ package cmd
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -123,9 +125,12 @@ func runSuite(ctx context.Context, o *SuiteOptions) error {
 	if plans, err = selectCases(o.File, plans, o.Cases); err != nil {
 		return err
 	}
+	var part *report.ShardJSON
 	if shard.N > 1 {
 		all := len(plans)
+		part = &report.ShardJSON{Suite: printable.Line(o.File), Digest: suiteDigest(plans), K: shard.K, N: shard.N}
 		plans = shard.Select(plans)
+		part.Cases = len(plans)
 		fmt.Fprintf(o.IO.ErrOut, "racetest suite: shard %s: %d of the %d cases\n", shard, len(plans), all)
 		if len(plans) == 0 {
 			// Its reports are still written, empty, so that a CI matrix
@@ -172,7 +177,7 @@ func runSuite(ctx context.Context, o *SuiteOptions) error {
 	if shard.N > 1 {
 		title = fmt.Sprintf("racetest suite %s, shard %s — %d of %d cases", printable.Line(o.File), shard, len(cases), len(plans))
 	}
-	ropts := reportOptions(o.IO, report.Options{Timeline: o.Timeline, Version: version(), Title: title, Brief: true})
+	ropts := reportOptions(o.IO, report.Options{Timeline: o.Timeline, Version: version(), Title: title, Brief: true, Shard: part})
 	if err := reporter(o.IO.Out, printableNames(cases), ropts); err != nil {
 		return fmt.Errorf("writing the %s report: %w", o.Format, err)
 	}
@@ -502,4 +507,15 @@ func printableNames(cases []report.Case) []report.Case {
 		out[i] = c
 	}
 	return out
+}
+
+// suiteDigest identifies the cases a suite is split into: each case's name
+// and backend, in order. The parts of one run share it ('report merge'
+// checks that they do).
+func suiteDigest(plans []suite.Plan) string {
+	h := sha256.New()
+	for _, p := range plans {
+		fmt.Fprintf(h, "%q %q\n", p.Case.Name, p.Case.Backend)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
 }

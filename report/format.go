@@ -18,6 +18,8 @@ type Options struct {
 	Version string
 	// Title is a line printed above the table.
 	Title string
+	// Shard is recorded in JSON: the part of a suite these cases are.
+	Shard *ShardJSON
 	// Brief leaves out the details of cases whose row says it all (SAFE as
 	// expected, with no check, error or note of their own): for many cases.
 	Brief bool

@@ -22,6 +22,24 @@ type Document struct {
 	// Matrix is set by 'racetest matrix': per backend, its runs laid out
 	// by scenario and variant (rows) and isolation level (columns).
 	Matrix []MatrixJSON `json:"matrix,omitempty"`
+	// Shard is set by 'racetest suite --shard K/N': which part of which
+	// suite the runs are, so that 'report merge' can tell a whole set of
+	// parts from one with a part missing.
+	Shard *ShardJSON `json:"shard,omitempty"`
+}
+
+// ShardJSON is part K of N of a suite run.
+type ShardJSON struct {
+	// Suite is the suite's file as the command named it, for messages.
+	Suite string `json:"suite"`
+	// Digest identifies the cases the suite was split into (their names
+	// and backends, in order): parts of one suite share it.
+	Digest string `json:"digest"`
+	K      int    `json:"k"`
+	N      int    `json:"of"`
+	// Cases is how many cases this part holds; a report with fewer runs
+	// was cut short.
+	Cases int `json:"cases"`
 }
 
 // MatrixJSON is one backend's table of a matrix.
@@ -216,7 +234,7 @@ func NewDocument(cases []Case, version string) Document {
 }
 
 func newDocument(cases []Case, o Options) Document {
-	doc := Document{Schema: SchemaVersion, Version: o.Version, Title: o.Title, Runs: make([]RunJSON, 0, len(cases))}
+	doc := Document{Schema: SchemaVersion, Version: o.Version, Title: o.Title, Shard: o.Shard, Runs: make([]RunJSON, 0, len(cases))}
 	for _, c := range cases {
 		doc.Runs = append(doc.Runs, runJSON(c))
 	}

@@ -97,3 +97,74 @@ func TestMarkdownCodeSpanHoldsAnyCommand(t *testing.T) {
 		}
 	}
 }
+
+// Parts that say which part they are merge only as a whole set: each of
+// 1..N once, of one suite, each with all its cases. A part missing (a CI
+// job that died before writing it) would otherwise leave a merged report,
+// and its exit code, that never ran that part's cases.
+func TestMergeNeedsEveryPartWhole(t *testing.T) {
+	whole := readTestdata(t)
+	parts := func(n int) []Document {
+		var ds []Document
+		for k := 1; k <= n; k++ {
+			d := whole
+			d.Runs = nil
+			for i, r := range whole.Runs {
+				if i%n == k-1 {
+					d.Runs = append(d.Runs, r)
+				}
+			}
+			d.Shard = &ShardJSON{Suite: "ci.yaml", Digest: "abc", K: k, N: n, Cases: len(d.Runs)}
+			ds = append(ds, d)
+		}
+		return ds
+	}
+	names := []string{"p1.json", "p2.json", "p3.json", "p4.json"}
+	ds := parts(2)
+	if got, err := Merge(ds, names); err != nil || len(got.Runs) != len(whole.Runs) {
+		t.Fatalf("both parts of two: %d runs, %v; want %d", len(got.Runs), err, len(whole.Runs))
+	}
+	refused := func(what string, docs []Document, want string) {
+		t.Helper()
+		if _, err := Merge(docs, names); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want an error saying %q", what, err, want)
+		}
+	}
+	refused("part 2 of 2 missing", ds[:1], "shard 2/2 of ci.yaml is missing (1 of 2 parts given)")
+	refused("part 1 of 2 missing", ds[1:], "shard 1/2 of ci.yaml is missing")
+	three := parts(3)
+	refused("two parts of three missing", three[:1], "shards 2/3, 3/3 of ci.yaml are missing")
+	again := ds[1]
+	again.Runs = append([]RunJSON(nil), ds[1].Runs...)
+	again.Title = "the same part, run again"
+	again.Runs[0].Name += " (again)"
+	refused("a part twice", []Document{ds[0], ds[1], again}, "p2.json and p3.json are both shard 2/2 of ci.yaml")
+	other := ds[1]
+	other.Shard = &ShardJSON{Suite: "other.yaml", Digest: "def", K: 2, N: 2, Cases: len(other.Runs)}
+	refused("a part of another suite", []Document{ds[0], other}, "p2.json is shard 2/2 of other.yaml, p1.json is shard 1/2 of ci.yaml")
+	split := ds[1]
+	split.Shard = &ShardJSON{Suite: "ci.yaml", Digest: "abc", K: 2, N: 3, Cases: len(split.Runs)}
+	refused("a part of another split", []Document{ds[0], split}, "not parts of one suite run")
+	plain := ds[1]
+	plain.Shard = nil
+	refused("a report that is no part", []Document{ds[0], plain}, "p2.json is not a part of a sharded suite run")
+	refused("a report that is no part, first", []Document{plain, ds[0]}, "p1.json is not a part of a sharded suite run, p2.json is")
+	if _, err := Merge([]Document{ds[0], plain}, names[:1]); err == nil || !strings.Contains(err.Error(), "report 2 is not a part of a sharded suite run, p1.json is") {
+		t.Errorf("a report given no name: %v, want it called report 2", err)
+	}
+	cut := ds[1]
+	cut.Runs = ds[1].Runs[:len(ds[1].Runs)-1]
+	refused("a part cut short", []Document{ds[0], cut}, "p2.json holds 0 of the 1 cases of shard 2/2 of ci.yaml")
+	beyond := ds[1]
+	beyond.Shard = &ShardJSON{Suite: "ci.yaml", Digest: "abc", K: 3, N: 2, Cases: len(beyond.Runs)}
+	refused("a part beyond N", []Document{ds[0], beyond}, "says it is shard 3/2")
+	zero := ds[1]
+	zero.Shard = &ShardJSON{Suite: "ci.yaml", Digest: "abc", K: 0, N: 2, Cases: len(zero.Runs)}
+	refused("part 0", []Document{ds[0], zero}, "says it is shard 0/2")
+	// Reports that say nothing of parts (an older racetest's) merge as given.
+	a, b := whole, whole
+	a.Runs, b.Runs = whole.Runs[:1], whole.Runs[1:]
+	if _, err := Merge([]Document{a, b}, names); err != nil {
+		t.Errorf("reports with no part recorded: %v", err)
+	}
+}

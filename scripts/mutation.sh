@@ -127,7 +127,7 @@ LANDED=.ci/landed
 # constants, mutated by hand in scripts/hand-mutants.txt).
 TARGETS=(
   "runner|runner|fleet.go outcome.go options.go release.go result.go runner.go target.go wavectx.go|90|90|"
-  "report|report|case.go stats.go|90|90|"
+  "report|report|case.go stats.go merge.go|90|90|"
   "cmd|cmd|exit.go execute.go finish.go|90|90|"
   "runplan|runplan|runplan.go|90|90|"
   "suite|suite|plan.go resolve.go matrix.go|90|90|MUTATION_SKIP=^TestParseRefusesHostileFiles\$"
