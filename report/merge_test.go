@@ -140,12 +140,16 @@ func TestMergeNeedsEveryPartWhole(t *testing.T) {
 	again.Title = "the same part, run again"
 	again.Runs[0].Name += " (again)"
 	refused("a part twice", []Document{ds[0], ds[1], again}, "p2.json and p3.json are both shard 2/2 of ci.yaml")
-	other := ds[1]
-	other.Shard = &ShardJSON{Suite: "other.yaml", Digest: "def", K: 2, N: 2, Cases: len(other.Runs)}
-	refused("a part of another suite", []Document{ds[0], other}, "p2.json is shard 2/2 of other.yaml, p1.json is shard 1/2 of ci.yaml")
-	split := ds[1]
-	split.Shard = &ShardJSON{Suite: "ci.yaml", Digest: "abc", K: 2, N: 3, Cases: len(split.Runs)}
-	refused("a part of another split", []Document{ds[0], split}, "not parts of one suite run")
+	// ds[1] saying it is another part.
+	as := func(suite, digest string, k, n int) Document {
+		d := ds[1]
+		d.Shard = &ShardJSON{Suite: suite, Digest: digest, K: k, N: n, Cases: len(d.Runs)}
+		return d
+	}
+	refused("a part of another suite", []Document{ds[0], as("other.yaml", "def", 2, 2)}, "p2.json is shard 2/2 of other.yaml, p1.json is shard 1/2 of ci.yaml")
+	refused("a part of another split", []Document{ds[0], as("ci.yaml", "abc", 2, 3)}, "not parts of one suite run")
+	refused("a part beyond N", []Document{ds[0], as("ci.yaml", "abc", 3, 2)}, "says it is shard 3/2")
+	refused("part 0", []Document{ds[0], as("ci.yaml", "abc", 0, 2)}, "says it is shard 0/2")
 	plain := ds[1]
 	plain.Shard = nil
 	refused("a report that is no part", []Document{ds[0], plain}, "p2.json is not a part of a sharded suite run")
@@ -156,12 +160,6 @@ func TestMergeNeedsEveryPartWhole(t *testing.T) {
 	cut := ds[1]
 	cut.Runs = ds[1].Runs[:len(ds[1].Runs)-1]
 	refused("a part cut short", []Document{ds[0], cut}, "p2.json holds 0 of the 1 cases of shard 2/2 of ci.yaml")
-	beyond := ds[1]
-	beyond.Shard = &ShardJSON{Suite: "ci.yaml", Digest: "abc", K: 3, N: 2, Cases: len(beyond.Runs)}
-	refused("a part beyond N", []Document{ds[0], beyond}, "says it is shard 3/2")
-	zero := ds[1]
-	zero.Shard = &ShardJSON{Suite: "ci.yaml", Digest: "abc", K: 0, N: 2, Cases: len(zero.Runs)}
-	refused("part 0", []Document{ds[0], zero}, "says it is shard 0/2")
 	// Reports that say nothing of parts (an older racetest's) merge as given.
 	a, b := whole, whole
 	a.Runs, b.Runs = whole.Runs[:1], whole.Runs[1:]
