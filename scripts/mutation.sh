@@ -11,6 +11,12 @@
 #   scripts/mutation.sh runner suite    the packages named, whole (names as in TARGETS)
 #   scripts/mutation.sh --table         the whole runs on record (scripts/mutation-whole.txt),
 #                                       and whether HEAD's code is still the code they judged
+#   scripts/mutation.sh --judge [NAME...]  run what the table says is not judged at HEAD:
+#                                       a file never run whole, whole; a changed one, on the
+#                                       lines changed since its last whole run; prints the
+#                                       ledger rows (MUTATION_RECORD=1 appends them)
+#   scripts/mutation.sh --scope         every file of a target package is mutated or named
+#                                       in scripts/mutation-scope.txt with its reason
 #
 # What CI runs (no arguments): every package of TARGETS with a .go file
 # (tests included) that differs from the base. Each is judged whole while
@@ -126,21 +132,22 @@ LANDED=.ci/landed
 # catalog's expectation table (scenarios/expect.go; its rows are
 # constants, mutated by hand in scripts/hand-mutants.txt).
 TARGETS=(
-  "runner|runner|fleet.go outcome.go options.go release.go result.go runner.go target.go wavectx.go|90|90|"
-  "report|report|case.go stats.go merge.go|90|90|"
-  "cmd|cmd|exit.go execute.go finish.go|90|90|"
+  "runner|runner|fleet.go outcome.go options.go release.go result.go runner.go target.go wavectx.go twin.go|90|90|"
+  "report|report|case.go stats.go merge.go twin.go reread.go|90|90|"
+  "cmd|cmd|exit.go execute.go finish.go report.go|90|90|"
   "runplan|runplan|runplan.go|90|90|"
-  "suite|suite|plan.go resolve.go matrix.go|90|90|MUTATION_SKIP=^TestParseRefusesHostileFiles\$"
-  "sqldb|internal/sqldb|classify.go|90|90|RACETEST_MYSQL_DSN=root@tcp(127.0.0.1:9)/test RACETEST_POSTGRES_URL=postgres://postgres@127.0.0.1:9/test"
+  "suite|suite|plan.go resolve.go matrix.go shard.go|90|90|MUTATION_SKIP=^TestParseRefusesHostileFiles\$"
+  "sqldb|internal/sqldb|classify.go lockwait.go|90|90|MUTATION_CLEAN=1"
+  "sqlsnap|internal/sqlsnap|snapshot.go|90|90|MUTATION_CLEAN=1"
   "redisstore|scenarios/redisstore|classify.go|90|90|RACETEST_REDIS_URL=redis://127.0.0.1:9"
   "mongostore|scenarios/mongostore|classify.go|90|90|RACETEST_MONGO_URI=mongodb://127.0.0.1:9/"
   "scenarios|scenarios|expect.go|90|90|"
-  "race|race|race.go verdict.go explore.go outcome.go|90|90|MUTATION_FULL=1 RACETEST_MYSQL_DSN=root@tcp(127.0.0.1:9)/test"
+  "race|race|race.go verdict.go explore.go outcome.go auto.go|90|90|MUTATION_FULL=1 RACETEST_MYSQL_DSN=root@tcp(127.0.0.1:9)/test"
   "lastbyte|race/lastbyte|lastbyte.go|90|90|"
-  "explore|explore|explore.go orders.go control.go|90|90|MUTATION_COEFFICIENT=4 RACETEST_MYSQL_DSN=root@tcp(127.0.0.1:9)/test RACETEST_POSTGRES_URL=postgres://postgres@127.0.0.1:9/test RACETEST_REDIS_URL=redis://127.0.0.1:9 RACETEST_MONGO_URI=mongodb://127.0.0.1:9/"
+  "explore|explore|explore.go orders.go control.go access.go sql.go|90|90|MUTATION_COEFFICIENT=4 MUTATION_CLEAN=1 RACETEST_MONGO_URI=mongodb://127.0.0.1:9/"
   "script|script|cond.go interp.go parse.go target.go|90|90|RACETEST_MYSQL_DSN=root@tcp(127.0.0.1:9)/test RACETEST_POSTGRES_URL=postgres://postgres@127.0.0.1:9/test RACETEST_REDIS_URL=redis://127.0.0.1:9 RACETEST_MONGO_URI=mongodb://127.0.0.1:9/"
   "release|release|release.go frame.go wire.go|90|90|MUTATION_CLEAN=1 RACETEST_MONGO_URI=mongodb://127.0.0.1:9/"
-  "httpfire|httpfire|rules.go effects.go burst.go target.go|90|90|MUTATION_COEFFICIENT=5 MUTATION_CLEAN=1 MUTATION_SKIP=^TestEffectsMongo\$ RACETEST_MONGO_URI=mongodb://127.0.0.1:9/"
+  "httpfire|httpfire|rules.go effects.go burst.go target.go probe.go parallel.go|90|90|MUTATION_COEFFICIENT=5 MUTATION_CLEAN=1 MUTATION_SKIP=^TestEffectsMongo\$ RACETEST_MONGO_URI=mongodb://127.0.0.1:9/"
 )
 
 die() { echo "mutation: $*" >&2; exit 2; }
@@ -259,9 +266,12 @@ gremlins_failed() {
   die "gremlins failed on $2 (log: $log)"
 }
 
-# measure NAME DIR FILES EFF COV ENV: run gremlins, then judge its output.
+# measure NAME DIR FILES EFF COV ENV [CUR BASE]: run gremlins, then judge
+# its output. CUR (whole or changed) and BASE override how the package is
+# judged (--judge: each file on the lines changed since its own last run).
 measure() {
   local name=$1 dir=$2 files=$3 eff=$4 cov=$5 envs=$6 excl=() f bn
+  local jcur=${7:-} base=${8:-${base:-}}
   for f in "$dir"/*.go; do
     bn=$(basename "$f")
     case "$bn" in *_test.go) continue ;; esac
@@ -277,6 +287,7 @@ measure() {
   # budget).
   cur=$mode
   [ "$mode" = changed ] && [ -n "${whole[$name]:-}" ] && cur=whole
+  [ -z "$jcur" ] || cur=$jcur
   local scope=""
   [ "$cur" = changed ] && scope=", the lines changed since $(git rev-parse --short "$base")"
   echo "== $name: $dir/{${files// /,}}$scope (floors: efficacy $eff%, coverage $cov%)"
@@ -363,6 +374,11 @@ measure() {
   printf '   %s: efficacy %d%% (%d killed, %d lived), coverage %d%% (%d not covered; %d%% counting %d switch-case mutants); %d listed, %d timed out; %ds\n' \
     "$name" "$e" "$killed" "$lived" "$c" "$uncovered" "$raw" "$switchcase" "$skipped" "$timedout" $((SECONDS - start))
   printf '%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\n' "$name" "$e" "$c" "$killed" "$lived" "$uncovered" "$skipped" $((SECONDS - start)) >> "$OUT/summary.tsv"
+  # The run as a row of the ledger ($WHOLE): --judge prints them, and
+  # appends them with MUTATION_RECORD=1.
+  local lbase=-
+  [ "$cur" != changed ] || lbase=$(git rev-parse --short "$base")
+  printf '%-11s %-20s %s  %-8s %-6s %-5s %s\n' "$name" "${files// /,}" "$(git rev-parse --short HEAD)" "$lbase" "$killed" "$lived" "$skipped" >> "$OUT/ledger.txt"
   if [ -z "${MUTATION_DRY:-}" ] && { [ "$e" -lt "$eff" ] || [ "$c" -lt "$cov" ]; }; then
     echo "   $name is under its floor (efficacy $eff%, coverage $cov%): add a test that fails on each LIVED mutant above," >&2
     echo "   or list it in $EQUIVALENTS with the reason no test can tell it apart" >&2
@@ -398,13 +414,13 @@ table() {
     for f in $files; do
       verdict=
       local w
-      w=$(awk -v f="$f" '$4 == "-" && ($2 == "*" || index("," $2 ",", "," f ",")) { c = $3 } END { print c }' <<< "$rows")
+      w=$(awk -v f="$f" '$4 == "-" && index("," $2 ",", "," f ",") { c = $3 } END { print c }' <<< "$rows")
       if [ -z "$w" ]; then
         verdict="NOT JUDGED: no whole run mutated it"
       elif git diff --quiet "$w" HEAD -- "$dir/$f"; then
         verdict="judged: the code at HEAD is the code at $w"
       else
-        for row in $(awk -v b="$w" -v f="$f" '$4 == b && ($2 == "*" || index("," $2 ",", "," f ",")) { print $3 }' <<< "$rows"); do
+        for row in $(awk -v b="$w" -v f="$f" '$4 == b && index("," $2 ",", "," f ",") { print $3 }' <<< "$rows"); do
           if git diff --quiet "$row" HEAD -- "$dir/$f"; then
             verdict="judged: whole at $w, the lines changed since at $row, whose code is HEAD's"
           fi
@@ -418,19 +434,70 @@ table() {
   return $bad
 }
 
+# scope: every non-test .go file of a target's package is mutated (in
+# TARGETS) or named in $SCOPE with the reason it decides no verdict; and
+# every file TARGETS or $SCOPE names exists. Exits 1 otherwise, naming the
+# file and what to do.
+SCOPE=scripts/mutation-scope.txt
+scope() {
+  local bad=0 t name dir files f bn
+  for t in "${TARGETS[@]}"; do
+    IFS='|' read -r name dir files _ <<< "$t"
+    for bn in $files; do
+      [ -f "$dir/$bn" ] || { echo "$dir/$bn: in TARGETS ($name) but no such file: correct TARGETS"; bad=1; }
+    done
+    for f in "$dir"/*.go; do
+      bn=$(basename "$f")
+      case "$bn" in *_test.go) continue ;; esac
+      [[ " $files " == *" $bn "* ]] && continue
+      if ! grep -v '^#' "$SCOPE" | awk -F' [|] ' -v p="$f" '$1 == p && NF >= 2 && $2 != "" { found = 1 } END { exit !found }'; then
+        echo "$f: decides a verdict or not? it is in neither $name's files in TARGETS (scripts/mutation.sh) nor $SCOPE: add it to TARGETS if it decides, reads or re-reads a verdict, else name it in $SCOPE with the reason"
+        bad=1
+      fi
+    done
+  done
+  while IFS= read -r f; do
+    [ -f "$f" ] || { echo "$f: named in $SCOPE but no such file: remove its line"; bad=1; }
+  done < <(grep -v '^#' "$SCOPE" | awk -F' [|] ' 'NF { print $1 }')
+  [ "$bad" = 1 ] || echo "mutation scope: every file of the $(( ${#TARGETS[@]} )) target packages is mutated or named with its reason in $SCOPE"
+  return $bad
+}
+
+# last_whole NAME FILE: the commit of the last whole run on record that
+# mutated FILE of target NAME (nothing when none did).
+last_whole() {
+  awk -v n="$1" -v f="$2" '$1 == n && $4 == "-" && index("," $2 ",", "," f ",") { c = $3 } END { print c }' <(grep -v '^#' "$WHOLE")
+}
+
+# judged NAME DIR FILE: whether the ledger judges FILE at HEAD's code (the
+# rule of table below).
+judged() {
+  local w row
+  w=$(last_whole "$1" "$3")
+  [ -n "$w" ] || return 1
+  git diff --quiet "$w" HEAD -- "$2/$3" && return 0
+  for row in $(awk -v n="$1" -v b="$w" -v f="$3" '$1 == n && $4 == b && index("," $2 ",", "," f ",") { print $3 }' <(grep -v '^#' "$WHOLE")); do
+    git diff --quiet "$row" HEAD -- "$2/$3" && return 0
+  done
+  return 1
+}
+
 mode=changed
 names=()
 for a in "$@"; do
   case "$a" in
     --all) mode=all ;;
     --table) table; exit $? ;;
+    --scope) scope; exit $? ;;
+    --judge) mode=judge ;;
     -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     -*) die "unknown flag $a (see --help)" ;;
-    *) mode=named; names+=("$a") ;;
+    *) [ "$mode" = judge ] || mode=named; names+=("$a") ;;
   esac
 done
 
 selected=()
+jobs=() # --judge: name|dir|files|eff|cov|envs|cur|base
 case $mode in
   all) selected=("${TARGETS[@]}") ;;
   named)
@@ -439,6 +506,29 @@ case $mode in
       for t in "${TARGETS[@]}"; do [ "${t%%|*}" = "$n" ] && { selected+=("$t"); hit=1; }; done
       [ -n "$hit" ] || die "unknown package $n (one of: $(printf '%s ' "${TARGETS[@]%%|*}"))"
     done ;;
+  judge)
+    # Each file the ledger does not judge at HEAD: never run whole, so
+    # whole; else on the lines changed since its last whole run. The
+    # code must be committed: a row names HEAD.
+    [ -z "$(git status --porcelain -- '*.go')" ] || die "--judge records runs at HEAD: commit the Go files first (git status)"
+    for t in "${TARGETS[@]}"; do
+      IFS='|' read -r name dir files eff cov envs <<< "$t"
+      if [ ${#names[@]} -gt 0 ] && [[ " ${names[*]} " != *" $name "* ]]; then continue; fi
+      declare -A since=()
+      newfiles=""
+      for f in $files; do
+        judged "$name" "$dir" "$f" && continue
+        w=$(last_whole "$name" "$f")
+        if [ -z "$w" ]; then newfiles="$newfiles $f"; else since[$w]="${since[$w]:-} $f"; fi
+      done
+      [ -z "$newfiles" ] || { jobs+=("$name|$dir|${newfiles# }|$eff|$cov|$envs|whole|"); echo "mutation: $name: ${newfiles# } never run whole: whole"; }
+      for w in "${!since[@]}"; do
+        jobs+=("$name|$dir|${since[$w]# }|$eff|$cov|$envs|changed|$w")
+        echo "mutation: $name: ${since[$w]# } changed since the whole run at $w: those lines"
+      done
+      unset since
+    done
+    [ ${#jobs[@]} -gt 0 ] || { echo "mutation: the ledger judges every file at HEAD; nothing to run"; exit 0; } ;;
   changed)
     base=$(base_ref)
     touched=$(touched_files "$base")
@@ -540,6 +630,13 @@ for t in "${selected[@]}"; do
   IFS='|' read -r name dir files eff cov envs <<< "$t"
   measure "$name" "$dir" "$files" "$eff" "$cov" "$envs"
 done
+for j in "${jobs[@]}"; do
+  IFS='|' read -r name dir files eff cov envs jcur jbase <<< "$j"
+  measure "$name" "$dir" "$files" "$eff" "$cov" "$envs" "$jcur" "$jbase"
+  # A run of changed lines sees only their mutants: the stale-entry check
+  # below is for whole runs.
+  [ "$jcur" != whole ] || selected+=("$name|$dir|$files")
+done
 
 # An entry of the list that matched no mutant of a package that ran is
 # stale: the code changed, or a test now kills the mutant. (Not judged in
@@ -560,6 +657,14 @@ for t in "${selected[@]}"; do
 done
 
 echo "mutation: ${#selected[@]} package(s) in $((SECONDS - total))s; raw output in $OUT"
+if [ "$mode" = judge ] && [ -z "${MUTATION_DRY:-}" ]; then
+  echo "mutation: the runs as rows of $WHOLE:"
+  cat "$OUT/ledger.txt"
+  if [ "${MUTATION_RECORD:-}" = 1 ] && [ ${#failed[@]} -eq 0 ] && [ -z "$bad_entries" ]; then
+    cat "$OUT/ledger.txt" >> "$WHOLE"
+    echo "mutation: recorded in $WHOLE (MUTATION_RECORD=1): commit it with the change it judges"
+  fi
+fi
 if [ -n "$bad_entries" ]; then
   echo "mutation: $EQUIVALENTS has entries that do not name exactly one mutant (see BAD ENTRY above): correct them" >&2
   exit 1
