@@ -76,6 +76,10 @@
 #   MUTATION_BY_HAND  targets (space-separated names) that the changed mode
 #                   (CI) leaves out, to be run by name by hand: .ci/run sets
 #                   it, and says why
+#   MUTATION_RUN    a go test -run pattern: only those tests run against each mutant
+#                   (a lower bound of the efficacy, in the time of those tests)
+#   MUTATION_RECORD 1: --judge appends its rows to scripts/mutation-whole.txt when
+#                   every run met its floors
 #   MUTATION_DRY    1: list the mutants and check that each entry of the
 #                   equivalents list names one of them; run none, judge no floor
 #   GREMLINS        the gremlins binary (default: $(go env GOPATH)/bin/gremlins)
@@ -317,6 +321,11 @@ measure() {
       *) envv+=("$w") ;;
     esac
   done
+  # MUTATION_RUN: only the tests it names run against each mutant (go test
+  # -run). It can only leave a mutant alive that another test would have
+  # killed, never kill one no test notices: a run with it is a lower bound
+  # of the efficacy, and its time the tests it names.
+  [ -z "${MUTATION_RUN:-}" ] || gf="$gf -run=$MUTATION_RUN"
   envv+=("GOFLAGS=$gf")
   env "${envv[@]}" "$GREMLINS" unleash --workers 1 --timeout-coefficient "$coef" --invert-logical "${diff[@]}" "${excl[@]}" -o "$json" "./$dir" \
     > "$OUT/$name.txt" 2>&1 || gremlins_failed "$name" "$dir"
