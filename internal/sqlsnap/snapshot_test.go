@@ -1,0 +1,289 @@
+package sqlsnap
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/racetest/racetest/runner"
+)
+
+// fakeQuerier answers the listing with rows a test gives, and each table's
+// statement with the values a test gives for it: what a server would,
+// without one, so that every rule of the plan and the read is pinned here
+// (the servers' own answers are tested in internal/sqldb).
+type fakeQuerier struct {
+	listing [][]any
+	listErr error
+	// row answers a table's statement: its values in order (nil: NULL).
+	row     map[string][]any
+	rowErr  error
+	queries []string
+}
+
+func (f *fakeQuerier) Rows(_ context.Context, query string) ([][]any, error) {
+	f.queries = append(f.queries, query)
+	return f.listing, f.listErr
+}
+
+func (f *fakeQuerier) Row(_ context.Context, query string, dest ...any) error {
+	f.queries = append(f.queries, query)
+	if f.rowErr != nil {
+		return f.rowErr
+	}
+	var vals []any
+	for table, v := range f.row {
+		if strings.HasSuffix(query, " FROM "+table) {
+			vals = v
+		}
+	}
+	if len(vals) != len(dest) {
+		return fmt.Errorf("fake: %d values for %d columns of %q", len(vals), len(dest), query)
+	}
+	for i, v := range vals {
+		ns := dest[i].(*sql.NullString)
+		if v != nil {
+			*ns = sql.NullString{String: fmt.Sprint(v), Valid: true}
+		}
+	}
+	return nil
+}
+
+// col is one row of the listing: table, column, type, key, size, schema.
+func col(table, column, typ string, key any, size any) []any {
+	return []any{table, column, typ, key, size, "app"}
+}
+
+func TestPlanWatchesEveryTableButTheRegistry(t *testing.T) {
+	q := &fakeQuerier{listing: [][]any{
+		col("stock", "id", "integer", true, int64(8192)),
+		col("stock", "qty", "integer", false, int64(8192)),
+		col("stock", "price", "numeric", false, int64(8192)),
+		col("stock", "score", "double precision", false, int64(8192)),
+		col("stock", "name", "character varying", false, int64(8192)),
+		col("stock", "cash", "money", false, int64(8192)),
+		col("grants", "", "", nil, []byte("100")),
+		col(RegistryTable, "n", "integer", false, int64(1<<30)),
+	}}
+	p, err := Plan(context.Background(), Postgres, q, nil, DefaultLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.queries[0] != listing[Postgres] {
+		t.Errorf("listed with %q, want the dialect's listing", q.queries[0])
+	}
+	if p.Schema != "app" {
+		t.Errorf("schema %q, want app", p.Schema)
+	}
+	var got []string
+	for _, tb := range p.Tables {
+		got = append(got, tb.Name+"("+strings.Join(tb.Columns, ",")+")")
+	}
+	// Keys and identities name rows, text and money are not summed, the
+	// registry is racetest's own: never watched, and its size not counted.
+	if g := strings.Join(got, " "); g != "stock(qty,price,score) grants()" {
+		t.Errorf("tables %s, want stock(qty,price,score) grants()", g)
+	}
+	if p.Bytes != 8192+100 {
+		t.Errorf("bytes %d, want %d (each table's size once, the registry's not)", p.Bytes, 8192+100)
+	}
+	fl := p.Tables[0].Float
+	if !fl["score"] || fl["qty"] || fl["price"] {
+		t.Errorf("float columns %v, want score alone", fl)
+	}
+}
+
+func TestPlanWithoutASchemaNamesIt(t *testing.T) {
+	q := &fakeQuerier{listing: [][]any{{"t", "v", "int", int64(0), int64(1), nil}}}
+	p, err := Plan(context.Background(), MySQL, q, nil, DefaultLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Schema != "(the connection's, empty)" {
+		t.Errorf("schema %q", p.Schema)
+	}
+	if len(p.Tables) != 1 || len(p.Tables[0].Columns) != 1 {
+		t.Errorf("tables %+v: MySQL's int, not a key (0), is summed", p.Tables)
+	}
+}
+
+func TestPlanListingErrorSaysWhat(t *testing.T) {
+	q := &fakeQuerier{listErr: errors.New("permission denied")}
+	_, err := Plan(context.Background(), MySQL, q, nil, DefaultLimits)
+	if err == nil || !strings.Contains(err.Error(), "listing the schema's tables for --effects auto: permission denied") {
+		t.Fatalf("error %v", err)
+	}
+}
+
+func TestPlanWatchPicksTheNamedTables(t *testing.T) {
+	listing := [][]any{
+		col("Orders", "n", "integer", false, int64(10)),
+		col("orders", "n", "integer", false, int64(20)),
+		col("stock", "qty", "integer", false, int64(40)),
+		col("audit", "n", "integer", false, int64(80)),
+	}
+	for _, c := range []struct {
+		watch []string
+		want  string
+		bytes int64
+	}{
+		{[]string{"orders"}, "orders", 20},               // the exact name over one of another case
+		{[]string{"Orders"}, "Orders", 10},               // and the other way
+		{[]string{"STOCK"}, "stock", 40},                 // else ignoring case
+		{[]string{"stock", "AUDIT"}, "audit stock", 120}, // sorted
+		{[]string{"stock", "stock"}, "stock", 40},        // once
+	} {
+		p, err := Plan(context.Background(), Postgres, &fakeQuerier{listing: listing}, c.watch, DefaultLimits)
+		if err != nil {
+			t.Fatalf("%v: %v", c.watch, err)
+		}
+		var got []string
+		for _, tb := range p.Tables {
+			got = append(got, tb.Name)
+		}
+		if g := strings.Join(got, " "); g != c.want || p.Bytes != c.bytes {
+			t.Errorf("--watch %v: tables %q (%d bytes), want %q (%d bytes)", c.watch, g, p.Bytes, c.want, c.bytes)
+		}
+	}
+}
+
+func TestPlanWatchOfAMissingTable(t *testing.T) {
+	_, err := Plan(context.Background(), Postgres, &fakeQuerier{listing: [][]any{col("stock", "qty", "integer", false, int64(1))}}, []string{"orders"}, DefaultLimits)
+	var se *runner.SnapshotError
+	if !errors.As(err, &se) || se.Msg != `--watch: no table "orders" in schema app (its tables: stock)` {
+		t.Fatalf("error %v", err)
+	}
+	_, err = Plan(context.Background(), Postgres, &fakeQuerier{}, []string{"orders"}, DefaultLimits)
+	if err == nil || !strings.Contains(err.Error(), "(its tables: none)") {
+		t.Fatalf("error %v, want its tables: none", err)
+	}
+}
+
+func TestPlanLimits(t *testing.T) {
+	listing := [][]any{
+		col("a", "n", "integer", false, int64(100)),
+		col("b", "n", "integer", false, int64(200)),
+	}
+	plan := func(lim Limits, watch ...string) error {
+		_, err := Plan(context.Background(), Postgres, &fakeQuerier{listing: listing}, watch, lim)
+		return err
+	}
+	// At the limits, a plan is made; one past either, it is refused with
+	// the way out.
+	if err := plan(Limits{Tables: 2, Bytes: 300}); err != nil {
+		t.Errorf("at the limits: %v", err)
+	}
+	var se *runner.SnapshotError
+	if err := plan(Limits{Tables: 1, Bytes: 300}); !errors.As(err, &se) || !strings.Contains(se.Msg, "schema app has 2 tables, more than the 1 a snapshot reads per burst — name the tables the attempt writes with --watch") {
+		t.Errorf("one table too many: %v", err)
+	}
+	if err := plan(Limits{Tables: 2, Bytes: 299}); !errors.As(err, &se) || !strings.Contains(se.Msg, "the watched tables of schema app hold 0 MiB, more than the 0 MiB") {
+		t.Errorf("one byte too many: %v", err)
+	}
+	// --watch counts only what it watches.
+	if err := plan(Limits{Tables: 1, Bytes: 200}, "b"); err != nil {
+		t.Errorf("watching b alone: %v", err)
+	}
+	if err := plan(Limits{Tables: 1, Bytes: 199}, "b"); err == nil {
+		t.Errorf("watching b alone, one byte under its size: no error")
+	}
+	if DefaultLimits != (Limits{100, 256 << 20}) {
+		t.Errorf("default limits %+v, want 100 tables and 256 MiB (docs/measurements.md)", DefaultLimits)
+	}
+}
+
+func TestReadSumsEachTableInOneStatement(t *testing.T) {
+	for _, c := range []struct {
+		d    Dialect
+		want string
+	}{
+		{Postgres, `SELECT count(*)::text, sum("qty")::text, round(sum("sc""ore")::numeric, 6)::text FROM "st""ock"`},
+		{MySQL, "SELECT CAST(count(*) AS CHAR), CAST(sum(`qty`) AS CHAR), CAST(round(sum(`sc\"ore`), 6) AS CHAR) FROM `st\"ock`"},
+	} {
+		t.Run(string(c.d), func(t *testing.T) {
+			p := &SnapshotPlan{dialect: c.d, Tables: []SnapshotTable{
+				{Name: `st"ock`, Columns: []string{"qty", `sc"ore`}, Float: map[string]bool{`sc"ore`: true}},
+			}}
+			q := &fakeQuerier{row: map[string][]any{}}
+			q.row[p.quote(`st"ock`)] = []any{"3", nil, "1.500000"}
+			s, err := p.Read(context.Background(), q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(q.queries) != 1 || q.queries[0] != c.want {
+				t.Errorf("queries %q, want [%q]", q.queries, c.want)
+			}
+			want := map[string]string{`st"ock` + runner.RowsSuffix: "3", `st"ock.qty`: "0", `st"ock.sc"ore`: "3/2"}
+			if len(s) != len(want) {
+				t.Errorf("snapshot %v, want %v", s, want)
+			}
+			for k, v := range want {
+				if s[k] == nil || s[k].RatString() != v {
+					t.Errorf("%s = %v, want %s (a NULL sum is 0)", k, s[k], v)
+				}
+			}
+		})
+	}
+}
+
+func TestReadQuotesPerDialect(t *testing.T) {
+	pg, my := &SnapshotPlan{dialect: Postgres}, &SnapshotPlan{dialect: MySQL}
+	if got := pg.quote(`a"b`); got != `"a""b"` {
+		t.Errorf("PostgreSQL quote %s", got)
+	}
+	if got := my.quote("a`b"); got != "`a``b`" {
+		t.Errorf("MySQL quote %s", got)
+	}
+	if got := pg.query(SnapshotTable{Name: "t", Columns: []string{"f"}, Float: map[string]bool{}}); got != `SELECT count(*)::text, sum("f")::text FROM "t"` {
+		t.Errorf("an integer column is summed exactly, not rounded: %s", got)
+	}
+}
+
+func TestReadErrors(t *testing.T) {
+	p := &SnapshotPlan{dialect: Postgres, Tables: []SnapshotTable{{Name: "t", Columns: []string{"v"}}}}
+	_, err := p.Read(context.Background(), &fakeQuerier{rowErr: errors.New("relation does not exist")})
+	if err == nil || err.Error() != "postgres: snapshot of t: relation does not exist" {
+		t.Errorf("error %v", err)
+	}
+	q := &fakeQuerier{row: map[string][]any{`"t"`: {"1", "abc"}}}
+	_, err = p.Read(context.Background(), q)
+	if err == nil || err.Error() != `postgres: snapshot of t.v: "abc" is not a number` {
+		t.Errorf("error %v", err)
+	}
+}
+
+func TestDriverValues(t *testing.T) {
+	for _, c := range []struct {
+		v    any
+		text string
+		n    int64
+		tr   bool
+	}{
+		{nil, "", 0, false},
+		{[]byte("12"), "12", 12, false},
+		{"7", "7", 7, false},
+		{int64(5), "5", 5, true},
+		{int64(0), "0", 0, false},
+		{int32(6), "6", 6, false},
+		{float64(9.7), "9.7", 9, false},
+		{true, "true", 0, true},
+		{false, "false", 0, false},
+		{"1", "1", 1, true},
+		{"t", "t", 0, true},
+		{"true", "true", 0, true},
+		{[]byte("f"), "f", 0, false},
+	} {
+		if got := text(c.v); got != c.text {
+			t.Errorf("text(%#v) = %q, want %q", c.v, got, c.text)
+		}
+		if got := integer(c.v); got != c.n {
+			t.Errorf("integer(%#v) = %d, want %d", c.v, got, c.n)
+		}
+		if got := truth(c.v); got != c.tr {
+			t.Errorf("truth(%#v) = %v, want %v", c.v, got, c.tr)
+		}
+	}
+}
