@@ -208,6 +208,18 @@ func TestAnAllowanceGivenIsKept(t *testing.T) {
 	}
 }
 
+// The wait after which a step counts as blocked, where the server cannot
+// say, is the 50 ms the README documents: a store without lock tables has
+// only this clock, and at 50 µs every slow step (a --gap, a loaded
+// machine) would count as blocked and its orders be explored as other
+// orders. No deterministic test can tell 50 µs from 50 ms by timing an
+// in-memory step, so the value itself is pinned (issue 48).
+func TestBlockAfterDefaultsToTheDocumented50ms(t *testing.T) {
+	if o := (Options{}).withDefaults(); o.BlockAfter != 50*time.Millisecond {
+		t.Errorf("block after %v by default, want the README's 50ms", o.BlockAfter)
+	}
+}
+
 // Validate refuses each flag no exploration can use, with the flag and
 // its value named, and passes every value at the edge of what it takes.
 func TestValidateRefusesEachBadFlag(t *testing.T) {

@@ -4,6 +4,8 @@ import (
 	"math"
 	"testing"
 	"time"
+
+	"github.com/racetest/racetest/runner"
 )
 
 func ms(xs ...float64) []time.Duration {
@@ -59,6 +61,25 @@ func TestParallelismEstimate(t *testing.T) {
 		}
 		if got < c.lo || got > c.hi {
 			t.Errorf("%s: parallelism = %.3f, want between %.1f and %.1f", c.name, got, c.lo, c.hi)
+		}
+	}
+}
+
+// A one-at-a-time server with jittery timings, at four to seven
+// responses: one response a little late and the next a little early put
+// two of them close together, and the gap between those is not the
+// service time. The median gap is (the others are two service times or
+// about one); the smallest gap would read the queue as concurrent (issue
+// 48: the queues above are perfectly even, and gaps[0] lived).
+func TestParallelismJitteredQueues(t *testing.T) {
+	// 2 ms a request, 0.1 ms round trip; the 2nd response 0.8 ms late,
+	// the 3rd 0.8 ms early: gaps 2.8, 0.4, 2.8, then 2 each.
+	queue := []float64{2.1, 4.9, 5.3, 8.1, 10.1, 12.1, 14.1}
+	for n := minResponses; n < minQuartiles; n++ {
+		took := ms(queue[:n]...)
+		took[0], took[n-1] = took[n-1], took[0] // in the order they were sent, not answered
+		if got := parallelism(took); got <= 0 || got >= runner.SerialBelow {
+			t.Errorf("%d responses of a jittery one-at-a-time server: parallelism %.2f, want one at a time (under %.1f)", n, got, runner.SerialBelow)
 		}
 	}
 }

@@ -247,3 +247,14 @@ func TestAccountingSaysItDoesNotCountOnce(t *testing.T) {
 		t.Errorf("without accounting: %s (%s), want SAFE with no caveat", a.Verdict, a.Why)
 	}
 }
+
+// Two successes in a burst are already more than one: a redeem-once
+// endpoint that told two callers "redeemed" gets the caveat as one that
+// told four did (issue 48: the tests had 1, 3 and 4 successes, and n > 2
+// lived).
+func TestAccountingCaveatFromTwoSuccesses(t *testing.T) {
+	a := Assess(Case{Expect: Expect{Kind: ExpectSafe}, Result: accountingRun(10, 2)})
+	if a.Verdict != Safe || !strings.Contains(a.Why, "landed, and 10 of 10 bursts had more than one (up to 2)") {
+		t.Errorf("two successes per burst: %s (%s), want SAFE with …10 of 10 bursts had more than one (up to 2)…", a.Verdict, a.Why)
+	}
+}

@@ -317,6 +317,31 @@ func TestJudgeTwinsSetsAsideWhatVaries(t *testing.T) {
 	}
 }
 
+// Exactly MinSolos solo twins judge: two twins that agree show the
+// application does the same thing twice, and a burst that granted more
+// than its twin is a violation, with no reason to set the run aside
+// (issue 48: at <= every run of two twins read INCONCLUSIVE, RACE too).
+func TestExactlyTwoSoloTwinsJudge(t *testing.T) {
+	solo := Delta{"t rows": rat(1)}
+	bs := []Burst{
+		{Index: 0, Twin: &Twin{SoloBurst: 0, Solo: solo, Together: Delta{"t rows": rat(3)}}},
+		{Index: 1, Twin: &Twin{SoloBurst: 1, Solo: solo, Together: Delta{"t rows": rat(1)}}},
+	}
+	tw := judgeTwins(bs)
+	if tw.Solos != MinSolos || MinSolos != 2 {
+		t.Fatalf("%d solo twins (MinSolos %d), want 2", tw.Solos, MinSolos)
+	}
+	if why := tw.Reason(); why != "" {
+		t.Errorf("two agreeing solo twins set the run aside: %q", why)
+	}
+	if bs[0].Twin.Verdict != TwinMore || !bs[0].Violated() {
+		t.Errorf("burst 0 granted 3 rows beside its twin's 1: %s, violated %v", bs[0].Twin.Verdict, bs[0].Violated())
+	}
+	if bs[1].Twin.Verdict != TwinSame {
+		t.Errorf("burst 1 did as its twin: %s", bs[1].Twin.Verdict)
+	}
+}
+
 func TestDeltaAndSigned(t *testing.T) {
 	before := Snapshot{"a rows": rat(2), "gone rows": rat(3), "a.x": big.NewRat(3, 2)}
 	after := Snapshot{"a rows": rat(2), "new rows": rat(1), "a.x": big.NewRat(1, 1)}

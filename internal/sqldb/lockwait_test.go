@@ -128,3 +128,90 @@ func TestInnoDBStatusNamesTheWaitingThread(t *testing.T) {
 		}
 	}
 }
+
+// MySQL and MariaDB name a wait for a table's metadata lock and one for a
+// user lock (GET_LOCK) in the process list, not in InnoDB's report: the
+// session queued behind either waits, says LockWait, and no longer once
+// the lock goes.
+func TestLockWaitSeesMySQLMetadataAndUserLocks(t *testing.T) {
+	db := open(t, MySQL, Options{})
+	tb := table(t, db, "id INT PRIMARY KEY")
+	ctx := context.Background()
+	pool, conns, err := db.Warm(ctx, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	holder, waiter := conns[0], conns[1]
+	id, err := SessionID(ctx, MySQL, waiter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ask := func() bool {
+		var w bool
+		if err := db.Admin(ctx, func(ctx context.Context, q Querier) error {
+			w, err = LockWait(ctx, MySQL, q, id)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	lockName := tb + "_user_lock" // the table's random name keeps it the test's own
+	for _, kind := range []struct {
+		name          string
+		hold, release string
+		wait          string // the waiter's statement, queued behind hold
+		after         string // what the waiter undoes once it got through
+	}{
+		{name: "metadata", hold: "LOCK TABLES " + tb + " WRITE", release: "UNLOCK TABLES", wait: "SELECT COUNT(*) FROM " + tb},
+		{name: "user", hold: "SELECT GET_LOCK('" + lockName + "', 60)", release: "SELECT RELEASE_LOCK('" + lockName + "')",
+			wait: "SELECT GET_LOCK('" + lockName + "', 60)", after: "SELECT RELEASE_LOCK('" + lockName + "')"},
+	} {
+		t.Run(kind.name, func(t *testing.T) {
+			if _, _, err := holder.Exec(ctx, kind.hold); err != nil {
+				t.Fatal(err)
+			}
+			released := false
+			release := func() {
+				if !released {
+					released = true
+					if _, _, err := holder.Exec(ctx, kind.release); err != nil {
+						t.Error(err)
+					}
+				}
+			}
+			defer release()
+			done := make(chan error, 1)
+			go func() {
+				var n int64
+				err := waiter.QueryRow(ctx, kind.wait).Scan(&n)
+				if err == nil && kind.after != "" {
+					_, _, err = waiter.Exec(ctx, kind.after)
+				}
+				done <- err
+			}()
+			deadline := time.Now().Add(10 * time.Second)
+			for !ask() {
+				if time.Now().After(deadline) {
+					release()
+					<-done
+					t.Fatalf("the session queued behind a %s lock never showed as waiting", kind.name)
+				}
+				time.Sleep(time.Millisecond)
+			}
+			release()
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			if ask() {
+				t.Errorf("the %s lock went, and the session still waits, says LockWait", kind.name)
+			}
+		})
+	}
+}
