@@ -150,9 +150,11 @@ func renderDocument(ctx context.Context, o *ReportOptions, reporter report.Repor
 	if title == "" {
 		title = doc.Title
 	}
-	if o.Format == "table" || o.Format == "markdown" {
+	if o.Format != "json" {
 		// A saved report is data from elsewhere: an ESC or BEL in it must
-		// not reach the terminal as a control sequence (issue 29).
+		// not reach a terminal as a control sequence, nor a page or a CI
+		// log that a person opens with cat. JSON escapes them itself, and
+		// keeps the data as it was.
 		title = printable.Line(title)
 		for i := range cases {
 			cases[i] = printableCase(cases[i])

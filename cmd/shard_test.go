@@ -150,15 +150,43 @@ func TestReportEscapesControlCharacters(t *testing.T) {
 	if err := os.WriteFile(file, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	for _, format := range []string{"table", "markdown"} {
+	for _, format := range report.Formats() {
 		io, out, errOut := Test()
 		io.OutTTY, io.TermWidth, io.NoColor = true, 200, true // colour codes are ours to write
 		execIO(t, io, memoryOnly(), "report", file, "-o", format)
-		if bytes.ContainsAny(out.Bytes(), "\x1b\a") {
-			t.Errorf("-o %s wrote control characters to the terminal:\n%q", format, out)
+		if i := bytes.IndexAny(out.Bytes(), "\x1b\a"); i >= 0 {
+			t.Errorf("-o %s wrote a control character to the terminal: %q", format, out.Bytes()[max(0, i-40):min(out.Len(), i+20)])
 		}
 		if !strings.Contains(out.String(), "name") || errOut.Len() > 0 && strings.Contains(errOut.String(), "\x1b") {
 			t.Errorf("-o %s: the report lost its case or stderr carries ESC:\n%s\n%q", format, out, errOut)
+		}
+	}
+}
+
+// The size limit is a bound, not a bar: a report of exactly MaxReportSize
+// bytes is read, one byte more is refused, from a file and from a pipe.
+func TestReportSizeLimitIsInclusive(t *testing.T) {
+	data := readFile(t, "../report/testdata/report.json")
+	exact := append(append([]byte{}, data...), bytes.Repeat([]byte{' '}, MaxReportSize-len(data))...)
+	over := append(append([]byte{}, exact...), ' ')
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name    string
+		data    []byte
+		refused bool
+	}{{"exact", exact, false}, {"over", over, true}} {
+		file := filepath.Join(dir, c.name+".json")
+		if err := os.WriteFile(file, c.data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		for _, src := range []string{file, "-"} {
+			io, out, errOut := Test()
+			io.In = bytes.NewReader(c.data)
+			code := execIO(t, io, memoryOnly(), "report", src, "-o", "json")
+			refused := code == ExitUsage && strings.Contains(errOut.String(), "more than the 32 MiB")
+			if refused != c.refused || !c.refused && out.Len() == 0 {
+				t.Errorf("%s bytes of %d from %s: exit %d, refused %v, want %v; stderr %q", c.name, len(c.data), src, code, refused, c.refused, errOut)
+			}
 		}
 	}
 }
