@@ -3,6 +3,7 @@ package suite
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/racetest/racetest/report"
@@ -95,12 +96,54 @@ func TestParseShard(t *testing.T) {
 			t.Errorf("%v.String() = %q", got, got.String())
 		}
 	}
-	for _, in := range []string{"", "3", "0/3", "4/3", "1/0", "-1/2", "a/b", "1/2/3", "1/-2"} {
-		if s, err := ParseShard(in); err == nil {
-			t.Errorf("ParseShard(%q) = %v, want an error", in, s)
+	// Each refusal says what is wrong: the form, or the range.
+	for in, want := range map[string]string{
+		"": "give K/N", "3": "give K/N", "a/b": "give K/N", "a/2": "give K/N", "2/b": "give K/N", "1/2/3": "give K/N",
+		"0/3": "K must be from 1 to N", "4/3": "K must be from 1 to N", "1/0": "K must be from 1 to N",
+		"-1/2": "K must be from 1 to N", "1/-2": "K must be from 1 to N",
+	} {
+		if s, err := ParseShard(in); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParseShard(%q) = %v, %v; want an error saying %q", in, s, err, want)
 		}
 	}
 	if (Shard{}).String() != "" || len((Shard{}).Select(plansNamed("a", "b"))) != 2 {
 		t.Error("the zero Shard is not the whole suite")
+	}
+}
+
+// Cases of one name are told apart by their rank among that name, counted
+// from 0 in the file's order: the part of each is part(name, rank), and
+// part 1 of 1 is every case.
+func TestShardRanksCasesOfOneName(t *testing.T) {
+	plans := plansNamed("dup", "dup", "dup", "dup", "dup", "other", "dup")
+	for i := range plans {
+		plans[i].Case.Backend = fmt.Sprint("b", i) // which "dup" is which
+	}
+	for _, n := range []int{1, 3, 7} {
+		var all []Plan
+		for k := 1; k <= n; k++ {
+			s := Shard{K: k, N: n}
+			var want []int
+			rank := map[string]int{}
+			for i, p := range plans {
+				if s.part(p.Case.Name, rank[p.Case.Name]) == k {
+					want = append(want, i)
+				}
+				rank[p.Case.Name]++
+			}
+			got := s.Select(plans)
+			if len(got) != len(want) {
+				t.Fatalf("part %d/%d: %d plans, want %d", k, n, len(got), len(want))
+			}
+			for j, i := range want {
+				if got[j].Case.Name != plans[i].Case.Name || got[j].Case.Backend != plans[i].Case.Backend {
+					t.Errorf("part %d/%d: plan %d is %+v, want %+v", k, n, j, got[j].Case, plans[i].Case)
+				}
+			}
+			all = append(all, got...)
+		}
+		if len(all) != len(plans) {
+			t.Errorf("%d parts hold %d plans, want each of the %d once", n, len(all), len(plans))
+		}
 	}
 }

@@ -47,9 +47,12 @@ func LockWait(ctx context.Context, d Dialect, q Querier, id int64) (bool, error)
 			return q.QueryRow(ctx, pgLockWait, id).Scan(&waiting)
 		}
 		var n int64
-		if err := q.QueryRow(ctx, myOtherWait, id).Scan(&n); err != nil || n > 0 {
-			waiting = n > 0
+		if err := q.QueryRow(ctx, myOtherWait, id).Scan(&n); err != nil {
 			return err
+		}
+		if n > 0 {
+			waiting = true // a table, metadata or user lock: InnoDB's report would not name it
+			return nil
 		}
 		var typ, name, status string
 		if err := q.QueryRow(ctx, myInnoDBState).Scan(&typ, &name, &status); err != nil {
