@@ -190,3 +190,32 @@ func TestReportSizeLimitIsInclusive(t *testing.T) {
 		}
 	}
 }
+
+// --title replaces the title the report recorded; without it, the
+// recorded one is kept.
+func TestReportTitle(t *testing.T) {
+	data := readFile(t, "../report/testdata/report.json")
+	var doc report.Document
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	doc.Title = "recorded title"
+	file := filepath.Join(t.TempDir(), "r.json")
+	b, _ := json.Marshal(doc)
+	if err := os.WriteFile(file, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args      []string
+		want, not string
+	}{
+		{nil, "<title>recorded title</title>", "given title"},
+		{[]string{"--title", "given title"}, "<title>given title</title>", "recorded title"},
+	} {
+		io, out, _ := Test()
+		execIO(t, io, memoryOnly(), append([]string{"report", file, "-o", "html"}, c.args...)...)
+		if !strings.Contains(out.String(), c.want) || strings.Contains(out.String(), c.not) {
+			t.Errorf("report %v: want %q and no %q in the page", c.args, c.want, c.not)
+		}
+	}
+}

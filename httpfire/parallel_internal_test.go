@@ -51,6 +51,12 @@ func TestParallelismEstimate(t *testing.T) {
 		// Eight: the quartiles, at index 1 and 6.
 		{name: "eight, one at a time", took: ms(2, 4, 6, 8, 10, 12, 14, 16), estimate: 1},
 		{name: "eight, two workers", took: ms(2, 2, 4, 4, 6, 6, 8, 8), lo: 1.6, hi: 2.2},
+		// Uneven, so that the quartiles' indices matter: (14 - 2.1) / 5 is
+		// the step, not (14 - 6) / 4.
+		{name: "eight, uneven", took: ms(2, 2.1, 6, 8, 10, 12, 14, 16), estimate: 2 / (11.9 / 5)},
+		// A step or a fastest response of no length cannot divide: all at once.
+		{name: "all four at the same instant", took: ms(3, 3, 3, 3), estimate: 4},
+		{name: "the fastest at zero", took: ms(0, 2, 4, 6), estimate: 4},
 	} {
 		got := parallelism(c.took)
 		if c.lo == 0 && c.hi == 0 {
