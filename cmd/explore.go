@@ -41,8 +41,9 @@ type ExploreOptions struct {
 	Step     bool
 	// Confirm is how many bursts of the same attempts follow a SAFE.
 	Confirm int
-	// replay is the command that replays one order, without --schedule.
-	replay string
+	// replay is the command that replays one order, without --schedule;
+	// connNote says which connection flags it leaves out, if any.
+	replay, connNote string
 }
 
 const exploreLong = `Run two (or three) attempts step by step, in every order, on the real server.
@@ -87,7 +88,7 @@ func newCmdExplore(f *Factory, replay bool, runF func(context.Context, *ExploreO
 		verb = "replay"
 	}
 	run := func(c *cobra.Command, o *ExploreOptions) error {
-		o.replay = replayCommand(c, o)
+		o.replay, o.connNote = replayCommand(c, o), leftOut(c, o)
 		if runF != nil {
 			return runF(c.Context(), o)
 		}
@@ -186,7 +187,9 @@ func newCmdExploreScript(f *Factory, replay bool, d script.Dialect, run func(*co
 
 // replayCommand is the command line that replays one order of this
 // exploration: the same command and flags, as 'replay', without the flags
-// that only an exploration takes.
+// that only an exploration takes, and without the connection flags, which
+// may hold a password (as every Reproduce line: commandLine): the reader's
+// own connection (flag or RACETEST_* variable) applies.
 func replayCommand(c *cobra.Command, o *ExploreOptions) string {
 	parts := []string{"racetest", "replay"}
 	if o.Scenario == "" {
@@ -197,7 +200,7 @@ func replayCommand(c *cobra.Command, o *ExploreOptions) string {
 	skip := map[string]bool{"max-schedules": true, "cap": true, "confirm": true, "format": true, "schedule": true, "step": true, "strict": true, "expect": true}
 	var flags []string
 	c.Flags().Visit(func(fl *pflag.Flag) {
-		if skip[fl.Name] {
+		if skip[fl.Name] || envSkipped(fl, o.Registry) {
 			return
 		}
 		if sv, ok := fl.Value.(pflag.SliceValue); ok {
@@ -213,6 +216,25 @@ func replayCommand(c *cobra.Command, o *ExploreOptions) string {
 	name := func(f string) string { return f[:strings.Index(f, "=")] }
 	sort.SliceStable(flags, func(i, j int) bool { return name(flags[i]) < name(flags[j]) })
 	return strings.Join(append(parts, flags...), " ")
+}
+
+// leftOut says which connection flags the command line gave that the
+// replay commands leave out, and how the reader gives them again; "" when
+// none was given.
+func leftOut(c *cobra.Command, o *ExploreOptions) string {
+	var given, envs []string
+	for _, b := range connBackends(o.Registry) {
+		for _, cn := range []*scenarios.Connection{b.Conn, b.ReadConn} {
+			if cn != nil && c.Flags().Lookup(cn.Flag) != nil && c.Flags().Changed(cn.Flag) {
+				given, envs = append(given, "--"+cn.Flag), append(envs, cn.Env)
+			}
+		}
+	}
+	if len(given) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("the replay commands leave out %s, which may hold a password: give it again, or set %s",
+		strings.Join(given, " and "), strings.Join(envs, " and "))
 }
 
 // shellQuote quotes s for a POSIX shell where it needs it.
@@ -460,6 +482,9 @@ func runExplore(ctx context.Context, o *ExploreOptions) error {
 	end := inFlight.begin(o.Registry, o.Backend, runID)
 	res, runErr := explore.Run(ctx, t, opt)
 	end()
+	if res != nil && o.connNote != "" {
+		res.Notes = append(res.Notes, o.connNote)
+	}
 	if b, err := o.Registry.Backend(o.Backend); err == nil && opt.Keep && res != nil && o.Scenario != "" {
 		res.Notes = append(res.Notes, keptNote(b, runID))
 	}
