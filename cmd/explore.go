@@ -177,6 +177,7 @@ func newCmdExploreScript(f *Factory, replay bool, d script.Dialect, run func(*co
 	fs.StringVar(&o.Scripts.Subject, "subject", "", "run before each order: make the subject {{.Token}} names")
 	fs.StringArrayVar(&o.Scripts.Attempt, "attempt", nil, "what each attempt runs, one step per statement (required); repeat it for one script per transaction: attempt A runs the first, B the second (--attempts defaults to their number; with more attempts they go round again)")
 	fs.StringVar(&o.Scripts.Effects, "effects", "", "after each order: a query or command returning how many times the action took effect (required)")
+	fs.StringArrayVar(&o.Scripts.Invariants, "invariant", nil, "after each order: a query or command returning how many times a rule that must always hold is broken, or a boolean (repeatable); an order that breaks it is a violation")
 	fs.StringVar(&o.Scripts.Teardown, "teardown", "", "run once at the end, also after Ctrl-C (inline or @FILE)")
 	fs.StringVar(&o.Allowed, "allowed", strconv.Itoa(runner.DefaultAllowed), "effects per order that are correct: N (exactly N, 0 included) or MIN-MAX (0-1: at most once)")
 	fs.BoolVar(&o.Shape.Keep, "keep", false, "do not run --teardown at the end: leave what --setup made for inspection")
@@ -336,6 +337,9 @@ func scriptPlan(ctx context.Context, o *ExploreOptions, p scenarios.Params, ex r
 	allowed, err := runner.ParseAllowance(o.Allowed)
 	if err != nil {
 		return nil, ex, opt, usageErrorf("--allowed: %v", err)
+	}
+	if o.Scripts.Effects == "" && len(o.Scripts.Invariants) > 0 && allowed != runner.DefaultAllowance {
+		return nil, ex, opt, usageErrorf("--allowed %s judges what --effects counts, and there is no --effects: the invariants alone judge each order (add --effects, or drop --allowed)", o.Allowed)
 	}
 	if allowed.Successes {
 		return nil, ex, opt, usageErrorf("--allowed %s: explore judges each order by N or MIN-MAX effects; accounting is for sql, redis, mongo and http", o.Allowed)

@@ -146,8 +146,26 @@ type Order struct {
 	Conflicts  int `json:"conflicts"`
 	Abandoned  int `json:"abandoned"`
 	Required   int `json:"required"`
-	planned    []int
+	// Broken counts, per invariant of the exploration (Result.Invariants),
+	// the violations the order added; nil without invariants.
+	Broken  []int `json:"broken,omitempty"`
+	planned []int
 }
+
+// BrokeInvariant reports an order that broke an invariant: a violation,
+// whatever its effects.
+func (o Order) BrokeInvariant() bool {
+	for _, n := range o.Broken {
+		if n > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// violates reports an order that broke: over the allowance, under the
+// floor, or an invariant broken.
+func (o Order) violates() bool { return o.Over() || o.Under() || o.BrokeInvariant() }
 
 // Over reports an order with more effects than allowed.
 func (o Order) Over() bool { return o.Effects > o.Allowed }
@@ -201,6 +219,11 @@ type Result struct {
 	// Blocking says how a blocked step was told: "server" (its lock
 	// tables) or "timer" (--block-after, where the server cannot say).
 	Blocking string `json:"blocking,omitempty"`
+	// Invariants names what had to hold after every order (the target's
+	// runner.Invarianter); Uncounted: no effects check, the invariants
+	// and the outcomes alone judge it (runner.Uncounted).
+	Invariants []string `json:"invariants,omitempty"`
+	Uncounted  bool     `json:"uncounted,omitempty"`
 	// Diverged counts orders in which an attempt took other steps than
 	// those the reduction judged (its path depends on the others): with
 	// orders pruned, a SAFE cannot rest on them.
@@ -228,7 +251,7 @@ type Result struct {
 func (r *Result) Verdict() Verdict {
 	var lost, untested bool
 	for _, o := range r.Orders {
-		if o.Over() {
+		if o.Over() || o.BrokeInvariant() {
 			return Race
 		}
 		lost = lost || o.Under()
@@ -253,11 +276,33 @@ func (r *Result) Why() string {
 	c := r.Count()
 	switch r.Verdict() {
 	case Race:
-		return fmt.Sprintf("%d of %d orders left more than %d effect(s)", c.Over, c.Explored, r.Allowed)
+		var why []string
+		if c.Over > 0 {
+			why = append(why, fmt.Sprintf("%d of %d orders left more than %d effect(s)", c.Over, c.Explored, r.Allowed))
+		}
+		for i, name := range r.Invariants {
+			n := 0
+			for _, o := range r.Orders {
+				if i < len(o.Broken) && o.Broken[i] > 0 {
+					n++
+				}
+			}
+			if n > 0 {
+				why = append(why, fmt.Sprintf("%d of %d orders broke the invariant %s", n, c.Explored, name))
+			}
+		}
+		return strings.Join(why, "; ")
 	case Lost:
 		return fmt.Sprintf("%d of %d orders left fewer than %d effect(s)", c.Under, c.Explored, r.Required)
 	case Safe:
-		return fmt.Sprintf("%s: all %d orders of %s stayed within %d effect(s)", SafeScope, c.Explored, r.Shape(), r.Allowed)
+		held := fmt.Sprintf("stayed within %d effect(s)", r.Allowed)
+		if len(r.Invariants) > 0 {
+			held = fmt.Sprintf("kept %s", plural(len(r.Invariants), "invariant"))
+			if !r.Uncounted {
+				held = fmt.Sprintf("stayed within %d effect(s) and kept %s", r.Allowed, plural(len(r.Invariants), "invariant"))
+			}
+		}
+		return fmt.Sprintf("%s: all %d orders of %s %s", SafeScope, c.Explored, r.Shape(), held)
 	}
 	var why []string
 	if r.unexplored != nil && r.unexplored.Sign() > 0 {
@@ -326,6 +371,7 @@ type Counts struct {
 	Violating  int `json:"violating"`
 	Over       int `json:"over"`
 	Under      int `json:"under"`
+	Broken     int `json:"broken"`     // orders that broke an invariant
 	Blocked    int `json:"blocked"`    // orders with a blocked step
 	Deadlocked int `json:"deadlocked"` // orders with a deadlock
 	Conflicts  int `json:"conflicts"`  // orders with another serialization failure
@@ -336,9 +382,10 @@ type Counts struct {
 func (r *Result) Count() Counts {
 	c := Counts{Explored: len(r.Orders)}
 	for _, o := range r.Orders {
-		if o.Over() || o.Under() {
+		if o.violates() {
 			c.Violating++
 		}
+		c.Broken += b2i(o.BrokeInvariant())
 		if o.Over() {
 			c.Over++
 		}
@@ -351,6 +398,14 @@ func (r *Result) Count() Counts {
 		c.Abandoned += b2i(o.Abandoned > 0)
 	}
 	return c
+}
+
+// plural writes n and its noun: "1 invariant", "2 invariants".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 func b2i(b bool) int {
@@ -368,7 +423,7 @@ func (r *Result) Violating() []Order {
 	var out []Order
 	seen := map[string]bool{}
 	for _, o := range r.Orders {
-		if (o.Over() || o.Under()) && !seen[o.Schedule] {
+		if o.violates() && !seen[o.Schedule] {
 			seen[o.Schedule] = true
 			out = append(out, o)
 		}
@@ -466,6 +521,12 @@ func Run(ctx context.Context, t runner.Target, o Options) (res *Result, err erro
 		}()
 	}
 	f := &fleet{t: t, o: o}
+	if u, ok := t.(runner.Uncounted); ok && u.Uncounted() {
+		f.uncounted, res.Uncounted = true, true
+	}
+	if inv, ok := t.(runner.Invarianter); ok && len(inv.Invariants()) > 0 {
+		f.inv, res.Invariants = inv, inv.Invariants()
+	}
 	defer f.close()
 	if err := f.open(ctx); err != nil {
 		return res, err
@@ -890,6 +951,10 @@ type fleet struct {
 	apps     []runner.App
 	sessions []runner.Session
 	waiters  []LockWaiter // nil unless every session is one
+	// inv checks the invariants before and after each order (nil: none);
+	// uncounted: the target has no effects check (runner.Uncounted).
+	inv       runner.Invarianter
+	uncounted bool
 	// subjects counts the subjects made: each order's is fresh, also when
 	// the attempts are planned again and the orders count from 0 again.
 	subjects int
@@ -955,6 +1020,14 @@ func (f *fleet) order(ctx context.Context, index int, seq []int, lead int, pace 
 	if err != nil {
 		return Order{}, fmt.Errorf("order %d: reset: %w", index+1, err)
 	}
+	// What the subject broke before the order, as a burst does (runner):
+	// an order is judged by the violations it adds.
+	var held []int
+	if f.inv != nil {
+		if held, err = f.inv.Broken(ctx, s); err != nil {
+			return Order{}, fmt.Errorf("order %d: check the invariants before: %w", index+1, err)
+		}
+	}
 	n := f.o.Attempts
 	c := newController(n)
 	outs := make([]runner.Outcome, n)
@@ -1017,6 +1090,25 @@ func (f *fleet) order(ctx context.Context, index int, seq []int, lead int, pace 
 			ord.Abandoned++
 		}
 		ord.Attempts = append(ord.Attempts, a)
+	}
+	if f.inv != nil {
+		now, err := f.inv.Broken(ctx, s)
+		if err == nil && len(now) != len(held) {
+			err = fmt.Errorf("%d counts for %d invariants", len(now), len(held))
+		}
+		if err != nil {
+			return ord, fmt.Errorf("order %d: check the invariants: %w", index+1, err)
+		}
+		ord.Broken = make([]int, len(now))
+		for i := range now {
+			ord.Broken[i] = max(0, now[i]-held[i])
+		}
+	}
+	if f.uncounted {
+		// No effects check: the invariants and the outcomes judge the
+		// order, and no count of effects is right or wrong.
+		ord.Allowed, ord.Required = 0, 0
+		return ord, nil
 	}
 	ord.Effects, err = f.t.Effects(ctx, s)
 	if err != nil {

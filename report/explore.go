@@ -96,7 +96,14 @@ func (e Exploration) Why() string {
 	}
 	if e.Replayed {
 		o := e.Result.Orders[0]
-		return fmt.Sprintf("this order (%s) left %s, %d allowed", o.Schedule, plural(o.Effects, "effect"), o.Allowed)
+		if e.Result.Uncounted {
+			return fmt.Sprintf("this order (%s) %s", o.Schedule, e.invariants(o))
+		}
+		why := fmt.Sprintf("this order (%s) left %s, %d allowed", o.Schedule, plural(o.Effects, "effect"), o.Allowed)
+		if len(e.Result.Invariants) > 0 {
+			why += ", and " + e.invariants(o)
+		}
+		return why
 	}
 	c := e.Confirm
 	if e.Result.Verdict() != explore.Safe {
@@ -104,6 +111,9 @@ func (e Exploration) Why() string {
 	}
 	if c.contradicts() {
 		left := "more effects than allowed"
+		if len(e.Result.Invariants) > 0 {
+			left = "more effects than allowed or broke an invariant"
+		}
 		if c.Verdict == Lost {
 			left = "fewer effects than required"
 		}
@@ -163,7 +173,28 @@ func (e Exploration) Readable(o explore.Order) string {
 		}
 		outs = append(outs, s)
 	}
-	return fmt.Sprintf("%s — %s (%s)", strings.Join(parts, " → "), plural(o.Effects, "effect"), strings.Join(outs, ", "))
+	left := plural(o.Effects, "effect")
+	if e.Result != nil && e.Result.Uncounted {
+		left = e.invariants(o)
+	} else if e.Result != nil && len(e.Result.Invariants) > 0 {
+		left += ", " + e.invariants(o)
+	}
+	return fmt.Sprintf("%s — %s (%s)", strings.Join(parts, " → "), left, strings.Join(outs, ", "))
+}
+
+// invariants says what the order did to the invariants: "broke the
+// invariant SELECT …", or "kept every invariant".
+func (e Exploration) invariants(o explore.Order) string {
+	var broke []string
+	for i, n := range o.Broken {
+		if n > 0 && i < len(e.Result.Invariants) {
+			broke = append(broke, e.Result.Invariants[i])
+		}
+	}
+	if len(broke) == 0 {
+		return "kept every invariant"
+	}
+	return "broke the invariant " + strings.Join(broke, " and the invariant ")
 }
 
 // ReplayCommand is the command that replays o.
