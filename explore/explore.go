@@ -265,7 +265,9 @@ func (r *Result) Verdict() Verdict {
 	if untested || r.Interrupted || r.unexplored != nil && r.unexplored.Sign() > 0 || r.Count().Abandoned > 0 || len(r.Orders) == 0 || r.unsound() {
 		return Inconclusive
 	}
-	if r.Unplanned > 0 {
+	// An attempt that took steps past its plan while others could go
+	// (Unplanned): where those steps fall was never tried.
+	if r.Unplanned > 0 && len(r.Orders) > 0 {
 		return Inconclusive
 	}
 	return Safe
