@@ -72,4 +72,11 @@ func TestExploreFollowsABranchItDidNotPlan(t *testing.T) {
 	if code != ExitViolated || !strings.Contains(out, "RACE  this order") {
 		t.Errorf("%s\nexit %d, want 1 and the order's RACE\n%s%s", doc.Violating[0].Replay, code, out, stderr)
 	}
+	// A step past the plan that the attempt did not take in the order
+	// named (serial: no branch) is refused, after the order, by name.
+	replay := append([]string{"replay", "sql", "-b", "postgres", "--schedule", "A1 A2 A3 B1 B2 B3 B4"}, branchScript...)
+	_, stderr, code = execWith(t, builtin.Registry(), replay...)
+	if code != ExitUsage || !strings.Contains(stderr, "--schedule names B4, but attempt B takes 3 steps (B1..B3), alone and in this order") {
+		t.Errorf("a step never taken: exit %d, want 2\n%s", code, stderr)
+	}
 }

@@ -492,7 +492,7 @@ type StepError struct {
 
 func (e *StepError) Error() string {
 	l := e.Step[:1]
-	return fmt.Sprintf("--schedule names %s, but attempt %s takes %d steps (%s1..%s%d) in this order: name only steps it takes (explore prints each order as it ran)",
+	return fmt.Sprintf("--schedule names %s, but attempt %s takes %d steps (%s1..%s%d), alone and in this order: name only steps it takes (explore prints each order as it ran)",
 		e.Step, l, e.Steps, l, l, e.Steps)
 }
 
@@ -598,8 +598,8 @@ func Run(ctx context.Context, t runner.Target, o Options) (res *Result, err erro
 	if o.Schedule != nil {
 		// A replay: the order named. A step past an attempt's plan may be
 		// a branch it takes only after another's steps (explore found it
-		// there): it runs, and a step the attempt did not take in this
-		// order is refused once the order has run.
+		// there): it runs, and a step past the plan that the attempt did
+		// not take in this order is refused once the order has run.
 		ord, err := f.order(ctx, len(firsts), o.Schedule, 0, o.Pace)
 		if err != nil {
 			return res, err
@@ -612,8 +612,11 @@ func Run(ctx context.Context, t runner.Target, o Options) (res *Result, err erro
 			took[ev.Worker] = max(took[ev.Worker], ev.Step)
 		}
 		for w := range named {
-			if named[w] > took[w] {
-				return res, &StepError{Step: fmt.Sprintf("%s%d", Letter(w), took[w]+1), Steps: took[w]}
+			// A step of the plan the attempt did not reach is void (it
+			// returned early: it found the work done); past the plan, a
+			// step it did not take is no step at all.
+			if most := max(ks[w], took[w]); named[w] > most {
+				return res, &StepError{Step: fmt.Sprintf("%s%d", Letter(w), most+1), Steps: most}
 			}
 		}
 		res.Orders = append(res.Orders, ord)
