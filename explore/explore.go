@@ -146,8 +146,26 @@ type Order struct {
 	Conflicts  int `json:"conflicts"`
 	Abandoned  int `json:"abandoned"`
 	Required   int `json:"required"`
-	planned    []int
+	// Broken counts, per invariant of the exploration (Result.Invariants),
+	// the violations the order added; nil without invariants.
+	Broken  []int `json:"broken,omitempty"`
+	planned []int
 }
+
+// BrokeInvariant reports an order that broke an invariant: a violation,
+// whatever its effects.
+func (o Order) BrokeInvariant() bool {
+	for _, n := range o.Broken {
+		if n > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// violates reports an order that broke: over the allowance, under the
+// floor, or an invariant broken.
+func (o Order) violates() bool { return o.Over() || o.Under() || o.BrokeInvariant() }
 
 // Over reports an order with more effects than allowed.
 func (o Order) Over() bool { return o.Effects > o.Allowed }
@@ -201,23 +219,39 @@ type Result struct {
 	// Blocking says how a blocked step was told: "server" (its lock
 	// tables) or "timer" (--block-after, where the server cannot say).
 	Blocking string `json:"blocking,omitempty"`
+	// Invariants names what had to hold after every order (the target's
+	// runner.Invarianter); Uncounted: no effects check, the invariants
+	// and the outcomes alone judge it (runner.Uncounted).
+	Invariants []string `json:"invariants,omitempty"`
+	Uncounted  bool     `json:"uncounted,omitempty"`
 	// Diverged counts orders in which an attempt took other steps than
 	// those the reduction judged (its path depends on the others): with
 	// orders pruned, a SAFE cannot rest on them.
 	Diverged int `json:"diverged,omitempty"`
+	// Unplanned counts orders in which an attempt took more steps than its
+	// plan (a branch it takes only after another attempt's steps): where
+	// those steps fall among the others' was not explored, so no SAFE
+	// rests on them. UnplannedStep names the first such step.
+	Unplanned     int    `json:"unplanned,omitempty"`
+	UnplannedStep string `json:"unplanned_step,omitempty"`
+	// Replanned counts the times the attempts were planned again, each
+	// with the longest path it took, after one took more steps than its
+	// plan (Unplanned): the orders are those of the last plan.
+	Replanned int `json:"replanned,omitempty"`
 	// Reduction says how many orders the reduction spared, and why that
 	// is sound.
 	Reduction  string `json:"reduction,omitempty"`
 	CleanupErr error  `json:"-"`
 	unexplored *big.Int
 	note       string
+	replan     string
 }
 
 // Verdict is the exploration's answer.
 func (r *Result) Verdict() Verdict {
 	var lost, untested bool
 	for _, o := range r.Orders {
-		if o.Over() {
+		if o.Over() || o.BrokeInvariant() {
 			return Race
 		}
 		lost = lost || o.Under()
@@ -231,6 +265,11 @@ func (r *Result) Verdict() Verdict {
 	if untested || r.Interrupted || r.unexplored != nil && r.unexplored.Sign() > 0 || r.Count().Abandoned > 0 || len(r.Orders) == 0 || r.unsound() {
 		return Inconclusive
 	}
+	// An attempt that took steps past its plan while others could go
+	// (Unplanned): where those steps fall was never tried.
+	if r.Unplanned > 0 && len(r.Orders) > 0 {
+		return Inconclusive
+	}
 	return Safe
 }
 
@@ -239,11 +278,33 @@ func (r *Result) Why() string {
 	c := r.Count()
 	switch r.Verdict() {
 	case Race:
-		return fmt.Sprintf("%d of %d orders left more than %d effect(s)", c.Over, c.Explored, r.Allowed)
+		var why []string
+		if c.Over > 0 {
+			why = append(why, fmt.Sprintf("%d of %d orders left more than %d effect(s)", c.Over, c.Explored, r.Allowed))
+		}
+		for i, name := range r.Invariants {
+			n := 0
+			for _, o := range r.Orders {
+				if i < len(o.Broken) && o.Broken[i] > 0 {
+					n++
+				}
+			}
+			if n > 0 {
+				why = append(why, fmt.Sprintf("%d of %d orders broke the invariant %s", n, c.Explored, name))
+			}
+		}
+		return strings.Join(why, "; ")
 	case Lost:
 		return fmt.Sprintf("%d of %d orders left fewer than %d effect(s)", c.Under, c.Explored, r.Required)
 	case Safe:
-		return fmt.Sprintf("%s: all %d orders of %s stayed within %d effect(s)", SafeScope, c.Explored, r.Shape(), r.Allowed)
+		held := fmt.Sprintf("stayed within %d effect(s)", r.Allowed)
+		if len(r.Invariants) > 0 {
+			held = fmt.Sprintf("kept %s", plural(len(r.Invariants), "invariant"))
+			if !r.Uncounted {
+				held = fmt.Sprintf("stayed within %d effect(s) and kept %s", r.Allowed, plural(len(r.Invariants), "invariant"))
+			}
+		}
+		return fmt.Sprintf("%s: all %d orders of %s %s", SafeScope, c.Explored, r.Shape(), held)
 	}
 	var why []string
 	if r.unexplored != nil && r.unexplored.Sign() > 0 {
@@ -269,6 +330,10 @@ func (r *Result) Why() string {
 	}
 	if r.unsound() {
 		why = append(why, fmt.Sprintf("in %d orders an attempt took other steps than it took alone, so the %d orders pruned as equivalent may not be", r.Diverged, r.Pruned))
+	}
+	if r.Unplanned > 0 {
+		why = append(why, fmt.Sprintf("in %d orders an attempt took steps its plan does not have (first: %s), and where they fall among the other attempts' steps was never tried",
+			r.Unplanned, r.UnplannedStep))
 	}
 	return "no order broke, but " + strings.Join(why, "; ")
 }
@@ -308,6 +373,7 @@ type Counts struct {
 	Violating  int `json:"violating"`
 	Over       int `json:"over"`
 	Under      int `json:"under"`
+	Broken     int `json:"broken"`     // orders that broke an invariant
 	Blocked    int `json:"blocked"`    // orders with a blocked step
 	Deadlocked int `json:"deadlocked"` // orders with a deadlock
 	Conflicts  int `json:"conflicts"`  // orders with another serialization failure
@@ -318,9 +384,10 @@ type Counts struct {
 func (r *Result) Count() Counts {
 	c := Counts{Explored: len(r.Orders)}
 	for _, o := range r.Orders {
-		if o.Over() || o.Under() {
+		if o.violates() {
 			c.Violating++
 		}
+		c.Broken += b2i(o.BrokeInvariant())
 		if o.Over() {
 			c.Over++
 		}
@@ -333,6 +400,14 @@ func (r *Result) Count() Counts {
 		c.Abandoned += b2i(o.Abandoned > 0)
 	}
 	return c
+}
+
+// plural writes n and its noun: "1 invariant", "2 invariants".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 func b2i(b bool) int {
@@ -350,7 +425,7 @@ func (r *Result) Violating() []Order {
 	var out []Order
 	seen := map[string]bool{}
 	for _, o := range r.Orders {
-		if (o.Over() || o.Under()) && !seen[o.Schedule] {
+		if o.violates() && !seen[o.Schedule] {
 			seen[o.Schedule] = true
 			out = append(out, o)
 		}
@@ -408,15 +483,16 @@ func (e *TooManyError) Error() string {
 		shape, count, e.Max, e.Max)
 }
 
-// StepError is a replay's schedule naming a step its attempt does not take.
+// StepError is a replay's schedule naming a step its attempt did not take
+// in the order named.
 type StepError struct {
-	Step  string // "A4"
-	Steps int    // the attempt's steps
+	Step  string // "A4": the first step named that did not run
+	Steps int    // the attempt's steps in that order
 }
 
 func (e *StepError) Error() string {
 	l := e.Step[:1]
-	return fmt.Sprintf("--schedule names %s, but attempt %s takes %d steps (%s1..%s%d) when it runs alone: name only steps that exist",
+	return fmt.Sprintf("--schedule names %s, but attempt %s takes %d steps (%s1..%s%d), alone and in this order: name only steps it takes (explore prints each order as it ran)",
 		e.Step, l, e.Steps, l, l, e.Steps)
 }
 
@@ -447,6 +523,12 @@ func Run(ctx context.Context, t runner.Target, o Options) (res *Result, err erro
 		}()
 	}
 	f := &fleet{t: t, o: o}
+	if u, ok := t.(runner.Uncounted); ok && u.Uncounted() {
+		f.uncounted, res.Uncounted = true, true
+	}
+	if inv, ok := t.(runner.Invarianter); ok && len(inv.Invariants()) > 0 {
+		f.inv, res.Invariants = inv, inv.Invariants()
+	}
 	defer f.close()
 	if err := f.open(ctx); err != nil {
 		return res, err
@@ -512,19 +594,30 @@ func Run(ctx context.Context, t runner.Target, o Options) (res *Result, err erro
 		firsts[lead].planned = serial(ks, lead)
 		firsts[lead].Planned = Format(firsts[lead].planned)
 	}
-	total := Interleavings(ks)
-	res.Total = total.String()
+	res.Total = Interleavings(ks).String()
 	if o.Schedule != nil {
-		// A replay: the order named, and only steps that exist.
-		count := make([]int, o.Attempts)
-		for _, w := range o.Schedule {
-			if count[w]++; count[w] > ks[w] {
-				return res, &StepError{Step: fmt.Sprintf("%s%d", Letter(w), count[w]), Steps: ks[w]}
-			}
-		}
+		// A replay: the order named. A step past an attempt's plan may be
+		// a branch it takes only after another's steps (explore found it
+		// there): it runs, and a step past the plan that the attempt did
+		// not take in this order is refused once the order has run.
 		ord, err := f.order(ctx, len(firsts), o.Schedule, 0, o.Pace)
 		if err != nil {
 			return res, err
+		}
+		named, took := make([]int, o.Attempts), make([]int, o.Attempts)
+		for _, w := range o.Schedule {
+			named[w]++
+		}
+		for _, ev := range ord.Ran {
+			took[ev.Worker] = max(took[ev.Worker], ev.Step)
+		}
+		for w := range named {
+			// A step of the plan the attempt did not reach is void (it
+			// returned early: it found the work done); past the plan, a
+			// step it did not take is no step at all.
+			if most := max(ks[w], took[w]); named[w] > most {
+				return res, &StepError{Step: fmt.Sprintf("%s%d", Letter(w), most+1), Steps: most}
+			}
 		}
 		res.Orders = append(res.Orders, ord)
 		res.Total, res.Planned = "1", 1
@@ -538,6 +631,88 @@ func Run(ctx context.Context, t runner.Target, o Options) (res *Result, err erro
 		}
 	}
 	res.check(steps)
+	res, err = planAndRun(ctx, f, o, res, steps, ran)
+	// An attempt that took more steps than its plan where the others
+	// could have gone in between (a branch it takes only after their
+	// steps) is planned again with the longest path each attempt took,
+	// and every order of those runs, until no attempt leaves its plan. A
+	// violation found stands as it is.
+	for round := 1; err == nil && res.Unplanned > 0 && round < MaxRounds; round++ {
+		if v := res.Verdict(); v == Race || v == Lost {
+			break
+		}
+		longer := longestPaths(res.Orders, steps)
+		if longer == nil {
+			break
+		}
+		prev := *res
+		why := res.UnplannedStep
+		res.Orders, res.Pruned, res.Reduction, res.unexplored, res.Unexplored, res.Replanned = nil, 0, "", nil, "", round
+		res.setSteps(longer)
+		res.replan = fmt.Sprintf("planned again (round %d): %s, so each attempt is planned with the longest path it took (%s) and every order of those ran",
+			round+1, why, res.Shape())
+		var again *Result
+		again, err = planAndRun(ctx, f, o, res, longer, map[string]bool{})
+		var tm *TooManyError
+		if errors.As(err, &tm) {
+			// Too many to explore again: the orders that ran stand, and
+			// their unplanned steps keep the verdict INCONCLUSIVE.
+			*res, err = prev, nil
+			res.replan = fmt.Sprintf("not planned again: %s, and with the longest path each attempt took %s", why, tm.Error())
+			describe(t, res)
+			break
+		}
+		res, steps = again, longer
+	}
+	return res, err
+}
+
+// MaxRounds bounds how many times an exploration plans its attempts
+// again after one took more steps than planned.
+const MaxRounds = 4
+
+// setSteps records each attempt's planned steps, and the longest of them.
+func (r *Result) setSteps(steps [][]string) {
+	r.AttemptSteps, r.Steps = steps, nil
+	for _, s := range steps {
+		if len(s) > len(r.Steps) {
+			r.Steps = s
+		}
+	}
+}
+
+// longestPaths is each attempt's longest path in orders, where one is
+// longer than its plan in steps; nil when none is.
+func longestPaths(orders []Order, steps [][]string) [][]string {
+	out := make([][]string, len(steps))
+	copy(out, steps)
+	longer := false
+	for _, o := range orders {
+		paths := make([][]string, len(steps))
+		for _, ev := range o.Ran {
+			paths[ev.Worker] = append(paths[ev.Worker], ev.Name)
+		}
+		for w, p := range paths {
+			if len(p) > len(out[w]) {
+				out[w], longer = p, true
+			}
+		}
+	}
+	if !longer {
+		return nil
+	}
+	return out
+}
+
+// planAndRun counts every order of the attempts' planned steps (but those
+// in ran, which ran already), then runs them.
+func planAndRun(ctx context.Context, f *fleet, o Options, res *Result, steps [][]string, ran map[string]bool) (*Result, error) {
+	ks := make([]int, len(steps))
+	for w, s := range steps {
+		ks[w] = len(s)
+	}
+	total := Interleavings(ks)
+	res.Total = total.String()
 	room := o.MaxSchedules - len(res.Orders)
 	// Count, then run, every other order.
 	var seqs [][]int
@@ -631,9 +806,11 @@ func others(n, lead int) []int {
 }
 
 // check counts the orders in which an attempt took other steps than
-// those its plan was judged on.
+// those its plan was judged on (Diverged), and those in which it took
+// more steps than its plan has (Unplanned, extra ones included: they ran
+// after the order's planned steps, never among them).
 func (r *Result) check(steps [][]string) {
-	r.Diverged = 0
+	r.Diverged, r.Unplanned, r.UnplannedStep = 0, 0, ""
 	for _, o := range r.Orders {
 		for _, ev := range o.Ran {
 			if !ev.Extra && (ev.Step > len(steps[ev.Worker]) || steps[ev.Worker][ev.Step-1] != ev.Name) {
@@ -641,7 +818,25 @@ func (r *Result) check(steps [][]string) {
 				break
 			}
 		}
+		for i, ev := range o.Ran {
+			if ev.Step > len(steps[ev.Worker]) && overtaken(o.Ran, i) {
+				if r.Unplanned++; r.UnplannedStep == "" {
+					r.UnplannedStep = fmt.Sprintf("attempt %s's step %s (%s) in the order %s, where its plan has %d steps",
+						Letter(ev.Worker), ev.Label(), ev.Name, o.Schedule, len(steps[ev.Worker]))
+				}
+				break
+			}
+		}
 	}
+}
+
+// overtaken reports whether another attempt's step ran between step i of
+// ran and its attempt's step before it: the attempt waited at step i's
+// boundary (or was blocked) while another went, so the order in which
+// step i went first was another order. A step that went as soon as its
+// attempt reached it had no other place.
+func overtaken(ran []Event, i int) bool {
+	return i > 0 && ran[i-1].Worker != ran[i].Worker
 }
 
 // runOrders says the count, then runs seqs after the first orders.
@@ -735,6 +930,9 @@ func describe(t runner.Target, res *Result) {
 	if res.note != "" {
 		res.Notes = append(res.Notes, res.note)
 	}
+	if res.replan != "" {
+		res.Notes = append(res.Notes, res.replan)
+	}
 	if res.Reduction != "" {
 		res.Notes = append(res.Notes, res.Reduction)
 	}
@@ -758,6 +956,13 @@ type fleet struct {
 	apps     []runner.App
 	sessions []runner.Session
 	waiters  []LockWaiter // nil unless every session is one
+	// inv checks the invariants before and after each order (nil: none);
+	// uncounted: the target has no effects check (runner.Uncounted).
+	inv       runner.Invarianter
+	uncounted bool
+	// subjects counts the subjects made: each order's is fresh, also when
+	// the attempts are planned again and the orders count from 0 again.
+	subjects int
 }
 
 func (f *fleet) open(ctx context.Context) error {
@@ -815,9 +1020,18 @@ func (f *fleet) close() {
 // order runs one order at a fresh subject and counts its effects. Past
 // seq's steps (all of them, when seq is nil), attempt lead goes first.
 func (f *fleet) order(ctx context.Context, index int, seq []int, lead int, pace func(Event)) (Order, error) {
-	s, err := f.t.Reset(ctx, index)
+	s, err := f.t.Reset(ctx, f.subjects)
+	f.subjects++
 	if err != nil {
 		return Order{}, fmt.Errorf("order %d: reset: %w", index+1, err)
+	}
+	// What the subject broke before the order, as a burst does (runner):
+	// an order is judged by the violations it adds.
+	var held []int
+	if f.inv != nil {
+		if held, err = f.inv.Broken(ctx, s); err != nil {
+			return Order{}, fmt.Errorf("order %d: check the invariants before: %w", index+1, err)
+		}
 	}
 	n := f.o.Attempts
 	c := newController(n)
@@ -881,6 +1095,25 @@ func (f *fleet) order(ctx context.Context, index int, seq []int, lead int, pace 
 			ord.Abandoned++
 		}
 		ord.Attempts = append(ord.Attempts, a)
+	}
+	if f.inv != nil {
+		now, err := f.inv.Broken(ctx, s)
+		if err == nil && len(now) != len(held) {
+			err = fmt.Errorf("%d counts for %d invariants", len(now), len(held))
+		}
+		if err != nil {
+			return ord, fmt.Errorf("order %d: check the invariants: %w", index+1, err)
+		}
+		ord.Broken = make([]int, len(now))
+		for i := range now {
+			ord.Broken[i] = max(0, now[i]-held[i])
+		}
+	}
+	if f.uncounted {
+		// No effects check: the invariants and the outcomes judge the
+		// order, and no count of effects is right or wrong.
+		ord.Allowed, ord.Required = 0, 0
+		return ord, nil
 	}
 	ord.Effects, err = f.t.Effects(ctx, s)
 	if err != nil {

@@ -40,7 +40,7 @@ func TestEachReasonAloneIsInconclusive(t *testing.T) {
 	failed := Order{Effects: 0, Allowed: 1, Required: 1, Attempts: []Attempt{{Outcome: runner.Error}, {Outcome: runner.Conflict}}}
 	abandoned := ok
 	abandoned.Abandoned = 1
-	reasons := []string{"nothing took effect", "interrupted after", "were not explored", "abandoned at --timeout", "no order ran", "may not be"}
+	reasons := []string{"nothing took effect", "interrupted after", "were not explored", "abandoned at --timeout", "no order ran", "may not be", "steps its plan does not have"}
 	for _, tc := range []struct {
 		name string
 		r    Result
@@ -52,6 +52,7 @@ func TestEachReasonAloneIsInconclusive(t *testing.T) {
 		{"an attempt abandoned", Result{Orders: []Order{abandoned}}, "abandoned at --timeout"},
 		{"no order", Result{}, "no order ran"},
 		{"a reduction broken by a diverging attempt", Result{Orders: []Order{ok}, Diverged: 1, Pruned: 1}, "may not be"},
+		{"an attempt past its plan, whatever was pruned", Result{Orders: []Order{ok}, Unplanned: 1, UnplannedStep: "attempt B's step B3"}, "steps its plan does not have"},
 	} {
 		tc.r.Allowed, tc.r.Required = 1, 1
 		if tc.r.unexplored == nil {
@@ -154,7 +155,10 @@ func TestCountAndViolatingOrders(t *testing.T) {
 
 // An order counts as diverged when an attempt took a step its plan does
 // not have, or another step than planned at that place; steps run beyond
-// the plan on purpose (Extra) do not count, and an order counts once.
+// the plan on purpose (Extra) do not count, and an order counts once. It
+// counts as unplanned when an attempt took a step past its plan (Extra
+// or not) after another attempt's step overtook it; a step past the plan
+// that went as soon as its attempt reached it had no other place.
 func TestCheckCountsDivergedOrders(t *testing.T) {
 	steps := [][]string{{"check", "act"}, {"check", "act"}}
 	r := &Result{Orders: []Order{
@@ -162,11 +166,19 @@ func TestCheckCountsDivergedOrders(t *testing.T) {
 		{Ran: []Event{{Worker: 0, Step: 1, Name: "check"}, {Worker: 0, Step: 2, Name: "decline"}, {Worker: 1, Step: 2, Name: "other"}}},
 		{Ran: []Event{{Worker: 1, Step: 1, Name: "check"}, {Worker: 1, Step: 3, Name: "act"}}},
 		{Ran: []Event{{Worker: 1, Step: 3, Name: "more", Extra: true}}},
+		{Ran: []Event{{Worker: 1, Step: 1, Name: "check"}, {Worker: 1, Step: 2, Name: "act"}, {Worker: 0, Step: 1, Name: "check"}, {Worker: 1, Step: 3, Name: "again", Extra: true}}},
+		{Ran: []Event{{Worker: 0, Step: 1, Name: "check"}, {Worker: 0, Step: 2, Name: "act"}, {Worker: 0, Step: 3, Name: "again", Extra: true}}},
 	}}
-	r.Diverged = 7 // check counts afresh
+	r.Orders[4].Schedule = "B1 B2 A1 B3"
+	r.Diverged, r.Unplanned = 7, 7 // check counts afresh
 	r.check(steps)
 	if r.Diverged != 2 {
 		t.Fatalf("diverged %d, want 2 (a step renamed, a step past the plan; not an extra one)", r.Diverged)
+	}
+	// Orders 2, 3 and 5 went past the plan as soon as the attempt got
+	// there; order 4's B3 waited while A1 went.
+	if want := "attempt B's step B3 (again) in the order B1 B2 A1 B3, where its plan has 2 steps"; r.Unplanned != 1 || r.UnplannedStep != want {
+		t.Fatalf("unplanned %d (%s), want 1 (%s)", r.Unplanned, r.UnplannedStep, want)
 	}
 }
 

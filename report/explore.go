@@ -31,18 +31,47 @@ type Exploration struct {
 	Expect ExpectKind
 	// Err is why the exploration did not finish (the orders that ran stay).
 	Err error
+	// Granularity says what one step is, for the SAFE line: "one whole
+	// statement" ("" says nothing more than the step granularity).
+	Granularity string
+	// Confirm is what bursts of the same attempts showed after a SAFE
+	// (--confirm); nil when none ran.
+	Confirm *Confirmation
 	// Width is the columns the text report may use (0: DefaultWidth):
 	// longer lines fold under their own indent, a replay command with a
 	// trailing backslash so that it still pastes into a shell.
 	Width int
 }
 
+// Confirmation is what bursts of the same attempts, released together,
+// showed after an exploration's SAFE (--confirm N): a race inside one
+// step, which no order of whole steps can show, shows there.
+type Confirmation struct {
+	Bursts     int     `json:"bursts"`
+	Violations int     `json:"violations"` // bursts outside the allowed range
+	Tested     int     `json:"tested"`
+	Verdict    Verdict `json:"verdict"` // the bursts' own verdict
+	// Skipped says why no burst ran ("" when they ran).
+	Skipped string `json:"skipped,omitempty"`
+}
+
+// contradicts reports bursts that broke where every order held.
+func (c *Confirmation) contradicts() bool {
+	return c != nil && c.Skipped == "" && (c.Verdict == Race || c.Verdict == Lost)
+}
+
 // Verdict is the exploration's answer; a replay's SAFE is the one order's.
+// A SAFE that the confirming bursts contradict is their RACE (or LOST):
+// a SAFE that bursts break is a false SAFE, whatever its granularity.
 func (e Exploration) Verdict() Verdict {
 	if e.Result == nil {
 		return Errored
 	}
-	return Verdict(e.Result.Verdict())
+	v := Verdict(e.Result.Verdict())
+	if v == Safe && e.Confirm.contradicts() {
+		return e.Confirm.Verdict
+	}
+	return v
 }
 
 // Met reports whether the verdict is what was expected; unproven is an
@@ -67,9 +96,44 @@ func (e Exploration) Why() string {
 	}
 	if e.Replayed {
 		o := e.Result.Orders[0]
-		return fmt.Sprintf("this order (%s) left %s, %d allowed", o.Schedule, plural(o.Effects, "effect"), o.Allowed)
+		if e.Result.Uncounted {
+			return fmt.Sprintf("this order (%s) %s", o.Schedule, e.invariants(o))
+		}
+		why := fmt.Sprintf("this order (%s) left %s, %d allowed", o.Schedule, plural(o.Effects, "effect"), o.Allowed)
+		if len(e.Result.Invariants) > 0 {
+			why += ", and " + e.invariants(o)
+		}
+		return why
 	}
-	return e.Result.Why()
+	c := e.Confirm
+	if e.Result.Verdict() != explore.Safe {
+		return e.Result.Why()
+	}
+	if c.contradicts() {
+		left := "more effects than allowed"
+		if len(e.Result.Invariants) > 0 {
+			left = "more effects than allowed or broke an invariant"
+		}
+		if c.Verdict == Lost {
+			left = "fewer effects than required"
+		}
+		return fmt.Sprintf("the bursts contradict the exploration: %d of %d bursts of the same %d attempts released together left %s, "+
+			"though all %d orders of whole steps stayed in the allowed range: what they show is inside one step, below explore's step granularity",
+			c.Violations, c.Bursts, e.Result.Attempts, left, len(e.Result.Orders))
+	}
+	why := e.Result.Why()
+	if e.Granularity != "" {
+		why += "; each step is " + e.Granularity + ", so a race inside one step is for the bursts"
+	}
+	switch {
+	case c == nil:
+		return why + "; no bursts confirmed it (--confirm 0)"
+	case c.Skipped != "":
+		return why + "; no bursts confirmed it (" + c.Skipped + ")"
+	case c.Verdict == Safe:
+		return why + fmt.Sprintf("; %d bursts of the same attempts released together agree (%d tested)", c.Bursts, c.Tested)
+	}
+	return why + fmt.Sprintf("; %d bursts of the same attempts released together were %s: they neither agree nor disagree", c.Bursts, c.Verdict)
 }
 
 var fileLine = regexp.MustCompile(`\(([^():]+):(\d+)\)$`)
@@ -109,7 +173,28 @@ func (e Exploration) Readable(o explore.Order) string {
 		}
 		outs = append(outs, s)
 	}
-	return fmt.Sprintf("%s — %s (%s)", strings.Join(parts, " → "), plural(o.Effects, "effect"), strings.Join(outs, ", "))
+	left := plural(o.Effects, "effect")
+	if e.Result != nil && e.Result.Uncounted {
+		left = e.invariants(o)
+	} else if e.Result != nil && len(e.Result.Invariants) > 0 {
+		left += ", " + e.invariants(o)
+	}
+	return fmt.Sprintf("%s — %s (%s)", strings.Join(parts, " → "), left, strings.Join(outs, ", "))
+}
+
+// invariants says what the order did to the invariants: "broke the
+// invariant SELECT …", or "kept every invariant".
+func (e Exploration) invariants(o explore.Order) string {
+	var broke []string
+	for i, n := range o.Broken {
+		if n > 0 && i < len(e.Result.Invariants) {
+			broke = append(broke, e.Result.Invariants[i])
+		}
+	}
+	if len(broke) == 0 {
+		return "kept every invariant"
+	}
+	return "broke the invariant " + strings.Join(broke, " and the invariant ")
 }
 
 // ReplayCommand is the command that replays o.
@@ -261,6 +346,7 @@ type exploreJSON struct {
 	ElapsedSec float64           `json:"elapsed_seconds"`
 	Violating  []violationJSON   `json:"violating"`
 	Result     *explore.Result   `json:"result,omitempty"`
+	Confirm    *Confirmation     `json:"confirm,omitempty"`
 	Error      string            `json:"error,omitempty"`
 }
 
@@ -274,7 +360,7 @@ type violationJSON struct {
 func (e Exploration) doc() exploreJSON {
 	ok, _ := e.Met()
 	d := exploreJSON{Schema: "racetest.explore/v1", Name: e.Name, Backend: e.Backend, Settings: e.Settings,
-		Verdict: e.Verdict(), Why: e.Why(), Expect: e.Expect, Met: ok, Result: e.Result, Violating: []violationJSON{}}
+		Verdict: e.Verdict(), Why: e.Why(), Expect: e.Expect, Met: ok, Result: e.Result, Confirm: e.Confirm, Violating: []violationJSON{}}
 	if e.Err != nil {
 		d.Error = e.Err.Error()
 	}
