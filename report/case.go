@@ -153,10 +153,14 @@ type Assessment struct {
 	// Tested counts the bursts that put the guard to the test: the action
 	// took effect and two answered attempts overlapped. SAFE rests on them.
 	Tested int
-	// Rate is Violations/Bursts; Upper is its 95% upper bound. For a SAFE
-	// verdict both are computed over the tested bursts, the only ones that
-	// could have shown a race.
+	// Rate is Violations over the bursts something judged (all but those
+	// before which every invariant of an invariant-only run was already
+	// broken: runner.Result.Judged); Upper is its 95% upper bound. For a
+	// SAFE verdict both are computed over the tested bursts, the only ones
+	// that could have shown a race.
 	Rate, Upper float64
+	// Unjudged counts the bursts nothing judged (runner.Burst.Unobserved).
+	Unjudged int
 	Met         bool
 	// Unproven: the expectation failed only because the run was
 	// INCONCLUSIVE under --strict (exit 4, not 1).
@@ -193,6 +197,7 @@ func Assess(c Case) (a Assessment) {
 		a.Bursts = len(r.Bursts)
 		a.Overlapped = r.Overlapped()
 		a.Tested = r.Tested()
+		a.Unjudged = a.Bursts - r.Judged()
 		a.Interrupted = r.Interrupted
 	}
 	if a.Interrupted || errors.Is(c.Err, context.Canceled) {
@@ -220,10 +225,18 @@ func Assess(c Case) (a Assessment) {
 			a.Verdict, a.Why = Inconclusive, "check "+ch.Name+" could not judge: "+ch.Detail
 		}
 	}
+	// An invariant the user asked to hold that judged no burst (it read
+	// broken before every one) leaves SAFE unproven, whatever else held.
+	if why := unjudgedWhy(r, true); why != "" && a.Verdict == Safe {
+		a.Verdict, a.Why = Inconclusive, why
+	}
 	switch a.Verdict {
 	case Race, Lost:
-		a.Rate = float64(a.Violations) / float64(a.Bursts)
-		a.Upper = UpperBound(a.Violations, a.Bursts)
+		// Over the bursts something judged: one that started with every
+		// invariant broken could show neither a violation nor its absence.
+		judged := a.Bursts - a.Unjudged
+		a.Rate = float64(a.Violations) / float64(judged)
+		a.Upper = UpperBound(a.Violations, judged)
 	default:
 		a.Upper = UpperBound(0, a.Tested)
 	}
@@ -296,15 +309,41 @@ func stuck(r *runner.Result) string {
 		r.Bursts[0].Before, r.Outcomes()[runner.Executed])
 }
 
+// unjudgedWhy names the invariants that were already broken before some
+// burst and so did not judge it (runner.Burst.Unjudged), in one line, with
+// what to do; with none, only those that judged no burst at all. "" when
+// there are none.
+func unjudgedWhy(r *runner.Result, none bool) string {
+	var parts []string
+	n := len(r.Bursts)
+	for i, name := range r.Invariants {
+		u := r.UnjudgedBursts(i)
+		if u == 0 || none && u < n {
+			continue
+		}
+		what := "which it could not judge"
+		if u == n {
+			what = "nothing it could judge"
+		}
+		parts = append(parts, fmt.Sprintf("invariant %s was already broken before %d of %d bursts: %s", name, u, n, what))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return strings.Join(parts, "; ") + "; fix the data, or scope it to the burst's subject ({{.Token}})"
+}
+
 // untested says in one line why too few bursts tested the guard, from the
 // attempts' outcomes (runner.Burst.Tested), never from the effects.
 func untested(r *runner.Result, tested int) string {
-	var noneRan, noEffect, apart, unanswered, serial int
+	var noneRan, noEffect, apart, unanswered, serial, unobserved int
 	for _, b := range r.Bursts {
 		if b.Tested() {
 			continue
 		}
-		if b.Outcomes[runner.Executed] == 0 {
+		if b.Unobserved {
+			unobserved++
+		} else if b.Outcomes[runner.Executed] == 0 {
 			noneRan++
 		} else if b.Twin != nil && !b.TookEffect() {
 			noEffect++
@@ -317,6 +356,9 @@ func untested(r *runner.Result, tested int) string {
 		}
 	}
 	n := len(r.Bursts)
+	if unobserved == n-tested {
+		return unjudgedWhy(r, false)
+	}
 	if noneRan == n {
 		return fmt.Sprintf("0 of %d bursts executed anything: %s", n, nothingRan(r))
 	}
@@ -334,6 +376,9 @@ func untested(r *runner.Result, tested int) string {
 	}
 	if serial > 0 {
 		why += fmt.Sprintf(", %d were answered one request at a time by the server (%s)", serial, serialCause(r))
+	}
+	if unobserved > 0 {
+		why += fmt.Sprintf(", %d were judged by nothing (%s)", unobserved, unjudgedWhy(r, false))
 	}
 	return why
 }
@@ -376,9 +421,16 @@ func serialCause(r *runner.Result) string {
 func brokenWhy(r *runner.Result) string {
 	var parts []string
 	for i, name := range r.Invariants {
-		if n, most := r.BrokenBursts(i); n > 0 {
-			parts = append(parts, fmt.Sprintf("invariant %s broken after %d of %d bursts (at most %s)", name, n, len(r.Bursts), plural(most, "violation")))
+		n, most := r.BrokenBursts(i)
+		if n == 0 {
+			continue
 		}
+		if u := r.UnjudgedBursts(i); u > 0 {
+			parts = append(parts, fmt.Sprintf("invariant %s broken after %d of the %d bursts it judged (at most %s; already broken before the other %d, which it could not judge)",
+				name, n, len(r.Bursts)-u, plural(most, "violation"), u))
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("invariant %s broken after %d of %d bursts (at most %s)", name, n, len(r.Bursts), plural(most, "violation")))
 	}
 	return strings.Join(parts, "; ")
 }
