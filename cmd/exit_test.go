@@ -411,9 +411,11 @@ func TestTimeoutsDoNotBlameTheServer(t *testing.T) {
 
 // An INCONCLUSIVE run without --strict exits 0, and says once on stderr
 // that it proved nothing; with --strict it exits 4 and needs no hint; a
-// run that proved something gets no hint (issue 10 §3).
+// run that proved something gets no hint (issue 10 §3). --expect safe asks
+// for proof: INCONCLUSIVE fails it (exit 4) unless --allow-inconclusive,
+// and --strict fails it even then (issue 42, item 10).
 func TestStrictHintOnce(t *testing.T) {
-	const hint = "INCONCLUSIVE proves nothing but exits 0; add --strict"
+	const hint = "INCONCLUSIVE proves nothing but exits 0; --expect safe (without --allow-inconclusive) or --strict makes it fail"
 	_, stderr, code := execCmd(t, false, "run", "conditional-update", "-n", "1", "--bursts", "3")
 	if code != ExitOK || strings.Count(stderr, hint) != 1 {
 		t.Errorf("inconclusive, not strict: exit %d, stderr %q; want 0 and the hint once", code, stderr)
@@ -425,5 +427,25 @@ func TestStrictHintOnce(t *testing.T) {
 	_, stderr, code = execCmd(t, false, "run", "conditional-update", "-n", "4", "--bursts", "5")
 	if code != ExitOK || strings.Contains(stderr, hint) {
 		t.Errorf("safe run: exit %d, stderr %q; want 0 and no hint", code, stderr)
+	}
+	for _, expect := range []string{"safe", "catalog"} {
+		_, stderr, code = execCmd(t, false, "run", "conditional-update", "-n", "1", "--bursts", "3", "--expect", expect)
+		if code != ExitInconclusive || strings.Contains(stderr, hint) || !strings.Contains(stderr, "--expect safe (or --strict) fails that") {
+			t.Errorf("inconclusive, --expect %s: exit %d, stderr %q; want 4 and no hint", expect, code, stderr)
+		}
+	}
+	_, stderr, code = execCmd(t, false, "run", "conditional-update", "-n", "1", "--bursts", "3", "--expect", "safe", "--allow-inconclusive")
+	if code != ExitOK || strings.Count(stderr, hint) != 1 {
+		t.Errorf("inconclusive, --expect safe --allow-inconclusive: exit %d, stderr %q; want 0 and the hint once", code, stderr)
+	}
+	_, _, code = execCmd(t, false, "run", "conditional-update", "-n", "1", "--bursts", "3", "--expect", "safe", "--allow-inconclusive", "--strict")
+	if code != ExitInconclusive {
+		t.Errorf("inconclusive, --allow-inconclusive --strict: exit %d, want 4: --strict fails every INCONCLUSIVE", code)
+	}
+	// An expectation of RACE is not SAFE's proof: INCONCLUSIVE under
+	// --expect race fails it as not RACE (exit 1), as before.
+	_, _, code = execCmd(t, false, "run", "check-then-write", "-n", "1", "--bursts", "3", "--expect", "race")
+	if code != ExitViolated {
+		t.Errorf("inconclusive, --expect race: exit %d, want 1", code)
 	}
 }

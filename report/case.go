@@ -114,8 +114,13 @@ type Case struct {
 	Backend  string
 	Lesson   string
 	Expect   Expect
-	// Strict makes INCONCLUSIVE fail the expectation.
+	// Strict makes INCONCLUSIVE fail the expectation, whatever it is.
 	Strict bool
+	// ProveSafe makes INCONCLUSIVE fail an expectation of SAFE (exit 4):
+	// one the user asked for (--expect safe, or catalog where the catalog
+	// expects SAFE) is asked to be proven, and a run that proved nothing
+	// has not proven it. --allow-inconclusive leaves it unset.
+	ProveSafe bool
 	// Settings are the run's knobs worth showing (gap, latency, isolation…).
 	Settings map[string]string
 	Release  string
@@ -161,9 +166,10 @@ type Assessment struct {
 	Rate, Upper float64
 	// Unjudged counts the bursts nothing judged (runner.Burst.Unobserved).
 	Unjudged int
-	Met         bool
+	Met      bool
 	// Unproven: the expectation failed only because the run was
-	// INCONCLUSIVE under --strict (exit 4, not 1).
+	// INCONCLUSIVE under --strict, or under an expectation of SAFE to be
+	// proven (Case.ProveSafe): exit 4, not 1.
 	Unproven bool
 	// Why explains an unmet expectation, an error or an inconclusive run;
 	// beside SAFE it is a caveat (accountingCaveat), or empty.
@@ -172,9 +178,10 @@ type Assessment struct {
 }
 
 // Expectation says in one word for every format whether the case met
-// its expectation: "met", "unproven" (INCONCLUSIVE: it fails nothing
-// without --strict, and proves nothing either, so it never reads "ok") or
-// "failed".
+// its expectation: "met", "unproven" (INCONCLUSIVE let through: by
+// --allow-inconclusive, or by an expectation that was not asked to be
+// proven; it proves nothing, so it never reads "ok") or "failed" (an
+// INCONCLUSIVE that fails its expectation, Unproven, is "failed").
 func (a Assessment) Expectation() string {
 	if !a.Met {
 		return "failed"
@@ -538,7 +545,16 @@ func met(c Case, r *runner.Result, a Assessment) (ok, unproven bool, why string)
 	if a.Verdict == Inconclusive && c.Strict {
 		return false, true, a.Why
 	}
+	// An expectation of SAFE asked to be proven is met by SAFE alone.
+	if a.Verdict == Inconclusive && c.ProveSafe && expectsSafe(c.Expect) {
+		return false, true, a.Why
+	}
 	return true, false, a.Why
+}
+
+// expectsSafe reports whether e is an expectation of SAFE (the default).
+func expectsSafe(e Expect) bool {
+	return e.Kind == ExpectSafe || e.Kind == ""
 }
 
 // overAllowance counts the bursts that left more effects than allowed

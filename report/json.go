@@ -146,6 +146,9 @@ type RunJSON struct {
 	Lesson string      `json:"lesson,omitempty"`
 	Story  []StoryPart `json:"story,omitempty"`
 	Strict bool        `json:"strict,omitempty"`
+	// ProveSafe: an expectation of SAFE that INCONCLUSIVE does not meet
+	// (report.Case.ProveSafe).
+	ProveSafe bool `json:"prove_safe,omitempty"`
 	// Command runs the case again (report.Case.Command).
 	Command  string      `json:"command,omitempty"`
 	Prove    float64     `json:"prove,omitempty"`
@@ -259,7 +262,7 @@ func runJSON(c Case) RunJSON {
 		Expect: c.Expect.String(), Verdict: a.Verdict, ExpectationMet: a.Met, Expectation: a.Expectation(), Why: a.Why,
 		Violations: a.Violations, ViolationRate: a.Rate, UpperBound95: a.Upper, Overlapped: a.Overlapped, Tested: a.Tested, Unjudged: a.Unjudged,
 		Bursts: a.Bursts, Interrupted: a.Interrupted, Outcomes: map[string]int{},
-		Lesson: c.Lesson, Story: c.Story, Strict: c.Strict, Prove: c.Prove, Command: c.Command,
+		Lesson: c.Lesson, Story: c.Story, Strict: c.Strict, ProveSafe: c.ProveSafe, Prove: c.Prove, Command: c.Command,
 	}
 	if c.Err != nil {
 		j.Error = c.Err.Error()

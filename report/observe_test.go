@@ -266,4 +266,12 @@ func TestInvariantBrokenBeforeEveryBurstProvesNothing(t *testing.T) {
 	if b := Assess(roundTrip(c)); b.Verdict != a.Verdict || b.Rate != a.Rate || b.Why != a.Why {
 		t.Errorf("re-read: %s rate %v %q, want %s rate %v %q", b.Verdict, b.Rate, b.Why, a.Verdict, a.Rate, a.Why)
 	}
+	var out bytes.Buffer
+	if err := Table(&out, []Case{c}, Options{Width: 300}); err != nil {
+		t.Fatal(err)
+	}
+	if s := out.String(); !strings.Contains(s, " 1/1 ") || !strings.Contains(s, "RACE 100%") ||
+		!strings.Contains(s, "1 of the 1 bursts judged violated (29 started with every invariant broken, and nothing judged them)") {
+		t.Errorf("the table does not count over the judged bursts:\n%s", s)
+	}
 }

@@ -59,7 +59,7 @@ func (j RunJSON) toCase(version string) (Case, error) {
 	}
 	c := Case{
 		Name: j.Name, Scenario: j.Scenario, Backend: j.Backend, Lesson: j.Lesson, Expect: expect,
-		Strict: j.Strict, Settings: j.Settings, Release: j.Release, Prove: j.Prove, Story: j.Story, Command: j.Command,
+		Strict: j.Strict, ProveSafe: j.ProveSafe, Settings: j.Settings, Release: j.Release, Prove: j.Prove, Story: j.Story, Command: j.Command,
 	}
 	if j.Error != "" {
 		c.Err = errors.New(j.Error)
