@@ -109,6 +109,9 @@ func execWith(t *testing.T, reg *scenarios.Registry, args ...string) (string, st
 
 // exitMatrix is every verdict × expectation × strict → exit code, for run
 // and suite; demo and http check the rows their expectations can express.
+// "plain" lets INCONCLUSIVE through (no proof asked: demo, a suite's
+// --allow-inconclusive, run's --allow-inconclusive); run and http given
+// --expect safe ask for proof and take the --strict column (exitModes).
 var exitMatrix = map[string]map[string][2]int{ // verdict → expectation → [plain, --strict]
 	"safe":         {"safe": {0, 0}, "race": {1, 1}, "lost": {1, 1}, "max=1": {0, 0}, "range=1-1": {0, 0}},
 	"race":         {"safe": {1, 1}, "race": {0, 0}, "lost": {1, 1}, "max=1": {1, 1}, "range=0-4": {0, 0}},
@@ -119,18 +122,33 @@ var exitMatrix = map[string]map[string][2]int{ // verdict → expectation → [p
 // exitReason is what stderr must say for a non-zero exit.
 var exitReason = map[int]string{1: "did not meet their expectation", 4: "inconclusive"}
 
+// exitModes are the ways run and http are given an expectation exp, with
+// the column of exitMatrix each takes: --expect safe asks for proof, so an
+// INCONCLUSIVE fails it as --strict does (issue 42, item 10), unless
+// --allow-inconclusive; --strict fails it whatever.
+func exitModes(exp string) []struct {
+	flags  []string
+	column int
+} {
+	proof := 0
+	if exp == "safe" {
+		proof = 1
+	}
+	return []struct {
+		flags  []string
+		column int
+	}{{nil, proof}, {[]string{"--strict"}, 1}, {[]string{"--allow-inconclusive"}, 0}, {[]string{"--allow-inconclusive", "--strict"}, 1}}
+}
+
 func TestRunExitMatrix(t *testing.T) {
 	reg := scriptedRegistry(scenarios.ExpectSafe)
 	for v, row := range exitMatrix {
 		for exp, codes := range row {
-			for i, strict := range []bool{false, true} {
-				args := []string{"run", "v-" + v, "-n", "4", "--bursts", "4", "--expect", exp}
-				if strict {
-					args = append(args, "--strict")
-				}
+			for _, mode := range exitModes(exp) {
+				args := append([]string{"run", "v-" + v, "-n", "4", "--bursts", "4", "--expect", exp}, mode.flags...)
 				out, errOut, code := execWith(t, reg, args...)
-				if code != codes[i] {
-					t.Errorf("%s: exit %d, want %d\n%s%s", strings.Join(args, " "), code, codes[i], out, errOut)
+				if code != codes[mode.column] {
+					t.Errorf("%s: exit %d, want %d\n%s%s", strings.Join(args, " "), code, codes[mode.column], out, errOut)
 				}
 				if r := exitReason[code]; r != "" && !strings.Contains(errOut, r) {
 					t.Errorf("%s: exit %d, stderr %q does not say %q", strings.Join(args, " "), code, errOut, r)
@@ -226,14 +244,11 @@ func TestHTTPExitMatrix(t *testing.T) {
 	srv := verdictServer(t)
 	for v, row := range exitMatrix {
 		for exp, codes := range row {
-			for i, strict := range []bool{false, true} {
-				args := []string{"http", "POST", srv.URL + "/" + v + "?code={{.Token}}", "-n", "4", "--bursts", "4", "--expect", exp}
-				if strict {
-					args = append(args, "--strict")
-				}
+			for _, mode := range exitModes(exp) {
+				args := append([]string{"http", "POST", srv.URL + "/" + v + "?code={{.Token}}", "-n", "4", "--bursts", "4", "--expect", exp}, mode.flags...)
 				out, errOut, code := execWith(t, memoryOnly(), args...)
-				if code != codes[i] {
-					t.Errorf("%s: exit %d, want %d\n%s%s", strings.Join(args[2:], " "), code, codes[i], out, errOut)
+				if code != codes[mode.column] {
+					t.Errorf("%s: exit %d, want %d\n%s%s", strings.Join(args[2:], " "), code, codes[mode.column], out, errOut)
 				}
 				if r := exitReason[code]; r != "" && !strings.Contains(errOut, r) {
 					t.Errorf("%s: exit %d, stderr %q does not say %q", strings.Join(args[2:], " "), code, errOut, r)

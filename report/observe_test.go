@@ -275,3 +275,42 @@ func TestInvariantBrokenBeforeEveryBurstProvesNothing(t *testing.T) {
 		t.Errorf("the table does not count over the judged bursts:\n%s", s)
 	}
 }
+
+// An expectation of SAFE asked to be proven (--expect safe) is not met by
+// INCONCLUSIVE: unproven, exit 4; nor after a saved report is read back.
+// Without ProveSafe it is let through, read "unproven"; an expectation of
+// RACE is not an expectation of SAFE (issue 42, item 10).
+func TestProveSafeIsNotMetByInconclusive(t *testing.T) {
+	flat := bursts(3, 1, 4, [runner.NumClasses]int{1, 3, 0, 0, 0})
+	for i := range flat.Bursts {
+		flat.Bursts[i].Overlap = 1 // never two in flight: INCONCLUSIVE
+	}
+	c := Case{Name: "flat", Backend: "memory", Expect: Expect{Kind: ExpectSafe}, Result: flat}
+	if a := Assess(c); a.Verdict != Inconclusive || !a.Met || a.Expectation() != "unproven" {
+		t.Fatalf("not asked for proof: %s met %v %q, want INCONCLUSIVE let through, unproven", a.Verdict, a.Met, a.Expectation())
+	}
+	c.ProveSafe = true
+	a := Assess(c)
+	if a.Met || !a.Unproven || a.Expectation() != "failed" {
+		t.Errorf("asked for proof: met %v unproven %v %q, want unmet, unproven (exit 4), failed", a.Met, a.Unproven, a.Expectation())
+	}
+	var saved bytes.Buffer
+	if err := JSON(&saved, []Case{c}, Options{Version: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	doc, err := ReadDocument(bytes.NewReader(saved.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := doc.Cases()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := Assess(again[0]); b.Met != a.Met || b.Unproven != a.Unproven {
+		t.Errorf("re-read: met %v unproven %v, want %v %v", b.Met, b.Unproven, a.Met, a.Unproven)
+	}
+	c.Expect = Expect{Kind: ExpectMax, Max: 1}
+	if a := Assess(c); !a.Met {
+		t.Errorf("max=1 under ProveSafe: met %v, want met: only an expectation of SAFE asks for SAFE", a.Met)
+	}
+}
