@@ -213,19 +213,19 @@ func verdictError(ctx context.Context, cases []report.Case) error {
 		return &exitError{code: ExitViolated, err: fmt.Errorf("%d of %d runs did not meet their expectation", violated, len(cases))}
 	}
 	if inconclusive > 0 {
-		return &exitError{code: ExitInconclusive, err: fmt.Errorf("%d of %d runs were inconclusive: nothing was proven, and --strict fails that", inconclusive, len(cases))}
+		return &exitError{code: ExitInconclusive, err: fmt.Errorf("%d of %d runs were inconclusive: nothing was proven, and --expect safe (or --strict) fails that", inconclusive, len(cases))}
 	}
 	return nil
 }
 
-// strictHint says once, on stderr, that an INCONCLUSIVE run exits 0
-// unless --strict asked otherwise: run, http and sql keep --strict opt-in,
-// and a CI job that only reads the exit code must not mistake "nothing
-// was proven" for a pass.
+// strictHint says once, on stderr, that an INCONCLUSIVE run met its
+// expectation and exits 0 (no --expect given, or --allow-inconclusive):
+// a CI job that only reads the exit code must not mistake "nothing was
+// proven" for a pass.
 func strictHint(w io.Writer, cases []report.Case) {
 	for _, c := range cases {
-		if a := report.Assess(c); a.Verdict == report.Inconclusive && !c.Strict {
-			fmt.Fprintln(w, "racetest: INCONCLUSIVE proves nothing but exits 0; add --strict to make it fail (exit 4)")
+		if a := report.Assess(c); a.Verdict == report.Inconclusive && a.Met {
+			fmt.Fprintln(w, "racetest: INCONCLUSIVE proves nothing but exits 0; --expect safe (without --allow-inconclusive) or --strict makes it fail (exit 4)")
 			return
 		}
 	}

@@ -12,7 +12,7 @@ const (
 	ExitViolated     = 1   // an expectation was violated
 	ExitUsage        = 2   // bad flags, arguments or input: nothing ran
 	ExitSetup        = 3   // a backend could not be reached or set up
-	ExitInconclusive = 4   // with --strict: a run proved nothing
+	ExitInconclusive = 4   // a run proved nothing, under --expect safe or --strict
 	ExitInterrupted  = 130 // Ctrl-C or SIGTERM
 )
 

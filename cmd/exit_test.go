@@ -109,6 +109,9 @@ func execWith(t *testing.T, reg *scenarios.Registry, args ...string) (string, st
 
 // exitMatrix is every verdict × expectation × strict → exit code, for run
 // and suite; demo and http check the rows their expectations can express.
+// "plain" lets INCONCLUSIVE through (no proof asked: demo, a suite's
+// --allow-inconclusive, run's --allow-inconclusive); run and http given
+// --expect safe ask for proof and take the --strict column (exitModes).
 var exitMatrix = map[string]map[string][2]int{ // verdict → expectation → [plain, --strict]
 	"safe":         {"safe": {0, 0}, "race": {1, 1}, "lost": {1, 1}, "max=1": {0, 0}, "range=1-1": {0, 0}},
 	"race":         {"safe": {1, 1}, "race": {0, 0}, "lost": {1, 1}, "max=1": {1, 1}, "range=0-4": {0, 0}},
@@ -119,18 +122,33 @@ var exitMatrix = map[string]map[string][2]int{ // verdict → expectation → [p
 // exitReason is what stderr must say for a non-zero exit.
 var exitReason = map[int]string{1: "did not meet their expectation", 4: "inconclusive"}
 
+// exitModes are the ways run and http are given an expectation exp, with
+// the column of exitMatrix each takes: --expect safe asks for proof, so an
+// INCONCLUSIVE fails it as --strict does (issue 42, item 10), unless
+// --allow-inconclusive; --strict fails it whatever.
+func exitModes(exp string) []struct {
+	flags  []string
+	column int
+} {
+	proof := 0
+	if exp == "safe" {
+		proof = 1
+	}
+	return []struct {
+		flags  []string
+		column int
+	}{{nil, proof}, {[]string{"--strict"}, 1}, {[]string{"--allow-inconclusive"}, 0}, {[]string{"--allow-inconclusive", "--strict"}, 1}}
+}
+
 func TestRunExitMatrix(t *testing.T) {
 	reg := scriptedRegistry(scenarios.ExpectSafe)
 	for v, row := range exitMatrix {
 		for exp, codes := range row {
-			for i, strict := range []bool{false, true} {
-				args := []string{"run", "v-" + v, "-n", "4", "--bursts", "4", "--expect", exp}
-				if strict {
-					args = append(args, "--strict")
-				}
+			for _, mode := range exitModes(exp) {
+				args := append([]string{"run", "v-" + v, "-n", "4", "--bursts", "4", "--expect", exp}, mode.flags...)
 				out, errOut, code := execWith(t, reg, args...)
-				if code != codes[i] {
-					t.Errorf("%s: exit %d, want %d\n%s%s", strings.Join(args, " "), code, codes[i], out, errOut)
+				if code != codes[mode.column] {
+					t.Errorf("%s: exit %d, want %d\n%s%s", strings.Join(args, " "), code, codes[mode.column], out, errOut)
 				}
 				if r := exitReason[code]; r != "" && !strings.Contains(errOut, r) {
 					t.Errorf("%s: exit %d, stderr %q does not say %q", strings.Join(args, " "), code, errOut, r)
@@ -226,14 +244,11 @@ func TestHTTPExitMatrix(t *testing.T) {
 	srv := verdictServer(t)
 	for v, row := range exitMatrix {
 		for exp, codes := range row {
-			for i, strict := range []bool{false, true} {
-				args := []string{"http", "POST", srv.URL + "/" + v + "?code={{.Token}}", "-n", "4", "--bursts", "4", "--expect", exp}
-				if strict {
-					args = append(args, "--strict")
-				}
+			for _, mode := range exitModes(exp) {
+				args := append([]string{"http", "POST", srv.URL + "/" + v + "?code={{.Token}}", "-n", "4", "--bursts", "4", "--expect", exp}, mode.flags...)
 				out, errOut, code := execWith(t, memoryOnly(), args...)
-				if code != codes[i] {
-					t.Errorf("%s: exit %d, want %d\n%s%s", strings.Join(args[2:], " "), code, codes[i], out, errOut)
+				if code != codes[mode.column] {
+					t.Errorf("%s: exit %d, want %d\n%s%s", strings.Join(args[2:], " "), code, codes[mode.column], out, errOut)
 				}
 				if r := exitReason[code]; r != "" && !strings.Contains(errOut, r) {
 					t.Errorf("%s: exit %d, stderr %q does not say %q", strings.Join(args[2:], " "), code, errOut, r)
@@ -411,9 +426,11 @@ func TestTimeoutsDoNotBlameTheServer(t *testing.T) {
 
 // An INCONCLUSIVE run without --strict exits 0, and says once on stderr
 // that it proved nothing; with --strict it exits 4 and needs no hint; a
-// run that proved something gets no hint (issue 10 §3).
+// run that proved something gets no hint (issue 10 §3). --expect safe asks
+// for proof: INCONCLUSIVE fails it (exit 4) unless --allow-inconclusive,
+// and --strict fails it even then (issue 42, item 10).
 func TestStrictHintOnce(t *testing.T) {
-	const hint = "INCONCLUSIVE proves nothing but exits 0; add --strict"
+	const hint = "INCONCLUSIVE proves nothing but exits 0; --expect safe (without --allow-inconclusive) or --strict makes it fail"
 	_, stderr, code := execCmd(t, false, "run", "conditional-update", "-n", "1", "--bursts", "3")
 	if code != ExitOK || strings.Count(stderr, hint) != 1 {
 		t.Errorf("inconclusive, not strict: exit %d, stderr %q; want 0 and the hint once", code, stderr)
@@ -425,5 +442,25 @@ func TestStrictHintOnce(t *testing.T) {
 	_, stderr, code = execCmd(t, false, "run", "conditional-update", "-n", "4", "--bursts", "5")
 	if code != ExitOK || strings.Contains(stderr, hint) {
 		t.Errorf("safe run: exit %d, stderr %q; want 0 and no hint", code, stderr)
+	}
+	for _, expect := range []string{"safe", "catalog"} {
+		_, stderr, code = execCmd(t, false, "run", "conditional-update", "-n", "1", "--bursts", "3", "--expect", expect)
+		if code != ExitInconclusive || strings.Contains(stderr, hint) || !strings.Contains(stderr, "--expect safe (or --strict) fails that") {
+			t.Errorf("inconclusive, --expect %s: exit %d, stderr %q; want 4 and no hint", expect, code, stderr)
+		}
+	}
+	_, stderr, code = execCmd(t, false, "run", "conditional-update", "-n", "1", "--bursts", "3", "--expect", "safe", "--allow-inconclusive")
+	if code != ExitOK || strings.Count(stderr, hint) != 1 {
+		t.Errorf("inconclusive, --expect safe --allow-inconclusive: exit %d, stderr %q; want 0 and the hint once", code, stderr)
+	}
+	_, _, code = execCmd(t, false, "run", "conditional-update", "-n", "1", "--bursts", "3", "--expect", "safe", "--allow-inconclusive", "--strict")
+	if code != ExitInconclusive {
+		t.Errorf("inconclusive, --allow-inconclusive --strict: exit %d, want 4: --strict fails every INCONCLUSIVE", code)
+	}
+	// An expectation of RACE is not SAFE's proof: INCONCLUSIVE under
+	// --expect race fails it as not RACE (exit 1), as before.
+	_, _, code = execCmd(t, false, "run", "check-then-write", "-n", "1", "--bursts", "3", "--expect", "race")
+	if code != ExitViolated {
+		t.Errorf("inconclusive, --expect race: exit %d, want 1", code)
 	}
 }

@@ -36,9 +36,12 @@ type ExploreOptions struct {
 	Explore  explore.Options
 	Format   string
 	Expect   string
-	Strict   bool
-	Schedule string
-	Step     bool
+	// ExpectGiven: --expect was given (finishFlags.ExpectGiven).
+	ExpectGiven       bool
+	Strict            bool
+	AllowInconclusive bool
+	Schedule          string
+	Step              bool
 	// Confirm is how many bursts of the same attempts follow a SAFE.
 	Confirm int
 	// replay is the command that replays one order, without --schedule;
@@ -138,8 +141,9 @@ func exploreFlags(fs *pflag.FlagSet, o *ExploreOptions, replay bool) {
 	fs.DurationVar(&o.Explore.BlockAfter, "block-after", explore.DefaultBlockAfter, "where the server cannot say whether a step waits on a lock (Redis, MongoDB, or a failed question), a step not back by then counts as blocked and the next step goes")
 	fs.DurationVar(&o.Explore.Timeout, "timeout", runner.DefaultTimeout, "the longest an attempt (and its transaction) may stay open; past it the attempt is abandoned, rolled back and reported")
 	fs.StringVarP(&o.Format, "format", "o", "table", "output format: "+strings.Join(report.Formats(), ", "))
-	fs.StringVar(&o.Expect, "expect", "safe", "what the exploration must show: safe, race, lost, or catalog (the catalog's expectation for a built-in scenario)")
-	fs.BoolVar(&o.Strict, "strict", false, "fail (exit 4) when orders were left unexplored or abandoned")
+	expectFlag(fs, &o.Expect, &o.ExpectGiven, "what the exploration must show: safe, race, lost, or catalog (the catalog's expectation for a built-in scenario)"+expectProof)
+	fs.BoolVar(&o.Strict, "strict", false, "fail (exit 4) when orders were left unexplored or abandoned, whatever the expectation")
+	fs.BoolVar(&o.AllowInconclusive, "allow-inconclusive", false, allowInconclusiveHelp)
 	if replay {
 		fs.StringVar(&o.Schedule, "schedule", "", `the order to run, each attempt's steps numbered from 1: "A1 B1 A2 B2" (required)`)
 		fs.BoolVar(&o.Step, "step", false, "wait for Enter before each step (on a terminal): a trainer walks through the order")
@@ -198,7 +202,7 @@ func replayCommand(c *cobra.Command, o *ExploreOptions) string {
 	} else {
 		parts = append(parts, shellQuote(o.Scenario))
 	}
-	skip := map[string]bool{"max-schedules": true, "cap": true, "confirm": true, "format": true, "schedule": true, "step": true, "strict": true, "expect": true}
+	skip := map[string]bool{"max-schedules": true, "cap": true, "confirm": true, "format": true, "schedule": true, "step": true, "strict": true, "expect": true, "allow-inconclusive": true}
 	var flags []string
 	c.Flags().Visit(func(fl *pflag.Flag) {
 		if skip[fl.Name] || envSkipped(fl, o.Registry) {
@@ -556,6 +560,8 @@ func runExplore(ctx context.Context, o *ExploreOptions) error {
 		return &exitError{code: ExitViolated, quiet: true, err: fmt.Errorf("%s, expected %s", ex.Verdict(), ex.Expect)}
 	case unproven && o.Strict:
 		return &exitError{code: ExitInconclusive, err: errors.New("INCONCLUSIVE: orders were left unexplored or abandoned, and --strict fails that")}
+	case unproven && o.ExpectGiven && !o.AllowInconclusive && ex.Expect == report.ExpectSafe:
+		return &exitError{code: ExitInconclusive, err: errors.New("INCONCLUSIVE: orders were left unexplored or abandoned, and --expect safe asks for proof (--allow-inconclusive lets it pass)")}
 	}
 	return nil
 }

@@ -535,3 +535,24 @@ func TestReplayNamesItsFirstOrder(t *testing.T) {
 		t.Errorf("exit %d, stderr:\n%s\nwant exit 2, replaying, stopped at the first order (and no burst)", code, stderr)
 	}
 }
+
+// explore --expect safe asks for proof too: orders left unexplored are
+// INCONCLUSIVE, which fails it (exit 4) unless --allow-inconclusive; without
+// --expect it exits 0, and --strict fails it whatever (issue 42, item 10).
+func TestExploreExpectSafeFailsInconclusive(t *testing.T) {
+	capped := []string{"explore", "check-then-write", "--attempts", "3", "--cap", "--max-schedules", "2"}
+	for _, tc := range []struct {
+		flags []string
+		code  int
+	}{
+		{nil, ExitOK},
+		{[]string{"--expect", "safe"}, ExitInconclusive},
+		{[]string{"--expect", "safe", "--allow-inconclusive"}, ExitOK},
+		{[]string{"--allow-inconclusive", "--strict"}, ExitInconclusive},
+	} {
+		out, errOut, code := execCmd(t, false, append(capped, tc.flags...)...)
+		if code != tc.code || !strings.Contains(out, "INCONCLUSIVE") {
+			t.Errorf("%q: exit %d, want %d on an INCONCLUSIVE:\n%s\n%s", tc.flags, code, tc.code, out, errOut)
+		}
+	}
+}

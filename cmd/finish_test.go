@@ -31,14 +31,21 @@ func TestFinishEndsEveryVerbAlike(t *testing.T) {
 	if err := finish(ctx, s, reporter, []report.Case{c}, report.Options{}); err != nil {
 		t.Errorf("inconclusive without --strict: %v, want exit 0", err)
 	}
-	if out.String() != "report of flat" || !strings.Contains(errOut.String(), "add --strict") {
+	if out.String() != "report of flat" || !strings.Contains(errOut.String(), "or --strict makes it fail") {
 		t.Errorf("stdout %q, stderr %q: want the report, and the hint on stderr", out, errOut)
 	}
 
 	c.Strict = true
 	s, _, errOut = Test()
-	if code := ExitCode(finish(ctx, s, reporter, []report.Case{c}, report.Options{})); code != ExitInconclusive || strings.Contains(errOut.String(), "add --strict") {
+	if code := ExitCode(finish(ctx, s, reporter, []report.Case{c}, report.Options{})); code != ExitInconclusive || strings.Contains(errOut.String(), "or --strict makes it fail") {
 		t.Errorf("inconclusive with --strict: exit %d, stderr %q; want 4 and no hint", code, errOut)
+	}
+
+	// --expect safe asked for proof: INCONCLUSIVE does not meet it.
+	c.Strict, c.ProveSafe = false, true
+	s, _, errOut = Test()
+	if code := ExitCode(finish(ctx, s, reporter, []report.Case{c}, report.Options{})); code != ExitInconclusive || strings.Contains(errOut.String(), "or --strict makes it fail") {
+		t.Errorf("inconclusive under --expect safe: exit %d, stderr %q; want 4 and no hint", code, errOut)
 	}
 
 	broken := errors.New("disk full")

@@ -14,7 +14,7 @@ var exitMeaning = map[int]string{
 	ExitViolated:     "an expectation was violated (a RACE or LOST where SAFE was expected, no RACE under --expect race)",
 	ExitUsage:        "bad flags, arguments or input: nothing ran",
 	ExitSetup:        "a backend could not be reached or set up",
-	ExitInconclusive: "a run proved nothing (INCONCLUSIVE) and --strict, or a suite, fails that",
+	ExitInconclusive: "a run proved nothing (INCONCLUSIVE) and --expect safe (unless --allow-inconclusive), --strict, or a suite fails that",
 	ExitInterrupted:  "interrupted (Ctrl-C, SIGTERM): what finished is still reported",
 }
 
@@ -55,7 +55,7 @@ var exitNotes = map[string]map[int]string{
 		ExitUsage:        "the file or the flags are wrong",
 		ExitViolated:     "a run in the report did not meet its expectation",
 		ExitSetup:        "a run in the report could not be carried out",
-		ExitInconclusive: "a run in the report was inconclusive under --strict",
+		ExitInconclusive: "a run in the report was inconclusive under --expect safe or --strict",
 	},
 	"bench":      {ExitOK: "the figures were measured", ExitSetup: "no server answered"},
 	"serve":      {ExitOK: "stopped cleanly (SIGTERM, Ctrl-C, or stdin closed under run --processes)", ExitSetup: "cannot listen, or the backend cannot be set up"},

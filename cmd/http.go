@@ -166,7 +166,7 @@ func runHTTP(ctx context.Context, o *HTTPOptions) error {
 	if allowed != runner.DefaultAllowance {
 		shown = allowed.String()
 	}
-	pl, err := newHTTPPlan(cfg, p, rc, name, shown, expect, o.Strict)
+	pl, err := newHTTPPlan(cfg, p, rc, name, shown, expect, o.Strict, o.proveSafe())
 	if err != nil {
 		if in := (*httpfire.InputError)(nil); errors.As(err, &in) {
 			return usageError(httpFlagError(in))

@@ -1,14 +1,17 @@
 package cmd
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/racetest/racetest/report"
 	"github.com/racetest/racetest/scenarios/conformance"
 )
 
@@ -123,5 +126,77 @@ func TestHTTPLostUpdateThroughAccounting(t *testing.T) {
 		"--allowed", "successes", "-n", "8", "--bursts", "10", "--release", "last-byte")
 	if code != ExitViolated || !strings.Contains(out, "LOST") || !strings.Contains(out, "its successes") {
 		t.Errorf("a lost update under --allowed successes: exit %d\n%s\n%s", code, out, stderr)
+	}
+}
+
+// Issue 42, item 8, on PostgreSQL: the docs' boolean invariant over a table
+// with one old overdraft read false after every burst and said SAFE; it
+// judged nothing, and says so (INCONCLUSIVE, exit 4 under --expect safe).
+// On a clean table a naive withdraw breaks it and every later burst starts
+// broken: RACE, its rate over the bursts it judged, not over all 30.
+func TestBooleanInvariantBrokenBeforeOnPostgres(t *testing.T) {
+	if _, _, code := execCmd(t, false, "sql", "-b", "postgres", "--attempt", "SELECT 1;", "--effects", "SELECT 0;", "-n", "1", "--bursts", "1"); code == ExitSetup {
+		conformance.Unavailable(t, "postgres", nil)
+	}
+	const (
+		setup    = "CREATE TABLE acct_{{.RunID}} (id VARCHAR(64) PRIMARY KEY, balance INT NOT NULL);"
+		old      = "INSERT INTO acct_{{.RunID}} (id, balance) VALUES ('old', -5);"
+		subject  = "INSERT INTO acct_{{.RunID}} (id, balance) VALUES ('{{.Token}}', 1);"
+		teardown = "DROP TABLE IF EXISTS acct_{{.RunID}};"
+		naive    = "BEGIN;\nSELECT balance FROM acct_{{.RunID}} WHERE id = '{{.Token}}' \\gset\nSELECT pg_sleep(0.005);\n\\if :balance >= 1\n" +
+			"UPDATE acct_{{.RunID}} SET balance = balance - 1 WHERE id = '{{.Token}}';\n\\else\n\\decline\n\\endif\nCOMMIT;\n"
+		conditional = "UPDATE acct_{{.RunID}} SET balance = balance - 1 WHERE id = '{{.Token}}' AND balance >= 1;\n\\if :ROW_COUNT = 0\n\\decline\n\\endif\n"
+		never       = "SELECT bool_and(balance >= 0) FROM acct_{{.RunID}}"
+	)
+	run := func(setup, attempt string, more ...string) (report.RunJSON, string, string, int) {
+		t.Helper()
+		out, stderr, code := execCmd(t, false, append([]string{"sql", "-b", "postgres", "--setup", setup, "--subject", subject, "--attempt", attempt,
+			"--invariant", never, "--teardown", teardown, "-n", "8", "--bursts", "30", "-o", "json"}, more...)...)
+		var doc report.Document
+		if err := json.Unmarshal([]byte(out), &doc); err != nil || len(doc.Runs) != 1 {
+			t.Fatalf("exit %d, not one run of JSON (%v):\n%s\n%s", code, err, out, stderr)
+		}
+		return doc.Runs[0], out, stderr, code
+	}
+
+	// An old overdraft, a correct withdraw: nothing judged.
+	j, out, stderr, code := run(setup+"\n"+old, conditional, "--expect", "safe")
+	why := "invariant " + never + " was already broken before 30 of 30 bursts: nothing it could judge"
+	if code != ExitInconclusive || j.Verdict != report.Inconclusive || !strings.Contains(j.Why, why) || j.Tested != 0 || j.Unjudged != 30 {
+		t.Errorf("an old overdraft, --expect safe: exit %d, %s (tested %d, unjudged %d) %q; want exit 4, INCONCLUSIVE saying %q\n%s\n%s",
+			code, j.Verdict, j.Tested, j.Unjudged, j.Why, why, out, stderr)
+	}
+	if !slices.Contains(j.Notes, "invariant "+never+": already broken before every burst (30), so it judged none: fix the data, or scope it to the burst's subject ({{.Token}} in a script)") {
+		t.Errorf("notes %q do not say the invariant judged none", j.Notes)
+	}
+
+	// A clean table, a naive withdraw: RACE over the bursts it judged.
+	j, out, stderr, code = run(setup, naive)
+	judged := j.Bursts - j.Unjudged
+	if code != ExitViolated || j.Verdict != report.Race || j.Violations != 1 || j.Unjudged < 1 || judged < 1 ||
+		j.ViolationRate != 1/float64(judged) {
+		t.Errorf("a naive withdraw on a clean table: exit %d, %s, %d violations, rate %v over %d judged (%d unjudged); want RACE, 1 violation, its rate over the judged bursts\n%s\n%s",
+			code, j.Verdict, j.Violations, j.ViolationRate, judged, j.Unjudged, out, stderr)
+	}
+}
+
+// http --expect safe: a run that proved nothing (every request refused)
+// fails it with exit 4; --allow-inconclusive lets it through (issue 42,
+// item 10).
+func TestHTTPExpectSafeFailsInconclusive(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNotFound) }))
+	defer srv.Close()
+	for _, tc := range []struct {
+		flags []string
+		code  int
+	}{
+		{nil, ExitOK},
+		{[]string{"--expect", "safe"}, ExitInconclusive},
+		{[]string{"--expect", "safe", "--allow-inconclusive"}, ExitOK},
+	} {
+		out, errOut, code := execCmd(t, false, append([]string{"http", "POST", srv.URL + "/redeem", "-n", "4", "--bursts", "3", "--release", "barrier"}, tc.flags...)...)
+		if code != tc.code || !strings.Contains(out, "INCONCLUSIVE") {
+			t.Errorf("%q: exit %d, want %d on an INCONCLUSIVE:\n%s\n%s", tc.flags, code, tc.code, out, errOut)
+		}
 	}
 }

@@ -32,7 +32,7 @@ const httpLesson = "what the server says is a claim; only the effects check coun
 // the registry, since the state is the service's own.
 const httpBackend = "http"
 
-func newHTTPPlan(cfg httpfire.Config, p scenarios.Params, rc runner.Config, name, allowed string, expect report.Expect, strict bool) (plan, error) {
+func newHTTPPlan(cfg httpfire.Config, p scenarios.Params, rc runner.Config, name, allowed string, expect report.Expect, strict, proveSafe bool) (plan, error) {
 	if _, err := httpfire.New(cfg, p); err != nil {
 		return plan{}, err
 	}
@@ -52,7 +52,7 @@ func newHTTPPlan(cfg httpfire.Config, p scenarios.Params, rc runner.Config, name
 	}
 	return plan{
 		Case: report.Case{Name: name, Scenario: "http", Backend: httpBackend, Lesson: httpLesson,
-			Expect: expect, Strict: strict, Release: release, Settings: settings},
+			Expect: expect, Strict: strict, ProveSafe: proveSafe, Release: release, Settings: settings},
 		Params: p, Config: rc,
 		Build: func(_ context.Context, p scenarios.Params) (runner.Target, error) { return httpfire.New(cfg, p) },
 		After: httpRan,

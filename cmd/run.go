@@ -105,7 +105,7 @@ func runRun(ctx context.Context, o *RunOptions) error {
 	}
 	req := runplan.Request{
 		Scenario: spec.Name, Backend: o.Backend, Shape: sh.plan(sh.Replicas),
-		Release: cmp.Or(o.Release, string(release.Default)), Expect: expect, Catalog: catalog, Strict: o.Strict,
+		Release: cmp.Or(o.Release, string(release.Default)), Expect: expect, Catalog: catalog, Strict: o.Strict, ProveSafe: o.proveSafe(),
 	}
 	if o.Processes {
 		req.ReleaseOn = release.Processes

@@ -215,7 +215,7 @@ func runScript(ctx context.Context, o *ScriptOptions) error {
 	}
 	pl := plan{
 		Case: report.Case{
-			Name: scripts.Attempt.Name, Scenario: suite.ScriptScenario, Backend: o.Backend, Expect: expect, Strict: o.Strict,
+			Name: scripts.Attempt.Name, Scenario: suite.ScriptScenario, Backend: o.Backend, Expect: expect, Strict: o.Strict, ProveSafe: o.proveSafe(),
 			Release: string(rel.Mode), Settings: map[string]string{}, Command: o.Command,
 		},
 		Params: p, Config: cfg,

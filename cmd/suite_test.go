@@ -21,6 +21,7 @@ import (
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/builtin"
+	"github.com/racetest/racetest/scenarios/conformance"
 	"github.com/racetest/racetest/suite"
 )
 
@@ -482,4 +483,60 @@ func readFile(t *testing.T, name string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// Issue 42, item 10: a suite's sql: case whose effects check never changed
+// is INCONCLUSIVE, and a gate fails it (exit 4, expectation "failed"), as
+// the suite's help says; allow_inconclusive: true lets it through, read
+// "unproven", never "met".
+func TestSuiteScriptCaseInconclusiveFailsTheGate(t *testing.T) {
+	if _, _, code := execCmd(t, false, "sql", "-b", "postgres", "--attempt", "SELECT 1;", "--effects", "SELECT 0;", "-n", "1", "--bursts", "1"); code == ExitSetup {
+		conformance.Unavailable(t, "postgres", nil)
+	}
+	dir, err := filepath.Abs("../examples/redeem/scripts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		allow       string
+		code        int
+		expectation string
+		met         bool
+	}{
+		{"", ExitInconclusive, "failed", false},
+		{"\n    allow_inconclusive: true", ExitOK, "unproven", true},
+	} {
+		file := writeSuite(t, fmt.Sprintf(`version: 1
+defaults:
+  attempts: 8
+  bursts: 10
+  connections:
+    postgres: ${RACETEST_POSTGRES_URL:-default}
+cases:
+  - name: stuck check
+    backend: postgres
+    expect: safe%s
+    sql:
+      setup: "@%[2]s/schema.sql"
+      subject: "@%[2]s/coupon.sql"
+      attempt: "@%[2]s/naive.sql"
+      effects: "SELECT 1;"
+      teardown: "@%[2]s/drop.sql"
+`, tc.allow, dir))
+		js := filepath.Join(t.TempDir(), "r.json")
+		out, errOut, code := execSuite(t, builtin.Registry(), nil, "suite", file, "--json", js)
+		data, err := os.ReadFile(js)
+		if err != nil {
+			t.Fatalf("exit %d, no JSON: %v\n%s\n%s", code, err, out, errOut)
+		}
+		var doc report.Document
+		if err := json.Unmarshal(data, &doc); err != nil || len(doc.Runs) != 1 {
+			t.Fatalf("json: %v\n%s", err, data)
+		}
+		j := doc.Runs[0]
+		if code != tc.code || j.Verdict != report.Inconclusive || j.Expectation != tc.expectation || j.ExpectationMet != tc.met {
+			t.Errorf("allow %q: exit %d, %s, expectation %q met %v; want exit %d, INCONCLUSIVE, %q met %v\n%s\n%s",
+				tc.allow, code, j.Verdict, j.Expectation, j.ExpectationMet, tc.code, tc.expectation, tc.met, out, errOut)
+		}
+	}
 }

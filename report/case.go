@@ -114,8 +114,13 @@ type Case struct {
 	Backend  string
 	Lesson   string
 	Expect   Expect
-	// Strict makes INCONCLUSIVE fail the expectation.
+	// Strict makes INCONCLUSIVE fail the expectation, whatever it is.
 	Strict bool
+	// ProveSafe makes INCONCLUSIVE fail an expectation of SAFE (exit 4):
+	// one the user asked for (--expect safe, or catalog where the catalog
+	// expects SAFE) is asked to be proven, and a run that proved nothing
+	// has not proven it. --allow-inconclusive leaves it unset.
+	ProveSafe bool
 	// Settings are the run's knobs worth showing (gap, latency, isolation…).
 	Settings map[string]string
 	Release  string
@@ -153,13 +158,18 @@ type Assessment struct {
 	// Tested counts the bursts that put the guard to the test: the action
 	// took effect and two answered attempts overlapped. SAFE rests on them.
 	Tested int
-	// Rate is Violations/Bursts; Upper is its 95% upper bound. For a SAFE
-	// verdict both are computed over the tested bursts, the only ones that
-	// could have shown a race.
+	// Rate is Violations over the bursts something judged (all but those
+	// before which every invariant of an invariant-only run was already
+	// broken: runner.Result.Judged); Upper is its 95% upper bound. For a
+	// SAFE verdict both are computed over the tested bursts, the only ones
+	// that could have shown a race.
 	Rate, Upper float64
-	Met         bool
+	// Unjudged counts the bursts nothing judged (runner.Burst.Unobserved).
+	Unjudged int
+	Met      bool
 	// Unproven: the expectation failed only because the run was
-	// INCONCLUSIVE under --strict (exit 4, not 1).
+	// INCONCLUSIVE under --strict, or under an expectation of SAFE to be
+	// proven (Case.ProveSafe): exit 4, not 1.
 	Unproven bool
 	// Why explains an unmet expectation, an error or an inconclusive run;
 	// beside SAFE it is a caveat (accountingCaveat), or empty.
@@ -168,9 +178,10 @@ type Assessment struct {
 }
 
 // Expectation says in one word for every format whether the case met
-// its expectation: "met", "unproven" (INCONCLUSIVE: it fails nothing
-// without --strict, and proves nothing either, so it never reads "ok") or
-// "failed".
+// its expectation: "met", "unproven" (INCONCLUSIVE let through: by
+// --allow-inconclusive, or by an expectation that was not asked to be
+// proven; it proves nothing, so it never reads "ok") or "failed" (an
+// INCONCLUSIVE that fails its expectation, Unproven, is "failed").
 func (a Assessment) Expectation() string {
 	if !a.Met {
 		return "failed"
@@ -193,6 +204,7 @@ func Assess(c Case) (a Assessment) {
 		a.Bursts = len(r.Bursts)
 		a.Overlapped = r.Overlapped()
 		a.Tested = r.Tested()
+		a.Unjudged = a.Bursts - r.Judged()
 		a.Interrupted = r.Interrupted
 	}
 	if a.Interrupted || errors.Is(c.Err, context.Canceled) {
@@ -220,10 +232,18 @@ func Assess(c Case) (a Assessment) {
 			a.Verdict, a.Why = Inconclusive, "check "+ch.Name+" could not judge: "+ch.Detail
 		}
 	}
+	// An invariant the user asked to hold that judged no burst (it read
+	// broken before every one) leaves SAFE unproven, whatever else held.
+	if why := unjudgedWhy(r, true); why != "" && a.Verdict == Safe {
+		a.Verdict, a.Why = Inconclusive, why
+	}
 	switch a.Verdict {
 	case Race, Lost:
-		a.Rate = float64(a.Violations) / float64(a.Bursts)
-		a.Upper = UpperBound(a.Violations, a.Bursts)
+		// Over the bursts something judged: one that started with every
+		// invariant broken could show neither a violation nor its absence.
+		judged := a.Bursts - a.Unjudged
+		a.Rate = float64(a.Violations) / float64(judged)
+		a.Upper = UpperBound(a.Violations, judged)
 	default:
 		a.Upper = UpperBound(0, a.Tested)
 	}
@@ -296,15 +316,41 @@ func stuck(r *runner.Result) string {
 		r.Bursts[0].Before, r.Outcomes()[runner.Executed])
 }
 
+// unjudgedWhy names the invariants that were already broken before some
+// burst and so did not judge it (runner.Burst.Unjudged), in one line, with
+// what to do; with none, only those that judged no burst at all. "" when
+// there are none.
+func unjudgedWhy(r *runner.Result, none bool) string {
+	var parts []string
+	n := len(r.Bursts)
+	for i, name := range r.Invariants {
+		u := r.UnjudgedBursts(i)
+		if u == 0 || none && u < n {
+			continue
+		}
+		what := "which it could not judge"
+		if u == n {
+			what = "nothing it could judge"
+		}
+		parts = append(parts, fmt.Sprintf("invariant %s was already broken before %d of %d bursts: %s", name, u, n, what))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return strings.Join(parts, "; ") + "; fix the data, or scope it to the burst's subject ({{.Token}})"
+}
+
 // untested says in one line why too few bursts tested the guard, from the
 // attempts' outcomes (runner.Burst.Tested), never from the effects.
 func untested(r *runner.Result, tested int) string {
-	var noneRan, noEffect, apart, unanswered, serial int
+	var noneRan, noEffect, apart, unanswered, serial, unobserved int
 	for _, b := range r.Bursts {
 		if b.Tested() {
 			continue
 		}
-		if b.Outcomes[runner.Executed] == 0 {
+		if b.Unobserved {
+			unobserved++
+		} else if b.Outcomes[runner.Executed] == 0 {
 			noneRan++
 		} else if b.Twin != nil && !b.TookEffect() {
 			noEffect++
@@ -317,6 +363,9 @@ func untested(r *runner.Result, tested int) string {
 		}
 	}
 	n := len(r.Bursts)
+	if unobserved == n-tested {
+		return unjudgedWhy(r, false)
+	}
 	if noneRan == n {
 		return fmt.Sprintf("0 of %d bursts executed anything: %s", n, nothingRan(r))
 	}
@@ -334,6 +383,9 @@ func untested(r *runner.Result, tested int) string {
 	}
 	if serial > 0 {
 		why += fmt.Sprintf(", %d were answered one request at a time by the server (%s)", serial, serialCause(r))
+	}
+	if unobserved > 0 {
+		why += fmt.Sprintf(", %d were judged by nothing (%s)", unobserved, unjudgedWhy(r, false))
 	}
 	return why
 }
@@ -376,9 +428,16 @@ func serialCause(r *runner.Result) string {
 func brokenWhy(r *runner.Result) string {
 	var parts []string
 	for i, name := range r.Invariants {
-		if n, most := r.BrokenBursts(i); n > 0 {
-			parts = append(parts, fmt.Sprintf("invariant %s broken after %d of %d bursts (at most %s)", name, n, len(r.Bursts), plural(most, "violation")))
+		n, most := r.BrokenBursts(i)
+		if n == 0 {
+			continue
 		}
+		if u := r.UnjudgedBursts(i); u > 0 {
+			parts = append(parts, fmt.Sprintf("invariant %s broken after %d of the %d bursts it judged (at most %s; already broken before the other %d, which it could not judge)",
+				name, n, len(r.Bursts)-u, plural(most, "violation"), u))
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("invariant %s broken after %d of %d bursts (at most %s)", name, n, len(r.Bursts), plural(most, "violation")))
 	}
 	return strings.Join(parts, "; ")
 }
@@ -486,7 +545,16 @@ func met(c Case, r *runner.Result, a Assessment) (ok, unproven bool, why string)
 	if a.Verdict == Inconclusive && c.Strict {
 		return false, true, a.Why
 	}
+	// An expectation of SAFE asked to be proven is met by SAFE alone.
+	if a.Verdict == Inconclusive && c.ProveSafe && expectsSafe(c.Expect) {
+		return false, true, a.Why
+	}
 	return true, false, a.Why
+}
+
+// expectsSafe reports whether e is an expectation of SAFE (the default).
+func expectsSafe(e Expect) bool {
+	return e.Kind == ExpectSafe || e.Kind == ""
 }
 
 // overAllowance counts the bursts that left more effects than allowed

@@ -110,9 +110,12 @@ type RunJSON struct {
 	UpperBound95  float64 `json:"upper_bound_95"`
 	Overlapped    int     `json:"overlapped_bursts"`
 	Tested        int     `json:"tested_bursts"`
-	Effects       Stat    `json:"effects"`
-	Overlap       Stat    `json:"overlap"`
-	SpreadMicros  StatF   `json:"spread_us"`
+	// Unjudged counts the bursts nothing judged (per_burst's unobserved);
+	// violation_rate is over the others.
+	Unjudged     int   `json:"unjudged_bursts,omitempty"`
+	Effects      Stat  `json:"effects"`
+	Overlap      Stat  `json:"overlap"`
+	SpreadMicros StatF `json:"spread_us"`
 	// ServerParallelism is min/median/max over the bursts of how many
 	// attempts the server handled at once, estimated from the response
 	// times (http; 1 in every burst when ServerProbe found the server
@@ -143,6 +146,9 @@ type RunJSON struct {
 	Lesson string      `json:"lesson,omitempty"`
 	Story  []StoryPart `json:"story,omitempty"`
 	Strict bool        `json:"strict,omitempty"`
+	// ProveSafe: an expectation of SAFE that INCONCLUSIVE does not meet
+	// (report.Case.ProveSafe).
+	ProveSafe bool `json:"prove_safe,omitempty"`
 	// Command runs the case again (report.Case.Command).
 	Command  string      `json:"command,omitempty"`
 	Prove    float64     `json:"prove,omitempty"`
@@ -163,15 +169,20 @@ type BurstJSON struct {
 	Allowed  int `json:"allowed"`
 	Required int `json:"required"`
 	// Before is what the effects check read before a baselined burst, and
-	// Broken each invariant's violations after it.
-	Before   int            `json:"before,omitempty"`
-	Broken   []int          `json:"broken,omitempty"`
-	Overlap  int            `json:"overlap"`
-	Spread   float64        `json:"spread_us"`
-	Duration float64        `json:"duration_us"`
-	Outcomes map[string]int `json:"outcomes"`
-	Retries  int            `json:"retries,omitempty"`
-	Wire     *WireJSON      `json:"wire,omitempty"`
+	// Broken the violations it added to each invariant.
+	Before int   `json:"before,omitempty"`
+	Broken []int `json:"broken,omitempty"`
+	// Unjudged marks each invariant that was already broken before the
+	// burst and so did not judge it; Unobserved, a burst that nothing
+	// judged (no effects check, every invariant unjudged): not tested.
+	Unjudged   []bool         `json:"unjudged,omitempty"`
+	Unobserved bool           `json:"unobserved,omitempty"`
+	Overlap    int            `json:"overlap"`
+	Spread     float64        `json:"spread_us"`
+	Duration   float64        `json:"duration_us"`
+	Outcomes   map[string]int `json:"outcomes"`
+	Retries    int            `json:"retries,omitempty"`
+	Wire       *WireJSON      `json:"wire,omitempty"`
 	// Twin is the burst's change of the store beside its solo twin's
 	// (--effects auto).
 	Twin *TwinJSON `json:"twin,omitempty"`
@@ -249,9 +260,9 @@ func runJSON(c Case) RunJSON {
 	j := RunJSON{
 		Name: displayName(c), Scenario: c.Scenario, Backend: c.Backend, Settings: c.Settings, Release: c.Release,
 		Expect: c.Expect.String(), Verdict: a.Verdict, ExpectationMet: a.Met, Expectation: a.Expectation(), Why: a.Why,
-		Violations: a.Violations, ViolationRate: a.Rate, UpperBound95: a.Upper, Overlapped: a.Overlapped, Tested: a.Tested,
+		Violations: a.Violations, ViolationRate: a.Rate, UpperBound95: a.Upper, Overlapped: a.Overlapped, Tested: a.Tested, Unjudged: a.Unjudged,
 		Bursts: a.Bursts, Interrupted: a.Interrupted, Outcomes: map[string]int{},
-		Lesson: c.Lesson, Story: c.Story, Strict: c.Strict, Prove: c.Prove, Command: c.Command,
+		Lesson: c.Lesson, Story: c.Story, Strict: c.Strict, ProveSafe: c.ProveSafe, Prove: c.Prove, Command: c.Command,
 	}
 	if c.Err != nil {
 		j.Error = c.Err.Error()
@@ -297,7 +308,7 @@ func runJSON(c Case) RunJSON {
 	j.PerBurst = make([]BurstJSON, len(r.Bursts))
 	for i, b := range r.Bursts {
 		bj := BurstJSON{Index: b.Index, Effects: b.Effects, Allowed: b.Allowed, Required: b.Required, Before: b.Before, Broken: b.Broken, Overlap: b.Overlap,
-			Spread: micros(b.Spread), Duration: micros(b.Duration), Outcomes: map[string]int{}, Retries: b.Retries}
+			Unjudged: b.Unjudged, Unobserved: b.Unobserved, Spread: micros(b.Spread), Duration: micros(b.Duration), Outcomes: map[string]int{}, Retries: b.Retries}
 		for _, cl := range runner.Classes() {
 			if n := b.Outcomes[cl]; n > 0 {
 				bj.Outcomes[cl.String()] = n

@@ -192,3 +192,125 @@ func TestInconclusiveIsNeverOK(t *testing.T) {
 		t.Error("html reads met for an INCONCLUSIVE run")
 	}
 }
+
+// An invariant already broken before a burst did not judge it (issue 42,
+// item 8). A run judged by invariants alone in which none judged a burst
+// is INCONCLUSIVE with the line that says why, never SAFE; a RACE's rate
+// is over the bursts something judged; and a saved report reads back the
+// same verdict.
+func TestInvariantBrokenBeforeEveryBurstProvesNothing(t *testing.T) {
+	const inv = "SELECT bool_and(balance >= 0) FROM acct"
+	overdraft := bursts(30, 0, 8, [runner.NumClasses]int{3, 5, 0, 0, 0})
+	overdraft.Uncounted, overdraft.Allowed, overdraft.Required = true, 0, 0
+	overdraft.Invariants = []string{inv}
+	for i := range overdraft.Bursts {
+		b := &overdraft.Bursts[i]
+		b.Allowed, b.Required = 0, 0
+		b.Broken, b.Unjudged, b.Unobserved = []int{0}, []bool{true}, true
+	}
+	c := Case{Name: "transfer", Backend: "postgres", Result: overdraft}
+	a := Assess(c)
+	want := "invariant " + inv + " was already broken before 30 of 30 bursts: nothing it could judge; fix the data, or scope it to the burst's subject ({{.Token}})"
+	if a.Verdict != Inconclusive || a.Why != want || a.Tested != 0 || a.Unjudged != 30 {
+		t.Fatalf("an old overdraft: %s (tested %d, unjudged %d) %q\nwant INCONCLUSIVE %q", a.Verdict, a.Tested, a.Unjudged, a.Why, want)
+	}
+	roundTrip := func(c Case) Case {
+		t.Helper()
+		var saved bytes.Buffer
+		if err := JSON(&saved, []Case{c}, Options{Version: "test"}); err != nil {
+			t.Fatal(err)
+		}
+		doc, err := ReadDocument(bytes.NewReader(saved.Bytes()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := doc.Cases()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return again[0]
+	}
+	if b := Assess(roundTrip(c)); b.Verdict != a.Verdict || b.Why != a.Why || b.Tested != a.Tested {
+		t.Errorf("re-read: %s %q (tested %d), want %s %q (tested %d)", b.Verdict, b.Why, b.Tested, a.Verdict, a.Why, a.Tested)
+	}
+
+	// With an effects check the effects still judge each burst, but an
+	// invariant that judged none leaves SAFE unproven.
+	counted := bursts(30, 1, 8, [runner.NumClasses]int{1, 7, 0, 0, 0})
+	counted.Invariants = []string{inv}
+	for i := range counted.Bursts {
+		counted.Bursts[i].Broken, counted.Bursts[i].Unjudged = []int{0}, []bool{true}
+	}
+	if a := Assess(Case{Result: counted}); a.Verdict != Inconclusive || a.Why != want {
+		t.Errorf("counted, the invariant judged none: %s %q, want INCONCLUSIVE %q", a.Verdict, a.Why, want)
+	}
+	counted.Bursts[0].Unjudged = nil // it judged one burst, and held
+	if a := Assess(Case{Result: counted}); a.Verdict != Safe {
+		t.Errorf("counted, the invariant judged a burst: %s %q, want SAFE", a.Verdict, a.Why)
+	}
+
+	// A naive transfer on a clean table: the first burst broke it, and
+	// every later one started broken. The rate is 1 of the 1 judged.
+	naive := overdraft
+	naive.Bursts = append([]runner.Burst(nil), overdraft.Bursts...)
+	naive.Bursts[0].Broken, naive.Bursts[0].Unjudged, naive.Bursts[0].Unobserved = []int{1}, nil, false
+	c = Case{Name: "transfer", Backend: "postgres", Result: naive}
+	a = Assess(c)
+	if a.Verdict != Race || a.Violations != 1 || a.Rate != 1 || a.Unjudged != 29 {
+		t.Fatalf("naive transfer: %s, %d violations, rate %v, unjudged %d; want RACE 1, rate 1 over the 1 judged, 29 unjudged", a.Verdict, a.Violations, a.Rate, a.Unjudged)
+	}
+	wantWhy := "expected SAFE, but invariant " + inv + " broken after 1 of the 1 bursts it judged (at most 1 violation; already broken before the other 29, which it could not judge)"
+	if a.Why != wantWhy {
+		t.Errorf("why = %q\nwant  %q", a.Why, wantWhy)
+	}
+	if b := Assess(roundTrip(c)); b.Verdict != a.Verdict || b.Rate != a.Rate || b.Why != a.Why {
+		t.Errorf("re-read: %s rate %v %q, want %s rate %v %q", b.Verdict, b.Rate, b.Why, a.Verdict, a.Rate, a.Why)
+	}
+	var out bytes.Buffer
+	if err := Table(&out, []Case{c}, Options{Width: 300}); err != nil {
+		t.Fatal(err)
+	}
+	if s := out.String(); !strings.Contains(s, " 1/1 ") || !strings.Contains(s, "RACE 100%") ||
+		!strings.Contains(s, "1 of the 1 bursts judged violated (29 started with every invariant broken, and nothing judged them)") {
+		t.Errorf("the table does not count over the judged bursts:\n%s", s)
+	}
+}
+
+// An expectation of SAFE asked to be proven (--expect safe) is not met by
+// INCONCLUSIVE: unproven, exit 4; nor after a saved report is read back.
+// Without ProveSafe it is let through, read "unproven"; an expectation of
+// RACE is not an expectation of SAFE (issue 42, item 10).
+func TestProveSafeIsNotMetByInconclusive(t *testing.T) {
+	flat := bursts(3, 1, 4, [runner.NumClasses]int{1, 3, 0, 0, 0})
+	for i := range flat.Bursts {
+		flat.Bursts[i].Overlap = 1 // never two in flight: INCONCLUSIVE
+	}
+	c := Case{Name: "flat", Backend: "memory", Expect: Expect{Kind: ExpectSafe}, Result: flat}
+	if a := Assess(c); a.Verdict != Inconclusive || !a.Met || a.Expectation() != "unproven" {
+		t.Fatalf("not asked for proof: %s met %v %q, want INCONCLUSIVE let through, unproven", a.Verdict, a.Met, a.Expectation())
+	}
+	c.ProveSafe = true
+	a := Assess(c)
+	if a.Met || !a.Unproven || a.Expectation() != "failed" {
+		t.Errorf("asked for proof: met %v unproven %v %q, want unmet, unproven (exit 4), failed", a.Met, a.Unproven, a.Expectation())
+	}
+	var saved bytes.Buffer
+	if err := JSON(&saved, []Case{c}, Options{Version: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	doc, err := ReadDocument(bytes.NewReader(saved.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := doc.Cases()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := Assess(again[0]); b.Met != a.Met || b.Unproven != a.Unproven {
+		t.Errorf("re-read: met %v unproven %v, want %v %v", b.Met, b.Unproven, a.Met, a.Unproven)
+	}
+	c.Expect = Expect{Kind: ExpectMax, Max: 1}
+	if a := Assess(c); !a.Met {
+		t.Errorf("max=1 under ProveSafe: met %v, want met: only an expectation of SAFE asks for SAFE", a.Met)
+	}
+}

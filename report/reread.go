@@ -59,7 +59,7 @@ func (j RunJSON) toCase(version string) (Case, error) {
 	}
 	c := Case{
 		Name: j.Name, Scenario: j.Scenario, Backend: j.Backend, Lesson: j.Lesson, Expect: expect,
-		Strict: j.Strict, Settings: j.Settings, Release: j.Release, Prove: j.Prove, Story: j.Story, Command: j.Command,
+		Strict: j.Strict, ProveSafe: j.ProveSafe, Settings: j.Settings, Release: j.Release, Prove: j.Prove, Story: j.Story, Command: j.Command,
 	}
 	if j.Error != "" {
 		c.Err = errors.New(j.Error)
@@ -111,7 +111,7 @@ func (j RunJSON) toCase(version string) (Case, error) {
 			return Case{}, fmt.Errorf("burst %d: %w", bj.Index, err)
 		}
 		b := runner.Burst{Index: bj.Index, Effects: bj.Effects, Allowed: bj.Allowed, Required: bj.Required, Before: bj.Before, Broken: bj.Broken, Overlap: bj.Overlap,
-			Spread: spread, Duration: took, Retries: bj.Retries, ServerParallelism: bj.ServerParallelism}
+			Unjudged: bj.Unjudged, Unobserved: bj.Unobserved, Spread: spread, Duration: took, Retries: bj.Retries, ServerParallelism: bj.ServerParallelism}
 		for name, n := range bj.Outcomes {
 			cl, err := classOf(name)
 			if err != nil {

@@ -120,7 +120,8 @@ func summary(w io.Writer, cases []Case, as []Assessment, width int, paint func(s
 			overlap = fmt.Sprintf("%d/%d", r.OverlapSummary().Median, r.Attempts)
 			spread = human(r.SpreadSummary().Median)
 		}
-		over := fmt.Sprintf("%d/%d", a.Violations, a.Bursts)
+		// Over the bursts something judged, as the rate beside it is.
+		over := fmt.Sprintf("%d/%d", a.Violations, a.Bursts-a.Unjudged)
 		for j, cell := range []string{displayName(c), c.Backend, n, effects, allowed, over, overlap, spread,
 			paint(verdictColor(a.Verdict), verdictCell(a)), expectCell(c, a, paint)} {
 			cols[j].cells = append(cols[j].cells, cell)
@@ -243,6 +244,10 @@ func raceLines(r *runner.Result, a Assessment) []string {
 	if over := overAllowance(r); over > 0 {
 		lines = append(lines, fmt.Sprintf("%d of %d bursts left more effects than allowed (%s; worst: %d)",
 			over, a.Bursts, allowance(r), r.EffectsSummary().Max))
+	}
+	if a.Unjudged > 0 {
+		return append(lines, fmt.Sprintf("%d of the %d bursts judged violated (%d started with every invariant broken, and nothing judged them): %s",
+			a.Violations, a.Bursts-a.Unjudged, a.Unjudged, bound))
 	}
 	return append(lines, fmt.Sprintf("%d of %d bursts violated: %s", a.Violations, a.Bursts, bound))
 }

@@ -639,6 +639,8 @@ func TestTestedBursts(t *testing.T) {
 		{"nothing executed", Burst{Effects: 1, Overlap: 2, Outcomes: [NumClasses]int{Declined: 2, Conflict: 1}}, false},
 		{"never overlapped", Burst{Effects: 1, Overlap: 1, Outcomes: answered}, false},
 		{"one answer", Burst{Effects: 1, Overlap: 5, Outcomes: [NumClasses]int{Executed: 1, Error: 2, Unknown: 2}}, false},
+		{"judged by nothing: its invariants were broken before it", Burst{Overlap: 2, Outcomes: answered, Unjudged: []bool{true}, Unobserved: true}, false},
+		{"an invariant broken before, the effects judged it", Burst{Effects: 1, Overlap: 2, Outcomes: answered, Unjudged: []bool{true}}, true},
 	} {
 		if got := tc.b.Tested(); got != tc.want {
 			t.Errorf("%s: tested = %v, want %v", tc.name, got, tc.want)

@@ -72,12 +72,23 @@ type Burst struct {
 	// Before is what the effects check read right after the subject was
 	// made, in a Baselined run (0 otherwise).
 	Before int
-	// Broken counts, per invariant of the run (Result.Invariants), how
-	// many times it was broken after the burst; nil without invariants.
-	Broken   []int
-	Allowed  int
-	Required int
-	Outcomes [NumClasses]int
+	// Broken counts, per invariant of the run (Result.Invariants), the
+	// violations the burst added to it; nil without invariants.
+	Broken []int
+	// Unjudged marks, per invariant, one that was already broken before
+	// the burst and not scoped to its subject (InvariantScoper), and that
+	// the burst did not break further: a boolean that reads false stays
+	// false, so the burst could not show whether it held. Such an
+	// invariant did not judge the burst. nil: every invariant judged it.
+	Unjudged []bool
+	// Unobserved: nothing judged the burst: the run has no effects check
+	// (Result.Uncounted) and every invariant left it Unjudged. Its
+	// attempts' outcomes prove nothing, so it is not Tested, and a rate
+	// is taken over the other bursts (Result.Judged).
+	Unobserved bool
+	Allowed    int
+	Required   int
+	Outcomes   [NumClasses]int
 	// Retries counts the conflicts retried in the burst (Config.Retries).
 	Retries int
 	// Spread is the time from the first to the last worker released.
@@ -198,7 +209,11 @@ func (b Burst) Answered() int {
 // twin and have changed the store (TookEffect): the snapshots, not a
 // check, are then what saw the action, and a change they never saw (the
 // action writes where nothing is watched) tested nothing.
+// A burst nothing judged (Unobserved) tested nothing either.
 func (b Burst) Tested() bool {
+	if b.Unobserved {
+		return false
+	}
 	if b.Twin != nil && !b.TookEffect() {
 		return false
 	}
@@ -257,6 +272,30 @@ func (r *Result) BrokenBursts(i int) (bursts, most int) {
 		}
 	}
 	return bursts, most
+}
+
+// UnjudgedBursts counts the bursts that invariant i did not judge: it was
+// already broken before them (Burst.Unjudged).
+func (r *Result) UnjudgedBursts(i int) int {
+	n := 0
+	for _, b := range r.Bursts {
+		if i < len(b.Unjudged) && b.Unjudged[i] {
+			n++
+		}
+	}
+	return n
+}
+
+// Judged counts the bursts that something judged: all but the Unobserved
+// ones. A violation rate is taken over them.
+func (r *Result) Judged() int {
+	n := 0
+	for _, b := range r.Bursts {
+		if !b.Unobserved {
+			n++
+		}
+	}
+	return n
 }
 
 // Stuck reports whether a Baselined run's effects check never moved while

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -242,8 +243,9 @@ type engine struct {
 	soloOf   int   // the burst lastSolo ran for
 	// exampleBroke: the Example broke an invariant.
 	exampleBroke bool
-	// invFirst is each invariant's violations before the first burst.
-	invFirst []int
+	// scoped marks the invariants scoped to the burst's subject
+	// (InvariantScoper); nil: none.
+	scoped []bool
 	// closeNote says that closing the fleet was abandoned, or is "".
 	closeNote string
 	// ws are the attempt goroutines, started on the first gate or wire
@@ -264,6 +266,9 @@ func (e *engine) observe() {
 	}
 	if inv, ok := e.t.(Invarianter); ok && len(inv.Invariants()) > 0 {
 		e.inv, e.res.Invariants = inv, inv.Invariants()
+		if sc, ok := e.t.(InvariantScoper); ok {
+			e.scoped = sc.ScopedInvariants()
+		}
 	}
 }
 
@@ -372,17 +377,36 @@ func (e *engine) observedNotes() []string {
 		notes = append(notes, "accounting: each attempt that reported success must have landed exactly once (allowed and required per burst: its successes)")
 	}
 	for i, name := range r.Invariants {
-		if i < len(e.invFirst) && e.invFirst[i] > 0 {
-			notes = append(notes, fmt.Sprintf("invariant %s: already broken before the first burst (%d); a burst is judged by the violations it adds", name, e.invFirst[i]))
-		}
-		n, most := r.BrokenBursts(i)
-		if n == 0 {
-			notes = append(notes, fmt.Sprintf("invariant %s: held after every burst (%d)", name, len(r.Bursts)))
-		} else {
-			notes = append(notes, fmt.Sprintf("invariant %s: broken after %d of %s (at most %d violations)", name, n, bursts(len(r.Bursts)), most))
-		}
+		notes = append(notes, invariantNote(r, i, name))
 	}
 	return notes
+}
+
+// invariantNote says what invariant i judged: the bursts after which it
+// held or broke, and those it could not judge because it was already
+// broken before them (Burst.Unjudged).
+func invariantNote(r *Result, i int, name string) string {
+	all := len(r.Bursts)
+	unjudged := r.UnjudgedBursts(i)
+	n, most := r.BrokenBursts(i)
+	if unjudged > 0 && unjudged == all {
+		return fmt.Sprintf("invariant %s: already broken before every burst (%d), so it judged none: fix the data, or scope it to the burst's subject ({{.Token}} in a script)", name, all)
+	}
+	prefix := ""
+	if unjudged > 0 {
+		prefix = fmt.Sprintf("already broken before %d of %s, which it did not judge; ", unjudged, bursts(all))
+	}
+	judged := all - unjudged
+	if n == 0 && unjudged == 0 {
+		return fmt.Sprintf("invariant %s: held after every burst (%d)", name, all)
+	}
+	if n == 0 {
+		return fmt.Sprintf("invariant %s: %sheld after every burst it judged (%d)", name, prefix, judged)
+	}
+	if unjudged == 0 {
+		return fmt.Sprintf("invariant %s: broken after %d of %s (at most %d violations)", name, n, bursts(all), most)
+	}
+	return fmt.Sprintf("invariant %s: %sbroken after %d of the %d it judged (at most %d violations)", name, prefix, n, judged, most)
 }
 
 // bursts is "1 burst" or "n bursts".
@@ -483,9 +507,6 @@ func (e *engine) burst(ctx context.Context, index int) (Burst, error) {
 		if held, err = e.broken(ctx, s); err != nil {
 			return b, fmt.Errorf("burst %d: check invariants before the burst: %w", index, err)
 		}
-		if index == 0 {
-			e.invFirst = held
-		}
 	}
 	started := time.Now()
 	e.cur = e.cur[:0]
@@ -545,12 +566,7 @@ func (e *engine) burst(ctx context.Context, index int) (Burst, error) {
 		if b.Broken, err = e.broken(ctx, s); err != nil {
 			return b, fmt.Errorf("burst %d: check invariants: %w", index, err)
 		}
-		// A burst breaks an invariant when it adds violations: one that
-		// an earlier burst (or the data) broke stays broken, and is that
-		// burst's, not this one's.
-		for i := range b.Broken {
-			b.Broken[i] = max(0, b.Broken[i]-held[i])
-		}
+		e.judge(&b, held)
 	}
 	// The timeline shows the burst with the most effects (in a twin run,
 	// the one that differs most from its twin), or the first to break an
@@ -564,6 +580,34 @@ func (e *engine) burst(ctx context.Context, index int) (Burst, error) {
 		e.res.Example = e.snapshot(b)
 	}
 	return b, nil
+}
+
+// judge settles which invariants judged the burst, from each one's
+// violations before it (held) and after it (b.Broken, made the change).
+// A burst breaks an invariant when it adds violations: one that an
+// earlier burst (or the data) broke stays broken, and is that burst's,
+// not this one's. An invariant already broken before the burst judges it
+// only if it is scoped to the burst's subject, or if the burst added
+// violations to it: a boolean that reads false stays false (one
+// violation) whatever the burst does, and a count that did not grow
+// cannot show that the burst kept it. A count that grew is a violation
+// seen, whatever came before.
+func (e *engine) judge(b *Burst, held []int) {
+	b.Unjudged = make([]bool, len(b.Broken))
+	judged := false
+	for i := range b.Broken {
+		b.Broken[i] = max(0, b.Broken[i]-held[i])
+		scoped := i < len(e.scoped) && e.scoped[i]
+		if held[i] > 0 && !scoped && b.Broken[i] == 0 {
+			b.Unjudged[i] = true
+		} else {
+			judged = true
+		}
+	}
+	if !slices.Contains(b.Unjudged, true) {
+		b.Unjudged = nil
+	}
+	b.Unobserved = e.res.Uncounted && !judged
 }
 
 // broken counts each invariant's violations now.

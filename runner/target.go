@@ -92,9 +92,21 @@ type (
 	// now (0: it holds), in the same order. The runner calls it after Reset
 	// and after the burst: a burst that added violations broke the
 	// invariant, which makes it a violation whatever its effects.
+	// An invariant judges only the bursts before which it held (see
+	// Burst.Unjudged): one already broken cannot be broken again, and a
+	// boolean that reads false stays false whatever the burst does.
 	Invarianter interface {
 		Invariants() []string
 		Broken(ctx context.Context, s Subject) ([]int, error)
+	}
+	// InvariantScoper is an Invarianter whose invariants may read only
+	// what the burst's own subject holds (a script's that uses
+	// {{.Token}}): ScopedInvariants says which, in the order of
+	// Invariants. A fresh subject starts clean, so a scoped invariant
+	// judges every burst by the violations it adds, even one it read
+	// broken before. Without it, no invariant is scoped.
+	InvariantScoper interface {
+		ScopedInvariants() []bool
 	}
 	// Uncounted is a target without an effects check: it is judged by its
 	// invariants and by its attempts' outcomes alone. When Uncounted

@@ -83,6 +83,8 @@ type Request struct {
 	Catalog bool
 	// Strict fails an INCONCLUSIVE run.
 	Strict bool
+	// ProveSafe fails an INCONCLUSIVE run expected SAFE (report.Case.ProveSafe).
+	ProveSafe bool
 }
 
 // Builder makes a run's target from the run's parameters.
@@ -171,7 +173,7 @@ func Build(reg *scenarios.Registry, req Request) (Run, error) {
 	}
 	c := report.Case{
 		Name: name, Scenario: spec.Name, Backend: req.Backend, Lesson: spec.Lesson,
-		Expect: expect, Strict: req.Strict, Settings: Settings(req.Backend, p, cfg),
+		Expect: expect, Strict: req.Strict, ProveSafe: req.ProveSafe, Settings: Settings(req.Backend, p, cfg),
 	}
 	if req.Release != "" {
 		c.Release = string(rel.Mode)

@@ -193,7 +193,7 @@ func (c *checker) scriptCase(path string, k *Case, sh shape, p *Plan) {
 	}
 	p.Script = &ScriptCase{Scripts: scripts}
 	p.Params, p.Config, p.OnServer = params, cfg, rules
-	p.Case = report.Case{Name: name, Scenario: ScriptScenario, Backend: backend, Expect: expect, Strict: c.o.Strict,
+	p.Case = report.Case{Name: name, Scenario: ScriptScenario, Backend: backend, Expect: expect, Strict: c.strict(k),
 		Release: string(rel.Mode), Settings: runplan.Settings(backend, params, cfg)}
 }
 
