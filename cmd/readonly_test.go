@@ -274,3 +274,28 @@ func TestHTTPChecksOnlyRead(t *testing.T) {
 		})
 	}
 }
+
+// A check refused from its text is refused before anything connects: the
+// servers below are never dialled (there is none), and the exit is 2, not
+// 3. MongoDB's write commands are refused this way, with no server at all.
+func TestChecksThatWriteRefusedBeforeConnecting(t *testing.T) {
+	noServer := []string{"--postgres-url", "postgres://nobody@127.0.0.1:1/x?connect_timeout=1", "--mysql-dsn", "nobody@tcp(127.0.0.1:1)/x",
+		"--mongo-uri", "mongodb://127.0.0.1:1/?directConnection=true&serverSelectionTimeoutMS=500"}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"sql", "-b", "postgres", "--attempt", "SELECT 1", "--effects", "DELETE FROM t"}, "DELETE is not a query"},
+		{[]string{"sql", "-b", "mysql", "--attempt", "SELECT 1", "--invariant", "SELECT 0;\nUPDATE t SET v = 0"}, "UPDATE is not a query"},
+		{[]string{"mongo", "--attempt", `{"ping": 1}`, "--effects", `{"delete": "t", "deletes": [{"q": {}, "limit": 0}]}`}, `"delete" is not a read`},
+		{[]string{"mongo", "--attempt", `{"ping": 1}`, "--effects", `{"update": "t", "updates": [{"q": {}, "u": {"$inc": {"v": 100}}}]}`}, `"update" is not a read`},
+		{[]string{"mongo", "--attempt", `{"ping": 1}`, "--invariant", `{"drop": "t_{{.RunID}}"}`}, `"drop" is not a read`},
+		{[]string{"mongo", "--attempt", `{"ping": 1}`, "--invariant", `{"findAndModify": "t", "query": {}, "remove": true}`}, `"findAndModify" is not a read`},
+		{[]string{"mongo", "--attempt", `{"ping": 1}`, "--effects", `{"aggregate": "t", "pipeline": [{"$merge": {"into": "u"}}], "cursor": {}}`}, "with a $merge stage writes"},
+	} {
+		_, stderr, code := execCmd(t, false, append(c.args, noServer...)...)
+		if code != ExitUsage || !strings.Contains(stderr, c.want) || !strings.Contains(stderr, "--effects and --invariant only read; put writes in --setup") {
+			t.Errorf("%v: exit %d, want %d saying %q:\n%s", c.args, code, ExitUsage, c.want, stderr)
+		}
+	}
+}
