@@ -58,15 +58,15 @@ type Reply struct {
 type ReplyKind uint8
 
 const (
-	// OneValue: a row (SQL), a Redis reply that is not an array.
-	OneValue ReplyKind = iota
-	// Array: a Redis array (or map): Rows elements.
-	Array
-	// Documents: a MongoDB cursor (find, aggregate): Rows documents, the
+	// ReplyValue: a row (SQL), a Redis reply that is not an array.
+	ReplyValue ReplyKind = iota
+	// ReplyArray: a Redis array (or map): Rows elements.
+	ReplyArray
+	// ReplyDocuments: a MongoDB cursor (find, aggregate): Rows documents, the
 	// first's fields in Columns and Values.
-	Documents
-	// Count: a MongoDB reply with an n (count): Rows is n.
-	Count
+	ReplyDocuments
+	// ReplyCount: a MongoDB reply with an n (count): Rows is n.
+	ReplyCount
 )
 
 // Conn is one connection to a store, as a script sees it. Each worker has

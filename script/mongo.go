@@ -168,7 +168,7 @@ func mongoReply(raw bson.Raw) Reply {
 	r := Reply{Rows: 1}
 	if batch, ok := raw.Lookup("cursor", "firstBatch").ArrayOK(); ok {
 		vals, _ := batch.Values()
-		r.Rows, r.Kind = int64(len(vals)), Documents
+		r.Rows, r.Kind = int64(len(vals)), ReplyDocuments
 		if id, ok := raw.Lookup("cursor", "id").AsInt64OK(); ok && id != 0 {
 			r.More = true
 		}
@@ -181,7 +181,7 @@ func mongoReply(raw bson.Raw) Reply {
 	}
 	flatten(&r, "", raw)
 	if n, ok := raw.Lookup("n").AsInt64OK(); ok {
-		r.Rows, r.Kind = n, Count
+		r.Rows, r.Kind = n, ReplyCount
 	} else if n, ok := raw.Lookup("lastErrorObject", "n").AsInt64OK(); ok {
 		r.Rows = n
 	}
@@ -258,10 +258,10 @@ func (s *moStore) Reader(context.Context) (Conn, func(), error) { return s.admin
 // (but _id) of the one document an aggregate returned ({"$count": "n"}),
 // none counting 0.
 func mongoCount(r Reply) (string, int, bool, error) {
-	if r.Kind == Count {
+	if r.Kind == ReplyCount {
 		return "", int(r.Rows), true, nil
 	}
-	if r.Kind != Documents {
+	if r.Kind != ReplyDocuments {
 		return "", 0, false, fmt.Errorf("returned no count (%s) — a check is a count ({\"count\": …}), a find (its documents are counted) or an aggregate that ends with one value ({\"$count\": \"n\"})", strings.Join(r.Columns, ", "))
 	}
 	if r.More {

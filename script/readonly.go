@@ -95,14 +95,14 @@ func (c readConn) Exec(ctx context.Context, st Stmt) (Reply, error) {
 
 // Classify: a write refused is the script's own error.
 func (c readConn) Classify(err error) (runner.Class, bool) {
-	if IsWriteRefused(err) {
+	if isWriteRefused(err) {
 		return runner.Error, true
 	}
 	return c.Conn.Classify(err)
 }
 
-// IsWriteRefused reports a check that was refused because it would write.
-func IsWriteRefused(err error) bool {
+// isWriteRefused reports a check that was refused because it would write.
+func isWriteRefused(err error) bool {
 	var se *sqldb.WriteError
 	var re *redisdb.WriteError
 	var me *mongodb.WriteError

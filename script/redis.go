@@ -204,7 +204,7 @@ func redisReply(v any) Reply {
 	case string:
 		return Reply{Values: []string{x}, Rows: 1}
 	case []any:
-		r := Reply{Rows: int64(len(x)), Kind: Array}
+		r := Reply{Rows: int64(len(x)), Kind: ReplyArray}
 		for _, e := range x {
 			r.Values = append(r.Values, fmt.Sprint(e))
 		}
@@ -214,7 +214,7 @@ func redisReply(v any) Reply {
 		return r
 	case map[any]any:
 		// A RESP3 map (HGETALL): its fields, as an array of them.
-		return Reply{Values: []string{fmt.Sprint(x)}, Rows: int64(len(x)), Kind: Array}
+		return Reply{Values: []string{fmt.Sprint(x)}, Rows: int64(len(x)), Kind: ReplyArray}
 	case nil:
 		return Reply{Values: []string{""}}
 	}
@@ -458,7 +458,7 @@ func redisGset(vars map[string]string, name string, r Reply) error {
 // redisCount: the reply's value; a key that does not exist holds nothing.
 // An array is one value only when it holds one element (MGET of one key).
 func redisCount(r Reply) (string, int, bool, error) {
-	if r.Kind == Array && r.Rows != 1 {
+	if r.Kind == ReplyArray && r.Rows != 1 {
 		what := fmt.Sprintf("an array of %d elements", r.Rows)
 		if r.Rows == 0 {
 			what = "an empty array"
