@@ -201,7 +201,7 @@ func runHTTP(ctx context.Context, o *HTTPOptions) error {
 // suite's body_file.
 var httpFlags = map[string]string{
 	"body": "--data", "body_file": "--data", "cookie": "--cookie", "effects": "--effects",
-	"header": "--header", "method": "--method", "release": "--release", "setup": "--setup",
+	"header": "--header", "invariant": "--invariant", "method": "--method", "release": "--release", "setup": "--setup",
 	"timeout": "--timeout", "url": "", "warmup": "--warmup", "watch": "--watch",
 }
 

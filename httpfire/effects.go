@@ -112,13 +112,20 @@ func parseCheck(field, spec string, t *Target) (effectsCheck, error) {
 		if err != nil {
 			return nil, err
 		}
+		// Refused before anything connects; a query that passes runs in
+		// a read-only transaction (readOnly).
+		if sample, err := execute(q, Vars{RunID: "sample", Key: "racetest_sample_0", Token: "0000000000000000"}); err == nil {
+			if err := sqldb.CheckQuery(sample); err != nil {
+				return nil, &InputError{Field: field, Err: err}
+			}
+		}
 		switch driver {
 		case "mysql", "mariadb":
 			cfg, err := sqldb.MySQLConfig(conn.Get(mysqlstore.Name))
 			if err != nil {
 				return nil, &InputError{Field: "mysql-dsn", Err: err}
 			}
-			return &mysqlCheck{cfg: cfg, query: q, spec: "sql:mysql"}, nil
+			return &mysqlCheck{cfg: cfg, query: q, spec: "sql:mysql", field: field}, nil
 		case "postgres", "postgresql", "pg":
 			raw := conn.Get(pgstore.Name)
 			if raw == "" {
@@ -128,7 +135,7 @@ func parseCheck(field, spec string, t *Target) (effectsCheck, error) {
 			if err != nil {
 				return nil, inputErrorf("postgres-url", "cannot parse the PostgreSQL URL (%s): %v", redactURL(raw), errors.Unwrap(err))
 			}
-			return &pgCheck{cfg: cfg, query: q}, nil
+			return &pgCheck{cfg: cfg, query: q, field: field}, nil
 		}
 		return nil, bad("unknown SQL server %q", driver)
 	case "redis":
@@ -150,7 +157,7 @@ func parseCheck(field, spec string, t *Target) (effectsCheck, error) {
 		if err != nil {
 			return nil, inputErrorf("redis-url", "cannot parse the Redis URL (%s): %v", redactURL(raw), strings.ReplaceAll(err.Error(), raw, redactURL(raw)))
 		}
-		return &redisCheck{opt: opt, cmd: c}, nil
+		return &redisCheck{opt: opt, cmd: c, field: field}, nil
 	case "mongo", "mongodb":
 		ns, filter, _ := strings.Cut(rest, ":")
 		db, coll, ok := strings.Cut(ns, ".")
@@ -250,6 +257,7 @@ type mysqlCheck struct {
 	cfg   *mysql.Config
 	query *template.Template
 	spec  string
+	field string // effects, invariant
 	db    *sql.DB
 }
 
@@ -268,19 +276,68 @@ func (c *mysqlCheck) open(ctx context.Context) error {
 	return nil
 }
 
+// value runs the query in a read-only transaction, rolled back.
 func (c *mysqlCheck) value(ctx context.Context, v Vars) (any, error) {
 	q, err := execute(c.query, v)
 	if err != nil {
 		return nil, err
 	}
-	var x any
-	if err := c.db.QueryRowContext(ctx, q).Scan(&x); err != nil {
-		if errors.Is(err, sql.ErrNoRows) {
-			return 0, nil
-		}
+	if err := sqldb.CheckQuery(q); err != nil {
+		return nil, &InputError{Field: c.field, Err: err}
+	}
+	conn, err := c.db.Conn(ctx)
+	if err != nil {
 		return nil, err
 	}
-	return x, nil
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, sqldb.MySQL.BeginReadOnly()); err != nil {
+		return nil, err
+	}
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sqldb.CloseTimeout)
+		defer cancel()
+		_, _ = conn.ExecContext(rctx, "ROLLBACK")
+	}()
+	rows, err := conn.QueryContext(ctx, q)
+	if err != nil {
+		return nil, c.refused(err)
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return nil, err
+	}
+	vals := make([]any, len(cols))
+	ptrs := make([]any, len(cols))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	n := 0
+	var first any
+	for rows.Next() {
+		if n++; n > 1 {
+			continue
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, err
+		}
+		first = vals[0]
+	}
+	if err := rows.Err(); err != nil {
+		return nil, c.refused(err)
+	}
+	if err := sqldb.OneValue(n, len(cols)); err != nil {
+		return nil, &InputError{Field: c.field, Err: fmt.Errorf("%s %w", c.spec, err)}
+	}
+	return first, nil
+}
+
+// refused names a write the read-only transaction refused.
+func (c *mysqlCheck) refused(err error) error {
+	if sqldb.IsReadOnlyRefusal(err) {
+		return &InputError{Field: c.field, Err: &sqldb.WriteError{Err: err}}
+	}
+	return err
 }
 
 func (c *mysqlCheck) close() error {
@@ -293,6 +350,7 @@ func (c *mysqlCheck) close() error {
 type pgCheck struct {
 	cfg   *pgx.ConnConfig
 	query *template.Template
+	field string // effects, invariant
 	conn  *pgx.Conn
 }
 
@@ -309,20 +367,40 @@ func (c *pgCheck) open(ctx context.Context) error {
 	return nil
 }
 
+// value runs the query in a read-only transaction, rolled back, over the
+// extended protocol: one statement, which cannot end the transaction and
+// write after it (SELECT 1; COMMIT; DELETE …). Values come back as text.
 func (c *pgCheck) value(ctx context.Context, v Vars) (any, error) {
 	q, err := execute(c.query, v)
 	if err != nil {
 		return nil, err
 	}
-	var x any
-	// The simple protocol: one round trip, and any result type scans to any.
-	if err := c.conn.QueryRow(ctx, q, pgx.QueryExecModeSimpleProtocol).Scan(&x); err != nil {
-		if errors.Is(err, pgx.ErrNoRows) {
-			return 0, nil
-		}
+	if err := sqldb.CheckQuery(q); err != nil {
+		return nil, &InputError{Field: c.field, Err: err}
+	}
+	pc := c.conn.PgConn()
+	if _, err := pc.Exec(ctx, sqldb.Postgres.BeginReadOnly()).ReadAll(); err != nil {
 		return nil, err
 	}
-	return x, nil
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sqldb.CloseTimeout)
+		defer cancel()
+		_, _ = pc.Exec(rctx, "ROLLBACK").ReadAll()
+	}()
+	res := pc.ExecParams(ctx, strings.TrimRight(q, " \t\r\n;"), nil, nil, nil, nil).Read()
+	if res.Err != nil {
+		if sqldb.IsReadOnlyRefusal(res.Err) {
+			return nil, &InputError{Field: c.field, Err: &sqldb.WriteError{Err: res.Err}}
+		}
+		return nil, res.Err
+	}
+	if err := sqldb.OneValue(len(res.Rows), len(res.FieldDescriptions)); err != nil {
+		return nil, &InputError{Field: c.field, Err: fmt.Errorf("sql:postgres %w", err)}
+	}
+	if x := res.Rows[0][0]; x != nil {
+		return string(x), nil
+	}
+	return nil, nil // NULL: nothing counted
 }
 
 func (c *pgCheck) close() error {
@@ -338,7 +416,9 @@ const effectsOnRedis = "the effects check redis:CMD (racetest http --effects)"
 type redisCheck struct {
 	opt    *redis.Options
 	cmd    *template.Template
+	field  string // effects, invariant
 	client *redis.Client
+	reads  *redisdb.Reads
 }
 
 func (c *redisCheck) describe() string { return "redis on " + c.opt.Addr }
@@ -352,12 +432,32 @@ func (c *redisCheck) open(ctx context.Context) error {
 	if err := redisstore.RefuseCluster(ctx, "", c.client, effectsOnRedis); err != nil {
 		return &InputError{Field: "redis-url", Err: err}
 	}
+	// The command is judged now, before anything runs, by the server's
+	// COMMAND INFO (with sample values if a template names it; judged
+	// again as each burst sends it).
+	c.reads = redisdb.NewReads(c.client)
+	if sample, err := execute(c.cmd, Vars{RunID: "sample", Key: "racetest_sample_0", Token: "0000000000000000"}); err == nil {
+		return c.judge(ctx, sample)
+	}
 	return nil
+}
+
+// judge refuses cmd unless the server flags it read-only.
+func (c *redisCheck) judge(ctx context.Context, cmd string) error {
+	err := c.reads.Check(ctx, [][]string{strings.Fields(cmd)})
+	var we *redisdb.WriteError
+	if errors.As(err, &we) {
+		return &InputError{Field: c.field, Err: err}
+	}
+	return err
 }
 
 func (c *redisCheck) value(ctx context.Context, v Vars) (any, error) {
 	cmd, err := execute(c.cmd, v)
 	if err != nil {
+		return nil, err
+	}
+	if err := c.judge(ctx, cmd); err != nil {
 		return nil, err
 	}
 	fields := strings.Fields(cmd)
@@ -369,7 +469,24 @@ func (c *redisCheck) value(ctx context.Context, v Vars) (any, error) {
 	if errors.Is(err, redis.Nil) {
 		return 0, nil
 	}
+	if n, many := replyLen(res); many && n != 1 {
+		return nil, &InputError{Field: c.field, Err: fmt.Errorf("redis:%s returned an array of %d elements — a check returns one value: count them (SCARD, LLEN, ZCARD, HLEN, EXISTS)", cmd, n)}
+	}
+	if a, ok := res.([]any); ok && len(a) == 1 {
+		res = a[0]
+	}
 	return res, err
+}
+
+// replyLen is an array's or a map's length; many reports either.
+func replyLen(v any) (n int, many bool) {
+	switch x := v.(type) {
+	case []any:
+		return len(x), true
+	case map[any]any:
+		return len(x), true
+	}
+	return 0, false
 }
 
 func (c *redisCheck) close() error {

@@ -55,8 +55,12 @@ type language struct {
 	gset func(vars map[string]string, prefix string, r Reply) error
 	// count reads an effects or invariant script's last reply: the value
 	// to read as a count (or a boolean), or, when counted, the count
-	// itself.
-	count func(r Reply) (v string, n int, counted bool)
+	// itself; an error says what the reply was when it is not exactly one
+	// value ("returned 3 rows").
+	count func(r Reply) (v string, n int, counted bool, err error)
+	// refuse refuses, from its text, a check's statement that is not a
+	// read (nil: the server judges, as Redis's COMMAND INFO does).
+	refuse func(text string) error
 	// readOnly reports whether a statement (its words, upper-cased) is a
 	// plain read that locks nothing, so that two of them commute.
 	readOnly func(words []string) bool

@@ -45,7 +45,29 @@ type Reply struct {
 	Values  []string
 	// Rows is how many rows the statement returned or changed (ROW_COUNT).
 	Rows int64
+	// Kind is what the store answered, where a check must tell: one value,
+	// a Redis array, a MongoDB cursor's documents or count.
+	Kind ReplyKind
+	// More: a MongoDB cursor's documents did not fit its first batch.
+	More bool
+	// Command is the command answered (MongoDB: the document's first key).
+	Command string
 }
+
+// ReplyKind is the shape of a reply.
+type ReplyKind uint8
+
+const (
+	// ReplyValue: a row (SQL), a Redis reply that is not an array.
+	ReplyValue ReplyKind = iota
+	// ReplyArray: a Redis array (or map): Rows elements.
+	ReplyArray
+	// ReplyDocuments: a MongoDB cursor (find, aggregate): Rows documents, the
+	// first's fields in Columns and Values.
+	ReplyDocuments
+	// ReplyCount: a MongoDB reply with an n (count): Rows is n.
+	ReplyCount
+)
 
 // Conn is one connection to a store, as a script sees it. Each worker has
 // its own; it is used by one goroutine at a time.

@@ -80,6 +80,9 @@ func (s Spec) Load(dir string, d Dialect, field func(name string) string) (Scrip
 			continue
 		}
 		p, err := load(x.value, dir, d, x.scope, where)
+		if err == nil && x.name == "effects" {
+			err = refuseWrites(p, x.scope)
+		}
 		if err != nil {
 			return sc, &FieldError{Field: x.path, Err: err}
 		}
@@ -92,6 +95,9 @@ func (s Spec) Load(dir string, d Dialect, field func(name string) string) (Scrip
 				Err: fmt.Errorf("%s is empty: write a query that counts what breaks the invariant, inline or @FILE", field("invariant"))}
 		}
 		p, err := load(v, dir, d, ScopeBurst, field("invariant"))
+		if err == nil {
+			err = refuseWrites(p, ScopeBurst)
+		}
 		if err != nil {
 			return sc, &FieldError{Field: fmt.Sprintf("invariant[%d]", i), Err: err}
 		}

@@ -129,7 +129,7 @@ type writeError struct {
 
 func (e *writeError) Error() string { return fmt.Sprintf("write error %d: %s", e.Code, e.Msg) }
 
-func (c *moConn) Exec(ctx context.Context, st Stmt) (Reply, error) {
+func (c *moConn) Exec(ctx context.Context, st Stmt) (r Reply, err error) {
 	var cmd bson.D
 	if err := bson.UnmarshalExtJSON([]byte(st.Text), false, &cmd); err != nil {
 		return Reply{}, &badCommand{err}
@@ -137,6 +137,9 @@ func (c *moConn) Exec(ctx context.Context, st Stmt) (Reply, error) {
 	raw, err := c.db.RunCommand(ctx, cmd).Raw()
 	if err != nil {
 		return Reply{}, err
+	}
+	if len(cmd) > 0 {
+		defer func() { r.Command = cmd[0].Key }()
 	}
 	if we, ok := raw.Lookup("writeErrors").ArrayOK(); ok {
 		if vals, err := we.Values(); err == nil && len(vals) > 0 {
@@ -165,7 +168,10 @@ func mongoReply(raw bson.Raw) Reply {
 	r := Reply{Rows: 1}
 	if batch, ok := raw.Lookup("cursor", "firstBatch").ArrayOK(); ok {
 		vals, _ := batch.Values()
-		r.Rows = int64(len(vals))
+		r.Rows, r.Kind = int64(len(vals)), ReplyDocuments
+		if id, ok := raw.Lookup("cursor", "id").AsInt64OK(); ok && id != 0 {
+			r.More = true
+		}
 		if len(vals) > 0 {
 			if d, ok := vals[0].DocumentOK(); ok {
 				flatten(&r, "", d)
@@ -175,7 +181,7 @@ func mongoReply(raw bson.Raw) Reply {
 	}
 	flatten(&r, "", raw)
 	if n, ok := raw.Lookup("n").AsInt64OK(); ok {
-		r.Rows = n
+		r.Rows, r.Kind = n, ReplyCount
 	} else if n, ok := raw.Lookup("lastErrorObject", "n").AsInt64OK(); ok {
 		r.Rows = n
 	}
@@ -243,6 +249,45 @@ func (c *moConn) Classify(err error) (runner.Class, bool) {
 
 func (c *moConn) Rollback(context.Context) error { return nil }
 
+// Reader is racetest's own connection: a check's commands are judged by
+// their text (mongodb.CheckRead) before each is sent.
+func (s *moStore) Reader(context.Context) (Conn, func(), error) { return s.admin, func() {}, nil }
+
+// mongoCount reads a check's reply as one number or boolean: a count's n;
+// the documents a find returned (all in its first batch); the one field
+// (but _id) of the one document an aggregate returned ({"$count": "n"}),
+// none counting 0.
+func mongoCount(r Reply) (string, int, bool, error) {
+	if r.Kind == ReplyCount {
+		return "", int(r.Rows), true, nil
+	}
+	if r.Kind != ReplyDocuments {
+		return "", 0, false, fmt.Errorf("returned no count (%s) — a check is a count ({\"count\": …}), a find (its documents are counted) or an aggregate that ends with one value ({\"$count\": \"n\"})", strings.Join(r.Columns, ", "))
+	}
+	if r.More {
+		return "", 0, false, fmt.Errorf("returned more documents than its first batch holds — count them with {\"count\": …}")
+	}
+	if strings.EqualFold(r.Command, "find") {
+		return "", int(r.Rows), true, nil
+	}
+	if r.Rows == 0 {
+		return "", 0, true, nil
+	}
+	if r.Rows > 1 {
+		return "", 0, false, fmt.Errorf("returned %d documents — a check returns one value: end the pipeline with {\"$count\": \"n\"}", r.Rows)
+	}
+	var fields []int
+	for i, c := range r.Columns {
+		if c != "_id" && !strings.HasPrefix(c, "_id_") {
+			fields = append(fields, i)
+		}
+	}
+	if len(fields) != 1 {
+		return "", 0, false, fmt.Errorf("returned a document of %d fields (%s) — a check returns one value: one field besides _id", len(fields), strings.Join(r.Columns, ", "))
+	}
+	return strings.TrimSpace(r.Values[fields[0]]), 0, false, nil
+}
+
 func (c *moConn) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
@@ -269,8 +314,8 @@ var mongoLanguage = &language{
 		}
 		return nil
 	},
-	// A count's n, an update's n, a find's documents.
-	count: func(r Reply) (string, int, bool) { return "", int(r.Rows), true },
+	count:  mongoCount,
+	refuse: mongodb.CheckReadJSON,
 	// Reads are not told apart from writes: every command is a step of its own.
 	readOnly: func([]string) bool { return false },
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/go-sql-driver/mysql"
 
@@ -67,7 +68,22 @@ func (s *myStore) Server() string { return s.st.Server().String() }
 func (s *myStore) Where() string {
 	return fmt.Sprintf("%s at %s, database %s, user %s", s.Server(), s.st.Addr(), s.db, s.user)
 }
-func (s *myStore) Admin() Conn     { return s.admin }
+func (s *myStore) Admin() Conn { return s.admin }
+
+// Reader opens a read-only transaction on racetest's own connection; end
+// rolls it back. The driver sends one statement per request (sqldb sets
+// no multiStatements), so none can end it and write after.
+func (s *myStore) Reader(ctx context.Context) (Conn, func(), error) {
+	if _, err := s.admin.c.ExecContext(ctx, sqldb.MySQL.BeginReadOnly()); err != nil {
+		return nil, nil, fmt.Errorf("mysql: opening the read-only transaction a check runs in: %w", err)
+	}
+	end := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = s.admin.Rollback(ctx)
+	}
+	return s.admin, end, nil
+}
 func (s *myStore) Notes() []string { return s.st.Notes() }
 func (s *myStore) Close() error {
 	s.admin.Close()

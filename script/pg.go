@@ -111,6 +111,56 @@ func (s *pgStore) Where() string {
 	return fmt.Sprintf("%s at %s, database %s, user %s", s.server, s.addr, s.cfg.Database, s.cfg.User)
 }
 func (s *pgStore) Admin() Conn { return s.admin }
+
+// Reader opens a read-only transaction on racetest's own connection; end
+// rolls it back. Its statements go over the extended protocol, one
+// statement per message, so that none can end the transaction and write
+// after it (SELECT 1; COMMIT; DELETE …).
+func (s *pgStore) Reader(ctx context.Context) (Conn, func(), error) {
+	if s.admin.c.IsClosed() {
+		if err := s.admin.redial(ctx); err != nil {
+			return nil, nil, err
+		}
+	}
+	if _, err := s.admin.c.PgConn().Exec(ctx, sqldb.Postgres.BeginReadOnly()).ReadAll(); err != nil {
+		return nil, nil, fmt.Errorf("postgres: opening the read-only transaction a check runs in: %w", err)
+	}
+	end := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = s.admin.Rollback(ctx)
+	}
+	return pgReader{s.admin}, end, nil
+}
+
+// pgReader is racetest's own connection inside a check's read-only
+// transaction.
+type pgReader struct{ *pgConn }
+
+func (c pgReader) Exec(ctx context.Context, st Stmt) (Reply, error) {
+	if c.c.IsClosed() {
+		// A new connection would not be in the transaction.
+		return Reply{}, errors.New("postgres: the connection closed during the check")
+	}
+	res := c.c.PgConn().ExecParams(ctx, strings.TrimRight(st.Text, " \t\r\n;"), nil, nil, nil, nil).Read()
+	if res.Err != nil {
+		return Reply{}, res.Err
+	}
+	r := Reply{Rows: res.CommandTag.RowsAffected()}
+	if len(res.FieldDescriptions) > 0 {
+		r.Rows = int64(len(res.Rows))
+		if len(res.Rows) > 0 {
+			for i, f := range res.FieldDescriptions {
+				r.Columns = append(r.Columns, f.Name)
+				r.Values = append(r.Values, string(res.Rows[0][i]))
+			}
+		}
+	}
+	return r, nil
+}
+
+// Rollback leaves the transaction to the Reader's end.
+func (pgReader) Rollback(context.Context) error { return nil }
 func (s *pgStore) Notes() []string {
 	return []string{fmt.Sprintf("postgres: isolation level %s (set by --isolation, else the server's default)", s.level)}
 }

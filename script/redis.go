@@ -23,6 +23,7 @@ type rdStore struct {
 	opt    *redis.Options
 	admin  *rdConn
 	server string
+	reads  *redisdb.Reads // which commands only read, as the server says
 }
 
 const redisHint = "set --redis-url or RACETEST_REDIS_URL"
@@ -58,6 +59,7 @@ func OpenRedis(ctx context.Context, p scenarios.Params) (Store, error) {
 		return nil, err
 	}
 	s.admin = admin
+	s.reads = redisdb.NewReads(admin.cl)
 	s.server = "Redis"
 	if info, err := admin.cl.Info(ctx, "server").Result(); err == nil {
 		s.server = serverFromInfo(info)
@@ -115,6 +117,64 @@ func (rdPool) Close() error { return nil }
 
 type rdConn struct{ cl *redis.Client }
 
+// Reader is racetest's own connection refusing, before it is sent, every
+// command the server's COMMAND INFO does not flag read-only.
+func (s *rdStore) Reader(context.Context) (Conn, func(), error) {
+	return rdReader{rdConn: s.admin, reads: s.reads}, func() {}, nil
+}
+
+// preflight has the server judge a check's commands, those written whole
+// (a command named by a template or a variable is judged when it runs),
+// in one round trip, before the run.
+func (s *rdStore) preflight(ctx context.Context, sc *Script) error {
+	var cmds [][]string
+	var steps []*Step
+	for i := range sc.Steps {
+		st := &sc.Steps[i]
+		if st.Kind != Statement {
+			continue
+		}
+		// The command's name as written: a template there is judged when
+		// it runs; one in an argument changes nothing of the command.
+		if f := strings.Fields(st.parts[0].raw); len(f) == 0 || strings.Contains(f[0], "{{") {
+			continue
+		}
+		text, ok := st.sampleText(ScopeBurst)
+		if !ok {
+			continue
+		}
+		args, _, serr := splitRedis(text)
+		if serr != nil || len(args) == 0 || strings.HasPrefix(args[0], ":") {
+			continue
+		}
+		cmds, steps = append(cmds, args), append(steps, st)
+	}
+	err := s.reads.Check(ctx, cmds)
+	var we *redisdb.WriteError
+	if errors.As(err, &we) {
+		for i, args := range cmds {
+			if strings.EqualFold(args[0], we.Command) {
+				return &StatementError{Pos: steps[i].Pos, Text: steps[i].Text, Err: err, Schema: true}
+			}
+		}
+		return &StatementError{Pos: sc.lastStatement().Pos, Text: sc.lastStatement().Text, Err: err, Schema: true}
+	}
+	return err
+}
+
+// rdReader is racetest's own connection as a check uses it.
+type rdReader struct {
+	*rdConn
+	reads *redisdb.Reads
+}
+
+func (c rdReader) Exec(ctx context.Context, st Stmt) (Reply, error) {
+	if err := c.reads.Check(ctx, [][]string{st.Args}); err != nil {
+		return Reply{}, err
+	}
+	return c.rdConn.Exec(ctx, st)
+}
+
 // Snapshot reads the keys under the watched patterns (--effects auto).
 func (s *rdStore) Snapshot(ctx context.Context, watch []string) (runner.Snapshot, error) {
 	return redisstore.Snapshot(ctx, s.admin.cl, watch)
@@ -144,7 +204,7 @@ func redisReply(v any) Reply {
 	case string:
 		return Reply{Values: []string{x}, Rows: 1}
 	case []any:
-		r := Reply{Rows: int64(len(x))}
+		r := Reply{Rows: int64(len(x)), Kind: ReplyArray}
 		for _, e := range x {
 			r.Values = append(r.Values, fmt.Sprint(e))
 		}
@@ -152,6 +212,9 @@ func redisReply(v any) Reply {
 			r.Values = []string{""}
 		}
 		return r
+	case map[any]any:
+		// A RESP3 map (HGETALL): its fields, as an array of them.
+		return Reply{Values: []string{fmt.Sprint(x)}, Rows: int64(len(x)), Kind: ReplyArray}
 	case nil:
 		return Reply{Values: []string{""}}
 	}
@@ -393,7 +456,15 @@ func redisGset(vars map[string]string, name string, r Reply) error {
 }
 
 // redisCount: the reply's value; a key that does not exist holds nothing.
-func redisCount(r Reply) (string, int, bool) {
+// An array is one value only when it holds one element (MGET of one key).
+func redisCount(r Reply) (string, int, bool, error) {
+	if r.Kind == ReplyArray && r.Rows != 1 {
+		what := fmt.Sprintf("an array of %d elements", r.Rows)
+		if r.Rows == 0 {
+			what = "an empty array"
+		}
+		return "", 0, false, fmt.Errorf("returned %s — a check returns one value: count them (SCARD, LLEN, ZCARD, HLEN, EXISTS)", what)
+	}
 	v := firstValue(r)
-	return v, 0, v == ""
+	return v, 0, v == "", nil
 }

@@ -3,6 +3,8 @@ package script
 import (
 	"fmt"
 	"strings"
+
+	"github.com/racetest/racetest/internal/sqldb"
 )
 
 // sqlLanguage is the SQL of PostgreSQL, MySQL and MariaDB, written as
@@ -15,7 +17,8 @@ var sqlLanguage = &language{
 	tx:       txOf,
 	stmt:     func(e *Exec, text string) (Stmt, error) { return Stmt{Text: e.interpolate(text)}, nil },
 	gset:     sqlGset,
-	count:    func(r Reply) (string, int, bool) { return firstValue(r), 0, false },
+	count:    sqlCount,
+	refuse:   sqldb.CheckQuery,
 	readOnly: sqlReadOnly,
 }
 
@@ -351,4 +354,12 @@ func sqlReadOnly(words []string) bool {
 		}
 	}
 	return words[0] == "SELECT"
+}
+
+// sqlCount: the one value of the one row a check returns.
+func sqlCount(r Reply) (string, int, bool, error) {
+	if err := sqldb.OneValue(int(r.Rows), len(r.Columns)); err != nil {
+		return "", 0, false, err
+	}
+	return firstValue(r), 0, false, nil
 }

@@ -22,6 +22,11 @@ type Store interface {
 	Where() string
 	// Admin is the connection the once-per-run and once-per-burst scripts use.
 	Admin() Conn
+	// Reader is the admin connection as a check (the effects script, an
+	// invariant) uses it, so that it cannot write: SQL inside a read-only
+	// transaction that end rolls back; Redis refusing every command the
+	// server does not flag read-only.
+	Reader(ctx context.Context) (c Conn, end func(), err error)
 	// Open starts one replica for workers workers.
 	Open(ctx context.Context, workers int) (Pool, error)
 	// Notes are what the report should say about the server's settings.
@@ -179,8 +184,12 @@ func (t *Target) once(ctx context.Context, s *Script, d Data) (Reply, error) {
 // adminTimeout bounds each setup, subject, effects and teardown script.
 const adminTimeout = 30 * time.Second
 
-// Prepare runs the setup script.
+// Prepare has the server judge the checks (they only read), then runs the
+// setup script.
 func (t *Target) Prepare(ctx context.Context) error {
+	if err := t.preflight(ctx); err != nil {
+		return err
+	}
 	if t.sc.Setup == nil {
 		return nil
 	}
@@ -285,11 +294,14 @@ func (t *Target) Broken(ctx context.Context, s runner.Subject) ([]int, error) {
 // first value as a whole number; with truth, a boolean reads as a
 // violation count (true: it holds, 0; false: 1).
 func (t *Target) count(ctx context.Context, sc *Script, what string, s runner.Subject, truth bool) (int, error) {
-	r, err := t.once(ctx, sc, Data{RunID: t.runID, Token: s.Key, Burst: s.Burst})
+	r, err := t.read(ctx, sc, Data{RunID: t.runID, Token: s.Key, Burst: s.Burst})
 	if err != nil {
 		return 0, runError(what, err)
 	}
-	v, n, counted := sc.lang().count(r)
+	v, n, counted, err := sc.lang().count(r)
+	if err != nil {
+		return 0, t.oneValueError(sc, what, err)
+	}
 	if counted {
 		return n, nil
 	}

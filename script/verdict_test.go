@@ -110,7 +110,7 @@ COMMIT;`
 	}
 }
 
-// On Redis: an invariant command (EVAL returning the keys below 0) catches
+// On Redis: an invariant command (EVAL_RO returning the keys below 0) catches
 // the naive sale and holds for the atomic one, with no effects command.
 func TestStockInvariantOnRedis(t *testing.T) {
 	const (
@@ -119,7 +119,7 @@ func TestStockInvariantOnRedis(t *testing.T) {
 		naive    = "GET stock:{{.Token}} \\gset left\n\\if :left >= 1\n  DECR stock:{{.Token}}\n\\else\n  \\decline sold out\n\\endif\n"
 		atomic   = `EVAL "local n = tonumber(redis.call('GET', KEYS[1])) if n >= 1 then return redis.call('DECR', KEYS[1]) end return -1" 1 stock:{{.Token}} \gset left` +
 			"\n\\if :left < 0\n  \\decline sold out\n\\endif\n"
-		below = `EVAL "if tonumber(redis.call('GET', KEYS[1]) or '0') < 0 then return 1 end return 0" 1 stock:{{.Token}}`
+		below = `EVAL_RO "if tonumber(redis.call('GET', KEYS[1]) or '0') < 0 then return 1 end return 0" 1 stock:{{.Token}}`
 	)
 	for _, tc := range []struct {
 		name, attempt string
