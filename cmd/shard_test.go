@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/racetest/racetest/report"
+	"github.com/racetest/racetest/scenarios"
 )
 
 // Three shards of a suite, merged, give the cases of one run of the whole,
@@ -217,5 +218,50 @@ func TestReportTitle(t *testing.T) {
 		if !strings.Contains(out.String(), c.want) || strings.Contains(out.String(), c.not) {
 			t.Errorf("report %v: want %q and no %q in the page", c.args, c.want, c.not)
 		}
+	}
+}
+
+// A saved report whose run was interrupted exits 1, saying so: that run was
+// cut short, not this command (which would be 130).
+func TestReportOfAnInterruptedRun(t *testing.T) {
+	data := readFile(t, "../report/testdata/report.json")
+	var doc report.Document
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	doc.Runs[0].Interrupted = true
+	file := filepath.Join(t.TempDir(), "r.json")
+	b, _ := json.Marshal(doc)
+	if err := os.WriteFile(file, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	io, _, errOut := Test()
+	if code := execIO(t, io, memoryOnly(), "report", file, "-o", "json"); code != ExitViolated || !strings.Contains(errOut.String(), "a run in the report was interrupted before it finished") {
+		t.Errorf("exit %d, stderr %q; want %d and the run named as interrupted", code, errOut, ExitViolated)
+	}
+}
+
+// report merge of one whole report is that report: one part is enough.
+func TestReportMergeOfOnePart(t *testing.T) {
+	io, out, errOut := Test()
+	code := execIO(t, io, memoryOnly(), "report", "merge", "../report/testdata/report.json", "-o", "json")
+	if code == ExitUsage || out.Len() == 0 {
+		t.Errorf("merge of one report: exit %d, stdout %d bytes, stderr %q", code, out.Len(), errOut)
+	}
+	if code := execIO(t, io, memoryOnly(), "report", "merge"); code != ExitUsage {
+		t.Errorf("merge of nothing: exit %d, want %d", code, ExitUsage)
+	}
+}
+
+// A story part with no text is left out of a report, not shown empty.
+func TestStoryLeavesOutEmptyParts(t *testing.T) {
+	var spec scenarios.Spec
+	spec.Story.Naive, spec.Story.Fix = "naive code", "the fix"
+	var titles []string
+	for _, p := range storyOf(spec) {
+		titles = append(titles, p.Title)
+	}
+	if got := strings.Join(titles, "|"); got != "The naive code|The fix" {
+		t.Errorf("story parts %q, want the naive code and the fix alone", got)
 	}
 }

@@ -78,6 +78,7 @@
 #                   it, and says why
 #   MUTATION_RUN    a go test -run pattern: only those tests run against each mutant
 #                   (a lower bound of the efficacy, in the time of those tests)
+#   MUTATION_FILES  --judge: only these files (base names, space-separated)
 #   MUTATION_RECORD 1: --judge appends its rows to scripts/mutation-whole.txt when
 #                   every run met its floors
 #   MUTATION_DRY    1: list the mutants and check that each entry of the
@@ -141,7 +142,7 @@ TARGETS=(
   "cmd|cmd|exit.go execute.go finish.go report.go|90|90|"
   "runplan|runplan|runplan.go|90|90|"
   "suite|suite|plan.go resolve.go matrix.go shard.go|90|90|MUTATION_SKIP=^TestParseRefusesHostileFiles\$"
-  "sqldb|internal/sqldb|classify.go lockwait.go|90|90|MUTATION_CLEAN=1"
+  "sqldb|internal/sqldb|classify.go lockwait.go readonly.go|90|90|MUTATION_CLEAN=1"
   "sqlsnap|internal/sqlsnap|snapshot.go|90|90|MUTATION_CLEAN=1"
   "redisstore|scenarios/redisstore|classify.go|90|90|RACETEST_REDIS_URL=redis://127.0.0.1:9"
   "mongostore|scenarios/mongostore|classify.go|90|90|RACETEST_MONGO_URI=mongodb://127.0.0.1:9/"
@@ -149,7 +150,7 @@ TARGETS=(
   "race|race|race.go verdict.go explore.go outcome.go auto.go|90|90|MUTATION_FULL=1 RACETEST_MYSQL_DSN=root@tcp(127.0.0.1:9)/test"
   "lastbyte|race/lastbyte|lastbyte.go|90|90|"
   "explore|explore|explore.go orders.go control.go access.go sql.go|90|90|MUTATION_COEFFICIENT=4 MUTATION_CLEAN=1 RACETEST_MONGO_URI=mongodb://127.0.0.1:9/"
-  "script|script|cond.go interp.go parse.go target.go|90|90|RACETEST_MYSQL_DSN=root@tcp(127.0.0.1:9)/test RACETEST_POSTGRES_URL=postgres://postgres@127.0.0.1:9/test RACETEST_REDIS_URL=redis://127.0.0.1:9 RACETEST_MONGO_URI=mongodb://127.0.0.1:9/"
+  "script|script|cond.go interp.go parse.go target.go readonly.go scope.go|90|90|RACETEST_MYSQL_DSN=root@tcp(127.0.0.1:9)/test RACETEST_POSTGRES_URL=postgres://postgres@127.0.0.1:9/test RACETEST_REDIS_URL=redis://127.0.0.1:9 RACETEST_MONGO_URI=mongodb://127.0.0.1:9/"
   "release|release|release.go frame.go wire.go|90|90|MUTATION_CLEAN=1 RACETEST_MONGO_URI=mongodb://127.0.0.1:9/"
   "httpfire|httpfire|rules.go effects.go burst.go target.go probe.go parallel.go|90|90|MUTATION_COEFFICIENT=5 MUTATION_CLEAN=1 MUTATION_SKIP=^TestEffectsMongo\$ RACETEST_MONGO_URI=mongodb://127.0.0.1:9/"
 )
@@ -526,6 +527,9 @@ case $mode in
       declare -A since=()
       newfiles=""
       for f in $files; do
+        # MUTATION_FILES: judge only these files (a session splits a
+        # target's files across runs with different MUTATION_RUN tests).
+        if [ -n "${MUTATION_FILES:-}" ] && [[ " $MUTATION_FILES " != *" $f "* ]]; then continue; fi
         judged "$name" "$dir" "$f" && continue
         w=$(last_whole "$name" "$f")
         if [ -z "$w" ]; then newfiles="$newfiles $f"; else since[$w]="${since[$w]:-} $f"; fi
