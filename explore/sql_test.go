@@ -105,8 +105,9 @@ func TestSQLFootprintQuoting(t *testing.T) {
 		{Postgres, `SELECT $q$it's $$ 'x$q$ AS q, value FROM t`, "t"},
 		{Postgres, `SELECT $q$it's FROM t`, "all"},
 		{Postgres, `SELECT $1, value FROM t WHERE id = $2`, "t"},
-		{Postgres, `SELECT 'it\'s' AS q, value FROM t`, "all"}, // standard_conforming_strings decides where it ends
-		{Postgres, `SELECT 'a\\' AS q, value FROM t`, "t"},     // ends at one place either way
+		{Postgres, `SELECT 'it\'s' AS q, value FROM t`, "all"},      // standard_conforming_strings decides where it ends
+		{Postgres, `SELECT 'a\\' AS q, value FROM t`, "t"},          // ends at one place either way
+		{Postgres, "SELECT 'a\\' FROM u -- ', value FROM t", "all"}, // standard_conforming_strings on: u; off: t
 		{Postgres, `SELECT "it's" AS q, value FROM t`, "t"},
 		{Postgres, `SELECT "a""b'" FROM t`, "t"},
 		{Postgres, `SELECT U&'it''s' AS q, value FROM t`, "t"},
@@ -148,6 +149,8 @@ func TestSQLFootprintQuoting(t *testing.T) {
 		{MySQL, `SELECT 'it\'s' AS q, value FROM t`, "all"}, // NO_BACKSLASH_ESCAPES decides where it ends
 		{MySQL, `SELECT 'it''s' AS q, value FROM t`, "t"},
 		{MySQL, `SELECT 'a\\' AS q, value FROM t`, "t"},
+		{MySQL, "SELECT 'a\\' FROM u -- ', value FROM t", "all"}, // backslash escapes: t; NO_BACKSLASH_ESCAPES: u
+		{MySQL, "SELECT \"a\\\" FROM u -- \", value FROM t", "all"},
 		{MySQL, `SELECT "it's" AS q, value FROM t`, "t"},
 		{MySQL, `SELECT "it""s" AS q, value FROM t`, "t"},
 		{MySQL, `SELECT "it\"s" AS q, value FROM t`, "all"},
