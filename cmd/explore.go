@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -377,7 +378,7 @@ func scriptPlan(ctx context.Context, o *ExploreOptions, p scenarios.Params, ex r
 	// As written: --allowed 0 is no effect at all, not the default.
 	opt.Allowed, opt.Required, opt.AllowanceSet = allowed.Max, allowed.Min, true
 	if o.Dialect == script.SQL {
-		opt.Independent, opt.Commute = sqlIndependence(scripts, opt.Attempts, o.Shape.Isolation)
+		opt.Independent, opt.Commute = sqlIndependence(ctx, t, scripts, opt.Attempts, o.Shape.Isolation, o.Backend, p.RunID)
 		return t, ex, opt, nil
 	}
 	// Two plain reads of different attempts commute, each judged in the
@@ -407,9 +408,13 @@ func exploreScriptError(err error) error {
 // sqlIndependence wires the SQL reading of each attempt's statements
 // into explore's reduction (explore.SQL says what each level lets
 // commute, and why), and says it in a few words. A level a script sets
-// itself is not known here: nothing commutes.
-func sqlIndependence(sc script.Scripts, attempts int, isolation string) (explore.Independent, string) {
-	rules := explore.SQL{Snapshot: isolation != "read-uncommitted" && isolation != "read-committed", Serializable: isolation == "serializable"}
+// itself is not known here: nothing commutes. Statements are read as
+// backend's server reads them, and a table is known apart only when the
+// setup made it and the server's catalog shows nothing that reaches past
+// it (knownInCatalog).
+func sqlIndependence(ctx context.Context, cat catalog, sc script.Scripts, attempts int, isolation, backend, runID string) (explore.Independent, string) {
+	rules := explore.SQL{Snapshot: isolation != "read-uncommitted" && isolation != "read-committed", Serializable: isolation == "serializable",
+		Dialect: sqlDialect(backend)}
 	type stepKey struct {
 		attempt int
 		label   string
@@ -433,11 +438,59 @@ func sqlIndependence(sc script.Scripts, attempts int, isolation string) (explore
 			setup = append(setup, st.Text)
 		}
 	}
-	rules.Known = explore.KnownTables(strings.Join(setup, ";\n"))
+	rules.Known = knownInCatalog(ctx, cat, explore.SetupTables(rules.Dialect, setup...), runID)
 	return rules.Independent(func(a int, label string) (string, bool) {
 		t, ok := texts[stepKey{a, label}]
 		return t, ok
 	}), rules.Commute()
+}
+
+// sqlDialect is the SQL backend's server reads: explore reads a statement
+// by its quoting and comments.
+func sqlDialect(backend string) explore.Dialect {
+	if backend == "postgres" {
+		return explore.Postgres
+	}
+	if backend == "mysql" {
+		return explore.MySQL
+	}
+	return explore.AnyDialect
+}
+
+// catalog says which tables a statement may reach past its text
+// (script.Target.HiddenReach, over sqldb.HiddenReach).
+type catalog interface {
+	HiddenReach(ctx context.Context, tables []string) (map[string]string, error)
+}
+
+// knownInCatalog is explore.SQL's Known: a table the setup made (tables,
+// as explore.SetupTables names them) whose catalog entry shows nothing
+// that reaches another table — no trigger, foreign key, rule, view,
+// inheritance or partition. The catalog is read once, at the first
+// question, which explore asks after the setup ran (a table it found
+// already there, CREATE TABLE IF NOT EXISTS, is checked too). A catalog
+// that cannot be read knows no table.
+func knownInCatalog(ctx context.Context, cat catalog, tables []string, runID string) func(string) bool {
+	var once sync.Once
+	known := map[string]bool{}
+	return func(table string) bool {
+		once.Do(func() {
+			names := make([]string, len(tables))
+			for i, t := range tables {
+				names[i] = strings.ReplaceAll(t, "{{.runid}}", strings.ToLower(runID))
+			}
+			hidden, err := cat.HiddenReach(ctx, names)
+			if err != nil {
+				return
+			}
+			for i, t := range tables {
+				if _, reaches := hidden[names[i]]; !reaches {
+					known[t] = true
+				}
+			}
+		})
+		return known[table]
+	}
 }
 
 // attemptScripts refuses more --attempt scripts than attempts: a

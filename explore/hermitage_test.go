@@ -172,10 +172,17 @@ func TestHermitage(t *testing.T) {
 }
 
 // sqlRules is the reduction 'racetest explore sql' runs (cmd's
-// sqlIndependence): explore.SQL over each attempt's statements.
-func sqlRules(sc script.Scripts, attempts int, setup, level string) explore.Independent {
-	rules := explore.SQL{Known: explore.KnownTables(setup), Snapshot: level != "read-uncommitted" && level != "read-committed",
-		Serializable: level == "serializable"}
+// sqlIndependence): explore.SQL over each attempt's statements, read as
+// backend's server reads them. (The catalog is not asked: these tables
+// are the run's own, with nothing hanging on them.)
+func sqlRules(sc script.Scripts, attempts int, backend, level string) explore.Independent {
+	var setup []string
+	for _, st := range sc.Setup.Steps {
+		setup = append(setup, st.Text)
+	}
+	d := explore.Dialect(backend)
+	rules := explore.SQL{Known: explore.KnownTables(d, setup...), Snapshot: level != "read-uncommitted" && level != "read-committed",
+		Serializable: level == "serializable", Dialect: d}
 	texts := map[string]string{}
 	for a := range attempts {
 		s := sc.For(a)
@@ -278,7 +285,7 @@ func exploreHermitageWith(t *testing.T, backend, level string, h hermitageTest, 
 	opt := explore.Options{Attempts: len(h.txns), Allowed: 1, Required: 1,
 		Deadlock: sqldb.IsDeadlock, Timeout: 20 * time.Second}
 	if reduce {
-		opt.Independent = sqlRules(sc, len(h.txns), spec.Setup, level)
+		opt.Independent = sqlRules(sc, len(h.txns), backend, level)
 	}
 	res, err := explore.Run(ctx, target, opt)
 	if err != nil {

@@ -1,9 +1,6 @@
 package explore
 
-import (
-	"strings"
-	"unicode"
-)
+import "strings"
 
 // SQL reads what a SQL statement touches, for ByAccess: the tables it
 // reads and writes, each as a whole (Key ""). It is the SQL dialect's
@@ -33,6 +30,10 @@ type SQL struct {
 	// transaction it fails by the order in which it finds the conflicts,
 	// reads included; MySQL's turns every read into a locking one.
 	Serializable bool
+	// Dialect is the server's SQL, whose quoting and comments the
+	// statement's text is read by (AnyDialect: read as each, certain only
+	// where they agree).
+	Dialect Dialect
 }
 
 // locks stands for the server's lock manager: every step that may wait on
@@ -69,10 +70,11 @@ func (s SQL) Independent(text func(attempt int, name string) (string, bool)) Ind
 	})
 }
 
-// Footprint is what the statement text touches.
+// Footprint is what the statement text touches, as the server reads it:
+// All where the scanner of its dialect is not certain of that reading.
 func (s SQL) Footprint(text string) Footprint {
-	toks := sqlTokens(text)
-	if len(toks) == 0 {
+	toks, ok := sqlTokens(text, s.Dialect)
+	if !ok || len(toks) == 0 {
 		return Footprint{All: true}
 	}
 	all := Footprint{All: true}
@@ -112,13 +114,17 @@ func (s SQL) Footprint(text string) Footprint {
 	if write && s.Snapshot {
 		return all
 	}
+	tables, ok := sqlTables(toks)
+	if !ok {
+		return all // a table named where the reading cannot follow: (a JOIN b), FROM 1t
+	}
 	// A plain read at read committed or below takes no lock and holds
 	// nothing: its transaction's end owes it nothing.
 	f := Footprint{Fleeting: !write}
 	if write {
 		f.Accesses = append(f.Accesses, locks)
 	}
-	for _, table := range sqlTables(toks) {
+	for _, table := range tables {
 		if s.Known == nil || !s.Known(table) {
 			table = "*"
 		}
@@ -155,115 +161,150 @@ var sqlPure = map[string]bool{
 	"ELSE": true, "WHEN": true, "CASE": true, "BY": true, "HAVING": true, "RETURNING": true, "DISTINCT": true, "OVER": true,
 	"COUNT": true, "SUM": true, "MIN": true, "MAX": true, "AVG": true, "COALESCE": true, "NULLIF": true, "GREATEST": true,
 	"LEAST": true, "ABS": true, "LOWER": true, "UPPER": true, "LENGTH": true, "CHAR_LENGTH": true, "SUBSTRING": true,
-	"CONCAT": true, "CAST": true, "ROUND": true, "MOD": true, "IF": true, "IFNULL": true, "TRIM": true,
+	"CONCAT": true, "CAST": true, "ROUND": true, "MOD": true, "IF": true, "IFNULL": true, "TRIM": true, "CONFLICT": true,
 }
 
 // sqlTableWord: a "(" after a table named here opens its column list,
 // not a call (INSERT INTO t (id, value)).
 var sqlTableWord = map[string]bool{"INTO": true}
 
-// sqlClause ends a list of tables.
-var sqlClause = map[string]bool{
+// sqlListEnd ends a list of tables (FROM a, b): the clauses after it.
+var sqlListEnd = map[string]bool{
+	"WHERE": true, "SET": true, "GROUP": true, "ORDER": true, "LIMIT": true, "HAVING": true, "VALUES": true, "VALUE": true,
+	"SELECT": true, "UNION": true, "INTERSECT": true, "EXCEPT": true, "RETURNING": true, "FOR": true, "WINDOW": true,
+	"OFFSET": true, "FETCH": true, "DEFAULT": true, "LOCK": true,
+}
+
+// sqlTableModifier may stand between a word that names a table and the
+// table: FROM ONLY t, JOIN LATERAL, INSERT LOW_PRIORITY IGNORE INTO t.
+var sqlTableModifier = map[string]bool{
+	"ONLY": true, "LATERAL": true, "IGNORE": true, "LOW_PRIORITY": true, "HIGH_PRIORITY": true, "DELAYED": true, "QUICK": true,
+}
+
+// sqlNotName are the words that never name a table where one is due.
+var sqlNotName = map[string]bool{
 	"WHERE": true, "SET": true, "GROUP": true, "ORDER": true, "LIMIT": true, "HAVING": true, "JOIN": true, "INNER": true,
 	"LEFT": true, "RIGHT": true, "FULL": true, "CROSS": true, "NATURAL": true, "ON": true, "USING": true, "VALUES": true,
 	"VALUE": true, "SELECT": true, "UNION": true, "RETURNING": true, "FOR": true, "WINDOW": true, "OFFSET": true, "FETCH": true,
-	"(": true, ")": true, ";": true, "DEFAULT": true, "ORDER BY": true,
+	"DEFAULT": true, "FROM": true, "INTO": true, "STRAIGHT_JOIN": true,
 }
 
 // sqlTables are the tables a statement names: after FROM, JOIN, UPDATE,
-// INTO and USING, and after each comma of a list of them.
-func sqlTables(toks []string) []string {
-	var out []string
-	add := func(i int) int {
-		for i < len(toks) && (toks[i] == "ONLY" || toks[i] == "LATERAL" || toks[i] == "IGNORE" || toks[i] == "LOW_PRIORITY") {
+// INTO and USING (and MySQL's INSERT t, REPLACE t, DELETE t FROM), and
+// after each comma of a list of them, at every depth of parentheses. ok
+// is false where a table is due and something else stands there (a
+// parenthesized join, a name that starts with a digit, the end).
+func sqlTables(toks []string) (tables []string, ok bool) {
+	// need reads the table due at i; ok false when it is not one.
+	need := func(i int) bool {
+		for i < len(toks) && sqlTableModifier[toks[i]] {
 			i++
 		}
-		if i >= len(toks) || !isName(toks[i]) || sqlClause[toks[i]] {
-			return i
+		switch {
+		case i >= len(toks):
+			return false
+		case toks[i] == "(":
+			// A subquery or a list of values: its own FROMs are read
+			// where they stand.
+			return i+1 < len(toks) && (toks[i+1] == "SELECT" || toks[i+1] == "VALUES")
+		case !isName(toks[i]) || sqlNotName[toks[i]]:
+			return false
 		}
-		out = append(out, tableName(toks[i]))
-		return i + 1
+		tables = append(tables, tableName(toks[i]))
+		return true
 	}
-	for i := 0; i < len(toks); i++ {
-		switch toks[i] {
-		case "FROM", "JOIN", "UPDATE", "INTO", "USING":
-			j := add(i + 1)
-			// A list: "FROM a x, b y".
-			for j < len(toks) && !sqlClause[toks[j]] {
-				if toks[j] == "," {
-					j = add(j + 1)
-					continue
-				}
-				j++
+	// In a list of tables, at each depth of parentheses.
+	inList := []bool{false}
+	if toks[0] == "INSERT" || toks[0] == "REPLACE" || toks[0] == "DELETE" {
+		j := 1
+		for j < len(toks) && sqlTableModifier[toks[j]] {
+			j++
+		}
+		if j < len(toks) && toks[j] != "INTO" && toks[j] != "FROM" {
+			// INSERT t …, DELETE t1, t2 FROM …
+			if !need(j) {
+				return nil, false
 			}
-			i = j - 1
+			inList[0] = true
 		}
 	}
-	return out
+	for i, t := range toks {
+		top := len(inList) - 1
+		switch {
+		case t == "(":
+			inList = append(inList, false)
+		case t == ")":
+			if top > 0 {
+				inList = inList[:top]
+			}
+		case t == "USING" && i+1 < len(toks) && toks[i+1] == "(":
+			// JOIN … USING (column)
+		case t == "UPDATE" && i+1 < len(toks) && toks[i+1] == "SET":
+			// ON CONFLICT … DO UPDATE SET
+		case t == "FROM" || t == "JOIN" || t == "STRAIGHT_JOIN" || t == "UPDATE" || t == "INTO" || t == "USING":
+			if !need(i + 1) {
+				return nil, false
+			}
+			inList[top] = true
+		case t == "," && inList[top]:
+			if !need(i + 1) {
+				return nil, false
+			}
+		case sqlListEnd[t]:
+			inList[top] = false
+		}
+	}
+	return tables, true
 }
 
 func isName(t string) bool {
-	r := []rune(t)
-	return len(r) > 0 && (unicode.IsLetter(r[0]) || r[0] == '_' || r[0] == '`' || r[0] == '"' || r[0] == '{')
+	c := t[0]
+	return c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c == '_' || c == '"' || c == '{' || c == '$' || c >= 0x80
 }
 
 // tableName is a table as one name: unquoted, lower case, without its
 // schema (two schemas' tables of one name are taken as one: more
-// conflicts, never fewer).
+// conflicts, never fewer; the catalog is asked about every table of that
+// name). A name with a quoted part is its last part already.
 func tableName(t string) string {
-	t = strings.NewReplacer("`", "", `"`, "").Replace(t)
-	if i := strings.LastIndex(t, "."); i >= 0 && !strings.Contains(t[i:], "}}") {
-		t = t[i+1:]
+	if strings.HasPrefix(t, `"`) {
+		return t[1:]
 	}
-	return strings.ToLower(t)
+	return lastPart(strings.ToLower(t))
 }
 
-// sqlTokens splits a statement into upper-case words (a name with its
-// template parts, {{.RunID}}, is one word) and single punctuation; string
-// literals and comments are left out.
-func sqlTokens(text string) []string {
-	var out []string
-	r := []rune(text)
-	for i := 0; i < len(r); {
-		c := r[i]
-		switch {
-		case unicode.IsSpace(c):
-			i++
-		case c == '\'':
-			for i++; i < len(r) && r[i] != '\''; i++ {
-			}
-			i++
-			out = append(out, "'")
-		case c == '-' && i+1 < len(r) && r[i+1] == '-':
-			for i < len(r) && r[i] != '\n' {
-				i++
-			}
-		case strings.ContainsRune("(),;=<>+-*/%|!", c):
-			out = append(out, string(c))
-			i++
-		default:
-			j := i
-			for j < len(r) && !unicode.IsSpace(r[j]) && !strings.ContainsRune("(),;=<>+-*/%|!'", r[j]) {
-				j++
-			}
-			out = append(out, strings.ToUpper(string(r[i:j])))
-			i = j
-		}
-	}
-	return out
-}
-
-// KnownTables reads a setup script: the tables it creates, when nothing
-// in it can make a statement on one table reach another (a trigger, a
-// foreign key, a rule, a view, a function, inheritance or a partition).
-// With any of those, no table is known apart.
-func KnownTables(setup string) func(string) bool {
-	toks := sqlTokens(setup)
+// KnownTables reads a setup's statements as server d reads them: the
+// tables SetupTables names, each known apart.
+func KnownTables(d Dialect, setup ...string) func(string) bool {
 	known := map[string]bool{}
+	for _, t := range SetupTables(d, setup...) {
+		known[t] = true
+	}
+	return func(t string) bool { return known[t] }
+}
+
+// SetupTables reads a setup's statements as server d reads them: the
+// tables they create, as tableName writes them ({{.runid}} in lower
+// case), when nothing in them can make a statement on one table reach
+// another (a trigger, a foreign key, a rule, a view, a function,
+// inheritance or a partition). With any of those, or a statement the
+// scanner is not certain of, none. A table created IF NOT EXISTS may
+// have been there before, with any of those: the catalog is to be asked
+// about each one after the setup ran (SQL.Known).
+func SetupTables(d Dialect, setup ...string) []string {
+	var toks []string
+	for _, stmt := range setup {
+		t, ok := sqlTokens(stmt, d)
+		if !ok {
+			return nil
+		}
+		toks = append(toks, t...)
+	}
+	var tables []string
 	for i, t := range toks {
 		switch t {
 		case "TRIGGER", "REFERENCES", "FOREIGN", "RULE", "VIEW", "FUNCTION", "PROCEDURE", "INHERITS", "PARTITION", "EVENT", "POLICY":
-			return func(string) bool { return false }
+			return nil
 		case "TABLE":
 			if i > 0 && toks[i-1] == "CREATE" {
 				j := i + 1
@@ -271,10 +312,10 @@ func KnownTables(setup string) func(string) bool {
 					j++
 				}
 				if j < len(toks) && isName(toks[j]) {
-					known[tableName(toks[j])] = true
+					tables = append(tables, tableName(toks[j]))
 				}
 			}
 		}
 	}
-	return func(t string) bool { return known[t] }
+	return tables
 }

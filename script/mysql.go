@@ -247,3 +247,8 @@ func (c *myConn) Rollback(ctx context.Context) error {
 }
 
 func (c *myConn) Close() error { return c.c.Close() }
+
+// hiddenReach reads the catalog on racetest's own connection.
+func (s *myStore) hiddenReach(ctx context.Context, tables []string) (map[string]string, error) {
+	return sqldb.MySQLHiddenReach(ctx, sqldb.Std(s.admin.c), tables)
+}

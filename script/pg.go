@@ -292,3 +292,8 @@ func (c *pgConn) Close() error {
 	defer cancel()
 	return c.c.Close(ctx)
 }
+
+// hiddenReach reads the catalog on racetest's own connection.
+func (s *pgStore) hiddenReach(ctx context.Context, tables []string) (map[string]string, error) {
+	return sqldb.PostgresHiddenReach(ctx, sqldb.Pgx(s.admin.c), tables)
+}

@@ -521,3 +521,23 @@ func shortText(s string) string {
 	}
 	return s
 }
+
+// catalogReader is a Store whose catalog can say which tables a statement
+// reaches past its text (sqldb.HiddenReach).
+type catalogReader interface {
+	hiddenReach(ctx context.Context, tables []string) (map[string]string, error)
+}
+
+// HiddenReach asks the server's catalog, on racetest's own connection,
+// which of tables (lower case, {{.RunID}} filled in) a statement may
+// reach past what its text names, and why (sqldb.HiddenReach). A store
+// without such a catalog (Redis, MongoDB) answers with an error.
+func (t *Target) HiddenReach(ctx context.Context, tables []string) (map[string]string, error) {
+	cr, ok := t.store.(catalogReader)
+	if !ok {
+		return nil, fmt.Errorf("%s has no catalog of tables", t.store.Server())
+	}
+	t.admin.Lock()
+	defer t.admin.Unlock()
+	return cr.hiddenReach(ctx, tables)
+}
