@@ -78,6 +78,7 @@
 #                   it, and says why
 #   MUTATION_RUN    a go test -run pattern: only those tests run against each mutant
 #                   (a lower bound of the efficacy, in the time of those tests)
+#   MUTATION_SKIP_TESTS  a go test -skip pattern, the same lower bound as MUTATION_RUN
 #   MUTATION_FILES  --judge: only these files (base names, space-separated)
 #   MUTATION_RECORD 1: --judge appends its rows to scripts/mutation-whole.txt when
 #                   every run met its floors
@@ -336,6 +337,8 @@ measure() {
   # killed, never kill one no test notices: a run with it is a lower bound
   # of the efficacy, and its time the tests it names.
   [ -z "${MUTATION_RUN:-}" ] || gf="$gf -run=$MUTATION_RUN"
+  # MUTATION_SKIP_TESTS: the same bound, the other way (go test -skip).
+  [ -z "${MUTATION_SKIP_TESTS:-}" ] || gf="$gf -skip=$MUTATION_SKIP_TESTS"
   envv+=("GOFLAGS=$gf")
   env "${envv[@]}" "$GREMLINS" unleash --workers 1 --timeout-coefficient "$coef" --invert-logical "${diff[@]}" "${excl[@]}" -o "$json" "./$dir" \
     > "$OUT/$name.txt" 2>&1 || gremlins_failed "$name" "$dir"
