@@ -25,6 +25,12 @@ func TestCheckQuery(t *testing.T) {
 		"SET TRANSACTION READ WRITE": "SET", "/* x */ DELETE FROM t": "DELETE", "(DELETE FROM t)": "DELETE",
 		"CALL p()": "CALL", "REPLACE INTO t VALUES (1)": "REPLACE", "LOCK TABLES t WRITE": "LOCK", "'x'": "'",
 		"SELECT * FROM t INTO OUTFILE '/tmp/x'": "SELECT … INTO OUTFILE", "select * from t into   dumpfile '/tmp/x'": "SELECT … INTO DUMPFILE",
+		// Past a comment, the statement's own first word.
+		"-- a note\nDELETE FROM t": "DELETE", "/**/DELETE FROM t": "DELETE",
+		// A word is letters, digits and '_': a query word with one more
+		// of any of them is another word.
+		"selecta 1": "SELECTA", "selectz 1": "SELECTZ", "SELECTA 1": "SELECTA", "SELECTZ 1": "SELECTZ",
+		"select0 1": "SELECT0", "select9 1": "SELECT9", "select_x 1": "SELECT_X",
 	} {
 		err := CheckQuery(q)
 		var we *WriteError
@@ -45,5 +51,18 @@ func TestOneValue(t *testing.T) {
 		if err := OneValue(c.rows, c.cols); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%d rows, %d columns: %v, want %q", c.rows, c.cols, err, c.want)
 		}
+	}
+}
+
+// The refusal says which kind it was: refused from its text, or by the
+// server inside the read-only transaction.
+func TestWriteErrorSaysWhoRefused(t *testing.T) {
+	byText := (&WriteError{Statement: "DELETE"}).Error()
+	if !strings.HasPrefix(byText, "DELETE is not a query: ") || strings.Contains(byText, "server refused") {
+		t.Errorf("refused by its text: %q", byText)
+	}
+	byServer := (&WriteError{Err: errors.New("cannot execute DELETE in a read-only transaction")}).Error()
+	if !strings.HasPrefix(byServer, "the server refused it in a read-only transaction (cannot execute DELETE") || !strings.Contains(byServer, ReadOnlyRule) {
+		t.Errorf("refused by the server: %q", byServer)
 	}
 }
