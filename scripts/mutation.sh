@@ -79,6 +79,7 @@
 #   MUTATION_RUN    a go test -run pattern: only those tests run against each mutant
 #                   (a lower bound of the efficacy, in the time of those tests)
 #   MUTATION_SKIP_TESTS  a go test -skip pattern, the same lower bound as MUTATION_RUN
+#   MUTATION_SERVERS  1: the servers a target points at a closed port are used after all
 #   MUTATION_FILES  --judge: only these files (base names, space-separated)
 #   MUTATION_RECORD 1: --judge appends its rows to scripts/mutation-whole.txt when
 #                   every run met its floors
@@ -329,6 +330,10 @@ measure() {
       # the full count.
       MUTATION_FULL=1) gf=${gf//-short/} ;;
       MUTATION_CLEAN=1) clean=1 ;;
+      # MUTATION_SERVERS=1: the servers a target points at a closed port
+      # answer after all (with MUTATION_RUN naming the few tests, a session
+      # can afford them), and racetest clean runs after.
+      *127.0.0.1:9[/\)]*) if [ "${MUTATION_SERVERS:-}" = 1 ]; then clean=1; else envv+=("$w"); fi ;;
       *) envv+=("$w") ;;
     esac
   done
