@@ -50,7 +50,9 @@ func parallelism(responses []time.Duration) float64 {
 		lo, hi := (n-1)/4, (3*(n-1)+3)/4
 		step = float64(r[hi]-r[lo]) / float64(hi-lo)
 	}
-	if r[0] <= 0 || step <= 0 {
+	// A fastest response of no length cannot be divided; a step of none
+	// (every response at one instant) divides to +Inf: all at once.
+	if r[0] <= 0 {
 		return float64(n)
 	}
 	return min(float64(n), float64(r[0])/step)

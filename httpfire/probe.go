@@ -68,10 +68,7 @@ func (t *Target) probeServer(ctx context.Context) runner.ServerProbe {
 		}
 		return notRun("OPTIONS * over HTTP/1.1, alone, got no answer (%v)%s", err, hint)
 	}
-	// Within half the timeout: over TLS the second connection's handshake
-	// waits for the server too, and must finish within the timeout of its
-	// dial, once the held connection is closed.
-	wait := min(probeCeiling, max(probeFloor, probeFactor*solo), t.c.timeout/2)
+	wait := roundWait(solo, t.c.timeout)
 	var after []time.Duration
 	for try := range probeRounds {
 		r := t.probeRound(ctx, wait)
@@ -79,20 +76,35 @@ func (t *Target) probeServer(ctx context.Context) runner.ServerProbe {
 		case r.err != nil:
 			return notRun("%v", r.err)
 		case r.beside:
-			detail := fmt.Sprintf("answered OPTIONS * on a second connection in %s while a first request was held unfinished (alone: %s): it serves requests concurrently",
-				human(r.took), human(solo))
-			if try > 0 {
-				// A stall of a loaded machine, or a server busy elsewhere:
-				// worth knowing when the probe's rate of false alarms is.
-				detail += fmt.Sprintf(" (on try %d; try 1 waited %s in vain)", try+1, human(wait))
-			}
-			return runner.ServerProbe{Result: runner.ProbeConcurrent, Detail: detail}
+			return runner.ServerProbe{Result: runner.ProbeConcurrent, Detail: besideDetail(r.took, solo, try, wait)}
 		}
 		after = append(after, r.took)
 	}
 	return runner.ServerProbe{Result: runner.ProbeSerial, Detail: fmt.Sprintf(
 		"did not answer OPTIONS * on a second connection within %s while a first request was held unfinished (%d tries), and answered it %s after the first connection closed (alone: %s): it serves one request at a time",
 		human(wait), probeRounds, human(maxD(after)), human(solo))}
+}
+
+// roundWait is how long a round waits for the second request beside the
+// held first: probeFactor × the request's time alone, within probeFloor
+// and probeCeiling, and within half the timeout: over TLS the second
+// connection's handshake waits for the server too, and must finish within
+// the timeout of its dial, once the held connection is closed.
+func roundWait(solo, timeout time.Duration) time.Duration {
+	return min(probeCeiling, max(probeFloor, probeFactor*solo), timeout/2)
+}
+
+// besideDetail says that the server answered beside a held request, on
+// which try (counted from 0): a later try's answer followed a stall of a
+// loaded machine, or a server busy elsewhere, worth knowing when the
+// probe's rate of false alarms is.
+func besideDetail(took, solo time.Duration, try int, wait time.Duration) string {
+	detail := fmt.Sprintf("answered OPTIONS * on a second connection in %s while a first request was held unfinished (alone: %s): it serves requests concurrently",
+		human(took), human(solo))
+	if try > 0 {
+		detail += fmt.Sprintf(" (on try %d; try 1 waited %s in vain)", try+1, human(wait))
+	}
+	return detail
 }
 
 // probeAlone times one OPTIONS * from dialling to its response.

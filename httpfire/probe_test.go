@@ -89,7 +89,7 @@ func TestProbeNotRunOnAnHTTP2OnlyServer(t *testing.T) {
 	}
 	p := res.ServerProbe
 	t.Logf("probe: %+v", p)
-	if p == nil || p.Result != runner.ProbeNotRun || !strings.Contains(p.Detail, "HTTP/1.1") || !strings.Contains(p.Detail, "response-time estimate alone") {
+	if p == nil || p.Result != runner.ProbeNotRun || !strings.Contains(p.Detail, "does the server speak only HTTP/2? the probe needs HTTP/1.1") || !strings.Contains(p.Detail, "response-time estimate alone") {
 		t.Fatalf("probe %+v; want not run, saying why and what judges instead", p)
 	}
 	if len(res.Bursts) != 2 || res.Bursts[0].Outcomes[runner.Executed] != 4 {
