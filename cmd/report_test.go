@@ -1,10 +1,13 @@
 package cmd
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/racetest/racetest/report"
 )
 
 // 'racetest report' renders a saved report in another format, names a
@@ -75,4 +78,74 @@ func TestSuiteHTML(t *testing.T) {
 	if code != 0 || !strings.HasPrefix(out, "<!DOCTYPE html>") {
 		t.Errorf("suite --format html: exit %d, stdout starts %.40q", code, out)
 	}
+}
+
+// The runs report's round-trip test writes (report/testdata/roundtrip:
+// an invariant broken, another writer under solo twins, a baselined check
+// that never moved, accounting, a serial server, an interrupted run, each
+// as a part of a sharded suite) give, through 'racetest report FILE' and
+// 'racetest report merge', the verdict, why-line and exit code the run
+// recorded (issue 48): a figure lost on the way would turn a RACE into
+// SAFE and exit 0, or an INCONCLUSIVE under --strict into SAFE.
+func TestReportRoundTripKeepsVerdictsAndExits(t *testing.T) {
+	parts, err := filepath.Glob("../report/testdata/roundtrip/part-*.json")
+	if err != nil || len(parts) < 2 {
+		t.Fatalf("the round-trip parts: %v (%v)", parts, err)
+	}
+	// The exit the recorded verdicts give (verdictError): 1 for an
+	// expectation failed, 4 for one failed only by an INCONCLUSIVE under
+	// --strict (none of these runs has a failed check as well).
+	exitOf := func(runs []report.RunJSON) int {
+		exit := ExitOK
+		for _, r := range runs {
+			if r.Expectation == "failed" && !(r.Strict && r.Verdict == report.Inconclusive) {
+				return ExitViolated
+			}
+			if r.Expectation == "failed" {
+				exit = ExitInconclusive
+			}
+		}
+		return exit
+	}
+	check := func(args []string, recorded []report.RunJSON) {
+		t.Helper()
+		out, errOut, code := execCmd(t, false, append(args, "-o", "json")...)
+		var got report.Document
+		if err := json.Unmarshal([]byte(out), &got); err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, errOut)
+		}
+		if strings.Contains(errOut, "was recorded as") {
+			t.Errorf("%v: a verdict judged otherwise than recorded: %s", args, errOut)
+		}
+		if want := exitOf(recorded); code != want {
+			t.Errorf("%v: exit %d, the run's %d: %s", args, code, want, errOut)
+		}
+		if len(got.Runs) != len(recorded) {
+			t.Fatalf("%v: %d runs, recorded %d", args, len(got.Runs), len(recorded))
+		}
+		for i, r := range got.Runs {
+			w := recorded[i]
+			if r.Verdict != w.Verdict || r.Why != w.Why || r.Expectation != w.Expectation {
+				t.Errorf("%v: %s reads %s (%s), why %q; recorded %s (%s), why %q",
+					args, w.Name, r.Verdict, r.Expectation, r.Why, w.Verdict, w.Expectation, w.Why)
+			}
+		}
+	}
+	var all []report.RunJSON
+	exits := map[int]bool{}
+	for _, part := range parts {
+		var d report.Document
+		if err := json.Unmarshal(readFile(t, part), &d); err != nil {
+			t.Fatal(err)
+		}
+		exits[exitOf(d.Runs)] = true
+		check([]string{"report", part}, d.Runs)
+		all = append(all, d.Runs...)
+	}
+	if !exits[ExitOK] || !exits[ExitViolated] || !exits[ExitInconclusive] {
+		t.Errorf("the parts exit %v: want runs that exit 0, 1 and 4", exits)
+	}
+	// merge lays the runs out in the order of its arguments, here the
+	// order read.
+	check(append([]string{"report", "merge"}, parts...), all)
 }

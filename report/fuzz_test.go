@@ -68,6 +68,10 @@ func TestReadRefusesFiguresRacetestNeverWrites(t *testing.T) {
 		{`"executed": 2`, `"executed": -2`, "outcomes.executed is -2,"},
 		{`"attempts_per_burst": 3,`, `"attempts_per_burst": 9223372036854775807,`, "attempts_per_burst is 9223372036854775807,"},
 		{`"effects": 2,`, `"effects": -2000000000000,`, "effects is -2000000000000,"},
+		// maxMicros itself: 2^63 ns, one past what a time.Duration holds.
+		{`"spread_us": 12,`, `"spread_us": 9223372036854775.807,`, "spread_us is 9.223372036854776e+15 µs"},
+		// The run is named, counted from 1.
+		{`"overlap": 3,`, `"overlap": -1,`, "run 1 (check-then-write on memory): burst 0: overlap"},
 	} {
 		doc, err := ReadDocument(bytes.NewReader(bytes.Replace(b, []byte(tc.from), []byte(tc.to), 1)))
 		if err != nil {
@@ -79,7 +83,9 @@ func TestReadRefusesFiguresRacetestNeverWrites(t *testing.T) {
 	}
 	// The largest duration a time.Duration holds still reads, and so do
 	// effects below zero (a store's change can be).
-	for _, ok := range [][2]string{{`"spread_us": 12,`, `"spread_us": 9.2e15,`}, {`"effects": 2,`, `"effects": -2,`}} {
+	// So do counts of exactly maxCount (2^40), either way for effects.
+	for _, ok := range [][2]string{{`"spread_us": 12,`, `"spread_us": 9.2e15,`}, {`"effects": 2,`, `"effects": -2,`},
+		{`"effects": 2,`, `"effects": 1099511627776,`}, {`"effects": 2,`, `"effects": -1099511627776,`}} {
 		doc, _ := ReadDocument(bytes.NewReader(bytes.Replace(b, []byte(ok[0]), []byte(ok[1]), 1)))
 		if _, err := doc.Cases(); err != nil {
 			t.Errorf("%s: %v", ok[1], err)

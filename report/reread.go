@@ -65,9 +65,12 @@ func (j RunJSON) toCase(version string) (Case, error) {
 		c.Err = errors.New(j.Error)
 	}
 	if j.Attempts == 0 && len(j.PerBurst) == 0 {
-		// Nothing ran: the run never had a result.
-		if j.Interrupted && c.Err == nil {
-			c.Err = context.Canceled
+		// Nothing ran: the run never had a result. One interrupted before
+		// it had (Ctrl-C while it connected) wrote its error, which wraps
+		// context.Canceled; read as a plain error it became a setup
+		// failure (exit 3), where the run said interrupted.
+		if j.Interrupted {
+			c.Err = interruptedError{c.Err}
 		}
 		return c, nil
 	}
@@ -145,6 +148,19 @@ func (j RunJSON) toCase(version string) (Case, error) {
 	c.Result = r
 	return c, nil
 }
+
+// interruptedError is the error a run interrupted before it had a result
+// recorded: its text as written, and context.Canceled as Assess reads it.
+type interruptedError struct{ err error }
+
+func (e interruptedError) Error() string {
+	if e.err == nil {
+		return context.Canceled.Error()
+	}
+	return e.err.Error()
+}
+
+func (e interruptedError) Unwrap() error { return context.Canceled }
 
 func classOf(name string) (runner.Class, error) {
 	for _, cl := range runner.Classes() {

@@ -215,3 +215,55 @@ func TestTwinRunWithABrokenInvariant(t *testing.T) {
 		t.Errorf("the details do not name the broken invariant:\n%s", buf.String())
 	}
 }
+
+// The burst a twin run shows is its worst: a violation before a burst
+// that did as its twin, and of two violations the one with more keys
+// that differ, even one that only broke an invariant (no key differs)
+// over a burst that did as its twin; with no violation, the first
+// burst compared. A burst that changed less while no attempt claimed
+// anything (not LOST) is no violation, however many keys differ.
+func TestWorstTwinIsTheWorstBurst(t *testing.T) {
+	diffs := func(n int) []runner.TwinDiff {
+		var ds []runner.TwinDiff
+		for i := range n {
+			ds = append(ds, runner.TwinDiff{Key: string(rune('a'+i)) + " rows", Solo: rat(1), Together: rat(2)})
+		}
+		return ds
+	}
+	burst := func(v runner.TwinVerdict, n int) runner.Burst {
+		b := runner.Burst{Twin: &runner.Twin{Verdict: v, Diffs: diffs(n)}}
+		b.Outcomes[runner.Executed], b.Outcomes[runner.Declined] = 1, 3
+		return b
+	}
+	broken := burst(runner.TwinSame, 0)
+	broken.Broken = []int{1}
+	quiet := burst(runner.TwinFewer, 3)
+	quiet.Outcomes = [runner.NumClasses]int{runner.Error: 4} // claimed nothing: not LOST
+	for _, tc := range []struct {
+		name   string
+		bursts []runner.Burst
+		want   int
+	}{
+		{"two that did as their twins", []runner.Burst{burst(runner.TwinSame, 0), burst(runner.TwinSame, 0)}, 0},
+		{"the violations, the one with more keys", []runner.Burst{burst(runner.TwinSame, 0), burst(runner.TwinMore, 1), burst(runner.TwinMore, 2), burst(runner.TwinSame, 0)}, 2},
+		{"an invariant broken", []runner.Burst{burst(runner.TwinSame, 0), broken}, 1},
+		{"less, claimed by nobody", []runner.Burst{burst(runner.TwinMore, 1), quiet}, 0},
+	} {
+		for i := range tc.bursts {
+			tc.bursts[i].Index = i
+		}
+		if w := worstTwin(&runner.Result{Bursts: tc.bursts}); w == nil || w.Index != tc.want {
+			t.Errorf("%s: worst %+v, want burst %d", tc.name, w, tc.want)
+		}
+	}
+}
+
+// Only a run whose twins set keys aside says it did.
+func TestTwinNotesOnlyWhatWasSetAside(t *testing.T) {
+	if lines := twinNotes(&runner.Result{Twins: &runner.Twins{Solos: 2}}); len(lines) != 0 {
+		t.Errorf("nothing set aside: %q", lines)
+	}
+	if lines := twinNotes(&runner.Result{Twins: &runner.Twins{Solos: 2, Varying: []string{"grants.who"}}}); len(lines) != 1 || !strings.Contains(lines[0], "not compared: grants.who") {
+		t.Errorf("grants.who set aside: %q", lines)
+	}
+}
