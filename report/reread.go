@@ -74,7 +74,7 @@ func (j RunJSON) toCase(version string) (Case, error) {
 		}
 		return c, nil
 	}
-	if j.Bursts > 0 && len(j.PerBurst) != j.Bursts {
+	if len(j.PerBurst) != j.Bursts {
 		return Case{}, fmt.Errorf("the report has %d bursts but the figures of %d (written by racetest %s, before reports carried every burst): run it again to render it",
 			j.Bursts, len(j.PerBurst), version)
 	}

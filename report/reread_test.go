@@ -64,4 +64,9 @@ func TestReadDocumentRefuses(t *testing.T) {
 	if _, err := doc.Cases(); err == nil || !strings.Contains(err.Error(), "run it again") {
 		t.Errorf("a run without per-burst figures: %v, want an error saying to run it again", err)
 	}
+	// Nor a run whose figures are more than its bursts, none included.
+	doc.Runs[0].Bursts, doc.Runs[0].PerBurst = 0, []BurstJSON{{}}
+	if _, err := doc.Cases(); err == nil || !strings.Contains(err.Error(), "has 0 bursts but the figures of 1") {
+		t.Errorf("a run of 0 bursts with one burst's figures: %v, want refused", err)
+	}
 }
