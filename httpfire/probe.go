@@ -3,10 +3,12 @@ package httpfire
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/racetest/racetest/runner"
@@ -136,7 +138,9 @@ func (t *Target) probeAsk(ctx context.Context) error {
 	}
 	resp, err := http.ReadResponse(bufio.NewReader(nc), &http.Request{Method: http.MethodOptions})
 	if err != nil {
-		if ctx.Err() != nil {
+		// The socket's deadline is the context's: either may be seen
+		// first.
+		if ctx.Err() != nil || errors.Is(err, os.ErrDeadlineExceeded) {
 			return fmt.Errorf("no response within %s", t.c.timeout)
 		}
 		return err

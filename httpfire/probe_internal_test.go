@@ -65,3 +65,29 @@ func TestProbeAloneOfASilentServer(t *testing.T) {
 		t.Errorf("probe of a silent server: %v, want no response within 300ms", err)
 	}
 }
+
+// A server that closes the connection answered nothing either, but that is
+// its error, not a time-out.
+func TestProbeAloneOfAServerThatHangsUp(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	target, err := New(Config{Method: "POST", URL: "http://" + ln.Addr().String() + "/", Timeout: 5 * time.Second}, scenarios.Params{RunID: scenarios.NewRunID()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := target.probeAlone(context.Background()); err == nil || strings.Contains(err.Error(), "no response within") {
+		t.Errorf("probe of a server that hangs up: %v, want its own error", err)
+	}
+}

@@ -1,0 +1,90 @@
+package explore
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/racetest/racetest/runner"
+)
+
+// Keys split a table: two writes of different keys commute, of one key
+// (or of the whole table, key "") they do not; two reads never conflict.
+func TestAccessConflictsByKey(t *testing.T) {
+	w := func(table, key string) Access { return Access{Table: table, Key: key, Write: true} }
+	for _, c := range []struct {
+		a, b Access
+		want bool
+	}{
+		{w("t", "k1"), w("t", "k2"), false},
+		{w("t", "k1"), w("t", "k1"), true},
+		{w("t", "k1"), w("t", ""), true},
+		{w("t", ""), w("t", "k1"), true},
+		{w("t", "k1"), w("u", "k1"), false},
+		{w("*", "k1"), w("u", "k1"), true},
+		{Access{Table: "t", Key: "k1"}, Access{Table: "t", Key: "k1"}, false},
+	} {
+		if got := c.a.conflicts(c.b); got != c.want {
+			t.Errorf("%+v against %+v: conflicts %v, want %v", c.a, c.b, got, c.want)
+		}
+	}
+}
+
+// A step that may touch anything commutes with nothing, on either side.
+func TestByAccessAllCommutesWithNothing(t *testing.T) {
+	fp := map[string]Footprint{
+		"all":  {All: true},
+		"read": {Accesses: []Access{{Table: "t"}}},
+		"othr": {Accesses: []Access{{Table: "u"}}},
+	}
+	ind := ByAccess(func(_ int, name string) Footprint { return fp[name] })
+	if ind(StepRef{Attempt: 0, Name: "all"}, StepRef{Attempt: 1, Name: "read"}) || ind(StepRef{Attempt: 0, Name: "read"}, StepRef{Attempt: 1, Name: "all"}) {
+		t.Error("a step that may touch anything commutes with a read")
+	}
+	if !ind(StepRef{Attempt: 0, Name: "read"}, StepRef{Attempt: 1, Name: "othr"}) {
+		t.Error("reads of two tables do not commute")
+	}
+}
+
+// A step that ends no transaction touches what it touches; one that ends
+// it touches what every step of the transaction since the last end did,
+// and everything if one of them may touch anything.
+func TestFootprintOfAnEnd(t *testing.T) {
+	fp := map[string]Footprint{
+		"w":      {Accesses: []Access{{Table: "t", Write: true}}},
+		"all":    {All: true},
+		"commit": {Ends: true},
+		"read":   {Accesses: []Access{{Table: "u"}}, Fleeting: true},
+	}
+	of := func(_ int, name string) Footprint { return fp[name] }
+	if f := footprint(of, StepRef{Name: "w", Before: []string{"all"}}); f.All || f.Ends || len(f.Accesses) != 1 {
+		t.Errorf("a write after an all-step: %+v, want the write's own footprint", f)
+	}
+	if f := footprint(of, StepRef{Name: "commit", Before: []string{"all", "w"}}); !f.All {
+		t.Errorf("a commit of a transaction with an all-step: %+v, want All", f)
+	}
+	if f := footprint(of, StepRef{Name: "commit", Before: []string{"read", "w"}}); f.All || len(f.Accesses) != 1 || f.Accesses[0].Table != "t" {
+		t.Errorf("a commit after a write and a fleeting read: %+v, want the write alone", f)
+	}
+}
+
+// A SAFE says what held: the effects, the invariants, or both.
+func TestSafeSaysWhatHeld(t *testing.T) {
+	ok := Order{Effects: 1, Allowed: 1, Required: 1, Attempts: []Attempt{{Outcome: runner.Executed}, {Outcome: runner.Declined}}}
+	for _, c := range []struct {
+		inv       []string
+		uncounted bool
+		want, not string
+	}{
+		{nil, false, "stayed within 1 effect(s)", "invariant"},
+		{[]string{"no overdraft"}, true, "kept 1 invariant", "stayed within"},
+		{[]string{"no overdraft"}, false, "stayed within 1 effect(s) and kept 1 invariant", "\x00"},
+	} {
+		r := &Result{Allowed: 1, Required: 1, Orders: []Order{ok}, Invariants: c.inv, Uncounted: c.uncounted}
+		if r.Verdict() != Safe {
+			t.Fatalf("verdict %s, want SAFE", r.Verdict())
+		}
+		if why := r.Why(); !strings.Contains(why, c.want) || strings.Contains(why, c.not) {
+			t.Errorf("invariants %v, uncounted %v: why %q, want %q", c.inv, c.uncounted, why, c.want)
+		}
+	}
+}
