@@ -22,8 +22,9 @@ func TestScopedInvariants(t *testing.T) {
 		parse("SELECT bool_and(balance >= 0) FROM acct_{{.RunID}} WHERE id = '{{.Token}}'"),
 		parse("SELECT count(*) FROM acct_{{.RunID}} WHERE {{if .Token}}id = '{{printf \"%s\" .Token}}'{{end}} AND balance < 0"),
 		parse("SELECT count(*) FROM acct WHERE note = '.Token' AND balance < 0"),
+		parse("SELECT count(*) FROM acct_{{.RunID}} WHERE id = '{{(.).Token}}' AND balance < 0"),
 	}}}
-	if got, want := tg.ScopedInvariants(), []bool{false, true, true, false}; !slices.Equal(got, want) {
+	if got, want := tg.ScopedInvariants(), []bool{false, true, true, false, true}; !slices.Equal(got, want) {
 		t.Errorf("scoped %v, want %v", got, want)
 	}
 }
