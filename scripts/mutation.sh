@@ -333,7 +333,7 @@ measure() {
       # MUTATION_SERVERS=1: the servers a target points at a closed port
       # answer after all (with MUTATION_RUN naming the few tests, a session
       # can afford them), and racetest clean runs after.
-      *127.0.0.1:9[/\)]*) if [ "${MUTATION_SERVERS:-}" = 1 ]; then clean=1; else envv+=("$w"); fi ;;
+      *127.0.0.1:9[/\)]* | *127.0.0.1:9) if [ "${MUTATION_SERVERS:-}" = 1 ]; then clean=1; else envv+=("$w"); fi ;;
       *) envv+=("$w") ;;
     esac
   done
@@ -351,7 +351,7 @@ measure() {
     # On the servers the tests ran on: not on one pointed at a closed port
     # (127.0.0.1:9), which clean, told of it, would call unreachable.
     local cenv=() e
-    for e in "${envv[@]}"; do [[ "$e" == *127.0.0.1:9[/\)]* ]] || cenv+=("$e"); done
+    for e in "${envv[@]}"; do [[ "$e" == *127.0.0.1:9[/\)]* || "$e" == *127.0.0.1:9 ]] || cenv+=("$e"); done
     env "${cenv[@]}" go run . clean > "$OUT/$name.clean" 2>&1 || { cat "$OUT/$name.clean" >&2; die "racetest clean failed after $name's run"; }
     sed 's/^/   after the run, racetest clean: /' "$OUT/$name.clean"
   fi
