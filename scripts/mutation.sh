@@ -419,8 +419,9 @@ measure() {
 # code of that run's commit, or when a run of the lines changed since that
 # commit (base = it) was at a commit whose code is HEAD's. Exits 1 when a
 # run on record is under its target's floor, or a file is not judged.
+OWED=scripts/mutation-owed.txt
 table() {
-  local bad=0 t name dir files eff f row rows verdict
+  local bad=0 owed=0 t name dir files eff f row rows verdict
   for t in "${TARGETS[@]}"; do
     IFS='|' read -r name dir files eff _ <<< "$t"
     rows=$(awk -v n="$name" '$1 == n' <(grep -v '^#' "$WHOLE"))
@@ -454,10 +455,34 @@ table() {
         done
         [ -n "$verdict" ] || verdict="NOT JUDGED: changed since the run at $w ($(git diff --shortstat "$w" HEAD -- "$dir/$f" | sed 's/^ *//'))"
       fi
+      # A file on the owed list ($OWED) is a debt said out loud: not judged
+      # at HEAD, with the reason, and the table names it. Once judged, its
+      # entry must go (a stale entry fails), so the list only shrinks by
+      # runs, never by forgetting.
+      local owed_why
+      owed_why=$(grep -v '^#' "$OWED" 2>/dev/null | awk -F' [|] ' -v p="$dir/$f" '$1 == p { print $2 " | " $3; exit }')
+      if [ -n "$owed_why" ]; then
+        if [[ "$verdict" == NOT* ]]; then
+          verdict="OWED since ${owed_why%% | *}: ${verdict#NOT JUDGED: } — ${owed_why#* | }"
+          owed=$((owed + 1))
+        else
+          verdict="$verdict; but $OWED still lists it as owed: remove its line"
+          bad=1
+        fi
+      fi
       echo "  $dir/$f: $verdict"
       [[ "$verdict" != NOT* ]] || bad=1
     done
   done
+  while IFS= read -r f; do
+    local known=
+    for t in "${TARGETS[@]}"; do
+      IFS='|' read -r name dir files _ <<< "$t"
+      for b in $files; do [ "$dir/$b" != "$f" ] || known=1; done
+    done
+    [ -n "$known" ] || { echo "$OWED lists $f, which is no target's file: remove its line"; bad=1; }
+  done < <(grep -v '^#' "$OWED" 2>/dev/null | awk -F' [|] ' 'NF { print $1 }')
+  [ "$owed" = 0 ] || echo "mutation: $owed file(s) owed a mutation run at this commit ($OWED): a debt, each with its reason"
   return $bad
 }
 
