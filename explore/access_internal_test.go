@@ -1,8 +1,10 @@
 package explore
 
 import (
+	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/racetest/racetest/runner"
 )
@@ -86,5 +88,56 @@ func TestSafeSaysWhatHeld(t *testing.T) {
 		if why := r.Why(); !strings.Contains(why, c.want) || strings.Contains(why, c.not) {
 			t.Errorf("invariants %v, uncounted %v: why %q, want %q", c.inv, c.uncounted, why, c.want)
 		}
+	}
+}
+
+// invStore judges by an invariant alone: at most one effect per subject.
+type invStore struct{ *store }
+
+func (invStore) Uncounted() bool      { return true }
+func (invStore) Invariants() []string { return []string{"at most one"} }
+func (s invStore) Broken(_ context.Context, sub runner.Subject) ([]int, error) {
+	return []int{max(0, s.count(sub.Key)-1)}, nil
+}
+
+// A target's invariants judge its orders: an order that breaks one is a
+// RACE named after it, even with no effects counted.
+func TestInvariantsJudgeTheOrders(t *testing.T) {
+	res, err := Run(context.Background(), invStore{newStore(naive)}, Options{Attempts: 2, BlockAfter: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Invariants) != 1 || res.Invariants[0] != "at most one" || !res.Uncounted {
+		t.Errorf("invariants %q, uncounted %v: want the target's, and uncounted", res.Invariants, res.Uncounted)
+	}
+	if v := res.Verdict(); v != Race {
+		t.Errorf("naive attempts judged by 'at most one': %s, want RACE", v)
+	}
+	if why := res.Why(); !strings.Contains(why, "orders broke the invariant at most one") || strings.Contains(why, "left more than") {
+		t.Errorf("why %q: want the invariant named, and no effects (none are counted)", why)
+	}
+	held := 0
+	for _, o := range res.Orders {
+		if !o.BrokeInvariant() {
+			held++
+		}
+	}
+	if held == 0 || held == len(res.Orders) {
+		t.Errorf("%d of %d orders kept the invariant: want some (the check ran after the other's act) and not all", held, len(res.Orders))
+	}
+}
+
+func TestPlural(t *testing.T) {
+	if plural(1, "invariant") != "1 invariant" || plural(2, "invariant") != "2 invariants" || plural(0, "order") != "0 orders" {
+		t.Error("plural")
+	}
+}
+
+// The steps a run shows are the first attempt's of the longest plan.
+func TestSetStepsKeepsTheFirstLongest(t *testing.T) {
+	var r Result
+	r.setSteps([][]string{{"A1"}, {"B1", "B2"}, {"C1", "C2"}})
+	if strings.Join(r.Steps, " ") != "B1 B2" || len(r.AttemptSteps) != 3 {
+		t.Errorf("steps %v of %v", r.Steps, r.AttemptSteps)
 	}
 }
