@@ -80,6 +80,8 @@
 #                   (a lower bound of the efficacy, in the time of those tests)
 #   MUTATION_SKIP_TESTS  a go test -skip pattern, the same lower bound as MUTATION_RUN
 #   MUTATION_SERVERS  1: the servers a target points at a closed port are used after all
+#   MUTATION_TRUST_LEDGER  1 (CI): in the changed mode, leave out a target whose touched
+#                   files the ledger judges at HEAD's code, or owes
 #   MUTATION_FILES  --judge: only these files (base names, space-separated)
 #   MUTATION_RECORD 1: --judge appends its rows to scripts/mutation-whole.txt when
 #                   every run met its floors
@@ -600,9 +602,23 @@ case $mode in
         continue
       fi
       hit=
+      unjudged=
       for f in $files; do
-        if grep -qxF "$dir/$f" <<< "$touched"; then hit=1; fi
+        if grep -qxF "$dir/$f" <<< "$touched"; then
+          hit=1
+          if ! judged "$name" "$dir" "$f" && ! grep -v '^#' "$OWED" 2>/dev/null | awk -F' [|] ' -v p="$dir/$f" '$1 == p { f = 1 } END { exit !f }'; then
+            unjudged="$unjudged $f"
+          fi
+        fi
       done
+      # MUTATION_TRUST_LEDGER=1 (CI): a touched file the ledger judges at
+      # HEAD's code (or owes, said out loud) is not mutated again: the
+      # ledger's rows are the runs of this very code, and the step that
+      # checks them (--table) has passed. Only what they do not cover runs.
+      if [ "${MUTATION_TRUST_LEDGER:-}" = 1 ] && [ -n "$hit" ] && [ -z "$unjudged" ]; then
+        echo "mutation: $name: every touched file it mutates is judged at HEAD's code by the ledger ($WHOLE) or owed ($OWED): not run again"
+        continue
+      fi
       if [ "$cost" != - ] && [ $((spent + cost)) -le "$budget" ]; then
         spent=$((spent + cost))
         whole[$name]=1
