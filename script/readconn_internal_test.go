@@ -3,10 +3,13 @@ package script
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/racetest/racetest/internal/mongodb"
+	"github.com/racetest/racetest/internal/redisdb"
 	"github.com/racetest/racetest/internal/sqldb"
 	"github.com/racetest/racetest/runner"
 )
@@ -64,5 +67,17 @@ func TestFirstUnit(t *testing.T) {
 	}
 	if got := (&Target{Unit: "order"}).firstUnit(); got != "the first order" {
 		t.Errorf("unit order: %q", got)
+	}
+}
+
+// A check refused for writing is so on every store.
+func TestIsWriteRefused(t *testing.T) {
+	for _, err := range []error{&sqldb.WriteError{Statement: "DELETE"}, &redisdb.WriteError{}, &mongodb.WriteError{}} {
+		if !isWriteRefused(fmt.Errorf("--effects: %w", err)) {
+			t.Errorf("%T: not read as a refused write", err)
+		}
+	}
+	if isWriteRefused(errors.New("connection reset")) {
+		t.Error("another error read as a refused write")
 	}
 }

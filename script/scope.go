@@ -62,6 +62,9 @@ func namesToken(n parse.Node) bool {
 		}
 	case *parse.FieldNode:
 		return len(n.Ident) > 0 && n.Ident[0] == "Token"
+	case *parse.VariableNode:
+		// $.Token: the data's Token from inside a with or a range.
+		return len(n.Ident) > 1 && n.Ident[0] == "$" && n.Ident[1] == "Token"
 	case *parse.ChainNode:
 		return namesToken(n.Node) || len(n.Field) > 0 && n.Field[0] == "Token"
 	case *parse.IfNode:
