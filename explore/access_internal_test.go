@@ -2,6 +2,7 @@ package explore
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -116,14 +117,43 @@ func TestInvariantsJudgeTheOrders(t *testing.T) {
 	if why := res.Why(); !strings.Contains(why, "orders broke the invariant at most one") || strings.Contains(why, "left more than") {
 		t.Errorf("why %q: want the invariant named, and no effects (none are counted)", why)
 	}
-	held := 0
+	held, serial := 0, 0
 	for _, o := range res.Orders {
 		if !o.BrokeInvariant() {
 			held++
 		}
+		// A1 A2 first: B checks after A's act, and declines.
+		if strings.HasPrefix(o.Schedule, "A1 A2") {
+			serial++
+			if o.BrokeInvariant() {
+				t.Errorf("order %s, A before B, broke the invariant (%v)", o.Schedule, o.Broken)
+			}
+		}
 	}
-	if held == 0 || held == len(res.Orders) {
-		t.Errorf("%d of %d orders kept the invariant: want some (the check ran after the other's act) and not all", held, len(res.Orders))
+	if held == 0 || held == len(res.Orders) || serial == 0 {
+		t.Errorf("%d of %d orders kept the invariant (%d serial): want some (the check ran after the other's act) and not all", held, len(res.Orders), serial)
+	}
+	if want := fmt.Sprintf("%d of %d orders broke the invariant at most one", len(res.Orders)-held, len(res.Orders)); !strings.Contains(res.Why(), want) {
+		t.Errorf("why %q, want %q", res.Why(), want)
+	}
+}
+
+// heldStore counts effects and has an invariant that always holds: a RACE
+// by its effects says nothing of the invariant.
+type heldStore struct{ *store }
+
+func (heldStore) Invariants() []string { return []string{"always"} }
+func (heldStore) Broken(context.Context, runner.Subject) ([]int, error) {
+	return []int{0}, nil
+}
+
+func TestARaceByEffectsNamesNoInvariantThatHeld(t *testing.T) {
+	res, err := Run(context.Background(), heldStore{newStore(naive)}, Options{Attempts: 2, BlockAfter: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if why := res.Why(); res.Verdict() != Race || !strings.Contains(why, "left more than 1 effect(s)") || strings.Contains(why, "invariant") {
+		t.Errorf("verdict %s, why %q: want RACE by effects, no invariant named", res.Verdict(), why)
 	}
 }
 
