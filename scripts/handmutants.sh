@@ -11,6 +11,8 @@
 #   scripts/handmutants.sh script race  the mutants of the packages named
 #
 # HANDMUTANTS_LIST names another list (default scripts/hand-mutants.txt).
+# HANDMUTANTS_SHARD=K/N runs every Nth block from the Kth (with its own
+# HANDMUTANTS_OUT), so that N parts run side by side.
 #
 # Each mutant's test runs first on the unchanged copy and must pass: a test
 # that fails anyway (a server down under RACETEST_REQUIRE_SERVERS, a flaky
@@ -43,7 +45,13 @@ rsync -a --files-from="$OUT/files" ./ "$OUT/tree/"
 
 # A block of the list: lines "pkg", "file", "test", "env" (optional),
 # "from", "to", "why", ended by a blank line or the end of the file.
-killed=0 lived=0 n=0 start=$SECONDS
+killed=0 lived=0 n=0 seen=0 start=$SECONDS
+shard_k=1 shard_n=1
+if [ -n "${HANDMUTANTS_SHARD:-}" ]; then
+  [[ "$HANDMUTANTS_SHARD" =~ ^([0-9]+)/([0-9]+)$ ]] && [ "${BASH_REMATCH[1]}" -ge 1 ] && [ "${BASH_REMATCH[1]}" -le "${BASH_REMATCH[2]}" ] ||
+    die "HANDMUTANTS_SHARD=$HANDMUTANTS_SHARD: want K/N, K from 1 to N"
+  shard_k=${BASH_REMATCH[1]} shard_n=${BASH_REMATCH[2]}
+fi
 declare -A baseline=()
 lived_list=()
 
@@ -52,6 +60,10 @@ run_one() {
   [ -n "$pkg" ] && [ -n "$file" ] && [ -n "$test" ] && [ -n "$from" ] && [ -n "$to" ] ||
     die "an entry near '$from' lacks one of pkg, file, test, from, to"
   selected "$pkg" || return 0
+  # HANDMUTANTS_SHARD=K/N: the Kth of N parts of the list (every Nth
+  # block), so that N copies run side by side (CI runs two).
+  seen=$((seen + 1))
+  [ $(((seen - 1) % shard_n)) = $((shard_k - 1)) ] || return 0
   n=$((n + 1))
   local src=$OUT/tree/$file
   [ -f "$src" ] || die "$file: no such file (entry '$from')"
@@ -106,7 +118,7 @@ while IFS= read -r line || [ -n "$line" ]; do
 done < "$LIST"
 [ -z "$from" ] || run_one "$pkg" "$file" "$test" "$env" "$from" "$to" "$why"
 
-echo "handmutants: $n mutant(s): $killed killed, $lived lived; $((SECONDS - start))s (copy in $OUT)"
+echo "handmutants: $n mutant(s)${HANDMUTANTS_SHARD:+ (part $HANDMUTANTS_SHARD)}: $killed killed, $lived lived; $((SECONDS - start))s (copy in $OUT)"
 if [ "$lived" -gt 0 ]; then
   printf 'handmutants: lived: %s\n' "${lived_list[@]}" >&2
   exit 1
