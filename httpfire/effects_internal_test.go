@@ -2,6 +2,7 @@ package httpfire
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -192,5 +193,23 @@ func TestAsideEscapesTheQuery(t *testing.T) {
 	}
 	if k, _ := got.Load().(string); k != "a b" {
 		t.Fatalf("the server read k=%q, want %q", k, "a b")
+	}
+}
+
+// A sql: check that writes is refused from its text, before anything
+// connects (a query that passes still runs in a read-only transaction).
+func TestSQLCheckThatWritesIsRefusedFirst(t *testing.T) {
+	tg, err := New(Config{URL: "http://127.0.0.1:9/"}, scenarios.Params{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ie *InputError
+	for _, q := range []string{"DELETE FROM t", "UPDATE t SET v = v + 100 WHERE k = '{{.Token}}'"} {
+		if _, err := parseCheck("effects", "sql:postgres:"+q, tg); !errors.As(err, &ie) || !strings.Contains(err.Error(), "is not a query") {
+			t.Errorf("%q: %v, want refused as no query", q, err)
+		}
+	}
+	if _, err := parseCheck("effects", "sql:postgres:SELECT count(*) FROM t WHERE k = '{{.Token}}'", tg); err != nil {
+		t.Errorf("a query: %v", err)
 	}
 }

@@ -33,8 +33,9 @@ func TestScopedInvariants(t *testing.T) {
 		parse("SELECT count(*) FROM acct_{{.RunID}} WHERE {{range .Burst}}x{{else}}{{.Token}}{{end}} balance < 0"),
 		parse("SELECT count(*) FROM acct_{{.RunID}} WHERE {{with .Burst}}x{{else}}y{{end}} balance < 0"),
 		parse("SELECT count(*) FROM acct_{{.RunID}} WHERE '{{$}}' <> '' AND balance < 0"),
+		parse("SELECT count(*) FROM acct_{{.RunID}} WHERE {{if .Token}}1 = 1 AND{{end}} balance < 0"),
 	}}}
-	if got, want := tg.ScopedInvariants(), []bool{false, true, true, false, true, true, true, true, true, true, true, false, false}; !slices.Equal(got, want) {
+	if got, want := tg.ScopedInvariants(), []bool{false, true, true, false, true, true, true, true, true, true, true, false, false, true}; !slices.Equal(got, want) {
 		t.Errorf("scoped %v, want %v", got, want)
 	}
 }
