@@ -2,6 +2,7 @@ package explore
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -70,5 +71,34 @@ func TestAnUnplannedBranchTooLargeToPlanAgainIsInconclusive(t *testing.T) {
 	}
 	if notes := strings.Join(res.Notes, "\n"); !strings.Contains(notes, "not planned again: attempt") || !strings.Contains(notes, "more than --max-schedules 25") {
 		t.Errorf("no note says why it was not planned again:\n%s", notes)
+	}
+}
+
+// raceThenMore is naive, and after a double grant takes a step its plan
+// (made from serial runs, where there is none) does not have.
+func raceThenMore(ctx context.Context, st *store, s runner.Subject, w *runner.Worker) runner.Outcome {
+	w.Step(ctx, "check")
+	if st.count(s.Key) > 0 {
+		return runner.Refused(errors.New("already"))
+	}
+	w.Step(ctx, "act")
+	st.add(s.Key)
+	w.Step(ctx, "look")
+	if st.count(s.Key) > 1 {
+		w.Step(ctx, "after")
+	}
+	w.Step(ctx, "done")
+	return runner.Done()
+}
+
+// A violation found stands as it is: an exploration that found a RACE is
+// not planned again, though an attempt took steps past its plan.
+func TestARaceIsNotPlannedAgain(t *testing.T) {
+	res, err := Run(context.Background(), newStore(raceThenMore), Options{Attempts: 2, BlockAfter: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Verdict() != Race || res.Unplanned == 0 || res.Replanned != 0 {
+		t.Fatalf("verdict %s, %d unplanned steps, planned again %d times: want RACE, some steps past the plan, and no second plan", res.Verdict(), res.Unplanned, res.Replanned)
 	}
 }
