@@ -3,6 +3,7 @@ package httpfire_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -19,6 +20,8 @@ import (
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/conformance"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/racetest/racetest/internal/redisdb"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
@@ -189,5 +192,103 @@ func TestEffectsMongo(t *testing.T) {
 	effectsRun(t, p, "mongo:racetest."+p.Prefix()+`saves:{"token": "{{.Token}}"}`, func(ctx context.Context, tok string) error {
 		_, err := coll.InsertOne(ctx, bson.D{{Key: "token", Value: tok}})
 		return err
+	})
+}
+
+// checkRun fires one small burst at a server that says ok, judged by spec,
+// and returns the run's error.
+func checkRun(t *testing.T, p scenarios.Params, spec string) error {
+	t.Helper()
+	srv := newServer(t, plainH1, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		fmt.Fprintln(w, "ok")
+	}))
+	target, err := httpfire.New(httpfire.Config{Method: "POST", URL: srv.URL + "/?token={{.Token}}", Effects: spec}, p)
+	if err != nil {
+		return err
+	}
+	_, err = runner.Run(context.Background(), target, runner.Attempts(2), runner.Bursts(1), runner.Timeout(5*time.Second))
+	return err
+}
+
+// A check returns exactly one value, and a Redis check only reads: on the
+// servers, before a burst counts anything.
+func TestChecksOnTheServersReturnOneValueAndOnlyRead(t *testing.T) {
+	t.Run("postgres", func(t *testing.T) {
+		url := os.Getenv("RACETEST_POSTGRES_URL")
+		if url == "" {
+			url = "postgres://postgres@127.0.0.1:5432/test"
+		}
+		conn, err := pgx.Connect(context.Background(), url)
+		if err != nil {
+			conformance.Unavailable(t, "postgres", err)
+		}
+		conn.Close(context.Background())
+		p := params()
+		p.Conn.Set("postgres", url)
+		if err := checkRun(t, p, "sql:postgres:SELECT 1 UNION ALL SELECT 2"); err == nil || !strings.Contains(err.Error(), "returned 2 rows") {
+			t.Errorf("two rows: %v, want refused, naming them", err)
+		}
+		if err := checkRun(t, p, "sql:postgres:SELECT 0"); err != nil {
+			t.Errorf("one row: %v", err)
+		}
+	})
+	t.Run("mysql", func(t *testing.T) {
+		dsn := os.Getenv("RACETEST_MYSQL_DSN")
+		if dsn == "" {
+			dsn = "root@tcp(127.0.0.1:3306)/test"
+		}
+		cfg, err := sqldb.MySQLConfig(dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn, err := mysql.NewConnector(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		db := sql.OpenDB(conn)
+		defer db.Close()
+		if err := db.Ping(); err != nil {
+			conformance.Unavailable(t, "mysql", err)
+		}
+		p := params()
+		p.Conn.Set("mysql", dsn)
+		if err := checkRun(t, p, "sql:mysql:SELECT 1 UNION ALL SELECT 2"); err == nil || !strings.Contains(err.Error(), "returned 2 rows") {
+			t.Errorf("two rows: %v, want refused, naming them", err)
+		}
+		if err := checkRun(t, p, "sql:mysql:SELECT 0"); err != nil {
+			t.Errorf("one row: %v", err)
+		}
+	})
+	t.Run("redis", func(t *testing.T) {
+		url := os.Getenv("RACETEST_REDIS_URL")
+		if url == "" {
+			url = "redis://127.0.0.1:6379/0"
+		}
+		opt, err := redis.ParseURL(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		client := redis.NewClient(opt)
+		defer client.Close()
+		if err := client.Ping(context.Background()).Err(); err != nil {
+			conformance.Unavailable(t, "redis", err)
+		}
+		p := params()
+		p.Conn.Set("redis", url)
+		key := p.Prefix() + "{{.Token}}"
+		if err := checkRun(t, p, "redis:MGET "+key+" "+key+"x"); err == nil || !strings.Contains(err.Error(), "an array of 2 elements") {
+			t.Errorf("an array of two: %v, want refused, naming it", err)
+		}
+		if err := checkRun(t, p, "redis:MGET "+key); err != nil {
+			t.Errorf("an array of one: %v, want its element read", err)
+		}
+		var we *redisdb.WriteError
+		if err := checkRun(t, p, "redis:DEL "+key); !errors.As(err, &we) {
+			t.Errorf("DEL: %v, want refused as a write", err)
+		}
+		if n, _ := client.Exists(context.Background(), p.Prefix()+"racetest_sample_0").Result(); n != 0 {
+			t.Errorf("a key of the sample was left")
+		}
 	})
 }
