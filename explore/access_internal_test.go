@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -169,5 +170,51 @@ func TestSetStepsKeepsTheFirstLongest(t *testing.T) {
 	r.setSteps([][]string{{"A1"}, {"B1", "B2"}, {"C1", "C2"}})
 	if strings.Join(r.Steps, " ") != "B1 B2" || len(r.AttemptSteps) != 3 {
 		t.Errorf("steps %v of %v", r.Steps, r.AttemptSteps)
+	}
+}
+
+// oldStore's invariant was broken before any order (one old violation),
+// and locked attempts add none: an order is judged by what it adds.
+type oldStore struct{ *store }
+
+func (oldStore) Uncounted() bool      { return true }
+func (oldStore) Invariants() []string { return []string{"at most one, and one old"} }
+func (s oldStore) Broken(_ context.Context, sub runner.Subject) ([]int, error) {
+	return []int{1 + max(0, s.count(sub.Key)-1)}, nil
+}
+
+func TestAnOrderIsJudgedByTheViolationsItAdds(t *testing.T) {
+	res, err := Run(context.Background(), oldStore{newStore(locked)}, Options{Attempts: 2, BlockAfter: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range res.Orders {
+		if o.BrokeInvariant() {
+			t.Errorf("order %s broke the invariant (%v): the old violation is not the order's", o.Schedule, o.Broken)
+		}
+	}
+	if v := res.Verdict(); v == Race {
+		t.Errorf("verdict RACE (%s): the old violation is not the orders'", res.Why())
+	}
+}
+
+// badStore answers one count for its invariant before an order, and two
+// after it.
+type badStore struct {
+	invStore
+	calls *atomic.Int64
+}
+
+func (b badStore) Broken(context.Context, runner.Subject) ([]int, error) {
+	if b.calls.Add(1)%2 == 0 {
+		return []int{0, 0}, nil
+	}
+	return []int{0}, nil
+}
+
+func TestInvariantCountsMustMatchTheInvariants(t *testing.T) {
+	_, err := Run(context.Background(), badStore{invStore{newStore(naive)}, new(atomic.Int64)}, Options{Attempts: 2, BlockAfter: time.Second})
+	if err == nil || !strings.Contains(err.Error(), "2 counts for 1 invariants") {
+		t.Errorf("two counts for one invariant: %v, want refused", err)
 	}
 }
