@@ -214,7 +214,7 @@ func (b badStore) Broken(context.Context, runner.Subject) ([]int, error) {
 
 func TestInvariantCountsMustMatchTheInvariants(t *testing.T) {
 	_, err := Run(context.Background(), badStore{invStore{newStore(naive)}, new(atomic.Int64)}, Options{Attempts: 2, BlockAfter: time.Second})
-	if err == nil || !strings.Contains(err.Error(), "2 counts for 1 invariants") {
+	if err == nil || !strings.Contains(err.Error(), "order 1: check the invariants: 2 counts for 1 invariants") {
 		t.Errorf("two counts for one invariant: %v, want refused", err)
 	}
 }
