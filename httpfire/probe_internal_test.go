@@ -43,20 +43,7 @@ func TestBesideDetailNamesALaterTry(t *testing.T) {
 // A server that accepts the probe's connection and never answers is "no
 // response within" the timeout, not the socket's own error.
 func TestProbeAloneOfASilentServer(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			defer c.Close() // held open, unanswered, until the test ends
-		}
-	}()
+	ln := listen(t, func(c net.Conn) { t.Cleanup(func() { c.Close() }) }) // held open, unanswered
 	target, err := New(Config{Method: "POST", URL: "http://" + ln.Addr().String() + "/", Timeout: 300 * time.Millisecond}, scenarios.Params{RunID: scenarios.NewRunID()})
 	if err != nil {
 		t.Fatal(err)
@@ -69,20 +56,7 @@ func TestProbeAloneOfASilentServer(t *testing.T) {
 // A server that closes the connection answered nothing either, but that is
 // its error, not a time-out.
 func TestProbeAloneOfAServerThatHangsUp(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
+	ln := listen(t, func(c net.Conn) { c.Close() })
 	target, err := New(Config{Method: "POST", URL: "http://" + ln.Addr().String() + "/", Timeout: 5 * time.Second}, scenarios.Params{RunID: scenarios.NewRunID()})
 	if err != nil {
 		t.Fatal(err)
@@ -90,4 +64,25 @@ func TestProbeAloneOfAServerThatHangsUp(t *testing.T) {
 	if _, err := target.probeAlone(context.Background()); err == nil || strings.Contains(err.Error(), "no response within") {
 		t.Errorf("probe of a server that hangs up: %v, want its own error", err)
 	}
+}
+
+// listen accepts connections on a free port of the loopback and hands
+// each to serve, until the test ends.
+func listen(t *testing.T, serve func(net.Conn)) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			serve(c)
+		}
+	}()
+	return ln
 }
