@@ -30,6 +30,9 @@ type burst struct {
 	// each invariant's violations then, until the runner takes them.
 	baseline int
 	held     []int
+	// watch watches the checked database for lock waits while the
+	// burst's requests are in flight; nil when nothing watches.
+	watch *burstWatch
 
 	// The release of the first wave. Past the runner's gate each attempt
 	// arrives and goes straight to waiting for its response; the last to

@@ -30,6 +30,7 @@ var (
 
 	_ runner.ServerParalleler = (*Target)(nil)
 	_ runner.ServerProber     = (*Target)(nil)
+	_ runner.LockWaiter       = (*Target)(nil)
 )
 
 // Target fires a run's bursts at one HTTP endpoint. Build it with New; it is
@@ -50,6 +51,9 @@ type Target struct {
 	// probe is what Prepare's probe of the server's concurrency found
 	// (probe.go); nil before Prepare.
 	probe *runner.ServerProbe
+	// locks watches the database of the run's SQL checks for lock waits
+	// during each burst (lockwatch.go); nil without a SQL check.
+	locks *lockWatch
 
 	mu       sync.Mutex
 	sessions map[armer]struct{}
@@ -100,6 +104,7 @@ func New(cfg Config, p scenarios.Params) (*Target, error) {
 		}
 		t.invariants, t.invNames = append(t.invariants, inv), append(t.invNames, spec)
 	}
+	t.locks = newLockWatch(t.auto, append([]effectsCheck{t.effects}, t.invariants...)...)
 	t.st.statuses = map[int]int{}
 	return t, nil
 }
@@ -176,6 +181,9 @@ func (t *Target) Prepare(ctx context.Context) error {
 			return fmt.Errorf("invariant %s: %w", t.invNames[i], err)
 		}
 	}
+	if t.locks != nil && t.locks.pg == nil && t.locks.my == nil {
+		return t.locks.open(ctx)
+	}
 	return nil
 }
 
@@ -188,6 +196,9 @@ func (t *Target) Cleanup(context.Context) error {
 	t.mu.Unlock()
 	if t.auto != nil {
 		t.auto.close()
+	}
+	if t.locks != nil {
+		t.locks.close()
 	}
 	var errs []error
 	if t.effects != nil {
@@ -321,6 +332,11 @@ func (t *Target) reset(ctx context.Context, index int, arm bool) (runner.Subject
 		}
 		return runner.Subject{}, fmt.Errorf("no connection could be made ready for the burst: %w", firstErr)
 	}
+	// Watched from before the first request leaves. A server the probe
+	// found serial has one worker: a lock wait then is another client's.
+	if t.locks != nil && !t.probe.Serial() {
+		b.watch = t.locks.start(ctx)
+	}
 	return runner.Subject{Burst: index, Key: v.Key, Data: b}, nil
 }
 
@@ -439,6 +455,21 @@ func (t *Target) ServerParallelism(s runner.Subject) float64 {
 	return b.parallelism()
 }
 
+// LockWaited reports whether a session of the checked database waited on a
+// lock while burst s was in flight (lockwatch.go), and ends the burst's
+// watch. A watch that could not ask says no, and the report says why.
+func (t *Target) LockWaited(s runner.Subject) bool {
+	b, ok := s.Data.(*burst)
+	if !ok || b.watch == nil {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), t.c.timeout)
+	defer cancel()
+	waited, err := b.watch.end(ctx)
+	t.st.lockWatched(waited, err)
+	return waited
+}
+
 // WireSpread is burst s's client-side release spread: the first to the last
 // request leaving (in last-byte, its held tail; in single-packet, each
 // connection's one write). The runner reports it as the burst's spread: the
@@ -503,6 +534,9 @@ func (t *Target) Notes() []string {
 	notes := []string{"request: " + t.c.describe() + "; success: " + t.c.rules.desc, "release: " + releaseNote[t.c.release]}
 	if t.c.auto != "" {
 		notes[1] += " (" + t.c.auto + ")"
+	}
+	if n := t.lockNote(); n != "" {
+		notes = append(notes, n)
 	}
 	if t.st.bursts == 0 {
 		return notes
@@ -571,6 +605,20 @@ func statusLine(m map[int]int) string {
 	return strings.Join(parts, ", ")
 }
 
+// lockNote says what the watch for lock waits saw (t.st.mu held).
+func (t *Target) lockNote() string {
+	switch {
+	case t.locks == nil:
+		return ""
+	case t.st.watchErr != nil:
+		return fmt.Sprintf("lock waits: could not be watched (%v): a burst the server answered one at a time counts as untested", t.st.watchErr)
+	case t.st.watched == 0:
+		return ""
+	}
+	return fmt.Sprintf("lock waits on %s: a session waited on a lock in %d of %d bursts (a burst answered one at a time while one did was queued by the database's lock, and counts as tested)",
+		t.locks.where, t.st.lockWaits, t.st.watched)
+}
+
 // stats are the run's figures beyond the runner's.
 type stats struct {
 	mu                   sync.Mutex
@@ -583,6 +631,26 @@ type stats struct {
 	attempts, failed     int
 	unsync, late         int
 	server, proto        string
+	// Bursts watched for lock waits, those in which a session waited,
+	// and the first failure to ask.
+	watched, lockWaits int
+	watchErr           error
+}
+
+func (s *stats) lockWatched(waited bool, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case err != nil:
+		if s.watchErr == nil {
+			s.watchErr = err
+		}
+	case waited:
+		s.watched++
+		s.lockWaits++
+	default:
+		s.watched++
+	}
 }
 
 func (s *stats) add(b *burst, effects int) {

@@ -397,7 +397,9 @@ func untested(r *runner.Result, tested int) string {
 // did, but answered this endpoint's requests one at a time, serializes
 // them itself. That stays INCONCLUSIVE too: a lock in the process is
 // exactly the guard that fails with several replicas, and from outside it
-// looks the same as a lock in the database.
+// looks the same as a lock in the database, unless the database was
+// watched and a session waited on a lock (Burst.LockSerialized): such a
+// burst is not serial, and never reaches here.
 func serialWhy(r *runner.Result, serial int) string {
 	n := len(r.Bursts)
 	if r.ServerProbe.Serial() {
@@ -405,7 +407,7 @@ func serialWhy(r *runner.Result, serial int) string {
 			n)
 	}
 	if r.ServerProbe.Concurrent() {
-		return fmt.Sprintf("the endpoint's requests were answered one at a time in %d of %d bursts (%s), though the server answered a second request while a first was unfinished: one lock held around the whole request? a lock inside the process holds with one replica only, one in the database with any; racetest cannot tell which from outside",
+		return fmt.Sprintf("the endpoint's requests were answered one at a time in %d of %d bursts (%s), though the server answered a second request while a first was unfinished: one lock held around the whole request? a lock inside the process holds with one replica only, one in the database with any; a lock in the database shows as a session waiting on it, which racetest watches for when --effects or --invariant reads the service's SQL database, and none was seen (or none was watched)",
 			serial, n, serialFigure(r))
 	}
 	return fmt.Sprintf("the server answered one request at a time in %d of %d bursts (%s): does it have one worker, or one lock held around the whole request? racing needs a server that handles requests concurrently",

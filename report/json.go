@@ -123,6 +123,10 @@ type RunJSON struct {
 	// which test nothing. Both are absent when the target cannot tell.
 	ServerParallelism *StatF `json:"server_parallelism,omitempty"`
 	SerialBursts      int    `json:"serial_bursts,omitempty"`
+	// LockSerializedBursts counts the bursts the server answered one at a
+	// time while a session of the checked database waited on a lock: the
+	// database's lock queued them, and they count as tested.
+	LockSerializedBursts int `json:"lock_serialized_bursts,omitempty"`
 	// ServerProbe is what a probe found, before the bursts, of the server's
 	// ability to answer a second request while a first is unfinished
 	// (http): result "concurrent", "serial" or "not run", and what was
@@ -188,6 +192,9 @@ type BurstJSON struct {
 	Twin *TwinJSON `json:"twin,omitempty"`
 	// ServerParallelism is runner.Burst's: 0 (absent) when not measured.
 	ServerParallelism float64 `json:"server_parallelism,omitempty"`
+	// LockWaited: a session of the checked database waited on a lock
+	// while the burst was in flight.
+	LockWaited bool `json:"lock_waited,omitempty"`
 }
 
 // WireJSON counts, in a wire release, how a burst's first requests left the
@@ -279,6 +286,7 @@ func runJSON(c Case) RunJSON {
 	j.Overlap = Stat{o.Min, o.Median, o.Max}
 	j.SpreadMicros = StatF{micros(s.Min), micros(s.Median), micros(s.Max)}
 	j.ServerParallelism, j.SerialBursts, j.ServerProbe = serverParallelism(r), r.Serial(), r.ServerProbe
+	j.LockSerializedBursts = r.LockSerialized()
 	out := r.Outcomes()
 	for _, cl := range runner.Classes() {
 		j.Outcomes[cl.String()] = out[cl]
@@ -318,7 +326,7 @@ func runJSON(c Case) RunJSON {
 			bj.Wire = &WireJSON{b.Wire.Held, b.Wire.Late, b.Wire.Silent}
 		}
 		bj.Twin = twinJSON(b.Twin)
-		bj.ServerParallelism = b.ServerParallelism
+		bj.ServerParallelism, bj.LockWaited = b.ServerParallelism, b.LockWaited
 		j.PerBurst[i] = bj
 	}
 	return j

@@ -114,7 +114,8 @@ func (j RunJSON) toCase(version string) (Case, error) {
 			return Case{}, fmt.Errorf("burst %d: %w", bj.Index, err)
 		}
 		b := runner.Burst{Index: bj.Index, Effects: bj.Effects, Allowed: bj.Allowed, Required: bj.Required, Before: bj.Before, Broken: bj.Broken, Overlap: bj.Overlap,
-			Unjudged: bj.Unjudged, Unobserved: bj.Unobserved, Spread: spread, Duration: took, Retries: bj.Retries, ServerParallelism: bj.ServerParallelism}
+			Unjudged: bj.Unjudged, Unobserved: bj.Unobserved, Spread: spread, Duration: took, Retries: bj.Retries, ServerParallelism: bj.ServerParallelism,
+			LockWaited: bj.LockWaited}
 		for name, n := range bj.Outcomes {
 			cl, err := classOf(name)
 			if err != nil {

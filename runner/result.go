@@ -110,6 +110,12 @@ type Burst struct {
 	// takes overlapping requests one at a time, and below SerialBelow the
 	// burst counts as served one at a time (Serial).
 	ServerParallelism float64
+	// LockWaited: a session of the store the run checks waited on a lock
+	// while the burst was in flight (a LockWaiter's finding). A burst the
+	// server answered one at a time is then not Serial: the database
+	// queued the attempts behind a lock, which is the guard under test,
+	// not a server that handles one request at a time.
+	LockWaited bool
 }
 
 // ServerProbe is what a probe of the server found, once, before the
@@ -151,10 +157,24 @@ func (p *ServerProbe) Concurrent() bool { return p != nil && p.Result == ProbeCo
 const SerialBelow = 1.5
 
 // Serial reports whether the server answered the burst's attempts one at a
-// time (ServerParallelism measured, and below SerialBelow): however much
-// they overlapped at the client, none ran beside another, so the burst
-// tested nothing.
+// time (ServerParallelism measured, and below SerialBelow) while no session
+// of the store waited on a lock: however much they overlapped at the
+// client, none ran beside another, so the burst tested nothing. Answered
+// one at a time while a session waited on a lock (LockSerialized), the
+// attempts did run together, as far as the database's lock.
 func (b Burst) Serial() bool {
+	return b.answeredInTurn() && !b.LockWaited
+}
+
+// LockSerialized reports whether the server answered the burst one at a
+// time because a lock in the database queued its attempts: they reached
+// the store together and one waited for another's lock.
+func (b Burst) LockSerialized() bool {
+	return b.answeredInTurn() && b.LockWaited
+}
+
+// answeredInTurn: ServerParallelism measured, and below SerialBelow.
+func (b Burst) answeredInTurn() bool {
 	return b.ServerParallelism > 0 && b.ServerParallelism < SerialBelow
 }
 
@@ -356,6 +376,18 @@ func (r *Result) Serial() int {
 	n := 0
 	for _, b := range r.Bursts {
 		if b.Serial() {
+			n++
+		}
+	}
+	return n
+}
+
+// LockSerialized counts the bursts a lock in the database queued
+// (Burst.LockSerialized).
+func (r *Result) LockSerialized() int {
+	n := 0
+	for _, b := range r.Bursts {
+		if b.LockSerialized() {
 			n++
 		}
 	}

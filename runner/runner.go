@@ -643,9 +643,7 @@ func (e *engine) count(ctx context.Context, s Subject, b *Burst) error {
 func (e *engine) allow(s Subject, b *Burst) {
 	// Whatever judges the burst, a server that served it one request at a
 	// time tested nothing: an accounting or invariant-only run too.
-	if p, ok := e.t.(ServerParalleler); ok {
-		b.ServerParallelism = p.ServerParallelism(s)
-	}
+	e.serverFigures(s, b)
 	if e.res.Uncounted {
 		return
 	}
@@ -661,6 +659,17 @@ func (e *engine) allow(s Subject, b *Burst) {
 	b.Required = min(e.cfg.Required, b.Allowed)
 	if r, ok := e.t.(Requirer); ok {
 		b.Required = r.Required(s, b.Outcomes)
+	}
+}
+
+// serverFigures records what the target saw of the server during burst s:
+// how many attempts it handled at once, and whether one waited on a lock.
+func (e *engine) serverFigures(s Subject, b *Burst) {
+	if p, ok := e.t.(ServerParalleler); ok {
+		b.ServerParallelism = p.ServerParallelism(s)
+	}
+	if w, ok := e.t.(LockWaiter); ok {
+		b.LockWaited = w.LockWaited(s)
 	}
 }
 

@@ -34,6 +34,59 @@ func TestSerialBursts(t *testing.T) {
 	}
 }
 
+// A burst answered one request at a time while a session of the database
+// waited on a lock was queued by that lock: it ran together as far as the
+// database, and tested the guard. A lock wait in a burst answered at once
+// changes nothing.
+func TestLockSerializedBursts(t *testing.T) {
+	answered := [NumClasses]int{Executed: 1, Declined: 3}
+	for _, tc := range []struct {
+		parallelism                    float64
+		waited, serial, queued, tested bool
+	}{
+		{1, true, false, true, true},
+		{1, false, true, false, false},
+		{SerialBelow - 0.01, true, false, true, true},
+		{SerialBelow, true, false, false, true},
+		{0, true, false, false, true}, // not measured
+		{3, false, false, false, true},
+	} {
+		b := Burst{Effects: 1, Overlap: 4, Outcomes: answered, ServerParallelism: tc.parallelism, LockWaited: tc.waited}
+		if b.Serial() != tc.serial || b.LockSerialized() != tc.queued || b.Tested() != tc.tested {
+			t.Errorf("parallelism %.2f, lock waited %v: serial %v, queued by a lock %v, tested %v; want %v, %v, %v",
+				tc.parallelism, tc.waited, b.Serial(), b.LockSerialized(), b.Tested(), tc.serial, tc.queued, tc.tested)
+		}
+	}
+	r := &Result{Bursts: []Burst{{ServerParallelism: 1, LockWaited: true}, {ServerParallelism: 1}, {ServerParallelism: 4, LockWaited: true}, {ServerParallelism: 1.2, LockWaited: true}}}
+	if r.Serial() != 1 || r.LockSerialized() != 2 {
+		t.Errorf("result: %d serial, %d queued by a lock; want 1 and 2", r.Serial(), r.LockSerialized())
+	}
+}
+
+// lockTarget says the server answered every burst one at a time, and that a
+// session waited on a lock during the odd ones.
+type lockTarget struct{ parallelTarget }
+
+func (lockTarget) LockWaited(s Subject) bool { return s.Burst%2 == 1 }
+
+// The runner records a LockWaiter's finding on each burst, beside the
+// server's parallelism.
+func TestLockWaitIsRecorded(t *testing.T) {
+	res, err := Run(context.Background(), lockTarget{parallelTarget{newCounter()}}, Attempts(4), Bursts(4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, b := range res.Bursts {
+		if b.LockWaited != (i%2 == 1) {
+			t.Errorf("burst %d: lock waited %v, want %v", i, b.LockWaited, i%2 == 1)
+		}
+	}
+	// Burst 1 was answered at once (6): its wait queued nothing.
+	if res.Serial() != 2 || res.LockSerialized() != 1 {
+		t.Errorf("%d bursts served one at a time, %d queued by a lock; want 2 and 1", res.Serial(), res.LockSerialized())
+	}
+}
+
 // parallelTarget says the server handled each burst's attempts 1.25 at a
 // time, except burst 1's.
 type parallelTarget struct{ *counter }

@@ -134,6 +134,13 @@ type (
 	ServerParalleler interface {
 		ServerParallelism(s Subject) float64
 	}
+	// LockWaiter watched the store while burst s was in flight, and
+	// reports whether a session of it waited on a lock meanwhile (the
+	// server's own lock tables or counters say so). Called once per
+	// burst, after ServerParallelism; recorded as Burst.LockWaited.
+	LockWaiter interface {
+		LockWaited(s Subject) bool
+	}
 	// ServerProber probed the server once, before the bursts, for whether
 	// it serves two requests at once (see ServerProbe); the runner records
 	// it as Result.ServerProbe at the end of the run. A target whose probe

@@ -389,9 +389,7 @@ func (e *engine) twinBurst(ctx context.Context, b Burst, s Subject, before Snaps
 	if _, err := e.t.Effects(ctx, s); err != nil {
 		return b, fmt.Errorf("burst %d: %w", b.Index, err)
 	}
-	if p, ok := e.t.(ServerParalleler); ok {
-		b.ServerParallelism = p.ServerParallelism(s)
-	}
+	e.serverFigures(s, &b)
 	b.Twin = &Twin{Solo: e.lastSolo, SoloBurst: e.soloOf, Together: after.Change(before), Noise: noise(after, quiet)}
 	b.Effects = b.Twin.Together.Rows()
 	b.Allowed = e.lastSolo.Rows()
