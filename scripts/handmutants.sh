@@ -13,6 +13,15 @@
 # HANDMUTANTS_LIST names another list (default scripts/hand-mutants.txt).
 # HANDMUTANTS_SHARD=K/N runs every Nth block from the Kth (with its own
 # HANDMUTANTS_OUT), so that N parts run side by side.
+# HANDMUTANTS_SINCE=COMMIT (CI: the commit .ci/landed names, where the last
+# landing, whose CI ran every mutant, ended) leaves out a mutant that cannot
+# have changed since: its block is in the list as it was at COMMIT, and no
+# file changed since COMMIT in a package its test builds (go list -deps
+# -test, this module's packages). A change anywhere else that a test could
+# read (go.mod, a testdata directory outside those packages, this script)
+# runs every mutant; text (*.md, docs/) and the mutation ledger do not.
+# Each mutant left out is counted and the reason printed.
+# HANDMUTANTS_DRY=1 lists the mutants that would run, and runs none.
 #
 # Each mutant's test runs first on the unchanged copy and must pass: a test
 # that fails anyway (a server down under RACETEST_REQUIRE_SERVERS, a flaky
@@ -55,6 +64,67 @@ fi
 declare -A baseline=()
 lived_list=()
 
+# HANDMUTANTS_SINCE: what changed since the commit, and the list as it was.
+since=${HANDMUTANTS_SINCE:-}
+declare -A old_block=() dep_changed=()
+changed=() unchanged=0
+if [ -n "$since" ]; then
+  if ! git merge-base --is-ancestor "$since" HEAD 2>/dev/null; then
+    echo "handmutants: HANDMUTANTS_SINCE=$since is not an ancestor of HEAD: every mutant runs"
+    since=
+  fi
+fi
+if [ -n "$since" ]; then
+  mapfile -t changed < <({ git diff --name-only "$since" --; git ls-files --others --exclude-standard; } | sort -u)
+  mapfile -t pkgdirs < <(go list -f '{{.Dir}}' ./... | sed "s|^$PWD/\{0,1\}||" | grep -v '^$' | sort -u)
+  for f in "${changed[@]}"; do
+    case "$f" in
+      *.md | docs/* | scripts/mutation* | .ci/landed) continue ;;
+    esac
+    inpkg=
+    for d in "${pkgdirs[@]}"; do
+      case "$f" in "$d"/*) inpkg=1; break ;; esac
+    done
+    if [ -z "$inpkg" ] && [ "$f" != "$LIST" ]; then
+      echo "handmutants: $f changed since $since and may be read by any test: every mutant runs"
+      since=
+      break
+    fi
+  done
+fi
+if [ -n "$since" ]; then
+  # The blocks of the list at $since, each as one key.
+  key= pkg= file= test= env= from= to=
+  while IFS= read -r line || [ -n "$line" ]; do
+    case "$line" in
+      '#'*) continue ;;
+      '') [ -z "$from" ] || old_block["$pkg|$file|$test|$env|$from|$to"]=1; pkg= file= test= env= from= to= ;;
+      pkg\ *) pkg=${line#pkg }; pkg=${pkg#"${pkg%%[! ]*}"} ;;
+      file\ *) file=${line#file }; file=${file#"${file%%[! ]*}"} ;;
+      test\ *) test=${line#test }; test=${test#"${test%%[! ]*}"} ;;
+      env\ *) env=${line#env }; env=${env#"${env%%[! ]*}"} ;;
+      from\ *) from=${line#from }; from=${from#"${from%%[! ]*}"} ;;
+      to\ *) to=${line#to }; to=${to#"${to%%[! ]*}"} ;;
+    esac
+  done < <(git show "$since:$LIST" 2>/dev/null || true)
+  [ -z "$from" ] || old_block["$pkg|$file|$test|$env|$from|$to"]=1
+fi
+
+# moved PKG: whether a file changed since $since in a package PKG's tests
+# build (cached per package).
+moved() {
+  local pkg=$1 d f
+  if [ -z "${dep_changed[$pkg]:-}" ]; then
+    dep_changed[$pkg]=no
+    while IFS= read -r d; do
+      for f in "${changed[@]}"; do
+        case "$f" in "$d"/*) dep_changed[$pkg]=yes; break 2 ;; esac
+      done
+    done < <(go list -deps -test -f '{{if .Module}}{{if .Module.Main}}{{.Dir}}{{end}}{{end}}' "./$pkg" | sed "s|^$PWD/\{0,1\}||" | grep -v '^$')
+  fi
+  [ "${dep_changed[$pkg]}" = yes ]
+}
+
 run_one() {
   local pkg=$1 file=$2 test=$3 env=$4 from=$5 to=$6 why=$7 hits log rc t0
   [ -n "$pkg" ] && [ -n "$file" ] && [ -n "$test" ] && [ -n "$from" ] && [ -n "$to" ] ||
@@ -64,7 +134,15 @@ run_one() {
   # block), so that N copies run side by side (CI runs two).
   seen=$((seen + 1))
   [ $(((seen - 1) % shard_n)) = $((shard_k - 1)) ] || return 0
+  if [ -n "$since" ] && [ -n "${old_block["$pkg|$file|$test|$env|$from|$to"]:-}" ] && ! moved "$pkg"; then
+    unchanged=$((unchanged + 1))
+    return 0
+  fi
   n=$((n + 1))
+  if [ -n "${HANDMUTANTS_DRY:-}" ]; then
+    printf '   would run  %-28s %s\n' "$file" "$to"
+    return 0
+  fi
   local src=$OUT/tree/$file
   [ -f "$src" ] || die "$file: no such file (entry '$from')"
   hits=$(F="$from" awk 'index($0, ENVIRON["F"]) { n++ } END { print n + 0 }' "$src")
@@ -86,8 +164,11 @@ run_one() {
     "$OUT/orig" > "$src"
   log=$OUT/mutant-$n.log
   t0=$SECONDS
+  # -vet=off: go test's vet checks are not what kills a mutant (a vet
+  # complaint would count as a kill the test never made), and they cost
+  # each mutant a pass over its package.
   rc=0
-  (cd "$OUT/tree" && env $env go test -count=1 -run "$test" "./$pkg" > "$log" 2>&1) || rc=$?
+  (cd "$OUT/tree" && env $env go test -vet=off -count=1 -run "$test" "./$pkg" > "$log" 2>&1) || rc=$?
   cp "$OUT/orig" "$src"
   if [ "$rc" != 0 ]; then
     killed=$((killed + 1))
@@ -119,6 +200,9 @@ done < "$LIST"
 [ -z "$from" ] || run_one "$pkg" "$file" "$test" "$env" "$from" "$to" "$why"
 
 echo "handmutants: $n mutant(s)${HANDMUTANTS_SHARD:+ (part $HANDMUTANTS_SHARD)}: $killed killed, $lived lived; $((SECONDS - start))s (copy in $OUT)"
+if [ -n "$since" ]; then
+  echo "handmutants: $unchanged more left out: each as listed at $since, and nothing changed since in the packages its test builds (killed by the CI of that landing)"
+fi
 if [ "$lived" -gt 0 ]; then
   printf 'handmutants: lived: %s\n' "${lived_list[@]}" >&2
   exit 1
