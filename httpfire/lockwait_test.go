@@ -42,9 +42,10 @@ func TestLockInTheDatabaseIsNotOneWorker(t *testing.T) {
 				want    report.Verdict
 			}{
 				{"for-update", report.Safe},
-				// Serialized in the process, not known to be safe: INCONCLUSIVE,
-				// or, where load blurs the response times into a
-				// concurrent-looking burst, tested (and SAFE) by those.
+				// Serialized in the process: INCONCLUSIVE, or, where load
+				// blurs the response times of enough bursts into
+				// concurrent-looking ones, SAFE by those (the estimate's
+				// limit, docs/http.md); never by a lock wait.
 				{"mutex", report.Inconclusive},
 				{"naive", report.Race},
 			} {
@@ -52,7 +53,7 @@ func TestLockInTheDatabaseIsNotOneWorker(t *testing.T) {
 					res, target := svc.run(t, c.variant)
 					a := report.Assess(report.Case{Expect: report.Expect{Kind: report.ExpectSafe}, Result: res})
 					notes := strings.Join(target.Notes(), "\n")
-					if c.variant == "mutex" && a.Verdict == report.Safe && res.Serial() == 0 {
+					if c.variant == "mutex" && a.Verdict == report.Safe {
 						c.want = report.Safe
 					}
 					if a.Verdict != c.want {
@@ -93,7 +94,9 @@ type transferService struct {
 }
 
 // transferWork is the pause between a transfer's read and its write.
-const transferWork = 15 * time.Millisecond
+// Long beside the round trips, so that requests queued one behind another
+// read as answered one at a time even on a loaded machine.
+const transferWork = 50 * time.Millisecond
 
 func newTransferService(t *testing.T, store string) *transferService {
 	t.Helper()

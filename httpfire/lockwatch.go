@@ -119,30 +119,49 @@ func (w *lockWatch) close() {
 // burstWatch is one burst's watch: started before the burst's requests
 // leave, ended once they are answered.
 type burstWatch struct {
-	w      *lockWatch
-	cancel context.CancelFunc
-	done   chan struct{}
-	rows0  int64 // Innodb_row_lock_waits at the start (MySQL)
+	w     *lockWatch
+	stop  chan struct{}
+	done  chan struct{}
+	rows0 int64 // Innodb_row_lock_waits at the start (MySQL)
 
 	once   sync.Once
 	waited bool
 	err    error
 }
 
-// start begins watching; ctx bounds it. A failure to ask is kept for the
-// end: the burst is then not known to have waited.
+// askTimeout bounds one question to the database. A question is never
+// cancelled half-way (pgx closes a connection whose query is cancelled):
+// the watch stops between two.
+const askTimeout = 5 * time.Second
+
+// start begins watching until end, or until ctx ends. A failure to ask is
+// kept for the end: the burst is then not known to have waited.
 func (w *lockWatch) start(ctx context.Context) *burstWatch {
 	if w.cur != nil {
 		_, _ = w.cur.end(ctx)
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	bw := &burstWatch{w: w, cancel: cancel, done: make(chan struct{})}
+	bw := &burstWatch{w: w, stop: make(chan struct{}), done: make(chan struct{})}
+	if err := w.reopen(ctx); err != nil {
+		bw.err = err
+		close(bw.done)
+		w.cur = bw
+		return bw
+	}
 	if w.dialect == sqldb.MySQL {
 		bw.rows0, bw.err = w.rowWaits(ctx)
 	}
 	go bw.poll(ctx)
 	w.cur = bw
 	return bw
+}
+
+// reopen connects again after a connection was lost (a server restarted).
+func (w *lockWatch) reopen(ctx context.Context) error {
+	if w.pg != nil && w.pg.IsClosed() {
+		w.pg = nil
+		return w.open(ctx)
+	}
+	return nil
 }
 
 // poll asks the live lock tables until a wait is seen or the watch ends.
@@ -155,16 +174,7 @@ func (bw *burstWatch) poll(ctx context.Context) {
 	t := time.NewTicker(lockPoll)
 	defer t.Stop()
 	for {
-		var n int64
-		var err error
-		if bw.w.dialect == sqldb.Postgres {
-			err = bw.w.pg.QueryRow(ctx, q).Scan(&n)
-		} else {
-			err = bw.w.my.QueryRowContext(ctx, q).Scan(&n)
-		}
-		if ctx.Err() != nil {
-			return
-		}
+		n, err := bw.w.ask(ctx, q)
 		if err != nil {
 			bw.err = err
 			return
@@ -174,6 +184,8 @@ func (bw *burstWatch) poll(ctx context.Context) {
 			return
 		}
 		select {
+		case <-bw.stop:
+			return
 		case <-ctx.Done():
 			return
 		case <-t.C:
@@ -181,11 +193,26 @@ func (bw *burstWatch) poll(ctx context.Context) {
 	}
 }
 
+// ask runs one counting question, bounded by askTimeout but not cancelled
+// with ctx.
+func (w *lockWatch) ask(ctx context.Context, q string) (int64, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), askTimeout)
+	defer cancel()
+	var n int64
+	var err error
+	if w.dialect == sqldb.Postgres {
+		err = w.pg.QueryRow(ctx, q).Scan(&n)
+	} else {
+		err = w.my.QueryRowContext(ctx, q).Scan(&n)
+	}
+	return n, err
+}
+
 // end stops the watch (once) and reports whether a session waited on a
 // lock during it, and an error when the database could not be asked.
 func (bw *burstWatch) end(ctx context.Context) (bool, error) {
 	bw.once.Do(func() {
-		bw.cancel()
+		close(bw.stop)
 		<-bw.done
 		if bw.w.cur == bw {
 			bw.w.cur = nil
@@ -209,6 +236,8 @@ func (bw *burstWatch) end(ctx context.Context) (bool, error) {
 
 // rowWaits reads MySQL's and MariaDB's count of row lock waits.
 func (w *lockWatch) rowWaits(ctx context.Context) (int64, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), askTimeout)
+	defer cancel()
 	var name, v string
 	if err := w.my.QueryRowContext(ctx, myRowWaits).Scan(&name, &v); err != nil {
 		return 0, err
