@@ -150,7 +150,7 @@ func runDemo(ctx context.Context, o *DemoOptions) error {
 		Timeline: o.Timeline, Version: version(), Title: title, Brief: true,
 		Summary: !o.Details, TableLast: o.Details,
 	})); err != nil {
-		return fmt.Errorf("writing the report: %w", err)
+		return outputError("report", err)
 	}
 	if o.Format == "table" && !o.Details && !o.IO.Quiet {
 		fmt.Fprintln(o.IO.Out, "\nMore: --details (each case's figures and timelines), --format html (one page).")

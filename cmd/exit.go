@@ -11,7 +11,7 @@ const (
 	ExitOK           = 0   // every expectation met
 	ExitViolated     = 1   // an expectation was violated
 	ExitUsage        = 2   // bad flags, arguments or input: nothing ran
-	ExitSetup        = 3   // a backend could not be reached or set up
+	ExitSetup        = 3   // a backend could not be reached or set up, or the report not written
 	ExitInconclusive = 4   // a run proved nothing, under --expect safe or --strict
 	ExitInterrupted  = 130 // Ctrl-C or SIGTERM
 )
@@ -43,6 +43,14 @@ func inputErrorf(format string, a ...any) error {
 }
 
 func setupError(err error) error { return &exitError{code: ExitSetup, err: err} }
+
+// outputError is a report that could not be written to standard output (a
+// full disk, a closed pipe): exit 3, as for a backend that could not be
+// reached, since the run happened and only its report is missing. A report
+// file's error names its path itself (writeReport).
+func outputError(what string, err error) error {
+	return &exitError{code: ExitSetup, err: fmt.Errorf("writing the %s to standard output: %w", what, err)}
+}
 
 // ExitCode maps a command's error to the process exit code. Errors that
 // carry no code come from argument parsing, before anything ran: usage.

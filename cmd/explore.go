@@ -602,7 +602,7 @@ func runExplore(ctx context.Context, o *ExploreOptions) error {
 		return setupError(runErr)
 	}
 	if err := reporter(o.IO.Out, ex); err != nil {
-		return fmt.Errorf("writing the report: %w", err)
+		return outputError("report", err)
 	}
 	if runErr != nil {
 		return setupError(runErr)

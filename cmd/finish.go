@@ -3,7 +3,6 @@ package cmd
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -88,7 +87,7 @@ func (ff finishFlags) parse() (report.Reporter, report.Expect, error) {
 // exit code the verdicts decide.
 func finish(ctx context.Context, s *IOStreams, reporter report.Reporter, cases []report.Case, opts report.Options) error {
 	if err := reporter(s.Out, cases, opts); err != nil {
-		return fmt.Errorf("writing the report: %w", err)
+		return outputError("report", err)
 	}
 	strictHint(s.ErrOut, cases)
 	return verdictError(ctx, cases)

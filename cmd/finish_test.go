@@ -83,3 +83,29 @@ func TestNothingRan(t *testing.T) {
 		}
 	}
 }
+
+// fullDisk is standard output on a full disk: every write fails.
+type fullDisk struct{}
+
+func (fullDisk) Write([]byte) (int, error) { return 0, errors.New("no space left on device") }
+
+// A report that cannot be written is exit 3 on every format and verb, naming
+// standard output, never exit 2 (usage) with a pointer to --help: the
+// command line was right, and a gate whose report is missing must not pass.
+// The table checked none of its writes, and a full disk read as success.
+func TestReportWriteFailureIsExit3(t *testing.T) {
+	for _, format := range []string{"table", "json", "markdown", "junit", "html"} {
+		for _, args := range [][]string{
+			{"run", "check-then-write", "--bursts", "2", "--expect", "race"},
+			{"demo", "--bursts", "2"},
+		} {
+			s, _, errOut := Test()
+			s.Out = fullDisk{}
+			code := execIO(t, s, memoryOnly(), append(args, "-o", format)...)
+			if code != ExitSetup || !strings.Contains(errOut.String(), "writing the report to standard output: no space left on device") ||
+				strings.Contains(errOut.String(), "--help") {
+				t.Errorf("%s -o %s to a full disk: exit %d, stderr %q; want 3, naming standard output, no --help", args[0], format, code, errOut)
+			}
+		}
+	}
+}

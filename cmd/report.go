@@ -163,7 +163,7 @@ func renderDocument(ctx context.Context, o *ReportOptions, reporter report.Repor
 	if err := reporter(o.IO.Out, cases, reportOptions(o.IO, report.Options{Timeline: true, Version: doc.Version, Title: title,
 		// A matrix's report is rendered as a matrix again.
 		Matrix: len(doc.Matrix) > 0})); err != nil {
-		return fmt.Errorf("writing the report: %w", err)
+		return outputError("report", err)
 	}
 	err = verdictError(ctx, cases)
 	if errors.Is(err, context.Canceled) && ctx.Err() == nil {

@@ -179,7 +179,7 @@ func runSuite(ctx context.Context, o *SuiteOptions) error {
 	}
 	ropts := reportOptions(o.IO, report.Options{Timeline: o.Timeline, Version: version(), Title: title, Brief: true, Shard: part})
 	if err := reporter(o.IO.Out, printableNames(cases), ropts); err != nil {
-		return fmt.Errorf("writing the %s report: %w", o.Format, err)
+		return outputError(o.Format+" report", err)
 	}
 	ropts.Color = false
 	var writeErrs []string

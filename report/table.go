@@ -20,11 +20,37 @@ const (
 
 // Table writes one row per case, then what a reader needs to act on it: the
 // lesson of each scenario, why an expectation failed, notes, checks, errors,
-// and (with Timeline) the example burst of each RACE.
+// and (with Timeline) the example burst of each RACE. It returns the first
+// error writing to w (a full disk, a closed pipe): the rest is not written.
 func Table(w io.Writer, cases []Case, o Options) error {
+	ew := &errWriter{w: w}
+	table(ew, cases, o)
+	return ew.err
+}
+
+// errWriter passes writes on to w until one fails, then keeps that error and
+// writes nothing more.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(p)
+	if err == nil && n < len(p) {
+		err = io.ErrShortWrite
+	}
+	e.err = err
+	return n, err
+}
+
+func table(w io.Writer, cases []Case, o Options) {
 	if o.Matrix {
 		matrixText(w, cases, o)
-		return nil
+		return
 	}
 	paint := func(code, s string) string {
 		if !o.Color {
@@ -34,7 +60,7 @@ func Table(w io.Writer, cases []Case, o Options) error {
 	}
 	if o.Quiet {
 		verdictLines(w, cases, paint)
-		return nil
+		return
 	}
 	width := o.Width
 	if width <= 0 {
@@ -84,7 +110,6 @@ func Table(w io.Writer, cases []Case, o Options) error {
 		fmt.Fprintln(w)
 		summary(w, cases, as, width, paint)
 	}
-	return nil
 }
 
 // summary writes one row per case, fitted to width (see fitColumns): a row
