@@ -18,9 +18,17 @@ type BurstSpec struct {
 	// Timeout bounds the hold (DefaultBurstTimeout when zero): past it
 	// every held statement goes on and the burst is untested.
 	Timeout time.Duration `json:"timeout"`
-	// Settle: how long a connection with nothing in flight stays quiet to
-	// count as finished (the proxy's Config.Settle when zero).
+	// Settle: how long a connection with nothing in flight, outside a
+	// transaction, stays quiet to count as finished (the proxy's
+	// Config.Settle when zero). Not used when Reports is set.
 	Settle time.Duration `json:"settle,omitempty"`
+	// Reports: the caller reports each request that has its answer
+	// (Done), so the proxy need not guess from quiet connections. The
+	// held statements are then released when the held requests, the
+	// finished ones and those waiting on a lock at the server make
+	// Attempts. Without it a busy machine can make a request between two
+	// statements look finished.
+	Reports bool `json:"reports,omitempty"`
 }
 
 // Reason says why a burst's held statements were released.
@@ -32,6 +40,9 @@ const (
 	// ReleasedOthersIdle: the connections not held had nothing in flight
 	// and stayed quiet (finished, or a request that does not write).
 	ReleasedOthersIdle Reason = "others idle"
+	// ReleasedOthersDone: the requests not held had their answers, as
+	// the caller reported (BurstSpec.Reports).
+	ReleasedOthersDone Reason = "others finished"
 	// ReleasedLockWait: some connection not held waits on a lock at the
 	// server (the rest idle): holding longer could only deadlock.
 	ReleasedLockWait Reason = "lock wait"
@@ -60,6 +71,8 @@ type Account struct {
 	// when nothing was held); Reason says why.
 	Released time.Duration `json:"released,omitempty"`
 	Reason   Reason        `json:"reason,omitempty"`
+	// Finished is how many requests the caller reported done.
+	Finished int `json:"finished,omitempty"`
 	// Untested: the burst's requests did not meet at the hold point
 	// (Met < 2, the timeout released them, or no statement came); Why
 	// says which, in one line. Such a burst never shows a race is absent.
@@ -145,6 +158,7 @@ type burst struct {
 	at       time.Time
 	reason   Reason
 	met      int
+	done     int // requests the caller reported finished
 	ended    chan struct{}
 }
 
@@ -205,6 +219,22 @@ func (p *Proxy) Begin(spec BurstSpec) (int64, error) {
 	p.wg.Add(1)
 	go func() { defer p.wg.Done(); b.judge() }()
 	return b.id, nil
+}
+
+// Done reports that one request of burst id has its answer (see
+// BurstSpec.Reports).
+func (p *Proxy) Done(id int64) error {
+	p.mu.Lock()
+	b := p.burst
+	if b == nil || b.id != id {
+		p.mu.Unlock()
+		return fmt.Errorf("%w (burst %d)", ErrNoBurst, id)
+	}
+	b.done++
+	held := b.decideLocked(time.Now())
+	p.mu.Unlock()
+	deliver(held)
+	return nil
 }
 
 // End ends burst id and returns its account, releasing whatever is
@@ -308,6 +338,24 @@ func (b *burst) decideLocked(now time.Time) []*hold {
 	if len(b.held) >= b.spec.Attempts {
 		return b.releaseLocked(ReleasedAllMet, now)
 	}
+	if b.spec.Reports {
+		// Each held connection, each finished request and each
+		// connection waiting on a lock is a request of its own: a
+		// request runs one statement at a time.
+		waiting := 0
+		for _, pt := range b.parts {
+			if pt.hold == nil && b.lockWaitLocked(pt, now) {
+				waiting++
+			}
+		}
+		switch {
+		case len(b.held)+b.done+waiting < b.spec.Attempts:
+			return nil
+		case waiting > 0:
+			return b.releaseLocked(ReleasedLockWait, now)
+		}
+		return b.releaseLocked(ReleasedOthersDone, now)
+	}
 	if len(b.parts) < b.spec.Attempts {
 		return nil // a request has not reached the database yet
 	}
@@ -328,14 +376,15 @@ func (b *burst) decideLocked(now time.Time) []*hold {
 	return b.releaseLocked(ReleasedOthersIdle, now)
 }
 
-// idleLocked: nothing in flight and quiet for the settle period (or the
-// connection closed).
+// idleLocked: nothing in flight, no transaction open, and quiet for the
+// settle period (or the connection closed). An open transaction is a
+// request that has not finished.
 func (b *burst) idleLocked(pt *participant, now time.Time) bool {
 	c := pt.c
 	if c.done {
 		return true
 	}
-	if c.busyLocked() && !c.lost {
+	if c.busyLocked() && !c.lost || c.status != 'I' {
 		return false
 	}
 	return now.Sub(last(c.lastSent, c.lastRecv)) >= b.spec.Settle
@@ -455,7 +504,7 @@ func deliverLater(held []*hold) {
 func (b *burst) accountLocked(now time.Time) *Account {
 	a := &Account{
 		Burst: b.id, Attempts: b.spec.Attempts, Began: b.began, Duration: now.Sub(b.began),
-		Held: len(b.held), Met: b.met, Reason: b.reason,
+		Held: len(b.held), Met: b.met, Reason: b.reason, Finished: b.done,
 	}
 	if !b.at.IsZero() {
 		a.Released = b.at.Sub(b.began)

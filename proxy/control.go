@@ -18,6 +18,7 @@ import (
 //
 //	GET  /racetest-proxy            Info: proves the address is a racetest proxy
 //	POST /bursts                    BurstSpec → {"burst": id}
+//	POST /bursts/{id}/done          one request of the burst has its answer
 //	POST /bursts/{id}/end           → Account
 //
 // Errors are {"error": "…"} with 400 (a bad request), 404 (no such
@@ -65,6 +66,18 @@ func (p *Proxy) handler() http.Handler {
 		default:
 			writeJSON(w, http.StatusCreated, begun{id})
 		}
+	})
+	mux.HandleFunc("POST /bursts/{id}/done", func(w http.ResponseWriter, r *http.Request) {
+		id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+		if err != nil {
+			writeJSON(w, http.StatusBadRequest, apiError{"a burst id is a number"})
+			return
+		}
+		if err := p.Done(id); err != nil {
+			writeJSON(w, http.StatusNotFound, apiError{err.Error()})
+			return
+		}
+		writeJSON(w, http.StatusOK, begun{id})
 	})
 	mux.HandleFunc("POST /bursts/{id}/end", func(w http.ResponseWriter, r *http.Request) {
 		id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
@@ -155,6 +168,13 @@ func (c *Client) Begin(ctx context.Context, spec BurstSpec) (int64, error) {
 		return 0, err
 	}
 	return b.Burst, nil
+}
+
+// Done reports that one request of burst id has its answer (see
+// BurstSpec.Reports).
+func (c *Client) Done(ctx context.Context, id int64) error {
+	var b begun
+	return c.post(ctx, "/bursts/"+strconv.FormatInt(id, 10)+"/done", nil, &b)
 }
 
 // End ends burst id and returns its account.
