@@ -85,8 +85,9 @@ type Account struct {
 	// LockWaits says how a wait on a lock was told: "server lock tables"
 	// or "quiet for …" with the reason the tables could not be read.
 	LockWaits string `json:"lock_waits"`
-	// Conns are the connections that sent a statement during the burst,
-	// in the order of their first statement.
+	// Conns are the connections that sent (or prepared) a statement
+	// during the burst, in the order of their first statement; one that
+	// only prepared has no transactions.
 	Conns []ConnAccount `json:"conns"`
 }
 
@@ -274,12 +275,7 @@ func (p *Proxy) noteLocked(c *conn, st *statement, norm string, raw []byte) (h *
 	if b == nil {
 		return nil, nil
 	}
-	pt := c.part
-	if pt == nil {
-		pt = &participant{c: c, explicit: map[int]bool{}}
-		c.part = pt
-		b.parts = append(b.parts, pt)
-	}
+	pt := p.joinLocked(c)
 	now := time.Now()
 	if !c.groupOpen {
 		c.groupSeq++
@@ -301,6 +297,20 @@ func (p *Proxy) noteLocked(c *conn, st *statement, norm string, raw []byte) (h *
 		held = b.decideLocked(now)
 	}
 	return h, held
+}
+
+// joinLocked makes c a connection of the active burst (if there is one):
+// it sent a statement, or prepared one (a prepare waits on a lock too).
+func (p *Proxy) joinLocked(c *conn) *participant {
+	b := p.burst
+	if b == nil {
+		return nil
+	}
+	if c.part == nil {
+		c.part = &participant{c: c, explicit: map[int]bool{}}
+		b.parts = append(b.parts, c.part)
+	}
+	return c.part
 }
 
 // judge re-decides the burst as time passes: settle periods, lock waits,
@@ -442,6 +452,15 @@ func (b *burst) probe(pt *participant, id int64) {
 	deliver(held)
 }
 
+// firstAt is when a connection sent its first statement (past any
+// other for one that only prepared).
+func firstAt(c ConnAccount) time.Duration {
+	if len(c.Transactions) == 0 {
+		return 1<<63 - 1
+	}
+	return c.Transactions[0].Statements[0].At
+}
+
 func last(a, b time.Time) time.Time {
 	if a.After(b) {
 		return a
@@ -533,9 +552,7 @@ func (b *burst) accountLocked(now time.Time) *Account {
 		}
 		a.Conns = append(a.Conns, ca)
 	}
-	sort.SliceStable(a.Conns, func(i, j int) bool {
-		return a.Conns[i].Transactions[0].Statements[0].At < a.Conns[j].Transactions[0].Statements[0].At
-	})
+	sort.SliceStable(a.Conns, func(i, j int) bool { return firstAt(a.Conns[i]) < firstAt(a.Conns[j]) })
 	switch {
 	case len(a.Conns) == 0:
 		a.NoStatement, a.Untested = true, true

@@ -185,6 +185,9 @@ func (c *conn) myCommand(p []byte) *statement {
 	}
 	if owed != nil {
 		c.p.mu.Lock()
+		if owed.kind == respPrepare {
+			c.p.joinLocked(c) // preparing opens the tables: it may wait on a lock
+		}
 		expect(owed)()
 		c.lastSent = time.Now()
 		c.p.mu.Unlock()

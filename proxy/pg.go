@@ -109,6 +109,10 @@ func (c *conn) pgStatement(raw []byte) *statement {
 		if m.Decode(body) == nil {
 			c.pgStmts[m.Name] = m.Query
 		}
+		// Parsing opens the tables: it may wait on a lock as well.
+		c.p.mu.Lock()
+		c.p.joinLocked(c)
+		c.p.mu.Unlock()
 	case 'B':
 		var m pgproto3.Bind
 		if m.Decode(body) == nil {
@@ -142,6 +146,7 @@ func (c *conn) pgStatement(raw []byte) *statement {
 	case 'S':
 		c.p.mu.Lock()
 		c.due++
+		c.lastSent = time.Now()
 		c.p.mu.Unlock()
 	}
 	return nil
