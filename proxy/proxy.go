@@ -362,9 +362,6 @@ func (c *conn) forward(raw []byte, st *statement, more bool) error {
 	return h.err
 }
 
-// recv notes bytes from the server (under p.mu).
-func (c *conn) recvLocked() { c.lastRecv = time.Now() }
-
 // setStatusLocked records the server's transaction status after a
 // statement: a return to idle ends the transaction in the account.
 func (c *conn) setStatusLocked(s byte) {
