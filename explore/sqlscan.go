@@ -84,6 +84,45 @@ type sqlScanner struct {
 	d    Dialect
 	i    int
 	toks []string
+	// spans[k] is where toks[k] lies in s.
+	spans [][2]int
+	// multi: several statements, each ended by a ";" token, are read.
+	multi bool
+}
+
+// Token is one token of Scan: its text as sqlTokens writes it (upper-case
+// words, "'" for a string, `"name` for a quoted name, "?" for a
+// PostgreSQL $n parameter, single punctuation) and where it lies in the
+// statement's text.
+type Token struct {
+	Text       string
+	Start, End int
+}
+
+// Scan reads text as server d reads it, for a reader of statements that
+// arrive at run time (a wire proxy): like sqlTokens it skips strings and
+// comments, and ok is false wherever the reading is not certain, but it
+// reads several statements (each ";" is a token) and no templates ("{{"
+// outside a string or comment is not certain).
+func Scan(text string, d Dialect) (toks []Token, ok bool) {
+	if d == AnyDialect {
+		p, okp := Scan(text, Postgres)
+		m, okm := Scan(text, MySQL)
+		if !okp || !okm || !slices.EqualFunc(p, m, func(a, b Token) bool { return a == b }) {
+			return nil, false
+		}
+		return p, true
+	}
+	sc := sqlScanner{s: text, d: d, multi: true}
+	words, ok := sc.run()
+	if !ok {
+		return nil, false
+	}
+	toks = make([]Token, len(words))
+	for k, w := range words {
+		toks[k] = Token{Text: w, Start: sc.spans[k][0], End: sc.spans[k][1]}
+	}
+	return toks, true
 }
 
 func isSQLSpace(c byte) bool {
@@ -100,9 +139,10 @@ func (sc *sqlScanner) run() ([]string, bool) {
 	s := sc.s
 	for sc.i < len(s) {
 		c := s[sc.i]
-		if len(sc.toks) > 0 && sc.toks[len(sc.toks)-1] == ";" && !isSQLSpace(c) && !sc.comment() {
+		if !sc.multi && len(sc.toks) > 0 && sc.toks[len(sc.toks)-1] == ";" && !isSQLSpace(c) && !sc.comment() {
 			return nil, false // a second statement
 		}
+		start := sc.i
 		var ok bool
 		switch {
 		case isSQLSpace(c):
@@ -125,6 +165,9 @@ func (sc *sqlScanner) run() ([]string, bool) {
 		}
 		if !ok {
 			return nil, false
+		}
+		for len(sc.spans) < len(sc.toks) {
+			sc.spans = append(sc.spans, [2]int{start, sc.i})
 		}
 	}
 	return sc.toks, true
