@@ -33,6 +33,9 @@ type burst struct {
 	// watch watches the checked database for lock waits while the
 	// burst's requests are in flight; nil when nothing watches.
 	watch *burstWatch
+	// hold is the burst's part of a database proxy (Config.Proxy); nil
+	// without one.
+	hold *holdBurst
 
 	// The release of the first wave. Past the runner's gate each attempt
 	// arrives and goes straight to waiting for its response; the last to
@@ -154,6 +157,7 @@ func (b *burst) answer(status int, h http.Header, proto string, took time.Durati
 
 // outcome counts an attempt's outcome in the burst.
 func (b *burst) outcome(o runner.Outcome) runner.Outcome {
+	b.hold.done()
 	switch o.Class {
 	case runner.Executed:
 		b.executed.Add(1)

@@ -104,6 +104,11 @@ type Config struct {
 	// Authorization header and cookies to. By default only the target's
 	// own host gets them: a token must not leak to a host nobody named.
 	CredentialsTo []string `yaml:"credentials_to,omitempty" json:"credentials_to,omitempty"`
+	// Proxy is the control address of a racetest proxy that the service's
+	// database connections go through (racetest proxy): during each burst
+	// it holds every request's first write or lock until all of them have
+	// reached one, so that the race happens on every burst.
+	Proxy string `yaml:"proxy,omitempty" json:"proxy,omitempty"`
 }
 
 // Success decides that an attempt executed. With both fields set, both must

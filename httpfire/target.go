@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/racetest/racetest/proxy"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
 )
@@ -31,6 +32,7 @@ var (
 	_ runner.ServerParalleler = (*Target)(nil)
 	_ runner.ServerProber     = (*Target)(nil)
 	_ runner.LockWaiter       = (*Target)(nil)
+	_ runner.Holder           = (*Target)(nil)
 )
 
 // Target fires a run's bursts at one HTTP endpoint. Build it with New; it is
@@ -54,6 +56,11 @@ type Target struct {
 	// locks watches the database of the run's SQL checks for lock waits
 	// during each burst (lockwatch.go); nil without a SQL check.
 	locks *lockWatch
+	// proxy is the control of the database proxy that holds each burst's
+	// statements (hold.go); nil without Config.Proxy.
+	proxy *proxy.Client
+	// open is the burst begun at the proxy and not yet ended.
+	open *burst
 
 	mu       sync.Mutex
 	sessions map[armer]struct{}
@@ -181,6 +188,11 @@ func (t *Target) Prepare(ctx context.Context) error {
 			return fmt.Errorf("invariant %s: %w", t.invNames[i], err)
 		}
 	}
+	if t.c.cfg.Proxy != "" && t.proxy == nil {
+		if err := t.dialProxy(ctx); err != nil {
+			return err
+		}
+	}
 	if t.locks != nil && t.locks.pg == nil && t.locks.my == nil {
 		return t.locks.open(ctx)
 	}
@@ -200,6 +212,7 @@ func (t *Target) Cleanup(context.Context) error {
 	if t.locks != nil {
 		t.locks.close()
 	}
+	t.endHold(t.open)
 	var errs []error
 	if t.effects != nil {
 		errs = append(errs, t.effects.close())
@@ -336,6 +349,13 @@ func (t *Target) reset(ctx context.Context, index int, arm bool) (runner.Subject
 	// found serial has one worker: a lock wait then is another client's.
 	if t.locks != nil && !t.probe.Serial() {
 		b.watch = t.locks.start(ctx)
+	}
+	if t.proxy != nil {
+		t.endHold(t.open)
+		if err := t.beginHold(ctx, b); err != nil {
+			return runner.Subject{}, err
+		}
+		t.open = b
 	}
 	return runner.Subject{Burst: index, Key: v.Key, Data: b}, nil
 }

@@ -343,7 +343,8 @@ func unjudgedWhy(r *runner.Result, none bool) string {
 // untested says in one line why too few bursts tested the guard, from the
 // attempts' outcomes (runner.Burst.Tested), never from the effects.
 func untested(r *runner.Result, tested int) string {
-	var noneRan, noEffect, apart, unanswered, serial, unobserved int
+	var noneRan, noEffect, apart, unanswered, serial, unobserved, unheld int
+	heldWhy := ""
 	for _, b := range r.Bursts {
 		if b.Tested() {
 			continue
@@ -354,6 +355,10 @@ func untested(r *runner.Result, tested int) string {
 			noneRan++
 		} else if b.Twin != nil && !b.TookEffect() {
 			noEffect++
+		} else if b.Hold != nil && b.Hold.Untested {
+			if unheld++; heldWhy == "" {
+				heldWhy = b.Hold.Why
+			}
 		} else if b.Serial() {
 			serial++
 		} else if b.Overlap < 2 {
@@ -369,6 +374,9 @@ func untested(r *runner.Result, tested int) string {
 	if noneRan == n {
 		return fmt.Sprintf("0 of %d bursts executed anything: %s", n, nothingRan(r))
 	}
+	if unheld == n-tested {
+		return fmt.Sprintf("the requests of %d of %d bursts never met at the database proxy's hold point (burst %d: %s)", unheld, n, firstUnheld(r), heldWhy)
+	}
 	if serial == n-tested {
 		return serialWhy(r, serial)
 	}
@@ -381,6 +389,9 @@ func untested(r *runner.Result, tested int) string {
 	if noEffect > 0 {
 		why += fmt.Sprintf(", %d changed nothing that racetest watches (in a run judged by solo twins)", noEffect)
 	}
+	if unheld > 0 {
+		why += fmt.Sprintf(", %d never met at the database proxy's hold point (%s)", unheld, heldWhy)
+	}
 	if serial > 0 {
 		why += fmt.Sprintf(", %d were answered one request at a time by the server (%s)", serial, serialCause(r))
 	}
@@ -388,6 +399,17 @@ func untested(r *runner.Result, tested int) string {
 		why += fmt.Sprintf(", %d were judged by nothing (%s)", unobserved, unjudgedWhy(r, false))
 	}
 	return why
+}
+
+// firstUnheld is the index of the first burst whose requests never met at
+// the proxy's hold point.
+func firstUnheld(r *runner.Result) int {
+	for _, b := range r.Bursts {
+		if b.Hold != nil && b.Hold.Untested && !b.Tested() {
+			return b.Index
+		}
+	}
+	return -1
 }
 
 // serialWhy is the one line of a run whose untested bursts were all

@@ -195,6 +195,10 @@ type BurstJSON struct {
 	// LockWaited: a session of the checked database waited on a lock
 	// while the burst was in flight.
 	LockWaited bool `json:"lock_waited,omitempty"`
+	// Hold is a database proxy's account of the burst (http --proxy):
+	// how many requests met at its hold point, and each connection's
+	// statements by transaction.
+	Hold *runner.Hold `json:"hold,omitempty"`
 }
 
 // WireJSON counts, in a wire release, how a burst's first requests left the
@@ -326,7 +330,7 @@ func runJSON(c Case) RunJSON {
 			bj.Wire = &WireJSON{b.Wire.Held, b.Wire.Late, b.Wire.Silent}
 		}
 		bj.Twin = twinJSON(b.Twin)
-		bj.ServerParallelism, bj.LockWaited = b.ServerParallelism, b.LockWaited
+		bj.ServerParallelism, bj.LockWaited, bj.Hold = b.ServerParallelism, b.LockWaited, b.Hold
 		j.PerBurst[i] = bj
 	}
 	return j

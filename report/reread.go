@@ -115,7 +115,7 @@ func (j RunJSON) toCase(version string) (Case, error) {
 		}
 		b := runner.Burst{Index: bj.Index, Effects: bj.Effects, Allowed: bj.Allowed, Required: bj.Required, Before: bj.Before, Broken: bj.Broken, Overlap: bj.Overlap,
 			Unjudged: bj.Unjudged, Unobserved: bj.Unobserved, Spread: spread, Duration: took, Retries: bj.Retries, ServerParallelism: bj.ServerParallelism,
-			LockWaited: bj.LockWaited}
+			LockWaited: bj.LockWaited, Hold: bj.Hold}
 		for name, n := range bj.Outcomes {
 			cl, err := classOf(name)
 			if err != nil {

@@ -119,6 +119,15 @@ func roundTripCases() []roundTripCase {
 	queued := roundTripResult(testedBursts(10, func(b *runner.Burst) { b.ServerParallelism, b.LockWaited = 1.1, true }))
 	queued.ServerProbe = serial.ServerProbe
 
+	// Through a database proxy whose hold point the requests of 7 of 10
+	// bursts never met: untested, and the run INCONCLUSIVE.
+	unheld := roundTripResult(testedBursts(10, func(b *runner.Burst) {
+		b.Hold = &runner.Hold{Met: 2, Attempts: 4, Summary: "burst: 2 of 4 met"}
+		if b.Index < 7 {
+			b.Hold.Met, b.Hold.Untested, b.Hold.Why = 1, true, "no statement reached the proxy"
+		}
+	}))
+
 	disagree := roundTripResult(testedBursts(6, func(b *runner.Burst) {
 		b.Twin = &runner.Twin{SoloBurst: b.Index / 3 * 3, Solo: runner.Delta{"grants rows": big.NewRat(int64(1+b.Index/3), 1)},
 			Together: runner.Delta{"grants rows": one}}
@@ -162,6 +171,8 @@ func roundTripCases() []roundTripCase {
 			Inconclusive, "the endpoint's requests were answered one at a time in 10 of 10 bursts (estimated from the response times: median 1.1 requests at once", 4},
 		{Case{Name: "POST http://127.0.0.1/transfer", Scenario: "http", Backend: "http", Expect: safe, Strict: true, Result: queued},
 			Safe, "", 0},
+		{Case{Name: "POST http://127.0.0.1/redeem-held", Scenario: "http", Backend: "http", Expect: safe, Strict: true, Result: unheld},
+			Inconclusive, "the requests of 7 of 10 bursts never met at the database proxy's hold point (burst 0: no statement reached the proxy)", 4},
 		{Case{Name: "grant again", Scenario: "script", Backend: "mysql", Expect: safe, Strict: true, Result: disagree},
 			Inconclusive, "the solo runs differ from each other (`grants`: +1 rows in one, +2 rows in another)", 4},
 		{Case{Name: "reserve", Scenario: "script", Backend: "postgres", Expect: safe, Result: timedOut},

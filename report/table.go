@@ -395,6 +395,7 @@ func details(w io.Writer, c Case, a Assessment, o Options, width int, shared []s
 			a.Tested, heldWhat(r), percent(a.Upper)))
 	}
 	if r != nil {
+		lines = append(lines, holdLines(r, a)...)
 		if r.Server != "" {
 			lines = append(lines, "server: "+r.Server)
 		}

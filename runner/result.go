@@ -116,6 +116,46 @@ type Burst struct {
 	// queued the attempts behind a lock, which is the guard under test,
 	// not a server that handles one request at a time.
 	LockWaited bool
+	// Hold is what a database proxy did during the burst (a Holder's
+	// account); nil when no proxy stood between the requests and the
+	// database.
+	Hold *Hold
+}
+
+// Hold is a database proxy's account of one burst (racetest http --proxy):
+// it held each request's first statement that writes or locks until the
+// burst's requests had all reached one, then let them go on together.
+type Hold struct {
+	// Met is how many requests reached the hold point together, of
+	// Attempts.
+	Met      int `json:"met"`
+	Attempts int `json:"attempts"`
+	// Untested: the requests did not meet at the hold point (fewer than
+	// two met, the hold timed out, or no statement reached the proxy);
+	// Why says which. Such a burst tested nothing.
+	Untested bool   `json:"untested,omitempty"`
+	Why      string `json:"why,omitempty"`
+	// Summary is the proxy's account in one line.
+	Summary string `json:"summary"`
+	// Conns are the connections the burst used, each with its statements
+	// in order (normalized: literals as placeholders), grouped by
+	// transaction.
+	Conns []HoldConn `json:"conns,omitempty"`
+}
+
+// HoldConn is one connection's statements in a burst held by a proxy.
+type HoldConn struct {
+	Conn int `json:"conn"`
+	// Transactions are its statements, one list per transaction.
+	Transactions [][]HoldStatement `json:"transactions"`
+}
+
+// HoldStatement is one statement a proxy saw: its normalized text, whether
+// it writes or locks, and whether the proxy held it.
+type HoldStatement struct {
+	Text   string `json:"text"`
+	Writes bool   `json:"writes,omitempty"`
+	Held   bool   `json:"held,omitempty"`
 }
 
 // ServerProbe is what a probe of the server found, once, before the
@@ -229,12 +269,16 @@ func (b Burst) Answered() int {
 // twin and have changed the store (TookEffect): the snapshots, not a
 // check, are then what saw the action, and a change they never saw (the
 // action writes where nothing is watched) tested nothing.
-// A burst nothing judged (Unobserved) tested nothing either.
+// A burst nothing judged (Unobserved) tested nothing either, nor one whose
+// requests never met at a database proxy's hold point (Hold.Untested).
 func (b Burst) Tested() bool {
 	if b.Unobserved {
 		return false
 	}
 	if b.Twin != nil && !b.TookEffect() {
+		return false
+	}
+	if b.Hold != nil && b.Hold.Untested {
 		return false
 	}
 	return b.Outcomes[Executed] >= 1 && b.Answered() >= 2 && b.Overlap >= 2 && !b.Serial()

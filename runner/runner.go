@@ -663,13 +663,17 @@ func (e *engine) allow(s Subject, b *Burst) {
 }
 
 // serverFigures records what the target saw of the server during burst s:
-// how many attempts it handled at once, and whether one waited on a lock.
+// how many attempts it handled at once, whether one waited on a lock, and
+// what a database proxy held.
 func (e *engine) serverFigures(s Subject, b *Burst) {
 	if p, ok := e.t.(ServerParalleler); ok {
 		b.ServerParallelism = p.ServerParallelism(s)
 	}
 	if w, ok := e.t.(LockWaiter); ok {
 		b.LockWaited = w.LockWaited(s)
+	}
+	if h, ok := e.t.(Holder); ok {
+		b.Hold = h.Hold(s)
 	}
 }
 

@@ -141,6 +141,12 @@ type (
 	LockWaiter interface {
 		LockWaited(s Subject) bool
 	}
+	// Holder had a database proxy hold burst s's statements (racetest
+	// http --proxy), and returns its account, nil when it has none.
+	// Called once per burst, after LockWaited; recorded as Burst.Hold.
+	Holder interface {
+		Hold(s Subject) *Hold
+	}
 	// ServerProber probed the server once, before the bursts, for whether
 	// it serves two requests at once (see ServerProbe); the runner records
 	// it as Result.ServerProbe at the end of the run. A target whose probe
