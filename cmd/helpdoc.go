@@ -37,6 +37,7 @@ var exitCodes = map[string][]int{
 	"report":     {ExitOK, ExitViolated, ExitUsage, ExitSetup, ExitInconclusive},
 	"bench":      {ExitOK, ExitUsage, ExitSetup, ExitInterrupted},
 	"serve":      {ExitOK, ExitUsage, ExitSetup},
+	"proxy":      {ExitOK, ExitUsage, ExitSetup},
 	"clean":      {ExitOK, ExitUsage, ExitSetup, ExitInterrupted},
 }
 
@@ -59,6 +60,7 @@ var exitNotes = map[string]map[int]string{
 	},
 	"bench":      {ExitOK: "the figures were measured", ExitSetup: "no server answered"},
 	"serve":      {ExitOK: "stopped cleanly (SIGTERM, Ctrl-C, or stdin closed under run --processes)", ExitSetup: "cannot listen, or the backend cannot be set up"},
+	"proxy":      {ExitOK: "stopped cleanly (Ctrl-C, SIGTERM), releasing whatever it held", ExitUsage: "an upstream the proxy does not speak, or a bad address", ExitSetup: "the upstream server does not answer, or an address cannot be listened on"},
 	"clean":      {ExitSetup: "a server could not be reached, or an object could not be dropped"},
 	"list":       {ExitOK: "listed"},
 	"explain":    {ExitOK: "told the story"},
