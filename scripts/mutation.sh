@@ -165,7 +165,8 @@ TARGETS=(
   "explore|explore|explore.go orders.go control.go access.go sql.go sqlscan.go|90|90|MUTATION_COEFFICIENT=4 MUTATION_CLEAN=1 RACETEST_MONGO_URI=mongodb://127.0.0.1:9/"
   "script|script|cond.go interp.go parse.go target.go readonly.go scope.go|90|90|RACETEST_MYSQL_DSN=root@tcp(127.0.0.1:9)/test RACETEST_POSTGRES_URL=postgres://postgres@127.0.0.1:9/test RACETEST_REDIS_URL=redis://127.0.0.1:9 RACETEST_MONGO_URI=mongodb://127.0.0.1:9/"
   "release|release|release.go frame.go wire.go|90|90|MUTATION_CLEAN=1 RACETEST_MONGO_URI=mongodb://127.0.0.1:9/"
-  "httpfire|httpfire|rules.go effects.go burst.go target.go probe.go parallel.go lockwatch.go|90|90|MUTATION_COEFFICIENT=5 MUTATION_CLEAN=1 MUTATION_SKIP=^TestEffectsMongo\$ RACETEST_MONGO_URI=mongodb://127.0.0.1:9/"
+  "httpfire|httpfire|rules.go effects.go burst.go target.go probe.go parallel.go lockwatch.go hold.go|90|90|MUTATION_COEFFICIENT=5 MUTATION_CLEAN=1 MUTATION_SKIP=^TestEffectsMongo\$ RACETEST_MONGO_URI=mongodb://127.0.0.1:9/"
+  "proxy|proxy|burst.go sql.go|90|90|MUTATION_CLEAN=1"
 )
 
 die() { echo "mutation: $*" >&2; exit 2; }
