@@ -274,3 +274,57 @@ func FuzzSQLTokens(f *testing.F) {
 		}
 	})
 }
+
+// The table reader at its edges: a statement that ends where a table is
+// due, a subquery or a list of values in FROM, MySQL's INSERT and DELETE
+// without INTO or FROM, and what may start a name. Each either reads the
+// tables or says it cannot (never panics, never drops one).
+func TestSQLTablesEdges(t *testing.T) {
+	for _, c := range []struct {
+		sql  string
+		want string // the tables, or "uncertain"
+	}{
+		{"SELECT * FROM (", "uncertain"},
+		{"SELECT * FROM (SELECT * FROM a) x JOIN b ON true", "[a b]"},
+		{"SELECT * FROM (VALUES (1)) v", "[]"},
+		{"SELECT * FROM (a JOIN b ON true)", "uncertain"},
+		{"DELETE", "[]"},
+		{"INSERT IGNORE", "[]"},
+		{"INSERT IGNORE t VALUES (1)", "[t]"},
+		{"DELETE QUICK a FROM a JOIN b ON a.k = b.k", "[a a b]"},
+		{"INSERT INTO a SELECT * FROM ONLY b", "[a b]"},
+		{"DELETE FROM a USING", "uncertain"},
+		{"DELETE FROM a USING b WHERE a.k = b.k", "[a b]"},
+		{"SELECT * FROM a JOIN b USING (k)", "[a b]"},
+		{"SELECT * FROM Apple, Zebra, apple, zebra, _t, Émile", "[apple zebra apple zebra _t émile]"},
+		{"SELECT * FROM @t", "uncertain"},
+		{"SELECT * FROM [t]", "uncertain"},
+		{"SELECT * FROM 9t", "uncertain"},
+	} {
+		toks, ok := sqlTokens(c.sql, AnyDialect)
+		if !ok {
+			t.Fatalf("%q: the scanner is not sure of it; choose another case", c.sql)
+		}
+		tables, ok := sqlTables(toks)
+		got := fmt.Sprint(tables)
+		if tables == nil && ok {
+			got = "[]"
+		}
+		if !ok {
+			got = "uncertain"
+		}
+		if got != c.want {
+			t.Errorf("%q: %s, want %s", c.sql, got, c.want)
+		}
+	}
+	for _, name := range []string{"A", "Z", "a", "z", "_", `"x`, "{{", "$1", "\x80"} {
+		if !isName(name) {
+			t.Errorf("isName(%q) = false, want true", name)
+		}
+	}
+	for _, name := range []string{"@", "[", "`", "0", "9", "(", "^", "|", "\x7f"} {
+		if isName(name) {
+			t.Errorf("isName(%q) = true, want false", name)
+		}
+	}
+}
