@@ -57,7 +57,13 @@ func TestServicesThroughTheProxy(t *testing.T) {
 						t.Run(v.path, func(t *testing.T) {
 							began := time.Now()
 							res := svc.run(t, v.path)
-							t.Logf("%s %s %s: %d bursts in %v", lang.name, store, v.path, len(res.Bursts), time.Since(began).Round(time.Millisecond))
+							slowest := res.Bursts[0]
+							for _, b := range res.Bursts {
+								if b.Duration > slowest.Duration {
+									slowest = b
+								}
+							}
+							t.Logf("%s %s %s: %d bursts in %v; the slowest %v (%s)", lang.name, store, v.path, len(res.Bursts), time.Since(began).Round(time.Millisecond), slowest.Duration.Round(time.Millisecond), slowest.Hold.Summary)
 							svc.check(t, res, v.race, v.held)
 						})
 					}
