@@ -299,13 +299,16 @@ func (s *couponService) run(t *testing.T, variant string) *runner.Result {
 		Release: httpfire.LastByte,
 		Effects: "sql:" + s.store + ":SELECT count(*) FROM " + table + " WHERE code = '{{.Token}}'",
 		Proxy:   s.p.ControlAddr(),
+		// Also how long the proxy may hold a burst: generous, for a
+		// loaded machine, since a hold that times out fails the test.
+		Timeout: 30 * time.Second,
 	}, p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	res, err := runner.Run(ctx, target, runner.Attempts(2), runner.Bursts(20), runner.Timeout(20*time.Second))
+	res, err := runner.Run(ctx, target, runner.Attempts(2), runner.Bursts(20), runner.Timeout(30*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}

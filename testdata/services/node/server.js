@@ -30,7 +30,7 @@
 
 const http = require('http');
 
-const SERIALIZABLE_TRIES = 8;
+const SERIALIZABLE_TRIES = 10;
 
 // Each database's driver behind one small interface: query(sql, params)
 // with ? placeholders, answering { rows, count } (rows as arrays of

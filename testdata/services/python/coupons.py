@@ -37,7 +37,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, unquote, urlsplit
 
-SERIALIZABLE_TRIES = 8
+SERIALIZABLE_TRIES = 10
 
 
 class Postgres:
