@@ -7,12 +7,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -230,21 +230,17 @@ func newCouponService(t *testing.T, store string, command func(env []string) *ex
 		}
 		dbURL = u.String()
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	cmd := command(append(os.Environ(), "DATABASE_URL="+dbURL, "TABLE_PREFIX="+s.prefix, "LISTEN="+addr))
+	cmd := command(append(os.Environ(), "DATABASE_URL="+dbURL, "TABLE_PREFIX="+s.prefix, "LISTEN=127.0.0.1:0"))
 	var log syncBuffer
 	cmd.Stdout, cmd.Stderr = &log, &log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	// Closed when the process has exited; waitErr is then its end.
+	exited := make(chan struct{})
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); close(exited) }()
 	// Registered after the tables' cleanups, so run before them: the
 	// service's connections are gone before its tables are dropped.
 	t.Cleanup(func() {
@@ -259,24 +255,31 @@ func newCouponService(t *testing.T, store string, command func(env []string) *ex
 			t.Logf("the service's output:\n%s", log.String())
 		}
 	})
-	s.url = "http://" + addr
+	// The service prints the port it listens on, then answers /health
+	// once the database does.
 	client := &http.Client{Timeout: 5 * time.Second}
+	listening := regexp.MustCompile(`listening on (127\.0\.0\.1:\d+)`)
+	err = errors.New("it has not said where it listens")
 	for end := time.Now().Add(60 * time.Second); ; {
-		resp, err := client.Get(s.url + "/health")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return s
+		if m := listening.FindStringSubmatch(log.String()); m != nil {
+			s.url = "http://" + m[1]
+			resp, gerr := client.Get(s.url + "/health")
+			err = gerr
+			if err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					return s
+				}
+				err = fmt.Errorf("/health: %s", resp.Status)
 			}
-			err = fmt.Errorf("/health: %s", resp.Status)
 		}
 		select {
-		case werr := <-exited:
-			t.Fatalf("the service exited before it answered (%v); its output:\n%s", werr, log.String())
+		case <-exited:
+			t.Fatalf("the service exited before it answered (%v)", waitErr) // its output: below
 		case <-time.After(100 * time.Millisecond):
 		}
 		if time.Now().After(end) {
-			t.Fatalf("the service did not answer within 60s: %v; its output:\n%s", err, log.String())
+			t.Fatalf("the service did not answer within 60s: %v", err)
 		}
 	}
 }

@@ -25,7 +25,7 @@
 //   DATABASE_URL  postgres://user:pass@host:port/db or mysql://user:pass@host:port/db
 //   TABLE_PREFIX  the tables are <prefix>coupons (code, uses_left), <prefix>redemptions (code)
 //                 and <prefix>redemptions_unique (code, unique); whoever runs the service makes them
-//   LISTEN        host:port (default 127.0.0.1:8080)
+//   LISTEN        host:port (default 127.0.0.1:8080; port 0: any free port, printed)
 'use strict';
 
 const http = require('http');
@@ -214,7 +214,8 @@ function main() {
     });
   });
   const [host, port] = (process.env.LISTEN || '127.0.0.1:8080').split(/:(?=[^:]*$)/);
-  server.listen(Number(port), host, () => console.log(`listening on ${host}:${port}`));
+  // Port 0: any free port; the one the system chose is printed.
+  server.listen(Number(port), host, () => console.log(`listening on ${host}:${server.address().port}`));
 }
 
 main();

@@ -25,7 +25,7 @@ Configuration (environment):
   DATABASE_URL  postgres://user:pass@host:port/db or mysql://user:pass@host:port/db
   TABLE_PREFIX  the tables are <prefix>coupons (code, uses_left), <prefix>redemptions (code)
                 and <prefix>redemptions_unique (code, unique); whoever runs the service makes them
-  LISTEN        host:port (default 127.0.0.1:8080)
+  LISTEN        host:port (default 127.0.0.1:8080; port 0: any free port, printed)
 """
 
 import os
@@ -317,7 +317,8 @@ def main():
     host, _, port = os.environ.get("LISTEN", "127.0.0.1:8080").rpartition(":")
     server = ThreadingHTTPServer((host, int(port)), handler(coupons))
     server.daemon_threads = True
-    print(f"listening on {host}:{port}", flush=True)
+    host, port = server.server_address[:2]
+    print(f"listening on {host}:{port}", flush=True)  # port 0: the one the system chose
     server.serve_forever()
 
 
