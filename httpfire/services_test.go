@@ -57,13 +57,14 @@ func TestServicesThroughTheProxy(t *testing.T) {
 						t.Run(v.path, func(t *testing.T) {
 							began := time.Now()
 							res := svc.run(t, v.path)
-							slowest := res.Bursts[0]
+							var slowest runner.Burst
+							account := "no account"
 							for _, b := range res.Bursts {
-								if b.Duration > slowest.Duration {
-									slowest = b
+								if b.Hold != nil && b.Duration >= slowest.Duration {
+									slowest, account = b, b.Hold.Summary
 								}
 							}
-							t.Logf("%s %s %s: %d bursts in %v; the slowest %v (%s)", lang.name, store, v.path, len(res.Bursts), time.Since(began).Round(time.Millisecond), slowest.Duration.Round(time.Millisecond), slowest.Hold.Summary)
+							t.Logf("%s %s %s: %d bursts in %v; the slowest %v (%s)", lang.name, store, v.path, len(res.Bursts), time.Since(began).Round(time.Millisecond), slowest.Duration.Round(time.Millisecond), account)
 							svc.check(t, res, v.race, v.held)
 						})
 					}
