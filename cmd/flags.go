@@ -14,20 +14,163 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// shapeFlags are the flags every command that fires bursts shares: they
-// fill a run's shape (runplan.Shape) directly, so the shape's fields are
-// written once.
+// shapeFlags are the flags of a run's shape (runplan.Shape), which every
+// command that fires bursts shares: they fill the shape directly, so its
+// fields are written once, and they are registered in one place
+// (shapeFlagTable), each on the commands whose way of firing takes it.
 type shapeFlags struct {
 	runplan.Shape
 	// effects is --effects on run and demo: "" (the scenario's own count)
 	// or auto (solo twins); auto sets Shape.SoloEvery.
 	effects string
+	// Allowed is --allowed as written: N, MIN-MAX or successes.
+	Allowed string
+	// soloEvery is --solo-every: how often --effects auto runs a solo
+	// twin; it becomes Shape.SoloEvery only when the effects are auto.
+	soloEvery int
 }
 
-// registerAuto registers --effects on the commands that run built-in
-// scenarios (run, demo).
-func (s *shapeFlags) registerAuto(fs *pflag.FlagSet) {
-	fs.StringVar(&s.effects, "effects", "", "auto: judge each burst by what it changed in the store beside a solo twin (the same attempts one at a time, on one replica) instead of the scenario's own count (embedded store)")
+// firing is a way of firing bursts, as a set of bits: a shape flag is
+// registered on each command whose way of firing is among its own.
+type firing uint
+
+const (
+	firesScenario      firing = 1 << iota // run, demo: catalog scenarios
+	firesMatrix                           // matrix: the catalog's cells on the SQL backends
+	firesScript                           // sql, redis, mongo: the user's scripts
+	firesHTTP                             // http: an endpoint
+	firesExplore                          // explore, replay: a catalog scenario, step by step
+	firesExploreScript                    // explore sql|redis|mongo: the user's scripts, step by step
+	servesScenario                        // serve: one scenario's attempts, over HTTP (no bursts)
+	onSQLServer                           // a script command on a SQL server: sessions take isolation levels
+
+	// firesBursts is every command that fires bursts: a knob of every run
+	// is registered on each of them.
+	firesBursts = firesScenario | firesMatrix | firesScript | firesHTTP | firesExplore | firesExploreScript
+	// buildsScenario is every command that builds a catalog scenario, and
+	// so takes its parameters.
+	buildsScenario = firesScenario | firesExplore | servesScenario
+)
+
+// verbShape is what one command takes of the shape: its way of firing,
+// its defaults, and its own words for a flag where the shared ones would
+// mislead (a matrix's --bursts are per cell).
+type verbShape struct {
+	fires firing
+	// attempts, bursts and timeout are the defaults of -n, --bursts and
+	// --timeout (0: runplan.DefaultShape's).
+	attempts, bursts int
+	timeout          time.Duration
+	// noShort leaves --attempts without -n (explore).
+	noShort bool
+	// usage replaces a flag's help, by name.
+	usage map[string]string
+}
+
+// shapeFlag is one flag of the shape: on which ways of firing it is
+// registered, and how.
+type shapeFlag struct {
+	name string
+	on   firing
+	add  func(fs *pflag.FlagSet, s *shapeFlags, v verbShape, usage string)
+	// usage is the flag's help unless the command has its own words.
+	usage string
+}
+
+// shapeFlagTable lists every flag of the shape. A knob every run shares is
+// one row here, on firesBursts.
+var shapeFlagTable = []shapeFlag{
+	{"attempts", firesBursts, func(fs *pflag.FlagSet, s *shapeFlags, v verbShape, usage string) {
+		if v.noShort {
+			fs.IntVar(&s.Attempts, "attempts", s.Attempts, usage)
+			return
+		}
+		fs.IntVarP(&s.Attempts, "attempts", "n", s.Attempts, usage)
+	}, "attempts released together in each burst"},
+	{"bursts", firesScenario | firesMatrix | firesScript | firesHTTP, func(fs *pflag.FlagSet, s *shapeFlags, _ verbShape, usage string) {
+		fs.IntVar(&s.Bursts, "bursts", s.Bursts, usage)
+	}, "bursts to fire, each at a fresh subject"},
+	{"replicas", firesScenario | firesExplore, func(fs *pflag.FlagSet, s *shapeFlags, _ verbShape, usage string) {
+		fs.IntVar(&s.Replicas, "replicas", s.Replicas, usage)
+	}, "application replicas; attempts are spread round-robin over them"},
+	{"waves", firesScenario, func(fs *pflag.FlagSet, s *shapeFlags, _ verbShape, usage string) {
+		fs.IntVar(&s.Waves, "waves", s.Waves, usage)
+	}, "waves of attempts per burst, all at the same subject"},
+	{"deploy", firesScenario, func(fs *pflag.FlagSet, s *shapeFlags, _ verbShape, usage string) {
+		fs.BoolVar(&s.Deploy, "deploy", false, usage)
+	}, "restart every replica between waves (a deploy wipes their memory)"},
+	{"timeout", firesBursts, func(fs *pflag.FlagSet, s *shapeFlags, _ verbShape, usage string) {
+		fs.DurationVar(&s.Timeout, "timeout", s.Timeout, usage)
+	}, "per-attempt timeout; an attempt past it counts as unknown"},
+	{"retry", firesScenario, func(fs *pflag.FlagSet, s *shapeFlags, _ verbShape, usage string) {
+		fs.IntVar(&s.Retries, "retry", 0, usage)
+	}, "SQL backends: retry an attempt the server refused with a deadlock or serialization failure (1213, 1020, 40001, 40P01) up to this many times, as applications do"},
+	{"allowed", firesScript | firesHTTP | firesExploreScript, func(fs *pflag.FlagSet, s *shapeFlags, _ verbShape, usage string) {
+		fs.StringVar(&s.Allowed, "allowed", strconv.Itoa(runner.DefaultAllowed), usage)
+	}, allowedUsage},
+	{"gap", buildsScenario | firesMatrix, func(fs *pflag.FlagSet, s *shapeFlags, _ verbShape, usage string) {
+		fs.DurationVar(&s.Gap, "gap", 0, usage)
+	}, "extra delay between check and write, to widen the window on purpose"},
+	{"latency", buildsScenario, func(fs *pflag.FlagSet, s *shapeFlags, _ verbShape, usage string) {
+		fs.DurationVar(&s.Latency, "latency", scenarios.DefaultLatency, usage)
+	}, "memory backend: simulated round trip of each store operation (0 allowed)"},
+	{"ttl", buildsScenario, func(fs *pflag.FlagSet, s *shapeFlags, _ verbShape, usage string) {
+		fs.DurationVar(&s.TTL, "ttl", scenarios.DefaultTTL, usage)
+	}, "ttl-lease: lease length"},
+	{"seed", buildsScenario, func(fs *pflag.FlagSet, s *shapeFlags, _ verbShape, usage string) {
+		fs.Int64Var(&s.Seed, "seed", 0, usage)
+	}, "seed for the run's random choices, such as the memory backend's round-trip jitter (0: a fresh one); recorded in the report"},
+	{"isolation", buildsScenario | onSQLServer, func(fs *pflag.FlagSet, s *shapeFlags, _ verbShape, usage string) {
+		fs.StringVar(&s.Isolation, "isolation", "", usage)
+	}, ""}, // isolationHelp, from the registry
+	{"engine", buildsScenario, func(fs *pflag.FlagSet, s *shapeFlags, _ verbShape, usage string) {
+		fs.StringVar(&s.Engine, "engine", "", usage)
+	}, ""}, // engineHelp
+	{"variant", buildsScenario, func(fs *pflag.FlagSet, s *shapeFlags, _ verbShape, usage string) {
+		fs.StringVar(&s.Variant, "variant", "", usage)
+	}, ""}, // variantHelp
+	{"fault", buildsScenario, func(fs *pflag.FlagSet, s *shapeFlags, _ verbShape, usage string) {
+		fs.StringVar(&s.Fault, "fault", "", usage)
+	}, "a fault to inject into a cluster scripts/cluster.sh started: failover-after-act (failover-lock's default) or none"},
+	{"keep", buildsScenario | firesMatrix | firesExploreScript, func(fs *pflag.FlagSet, s *shapeFlags, _ verbShape, usage string) {
+		fs.BoolVar(&s.Keep, "keep", false, usage)
+	}, "keep the run's namespaced tables, keys and collections for inspection"},
+	{"solo-every", firesScript | firesHTTP, func(fs *pflag.FlagSet, s *shapeFlags, _ verbShape, usage string) {
+		fs.IntVar(&s.soloEvery, "solo-every", 1, usage)
+	}, "--effects auto: run a solo twin before every K-th burst (and the first); the others are compared with the latest twin"},
+	{"effects", firesScenario, func(fs *pflag.FlagSet, s *shapeFlags, _ verbShape, usage string) {
+		fs.StringVar(&s.effects, "effects", "", usage)
+	}, "auto: judge each burst by what it changed in the store beside a solo twin (the same attempts one at a time, on one replica) instead of the scenario's own count (embedded store)"},
+}
+
+// register registers the shape's flags that v's way of firing takes, and
+// the servers' addresses, with v's defaults and words.
+func (s *shapeFlags) register(fs *pflag.FlagSet, reg *scenarios.Registry, v verbShape) {
+	s.Shape = runplan.DefaultShape()
+	if v.attempts > 0 {
+		s.Attempts = v.attempts
+	}
+	if v.bursts > 0 {
+		s.Bursts = v.bursts
+	}
+	if v.timeout > 0 {
+		s.Timeout = v.timeout
+	}
+	registry := map[string]string{"isolation": isolationHelp(reg), "engine": engineHelp(reg), "variant": variantHelp(reg)}
+	for _, f := range shapeFlagTable {
+		if f.on&v.fires == 0 {
+			continue
+		}
+		usage := f.usage
+		if u, ok := registry[f.name]; ok {
+			usage = u
+		}
+		if u, ok := v.usage[f.name]; ok {
+			usage = u
+		}
+		f.add(fs, s, v, usage)
+	}
+	registerConn(fs, reg, &s.Conn)
 }
 
 // auto checks --effects for a run on backend, and sets the shape's solo
@@ -45,33 +188,6 @@ func (s *shapeFlags) auto(backend string) error {
 	}
 	s.SoloEvery = 1
 	return nil
-}
-
-func (s *shapeFlags) register(fs *pflag.FlagSet, reg *scenarios.Registry, attempts, bursts int) {
-	fs.IntVarP(&s.Attempts, "attempts", "n", attempts, "attempts released together in each burst")
-	fs.IntVar(&s.Bursts, "bursts", bursts, "bursts to fire, each at a fresh subject")
-	fs.IntVar(&s.Replicas, "replicas", runner.DefaultReplicas, "application replicas; attempts are spread round-robin over them")
-	fs.IntVar(&s.Waves, "waves", runner.DefaultWaves, "waves of attempts per burst, all at the same subject")
-	fs.BoolVar(&s.Deploy, "deploy", false, "restart every replica between waves (a deploy wipes their memory)")
-	fs.DurationVar(&s.Timeout, "timeout", runner.DefaultTimeout, "per-attempt timeout; an attempt past it counts as unknown")
-	fs.IntVar(&s.Retries, "retry", 0, "SQL backends: retry an attempt the server refused with a deadlock or serialization failure (1213, 1020, 40001, 40P01) up to this many times, as applications do")
-	s.registerParams(fs, reg)
-}
-
-// registerParams registers the flags that shape the scenario itself (its
-// parameters and the servers' addresses): every command that builds a
-// scenario shares them, 'racetest serve' included.
-func (s *shapeFlags) registerParams(fs *pflag.FlagSet, reg *scenarios.Registry) {
-	fs.DurationVar(&s.Gap, "gap", 0, "extra delay between check and write, to widen the window on purpose")
-	fs.DurationVar(&s.Latency, "latency", scenarios.DefaultLatency, "memory backend: simulated round trip of each store operation (0 allowed)")
-	fs.DurationVar(&s.TTL, "ttl", scenarios.DefaultTTL, "ttl-lease: lease length")
-	fs.Int64Var(&s.Seed, "seed", 0, "seed for the run's random choices, such as the memory backend's round-trip jitter (0: a fresh one); recorded in the report")
-	fs.StringVar(&s.Isolation, "isolation", "", isolationHelp(reg))
-	fs.StringVar(&s.Engine, "engine", "", engineHelp(reg))
-	fs.StringVar(&s.Variant, "variant", "", variantHelp(reg))
-	fs.StringVar(&s.Fault, "fault", "", "a fault to inject into a cluster scripts/cluster.sh started: failover-after-act (failover-lock's default) or none")
-	fs.BoolVar(&s.Keep, "keep", false, "keep the run's namespaced tables, keys and collections for inspection")
-	registerConn(fs, reg, &s.Conn)
 }
 
 // intFlag and durationFlag are a flag's value with its name: checks take
