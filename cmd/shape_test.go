@@ -1,0 +1,68 @@
+package cmd
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/racetest/racetest/suite"
+)
+
+// Every way of firing takes a knob of every run: a row of shapeFlagTable
+// on firesBursts is a flag of run, demo, sql, redis, mongo, http, matrix,
+// explore and replay (built-in scenarios and scripts).
+func TestEveryWayOfFiringTakesTheSharedKnobs(t *testing.T) {
+	io, _, _ := Test()
+	root := NewCmdRoot(&Factory{IO: io, Registry: memoryOnly()})
+	verbs := [][]string{{"run"}, {"demo"}, {"sql"}, {"redis"}, {"mongo"}, {"http"}, {"matrix"},
+		{"explore"}, {"explore", "sql"}, {"explore", "redis"}, {"replay"}, {"replay", "mongo"}}
+	shared := 0
+	for _, f := range shapeFlagTable {
+		if f.on&firesBursts != firesBursts {
+			continue
+		}
+		shared++
+		for _, v := range verbs {
+			c, _, err := root.Find(v)
+			if err != nil || c.Name() != v[len(v)-1] {
+				t.Fatalf("no command %q: %v", strings.Join(v, " "), err)
+			}
+			if c.Flags().Lookup(f.name) == nil {
+				t.Errorf("racetest %s has no --%s, a knob of every run", strings.Join(v, " "), f.name)
+			}
+		}
+	}
+	if shared < 2 {
+		t.Fatalf("only %d flags of the table are on every way of firing: -n and --timeout at least", shared)
+	}
+}
+
+// A flag of the shape is a key of a suite's defaults and cases, by the
+// same name ('-' written '_'), and every such key is a flag: the suite
+// reads the same shape. The exceptions are keys a suite writes elsewhere.
+func TestShapeFlagsAreSuiteKeys(t *testing.T) {
+	elsewhere := map[string]string{
+		"allowed":    "under http:, sql:, redis: and mongo:",
+		"solo-every": "solo_every, under http:, sql:, redis: and mongo:",
+		"effects":    "a case's http: or script effects",
+	}
+	keys := map[string]bool{}
+	st := reflect.TypeOf(suite.Shape{})
+	for i := range st.NumField() {
+		key, _, _ := strings.Cut(st.Field(i).Tag.Get("yaml"), ",")
+		keys[key] = true
+	}
+	flags := map[string]bool{"release": true} // run's --release, registered beside the table
+	for _, f := range shapeFlagTable {
+		key := strings.ReplaceAll(f.name, "-", "_")
+		flags[key] = true
+		if _, ok := elsewhere[f.name]; !ok && !keys[key] {
+			t.Errorf("--%s has no suite key %q: add it to suite.Shape (suite/schema.go) and its apply", f.name, key)
+		}
+	}
+	for key := range keys {
+		if !flags[key] {
+			t.Errorf("the suite key %q is no flag of the shape (cmd/flags.go's shapeFlagTable)", key)
+		}
+	}
+}
