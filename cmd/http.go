@@ -172,7 +172,7 @@ func runHTTP(ctx context.Context, o *HTTPOptions) error {
 		}
 		return usageError(err)
 	}
-	pl.Case.Command = o.Command
+	pl.Case.Command, pl.Shape = o.Command, sh
 	build := pl.Build
 	pl.Build = func(ctx context.Context, p scenarios.Params) (runner.Target, error) {
 		t, err := build(ctx, p)

@@ -212,7 +212,7 @@ func runScript(ctx context.Context, o *ScriptOptions) error {
 			Name: scripts.Attempt.Name, Scenario: suite.ScriptScenario, Backend: o.Backend, Expect: expect, Strict: o.Strict, ProveSafe: o.proveSafe(),
 			Release: string(rel.Mode), Settings: map[string]string{}, Command: o.Command,
 		},
-		Params: p, Config: cfg,
+		Params: p, Config: cfg, Shape: sh,
 	}
 	if sh.Isolation != "" {
 		pl.Case.Settings["isolation"] = sh.Isolation

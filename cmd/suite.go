@@ -377,6 +377,7 @@ func suiteRuns(o *SuiteOptions, plans []suite.Plan) ([]plan, error) {
 				problems = append(problems, fmt.Sprintf("%s:%d:%d: case %q: %v", o.File, p.Line, p.Column, p.Case.Name, err))
 				continue
 			}
+			ps[i].Shape = p.Shape
 		}
 		if p.Script != nil {
 			ps[i].Build = scriptBuilder(o.IO.ErrOut, "running scripts", p.Case.Backend, p.Script.Scripts)

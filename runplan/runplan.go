@@ -124,6 +124,9 @@ type Run struct {
 	Case   report.Case
 	Params scenarios.Params
 	Config runner.Config
+	// Shape is the shape the run was made from: what builds its target
+	// reads a knob of it that is neither a parameter nor the runner's.
+	Shape Shape
 	// Build makes the target: the registry's scenario for a run Build
 	// made; a script, an HTTP endpoint or a fleet of processes for runs
 	// their own constructors made.
@@ -201,7 +204,7 @@ func Build(reg *scenarios.Registry, req Request) (Run, error) {
 	if req.Release != "" {
 		c.Release = string(rel.Mode)
 	}
-	return Run{Case: c, Params: p, Config: cfg, Build: registryBuilder(reg, spec.Name, req.Backend),
+	return Run{Case: c, Params: p, Config: cfg, Shape: sh, Build: registryBuilder(reg, spec.Name, req.Backend),
 		Catalog: req.Catalog, Warning: rel.Warning}, nil
 }
 

@@ -47,6 +47,9 @@ func TestBuildCarriesTheRequest(t *testing.T) {
 	if r.Catalog || r.Warning != "" {
 		t.Errorf("catalog %v, warning %q: neither was asked for", r.Catalog, r.Warning)
 	}
+	if !reflect.DeepEqual(r.Shape, shape()) {
+		t.Errorf("the run's shape %+v is not the request's %+v", r.Shape, shape())
+	}
 }
 
 // A catalog request expects what the catalog's table says before the run

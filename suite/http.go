@@ -144,7 +144,7 @@ func (c *checker) httpCase(path string, k *Case, sh shape, p *Plan) {
 	p.HTTP = &h
 	p.Params = params
 	p.Case = report.Case{Name: name, Scenario: "http", Backend: "http", Expect: expect, Strict: c.strict(k)}
-	p.Config, p.OnServer = cfg, rules
+	p.Config, p.Shape, p.OnServer = cfg, run, rules
 	p.Conn = Conn{Value: Redact(h.URL), Source: "case"}
 }
 

@@ -197,7 +197,7 @@ func (c *checker) scriptCase(path string, k *Case, sh shape, p *Plan) {
 		name = fmt.Sprintf("%s %s", key, scripts.Attempt.Name)
 	}
 	p.Script = &ScriptCase{Scripts: scripts}
-	p.Params, p.Config, p.OnServer = params, cfg, rules
+	p.Params, p.Config, p.Shape, p.OnServer = params, cfg, run, rules
 	p.Case = report.Case{Name: name, Scenario: ScriptScenario, Backend: backend, Expect: expect, Strict: c.strict(k),
 		Release: string(rel.Mode), Settings: runplan.Settings(backend, params, cfg)}
 }

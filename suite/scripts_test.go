@@ -200,7 +200,7 @@ cases:
 	for i, want := range []struct{ replicas, waves, retries int }{{1, 1, 0}, {2, 2, 0}, {2, 2, 2}} {
 		c := ps[i].Config
 		if c.Attempts != 6 || c.Bursts != 9 || c.Timeout != 3*time.Second || c.Replicas != want.replicas || c.Waves != want.waves ||
-			c.Retries != want.retries || c.Keep != (i > 0) {
+			c.Retries != want.retries || c.Keep != (i > 0) || ps[i].Shape.Attempts != 6 || ps[i].Shape.Retries != want.retries {
 			t.Errorf("case %d (%s): config %+v, want 6×9, timeout 3s, replicas %d, waves %d, retries %d, keep %v",
 				i, ps[i].Case.Name, c, want.replicas, want.waves, want.retries, i > 0)
 		}
