@@ -281,6 +281,9 @@ func explorePlan(ctx context.Context, o *ExploreOptions, runID string) (runner.T
 	if err := checkDurations(durationFlag{"gap", o.Shape.Gap}, durationFlag{"latency", o.Shape.Latency}, durationFlag{"ttl", o.Shape.TTL}); err != nil {
 		return nil, ex, opt, err
 	}
+	if err := o.Shape.checkRows(o.Shape.Shape); err != nil {
+		return nil, ex, opt, err
+	}
 	if o.Replay {
 		seq, err := explore.ParseSchedule(o.Schedule, opt.Attempts)
 		if err != nil {

@@ -28,6 +28,8 @@ type shapeFlags struct {
 	// soloEvery is --solo-every: how often --effects auto runs a solo
 	// twin; it becomes Shape.SoloEvery only when the effects are auto.
 	soloEvery int
+	// fires is the way of firing the flags were registered for.
+	fires firing
 }
 
 // firing is a way of firing bursts, as a set of bits: a shape flag is
@@ -75,78 +77,82 @@ type shapeFlag struct {
 	add  func(fs *pflag.FlagSet, s *shapeFlags, v verbShape, usage string)
 	// usage is the flag's help unless the command has its own words.
 	usage string
+	// check, when set, refuses a value no run could use (a usage error):
+	// every command that takes the flag runs it with its other checks of
+	// the shape (checkRows).
+	check func(sh runplan.Shape) error
 }
 
 // shapeFlagTable lists every flag of the shape. A knob every run shares is
 // one row here, on firesBursts.
 var shapeFlagTable = []shapeFlag{
-	{"attempts", firesBursts, func(fs *pflag.FlagSet, s *shapeFlags, v verbShape, usage string) {
+	{name: "attempts", on: firesBursts, add: func(fs *pflag.FlagSet, s *shapeFlags, v verbShape, usage string) {
 		if v.noShort {
 			fs.IntVar(&s.Attempts, "attempts", s.Attempts, usage)
 			return
 		}
 		fs.IntVarP(&s.Attempts, "attempts", "n", s.Attempts, usage)
-	}, "attempts released together in each burst"},
-	{"bursts", firesScenario | firesMatrix | firesScript | firesHTTP, func(fs *pflag.FlagSet, s *shapeFlags, _ verbShape, usage string) {
+	}, usage: "attempts released together in each burst"},
+	{name: "bursts", on: firesScenario | firesMatrix | firesScript | firesHTTP, add: func(fs *pflag.FlagSet, s *shapeFlags, _ verbShape, usage string) {
 		fs.IntVar(&s.Bursts, "bursts", s.Bursts, usage)
-	}, "bursts to fire, each at a fresh subject"},
-	{"replicas", firesScenario | firesExplore, func(fs *pflag.FlagSet, s *shapeFlags, _ verbShape, usage string) {
+	}, usage: "bursts to fire, each at a fresh subject"},
+	{name: "replicas", on: firesScenario | firesExplore, add: func(fs *pflag.FlagSet, s *shapeFlags, _ verbShape, usage string) {
 		fs.IntVar(&s.Replicas, "replicas", s.Replicas, usage)
-	}, "application replicas; attempts are spread round-robin over them"},
-	{"waves", firesScenario, func(fs *pflag.FlagSet, s *shapeFlags, _ verbShape, usage string) {
+	}, usage: "application replicas; attempts are spread round-robin over them"},
+	{name: "waves", on: firesScenario, add: func(fs *pflag.FlagSet, s *shapeFlags, _ verbShape, usage string) {
 		fs.IntVar(&s.Waves, "waves", s.Waves, usage)
-	}, "waves of attempts per burst, all at the same subject"},
-	{"deploy", firesScenario, func(fs *pflag.FlagSet, s *shapeFlags, _ verbShape, usage string) {
+	}, usage: "waves of attempts per burst, all at the same subject"},
+	{name: "deploy", on: firesScenario, add: func(fs *pflag.FlagSet, s *shapeFlags, _ verbShape, usage string) {
 		fs.BoolVar(&s.Deploy, "deploy", false, usage)
-	}, "restart every replica between waves (a deploy wipes their memory)"},
-	{"timeout", firesBursts, func(fs *pflag.FlagSet, s *shapeFlags, _ verbShape, usage string) {
+	}, usage: "restart every replica between waves (a deploy wipes their memory)"},
+	{name: "timeout", on: firesBursts, add: func(fs *pflag.FlagSet, s *shapeFlags, _ verbShape, usage string) {
 		fs.DurationVar(&s.Timeout, "timeout", s.Timeout, usage)
-	}, "per-attempt timeout; an attempt past it counts as unknown"},
-	{"retry", firesScenario, func(fs *pflag.FlagSet, s *shapeFlags, _ verbShape, usage string) {
+	}, usage: "per-attempt timeout; an attempt past it counts as unknown"},
+	{name: "retry", on: firesScenario, add: func(fs *pflag.FlagSet, s *shapeFlags, _ verbShape, usage string) {
 		fs.IntVar(&s.Retries, "retry", 0, usage)
-	}, "SQL backends: retry an attempt the server refused with a deadlock or serialization failure (1213, 1020, 40001, 40P01) up to this many times, as applications do"},
-	{"allowed", firesScript | firesHTTP | firesExploreScript, func(fs *pflag.FlagSet, s *shapeFlags, _ verbShape, usage string) {
+	}, usage: "SQL backends: retry an attempt the server refused with a deadlock or serialization failure (1213, 1020, 40001, 40P01) up to this many times, as applications do"},
+	{name: "allowed", on: firesScript | firesHTTP | firesExploreScript, add: func(fs *pflag.FlagSet, s *shapeFlags, _ verbShape, usage string) {
 		fs.StringVar(&s.Allowed, "allowed", strconv.Itoa(runner.DefaultAllowed), usage)
-	}, allowedUsage},
-	{"gap", buildsScenario | firesMatrix, func(fs *pflag.FlagSet, s *shapeFlags, _ verbShape, usage string) {
+	}, usage: allowedUsage},
+	{name: "gap", on: buildsScenario | firesMatrix, add: func(fs *pflag.FlagSet, s *shapeFlags, _ verbShape, usage string) {
 		fs.DurationVar(&s.Gap, "gap", 0, usage)
-	}, "extra delay between check and write, to widen the window on purpose"},
-	{"latency", buildsScenario, func(fs *pflag.FlagSet, s *shapeFlags, _ verbShape, usage string) {
+	}, usage: "extra delay between check and write, to widen the window on purpose"},
+	{name: "latency", on: buildsScenario, add: func(fs *pflag.FlagSet, s *shapeFlags, _ verbShape, usage string) {
 		fs.DurationVar(&s.Latency, "latency", scenarios.DefaultLatency, usage)
-	}, "memory backend: simulated round trip of each store operation (0 allowed)"},
-	{"ttl", buildsScenario, func(fs *pflag.FlagSet, s *shapeFlags, _ verbShape, usage string) {
+	}, usage: "memory backend: simulated round trip of each store operation (0 allowed)"},
+	{name: "ttl", on: buildsScenario, add: func(fs *pflag.FlagSet, s *shapeFlags, _ verbShape, usage string) {
 		fs.DurationVar(&s.TTL, "ttl", scenarios.DefaultTTL, usage)
-	}, "ttl-lease: lease length"},
-	{"seed", buildsScenario, func(fs *pflag.FlagSet, s *shapeFlags, _ verbShape, usage string) {
+	}, usage: "ttl-lease: lease length"},
+	{name: "seed", on: buildsScenario, add: func(fs *pflag.FlagSet, s *shapeFlags, _ verbShape, usage string) {
 		fs.Int64Var(&s.Seed, "seed", 0, usage)
-	}, "seed for the run's random choices, such as the memory backend's round-trip jitter (0: a fresh one); recorded in the report"},
-	{"isolation", buildsScenario | onSQLServer, func(fs *pflag.FlagSet, s *shapeFlags, _ verbShape, usage string) {
+	}, usage: "seed for the run's random choices, such as the memory backend's round-trip jitter (0: a fresh one); recorded in the report"},
+	{name: "isolation", on: buildsScenario | onSQLServer, add: func(fs *pflag.FlagSet, s *shapeFlags, _ verbShape, usage string) {
 		fs.StringVar(&s.Isolation, "isolation", "", usage)
-	}, ""}, // isolationHelp, from the registry
-	{"engine", buildsScenario, func(fs *pflag.FlagSet, s *shapeFlags, _ verbShape, usage string) {
+	}}, // isolationHelp, from the registry
+	{name: "engine", on: buildsScenario, add: func(fs *pflag.FlagSet, s *shapeFlags, _ verbShape, usage string) {
 		fs.StringVar(&s.Engine, "engine", "", usage)
-	}, ""}, // engineHelp
-	{"variant", buildsScenario, func(fs *pflag.FlagSet, s *shapeFlags, _ verbShape, usage string) {
+	}}, // engineHelp
+	{name: "variant", on: buildsScenario, add: func(fs *pflag.FlagSet, s *shapeFlags, _ verbShape, usage string) {
 		fs.StringVar(&s.Variant, "variant", "", usage)
-	}, ""}, // variantHelp
-	{"fault", buildsScenario, func(fs *pflag.FlagSet, s *shapeFlags, _ verbShape, usage string) {
+	}}, // variantHelp
+	{name: "fault", on: buildsScenario, add: func(fs *pflag.FlagSet, s *shapeFlags, _ verbShape, usage string) {
 		fs.StringVar(&s.Fault, "fault", "", usage)
-	}, "a fault to inject into a cluster scripts/cluster.sh started: failover-after-act (failover-lock's default) or none"},
-	{"keep", buildsScenario | firesMatrix | firesExploreScript, func(fs *pflag.FlagSet, s *shapeFlags, _ verbShape, usage string) {
+	}, usage: "a fault to inject into a cluster scripts/cluster.sh started: failover-after-act (failover-lock's default) or none"},
+	{name: "keep", on: buildsScenario | firesMatrix | firesExploreScript, add: func(fs *pflag.FlagSet, s *shapeFlags, _ verbShape, usage string) {
 		fs.BoolVar(&s.Keep, "keep", false, usage)
-	}, "keep the run's namespaced tables, keys and collections for inspection"},
-	{"solo-every", firesScript | firesHTTP, func(fs *pflag.FlagSet, s *shapeFlags, _ verbShape, usage string) {
+	}, usage: "keep the run's namespaced tables, keys and collections for inspection"},
+	{name: "solo-every", on: firesScript | firesHTTP, add: func(fs *pflag.FlagSet, s *shapeFlags, _ verbShape, usage string) {
 		fs.IntVar(&s.soloEvery, "solo-every", 1, usage)
-	}, "--effects auto: run a solo twin before every K-th burst (and the first); the others are compared with the latest twin"},
-	{"effects", firesScenario, func(fs *pflag.FlagSet, s *shapeFlags, _ verbShape, usage string) {
+	}, usage: "--effects auto: run a solo twin before every K-th burst (and the first); the others are compared with the latest twin"},
+	{name: "effects", on: firesScenario, add: func(fs *pflag.FlagSet, s *shapeFlags, _ verbShape, usage string) {
 		fs.StringVar(&s.effects, "effects", "", usage)
-	}, "auto: judge each burst by what it changed in the store beside a solo twin (the same attempts one at a time, on one replica) instead of the scenario's own count (embedded store)"},
+	}, usage: "auto: judge each burst by what it changed in the store beside a solo twin (the same attempts one at a time, on one replica) instead of the scenario's own count (embedded store)"},
 }
 
 // register registers the shape's flags that v's way of firing takes, and
 // the servers' addresses, with v's defaults and words.
 func (s *shapeFlags) register(fs *pflag.FlagSet, reg *scenarios.Registry, v verbShape) {
-	s.Shape = runplan.DefaultShape()
+	s.Shape, s.fires = runplan.DefaultShape(), v.fires
 	if v.attempts > 0 {
 		s.Attempts = v.attempts
 	}
@@ -171,6 +177,20 @@ func (s *shapeFlags) register(fs *pflag.FlagSet, reg *scenarios.Registry, v verb
 		f.add(fs, s, v, usage)
 	}
 	registerConn(fs, reg, &s.Conn)
+}
+
+// checkRows runs the checks of the table's flags this command took, in
+// the table's order, on sh: the command's shape for this run.
+func (s *shapeFlags) checkRows(sh runplan.Shape) error {
+	for _, f := range shapeFlagTable {
+		if f.on&s.fires == 0 || f.check == nil {
+			continue
+		}
+		if err := f.check(sh); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // auto checks --effects for a run on backend, and sets the shape's solo
@@ -242,7 +262,10 @@ func (s *shapeFlags) validate(reg *scenarios.Registry, backend string) error {
 		// A fresh seed, recorded in the report so that it can be given back.
 		s.Seed = rand.Int64N(1<<53) + 1
 	}
-	return checkDurations(durationFlag{"gap", s.Gap}, durationFlag{"latency", s.Latency}, durationFlag{"ttl", s.TTL}, durationFlag{"timeout", s.Timeout})
+	if err := checkDurations(durationFlag{"gap", s.Gap}, durationFlag{"latency", s.Latency}, durationFlag{"ttl", s.TTL}, durationFlag{"timeout", s.Timeout}); err != nil {
+		return err
+	}
+	return s.checkRows(s.Shape)
 }
 
 // checkEngine refuses --engine on a backend that has no storage engines

@@ -145,6 +145,9 @@ func runHTTP(ctx context.Context, o *HTTPOptions) error {
 	if err := checkDurations(durationFlag{"timeout", sh.Timeout}); err != nil {
 		return err
 	}
+	if err := o.Shape.checkRows(sh); err != nil {
+		return err
+	}
 	cfg := o.Config
 	cfg.Timeout = sh.Timeout
 	if file, ok := strings.CutPrefix(o.Data, "@"); ok {

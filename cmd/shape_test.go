@@ -2,10 +2,14 @@ package cmd
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/racetest/racetest/runplan"
+	"github.com/racetest/racetest/scenarios/builtin"
 	"github.com/racetest/racetest/suite"
+	"github.com/spf13/pflag"
 )
 
 // Every way of firing takes a knob of every run: a row of shapeFlagTable
@@ -63,6 +67,43 @@ func TestShapeFlagsAreSuiteKeys(t *testing.T) {
 	for key := range keys {
 		if !flags[key] {
 			t.Errorf("the suite key %q is no flag of the shape (cmd/flags.go's shapeFlagTable)", key)
+		}
+	}
+}
+
+// A flag's own check (shapeFlag.check) runs on every command that takes
+// it, before anything connects: a new row with a check needs nothing more.
+func TestEveryWayOfFiringRunsTheRowsChecks(t *testing.T) {
+	knob := 0
+	saved := shapeFlagTable
+	t.Cleanup(func() { shapeFlagTable = saved })
+	shapeFlagTable = append(slices.Clone(saved), shapeFlag{name: "trial-knob", on: firesBursts,
+		add: func(fs *pflag.FlagSet, _ *shapeFlags, _ verbShape, usage string) {
+			fs.IntVar(&knob, "trial-knob", 0, usage)
+		},
+		usage: "a knob of this test",
+		check: func(runplan.Shape) error {
+			if knob < 0 {
+				return usageErrorf("--trial-knob cannot be negative (got %d)", knob)
+			}
+			return nil
+		}})
+	for _, args := range [][]string{
+		{"run", "check-then-write"},
+		{"demo"},
+		{"matrix", "-b", "postgres"},
+		{"sql", "-b", "postgres", "--attempt", "SELECT 1;", "--effects", "SELECT 1;"},
+		{"redis", "--attempt", "GET k", "--effects", "GET k"},
+		{"mongo", "--attempt", `{"ping": 1}`, "--effects", `{"count": "x"}`},
+		{"http", "http://127.0.0.1:1/x", "--success", "200"},
+		{"explore", "check-then-write"},
+		{"explore", "sql", "-b", "postgres", "--attempt", "SELECT 1;", "--effects", "SELECT 1;"},
+		{"replay", "check-then-write", "--schedule", "A1 B1 A2 B2"},
+	} {
+		io, _, errOut := Test()
+		code := execIO(t, io, builtin.Registry(), append(args, "--trial-knob", "-1")...)
+		if code != ExitUsage || !strings.Contains(errOut.String(), "--trial-knob cannot be negative (got -1)") {
+			t.Errorf("racetest %s --trial-knob -1: exit %d, stderr %q; want exit %d naming the flag", strings.Join(args, " "), code, errOut.String(), ExitUsage)
 		}
 	}
 }

@@ -182,6 +182,9 @@ func runScript(ctx context.Context, o *ScriptOptions) error {
 	if err := checkDurations(durationFlag{"timeout", sh.Timeout}); err != nil {
 		return err
 	}
+	if err := o.Shape.checkRows(sh); err != nil {
+		return err
+	}
 	reporter, expect, err := o.finishFlags.parse()
 	if err != nil {
 		return err
