@@ -175,6 +175,9 @@ func (s *shapeFlags) register(fs *pflag.FlagSet, reg *scenarios.Registry, v verb
 			usage = u
 		}
 		f.add(fs, s, v, usage)
+		if fs.Lookup(f.name) == nil {
+			panic("shapeFlagTable: the row " + f.name + " registers no flag of its name")
+		}
 	}
 	registerConn(fs, reg, &s.Conn)
 }
