@@ -168,14 +168,14 @@ func runHTTP(ctx context.Context, o *HTTPOptions) error {
 	if allowed != runner.DefaultAllowance {
 		shown = allowed.String()
 	}
-	pl, err := newHTTPPlan(cfg, p, rc, name, shown, expect, o.Strict, o.proveSafe())
+	pl, err := newHTTPPlan(cfg, sh, p, rc, name, shown, expect, o.Strict, o.proveSafe())
 	if err != nil {
 		if in := (*httpfire.InputError)(nil); errors.As(err, &in) {
 			return usageError(httpFlagError(in))
 		}
 		return usageError(err)
 	}
-	pl.Case.Command, pl.Shape = o.Command, sh
+	pl.Case.Command = o.Command
 	build := pl.Build
 	pl.Build = func(ctx context.Context, p scenarios.Params) (runner.Target, error) {
 		t, err := build(ctx, p)

@@ -5,8 +5,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/racetest/racetest/httpfire"
+	"github.com/racetest/racetest/report"
+	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/runplan"
+	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/builtin"
 	"github.com/racetest/racetest/suite"
 	"github.com/spf13/pflag"
@@ -105,5 +110,20 @@ func TestEveryWayOfFiringRunsTheRowsChecks(t *testing.T) {
 		if code != ExitUsage || !strings.Contains(errOut.String(), "--trial-knob cannot be negative (got -1)") {
 			t.Errorf("racetest %s --trial-knob -1: exit %d, stderr %q; want exit %d naming the flag", strings.Join(args, " "), code, errOut.String(), ExitUsage)
 		}
+	}
+}
+
+// An HTTP plan carries the shape it was made from, for 'racetest http' and
+// a suite's http: cases alike: what builds its target reads knobs there.
+func TestHTTPPlanCarriesItsShape(t *testing.T) {
+	sh := runplan.DefaultShape()
+	sh.Attempts, sh.Timeout = 5, 3*time.Second
+	pl, err := newHTTPPlan(httpfire.Config{URL: "http://127.0.0.1:1/x", Success: httpfire.Success{Status: []string{"200"}}}, sh,
+		scenarios.Params{RunID: "r1", Attempts: 5, Replicas: 1}, runner.NewConfig(sh.Options()...), "GET /x", "", report.Expect{Kind: report.ExpectSafe}, false, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(pl.Shape, sh) {
+		t.Errorf("plan's shape %+v, want %+v", pl.Shape, sh)
 	}
 }
