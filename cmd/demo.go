@@ -66,8 +66,7 @@ func NewCmdDemo(f *Factory, runF func(context.Context, *DemoOptions) error) *cob
 	fs.BoolVar(&opts.Strict, "strict", false, "fail (exit 4) when a SAFE scenario's bursts did not overlap enough to prove anything")
 	fs.BoolVar(&opts.Cluster, "cluster", false, "run the clustered rows instead (replica-read, failover-lock) on the clusters scripts/cluster.sh started, "+
 		"named by the connection flags or RACETEST_* variables it prints; rows whose cluster is not running are skipped and named")
-	opts.Shape.register(fs, f.Registry, 8, 100)
-	opts.Shape.registerAuto(fs)
+	opts.Shape.register(fs, f.Registry, verbShape{fires: firesScenario, attempts: 8, bursts: 100})
 	completeEnums(c, f.Registry)
 	return c
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -31,7 +30,6 @@ type ExploreOptions struct {
 	Scenario string // a built-in scenario; "" with a script
 	Dialect  script.Dialect
 	Scripts  script.Spec
-	Allowed  string // --allowed as written: N or MIN-MAX
 	Backend  string
 	Shape    shapeFlags
 	Explore  explore.Options
@@ -127,20 +125,35 @@ func newCmdExplore(f *Factory, replay bool, runF func(context.Context, *ExploreO
   racetest explore sql -b mysql --setup @schema.sql --subject @coupon.sql --attempt @redeem.sql --effects @count.sql`
 	}
 	exploreFlags(c.Flags(), opts, replay)
-	opts.Shape.registerParams(c.Flags(), f.Registry)
+	opts.Shape.register(c.Flags(), f.Registry, exploreShape(firesExplore, map[string]string{
+		"replicas": "application replicas; attempt i runs on replica i mod R"}))
 	c.Flags().StringVarP(&opts.Backend, "backend", "b", "memory", "where the shared state lives (see 'racetest list')")
-	c.Flags().IntVar(&opts.Shape.Replicas, "replicas", runner.DefaultReplicas, "application replicas; attempt i runs on replica i mod R")
 	for _, d := range []script.Dialect{script.SQL, script.Redis, script.Mongo} {
 		c.AddCommand(newCmdExploreScript(f, replay, d, run))
 	}
 	return c
 }
 
-// exploreFlags registers the flags every form of explore and replay shares.
+// exploreShape is what explore and replay take of the shape (fires, with
+// the words of usage): two or three attempts, each held to a timeout.
+func exploreShape(fires firing, usage map[string]string) verbShape {
+	usage["attempts"] = "attempts, each on its own connection: 2 or 3"
+	usage["timeout"] = "the longest an attempt (and its transaction) may stay open; past it the attempt is abandoned, rolled back and reported"
+	return verbShape{fires: fires, attempts: explore.DefaultAttempts, noShort: true, usage: usage}
+}
+
+// options are the explorer's options: the flags of explore, and of the
+// shape its attempts and their timeout.
+func (o *ExploreOptions) options() explore.Options {
+	opt := o.Explore
+	opt.Attempts, opt.Timeout = o.Shape.Attempts, o.Shape.Timeout
+	return opt
+}
+
+// exploreFlags registers the flags every form of explore and replay shares
+// besides the shape's.
 func exploreFlags(fs *pflag.FlagSet, o *ExploreOptions, replay bool) {
-	fs.IntVar(&o.Explore.Attempts, "attempts", explore.DefaultAttempts, "attempts, each on its own connection: 2 or 3")
 	fs.DurationVar(&o.Explore.BlockAfter, "block-after", explore.DefaultBlockAfter, "where the server cannot say whether a step waits on a lock (Redis, MongoDB, or a failed question), a step not back by then counts as blocked and the next step goes")
-	fs.DurationVar(&o.Explore.Timeout, "timeout", runner.DefaultTimeout, "the longest an attempt (and its transaction) may stay open; past it the attempt is abandoned, rolled back and reported")
 	fs.StringVarP(&o.Format, "format", "o", "table", "output format: "+strings.Join(report.Formats(), ", "))
 	expectFlag(fs, &o.Expect, &o.ExpectGiven, "what the exploration must show: safe, race, lost, or catalog (the catalog's expectation for a built-in scenario)"+expectProof)
 	fs.BoolVar(&o.Strict, "strict", false, "fail (exit 4) when orders were left unexplored or abandoned, whatever the expectation")
@@ -166,15 +179,16 @@ func newCmdExploreScript(f *Factory, replay bool, d script.Dialect, run func(*co
 		RunE: func(c *cobra.Command, _ []string) error {
 			if n := len(o.Scripts.Attempt); n > 1 && !c.Flags().Changed("attempts") {
 				// One script per transaction: as many attempts as scripts.
-				o.Explore.Attempts = n
+				o.Shape.Attempts = n
 			}
 			return run(c, o)
 		},
 	}
 	fs := c.Flags()
+	fires := firesExploreScript
 	if d == script.SQL {
 		fs.StringVarP(&o.Backend, "backend", "b", "", "the SQL server: postgres or mysql (MySQL and MariaDB)")
-		fs.StringVar(&o.Shape.Isolation, "isolation", "", "read-uncommitted, read-committed, repeatable-read or serializable for every attempt's session (default: the server's)")
+		fires |= onSQLServer
 	} else {
 		o.Backend = name
 	}
@@ -184,10 +198,12 @@ func newCmdExploreScript(f *Factory, replay bool, d script.Dialect, run func(*co
 	fs.StringVar(&o.Scripts.Effects, "effects", "", "after each order: a query or command returning how many times the action took effect (required)")
 	fs.StringArrayVar(&o.Scripts.Invariants, "invariant", nil, "after each order: a query or command returning how many times a rule that must always hold is broken, or a boolean (repeatable); an order that breaks it is a violation")
 	fs.StringVar(&o.Scripts.Teardown, "teardown", "", "run once at the end, also after Ctrl-C (inline or @FILE)")
-	fs.StringVar(&o.Allowed, "allowed", strconv.Itoa(runner.DefaultAllowed), "effects per order that are correct: N (exactly N, 0 included) or MIN-MAX (0-1: at most once)")
-	fs.BoolVar(&o.Shape.Keep, "keep", false, "do not run --teardown at the end: leave what --setup made for inspection")
 	exploreFlags(fs, o, replay)
-	registerConn(fs, f.Registry, &o.Shape.Conn)
+	o.Shape.register(fs, f.Registry, exploreShape(fires, map[string]string{
+		"isolation": "read-uncommitted, read-committed, repeatable-read or serializable for every attempt's session (default: the server's)",
+		"allowed":   "effects per order that are correct: N (exactly N, 0 included) or MIN-MAX (0-1: at most once)",
+		"keep":      "do not run --teardown at the end: leave what --setup made for inspection",
+	}))
 	return c
 }
 
@@ -258,11 +274,14 @@ func shellQuote(s string) string {
 // one place an exploration is planned. It reads o and never changes it.
 func explorePlan(ctx context.Context, o *ExploreOptions, runID string) (runner.Target, report.Exploration, explore.Options, error) {
 	ex := report.Exploration{Backend: o.Backend, Settings: map[string]string{}, Replay: o.replay, Replayed: o.Replay, Width: o.IO.Width()}
-	opt := o.Explore
+	opt := o.options()
 	if err := opt.Validate(); err != nil {
 		return nil, ex, opt, usageError(err)
 	}
 	if err := checkDurations(durationFlag{"gap", o.Shape.Gap}, durationFlag{"latency", o.Shape.Latency}, durationFlag{"ttl", o.Shape.TTL}); err != nil {
+		return nil, ex, opt, err
+	}
+	if err := o.Shape.checkRows(o.Shape.Shape); err != nil {
 		return nil, ex, opt, err
 	}
 	if o.Replay {
@@ -339,15 +358,15 @@ func scriptPlan(ctx context.Context, o *ExploreOptions, p scenarios.Params, ex r
 		}
 		return nil, ex, opt, usageErrorf("%s scripts run on %s, not %q", o.Dialect, strings.Join(script.Backends[o.Dialect], " or "), o.Backend)
 	}
-	allowed, err := runner.ParseAllowance(o.Allowed)
+	allowed, err := runner.ParseAllowance(o.Shape.Allowed)
 	if err != nil {
 		return nil, ex, opt, usageErrorf("--allowed: %v", err)
 	}
 	if o.Scripts.Effects == "" && len(o.Scripts.Invariants) > 0 && allowed != runner.DefaultAllowance {
-		return nil, ex, opt, usageErrorf("--allowed %s judges what --effects counts, and there is no --effects: the invariants alone judge each order (add --effects, or drop --allowed)", o.Allowed)
+		return nil, ex, opt, usageErrorf("--allowed %s judges what --effects counts, and there is no --effects: the invariants alone judge each order (add --effects, or drop --allowed)", o.Shape.Allowed)
 	}
 	if allowed.Successes {
-		return nil, ex, opt, usageErrorf("--allowed %s: explore judges each order by N or MIN-MAX effects; accounting is for sql, redis, mongo and http", o.Allowed)
+		return nil, ex, opt, usageErrorf("--allowed %s: explore judges each order by N or MIN-MAX effects; accounting is for sql, redis, mongo and http", o.Shape.Allowed)
 	}
 	if script.IsAuto(o.Scripts.Effects) {
 		// auto judges a burst beside a solo twin of its attempts; explore
@@ -670,8 +689,9 @@ const DefaultConfirm = 100
 // server) shows there. It returns the line the report notes, and what the
 // bursts showed (a RACE or LOST contradicts the SAFE).
 func confirmSafe(ctx context.Context, o *ExploreOptions, t runner.Target, opt explore.Options, n int) (string, *report.Confirmation) {
-	cfg := runner.NewConfig(runner.Attempts(opt.Attempts), runner.Bursts(n), runner.Replicas(max(opt.Replicas, 1)),
-		runner.Allowed(opt.Allowed), runner.Required(opt.Required), runner.Timeout(opt.Timeout))
+	sh := o.Shape.Shape
+	sh.Attempts, sh.Bursts, sh.Replicas, sh.Timeout = opt.Attempts, n, max(opt.Replicas, 1), opt.Timeout
+	cfg := runner.NewConfig(append(sh.Options(), runner.Allowed(opt.Allowed), runner.Required(opt.Required))...)
 	var r *runner.Result
 	var err error
 	if o.Scenario != "" {
@@ -682,7 +702,7 @@ func confirmSafe(ctx context.Context, o *ExploreOptions, t runner.Target, opt ex
 		runID := scenarios.NewRunID()
 		p := o.Shape.plan(max(o.Shape.Replicas, 1)).Params(runID)
 		p.Attempts = opt.Attempts
-		t, _, _, err = builtinPlan(ctx, o, p, report.Exploration{Settings: map[string]string{}}, o.Explore)
+		t, _, _, err = builtinPlan(ctx, o, p, report.Exploration{Settings: map[string]string{}}, o.options())
 		if err == nil {
 			if cl, ok := t.(runner.Closer); ok {
 				defer cl.Close()

@@ -36,7 +36,7 @@ func TestExploreFlagsParse(t *testing.T) {
 	if err := c.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	e := got.Explore
+	e := got.options()
 	if got.Scenario != "check-then-write" || e.Attempts != 3 || e.BlockAfter != 80*time.Millisecond ||
 		e.MaxSchedules != 50 || !e.Cap || got.Shape.Isolation != "serializable" || got.Shape.Variant != "for-update" ||
 		e.Timeout != 3*time.Second {
@@ -51,7 +51,7 @@ func TestExploreFlagsParse(t *testing.T) {
 	if err := c.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	if got.Scenario != "" || got.Backend != "postgres" || strings.Join(got.Scripts.Attempt, "|") != "SELECT 1;" || got.Explore.Attempts != 2 ||
+	if got.Scenario != "" || got.Backend != "postgres" || strings.Join(got.Scripts.Attempt, "|") != "SELECT 1;" || got.options().Attempts != 2 ||
 		got.Explore.BlockAfter != 50*time.Millisecond || got.Explore.MaxSchedules != 10000 {
 		t.Errorf("explore sql options = %+v", got)
 	}
@@ -67,7 +67,7 @@ func TestExploreFlagsParse(t *testing.T) {
 	if err := c.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(got.Scripts.Attempt, "|") != "SELECT 2;|SELECT 1;|SELECT 3;" || got.Explore.Attempts != 3 || !got.Shape.Keep ||
+	if strings.Join(got.Scripts.Attempt, "|") != "SELECT 2;|SELECT 1;|SELECT 3;" || got.options().Attempts != 3 || !got.Shape.Keep ||
 		!strings.Contains(got.replay, "--attempt='SELECT 2;' --attempt='SELECT 1;' --attempt='SELECT 3;'") {
 		t.Errorf("replay sql with three scripts: %+v, replay %q", got, got.replay)
 	}

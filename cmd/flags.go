@@ -14,20 +14,186 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// shapeFlags are the flags every command that fires bursts shares: they
-// fill a run's shape (runplan.Shape) directly, so the shape's fields are
-// written once.
+// shapeFlags are the flags of a run's shape (runplan.Shape), which every
+// command that fires bursts shares: they fill the shape directly, so its
+// fields are written once, and they are registered in one place
+// (shapeFlagTable), each on the commands whose way of firing takes it.
 type shapeFlags struct {
 	runplan.Shape
 	// effects is --effects on run and demo: "" (the scenario's own count)
 	// or auto (solo twins); auto sets Shape.SoloEvery.
 	effects string
+	// Allowed is --allowed as written: N, MIN-MAX or successes.
+	Allowed string
+	// soloEvery is --solo-every: how often --effects auto runs a solo
+	// twin; it becomes Shape.SoloEvery only when the effects are auto.
+	soloEvery int
+	// fires is the way of firing the flags were registered for.
+	fires firing
 }
 
-// registerAuto registers --effects on the commands that run built-in
-// scenarios (run, demo).
-func (s *shapeFlags) registerAuto(fs *pflag.FlagSet) {
-	fs.StringVar(&s.effects, "effects", "", "auto: judge each burst by what it changed in the store beside a solo twin (the same attempts one at a time, on one replica) instead of the scenario's own count (embedded store)")
+// firing is a way of firing bursts, as a set of bits: a shape flag is
+// registered on each command whose way of firing is among its own.
+type firing uint
+
+const (
+	firesScenario      firing = 1 << iota // run, demo: catalog scenarios
+	firesMatrix                           // matrix: the catalog's cells on the SQL backends
+	firesScript                           // sql, redis, mongo: the user's scripts
+	firesHTTP                             // http: an endpoint
+	firesExplore                          // explore, replay: a catalog scenario, step by step
+	firesExploreScript                    // explore sql|redis|mongo: the user's scripts, step by step
+	servesScenario                        // serve: one scenario's attempts, over HTTP (no bursts)
+	onSQLServer                           // a script command on a SQL server: sessions take isolation levels
+
+	// firesBursts is every command that fires bursts: a knob of every run
+	// is registered on each of them.
+	firesBursts = firesScenario | firesMatrix | firesScript | firesHTTP | firesExplore | firesExploreScript
+	// buildsScenario is every command that builds a catalog scenario, and
+	// so takes its parameters.
+	buildsScenario = firesScenario | firesExplore | servesScenario
+)
+
+// verbShape is what one command takes of the shape: its way of firing,
+// its defaults, and its own words for a flag where the shared ones would
+// mislead (a matrix's --bursts are per cell).
+type verbShape struct {
+	fires firing
+	// attempts, bursts and timeout are the defaults of -n, --bursts and
+	// --timeout (0: runplan.DefaultShape's).
+	attempts, bursts int
+	timeout          time.Duration
+	// noShort leaves --attempts without -n (explore).
+	noShort bool
+	// usage replaces a flag's help, by name.
+	usage map[string]string
+}
+
+// shapeFlag is one flag of the shape: on which ways of firing it is
+// registered, and how.
+type shapeFlag struct {
+	name string
+	on   firing
+	add  func(fs *pflag.FlagSet, s *shapeFlags, v verbShape, usage string)
+	// usage is the flag's help unless the command has its own words.
+	usage string
+	// check, when set, refuses a value no run could use (a usage error):
+	// every command that takes the flag runs it with its other checks of
+	// the shape (checkRows).
+	check func(sh runplan.Shape) error
+}
+
+// shapeFlagTable lists every flag of the shape. A knob every run shares is
+// one row here, on firesBursts.
+var shapeFlagTable = []shapeFlag{
+	{name: "attempts", on: firesBursts, add: func(fs *pflag.FlagSet, s *shapeFlags, v verbShape, usage string) {
+		if v.noShort {
+			fs.IntVar(&s.Attempts, "attempts", s.Attempts, usage)
+			return
+		}
+		fs.IntVarP(&s.Attempts, "attempts", "n", s.Attempts, usage)
+	}, usage: "attempts released together in each burst"},
+	{name: "bursts", on: firesScenario | firesMatrix | firesScript | firesHTTP, add: func(fs *pflag.FlagSet, s *shapeFlags, _ verbShape, usage string) {
+		fs.IntVar(&s.Bursts, "bursts", s.Bursts, usage)
+	}, usage: "bursts to fire, each at a fresh subject"},
+	{name: "replicas", on: firesScenario | firesExplore, add: func(fs *pflag.FlagSet, s *shapeFlags, _ verbShape, usage string) {
+		fs.IntVar(&s.Replicas, "replicas", s.Replicas, usage)
+	}, usage: "application replicas; attempts are spread round-robin over them"},
+	{name: "waves", on: firesScenario, add: func(fs *pflag.FlagSet, s *shapeFlags, _ verbShape, usage string) {
+		fs.IntVar(&s.Waves, "waves", s.Waves, usage)
+	}, usage: "waves of attempts per burst, all at the same subject"},
+	{name: "deploy", on: firesScenario, add: func(fs *pflag.FlagSet, s *shapeFlags, _ verbShape, usage string) {
+		fs.BoolVar(&s.Deploy, "deploy", false, usage)
+	}, usage: "restart every replica between waves (a deploy wipes their memory)"},
+	{name: "timeout", on: firesBursts, add: func(fs *pflag.FlagSet, s *shapeFlags, _ verbShape, usage string) {
+		fs.DurationVar(&s.Timeout, "timeout", s.Timeout, usage)
+	}, usage: "per-attempt timeout; an attempt past it counts as unknown"},
+	{name: "retry", on: firesScenario, add: func(fs *pflag.FlagSet, s *shapeFlags, _ verbShape, usage string) {
+		fs.IntVar(&s.Retries, "retry", 0, usage)
+	}, usage: "SQL backends: retry an attempt the server refused with a deadlock or serialization failure (1213, 1020, 40001, 40P01) up to this many times, as applications do"},
+	{name: "allowed", on: firesScript | firesHTTP | firesExploreScript, add: func(fs *pflag.FlagSet, s *shapeFlags, _ verbShape, usage string) {
+		fs.StringVar(&s.Allowed, "allowed", strconv.Itoa(runner.DefaultAllowed), usage)
+	}, usage: allowedUsage},
+	{name: "gap", on: buildsScenario | firesMatrix, add: func(fs *pflag.FlagSet, s *shapeFlags, _ verbShape, usage string) {
+		fs.DurationVar(&s.Gap, "gap", 0, usage)
+	}, usage: "extra delay between check and write, to widen the window on purpose"},
+	{name: "latency", on: buildsScenario, add: func(fs *pflag.FlagSet, s *shapeFlags, _ verbShape, usage string) {
+		fs.DurationVar(&s.Latency, "latency", scenarios.DefaultLatency, usage)
+	}, usage: "memory backend: simulated round trip of each store operation (0 allowed)"},
+	{name: "ttl", on: buildsScenario, add: func(fs *pflag.FlagSet, s *shapeFlags, _ verbShape, usage string) {
+		fs.DurationVar(&s.TTL, "ttl", scenarios.DefaultTTL, usage)
+	}, usage: "ttl-lease: lease length"},
+	{name: "seed", on: buildsScenario, add: func(fs *pflag.FlagSet, s *shapeFlags, _ verbShape, usage string) {
+		fs.Int64Var(&s.Seed, "seed", 0, usage)
+	}, usage: "seed for the run's random choices, such as the memory backend's round-trip jitter (0: a fresh one); recorded in the report"},
+	{name: "isolation", on: buildsScenario | onSQLServer, add: func(fs *pflag.FlagSet, s *shapeFlags, _ verbShape, usage string) {
+		fs.StringVar(&s.Isolation, "isolation", "", usage)
+	}}, // isolationHelp, from the registry
+	{name: "engine", on: buildsScenario, add: func(fs *pflag.FlagSet, s *shapeFlags, _ verbShape, usage string) {
+		fs.StringVar(&s.Engine, "engine", "", usage)
+	}}, // engineHelp
+	{name: "variant", on: buildsScenario, add: func(fs *pflag.FlagSet, s *shapeFlags, _ verbShape, usage string) {
+		fs.StringVar(&s.Variant, "variant", "", usage)
+	}}, // variantHelp
+	{name: "fault", on: buildsScenario, add: func(fs *pflag.FlagSet, s *shapeFlags, _ verbShape, usage string) {
+		fs.StringVar(&s.Fault, "fault", "", usage)
+	}, usage: "a fault to inject into a cluster scripts/cluster.sh started: failover-after-act (failover-lock's default) or none"},
+	{name: "keep", on: buildsScenario | firesMatrix | firesExploreScript, add: func(fs *pflag.FlagSet, s *shapeFlags, _ verbShape, usage string) {
+		fs.BoolVar(&s.Keep, "keep", false, usage)
+	}, usage: "keep the run's namespaced tables, keys and collections for inspection"},
+	{name: "solo-every", on: firesScript | firesHTTP, add: func(fs *pflag.FlagSet, s *shapeFlags, _ verbShape, usage string) {
+		fs.IntVar(&s.soloEvery, "solo-every", 1, usage)
+	}, usage: "--effects auto: run a solo twin before every K-th burst (and the first); the others are compared with the latest twin"},
+	{name: "effects", on: firesScenario, add: func(fs *pflag.FlagSet, s *shapeFlags, _ verbShape, usage string) {
+		fs.StringVar(&s.effects, "effects", "", usage)
+	}, usage: "auto: judge each burst by what it changed in the store beside a solo twin (the same attempts one at a time, on one replica) instead of the scenario's own count (embedded store)"},
+}
+
+// register registers the shape's flags that v's way of firing takes, and
+// the servers' addresses, with v's defaults and words.
+func (s *shapeFlags) register(fs *pflag.FlagSet, reg *scenarios.Registry, v verbShape) {
+	s.Shape, s.fires = runplan.DefaultShape(), v.fires
+	if v.attempts > 0 {
+		s.Attempts = v.attempts
+	}
+	if v.bursts > 0 {
+		s.Bursts = v.bursts
+	}
+	if v.timeout > 0 {
+		s.Timeout = v.timeout
+	}
+	registry := map[string]string{"isolation": isolationHelp(reg), "engine": engineHelp(reg), "variant": variantHelp(reg)}
+	for _, f := range shapeFlagTable {
+		if f.on&v.fires == 0 {
+			continue
+		}
+		usage := f.usage
+		if u, ok := registry[f.name]; ok {
+			usage = u
+		}
+		if u, ok := v.usage[f.name]; ok {
+			usage = u
+		}
+		f.add(fs, s, v, usage)
+		if fs.Lookup(f.name) == nil {
+			panic("shapeFlagTable: the row " + f.name + " registers no flag of its name")
+		}
+	}
+	registerConn(fs, reg, &s.Conn)
+}
+
+// checkRows runs the checks of the table's flags this command took, in
+// the table's order, on sh: the command's shape for this run.
+func (s *shapeFlags) checkRows(sh runplan.Shape) error {
+	for _, f := range shapeFlagTable {
+		if f.on&s.fires == 0 || f.check == nil {
+			continue
+		}
+		if err := f.check(sh); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // auto checks --effects for a run on backend, and sets the shape's solo
@@ -45,33 +211,6 @@ func (s *shapeFlags) auto(backend string) error {
 	}
 	s.SoloEvery = 1
 	return nil
-}
-
-func (s *shapeFlags) register(fs *pflag.FlagSet, reg *scenarios.Registry, attempts, bursts int) {
-	fs.IntVarP(&s.Attempts, "attempts", "n", attempts, "attempts released together in each burst")
-	fs.IntVar(&s.Bursts, "bursts", bursts, "bursts to fire, each at a fresh subject")
-	fs.IntVar(&s.Replicas, "replicas", runner.DefaultReplicas, "application replicas; attempts are spread round-robin over them")
-	fs.IntVar(&s.Waves, "waves", runner.DefaultWaves, "waves of attempts per burst, all at the same subject")
-	fs.BoolVar(&s.Deploy, "deploy", false, "restart every replica between waves (a deploy wipes their memory)")
-	fs.DurationVar(&s.Timeout, "timeout", runner.DefaultTimeout, "per-attempt timeout; an attempt past it counts as unknown")
-	fs.IntVar(&s.Retries, "retry", 0, "SQL backends: retry an attempt the server refused with a deadlock or serialization failure (1213, 1020, 40001, 40P01) up to this many times, as applications do")
-	s.registerParams(fs, reg)
-}
-
-// registerParams registers the flags that shape the scenario itself (its
-// parameters and the servers' addresses): every command that builds a
-// scenario shares them, 'racetest serve' included.
-func (s *shapeFlags) registerParams(fs *pflag.FlagSet, reg *scenarios.Registry) {
-	fs.DurationVar(&s.Gap, "gap", 0, "extra delay between check and write, to widen the window on purpose")
-	fs.DurationVar(&s.Latency, "latency", scenarios.DefaultLatency, "memory backend: simulated round trip of each store operation (0 allowed)")
-	fs.DurationVar(&s.TTL, "ttl", scenarios.DefaultTTL, "ttl-lease: lease length")
-	fs.Int64Var(&s.Seed, "seed", 0, "seed for the run's random choices, such as the memory backend's round-trip jitter (0: a fresh one); recorded in the report")
-	fs.StringVar(&s.Isolation, "isolation", "", isolationHelp(reg))
-	fs.StringVar(&s.Engine, "engine", "", engineHelp(reg))
-	fs.StringVar(&s.Variant, "variant", "", variantHelp(reg))
-	fs.StringVar(&s.Fault, "fault", "", "a fault to inject into a cluster scripts/cluster.sh started: failover-after-act (failover-lock's default) or none")
-	fs.BoolVar(&s.Keep, "keep", false, "keep the run's namespaced tables, keys and collections for inspection")
-	registerConn(fs, reg, &s.Conn)
 }
 
 // intFlag and durationFlag are a flag's value with its name: checks take
@@ -126,7 +265,10 @@ func (s *shapeFlags) validate(reg *scenarios.Registry, backend string) error {
 		// A fresh seed, recorded in the report so that it can be given back.
 		s.Seed = rand.Int64N(1<<53) + 1
 	}
-	return checkDurations(durationFlag{"gap", s.Gap}, durationFlag{"latency", s.Latency}, durationFlag{"ttl", s.TTL}, durationFlag{"timeout", s.Timeout})
+	if err := checkDurations(durationFlag{"gap", s.Gap}, durationFlag{"latency", s.Latency}, durationFlag{"ttl", s.TTL}, durationFlag{"timeout", s.Timeout}); err != nil {
+		return err
+	}
+	return s.checkRows(s.Shape)
 }
 
 // checkEngine refuses --engine on a backend that has no storage engines

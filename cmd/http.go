@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/racetest/racetest/httpfire"
@@ -21,16 +20,13 @@ type HTTPOptions struct {
 	// Command is the command line as given, for the Reproduce line.
 	Command string
 	// Config is the target as a suite file would state it.
-	Config   httpfire.Config
-	Data     string // -d: the body, or @FILE
-	Attempts int
-	Bursts   int
-	// Allowed is the effects per burst that are correct: N, or MIN-MAX.
-	Allowed string
+	Config httpfire.Config
+	Data   string // -d: the body, or @FILE
+	// Shape holds attempts, bursts, the timeout (bounding connecting, each
+	// request and each effects check), the connections of the effects
+	// checks, --allowed and --solo-every.
+	Shape shapeFlags
 	finishFlags
-	Conn scenarios.Connections
-	// SoloEvery shapes --effects auto:STORE.
-	SoloEvery int
 }
 
 // NewCmdHTTP builds 'racetest http'. Tests pass runF to capture the options.
@@ -103,26 +99,26 @@ success to have landed exactly once (accounting):
 	fs.StringArrayVarP(&cfg.Headers, "header", "H", nil, "a request header, 'Name: value' (repeatable)")
 	fs.StringArrayVar(&cfg.Cookies, "cookie", nil, "a cookie, name=value (repeatable; sent in one Cookie header)")
 	fs.StringVarP(&opts.Data, "data", "d", "", "the request body, or @FILE to read it from a file")
-	fs.IntVarP(&opts.Attempts, "attempts", "n", runner.DefaultAttempts, "requests released together in each burst")
-	fs.IntVar(&opts.Bursts, "bursts", runner.DefaultBursts, "bursts to fire, each with fresh template values")
 	fs.StringVar(&success, "success", "", "status codes that mean the attempt executed, e.g. 200,201 or 2xx (default 2xx)")
 	fs.StringVar(&cfg.Success.Body, "success-body", "", "a regular expression the body of a successful response matches")
 	fs.StringVar(&cfg.Effects, "effects", "", "ground truth counted before and after each burst (its change is the burst's effects): sql:mysql:Q, sql:postgres:Q, redis:CMD, mongo:DB.COLL:FILTER or http:URL; or auto:postgres, auto:mysql, auto:redis, auto:mongo: each burst's change of that store beside the same requests sent one at a time")
 	fs.StringSliceVar(&cfg.Watch, "watch", nil, "--effects auto:STORE: the tables (Redis: key patterns, required; MongoDB: collections) to measure, comma-separated; default every one of the connection's schema")
-	fs.IntVar(&opts.SoloEvery, "solo-every", 1, "--effects auto:STORE: send a solo twin before every K-th burst (and the first); the others are compared with the latest twin")
 	fs.StringArrayVar(&cfg.Invariants, "invariant", nil, "a rule that must always hold, in the forms of --effects: how many times it is broken, or a boolean (repeatable)")
 	fs.StringVar(&declined, "declined", "", "the only status codes that mean \"already done\", e.g. 409 or 404,409 (default: any 4xx but those refusing the request itself: 401, 403, 404, 405, 429, …)")
-	fs.StringVar(&opts.Allowed, "allowed", strconv.Itoa(runner.DefaultAllowed), allowedUsage)
 	fs.StringArrayVar(&cfg.CredentialsTo, "credentials-to", nil, "another host (host or host:port) the setup request and an http: effects check may send the Authorization header and cookies to (repeatable; default: the target's own host only)")
 	fs.StringVar((*string)(&cfg.Release), "release", string(httpfire.Auto), "how a burst leaves: auto (single-packet if the server speaks HTTP/2, else last-byte), barrier, last-byte, single-packet or naive")
 	fs.BoolVarP(&cfg.Insecure, "insecure", "k", false, "skip TLS certificate verification (a local server with a self-signed certificate)")
-	fs.DurationVar(&cfg.Timeout, "timeout", httpfire.DefaultTimeout, "bound on connecting, on each request and on each effects check; a request past it counts as unknown")
 	fs.StringVar(&cfg.Warmup, "warmup", "", "a URL on the same host fetched once on each new HTTP/1.1 connection before it is used")
 	fs.StringVar(&cfg.Setup, "setup", "", "a request made before each burst to create its subject: 'METHOD URL' or a URL (POST); must answer 2xx")
 	opts.finishFlags.register(fs, "what the run must show: safe, race, lost, max=N or range=MIN-MAX effects per burst",
 		"draw the example burst of a RACE as a timeline (table format)")
 	_ = c.RegisterFlagCompletionFunc("format", fixed(report.Formats()))
-	registerConn(fs, f.Registry, &opts.Conn)
+	opts.Shape.register(fs, f.Registry, verbShape{fires: firesHTTP, timeout: httpfire.DefaultTimeout, usage: map[string]string{
+		"attempts":   "requests released together in each burst",
+		"bursts":     "bursts to fire, each with fresh template values",
+		"timeout":    "bound on connecting, on each request and on each effects check; a request past it counts as unknown",
+		"solo-every": "--effects auto:STORE: send a solo twin before every K-th burst (and the first); the others are compared with the latest twin",
+	}})
 	return c
 }
 
@@ -131,42 +127,48 @@ func runHTTP(ctx context.Context, o *HTTPOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := checkAtLeastOne(intFlag{"attempts", o.Attempts}, intFlag{"bursts", o.Bursts}); err != nil {
+	// The run's own shape: the parsed flags stay as they were given.
+	sh := o.Shape.Shape
+	if err := checkAtLeastOne(intFlag{"attempts", sh.Attempts}, intFlag{"bursts", sh.Bursts}); err != nil {
 		return err
 	}
-	allowed, err := runner.ParseAllowance(o.Allowed)
+	allowed, err := runner.ParseAllowance(o.Shape.Allowed)
 	if err != nil {
 		return usageErrorf("--allowed: %v", err)
 	}
 	if httpfire.IsAuto(o.Config.Effects) && allowed != runner.DefaultAllowance {
-		return usageErrorf("--allowed %s judges what --effects counts, and --effects auto:STORE counts nothing: each burst must change the store as its solo twin did (drop --allowed, or count the effects with a check)", o.Allowed)
+		return usageErrorf("--allowed %s judges what --effects counts, and --effects auto:STORE counts nothing: each burst must change the store as its solo twin did (drop --allowed, or count the effects with a check)", o.Shape.Allowed)
 	}
-	if err := checkBurstMemory(o.Attempts, o.Registry, httpBackend); err != nil {
+	if err := checkBurstMemory(sh.Attempts, o.Registry, httpBackend); err != nil {
 		return err
 	}
-	if err := checkDurations(durationFlag{"timeout", o.Config.Timeout}); err != nil {
+	if err := checkDurations(durationFlag{"timeout", sh.Timeout}); err != nil {
+		return err
+	}
+	if err := o.Shape.checkRows(sh); err != nil {
 		return err
 	}
 	cfg := o.Config
+	cfg.Timeout = sh.Timeout
 	if file, ok := strings.CutPrefix(o.Data, "@"); ok {
 		cfg.BodyFile = file
 	} else {
 		cfg.Body = o.Data
 	}
-	p := scenarios.Params{RunID: scenarios.NewRunID(), Attempts: o.Attempts, Replicas: 1, Conn: o.Conn}
-	rc := runner.NewConfig(append(allowed.Options(), runner.Attempts(o.Attempts), runner.Bursts(o.Bursts), runner.Timeout(cfg.Timeout))...)
-	if o.SoloEvery < 1 {
-		return usageErrorf("--solo-every must be at least 1 (got %d): 1 sends a solo twin before every burst", o.SoloEvery)
+	p := scenarios.Params{RunID: scenarios.NewRunID(), Attempts: sh.Attempts, Replicas: 1, Conn: sh.Conn}
+	if o.Shape.soloEvery < 1 {
+		return usageErrorf("--solo-every must be at least 1 (got %d): 1 sends a solo twin before every burst", o.Shape.soloEvery)
 	}
 	if httpfire.IsAuto(cfg.Effects) {
-		rc.SoloEvery = o.SoloEvery
+		sh.SoloEvery = o.Shape.soloEvery
 	}
+	rc := runner.NewConfig(append(allowed.Options(), sh.Options()...)...)
 	name := printable.Line(fmt.Sprintf("%s %s", methodOf(cfg), shortURL(cfg.URL)))
 	shown := ""
 	if allowed != runner.DefaultAllowance {
 		shown = allowed.String()
 	}
-	pl, err := newHTTPPlan(cfg, p, rc, name, shown, expect, o.Strict, o.proveSafe())
+	pl, err := newHTTPPlan(cfg, sh, p, rc, name, shown, expect, o.Strict, o.proveSafe())
 	if err != nil {
 		if in := (*httpfire.InputError)(nil); errors.As(err, &in) {
 			return usageError(httpFlagError(in))

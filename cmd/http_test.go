@@ -32,10 +32,10 @@ func TestHTTPFlagsParse(t *testing.T) {
 	}
 	cfg := got.Config
 	if cfg.Method != "PUT" || cfg.URL != "https://h/x?t={{.Token}}" || strings.Join(cfg.Headers, "|") != "A: b|C: d" ||
-		got.Data != "@"+body || strings.Join(cfg.Cookies, "|") != "s=1" || got.Attempts != 20 || got.Bursts != 5 ||
+		got.Data != "@"+body || strings.Join(cfg.Cookies, "|") != "s=1" || got.Shape.Attempts != 20 || got.Shape.Bursts != 5 ||
 		strings.Join(cfg.Success.Status, "|") != "200|201" || cfg.Success.Body != "ok" || cfg.Effects != "http:https://h/c" ||
-		cfg.Release != httpfire.LastByte || !cfg.Insecure || cfg.Timeout != 3*time.Second || got.Expect != "race" ||
-		got.Allowed != "2" || cfg.Warmup != "https://h/ping" || got.Conn.Get("redis") != "redis://r:6379/1" {
+		cfg.Release != httpfire.LastByte || !cfg.Insecure || got.Shape.Timeout != 3*time.Second || got.Expect != "race" ||
+		got.Shape.Allowed != "2" || cfg.Warmup != "https://h/ping" || got.Shape.Conn.Get("redis") != "redis://r:6379/1" {
 		t.Errorf("parsed options = %+v", got)
 	}
 }
@@ -48,8 +48,8 @@ func TestHTTPDefaults(t *testing.T) {
 	if err := c.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	if got.Config.Method != "" || got.Config.Release != httpfire.Auto || got.Attempts != 16 || got.Bursts != 100 ||
-		got.Allowed != "1" || got.Config.Timeout != httpfire.DefaultTimeout || got.Expect != "safe" {
+	if got.Config.Method != "" || got.Config.Release != httpfire.Auto || got.Shape.Attempts != 16 || got.Shape.Bursts != 100 ||
+		got.Shape.Allowed != "1" || got.Shape.Timeout != httpfire.DefaultTimeout || got.Expect != "safe" {
 		t.Errorf("defaults = %+v", got)
 	}
 }

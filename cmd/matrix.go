@@ -70,20 +70,14 @@ committed).`,
 	for _, l := range sqldb.Isolations() {
 		levels = append(levels, string(l))
 	}
-	opts.Shape = shapeFlags{Shape: runplan.Shape{Replicas: runner.DefaultReplicas, Waves: runner.DefaultWaves,
-		Latency: scenarios.DefaultLatency, TTL: scenarios.DefaultTTL}}
 	fs := c.Flags()
 	fs.StringSliceVarP(&opts.Backends, "backend", "b", suite.MatrixBackends(f.Registry), "SQL backends to run on, comma-separated")
 	fs.StringSliceVar(&opts.Scenarios, "scenario", nil, "scenarios to run, comma-separated (default: every scenario whose expected verdict depends on the isolation level)")
 	fs.StringSliceVar(&opts.Variants, "variant", nil, "variants to run, comma-separated; default names the default of a scenario whose default has no name (default: every variant of each scenario)")
 	fs.StringSliceVar(&opts.Isolations, "isolation", levels, "isolation levels (the columns), comma-separated")
 	fs.StringVarP(&opts.Format, "format", "o", "table", "output format: "+strings.Join(report.Formats(), ", "))
-	fs.IntVarP(&opts.Shape.Attempts, "attempts", "n", DefaultMatrixAttempts, "attempts released together in each burst")
-	fs.IntVar(&opts.Shape.Bursts, "bursts", DefaultMatrixBursts, "bursts per cell, each at a fresh subject")
-	fs.DurationVar(&opts.Shape.Timeout, "timeout", runner.DefaultTimeout, "per-attempt timeout; an attempt past it counts as unknown")
-	fs.DurationVar(&opts.Shape.Gap, "gap", 0, "extra delay between check and write, to widen the window on purpose")
-	fs.BoolVar(&opts.Shape.Keep, "keep", false, "keep every cell's namespaced tables for inspection")
-	registerConn(fs, f.Registry, &opts.Shape.Conn)
+	opts.Shape.register(fs, f.Registry, verbShape{fires: firesMatrix, attempts: DefaultMatrixAttempts, bursts: DefaultMatrixBursts,
+		usage: map[string]string{"bursts": "bursts per cell, each at a fresh subject", "keep": "keep every cell's namespaced tables for inspection"}})
 	return c
 }
 

@@ -24,15 +24,16 @@ import (
 // httpLesson is what an HTTP case teaches, whatever the endpoint.
 const httpLesson = "what the server says is a claim; only the effects check counts what happened"
 
-// newHTTPPlan makes the run of an HTTP target, for 'racetest http' and a
-// suite's http: cases. The engine checks cfg now, so that a problem is bad
-// input before anything runs. allowed is the allowance as the report shows
-// it ("" when it is the default).
 // httpBackend is the backend an HTTP target's case names: not a backend of
 // the registry, since the state is the service's own.
 const httpBackend = "http"
 
-func newHTTPPlan(cfg httpfire.Config, p scenarios.Params, rc runner.Config, name, allowed string, expect report.Expect, strict, proveSafe bool) (plan, error) {
+// newHTTPPlan makes the run of an HTTP target of shape sh, for 'racetest
+// http' and a suite's http: cases: the one place both build it. The engine
+// checks cfg now, so that a problem is bad input before anything runs.
+// allowed is the allowance as the report shows it ("" when it is the
+// default).
+func newHTTPPlan(cfg httpfire.Config, sh runplan.Shape, p scenarios.Params, rc runner.Config, name, allowed string, expect report.Expect, strict, proveSafe bool) (plan, error) {
 	if _, err := httpfire.New(cfg, p); err != nil {
 		return plan{}, err
 	}
@@ -53,7 +54,7 @@ func newHTTPPlan(cfg httpfire.Config, p scenarios.Params, rc runner.Config, name
 	return plan{
 		Case: report.Case{Name: name, Scenario: "http", Backend: httpBackend, Lesson: httpLesson,
 			Expect: expect, Strict: strict, ProveSafe: proveSafe, Release: release, Settings: settings},
-		Params: p, Config: rc,
+		Params: p, Config: rc, Shape: sh,
 		Build: func(_ context.Context, p scenarios.Params) (runner.Target, error) { return httpfire.New(cfg, p) },
 		After: httpRan,
 	}, nil

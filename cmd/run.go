@@ -54,8 +54,7 @@ func NewCmdRun(f *Factory, runF func(context.Context, *RunOptions) error) *cobra
 	fs.StringVarP(&opts.Backend, "backend", "b", "memory", backendHelp(f.Registry))
 	opts.finishFlags.register(fs, "what the run must show: safe, race, lost, max=N, range=MIN-MAX effects per burst, or catalog (the catalog's expectation for this backend, isolation, variant and server)",
 		"draw the example burst of a RACE as a timeline (table format)")
-	opts.Shape.register(fs, f.Registry, 16, 100)
-	opts.Shape.registerAuto(fs)
+	opts.Shape.register(fs, f.Registry, verbShape{fires: firesScenario, attempts: 16, bursts: 100})
 	fs.BoolVar(&opts.Processes, "processes", false, "run each replica as a real 'racetest serve' process; attempts reach them over HTTP, round-robin")
 	fs.BoolVar(&opts.RestartBetween, "restart-between", false, "restart the replicas between two waves at the same subject (a deploy): --waves 2 --deploy")
 	fs.StringVar(&opts.Release, "release", string(release.Default), releaseHelp(f.Registry))

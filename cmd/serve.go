@@ -67,7 +67,7 @@ tables or keys it made.`,
 	fs.StringVar(&opts.Addr, "addr", "127.0.0.1:8080", "address to listen on (HOST:PORT; port 0 picks a free one)")
 	fs.IntVar(&opts.Workers, "workers", runner.DefaultAttempts, "store connections to open up front (more open when more attempts arrive at once)")
 	fs.DurationVar(&opts.Timeout, "timeout", runner.DefaultTimeout, "per-attempt timeout; an attempt past it answers 504 (unknown)")
-	opts.Shape.registerParams(fs, f.Registry)
+	opts.Shape.register(fs, f.Registry, verbShape{fires: servesScenario})
 	fs.StringVar(&opts.RunID, "run-id", "", "run id that names the store's objects (set by 'run --processes')")
 	fs.BoolVar(&opts.Attached, "attached", false, "started by 'run --processes': the parent owns the store and the subjects; stop when stdin closes")
 	fs.IntVar(&opts.Replica, "replica", 0, "this replica's number")

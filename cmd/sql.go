@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -23,22 +21,17 @@ import (
 type ScriptOptions struct {
 	*Factory
 	// Command is the command line as given, for the Reproduce line.
-	Command  string
-	Dialect  script.Dialect
-	Backend  string
-	Scripts  script.Spec
-	Attempts int
-	Bursts   int
-	// Allowed is --allowed as written: N, MIN-MAX or successes.
-	Allowed string
-	Timeout time.Duration
+	Command string
+	Dialect script.Dialect
+	Backend string
+	Scripts script.Spec
+	// Shape holds attempts, bursts, timeout, isolation, the connections,
+	// --allowed and --solo-every.
+	Shape   shapeFlags
 	Release string
 	finishFlags
-	Isolation string
-	Conn      scenarios.Connections
-	// Watch and SoloEvery shape --effects auto.
-	Watch     []string
-	SoloEvery int
+	// Watch shapes --effects auto.
+	Watch []string
 }
 
 // NewCmdSQL builds 'racetest sql': the user's own statements on the user's
@@ -91,9 +84,10 @@ func newCmdScript(f *Factory, d script.Dialect, runF func(context.Context, *Scri
 		},
 	}
 	fs := c.Flags()
+	fires := firesScript
 	if d == script.SQL {
 		fs.StringVarP(&opts.Backend, "backend", "b", "", "the SQL server: postgres or mysql (MySQL and MariaDB)")
-		fs.StringVar(&opts.Isolation, "isolation", "", "read-uncommitted, read-committed, repeatable-read or serializable for every worker's session (default: the server's)")
+		fires |= onSQLServer
 	} else {
 		opts.Backend = d.String()
 	}
@@ -109,17 +103,16 @@ func newCmdScript(f *Factory, d script.Dialect, runF func(context.Context, *Scri
 		what = "collections"
 	}
 	fs.StringSliceVar(&opts.Watch, "watch", nil, "--effects auto: the "+what+" to measure, comma-separated ({{.RunID}} is the run's id; default: every one of the schema, on Redis required)")
-	fs.IntVar(&opts.SoloEvery, "solo-every", 1, "--effects auto: run a solo twin before every K-th burst (and the first); the others are compared with the latest twin")
 	fs.StringVar(&opts.Scripts.Teardown, "teardown", "", "run once at the end, also after Ctrl-C (inline or @FILE)")
-	fs.IntVarP(&opts.Attempts, "attempts", "n", runner.DefaultAttempts, "attempts released together in each burst, each on its own connection")
-	fs.IntVar(&opts.Bursts, "bursts", runner.DefaultBursts, "bursts to fire, each at a fresh {{.Token}}")
-	fs.StringVar(&opts.Allowed, "allowed", strconv.Itoa(runner.DefaultAllowed), allowedUsage)
-	fs.DurationVar(&opts.Timeout, "timeout", runner.DefaultTimeout, "per-attempt timeout; an attempt past it counts as unknown")
 	fs.StringVar(&opts.Release, "release", string(release.Default), "how each burst's attempts are released: auto (last-byte: each attempt's first marked statement held back by its last byte, all released in one loop), gate, or last-byte")
 	opts.finishFlags.register(fs, "what the run must show: safe, race, or max=N effects per burst",
 		"draw the example burst of a RACE as a timeline, its steps named file:line")
 	_ = c.RegisterFlagCompletionFunc("format", fixed(report.Formats()))
-	registerConn(fs, f.Registry, &opts.Conn)
+	opts.Shape.register(fs, f.Registry, verbShape{fires: fires, usage: map[string]string{
+		"attempts":  "attempts released together in each burst, each on its own connection",
+		"bursts":    "bursts to fire, each at a fresh {{.Token}}",
+		"isolation": "read-uncommitted, read-committed, repeatable-read or serializable for every worker's session (default: the server's)",
+	}})
 	return c
 }
 
@@ -163,28 +156,33 @@ func runScript(ctx context.Context, o *ScriptOptions) error {
 		}
 		return usageErrorf("racetest %s runs on %s, not %q", o.Dialect, strings.Join(script.Backends[o.Dialect], " or "), o.Backend)
 	}
-	if err := checkAtLeastOne(intFlag{"attempts", o.Attempts}, intFlag{"bursts", o.Bursts}); err != nil {
+	// The run's own shape: the parsed flags stay as they were given.
+	sh := o.Shape.Shape
+	if err := checkAtLeastOne(intFlag{"attempts", sh.Attempts}, intFlag{"bursts", sh.Bursts}); err != nil {
 		return err
 	}
 	// As run does: a burst too large for this machine is refused before
 	// anything connects (it connected first, and failed 27 s later).
-	if err := checkBurstMemory(o.Attempts, o.Registry, o.Backend); err != nil {
+	if err := checkBurstMemory(sh.Attempts, o.Registry, o.Backend); err != nil {
 		return err
 	}
-	allowed, err := runner.ParseAllowance(o.Allowed)
+	allowed, err := runner.ParseAllowance(o.Shape.Allowed)
 	if err != nil {
 		return usageErrorf("--allowed: %v", err)
 	}
 	if o.Scripts.Effects == "" && len(o.Scripts.Invariants) > 0 && allowed != runner.DefaultAllowance {
-		return usageErrorf("--allowed %s judges what --effects counts, and there is no --effects: the invariants alone judge this run (add --effects, or drop --allowed)", o.Allowed)
+		return usageErrorf("--allowed %s judges what --effects counts, and there is no --effects: the invariants alone judge this run (add --effects, or drop --allowed)", o.Shape.Allowed)
 	}
 	if script.IsAuto(o.Scripts.Effects) && allowed != runner.DefaultAllowance {
-		return usageErrorf("--allowed %s judges what --effects counts, and --effects auto counts nothing: each burst must change the store as its solo twin did (drop --allowed, or count the effects with a query)", o.Allowed)
+		return usageErrorf("--allowed %s judges what --effects counts, and --effects auto counts nothing: each burst must change the store as its solo twin did (drop --allowed, or count the effects with a query)", o.Shape.Allowed)
 	}
-	if err := attemptScripts(len(o.Scripts.Attempt), o.Attempts); err != nil {
+	if err := attemptScripts(len(o.Scripts.Attempt), sh.Attempts); err != nil {
 		return err
 	}
-	if err := checkDurations(durationFlag{"timeout", o.Timeout}); err != nil {
+	if err := checkDurations(durationFlag{"timeout", sh.Timeout}); err != nil {
+		return err
+	}
+	if err := o.Shape.checkRows(sh); err != nil {
 		return err
 	}
 	reporter, expect, err := o.finishFlags.parse()
@@ -195,7 +193,7 @@ func runScript(ctx context.Context, o *ScriptOptions) error {
 	if err != nil {
 		return usageError(err)
 	}
-	if err := checkAuto(scripts.Auto, o.Dialect, o.Watch, o.SoloEvery); err != nil {
+	if err := checkAuto(scripts.Auto, o.Dialect, o.Watch, o.Shape.soloEvery); err != nil {
 		return err
 	}
 	scripts.Watch = o.Watch
@@ -206,25 +204,24 @@ func runScript(ctx context.Context, o *ScriptOptions) error {
 	if rel.Warning != "" {
 		fmt.Fprintln(o.IO.ErrOut, "racetest: warning: "+rel.Warning)
 	}
-	p := scenarios.Params{RunID: scenarios.NewRunID(), Attempts: o.Attempts, Replicas: 1,
-		Isolation: o.Isolation, Conn: o.Conn, Dial: rel.Dial}
-	cfg := runner.NewConfig(append(append(allowed.Options(), runner.Attempts(o.Attempts), runner.Bursts(o.Bursts),
-		runner.Timeout(o.Timeout)), rel.Options()...)...)
+	p := scenarios.Params{RunID: scenarios.NewRunID(), Attempts: sh.Attempts, Replicas: 1,
+		Isolation: sh.Isolation, Conn: sh.Conn, Dial: rel.Dial}
 	if scripts.Auto {
-		cfg.SoloEvery = o.SoloEvery
+		sh.SoloEvery = o.Shape.soloEvery
 	}
+	cfg := runner.NewConfig(append(append(allowed.Options(), sh.Options()...), rel.Options()...)...)
 	pl := plan{
 		Case: report.Case{
 			Name: scripts.Attempt.Name, Scenario: suite.ScriptScenario, Backend: o.Backend, Expect: expect, Strict: o.Strict, ProveSafe: o.proveSafe(),
 			Release: string(rel.Mode), Settings: map[string]string{}, Command: o.Command,
 		},
-		Params: p, Config: cfg,
+		Params: p, Config: cfg, Shape: sh,
 	}
-	if o.Isolation != "" {
-		pl.Case.Settings["isolation"] = o.Isolation
+	if sh.Isolation != "" {
+		pl.Case.Settings["isolation"] = sh.Isolation
 	}
 	if scripts.Auto {
-		pl.Case.Settings["effects"] = autoSetting(o.SoloEvery)
+		pl.Case.Settings["effects"] = autoSetting(o.Shape.soloEvery)
 	}
 	if allowed != runner.DefaultAllowance {
 		pl.Case.Settings["allowed"] = allowed.String()

@@ -372,7 +372,7 @@ func suiteRuns(o *SuiteOptions, plans []suite.Plan) ([]plan, error) {
 				allowed = a.String()
 			}
 			var err error
-			ps[i], err = newHTTPPlan(httpConfig(p), p.Params, p.Config, p.Case.Name, allowed, p.Case.Expect, p.Case.Strict, p.Case.ProveSafe)
+			ps[i], err = newHTTPPlan(httpConfig(p), p.Shape, p.Params, p.Config, p.Case.Name, allowed, p.Case.Expect, p.Case.Strict, p.Case.ProveSafe)
 			if err != nil {
 				problems = append(problems, fmt.Sprintf("%s:%d:%d: case %q: %v", o.File, p.Line, p.Column, p.Case.Name, err))
 				continue

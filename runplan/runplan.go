@@ -30,7 +30,13 @@ import (
 	"github.com/racetest/racetest/scenarios"
 )
 
-// Shape is a run's knobs, with every default already applied.
+// Shape is a run's knobs, with every default already applied: the one
+// shape of every way of firing (run, demo, matrix, sql, redis, mongo,
+// http, explore's confirmation, and a suite's cases of each kind). Each
+// starts from DefaultShape and becomes the runner's configuration through
+// Options, so a knob they all share is one field here, one line in
+// Options (or Params), one flag in cmd/flags.go's shapeFlagTable and one
+// key in suite/schema.go.
 type Shape struct {
 	Attempts, Bursts, Replicas, Waves int
 	// Deploy restarts every replica between waves.
@@ -58,6 +64,27 @@ func (sh Shape) Params(runID string) scenarios.Params {
 		Gap: sh.Gap, Latency: sh.Latency, TTL: sh.TTL, Seed: sh.Seed,
 		Isolation: sh.Isolation, Engine: sh.Engine, Variant: sh.Variant, Fault: sh.Fault, Conn: sh.Conn,
 		Retries: sh.Retries,
+	}
+}
+
+// DefaultShape is a run's shape before any flag or suite key changes it:
+// racetest's defaults, the same for the command line and the suite.
+func DefaultShape() Shape {
+	return Shape{
+		Attempts: runner.DefaultAttempts, Bursts: runner.DefaultBursts,
+		Replicas: runner.DefaultReplicas, Waves: runner.DefaultWaves,
+		Latency: scenarios.DefaultLatency, TTL: scenarios.DefaultTTL, Timeout: runner.DefaultTimeout,
+	}
+}
+
+// Options are the runner's options for a run of this shape: the one place
+// a shape becomes the runner's configuration. What a shape does not hold
+// (the allowance, the release) the caller appends.
+func (sh Shape) Options() []runner.Option {
+	return []runner.Option{
+		runner.Attempts(sh.Attempts), runner.Bursts(sh.Bursts), runner.Replicas(sh.Replicas),
+		runner.Waves(sh.Waves), runner.Deploy(sh.Deploy),
+		runner.Timeout(sh.Timeout), runner.Keep(sh.Keep), runner.Retries(sh.Retries), runner.SoloTwins(sh.SoloEvery),
 	}
 }
 
@@ -97,6 +124,9 @@ type Run struct {
 	Case   report.Case
 	Params scenarios.Params
 	Config runner.Config
+	// Shape is the shape the run was made from: what builds its target
+	// reads a knob of it that is neither a parameter nor the runner's.
+	Shape Shape
 	// Build makes the target: the registry's scenario for a run Build
 	// made; a script, an HTTP endpoint or a fleet of processes for runs
 	// their own constructors made.
@@ -157,11 +187,7 @@ func Build(reg *scenarios.Registry, req Request) (Run, error) {
 	// attempts up (memory-set) or was not measured (clusters).
 	rel.KeepGate(spec.AutoGate())
 	p.Dial = rel.Dial
-	cfg := runner.NewConfig(append([]runner.Option{
-		runner.Attempts(sh.Attempts), runner.Bursts(sh.Bursts), runner.Replicas(sh.Replicas),
-		runner.Waves(sh.Waves), runner.Deploy(sh.Deploy), runner.Allowed(spec.Allowed),
-		runner.Timeout(sh.Timeout), runner.Keep(sh.Keep), runner.Retries(sh.Retries), runner.SoloTwins(sh.SoloEvery),
-	}, rel.Options()...)...)
+	cfg := runner.NewConfig(append(append(sh.Options(), runner.Allowed(spec.Allowed)), rel.Options()...)...)
 	name := req.Name
 	if name == "" {
 		name = spec.Name
@@ -178,7 +204,7 @@ func Build(reg *scenarios.Registry, req Request) (Run, error) {
 	if req.Release != "" {
 		c.Release = string(rel.Mode)
 	}
-	return Run{Case: c, Params: p, Config: cfg, Build: registryBuilder(reg, spec.Name, req.Backend),
+	return Run{Case: c, Params: p, Config: cfg, Shape: sh, Build: registryBuilder(reg, spec.Name, req.Backend),
 		Catalog: req.Catalog, Warning: rel.Warning}, nil
 }
 

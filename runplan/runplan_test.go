@@ -3,6 +3,7 @@ package runplan_test
 import (
 	"context"
 	"errors"
+	"reflect"
 	"testing"
 	"time"
 
@@ -45,6 +46,9 @@ func TestBuildCarriesTheRequest(t *testing.T) {
 	}
 	if r.Catalog || r.Warning != "" {
 		t.Errorf("catalog %v, warning %q: neither was asked for", r.Catalog, r.Warning)
+	}
+	if !reflect.DeepEqual(r.Shape, shape()) {
+		t.Errorf("the run's shape %+v is not the request's %+v", r.Shape, shape())
 	}
 }
 
@@ -165,5 +169,25 @@ func TestBuildBuildsTheRegistrysScenario(t *testing.T) {
 	}
 	if r.After != nil {
 		t.Error("a registry run has nothing to settle after it ran")
+	}
+}
+
+// Options carries every runner knob of a shape, and the default shape is
+// the runner's own defaults: each way of firing builds its configuration
+// here, so a knob lost here is lost everywhere.
+func TestShapeOptions(t *testing.T) {
+	sh := runplan.Shape{Attempts: 3, Bursts: 4, Replicas: 2, Waves: 5, Deploy: true, Timeout: 7 * time.Second,
+		Keep: true, Retries: 6, SoloEvery: 8}
+	got := runner.NewConfig(sh.Options()...)
+	want := runner.Config{Attempts: 3, Bursts: 4, Replicas: 2, Waves: 5, Deploy: true, Timeout: 7 * time.Second,
+		Keep: true, Retries: 6, SoloEvery: 8, Allowed: runner.DefaultAllowed, Required: runner.DefaultRequired}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Options gave\n%+v\nwant\n%+v", got, want)
+	}
+	if got, want := runner.NewConfig(runplan.DefaultShape().Options()...), runner.NewConfig(); !reflect.DeepEqual(got, want) {
+		t.Errorf("the default shape gave\n%+v\nwant the runner's defaults\n%+v", got, want)
+	}
+	if d := runplan.DefaultShape(); d.Latency != scenarios.DefaultLatency || d.TTL != scenarios.DefaultTTL {
+		t.Errorf("the default shape's latency %s and ttl %s are not the scenarios' defaults", d.Latency, d.TTL)
 	}
 }

@@ -122,11 +122,11 @@ func (c *checker) httpCase(path string, k *Case, sh shape, p *Plan) {
 		c.fail(path+".read_connection", "an http case reads no replica: remove read_connection")
 	}
 	c.applicable(path, k.Shape, scenarios.Backend{Name: "http"})
-	cfg := runner.NewConfig(append(allowed.Options(),
-		runner.Attempts(sh.attempts), runner.Bursts(sh.bursts), runner.Replicas(sh.replicas),
-		runner.Waves(sh.waves), runner.Deploy(sh.deploy),
-		runner.Timeout(sh.timeout), runner.Keep(sh.keep || c.o.Keep),
-	)...)
+	run := sh.run(c.o.Keep, scenarios.Connections{})
+	// Conflicts to retry are a SQL server's, under the service here: a
+	// default retry reaches no HTTP case (applicable refuses a case's own).
+	run.Retries = 0
+	cfg := runner.NewConfig(append(allowed.Options(), run.Options()...)...)
 	cfg.SoloEvery = every
 	if !ok || !c.prove(path, k, expect, &cfg, p) {
 		return
@@ -140,11 +140,11 @@ func (c *checker) httpCase(path string, k *Case, sh shape, p *Plan) {
 		}
 		name = method + " " + Redact(h.URL)
 	}
-	params.RunID, params.Attempts, params.Replicas, params.Seed = scenarios.NewRunID(), sh.attempts, sh.replicas, sh.seed
+	params.RunID, params.Attempts, params.Replicas, params.Seed = scenarios.NewRunID(), sh.Attempts, sh.Replicas, sh.Seed
 	p.HTTP = &h
 	p.Params = params
 	p.Case = report.Case{Name: name, Scenario: "http", Backend: "http", Expect: expect, Strict: c.strict(k)}
-	p.Config, p.OnServer = cfg, rules
+	p.Config, p.Shape, p.OnServer = cfg, run, rules
 	p.Conn = Conn{Value: Redact(h.URL), Source: "case"}
 }
 

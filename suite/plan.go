@@ -232,7 +232,7 @@ func (c *checker) plan(path string, k *Case) (Plan, bool) {
 	}
 	c.shape(path, k.Shape)
 	sh := c.merged(k.Shape)
-	if sh.deploy && sh.waves < 2 {
+	if sh.Deploy && sh.Waves < 2 {
 		c.fail(path, "deploy restarts replicas between waves: add waves: 2 or more")
 	}
 	if k.HTTP != nil {
@@ -268,11 +268,11 @@ func (c *checker) scenarioCase(path string, k *Case, sh shape, p *Plan) {
 	c.applicable(path, k.Shape, b)
 	// A default knob reaches only the backends it means something to.
 	if len(b.Isolations) == 0 {
-		sh.isolation = ""
-		sh.retry = 0
+		sh.Isolation = ""
+		sh.Retries = 0
 	}
 	if len(b.Engines) == 0 {
-		sh.engine = ""
+		sh.Engine = ""
 	}
 	var conn scenarios.Connections
 	if b.Server {
@@ -308,13 +308,7 @@ func (c *checker) scenarioCase(path string, k *Case, sh shape, p *Plan) {
 		name = defaultName(spec.Name, k.Shape)
 	}
 	run, err := runplan.Build(c.reg, runplan.Request{
-		Scenario: spec.Name, Backend: b.Name, Name: name,
-		Shape: runplan.Shape{
-			Attempts: sh.attempts, Bursts: sh.bursts, Replicas: sh.replicas, Waves: sh.waves,
-			Deploy: sh.deploy, Keep: sh.keep || c.o.Keep,
-			Gap: sh.gap, Latency: sh.latency, TTL: sh.ttl, Timeout: sh.timeout, Seed: sh.seed,
-			Isolation: sh.isolation, Engine: sh.engine, Variant: sh.variant, Fault: sh.fault, Conn: conn, Retries: sh.retry,
-		},
+		Scenario: spec.Name, Backend: b.Name, Name: name, Shape: sh.run(c.o.Keep, conn),
 		Release: cmp.Or(sh.release, string(release.Default)),
 		Expect:  expect, Catalog: catalog, Strict: c.strict(k),
 	})
@@ -333,9 +327,9 @@ func (c *checker) scenarioCase(path string, k *Case, sh shape, p *Plan) {
 	if !ok {
 		return
 	}
-	if e := run.Case.Expect; e.Kind == report.ExpectMax && e.Max >= sh.attempts*sh.waves {
+	if e := run.Case.Expect; e.Kind == report.ExpectMax && e.Max >= sh.Attempts*sh.Waves {
 		c.fail(path+".max_effects", "max_effects %d can never fail: a burst makes at most %d attempts; lower it below %d",
-			e.Max, sh.attempts*sh.waves, sh.attempts*sh.waves)
+			e.Max, sh.Attempts*sh.Waves, sh.Attempts*sh.Waves)
 		return
 	}
 	p.Run, p.OnServer = run, rules
@@ -610,31 +604,9 @@ func (c *checker) applicable(path string, sh Shape, b scenarios.Backend) {
 	only("latency", sh.Latency != nil, "memory")
 }
 
-// shape is a case's knobs with the defaults applied.
-type shape struct {
-	attempts, bursts, replicas, waves int
-	retry                             int
-	deploy, keep                      bool
-	gap, latency, ttl, timeout        time.Duration
-	seed                              int64
-	isolation, engine, variant, fault string
-	release                           string
-}
-
 // shape checks the knobs written at path (defaults or one case).
 func (c *checker) shape(path string, sh Shape) {
-	for _, n := range []struct {
-		key string
-		v   *int
-		min int
-		why string
-	}{
-		{"attempts", sh.Attempts, 2, ": one attempt per burst can never race, so it proves nothing"},
-		{"bursts", sh.Bursts, 1, ""},
-		{"replicas", sh.Replicas, 1, ""},
-		{"waves", sh.Waves, 1, ""},
-		{"retry", sh.Retry, 0, ""},
-	} {
+	for _, n := range sh.ints() {
 		if n.v != nil && *n.v < n.min {
 			c.fail(path+"."+n.key, "%s must be at least %d (got %d)%s", n.key, n.min, *n.v, n.why)
 		}
@@ -644,10 +616,7 @@ func (c *checker) shape(path string, sh Shape) {
 			c.fail(path+".release", "%v", err)
 		}
 	}
-	for _, d := range []struct {
-		key string
-		v   *string
-	}{{"gap", sh.Gap}, {"latency", sh.Latency}, {"ttl", sh.TTL}, {"timeout", sh.Timeout}} {
+	for _, d := range sh.durations() {
 		if d.v == nil {
 			continue
 		}
@@ -657,66 +626,15 @@ func (c *checker) shape(path string, sh Shape) {
 	}
 }
 
-// merged applies the suite's defaults, then racetest's, under a case's
-// own knobs. Values were checked by shape, so parse errors cannot happen.
+// merged applies a case's own knobs over the suite's defaults, over
+// racetest's (runplan.DefaultShape). A variant and a fault are a case's
+// own: the defaults' are refused (file), and reach no case.
 func (c *checker) merged(k Shape) shape {
 	d := c.s.File.Defaults.Shape
-	intOr := func(a, b *int, def int) int {
-		if a != nil {
-			return *a
-		}
-		if b != nil {
-			return *b
-		}
-		return def
-	}
-	durOr := func(a, b *string, def time.Duration) time.Duration {
-		for _, v := range []*string{a, b} {
-			if v != nil {
-				x, _ := parseDuration(*v)
-				return x
-			}
-		}
-		return def
-	}
-	strOr := func(a, b *string) string {
-		if a != nil {
-			return *a
-		}
-		if b != nil {
-			return *b
-		}
-		return ""
-	}
-	boolOr := func(a, b *bool) bool {
-		if a != nil {
-			return *a
-		}
-		return b != nil && *b
-	}
-	sh := shape{
-		attempts:  intOr(k.Attempts, d.Attempts, runner.DefaultAttempts),
-		bursts:    intOr(k.Bursts, d.Bursts, runner.DefaultBursts),
-		replicas:  intOr(k.Replicas, d.Replicas, runner.DefaultReplicas),
-		waves:     intOr(k.Waves, d.Waves, runner.DefaultWaves),
-		retry:     intOr(k.Retry, d.Retry, 0),
-		deploy:    boolOr(k.Deploy, d.Deploy),
-		keep:      boolOr(k.Keep, d.Keep),
-		gap:       durOr(k.Gap, d.Gap, 0),
-		latency:   durOr(k.Latency, d.Latency, scenarios.DefaultLatency),
-		ttl:       durOr(k.TTL, d.TTL, scenarios.DefaultTTL),
-		timeout:   durOr(k.Timeout, d.Timeout, runner.DefaultTimeout),
-		variant:   strOr(k.Variant, nil),
-		fault:     strOr(k.Fault, nil),
-		isolation: strOr(k.Isolation, d.Isolation),
-		engine:    strOr(k.Engine, d.Engine),
-		release:   strOr(k.Release, d.Release),
-	}
-	if k.Seed != nil {
-		sh.seed = *k.Seed
-	} else if d.Seed != nil {
-		sh.seed = *d.Seed
-	}
+	d.Variant, d.Fault = nil, nil
+	sh := shape{Shape: runplan.DefaultShape()}
+	d.apply(&sh)
+	k.apply(&sh)
 	return sh
 }
 

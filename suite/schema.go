@@ -25,7 +25,13 @@
 // The package never prints and never connects: the command line does both.
 package suite
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+
+	"github.com/racetest/racetest/runplan"
+	"github.com/racetest/racetest/scenarios"
+)
 
 // File is a suite as written, after ${ENV} expansion. Pointer fields tell
 // "not given" from a zero the author wrote.
@@ -82,6 +88,97 @@ type Shape struct {
 	// (default) or last-byte (redis, mysql, postgres). An HTTP case sets
 	// its own under http.release.
 	Release *string `yaml:"release"`
+}
+
+// shape is a case's knobs with the defaults applied: the run's shape, and
+// its release mode.
+type shape struct {
+	runplan.Shape
+	release string
+}
+
+// run is the shape a case's run takes: keep, also when the command line
+// asks it of every case, and the case's connections.
+func (sh shape) run(keep bool, conn scenarios.Connections) runplan.Shape {
+	r := sh.Shape
+	r.Keep = sh.Keep || keep
+	r.Conn = conn
+	return r
+}
+
+// intKey and durationKey are a knob written as a number or a duration,
+// with what it must be; checker.shape checks them.
+type intKey struct {
+	key string
+	v   *int
+	min int
+	why string
+}
+
+type durationKey struct {
+	key string
+	v   *string
+}
+
+// ints lists the knobs written as whole numbers.
+func (sh Shape) ints() []intKey {
+	return []intKey{
+		{"attempts", sh.Attempts, 2, ": one attempt per burst can never race, so it proves nothing"},
+		{"bursts", sh.Bursts, 1, ""},
+		{"replicas", sh.Replicas, 1, ""},
+		{"waves", sh.Waves, 1, ""},
+		{"retry", sh.Retry, 0, ""},
+	}
+}
+
+// durations lists the knobs written as durations.
+func (sh Shape) durations() []durationKey {
+	return []durationKey{{"gap", sh.Gap}, {"latency", sh.Latency}, {"ttl", sh.TTL}, {"timeout", sh.Timeout}}
+}
+
+// apply sets in to each knob sh writes, leaving the others as they are.
+// Values were checked (checker.shape), so parse errors cannot happen.
+func (sh Shape) apply(to *shape) {
+	setInt := func(dst *int, v *int) {
+		if v != nil {
+			*dst = *v
+		}
+	}
+	setDuration := func(dst *time.Duration, v *string) {
+		if v != nil {
+			*dst, _ = parseDuration(*v)
+		}
+	}
+	setString := func(dst *string, v *string) {
+		if v != nil {
+			*dst = *v
+		}
+	}
+	setBool := func(dst *bool, v *bool) {
+		if v != nil {
+			*dst = *v
+		}
+	}
+	s := &to.Shape
+	setInt(&s.Attempts, sh.Attempts)
+	setInt(&s.Bursts, sh.Bursts)
+	setInt(&s.Replicas, sh.Replicas)
+	setInt(&s.Waves, sh.Waves)
+	setInt(&s.Retries, sh.Retry)
+	setBool(&s.Deploy, sh.Deploy)
+	setBool(&s.Keep, sh.Keep)
+	setDuration(&s.Gap, sh.Gap)
+	setDuration(&s.Latency, sh.Latency)
+	setDuration(&s.TTL, sh.TTL)
+	setDuration(&s.Timeout, sh.Timeout)
+	if sh.Seed != nil {
+		s.Seed = *sh.Seed
+	}
+	setString(&s.Isolation, sh.Isolation)
+	setString(&s.Engine, sh.Engine)
+	setString(&s.Variant, sh.Variant)
+	setString(&s.Fault, sh.Fault)
+	setString(&to.release, sh.Release)
 }
 
 // Case is one run of the suite: a built-in scenario on a backend, or an

@@ -133,9 +133,9 @@ func (c *checker) scriptCase(path string, k *Case, sh shape, p *Plan) {
 	}
 	every := c.autoShape(sp, scripts.Auto, d == script.Redis, s.Watch, s.SoloEvery, s.Allowed != nil)
 	scripts.Watch = s.Watch
-	if len(s.Attempt) > sh.attempts {
+	if len(s.Attempt) > sh.Attempts {
 		c.fail(sp+".attempt", "%d attempt scripts but attempts: %d: each script is one attempt's transaction, so give attempts: %d or more (with more attempts than scripts they go round again)",
-			len(s.Attempt), sh.attempts, len(s.Attempt))
+			len(s.Attempt), sh.Attempts, len(s.Attempt))
 		return
 	}
 	if k.Variant != nil || k.Engine != nil || k.Gap != nil || k.Latency != nil || k.TTL != nil {
@@ -154,9 +154,9 @@ func (c *checker) scriptCase(path string, k *Case, sh shape, p *Plan) {
 	if !ok {
 		return
 	}
-	params := scenarios.Params{RunID: scenarios.NewRunID(), Attempts: sh.attempts, Replicas: 1}
+	params := scenarios.Params{RunID: scenarios.NewRunID(), Attempts: sh.Attempts, Replicas: 1}
 	if d == script.SQL {
-		params.Isolation = sh.isolation
+		params.Isolation = sh.Isolation
 	}
 	if k.ReadConnection != "" {
 		c.fail(path+".read_connection", "a script case runs on one server and reads no replica: remove read_connection")
@@ -168,8 +168,13 @@ func (c *checker) scriptCase(path string, k *Case, sh shape, p *Plan) {
 	}
 	conn.into(&params.Conn)
 	p.Conn = conn.Conn
-	cfg := runner.NewConfig(append(allowed.Options(), runner.Attempts(sh.attempts), runner.Bursts(sh.bursts),
-		runner.Timeout(sh.timeout))...)
+	// A script case runs one wave of its scripts, on one replica: the
+	// knobs of a scenario's replicas (replicas, waves, deploy), its
+	// namespaced objects (keep: the scripts make and drop their own) and
+	// its retries reach no script case.
+	run := sh.Shape
+	run.Replicas, run.Waves, run.Deploy, run.Keep, run.Retries = runner.DefaultReplicas, runner.DefaultWaves, false, false, 0
+	cfg := runner.NewConfig(append(allowed.Options(), run.Options()...)...)
 	rel, err := release.New(sh.release, backend)
 	if err != nil {
 		c.fail(path+".release", "%v", err)
@@ -192,7 +197,7 @@ func (c *checker) scriptCase(path string, k *Case, sh shape, p *Plan) {
 		name = fmt.Sprintf("%s %s", key, scripts.Attempt.Name)
 	}
 	p.Script = &ScriptCase{Scripts: scripts}
-	p.Params, p.Config, p.OnServer = params, cfg, rules
+	p.Params, p.Config, p.Shape, p.OnServer = params, cfg, run, rules
 	p.Case = report.Case{Name: name, Scenario: ScriptScenario, Backend: backend, Expect: expect, Strict: c.strict(k),
 		Release: string(rel.Mode), Settings: runplan.Settings(backend, params, cfg)}
 }

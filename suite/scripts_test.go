@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/racetest/racetest/script"
 	"github.com/racetest/racetest/suite"
@@ -162,6 +163,46 @@ func TestScriptErrorsPointAtTheirField(t *testing.T) {
 		}
 		if e := firstError(t, err); e.Line != tc.line || !strings.Contains(e.Msg, "did you mean \\gset?") {
 			t.Errorf("%s\nerror at line %d (%s), want line %d", tc.src, e.Line, e.Msg, tc.line)
+		}
+	}
+}
+
+// The suite's defaults reach each kind of case through one shape, and each
+// kind drops the knobs it does not take: a script case runs one wave on
+// one replica, keeps nothing and retries nothing; an HTTP case takes
+// replicas, waves and keep, and retries nothing.
+func TestDefaultsReachEachKindOfCase(t *testing.T) {
+	ps, err := plans(t, `defaults:
+  attempts: 6
+  bursts: 9
+  timeout: 3s
+  replicas: 2
+  waves: 2
+  keep: true
+  retry: 2
+cases:
+  - redis:
+      attempt: "SET k:{{.Token}} 1 NX"
+      effects: "EXISTS k:{{.Token}}"
+    connection: default
+  - http:
+      url: http://127.0.0.1:1/x
+      success: {status: ["200"]}
+    expect: safe
+  - scenario: check-then-write
+    backend: mysql
+    connection: default
+    expect: race
+`, suite.Options{Env: env(nil)})
+	if err != nil {
+		t.Fatalf("plans: %v", err)
+	}
+	for i, want := range []struct{ replicas, waves, retries int }{{1, 1, 0}, {2, 2, 0}, {2, 2, 2}} {
+		c := ps[i].Config
+		if c.Attempts != 6 || c.Bursts != 9 || c.Timeout != 3*time.Second || c.Replicas != want.replicas || c.Waves != want.waves ||
+			c.Retries != want.retries || c.Keep != (i > 0) || ps[i].Shape.Attempts != 6 || ps[i].Shape.Retries != want.retries {
+			t.Errorf("case %d (%s): config %+v, want 6×9, timeout 3s, replicas %d, waves %d, retries %d, keep %v",
+				i, ps[i].Case.Name, c, want.replicas, want.waves, want.retries, i > 0)
 		}
 	}
 }
