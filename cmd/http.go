@@ -65,7 +65,9 @@ success to have landed exactly once (accounting):
       -d '{"user": "u{{.Burst}}"}' --release single-packet \
       --effects 'sql:postgres:SELECT count(*) FROM rewards WHERE user_id = '"'"'u{{.Burst}}'"'"''
   racetest http POST 'http://127.0.0.1:8080/attempt?key={{.Token}}' --success 200 \
-      --effects 'http:http://127.0.0.1:8080/effects?key={{.Token}}' --expect race`,
+      --effects 'http:http://127.0.0.1:8080/effects?key={{.Token}}' --expect race
+  racetest http POST 'http://127.0.0.1:8080/redeem?code={{.Token}}' -n 2 --proxy 127.0.0.1:6433 \
+      --effects 'sql:postgres:SELECT count(*) FROM redemptions WHERE code = '"'"'{{.Token}}'"'"''`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) < 1 || len(args) > 2 {
 				return usageErrorf("http takes [METHOD] URL, got %d arguments", len(args))
@@ -108,6 +110,7 @@ success to have landed exactly once (accounting):
 	fs.StringArrayVar(&cfg.CredentialsTo, "credentials-to", nil, "another host (host or host:port) the setup request and an http: effects check may send the Authorization header and cookies to (repeatable; default: the target's own host only)")
 	fs.StringVar((*string)(&cfg.Release), "release", string(httpfire.Auto), "how a burst leaves: auto (single-packet if the server speaks HTTP/2, else last-byte), barrier, last-byte, single-packet or naive")
 	fs.BoolVarP(&cfg.Insecure, "insecure", "k", false, "skip TLS certificate verification (a local server with a self-signed certificate)")
+	fs.StringVar(&cfg.Proxy, "proxy", "", "the control address 'racetest proxy' printed, when the service's database URL points at that proxy: each burst's first writes are held at the database until every request has reached one, so the race happens on every burst (docs/proxy.md)")
 	fs.StringVar(&cfg.Warmup, "warmup", "", "a URL on the same host fetched once on each new HTTP/1.1 connection before it is used")
 	fs.StringVar(&cfg.Setup, "setup", "", "a request made before each burst to create its subject: 'METHOD URL' or a URL (POST); must answer 2xx")
 	opts.finishFlags.register(fs, "what the run must show: safe, race, lost, max=N or range=MIN-MAX effects per burst",

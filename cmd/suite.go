@@ -343,7 +343,7 @@ func httpConfig(p suite.Plan) httpfire.Config {
 	cfg := httpfire.Config{
 		Method: h.Method, URL: h.URL, Headers: h.Headers, Cookies: h.Cookies,
 		Body: h.Body, BodyFile: h.BodyFile, Effects: h.Effects, Invariants: h.Invariant, Release: httpfire.Release(h.Release),
-		Insecure: h.Insecure, Warmup: h.Warmup, Setup: h.Setup, CredentialsTo: h.CredentialsTo, Timeout: p.Config.Timeout,
+		Insecure: h.Insecure, Warmup: h.Warmup, Setup: h.Setup, CredentialsTo: h.CredentialsTo, Proxy: h.Proxy, Timeout: p.Config.Timeout,
 		Watch: h.Watch,
 	}
 	if h.Success != nil {

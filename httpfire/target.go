@@ -632,8 +632,8 @@ func (t *Target) lockNote() string {
 		return ""
 	case t.st.watchErr != nil:
 		return fmt.Sprintf("lock waits: could not be watched (%v): a burst the server answered one at a time counts as untested", t.st.watchErr)
-	case t.st.watched == 0:
-		return ""
+	case t.st.lockWaits == 0:
+		return "" // nothing waited: nothing to say
 	}
 	return fmt.Sprintf("lock waits on %s: a session waited on a lock in %d of %d bursts (a burst answered one at a time while one did was queued by the database's lock, and counts as tested)",
 		t.locks.where, t.st.lockWaits, t.st.watched)

@@ -273,6 +273,10 @@ type HTTP struct {
 	// CredentialsTo lists other hosts the setup request and an http:
 	// effects check may send the Authorization header and cookies to.
 	CredentialsTo []string `yaml:"credentials_to"`
+	// Proxy is the control address of a racetest proxy between the
+	// service and its database (racetest http --proxy): each burst's
+	// race is forced at the database.
+	Proxy string `yaml:"proxy"`
 	// Invariant lists what must hold after every burst, each written as
 	// Effects is (sql:postgres:SELECT count(*) FROM accounts WHERE balance < 0):
 	// how many times it is broken, or a boolean that must hold.
