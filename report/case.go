@@ -405,7 +405,7 @@ func untested(r *runner.Result, tested int) string {
 // the proxy's hold point.
 func firstUnheld(r *runner.Result) int {
 	for _, b := range r.Bursts {
-		if b.Hold != nil && b.Hold.Untested && !b.Tested() {
+		if b.Hold != nil && b.Hold.Untested {
 			return b.Index
 		}
 	}

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -74,5 +75,23 @@ func TestHoldLines(t *testing.T) {
 	}
 	if !(runner.Burst{Hold: met, Overlap: 2, Outcomes: ans}).Tested() || (runner.Burst{Hold: apart, Overlap: 2, Outcomes: ans}).Tested() {
 		t.Error("a burst whose requests met is tested, one whose did not is not")
+	}
+}
+
+// The INCONCLUSIVE line of a run whose untested bursts all missed the hold
+// point names the first of them, not the first burst.
+func TestUnheldWhy(t *testing.T) {
+	ans := [runner.NumClasses]int{runner.Executed: 1, runner.Declined: 1}
+	r := &runner.Result{}
+	for i := range 10 {
+		b := runner.Burst{Index: i, Effects: 1, Allowed: 1, Overlap: 2, Outcomes: ans, Hold: &runner.Hold{Met: 2, Attempts: 2}}
+		if i > 0 {
+			b.Hold = &runner.Hold{Met: 1, Attempts: 2, Untested: true, Why: fmt.Sprintf("burst %d timed out", i)}
+		}
+		r.Bursts = append(r.Bursts, b)
+	}
+	want := "the requests of 9 of 10 bursts never met at the database proxy's hold point (burst 1: burst 1 timed out)"
+	if got := untested(r, r.Tested()); got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
 	}
 }
