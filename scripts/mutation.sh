@@ -154,7 +154,7 @@ TARGETS=(
   "report|report|case.go stats.go merge.go twin.go reread.go|90|90|"
   "cmd|cmd|exit.go execute.go finish.go report.go|90|90|"
   "runplan|runplan|runplan.go|90|90|"
-  "suite|suite|plan.go resolve.go matrix.go shard.go|90|90|MUTATION_SKIP=^TestParseRefusesHostileFiles\$"
+  "suite|suite|plan.go resolve.go matrix.go shard.go schema.go|90|90|MUTATION_SKIP=^TestParseRefusesHostileFiles\$"
   "sqldb|internal/sqldb|classify.go lockwait.go readonly.go catalog.go|90|90|MUTATION_CLEAN=1"
   "sqlsnap|internal/sqlsnap|snapshot.go|90|90|MUTATION_CLEAN=1"
   "redisstore|scenarios/redisstore|classify.go|90|90|RACETEST_REDIS_URL=redis://127.0.0.1:9"
