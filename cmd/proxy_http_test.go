@@ -116,6 +116,11 @@ func TestHTTPThroughTheProxy(t *testing.T) {
 			t.Fatalf("burst %d: hold %+v, want 2 met on 2 connections", i, b.Hold)
 		}
 	}
+	// The HTML page shows each connection's statements of the raced burst.
+	out, _, _ = execCmd(t, false, append(args, "-o", "html")...)
+	if !strings.Contains(out, "connection 1: [SELECT count(*) FROM "+table) || !strings.Contains(out, "(held)]") {
+		t.Errorf("the HTML report has no trace of the raced burst")
+	}
 	// An address where no racetest proxy answers: the test server itself.
 	_, errOut, code = execCmd(t, false, "http", "POST", srv.URL+"/redeem?code={{.Token}}", "-n", "2", "--bursts", "1",
 		"--proxy", strings.TrimPrefix(srv.URL, "http://"))

@@ -106,3 +106,49 @@ func quoteSQL(text string) string {
 	}
 	return "`" + text + "`"
 }
+
+// holdTrace is what each connection ran in the burst the story is told of
+// (the first violating burst whose requests met, else the first with an
+// account): a line per connection, its transactions in brackets, the held
+// statement marked. For the HTML report, where a reader opens the case.
+func holdTrace(r *runner.Result) []string {
+	var pick *runner.Burst
+	for i := range r.Bursts {
+		b := &r.Bursts[i]
+		if b.Hold == nil {
+			continue
+		}
+		if pick == nil {
+			pick = b
+		}
+		if b.Violated() && !b.Hold.Untested {
+			pick = b
+			break
+		}
+	}
+	if pick == nil {
+		return nil
+	}
+	var lines []string
+	for _, c := range pick.Hold.Conns {
+		var txs []string
+		for _, tx := range c.Transactions {
+			var sts []string
+			for _, st := range tx {
+				t := st.Text
+				if t == "" {
+					continue
+				}
+				if st.Held {
+					t += " (held)"
+				}
+				sts = append(sts, t)
+			}
+			if len(sts) > 0 {
+				txs = append(txs, "["+strings.Join(sts, "; ")+"]")
+			}
+		}
+		lines = append(lines, fmt.Sprintf("burst %d, connection %d: %s", pick.Index, c.Conn, strings.Join(txs, " ")))
+	}
+	return lines
+}

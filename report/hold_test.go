@@ -95,3 +95,29 @@ func TestUnheldWhy(t *testing.T) {
 		t.Errorf("got  %q\nwant %q", got, want)
 	}
 }
+
+// The HTML report's trace: each connection of the raced burst, its
+// transactions in brackets, the held statement marked, pings left out.
+func TestHoldTrace(t *testing.T) {
+	read := runner.HoldStatement{Text: "SELECT 1"}
+	write := runner.HoldStatement{Text: "INSERT INTO t VALUES ($1)", Writes: true, Held: true}
+	ans := [runner.NumClasses]int{runner.Executed: 2}
+	met := &runner.Hold{Met: 2, Attempts: 2, Conns: []runner.HoldConn{
+		{Conn: 1, Transactions: [][]runner.HoldStatement{{read}, {{Text: ""}}, {write}}},
+		{Conn: 2, Transactions: [][]runner.HoldStatement{{{Text: "BEGIN"}, read, write, {Text: "COMMIT"}}}},
+	}}
+	r := &runner.Result{Bursts: []runner.Burst{
+		{Index: 0, Hold: &runner.Hold{Untested: true}, Effects: 1, Allowed: 1, Overlap: 2, Outcomes: ans},
+		{Index: 1, Hold: met, Effects: 2, Allowed: 1, Overlap: 2, Outcomes: ans},
+	}}
+	want := []string{
+		"burst 1, connection 1: [SELECT 1] [INSERT INTO t VALUES ($1) (held)]",
+		"burst 1, connection 2: [BEGIN; SELECT 1; INSERT INTO t VALUES ($1) (held); COMMIT]",
+	}
+	if got := holdTrace(r); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+	if got := holdTrace(&runner.Result{Bursts: []runner.Burst{{}}}); got != nil {
+		t.Errorf("no proxy: %q", got)
+	}
+}

@@ -162,6 +162,8 @@ func htmlCaseOf(i int, c Case) htmlCase {
 		hc.Lines = append(hc.Lines, twinNotes(r)...)
 		hc.Twin = strings.Join(twinTable(r), "\n")
 	}
+	hc.Lines = append(hc.Lines, holdLines(r, a)...)
+	hc.Lines = append(hc.Lines, holdTrace(r)...)
 	hc.Lines = append(hc.Lines, outcomes(r))
 	hc.Lines = append(hc.Lines, r.Notes...)
 	for _, ch := range r.Checks {
