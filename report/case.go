@@ -344,7 +344,7 @@ func unjudgedWhy(r *runner.Result, none bool) string {
 // attempts' outcomes (runner.Burst.Tested), never from the effects.
 func untested(r *runner.Result, tested int) string {
 	var noneRan, noEffect, apart, unanswered, serial, unobserved, unheld int
-	heldWhy := ""
+	heldWhy, heldAt := "", 0
 	for _, b := range r.Bursts {
 		if b.Tested() {
 			continue
@@ -356,8 +356,8 @@ func untested(r *runner.Result, tested int) string {
 		} else if b.Twin != nil && !b.TookEffect() {
 			noEffect++
 		} else if b.Hold != nil && b.Hold.Untested {
-			if unheld++; heldWhy == "" {
-				heldWhy = b.Hold.Why
+			if unheld++; unheld == 1 {
+				heldWhy, heldAt = b.Hold.Why, b.Index
 			}
 		} else if b.Serial() {
 			serial++
@@ -375,7 +375,7 @@ func untested(r *runner.Result, tested int) string {
 		return fmt.Sprintf("0 of %d bursts executed anything: %s", n, nothingRan(r))
 	}
 	if unheld == n-tested {
-		return fmt.Sprintf("the requests of %d of %d bursts never met at the database proxy's hold point (burst %d: %s)", unheld, n, firstUnheld(r), heldWhy)
+		return fmt.Sprintf("the requests of %d of %d bursts never met at the database proxy's hold point (burst %d: %s)", unheld, n, heldAt, heldWhy)
 	}
 	if serial == n-tested {
 		return serialWhy(r, serial)
@@ -399,17 +399,6 @@ func untested(r *runner.Result, tested int) string {
 		why += fmt.Sprintf(", %d were judged by nothing (%s)", unobserved, unjudgedWhy(r, false))
 	}
 	return why
-}
-
-// firstUnheld is the index of the first burst whose requests never met at
-// the proxy's hold point.
-func firstUnheld(r *runner.Result) int {
-	for _, b := range r.Bursts {
-		if b.Hold != nil && b.Hold.Untested {
-			return b.Index
-		}
-	}
-	return -1
 }
 
 // serialWhy is the one line of a run whose untested bursts were all
