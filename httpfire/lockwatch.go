@@ -4,13 +4,16 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"strconv"
+	"regexp"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/racetest/racetest/explore"
 	"github.com/racetest/racetest/internal/sqldb"
 )
 
@@ -18,25 +21,35 @@ import (
 // or holds one lock around the whole request: in its process (a guard that
 // fails with two replicas) or in the database (a guard that holds with
 // any). From the HTTP side the three look alike. The database itself can
-// tell the last apart: while the burst is in flight, one of its sessions
-// waits on a lock. lockWatch asks it, on a connection of its own to the
-// database the run's SQL checks read.
+// tell the last apart: while the burst is in flight, a session waits on a
+// lock while it holds one of the tables the run's checks read. lockWatch
+// asks it, on a connection of its own, polling while the burst is in
+// flight (a wait shorter than a poll is missed, and the burst then stays
+// served one at a time: never the other way round).
 //
-// PostgreSQL: pg_stat_activity lists each session waiting on a heavyweight
-// lock (row, tuple, transaction id, advisory, table) with wait_event_type
-// 'Lock'; it is live, so it is polled while the burst is in flight, and a
-// wait shorter than the poll interval can be missed (the burst then stays
-// served one at a time, never the other way round). MySQL and MariaDB:
-// Innodb_row_lock_waits counts every row lock wait the server began, read
-// before and after the burst, so no row lock wait is missed; table,
-// metadata and user locks (GET_LOCK) are seen in the process list,
-// polled. Either counts the database's sessions, not only the service's:
-// another client's wait in the same moment is taken for the service's.
+// PostgreSQL: pg_locks, a session waiting on a lock (a row's transaction,
+// a tuple, an advisory lock, a table) that holds a lock on one of the
+// checked tables, as every statement on a table does. MySQL and MariaDB:
+// InnoDB's status report, read live, a transaction in LOCK WAIT for a lock
+// on one of the checked tables of the connection's database; and the
+// process list, a session of that database waiting on a table, metadata or
+// user lock (GET_LOCK). A server-wide count of lock waits would take any
+// other client's wait for the service's: on a shared server, a mutex in
+// the service's process would read as the database's lock (measured: every
+// burst, with the rest of the test suite beside it).
+//
+// Only the checks' tables are known: a run judged by --effects auto with
+// no --watch, or by checks whose tables the scanner cannot read for sure,
+// is not watched.
 type lockWatch struct {
 	dialect sqldb.Dialect
 	pgCfg   *pgx.ConnConfig
 	myCfg   *mysql.Config
 	where   string // "host:port/db", for the report
+	// tables are the checked tables, as the scanner writes them (lower
+	// case, no schema); db is MySQL's database, as the server names it.
+	tables []string
+	db     string
 
 	pg *pgx.Conn
 	my *sql.DB
@@ -45,39 +58,102 @@ type lockWatch struct {
 	cur *burstWatch
 }
 
-// lockPoll is the pause between two polls of the live lock tables.
-const lockPoll = time.Millisecond
-
-// The questions lockWatch asks. pgWaiting counts the sessions of the
-// connection's database waiting on a lock; myWaiting the sessions waiting
-// on a table, metadata or user lock; myRowWaits reads the counter of row
-// lock waits.
+// The pause between two polls of the live lock tables: InnoDB's status
+// report is a larger answer than PostgreSQL's count.
 const (
-	pgWaiting  = "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND wait_event_type = 'Lock'"
-	myWaiting  = "SELECT COUNT(*) FROM information_schema.processlist WHERE id <> CONNECTION_ID() AND (state LIKE 'Waiting for %lock%' OR state = 'User lock')"
-	myRowWaits = "SHOW GLOBAL STATUS LIKE 'Innodb_row_lock_waits'"
+	lockPoll   = time.Millisecond
+	innoDBPoll = 5 * time.Millisecond
 )
 
-// newLockWatch is the watch on the database of the first SQL check among
-// checks (effects, invariants, auto), or nil when none reads SQL.
+// The questions lockWatch asks. pgWaiting counts the sessions waiting on a
+// lock that hold a lock on one of the tables ($1); myWaiting the sessions
+// of the connection's database waiting on a table, metadata or user lock.
+const (
+	pgWaiting = `SELECT count(DISTINCT w.pid) FROM pg_locks w
+JOIN pg_locks h ON h.pid = w.pid AND h.granted AND h.locktype = 'relation'
+JOIN pg_class c ON c.oid = h.relation
+WHERE NOT w.granted AND w.pid <> pg_backend_pid() AND c.relname = ANY($1)`
+	myWaiting     = "SELECT COUNT(*) FROM information_schema.processlist WHERE id <> CONNECTION_ID() AND db = DATABASE() AND (state LIKE 'Waiting for %lock%' OR state = 'User lock')"
+	myInnoDBState = "SHOW ENGINE INNODB STATUS"
+	myDatabase    = "SELECT DATABASE()"
+)
+
+// newLockWatch is the watch on the database of the run's SQL checks
+// (effects, invariants; auto's with --watch), or nil when none reads SQL
+// or their tables cannot be read for sure.
 func newLockWatch(auto *autoCheck, checks ...effectsCheck) *lockWatch {
 	if auto != nil {
+		var w *lockWatch
 		switch {
 		case auto.pg != nil:
-			return &lockWatch{dialect: sqldb.Postgres, pgCfg: auto.pg, where: fmt.Sprintf("%s:%d/%s", auto.pg.Host, auto.pg.Port, auto.pg.Database)}
+			w = &lockWatch{dialect: sqldb.Postgres, pgCfg: auto.pg, where: fmt.Sprintf("%s:%d/%s", auto.pg.Host, auto.pg.Port, auto.pg.Database)}
 		case auto.my != nil:
-			return &lockWatch{dialect: sqldb.MySQL, myCfg: auto.my, where: auto.my.Addr + "/" + auto.my.DBName}
+			w = &lockWatch{dialect: sqldb.MySQL, myCfg: auto.my, where: auto.my.Addr + "/" + auto.my.DBName}
+		default:
+			return nil
 		}
+		for _, t := range auto.watch {
+			w.tables = append(w.tables, strings.ToLower(t))
+		}
+		if len(w.tables) == 0 {
+			return nil
+		}
+		return w
 	}
+	var w *lockWatch
 	for _, c := range checks {
+		var d sqldb.Dialect
+		var text string
 		switch c := c.(type) {
 		case *pgCheck:
-			return &lockWatch{dialect: sqldb.Postgres, pgCfg: c.cfg, where: fmt.Sprintf("%s:%d/%s", c.cfg.Host, c.cfg.Port, c.cfg.Database)}
+			if w == nil {
+				w = &lockWatch{dialect: sqldb.Postgres, pgCfg: c.cfg, where: fmt.Sprintf("%s:%d/%s", c.cfg.Host, c.cfg.Port, c.cfg.Database)}
+			}
+			d, text = sqldb.Postgres, c.text
 		case *mysqlCheck:
-			return &lockWatch{dialect: sqldb.MySQL, myCfg: c.cfg, where: c.cfg.Addr + "/" + c.cfg.DBName}
+			if w == nil {
+				w = &lockWatch{dialect: sqldb.MySQL, myCfg: c.cfg, where: c.cfg.Addr + "/" + c.cfg.DBName}
+			}
+			d, text = sqldb.MySQL, c.text
+		default:
+			continue
 		}
+		if d != w.dialect {
+			continue
+		}
+		tables, ok := checkedTables(d, text)
+		if !ok {
+			return nil
+		}
+		w.tables = append(w.tables, tables...)
 	}
-	return nil
+	if w == nil || len(w.tables) == 0 {
+		return nil
+	}
+	slices.Sort(w.tables)
+	w.tables = slices.Compact(w.tables)
+	return w
+}
+
+// checkedTables are the tables a check's query reads, as explore's scanner
+// reads them on server d; false when it is not sure.
+func checkedTables(d sqldb.Dialect, query string) ([]string, bool) {
+	ed := explore.Postgres
+	if d == sqldb.MySQL {
+		ed = explore.MySQL
+	}
+	f := explore.SQL{Dialect: ed, Known: func(string) bool { return true }}.Footprint(query)
+	if f.All || f.Ends {
+		return nil, false
+	}
+	var tables []string
+	for _, a := range f.Accesses {
+		if a.Table == "*" || strings.HasPrefix(a.Table, "(") {
+			continue
+		}
+		tables = append(tables, a.Table)
+	}
+	return tables, len(tables) > 0
 }
 
 // open connects the watch. A database that answers the checks but not
@@ -98,9 +174,11 @@ func (w *lockWatch) open(ctx context.Context) error {
 	}
 	w.my = sql.OpenDB(conn)
 	w.my.SetMaxOpenConns(1)
-	if err := w.my.PingContext(ctx); err != nil {
+	var db sql.NullString
+	if err := w.my.QueryRowContext(ctx, myDatabase).Scan(&db); err != nil {
 		return fmt.Errorf("watching %s for lock waits: %w", w.where, err)
 	}
+	w.db = db.String
 	return nil
 }
 
@@ -119,10 +197,9 @@ func (w *lockWatch) close() {
 // burstWatch is one burst's watch: started before the burst's requests
 // leave, ended once they are answered.
 type burstWatch struct {
-	w     *lockWatch
-	stop  chan struct{}
-	done  chan struct{}
-	rows0 int64 // Innodb_row_lock_waits at the start (MySQL)
+	w    *lockWatch
+	stop chan struct{}
+	done chan struct{}
 
 	once   sync.Once
 	waited bool
@@ -147,9 +224,6 @@ func (w *lockWatch) start(ctx context.Context) *burstWatch {
 		w.cur = bw
 		return bw
 	}
-	if w.dialect == sqldb.MySQL {
-		bw.rows0, bw.err = w.rowWaits(ctx)
-	}
 	go bw.poll(ctx)
 	w.cur = bw
 	return bw
@@ -167,19 +241,19 @@ func (w *lockWatch) reopen(ctx context.Context) error {
 // poll asks the live lock tables until a wait is seen or the watch ends.
 func (bw *burstWatch) poll(ctx context.Context) {
 	defer close(bw.done)
-	q := myWaiting
-	if bw.w.dialect == sqldb.Postgres {
-		q = pgWaiting
+	every := lockPoll
+	if bw.w.dialect == sqldb.MySQL {
+		every = innoDBPoll
 	}
-	t := time.NewTicker(lockPoll)
+	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
-		n, err := bw.w.ask(ctx, q)
+		waiting, err := bw.w.waiting(ctx)
 		if err != nil {
 			bw.err = err
 			return
 		}
-		if n > 0 {
+		if waiting {
 			bw.waited = true
 			return
 		}
@@ -193,54 +267,60 @@ func (bw *burstWatch) poll(ctx context.Context) {
 	}
 }
 
-// ask runs one counting question, bounded by askTimeout but not cancelled
-// with ctx.
-func (w *lockWatch) ask(ctx context.Context, q string) (int64, error) {
+// waiting asks once whether a session waits on a lock while it holds one
+// of the checked tables, each question bounded by askTimeout but never
+// cancelled with ctx.
+func (w *lockWatch) waiting(ctx context.Context) (bool, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), askTimeout)
 	defer cancel()
-	var n int64
-	var err error
 	if w.dialect == sqldb.Postgres {
-		err = w.pg.QueryRow(ctx, q).Scan(&n)
-	} else {
-		err = w.my.QueryRowContext(ctx, q).Scan(&n)
+		var n int64
+		err := w.pg.QueryRow(ctx, pgWaiting, w.tables).Scan(&n)
+		return n > 0, err
 	}
-	return n, err
+	var n int64
+	if err := w.my.QueryRowContext(ctx, myWaiting).Scan(&n); err != nil || n > 0 {
+		return n > 0, err
+	}
+	var typ, name, status string
+	if err := w.my.QueryRowContext(ctx, myInnoDBState).Scan(&typ, &name, &status); err != nil {
+		return false, err
+	}
+	return innoDBWaitsOn(status, w.db, w.tables), nil
 }
+
+// innoDBWaitsOn reads InnoDB's status report: whether a transaction is in
+// LOCK WAIT for a lock on one of tables of database db. Its entry begins
+// "---TRANSACTION", has a line "LOCK WAIT …" while it waits, and names the
+// lock it waits for: "… index PRIMARY of table `db`.`table` …".
+func innoDBWaitsOn(status, db string, tables []string) bool {
+	for _, trx := range strings.Split(status, "---TRANSACTION ")[1:] {
+		if !strings.Contains(trx, "\nLOCK WAIT ") {
+			continue
+		}
+		for _, m := range innoDBTable.FindAllStringSubmatch(trx, -1) {
+			if strings.EqualFold(m[1], db) && slices.Contains(tables, strings.ToLower(m[2])) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+var innoDBTable = regexp.MustCompile("of table `([^`]*)`\\.`([^`]*)`")
 
 // end stops the watch (once) and reports whether a session waited on a
 // lock during it, and an error when the database could not be asked.
-func (bw *burstWatch) end(ctx context.Context) (bool, error) {
+func (bw *burstWatch) end(context.Context) (bool, error) {
 	bw.once.Do(func() {
 		close(bw.stop)
 		<-bw.done
 		if bw.w.cur == bw {
 			bw.w.cur = nil
 		}
-		if bw.w.dialect != sqldb.MySQL || bw.err != nil || bw.waited {
-			return
-		}
-		// A row lock wait the polls missed is in the counter.
-		rows1, err := bw.w.rowWaits(ctx)
-		if err != nil {
-			bw.err = err
-			return
-		}
-		bw.waited = rows1 > bw.rows0
 	})
 	if bw.err != nil {
 		return false, fmt.Errorf("watching %s for lock waits: %w", bw.w.where, bw.err)
 	}
 	return bw.waited, nil
-}
-
-// rowWaits reads MySQL's and MariaDB's count of row lock waits.
-func (w *lockWatch) rowWaits(ctx context.Context) (int64, error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), askTimeout)
-	defer cancel()
-	var name, v string
-	if err := w.my.QueryRowContext(ctx, myRowWaits).Scan(&name, &v); err != nil {
-		return 0, err
-	}
-	return strconv.ParseInt(v, 10, 64)
 }

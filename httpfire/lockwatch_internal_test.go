@@ -1,0 +1,62 @@
+package httpfire
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/racetest/racetest/internal/sqldb"
+)
+
+// InnoDB's report counts a wait only for a transaction in LOCK WAIT for a
+// lock on a checked table of the connection's database.
+func TestInnoDBWaitsOn(t *testing.T) {
+	waiting := func(db, table string) string {
+		return "---TRANSACTION 421, ACTIVE 1 sec starting index read\nmysql tables in use 1, locked 1\nLOCK WAIT 2 lock struct(s), heap size 1128, 1 row lock(s)\nMariaDB thread id 42, OS thread handle 1, query id 9 localhost root Sending data\n------- TRX HAS BEEN WAITING 1 SEC FOR THIS LOCK TO BE GRANTED:\nRECORD LOCKS space id 5 page no 3 n bits 8 index PRIMARY of table `" + db + "`.`" + table + "` trx id 421 lock_mode X locks rec but not gap waiting\n"
+	}
+	running := "---TRANSACTION 420, ACTIVE 2 sec\n2 lock struct(s), heap size 1128, 1 row lock(s)\nMariaDB thread id 41, OS thread handle 2, query id 8 localhost root\nRECORD LOCKS space id 5 page no 3 n bits 8 index PRIMARY of table `test`.`acct` trx id 420 lock_mode X locks rec but not gap\n"
+	head := "=====================================\nTRANSACTIONS\n------------\n"
+	for _, c := range []struct {
+		status string
+		want   bool
+	}{
+		{head + running + waiting("test", "acct"), true},
+		{head + running + waiting("TEST", "Acct"), true},
+		{head + running + waiting("other", "acct"), false},
+		{head + running + waiting("test", "acct_noise"), false},
+		{head + running, false},
+		{head, false},
+	} {
+		if got := innoDBWaitsOn(c.status, "test", []string{"acct", "moves"}); got != c.want {
+			t.Errorf("%q: %v, want %v", c.status, got, c.want)
+		}
+	}
+}
+
+// The watch reads the tables of the run's SQL checks; a check whose tables
+// the scanner is not sure of, or auto without --watch, leaves the run
+// unwatched.
+func TestNewLockWatch(t *testing.T) {
+	pg := &pgx.ConnConfig{}
+	pg.Host, pg.Port, pg.Database = "db", 5432, "shop"
+	check := func(q string) effectsCheck { return &pgCheck{cfg: pg, text: q} }
+	w := newLockWatch(nil, nil, check("SELECT count(*) FROM acct a WHERE a.balance <> 100 - (SELECT sum(amount) FROM moves m WHERE m.k = a.k)"), check("SELECT count(*) FROM Acct"))
+	if w == nil || w.dialect != sqldb.Postgres || !slices.Equal(w.tables, []string{"acct", "moves"}) || w.where != "db:5432/shop" {
+		t.Fatalf("watch %+v, want acct and moves on db:5432/shop", w)
+	}
+	for _, q := range []string{"SELECT nextval('s')", "SELECT 1", "SELECT count(*) FROM t; DELETE FROM t"} {
+		if w := newLockWatch(nil, check(q)); w != nil {
+			t.Errorf("%q: watched %v, want no watch", q, w.tables)
+		}
+	}
+	if w := newLockWatch(nil, nil); w != nil {
+		t.Errorf("no check: watched %v", w.tables)
+	}
+	if w := newLockWatch(&autoCheck{dialect: sqldb.Postgres, pg: pg}); w != nil {
+		t.Errorf("auto without --watch: watched %v", w.tables)
+	}
+	if w := newLockWatch(&autoCheck{dialect: sqldb.Postgres, pg: pg, watch: []string{"Acct"}}); w == nil || !slices.Equal(w.tables, []string{"acct"}) {
+		t.Errorf("auto with --watch Acct: %+v", w)
+	}
+}
