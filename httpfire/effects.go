@@ -125,7 +125,7 @@ func parseCheck(field, spec string, t *Target) (effectsCheck, error) {
 			if err != nil {
 				return nil, &InputError{Field: "mysql-dsn", Err: err}
 			}
-			return &mysqlCheck{cfg: cfg, query: q, text: query, spec: "sql:mysql", field: field}, nil
+			return &mysqlCheck{cfg: cfg, query: q, spec: "sql:mysql", field: field}, nil
 		case "postgres", "postgresql", "pg":
 			raw := conn.Get(pgstore.Name)
 			if raw == "" {
@@ -135,7 +135,7 @@ func parseCheck(field, spec string, t *Target) (effectsCheck, error) {
 			if err != nil {
 				return nil, inputErrorf("postgres-url", "cannot parse the PostgreSQL URL (%s): %v", redactURL(raw), errors.Unwrap(err))
 			}
-			return &pgCheck{cfg: cfg, query: q, text: query, field: field}, nil
+			return &pgCheck{cfg: cfg, query: q, field: field}, nil
 		}
 		return nil, bad("unknown SQL server %q", driver)
 	case "redis":
@@ -256,7 +256,6 @@ func truncate(s string, n int) string {
 type mysqlCheck struct {
 	cfg   *mysql.Config
 	query *template.Template
-	text  string // the query as written, templates and all
 	spec  string
 	field string // effects, invariant
 	db    *sql.DB
@@ -351,7 +350,6 @@ func (c *mysqlCheck) close() error {
 type pgCheck struct {
 	cfg   *pgx.ConnConfig
 	query *template.Template
-	text  string // the query as written, templates and all
 	field string // effects, invariant
 	conn  *pgx.Conn
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"text/template"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -109,12 +110,12 @@ func newLockWatch(auto *autoCheck, checks ...effectsCheck) *lockWatch {
 			if w == nil {
 				w = &lockWatch{dialect: sqldb.Postgres, pgCfg: c.cfg, where: fmt.Sprintf("%s:%d/%s", c.cfg.Host, c.cfg.Port, c.cfg.Database)}
 			}
-			d, text = sqldb.Postgres, c.text
+			d, text = sqldb.Postgres, queryText(c.query)
 		case *mysqlCheck:
 			if w == nil {
 				w = &lockWatch{dialect: sqldb.MySQL, myCfg: c.cfg, where: c.cfg.Addr + "/" + c.cfg.DBName}
 			}
-			d, text = sqldb.MySQL, c.text
+			d, text = sqldb.MySQL, queryText(c.query)
 		default:
 			continue
 		}
@@ -133,6 +134,15 @@ func newLockWatch(auto *autoCheck, checks ...effectsCheck) *lockWatch {
 	slices.Sort(w.tables)
 	w.tables = slices.Compact(w.tables)
 	return w
+}
+
+// queryText is a check's query as written, its templates as they stand
+// ({{.Token}}, which the scanner reads as a value).
+func queryText(q *template.Template) string {
+	if q == nil || q.Tree == nil || q.Root == nil {
+		return ""
+	}
+	return q.Root.String()
 }
 
 // checkedTables are the tables a check's query reads, as explore's scanner

@@ -3,6 +3,7 @@ package httpfire
 import (
 	"slices"
 	"testing"
+	"text/template"
 
 	"github.com/jackc/pgx/v5"
 
@@ -40,8 +41,10 @@ func TestInnoDBWaitsOn(t *testing.T) {
 func TestNewLockWatch(t *testing.T) {
 	pg := &pgx.ConnConfig{}
 	pg.Host, pg.Port, pg.Database = "db", 5432, "shop"
-	check := func(q string) effectsCheck { return &pgCheck{cfg: pg, text: q} }
-	w := newLockWatch(nil, nil, check("SELECT count(*) FROM acct a WHERE a.balance <> 100 - (SELECT sum(amount) FROM moves m WHERE m.k = a.k)"), check("SELECT count(*) FROM Acct"))
+	check := func(q string) effectsCheck {
+		return &pgCheck{cfg: pg, query: template.Must(template.New("q").Parse(q))}
+	}
+	w := newLockWatch(nil, nil, check("SELECT count(*) FROM acct a WHERE a.balance <> 100 - (SELECT sum(amount) FROM moves m WHERE m.k = a.k)"), check("SELECT count(*) FROM Acct WHERE k = '{{.Token}}'"))
 	if w == nil || w.dialect != sqldb.Postgres || !slices.Equal(w.tables, []string{"acct", "moves"}) || w.where != "db:5432/shop" {
 		t.Fatalf("watch %+v, want acct and moves on db:5432/shop", w)
 	}
