@@ -138,12 +138,7 @@ func newLockWatch(auto *autoCheck, checks ...effectsCheck) *lockWatch {
 
 // queryText is a check's query as written, its templates as they stand
 // ({{.Token}}, which the scanner reads as a value).
-func queryText(q *template.Template) string {
-	if q == nil || q.Tree == nil || q.Root == nil {
-		return ""
-	}
-	return q.Root.String()
-}
+func queryText(q *template.Template) string { return q.Root.String() }
 
 // checkedTables are the tables a check's query reads, as explore's scanner
 // reads them on server d; false when it is not sure.

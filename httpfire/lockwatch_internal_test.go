@@ -5,6 +5,7 @@ import (
 	"testing"
 	"text/template"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/racetest/racetest/internal/sqldb"
@@ -53,6 +54,16 @@ func TestNewLockWatch(t *testing.T) {
 			t.Errorf("%q: watched %v, want no watch", q, w.tables)
 		}
 	}
+	// Each check read by its own server's rules: MySQL's backticks.
+	my := &mysql.Config{Addr: "db:3306", DBName: "shop"}
+	mycheck := &mysqlCheck{cfg: my, query: template.Must(template.New("q").Parse("SELECT count(*) FROM `acct` WHERE k = '{{.Token}}'"))}
+	if w := newLockWatch(nil, mycheck); w == nil || w.dialect != sqldb.MySQL || !slices.Equal(w.tables, []string{"acct"}) || w.where != "db:3306/shop" {
+		t.Errorf("a MySQL check: %+v, want acct on db:3306/shop", w)
+	}
+	// A second server's check is not this watch's to read.
+	if w := newLockWatch(nil, check("SELECT count(*) FROM moves"), mycheck); w == nil || !slices.Equal(w.tables, []string{"moves"}) {
+		t.Errorf("checks on two servers: %+v, want the first server's tables", w)
+	}
 	if w := newLockWatch(nil, nil); w != nil {
 		t.Errorf("no check: watched %v", w.tables)
 	}
@@ -61,5 +72,11 @@ func TestNewLockWatch(t *testing.T) {
 	}
 	if w := newLockWatch(&autoCheck{dialect: sqldb.Postgres, pg: pg, watch: []string{"Acct"}}); w == nil || !slices.Equal(w.tables, []string{"acct"}) {
 		t.Errorf("auto with --watch Acct: %+v", w)
+	}
+	if w := newLockWatch(&autoCheck{dialect: sqldb.MySQL, my: &mysql.Config{Addr: "db:3306", DBName: "shop"}, watch: []string{"acct"}}); w == nil || w.dialect != sqldb.MySQL || w.where != "db:3306/shop" {
+		t.Errorf("auto:mysql with --watch acct: %+v", w)
+	}
+	if w := newLockWatch(&autoCheck{watch: []string{"coupon:*"}}); w != nil {
+		t.Errorf("auto on a store that is no SQL server: %+v", w)
 	}
 }
