@@ -2,7 +2,6 @@ package httpfire
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -20,15 +19,11 @@ import (
 // burst's Hold, and a burst whose requests never met there tested nothing.
 
 // dialProxy connects to the proxy's control address; an address where no
-// racetest proxy answers is bad input.
+// racetest proxy answers (none listening, or something else) is bad input.
 func (t *Target) dialProxy(ctx context.Context) error {
 	c, err := proxy.Dial(ctx, t.c.cfg.Proxy)
-	var notProxy *proxy.NotProxyError
-	switch {
-	case errors.As(err, &notProxy):
+	if err != nil {
 		return &InputError{Field: "proxy", Err: fmt.Errorf("%w: start one with 'racetest proxy --upstream URL', and give --proxy the control address it prints", err)}
-	case err != nil:
-		return fmt.Errorf("the database proxy at %s: %w — is 'racetest proxy' running?", t.c.cfg.Proxy, err)
 	}
 	t.proxy = c
 	return nil
@@ -73,10 +68,7 @@ func (t *Target) Hold(s runner.Subject) *runner.Hold {
 		return nil
 	}
 	h := b.hold
-	b.hold = nil
-	if t.open == b {
-		t.open = nil
-	}
+	b.hold = nil // ended here: endHold has nothing left to end
 	ctx, cancel := context.WithTimeout(context.Background(), t.c.timeout)
 	defer cancel()
 	a, err := h.c.End(ctx, h.id)
@@ -89,7 +81,7 @@ func (t *Target) Hold(s runner.Subject) *runner.Hold {
 // holdOf is the runner's record of a proxy's account.
 func holdOf(a *proxy.Account) *runner.Hold {
 	h := &runner.Hold{Met: a.Met, Attempts: a.Attempts, Untested: a.Untested, Why: a.Why, Summary: a.Summary()}
-	if a.NoStatement && h.Why == "" {
+	if a.NoStatement {
 		h.Why = "no statement reached the proxy: does the service's database URL point at it?"
 	}
 	for _, c := range a.Conns {
@@ -116,7 +108,4 @@ func (t *Target) endHold(b *burst) {
 	defer cancel()
 	_, _ = b.hold.c.End(ctx, b.hold.id)
 	b.hold = nil
-	if t.open == b {
-		t.open = nil
-	}
 }

@@ -247,3 +247,55 @@ func TestProxyAddressThatIsNoProxy(t *testing.T) {
 		t.Fatalf("err = %v, want an InputError on proxy naming racetest proxy", err)
 	}
 }
+
+// A proxy's control address where nothing answers is bad input, saying how
+// to start one, before anything is sent.
+func TestProxyUnreachable(t *testing.T) {
+	srv := newServer(t, plainH1, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	target, err := httpfire.New(httpfire.Config{URL: srv.URL, Proxy: "127.0.0.1:1"}, params())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = runner.Run(context.Background(), target, runner.Attempts(2), runner.Bursts(1))
+	var in *httpfire.InputError
+	if !errors.As(err, &in) || in.Field != "proxy" || !strings.Contains(err.Error(), "connection refused") || !strings.Contains(err.Error(), "racetest proxy --upstream") {
+		t.Fatalf("err = %v, want an InputError on proxy: refused, and how to start one", err)
+	}
+}
+
+// A request that finishes without writing is reported to the proxy, which
+// then lets the other's held write go at once ("others finished") rather
+// than at the hold's timeout.
+func TestProxyHearsEachAnswer(t *testing.T) {
+	svc := newRedeemService(t, "postgres")
+	srv := newServer(t, plainH1, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		if r.URL.Query().Get("attempt") == "1" {
+			http.Error(w, "not this one", http.StatusConflict)
+			return
+		}
+		if _, err := svc.viaProxy.ExecContext(r.Context(), "INSERT INTO "+svc.table+" (k) VALUES ($1)", r.URL.Query().Get("k")); err != nil {
+			http.Error(w, err.Error(), 500)
+			return
+		}
+		fmt.Fprintln(w, "done")
+	}))
+	p := params()
+	p.Conn.Set("postgres", svc.conn)
+	target, err := httpfire.New(httpfire.Config{
+		Method: "POST", URL: srv.URL + "/?k={{.Token}}&attempt={{.Attempt}}", Release: httpfire.LastByte, Proxy: svc.p.ControlAddr(),
+		Effects: "sql:postgres:SELECT count(*) FROM " + svc.table + " WHERE k = '{{.Token}}'", Timeout: 20 * time.Second,
+	}, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := runner.Run(context.Background(), target, runner.Attempts(2), runner.Bursts(3), runner.Timeout(30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range res.Bursts {
+		if b.Hold == nil || !strings.Contains(b.Hold.Summary, "(others finished)") {
+			t.Errorf("burst %d: %+v, want its write let go when the other request was answered", b.Index, b.Hold)
+		}
+	}
+}

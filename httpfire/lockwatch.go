@@ -29,15 +29,15 @@ import (
 // served one at a time: never the other way round).
 //
 // PostgreSQL: pg_locks, a session waiting on a lock (a row's transaction,
-// a tuple, an advisory lock, a table) that holds a lock on one of the
-// checked tables, as every statement on a table does. MySQL and MariaDB:
-// InnoDB's status report, read live, a transaction in LOCK WAIT for a lock
-// on one of the checked tables of the connection's database; and the
-// process list, a session of that database waiting on a table, metadata or
-// user lock (GET_LOCK). A server-wide count of lock waits would take any
-// other client's wait for the service's: on a shared server, a mutex in
-// the service's process would read as the database's lock (measured: every
-// burst, with the rest of the test suite beside it).
+// a tuple, a table) that holds a lock on one of the checked tables, as
+// every statement on a table does. MySQL and MariaDB: InnoDB's status
+// report, read live, a transaction in LOCK WAIT for a lock on one of the
+// checked tables of the connection's database. A lock that names no table
+// (an advisory lock taken before any table, GET_LOCK) is not told from
+// another client's, and is not counted; nor is a server-wide count of lock
+// waits, which took every other client's wait for the service's: on a
+// shared server a mutex in the service's process read as the database's
+// lock (measured: every burst, with the rest of the test suite beside it).
 //
 // Only the checks' tables are known: a run judged by --effects auto with
 // no --watch, or by checks whose tables the scanner cannot read for sure,
@@ -59,22 +59,17 @@ type lockWatch struct {
 	cur *burstWatch
 }
 
-// The pause between two polls of the live lock tables: InnoDB's status
-// report is a larger answer than PostgreSQL's count.
-const (
-	lockPoll   = time.Millisecond
-	innoDBPoll = 5 * time.Millisecond
-)
+// lockPoll is the pause between two polls of the live lock tables.
+const lockPoll = 2 * time.Millisecond
 
 // The questions lockWatch asks. pgWaiting counts the sessions waiting on a
-// lock that hold a lock on one of the tables ($1); myWaiting the sessions
-// of the connection's database waiting on a table, metadata or user lock.
+// lock that hold a lock on one of the tables ($1); MySQL's answer is read
+// from InnoDB's status report.
 const (
 	pgWaiting = `SELECT count(DISTINCT w.pid) FROM pg_locks w
 JOIN pg_locks h ON h.pid = w.pid AND h.granted AND h.locktype = 'relation'
 JOIN pg_class c ON c.oid = h.relation
 WHERE NOT w.granted AND w.pid <> pg_backend_pid() AND c.relname = ANY($1)`
-	myWaiting     = "SELECT COUNT(*) FROM information_schema.processlist WHERE id <> CONNECTION_ID() AND db = DATABASE() AND (state LIKE 'Waiting for %lock%' OR state = 'User lock')"
 	myInnoDBState = "SHOW ENGINE INNODB STATUS"
 	myDatabase    = "SELECT DATABASE()"
 )
@@ -122,11 +117,7 @@ func newLockWatch(auto *autoCheck, checks ...effectsCheck) *lockWatch {
 		if d != w.dialect {
 			continue
 		}
-		tables, ok := checkedTables(d, text)
-		if !ok {
-			return nil
-		}
-		w.tables = append(w.tables, tables...)
+		w.tables = append(w.tables, checkedTables(d, text)...)
 	}
 	if w == nil || len(w.tables) == 0 {
 		return nil
@@ -141,24 +132,18 @@ func newLockWatch(auto *autoCheck, checks ...effectsCheck) *lockWatch {
 func queryText(q *template.Template) string { return q.Root.String() }
 
 // checkedTables are the tables a check's query reads, as explore's scanner
-// reads them on server d; false when it is not sure.
-func checkedTables(d sqldb.Dialect, query string) ([]string, bool) {
+// reads them on server d: none where it is not sure (then fewer tables are
+// watched, and fewer waits count: never more).
+func checkedTables(d sqldb.Dialect, query string) []string {
 	ed := explore.Postgres
 	if d == sqldb.MySQL {
 		ed = explore.MySQL
 	}
-	f := explore.SQL{Dialect: ed, Known: func(string) bool { return true }}.Footprint(query)
-	if f.All || f.Ends {
-		return nil, false
-	}
 	var tables []string
-	for _, a := range f.Accesses {
-		if a.Table == "*" || strings.HasPrefix(a.Table, "(") {
-			continue
-		}
+	for _, a := range (explore.SQL{Dialect: ed, Known: func(string) bool { return true }}).Footprint(query).Accesses {
 		tables = append(tables, a.Table)
 	}
-	return tables, len(tables) > 0
+	return tables
 }
 
 // open connects the watch. A database that answers the checks but not
@@ -246,11 +231,7 @@ func (w *lockWatch) reopen(ctx context.Context) error {
 // poll asks the live lock tables until a wait is seen or the watch ends.
 func (bw *burstWatch) poll(ctx context.Context) {
 	defer close(bw.done)
-	every := lockPoll
-	if bw.w.dialect == sqldb.MySQL {
-		every = innoDBPoll
-	}
-	t := time.NewTicker(every)
+	t := time.NewTicker(lockPoll)
 	defer t.Stop()
 	for {
 		waiting, err := bw.w.waiting(ctx)
@@ -281,10 +262,6 @@ func (w *lockWatch) waiting(ctx context.Context) (bool, error) {
 	if w.dialect == sqldb.Postgres {
 		var n int64
 		err := w.pg.QueryRow(ctx, pgWaiting, w.tables).Scan(&n)
-		return n > 0, err
-	}
-	var n int64
-	if err := w.my.QueryRowContext(ctx, myWaiting).Scan(&n); err != nil || n > 0 {
 		return n > 0, err
 	}
 	var typ, name, status string

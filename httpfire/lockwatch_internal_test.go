@@ -1,6 +1,9 @@
 package httpfire
 
 import (
+	"context"
+	"errors"
+	"os"
 	"slices"
 	"testing"
 	"text/template"
@@ -9,6 +12,9 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/racetest/racetest/internal/sqldb"
+	"github.com/racetest/racetest/proxy"
+	"github.com/racetest/racetest/scenarios"
+	"github.com/racetest/racetest/scenarios/conformance"
 )
 
 // InnoDB's report counts a wait only for a transaction in LOCK WAIT for a
@@ -78,5 +84,45 @@ func TestNewLockWatch(t *testing.T) {
 	}
 	if w := newLockWatch(&autoCheck{watch: []string{"coupon:*"}}); w != nil {
 		t.Errorf("auto on a store that is no SQL server: %+v", w)
+	}
+}
+
+// A burst the runner left open (an error between its reset and its
+// account) is ended at the proxy by Cleanup: the proxy holds nothing past
+// the run, and takes the next burst.
+func TestCleanupEndsTheOpenHold(t *testing.T) {
+	upstream := os.Getenv("RACETEST_POSTGRES_URL")
+	if upstream == "" {
+		upstream = sqldb.DefaultPostgresURL
+	}
+	p, err := proxy.Start(context.Background(), proxy.Config{Upstream: upstream})
+	var ue *proxy.UpstreamError
+	if errors.As(err, &ue) {
+		conformance.Unavailable(t, "postgres", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	target, err := New(Config{URL: "http://127.0.0.1:1/", Proxy: p.ControlAddr()}, scenarios.Params{RunID: scenarios.NewRunID()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := target.dialProxy(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b := newBurst(Vars{})
+	b.expected = 2
+	if err := target.beginHold(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	target.open = b
+	if _, err := p.Begin(proxy.BurstSpec{Attempts: 2}); !errors.Is(err, proxy.ErrBurstActive) {
+		t.Fatalf("a second burst while the first is open: %v, want ErrBurstActive", err)
+	}
+	target.Cleanup(ctx)
+	if _, err := p.Begin(proxy.BurstSpec{Attempts: 2}); err != nil {
+		t.Fatalf("after Cleanup the proxy still holds the run's burst: %v", err)
 	}
 }
