@@ -150,6 +150,9 @@ func checkedTables(d sqldb.Dialect, query string) []string {
 // these questions (no right to read the process list or the status) makes
 // the watch fail at its first burst, not the run: open only connects.
 func (w *lockWatch) open(ctx context.Context) error {
+	if w.pg != nil || w.my != nil {
+		return nil // Prepare ran before
+	}
 	if w.dialect == sqldb.Postgres {
 		conn, err := pgx.ConnectConfig(ctx, w.pgCfg.Copy())
 		if err != nil {
@@ -297,9 +300,7 @@ func (bw *burstWatch) end(context.Context) (bool, error) {
 	bw.once.Do(func() {
 		close(bw.stop)
 		<-bw.done
-		if bw.w.cur == bw {
-			bw.w.cur = nil
-		}
+		bw.w.cur = nil // start ends the watch before it before it begins one
 	})
 	if bw.err != nil {
 		return false, fmt.Errorf("watching %s for lock waits: %w", bw.w.where, bw.err)

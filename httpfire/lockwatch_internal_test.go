@@ -33,6 +33,9 @@ func TestInnoDBWaitsOn(t *testing.T) {
 		{head + running + waiting("TEST", "Acct"), true},
 		{head + running + waiting("other", "acct"), false},
 		{head + running + waiting("test", "acct_noise"), false},
+		// Waiting on another table while it holds a checked one: counted,
+		// as PostgreSQL's question counts it.
+		{head + running + waiting("test", "acct_noise") + "RECORD LOCKS space id 5 page no 4 n bits 8 index PRIMARY of table `test`.`moves` trx id 421 lock_mode X\n", true},
 		{head + running, false},
 		{head, false},
 	} {
@@ -124,5 +127,29 @@ func TestCleanupEndsTheOpenHold(t *testing.T) {
 	target.Cleanup(ctx)
 	if _, err := p.Begin(proxy.BurstSpec{Attempts: 2}); err != nil {
 		t.Fatalf("after Cleanup the proxy still holds the run's burst: %v", err)
+	}
+}
+
+// The note says how many watched bursts saw a wait, and says so when the
+// database could not be asked (the bursts then count as untested).
+func TestLockNote(t *testing.T) {
+	tg := &Target{locks: &lockWatch{where: "db:5432/shop"}}
+	tg.st.lockWatched(true, nil)
+	tg.st.lockWatched(false, nil)
+	tg.st.lockWatched(true, nil)
+	if got, want := tg.lockNote(), "lock waits on db:5432/shop: a session waited on a lock in 2 of 3 bursts (a burst answered one at a time while one did was queued by the database's lock, and counts as tested)"; got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+	tg.st.lockWatched(false, errors.New("permission denied for pg_locks"))
+	if got := tg.lockNote(); got != "lock waits: could not be watched (permission denied for pg_locks): a burst the server answered one at a time counts as untested" {
+		t.Errorf("after a failure: %q", got)
+	}
+	if got := (&Target{}).lockNote(); got != "" {
+		t.Errorf("no watch: %q", got)
+	}
+	quiet := &Target{locks: &lockWatch{where: "x"}}
+	quiet.st.lockWatched(false, nil)
+	if got := quiet.lockNote(); got != "" {
+		t.Errorf("no wait: %q, want nothing said", got)
 	}
 }

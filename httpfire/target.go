@@ -193,7 +193,7 @@ func (t *Target) Prepare(ctx context.Context) error {
 			return err
 		}
 	}
-	if t.locks != nil && t.locks.pg == nil && t.locks.my == nil {
+	if t.locks != nil {
 		return t.locks.open(ctx)
 	}
 	return nil
