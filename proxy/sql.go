@@ -166,8 +166,8 @@ func queryWrites(toks []string) bool {
 
 // isWord: a name or keyword token (not punctuation, a string or a number).
 func isWord(t string) bool {
-	if t == "" || t == "'" || t == "?" {
-		return false
+	if t == "" {
+		return false // a string ("'") and a parameter ("?") start with no word's byte either
 	}
 	c := t[0]
 	return c == '"' || c == '_' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= 0x80

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/racetest/racetest/explore"
@@ -14,6 +15,8 @@ func TestWritesOrLocks(t *testing.T) {
 		write bool
 	}{
 		{"SELECT count(*) FROM redemptions WHERE user_id = $1", pg, false},
+		{"(((", pg, true}, // nothing but parentheses: not sure, so a write
+		{"((SELECT 1))", pg, false},
 		{"select id, lower(email) from users where id in (select user_id from t) order by 1 limit 1", pg, false},
 		{"SELECT 'INSERT INTO x' FROM t -- UPDATE", pg, false},
 		{"SELECT * FROM t /* DELETE */ WHERE a = 'FOR UPDATE'", my, false},
@@ -90,5 +93,50 @@ func TestNormalize(t *testing.T) {
 	}
 	if got := Normalize(long+"(2, 'y')", my); len(got) > maxNormalized+len("…") || got[len(got)-3:] != "…" {
 		t.Errorf("Normalize of a long statement: %d bytes, ends %q; want at most %d and …", len(got), got[len(got)-3:], maxNormalized)
+	}
+}
+
+// The pieces of the reading at their edges: what starts a word, what is a
+// literal, parameters out of order, a cut that would split a character.
+func TestSQLPieces(t *testing.T) {
+	for _, w := range []string{`"x`, "_x", "A", "Z", "a", "z", "\x80x", "\xffx"} {
+		if !isWord(w) {
+			t.Errorf("isWord(%q) = false", w)
+		}
+	}
+	for _, w := range []string{"", "'", "?", "(", "@", "[", "`", "{", "0", "9", "\x7f"} {
+		if isWord(w) {
+			t.Errorf("isWord(%q) = true", w)
+		}
+	}
+	for _, l := range []string{"'", "0", "9", ".5"} {
+		if !isLiteral(l) {
+			t.Errorf("isLiteral(%q) = false", l)
+		}
+	}
+	for _, l := range []string{"", ".", "/", ":", "A", "?"} {
+		if isLiteral(l) {
+			t.Errorf("isLiteral(%q) = true", l)
+		}
+	}
+	pg := explore.Postgres
+	for text, want := range map[string]string{
+		"SELECT $2, $1, 'x'":     "SELECT $2, $1, $3",
+		"SELECT 0, 9, .5 FROM t": "SELECT $1, $2, $3 FROM t",
+	} {
+		if got := Normalize(text, pg); got != want {
+			t.Errorf("Normalize(%q) = %q, want %q", text, got, want)
+		}
+	}
+	exact := strings.Repeat("a", maxNormalized)
+	if got := clip(exact); got != exact {
+		t.Errorf("clip of exactly %d bytes cut it to %d", maxNormalized, len(got))
+	}
+	split := strings.Repeat("a", maxNormalized-1) + "é" + "bbb" // é's second byte at the cut
+	if got, want := clip(split), strings.Repeat("a", maxNormalized-1)+"…"; got != want {
+		t.Errorf("clip split a character: %q…", got[len(got)-8:])
+	}
+	if got := clip(strings.Repeat("é", maxNormalized)); !strings.HasSuffix(got, "é…") || len(got) != maxNormalized+len("…") {
+		t.Errorf("clip of two-byte characters: %d bytes, ends %q", len(got), got[len(got)-5:])
 	}
 }
