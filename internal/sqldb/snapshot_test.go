@@ -8,6 +8,7 @@ import (
 	"math/big"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/racetest/racetest/internal/sqlsnap"
 	"github.com/racetest/racetest/runner"
@@ -169,12 +170,82 @@ func TestSnapshotRefusesTooLargeASchema(t *testing.T) {
 			}
 			snapshotLimits = sqlsnap.Limits{Tables: 10, Bytes: 0}
 			mustExec(t, db, "INSERT INTO a VALUES (1)")
+			// Both servers report a table's size as of its statistics
+			// (PostgreSQL's relpages: a size read from the table itself
+			// would lock it), which ANALYZE brings up to date.
 			if d == MySQL {
 				mustExec(t, db, "ANALYZE TABLE a")
+			} else {
+				mustExec(t, db, "ANALYZE a")
 			}
 			if err := plan(); !errors.As(err, &se) || !strings.Contains(err.Error(), "MiB") {
 				t.Fatalf("data over a limit of 0 bytes: %v", err)
 			}
 		})
+	}
+}
+
+// On a shared database another session's DROP TABLE can wait behind a
+// long transaction, and every lock on that table queues behind the DROP.
+// Planning a snapshot of other tables (--watch) must not wait with them:
+// the listing once read each table's size with pg_relation_size, which
+// locks the table, and the run failed after 30 s.
+func TestSnapshotPlanDoesNotQueueBehindADrop(t *testing.T) {
+	db := open(t, Postgres, Options{})
+	schema := privateSchema(t, db)
+	mustExec(t, db, "CREATE TABLE watched (n INT)")
+	mustExec(t, db, "CREATE TABLE busy (n INT)")
+	ctx := context.Background()
+	pool, conns, err := db.Warm(ctx, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	defer conns[1].Close()
+	defer conns[0].Close()
+	// A long transaction reads busy; the DROP waits for it.
+	tx, err := conns[0].Begin(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := tx.Exec(ctx, "SELECT count(*) FROM "+schema+".busy"); err != nil {
+		t.Fatal(err)
+	}
+	dropped := make(chan error, 1)
+	go func() {
+		_, _, err := conns[1].Exec(ctx, "DROP TABLE "+schema+".busy")
+		dropped <- err
+	}()
+	// Until the DROP is queued: a lock of busy's not granted.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		n, err := db.Count(ctx, "SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation WHERE c.relname = 'busy' AND NOT l.granted")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the DROP never queued behind the transaction")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	start := time.Now()
+	err = db.Admin(pctx, func(ctx context.Context, q Querier) error {
+		_, err := PlanSnapshot(ctx, Postgres, q, []string{"watched"})
+		return err
+	})
+	took := time.Since(start)
+	if rerr := tx.Rollback(ctx); rerr != nil {
+		t.Fatal(rerr)
+	}
+	if derr := <-dropped; derr != nil {
+		t.Fatal(derr)
+	}
+	if err != nil {
+		t.Fatalf("planning a snapshot of another table while a DROP waited: %v (after %s)", err, took)
 	}
 }

@@ -49,7 +49,8 @@ const (
 	// MaxSnapshotTables is the most tables a snapshot reads.
 	MaxSnapshotTables = 100
 	// MaxSnapshotBytes is the most table data (the server's own size of
-	// the watched tables) a snapshot reads: its cost grows with it. 20
+	// the watched tables; PostgreSQL's as of its last VACUUM or ANALYZE)
+	// a snapshot reads: its cost grows with it. 20
 	// tables of 10^6 rows in all, 50-58 MiB, took 0.9 s (PostgreSQL) and
 	// 1.1 s (MariaDB) per snapshot on 2 cores at load 21
 	// (docs/measurements.md); 256 MiB is some 5 s a snapshot there.
@@ -92,11 +93,15 @@ var floatTypes = map[string]bool{"real": true, "double precision": true, "float"
 // type, whether the column is a key or an identity, and the table's size.
 var listing = map[Dialect]string{
 	// The catalog, not information_schema: a table another session drops
-	// meanwhile is simply not there (pg_relation_size of its oid is NULL),
-	// where a cast of its name to regclass would fail the listing.
+	// meanwhile is simply not there, where a cast of its name to regclass
+	// would fail the listing. The size is the catalog's (relpages, as of
+	// the last VACUUM or ANALYZE), not pg_relation_size's: that takes a
+	// lock on every table of the schema, and waited behind another
+	// session's DROP TABLE (itself waiting for a long transaction) until
+	// the run failed after 30 s, on tables --watch had left out.
 	Postgres: `SELECT c.relname::text, COALESCE(a.attname::text, ''), COALESCE(format_type(a.atttypid, NULL), ''),
   COALESCE(a.attidentity <> '' OR pg_get_expr(d.adbin, d.adrelid) LIKE 'nextval(%' OR a.attnum = ANY(i.indkey), false),
-  COALESCE(pg_relation_size(c.oid), 0), current_schema()::text
+  GREATEST(c.relpages, 0)::bigint * current_setting('block_size')::bigint, current_schema()::text
 FROM pg_class c
 JOIN pg_namespace n ON n.oid = c.relnamespace
 LEFT JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
