@@ -74,13 +74,32 @@ func TestEffectsAutoSQLCommand(t *testing.T) {
 				{"redeem-fixed", "safe", []string{"SAFE", "0 of 10 tested bursts changed the database otherwise"}},
 				{"buy-fixed", "safe", []string{"SAFE"}},
 				{"deposit-fixed", "safe", []string{"SAFE"}},
+				// Correct code whose outcome depends on the order of the
+				// requests (units sold in orders of 1 to 4 from 10, transfers
+				// of 40 either way between two wallets of 100): SAFE, each
+				// burst equal to some serial order; the naive ones are not.
+				{"sell-fixed", "safe", []string{"SAFE"}},
+				{"sell-locked", "safe", []string{"SAFE"}},
+				{"transfer-locked", "safe", []string{"SAFE"}},
+				{"sell-naive", "race", []string{"RACE", "in any of the", "orders tried", "beside its replay"}},
+				// Overwritten balances make money appear (more) or vanish
+				// (less), burst by burst: RACE or LOST, never SAFE.
+				{"transfer-naive", "", []string{"beside its replay"}},
 			} {
 				t.Run(c.attempt, func(t *testing.T) {
-					out, stderr, code := execCmd(t, false, "sql", "-b", backend, "--setup", "@"+dir+"schema.sql", "--subject", "@"+dir+"subject.sql",
-						"--attempt", "@"+dir+c.attempt+".sql", "--effects", "auto", "--teardown", "@"+dir+"drop.sql",
-						"--watch", "coupons_{{.RunID}},redemptions_{{.RunID}},items_{{.RunID}},accounts_{{.RunID}}",
-						"-n", "6", "--bursts", "10", "--expect", c.expect)
-					if code != ExitOK {
+					args := []string{"sql", "-b", backend, "--setup", "@" + dir + "schema.sql", "--subject", "@" + dir + "subject.sql",
+						"--attempt", "@" + dir + c.attempt + ".sql", "--effects", "auto", "--teardown", "@" + dir + "drop.sql",
+						"--watch", "coupons_{{.RunID}},redemptions_{{.RunID}},items_{{.RunID}},accounts_{{.RunID}},stock_{{.RunID}},orders_{{.RunID}},wallets_{{.RunID}},transfers_{{.RunID}}",
+						"-n", "6", "--bursts", "10"}
+					if c.expect != "" {
+						args = append(args, "--expect", c.expect)
+					}
+					out, stderr, code := execCmd(t, false, args...)
+					if c.expect == "" {
+						if code != ExitViolated || !regexp.MustCompile(`\b(RACE|LOST) \d+%`).MatchString(out) {
+							t.Errorf("exit %d, want %d with RACE or LOST:\n%s\n%s", code, ExitViolated, out, stderr)
+						}
+					} else if code != ExitOK {
 						t.Fatalf("exit %d\n%s\n%s", code, out, stderr)
 					}
 					for _, w := range c.want {

@@ -90,7 +90,7 @@ func timeline(w io.Writer, t *runner.Trace, width int) {
 		axes = append(axes, string(axis))
 	}
 	if t.Twin {
-		fmt.Fprintf(w, "timeline of burst %d (its change of the database beside its solo twin's is above)\n", t.Burst)
+		fmt.Fprintf(w, "timeline of burst %d (its change of the database beside the same attempts one at a time is above)\n", t.Burst)
 	} else {
 		fmt.Fprintf(w, "timeline of burst %d: %d effect(s), %d allowed\n", t.Burst, t.Effects, t.Allowed)
 	}

@@ -51,18 +51,41 @@ func twinSummary(r *runner.Result, a Assessment) string {
 		diffs = append(diffs, d.String())
 	}
 	if a.Verdict == Race {
-		return fmt.Sprintf("%d of %d bursts changed the database more than the same attempts did one at a time; burst %d: %s; 95%% upper bound on the rate %s",
-			a.Violations, a.Bursts, w.Index, strings.Join(diffs, "; "), percent(a.Upper))
+		return fmt.Sprintf("%d of %d bursts changed the database more than the same attempts did one at a time%s; burst %d: %s; 95%% upper bound on the rate %s",
+			a.Violations, a.Bursts, ordersTried(r.Twins), w.Index, strings.Join(diffs, "; "), percent(a.Upper))
 	}
 	if a.Verdict == Lost {
-		return fmt.Sprintf("%d of %d bursts changed the database less than the same attempts did one at a time, while an attempt claimed it done; burst %d: %s; 95%% upper bound on the rate %s",
-			a.Violations, a.Bursts, w.Index, strings.Join(diffs, "; "), percent(a.Upper))
+		return fmt.Sprintf("%d of %d bursts changed the database less than the same attempts did one at a time%s, while an attempt claimed it done; burst %d: %s; 95%% upper bound on the rate %s",
+			a.Violations, a.Bursts, ordersTried(r.Twins), w.Index, strings.Join(diffs, "; "), percent(a.Upper))
 	}
 	if a.Verdict == Safe {
-		return fmt.Sprintf("0 of %d tested bursts changed the database otherwise than the same attempts one at a time (%s compared): violation rate ≤%s at 95%%",
-			a.Tested, plural(r.Twins.Solos, "solo twin"), percent(a.Upper))
+		return fmt.Sprintf("0 of %d tested bursts changed the database otherwise than the same attempts one at a time (%s): violation rate ≤%s at 95%%",
+			a.Tested, serialsCompared(r.Twins), percent(a.Upper))
 	}
 	return ""
+}
+
+// ordersTried says in how many serial orders the attempts ran, when more
+// than one: ", in any of the 4 orders tried".
+func ordersTried(tw *runner.Twins) string {
+	if tw.Orders <= 1 {
+		return ""
+	}
+	return fmt.Sprintf(", in any of the %d orders tried", tw.Orders)
+}
+
+// serialsCompared says what a SAFE run's bursts were compared with: its
+// solo twins, its replays, and how many bursts only another order than
+// their twin's explains.
+func serialsCompared(tw *runner.Twins) string {
+	s := plural(tw.Solos, "solo twin") + " compared"
+	if tw.Replays > 0 {
+		s += fmt.Sprintf(", and %s of a burst in the order its attempts completed", plural(tw.Replays, "replay"))
+	}
+	if tw.Reordered > 0 {
+		s += fmt.Sprintf("; %s equal to another serial order than their solo twin's (the outcome depends on the order of the requests)", plural(tw.Reordered, "burst"))
+	}
+	return s
 }
 
 // twinNotes are the lines every run judged by solo twins shows: what was
@@ -70,7 +93,7 @@ func twinSummary(r *runner.Result, a Assessment) string {
 func twinNotes(r *runner.Result) []string {
 	var lines []string
 	if len(r.Twins.Varying) > 0 {
-		lines = append(lines, fmt.Sprintf("not compared: %s — the sums differ between solo runs (the value records which attempt went first, or grows with every run)",
+		lines = append(lines, fmt.Sprintf("not compared: %s — the sums differ between solo runs in the same order (the value changes with every run: a serial id, a timestamp)",
 			strings.Join(r.Twins.Varying, ", ")))
 	}
 	return lines
@@ -84,11 +107,15 @@ func twinTable(r *runner.Result) []string {
 		return nil
 	}
 	t := w.Twin
-	keys := unionKeys(t.Solo, t.Together)
+	ref, replayed := t.Reference()
+	keys := unionKeys(ref, t.Together)
 	if len(keys) == 0 {
 		return nil
 	}
 	head := fmt.Sprintf("burst %d beside its solo twin (the same %d attempts one at a time, before burst %d):", w.Index, r.Attempts, t.SoloBurst)
+	if replayed {
+		head = fmt.Sprintf("burst %d beside its replay (the same %d attempts one at a time, in the order they completed together: %s):", w.Index, r.Attempts, workerOrder(t.Replays[0].Order))
+	}
 	rows := [][3]string{{"what changed", "solo", "together"}}
 	mark := map[string]string{}
 	for _, d := range t.Diffs {
@@ -104,7 +131,7 @@ func twinTable(r *runner.Result) []string {
 		} else {
 			name = k + " (sum)"
 		}
-		rows = append(rows, [3]string{name, runner.Signed(t.Solo[k]), runner.Signed(t.Together[k])})
+		rows = append(rows, [3]string{name, runner.Signed(ref[k]), runner.Signed(t.Together[k])})
 	}
 	var wid [3]int
 	for _, row := range rows {
@@ -123,6 +150,15 @@ func twinTable(r *runner.Result) []string {
 	return lines
 }
 
+// workerOrder reads "3, 1, 0, 2": the workers in the order they ran.
+func workerOrder(o []int) string {
+	s := make([]string, len(o))
+	for i, w := range o {
+		s[i] = fmt.Sprint(w)
+	}
+	return strings.Join(s, ", ")
+}
+
 func unionKeys(a, b runner.Delta) []string {
 	m := runner.Delta{}
 	for k, v := range a {
@@ -136,11 +172,14 @@ func unionKeys(a, b runner.Delta) []string {
 
 // TwinsJSON is what a run's solo twins showed as a whole.
 type TwinsJSON struct {
-	Solos    int      `json:"solos"`
-	Disagree string   `json:"disagree,omitempty"`
-	Varying  []string `json:"not_compared,omitempty"`
-	Noisy    int      `json:"noisy_bursts,omitempty"`
-	Noise    string   `json:"noise,omitempty"`
+	Solos     int      `json:"solos"`
+	Replays   int      `json:"replays,omitempty"`
+	Orders    int      `json:"orders,omitempty"`
+	Reordered int      `json:"reordered_bursts,omitempty"`
+	Disagree  string   `json:"disagree,omitempty"`
+	Varying   []string `json:"not_compared,omitempty"`
+	Noisy     int      `json:"noisy_bursts,omitempty"`
+	Noise     string   `json:"noise,omitempty"`
 }
 
 // TwinJSON is one burst's change beside its solo twin's: each key
@@ -149,30 +188,47 @@ type TwinJSON struct {
 	SoloBurst int               `json:"solo_burst"`
 	Verdict   string            `json:"verdict"`
 	Solo      map[string]string `json:"solo"`
+	SoloOrder []int             `json:"solo_order,omitempty"`
 	Together  map[string]string `json:"together"`
-	Differ    []string          `json:"differ,omitempty"`
-	Noise     []string          `json:"noise,omitempty"`
+	// Replays are the burst's attempts one at a time in the order they
+	// completed together (and with a near tie swapped), when its change
+	// equalled no serial run before it; Differ is against the first.
+	Replays   []SerialJSON `json:"replays,omitempty"`
+	Reordered bool         `json:"reordered,omitempty"`
+	Differ    []string     `json:"differ,omitempty"`
+	Noise     []string     `json:"noise,omitempty"`
+}
+
+// SerialJSON is one serial run: the workers in the order they ran, and the
+// change they made.
+type SerialJSON struct {
+	Order  []int             `json:"order"`
+	Change map[string]string `json:"change"`
 }
 
 func twinsJSON(t *runner.Twins) *TwinsJSON {
 	if t == nil {
 		return nil
 	}
-	return &TwinsJSON{Solos: t.Solos, Disagree: t.Disagree, Varying: t.Varying, Noisy: t.Noisy, Noise: t.Noise}
+	return &TwinsJSON{Solos: t.Solos, Replays: t.Replays, Orders: t.Orders, Reordered: t.Reordered, Disagree: t.Disagree, Varying: t.Varying, Noisy: t.Noisy, Noise: t.Noise}
 }
 
 func (j *TwinsJSON) twins() *runner.Twins {
 	if j == nil {
 		return nil
 	}
-	return &runner.Twins{Solos: j.Solos, Disagree: j.Disagree, Varying: j.Varying, Noisy: j.Noisy, Noise: j.Noise}
+	return &runner.Twins{Solos: j.Solos, Replays: j.Replays, Orders: j.Orders, Reordered: j.Reordered, Disagree: j.Disagree, Varying: j.Varying, Noisy: j.Noisy, Noise: j.Noise}
 }
 
 func twinJSON(t *runner.Twin) *TwinJSON {
 	if t == nil {
 		return nil
 	}
-	j := &TwinJSON{SoloBurst: t.SoloBurst, Verdict: t.Verdict.String(), Solo: signedMap(t.Solo), Together: signedMap(t.Together), Noise: t.Noise}
+	j := &TwinJSON{SoloBurst: t.SoloBurst, Verdict: t.Verdict.String(), Solo: signedMap(t.Solo), SoloOrder: t.SoloOrder,
+		Together: signedMap(t.Together), Reordered: t.Reordered, Noise: t.Noise}
+	for _, sr := range t.Replays {
+		j.Replays = append(j.Replays, SerialJSON{Order: sr.Order, Change: signedMap(sr.Delta)})
+	}
 	for _, d := range t.Diffs {
 		j.Differ = append(j.Differ, d.Key)
 	}
@@ -191,7 +247,7 @@ func (j *TwinJSON) twin() (*runner.Twin, error) {
 	if j == nil {
 		return nil, nil
 	}
-	t := &runner.Twin{SoloBurst: j.SoloBurst, Noise: j.Noise}
+	t := &runner.Twin{SoloBurst: j.SoloBurst, SoloOrder: j.SoloOrder, Reordered: j.Reordered, Noise: j.Noise}
 	var err error
 	if t.Solo, err = deltaOf(j.Solo); err != nil {
 		return nil, err
@@ -199,13 +255,21 @@ func (j *TwinJSON) twin() (*runner.Twin, error) {
 	if t.Together, err = deltaOf(j.Together); err != nil {
 		return nil, err
 	}
+	for _, sj := range j.Replays {
+		d, err := deltaOf(sj.Change)
+		if err != nil {
+			return nil, err
+		}
+		t.Replays = append(t.Replays, runner.Serial{Order: sj.Order, Delta: d})
+	}
+	ref, _ := t.Reference()
 	v, ok := twinVerdicts[j.Verdict]
 	if !ok {
 		return nil, fmt.Errorf("unknown twin verdict %q", j.Verdict)
 	}
 	t.Verdict = v
 	for _, k := range j.Differ {
-		t.Diffs = append(t.Diffs, runner.TwinDiff{Key: k, Solo: orZero(t.Solo[k]), Together: orZero(t.Together[k])})
+		t.Diffs = append(t.Diffs, runner.TwinDiff{Key: k, Solo: orZero(ref[k]), Together: orZero(t.Together[k])})
 	}
 	return t, nil
 }

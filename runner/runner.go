@@ -237,10 +237,14 @@ type engine struct {
 	wire     WireCounts    // the last wave's, in a wire release
 	maxSeen  int
 	// snap measures the store for solo twins (nil: the effects are counted).
-	snap     Snapshotter
-	solos    int   // solo twins run so far
-	lastSolo Delta // the latest solo twin's change
-	soloOf   int   // the burst lastSolo ran for
+	snap      Snapshotter
+	solos     int   // solo twins run so far
+	lastSolo  Delta // the latest solo twin's change
+	soloOrder []int // the order lastSolo ran the attempts in
+	soloOf    int   // the burst lastSolo ran for
+	// serials are the serial runs so far (solo twins and replays): a
+	// burst whose change equals none of them is replayed (see replay).
+	serials []Serial
 	// exampleBroke: the Example broke an invariant.
 	exampleBroke bool
 	// scoped marks the invariants scoped to the burst's subject
@@ -480,11 +484,11 @@ func (e *engine) closeFleet() {
 func (e *engine) burst(ctx context.Context, index int) (Burst, error) {
 	// Burst 0 always has one: every burst is compared with a twin.
 	if e.snap != nil && index%e.cfg.SoloEvery == 0 {
-		d, err := e.soloTwin(ctx, index)
+		sr, err := e.soloTwin(ctx, index)
 		if err != nil {
 			return Burst{}, err
 		}
-		e.lastSolo, e.soloOf = d, index
+		e.lastSolo, e.soloOrder, e.soloOf = sr.Delta, sr.Order, index
 	}
 	s, err := e.t.Reset(ctx, index)
 	if err != nil {

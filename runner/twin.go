@@ -131,15 +131,42 @@ type Twin struct {
 	// Solo is the change its solo twin made: the twin that ran before this
 	// burst, or the latest one (Config.SoloEvery).
 	Solo Delta
+	// SoloOrder is the order the solo twin ran the attempts in (worker IDs,
+	// wave after wave); nil in a report written before orders were kept.
+	SoloOrder []int
 	// Together is the change the burst made.
 	Together Delta
 	// SoloBurst is the burst whose solo twin Solo is.
 	SoloBurst int
+	// Replays, when the burst's change equalled no serial run before it,
+	// are the same attempts run one at a time in the order they completed
+	// together (the serial order a store that serializes them most likely
+	// chose), then in orders near it (see replay).
+	Replays []Serial
 	// Noise lists what changed while nothing ran (another writer).
 	Noise []string
 	// Verdict and Diffs are decided over the whole run (see judgeTwins).
 	Verdict TwinVerdict
 	Diffs   []TwinDiff
+	// Reordered: the change equals a serial run in an order other than
+	// the solo twin's (Verdict is TwinSame).
+	Reordered bool
+}
+
+// Serial is a burst's attempts run one at a time: the order they ran in
+// (worker IDs, wave after wave) and the change they made.
+type Serial struct {
+	Order []int
+	Delta Delta
+}
+
+// Reference is the serial run a burst is shown beside: its replay in the
+// order its attempts completed, if it has one, else its solo twin.
+func (t *Twin) Reference() (Delta, bool) {
+	if len(t.Replays) > 0 {
+		return t.Replays[0].Delta, true
+	}
+	return t.Solo, false
 }
 
 // TwinDiff is one key whose change differs between a burst and its twin.
@@ -174,12 +201,21 @@ func (d TwinDiff) more() bool {
 type Twins struct {
 	// Solos counts the solo twins that ran.
 	Solos int
-	// Disagree says how the solo twins differed in the rows they left (an
-	// application that is not deterministic); "" when they agreed.
+	// Replays counts the replays of bursts one at a time in the order
+	// their attempts completed (see Twin.Replays); Orders counts the
+	// distinct orders of every serial run (solo twins and replays).
+	Replays, Orders int
+	// Reordered counts the bursts whose change equals a serial run in an
+	// order other than their solo twin's: correct code whose outcome
+	// depends on the order of the requests.
+	Reordered int
+	// Disagree says how two serial runs in the same order differed in the
+	// rows they left (an application that is not deterministic); "" when
+	// none did.
 	Disagree string
-	// Varying are the columns whose sums differed between solo twins while
-	// their rows agreed: values that record which attempt went first (an
-	// attempt number, a serial id). They are not compared.
+	// Varying are the columns whose sums differed between serial runs in
+	// the same order while their rows agreed: values that change with
+	// every run (a serial id, a timestamp). They are not compared.
 	Varying []string
 	// Noisy counts the bursts in which the store changed while no attempt
 	// ran; Noise is the first such change.
@@ -188,56 +224,47 @@ type Twins struct {
 }
 
 // MinSolos is the fewest solo twins a run judges by: one twin cannot show
-// that the application does the same thing twice, nor which columns only
-// record which attempt went first.
+// that the application does the same thing twice, nor which columns change
+// with every run. The first two twins run the attempts in the same order.
 const MinSolos = 2
 
-// judgeTwins decides, over the whole run, which keys the solo twins agree
-// on and how each burst compares with its twin on those keys.
+// judgeTwins decides, over the whole run, which keys the serial runs agree
+// on and how each burst compares with them.
 func judgeTwins(bursts []Burst) *Twins { return judge(bursts, MinSolos) }
 
 // judge is judgeTwins with the fewest twins it judges by.
+//
+// A store that serializes the attempts leaves the change of some serial
+// order of them, not necessarily of the order the solo twin ran (stock
+// sold in unequal quantities, transfers between two accounts). So a
+// burst's change is compared with every serial run of the run, its solo
+// twins and replays: equal to one of them (but for the columns that
+// change with every run), it is the same; equal to none, it differs from
+// its reference (Twin.Reference): more is a RACE, less is LOST.
 func judge(bursts []Burst, minSolos int) *Twins {
 	tw := &Twins{}
-	solos := map[int]Delta{}
-	for _, b := range bursts {
-		if b.Twin != nil {
-			solos[b.Twin.SoloBurst] = b.Twin.Solo
-		}
-	}
-	tw.Solos = len(solos)
-	varying := map[string]bool{}
-	var first Delta
-	firstSet := false
-	for _, idx := range sortedKeys(solos) {
-		d := solos[idx]
-		if !firstSet {
-			first, firstSet = d, true
-			continue
-		}
-		for _, k := range unionKeys(first, d) {
-			if orZero(first[k]).Cmp(orZero(d[k])) == 0 {
-				continue
-			}
-			if strings.HasSuffix(k, RowsSuffix) && tw.Disagree == "" {
-				tw.Disagree = fmt.Sprintf("the solo runs differ from each other (`%s`: %s in one, %s in another): the application does not do the same thing twice, so its burst cannot be compared with it",
-					strings.TrimSuffix(k, RowsSuffix), Signed(orZero(first[k]))+" rows", Signed(orZero(d[k]))+" rows")
-			}
-			varying[k] = true
-		}
-	}
+	serials, solos := serialRuns(bursts)
+	tw.Solos = solos
+	var varying map[string]bool
+	varying, tw.Disagree = drift(serials)
 	for k := range varying {
 		if !strings.HasSuffix(k, RowsSuffix) {
 			tw.Varying = append(tw.Varying, k)
 		}
 	}
 	sort.Strings(tw.Varying)
+	orders := map[string]bool{}
+	for _, s := range serials {
+		orders[fmt.Sprint(s.Order)] = true
+	}
+	tw.Orders = len(orders)
 	for i := range bursts {
 		t := bursts[i].Twin
 		if t == nil {
 			continue
 		}
-		t.Verdict, t.Diffs = TwinUnjudged, nil
+		tw.Replays += len(t.Replays)
+		t.Verdict, t.Diffs, t.Reordered = TwinUnjudged, nil, false
 		if len(t.Noise) > 0 {
 			tw.Noisy++
 			if tw.Noise == "" {
@@ -249,11 +276,20 @@ func judge(bursts []Burst, minSolos int) *Twins {
 			continue
 		}
 		t.Verdict = TwinSame
-		for _, k := range unionKeys(t.Solo, t.Together) {
-			if varying[k] || orZero(t.Solo[k]).Cmp(orZero(t.Together[k])) == 0 {
+		if equal(t.Together, t.Solo, varying) {
+			continue
+		}
+		if matches(t.Together, serials, varying) {
+			t.Reordered = true
+			tw.Reordered++
+			continue
+		}
+		ref, _ := t.Reference()
+		for _, k := range unionKeys(ref, t.Together) {
+			if varying[k] || orZero(ref[k]).Cmp(orZero(t.Together[k])) == 0 {
 				continue
 			}
-			d := TwinDiff{Key: k, Solo: orZero(t.Solo[k]), Together: orZero(t.Together[k])}
+			d := TwinDiff{Key: k, Solo: orZero(ref[k]), Together: orZero(t.Together[k])}
 			t.Diffs = append(t.Diffs, d)
 			if d.more() {
 				t.Verdict = TwinMore
@@ -265,7 +301,77 @@ func judge(bursts []Burst, minSolos int) *Twins {
 	return tw
 }
 
-func sortedKeys(m map[int]Delta) []int {
+// serialRuns are the bursts' serial runs: each solo twin once (by the
+// burst it ran for), then each replay; solos counts the solo twins.
+func serialRuns(bursts []Burst) (runs []Serial, solos int) {
+	byBurst := map[int]Serial{}
+	for _, b := range bursts {
+		if b.Twin != nil {
+			byBurst[b.Twin.SoloBurst] = Serial{Order: b.Twin.SoloOrder, Delta: b.Twin.Solo}
+		}
+	}
+	for _, idx := range sortedBursts(byBurst) {
+		runs = append(runs, byBurst[idx])
+	}
+	for _, b := range bursts {
+		if b.Twin != nil {
+			runs = append(runs, b.Twin.Replays...)
+		}
+	}
+	return runs, len(byBurst)
+}
+
+// drift compares the serial runs made in the same order: a key whose
+// change differs between two of them changes with every run (varying),
+// and rows that differ mean the application does not do the same thing
+// twice (disagree says where). Runs in different orders may differ: that
+// is what the order of the requests decides.
+func drift(runs []Serial) (varying map[string]bool, disagree string) {
+	varying = map[string]bool{}
+	first := map[string]Delta{}
+	for _, r := range runs {
+		o := fmt.Sprint(r.Order)
+		f, seen := first[o]
+		if !seen {
+			first[o] = r.Delta
+			continue
+		}
+		for _, k := range unionKeys(f, r.Delta) {
+			if orZero(f[k]).Cmp(orZero(r.Delta[k])) == 0 {
+				continue
+			}
+			if strings.HasSuffix(k, RowsSuffix) && disagree == "" {
+				disagree = fmt.Sprintf("the solo runs differ from each other (`%s`: %s in one, %s in another, the attempts in the same order): the application does not do the same thing twice, so its burst cannot be compared with it",
+					strings.TrimSuffix(k, RowsSuffix), Signed(orZero(f[k]))+" rows", Signed(orZero(r.Delta[k]))+" rows")
+			}
+			varying[k] = true
+		}
+	}
+	return varying, disagree
+}
+
+// equal reports whether two changes agree on every key but those set
+// aside.
+func equal(a, b Delta, aside map[string]bool) bool {
+	for _, k := range unionKeys(a, b) {
+		if !aside[k] && orZero(a[k]).Cmp(orZero(b[k])) != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// matches reports whether d equals the change of one of the serial runs.
+func matches(d Delta, runs []Serial, aside map[string]bool) bool {
+	for _, r := range runs {
+		if equal(d, r.Delta, aside) {
+			return true
+		}
+	}
+	return false
+}
+
+func sortedBursts(m map[int]Serial) []int {
 	ks := make([]int, 0, len(m))
 	for k := range m {
 		ks = append(ks, k)
@@ -305,57 +411,164 @@ func (tw *Twins) Reason() string {
 }
 
 // soloIndex is the burst index of burst b's solo twin's subject: past every
-// burst a run may fire (TopUp fires up to twice the plan).
-func (e *engine) soloIndex(b int) int { return 2*e.cfg.Bursts + b }
+// burst a run may fire (TopUp fires up to twice the plan); replayIndex is
+// its replay's, past every solo twin's.
+func (e *engine) soloIndex(b int) int   { return 2*e.cfg.Bursts + b }
+func (e *engine) replayIndex(b int) int { return 4*e.cfg.Bursts + b }
 
-// soloTwin resets a fresh subject and runs the burst's attempts on it one
-// at a time, in an order that starts one worker later with each twin (so
-// that a column recording which attempt went first varies between twins
-// and is told from a quantity), and returns the change the attempts made.
+// A burst's k-th replay's subject is replayIndex(b) + k×2×Bursts: past
+// every earlier replay's.
+
+// soloTwin runs the burst's attempts one at a time on a fresh subject, in
+// an order that starts one worker later with each twin from the third on,
+// and returns the change the attempts made. The first two twins run the
+// same order, so that a column that changes with every run (a serial id, a
+// timestamp) shows as such; the later ones turn the order, so that a burst
+// whose outcome depends on the order of its attempts finds more serial
+// orders to be compared with.
 //
 // A solo twin is the attempts as a team tests them alone: one at a time,
 // against one process. With replicas, every attempt runs on the sessions
 // of replica 0, never of another: a guard that each replica keeps in its
 // own memory (memory-set) holds alone and fails across replicas, and a
 // twin spread over the replicas would fail as the burst does, hiding it.
-func (e *engine) soloTwin(ctx context.Context, b int) (Delta, error) {
-	reset := e.t.Reset
-	if sr, ok := e.t.(SoloResetter); ok {
-		reset = sr.ResetSolo
+func (e *engine) soloTwin(ctx context.Context, b int) (Serial, error) {
+	n := len(e.workers)
+	turn := max(0, e.solos-1)
+	order := make([]int, 0, n*e.cfg.Waves)
+	for range e.cfg.Waves {
+		for k := range n {
+			order = append(order, (k+turn)%n)
+		}
 	}
-	s, err := reset(ctx, e.soloIndex(b))
+	sr, err := e.serial(ctx, e.soloIndex(b), order)
 	if err != nil {
-		return nil, fmt.Errorf("burst %d: solo twin: reset: %w", b, err)
+		return sr, fmt.Errorf("burst %d: solo twin: %w", b, err)
+	}
+	e.solos++
+	e.serials = append(e.serials, sr)
+	return sr, nil
+}
+
+// replay runs the burst's attempts one at a time on a fresh subject in the
+// order they completed together (wave after wave), for a burst whose
+// change equals no serial run so far: if the store serialized them, it
+// most likely did so in that order. But an attempt completes some time
+// after the store ordered it: one turned away answers at once, one that
+// took effect only after its last statements and its commit, and a
+// response can come back a hair after the next one's although its
+// transaction committed first. So while the replay differs, two more
+// kinds of order are run, up to MaxReplays runs in all: the attempts
+// that took effect in the order they completed, then the others; and the
+// completion order with one pair that completed within TieGap of each
+// other swapped. Each run is kept (Twin.Replays); the first is the
+// completion order.
+func (e *engine) replay(ctx context.Context, b Burst) ([]Serial, error) {
+	var order, effectFirst []int
+	var gap []time.Duration
+	for wave := range e.cfg.Waves {
+		var tr []WorkerTrace
+		for _, w := range e.cur {
+			if w.Wave == wave {
+				tr = append(tr, w)
+			}
+		}
+		sort.SliceStable(tr, func(i, j int) bool { return finished(tr[i]) < finished(tr[j]) })
+		var rest []int
+		for k, w := range tr {
+			order = append(order, w.Worker)
+			if w.Outcome == Executed {
+				effectFirst = append(effectFirst, w.Worker)
+			} else {
+				rest = append(rest, w.Worker)
+			}
+			if k == 0 {
+				gap = append(gap, 1<<62) // no tie across waves
+			} else {
+				gap = append(gap, finished(w)-finished(tr[k-1]))
+			}
+		}
+		effectFirst = append(effectFirst, rest...)
+	}
+	orders := [][]int{order}
+	if fmt.Sprint(effectFirst) != fmt.Sprint(order) {
+		orders = append(orders, effectFirst)
+	}
+	for k := 1; k < len(order) && len(orders) < MaxReplays; k++ {
+		if gap[k] <= TieGap {
+			o := append([]int(nil), order...)
+			o[k-1], o[k] = o[k], o[k-1]
+			orders = append(orders, o)
+		}
+	}
+	var runs []Serial
+	for _, o := range orders {
+		sr, err := e.serial(ctx, e.replayIndex(b.Index)+len(runs)*2*e.cfg.Bursts, o)
+		if err != nil {
+			return runs, fmt.Errorf("burst %d: replay in the order the attempts completed: %w", b.Index, err)
+		}
+		e.serials = append(e.serials, sr)
+		runs = append(runs, sr)
+		varying, _ := drift(e.serials)
+		if equal(b.Twin.Together, sr.Delta, varying) {
+			break
+		}
+	}
+	return runs, nil
+}
+
+// MaxReplays is the most serial runs a burst's replay makes (see replay).
+// TieGap is how close two completions are for their order to be in doubt.
+const (
+	MaxReplays = 4
+	TieGap     = 2 * time.Millisecond
+)
+
+// finished is when an attempt's trace ends (its "done" mark).
+func finished(w WorkerTrace) time.Duration {
+	if len(w.Marks) == 0 {
+		return time.Duration(1 << 62)
+	}
+	return w.Marks[len(w.Marks)-1].At
+}
+
+// serial resets subject index and runs the attempts of order on it one at
+// a time, each on a session of replica 0 (see soloTwin).
+func (e *engine) serial(ctx context.Context, index int, order []int) (Serial, error) {
+	sr := Serial{Order: order}
+	reset := e.t.Reset
+	if r, ok := e.t.(SoloResetter); ok {
+		reset = r.ResetSolo
+	}
+	s, err := reset(ctx, index)
+	if err != nil {
+		return sr, fmt.Errorf("reset: %w", err)
 	}
 	before, err := e.snap.Snapshot(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("burst %d: solo twin: snapshot: %w", b, err)
+		return sr, fmt.Errorf("snapshot: %w", err)
 	}
-	n := len(e.workers)
 	// Worker i runs on replica i % Replicas: replica 0's are every
 	// Replicas-th (workers 0, R, 2R, …).
-	one := (n + e.cfg.Replicas - 1) / e.cfg.Replicas
-	for range e.cfg.Waves {
-		for k := range n {
-			i := (k + e.solos) % n
-			j := i % one * e.cfg.Replicas // a worker of replica 0
-			w := &Worker{ID: i, Replica: 0, Wave: 0}
-			w.base = time.Now()
-			actx, wc := e.waveContext(ctx)
-			wc.arm()
-			e.attempt(actx, i, e.sessions[j], s, w)
-			wc.release()
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
+	one := (len(e.workers) + e.cfg.Replicas - 1) / e.cfg.Replicas
+	for _, i := range order {
+		j := i % one * e.cfg.Replicas // a worker of replica 0
+		w := &Worker{ID: i, Replica: 0, Wave: 0}
+		w.base = time.Now()
+		actx, wc := e.waveContext(ctx)
+		wc.arm()
+		e.attempt(actx, i, e.sessions[j], s, w)
+		wc.release()
+		if ctx.Err() != nil {
+			return sr, ctx.Err()
 		}
 	}
-	e.solos++
 	after, err := e.snap.Snapshot(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("burst %d: solo twin: snapshot: %w", b, err)
+		return sr, fmt.Errorf("snapshot: %w", err)
 	}
-	return after.Change(before), nil
+	sr.Delta = after.Change(before)
+	return sr, nil
 }
 
 // noise names what changed between two snapshots taken with nothing
@@ -390,14 +603,27 @@ func (e *engine) twinBurst(ctx context.Context, b Burst, s Subject, before Snaps
 		return b, fmt.Errorf("burst %d: %w", b.Index, err)
 	}
 	e.serverFigures(s, &b)
-	b.Twin = &Twin{Solo: e.lastSolo, SoloBurst: e.soloOf, Together: after.Change(before), Noise: noise(after, quiet)}
+	b.Twin = &Twin{Solo: e.lastSolo, SoloOrder: e.soloOrder, SoloBurst: e.soloOf, Together: after.Change(before), Noise: noise(after, quiet)}
+	if len(b.Twin.Noise) == 0 {
+		// Judged at the end against every serial run (judgeTwins); what
+		// varies can only grow, so a change equal to a serial run now
+		// stays so, and one equal to none is replayed while its trace
+		// still says the order its attempts completed in.
+		varying, _ := drift(e.serials)
+		if !matches(b.Twin.Together, e.serials, varying) {
+			if b.Twin.Replays, err = e.replay(ctx, b); err != nil {
+				return b, err
+			}
+		}
+	}
 	b.Effects = b.Twin.Together.Rows()
 	b.Allowed = e.lastSolo.Rows()
 	b.Required = b.Allowed
 	// The example burst is the one that differs most from its twin.
 	judge([]Burst{b}, 1)
 	score := len(b.Twin.Diffs)
-	if e.res.Example == nil || score > e.maxSeen {
+	// One that broke an invariant stays the example (see burst).
+	if !e.exampleBroke && (e.res.Example == nil || score > e.maxSeen) {
 		e.maxSeen = score
 		e.res.Example = e.snapshot(b)
 	}
