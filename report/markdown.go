@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"github.com/racetest/racetest/runner"
 	"io"
 	"strings"
 )
@@ -91,12 +92,69 @@ func Headline(c Case) string {
 	}
 	detail := ""
 	if r := c.Result; r != nil {
-		detail = fmt.Sprintf(" (%d of %d bursts over %s)", a.Violations, a.Bursts, ceiling(r))
-		if a.Verdict == Lost {
-			detail = fmt.Sprintf(" (%d of %d bursts under %s while an attempt claimed it done)", a.Violations, a.Bursts, floor(r))
-		}
+		detail = " (" + judgedLine(r, a) + ")"
 	}
 	return fmt.Sprintf("%s: %s%s, expected %s", at, verdictCell(a), detail, c.Expect)
+}
+
+// judgedLine is a run's figures in a few words, by what judged it: its
+// effects against the allowance, its bursts against the same attempts
+// one at a time (--effects auto, with the worst difference), or its
+// invariants (a run with no effects count).
+func judgedLine(r *runner.Result, a Assessment) string {
+	switch {
+	case twinRun(r):
+		s := fmt.Sprintf("%d of %d bursts changed the database otherwise than the same attempts one at a time", a.Violations, a.Bursts)
+		if w := worstTwin(r); w != nil && (a.Verdict == Race || a.Verdict == Lost) && len(w.Twin.Diffs) > 0 {
+			s += fmt.Sprintf("; burst %d: %s", w.Index, w.Twin.Diffs[0])
+		}
+		if len(r.Invariants) > 0 {
+			if why := brokenWhy(r); why != "" {
+				s += "; " + why
+			}
+		}
+		return s
+	case r.Uncounted:
+		if why := brokenWhy(r); why != "" {
+			return why
+		}
+		return fmt.Sprintf("0 of %d bursts broke %s", a.Bursts, invariantsNamed(r))
+	case a.Verdict == Lost:
+		return fmt.Sprintf("%d of %d bursts under %s while an attempt claimed it done", a.Violations, a.Bursts, floor(r))
+	}
+	return fmt.Sprintf("%d of %d bursts over %s", a.Violations, a.Bursts, ceiling(r))
+}
+
+// invariantsNamed is "invariant NAME", or "any of its 3 invariants".
+func invariantsNamed(r *runner.Result) string {
+	if len(r.Invariants) == 1 {
+		return "invariant " + r.Invariants[0]
+	}
+	return fmt.Sprintf("any of its %d invariants", len(r.Invariants))
+}
+
+// worstCell is a Markdown row's "Worst burst": the most effects, or, for a
+// run judged otherwise, what the worst burst did against what judged it.
+func worstCell(r *runner.Result) string {
+	switch {
+	case twinRun(r):
+		w := worstTwin(r)
+		if w == nil || len(w.Twin.Diffs) == 0 {
+			return "as one at a time"
+		}
+		return fmt.Sprintf("%s", w.Twin.Diffs[0])
+	case r.Uncounted:
+		most := 0
+		for i := range r.Invariants {
+			_, m := r.BrokenBursts(i)
+			most = max(most, m)
+		}
+		if most == 0 {
+			return "no invariant broken"
+		}
+		return plural(most, "violation") + " of an invariant"
+	}
+	return plural(r.EffectsSummary().Max, "effect")
 }
 
 // expectWord is the expectation as a report's EXPECTED column shows it
@@ -173,7 +231,7 @@ func mdCases(b *strings.Builder, cases []Case, as []Assessment) {
 			}
 			if len(r.Bursts) > 0 {
 				shape = fmt.Sprintf("%d × %d", r.Attempts, len(r.Bursts))
-				worst = plural(r.EffectsSummary().Max, "effect")
+				worst = mdEscape(worstCell(r))
 			}
 		}
 		serverCell := ""

@@ -267,3 +267,70 @@ func TestTwinNotesOnlyWhatWasSetAside(t *testing.T) {
 		t.Errorf("grants.who set aside: %q", lines)
 	}
 }
+
+// The one-line headline (-q, suite, JUnit) and the Markdown row of a run
+// judged by solo twins say so, with the difference that decided it: not
+// "over 1 effect" and "8 effects", counts that judged nothing.
+func TestTwinHeadlineAndMarkdownSayWhatJudged(t *testing.T) {
+	race := twinCase(func(i int) runner.Delta {
+		d := same(i)
+		if i == 2 {
+			d["grants rows"] = rat(7)
+		}
+		return d
+	})
+	race.Expect = Expect{Kind: ExpectRace}
+	if h := Headline(race); !strings.Contains(h, "(1 of 4 bursts changed the database otherwise than the same attempts one at a time; burst 2: `grants`: +1 row solo, +7 together)") {
+		t.Errorf("race headline: %s", h)
+	}
+	var md bytes.Buffer
+	if err := Markdown(&md, []Case{race}, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(md.String(), "| 1/4 | \\`grants\\`: +1 row solo, +7 together | RACE") {
+		t.Errorf("race markdown:\n%s", md.String())
+	}
+	safe := twinCase(same)
+	if h := Headline(safe); !strings.Contains(h, "(0 of 4 bursts changed the database otherwise than the same attempts one at a time)") || strings.Contains(h, "effect") {
+		t.Errorf("safe headline: %s", h)
+	}
+	md.Reset()
+	if err := Markdown(&md, []Case{safe}, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(md.String(), "| 0/4 | as one at a time | SAFE") {
+		t.Errorf("safe markdown:\n%s", md.String())
+	}
+}
+
+// A run judged by its invariants alone (no effects count) says which
+// invariant it held or broke, never "0 effects".
+func TestUncountedHeadlineAndMarkdown(t *testing.T) {
+	mk := func(broken int) Case {
+		r := &runner.Result{Attempts: 4, Planned: 3, Uncounted: true, Invariants: []string{"stock >= 0"}, Errors: map[string]int{}}
+		for i := range 3 {
+			b := runner.Burst{Index: i, Overlap: 4, Broken: []int{0}, Unjudged: []bool{false}}
+			if i == 1 {
+				b.Broken[0] = broken
+			}
+			b.Outcomes[runner.Executed], b.Outcomes[runner.Declined] = 1, 3
+			r.Bursts = append(r.Bursts, b)
+		}
+		return Case{Name: "buy.sql", Scenario: "script", Backend: "postgres", Expect: Expect{Kind: ExpectSafe}, Result: r}
+	}
+	held, broke := mk(0), mk(2)
+	if h := Headline(held); !strings.Contains(h, "(0 of 3 bursts broke invariant stock >= 0)") {
+		t.Errorf("held: %s", h)
+	}
+	broke.Expect = Expect{Kind: ExpectRace}
+	if h := Headline(broke); !strings.Contains(h, "(invariant stock >= 0 broken after 1 of 3 bursts (at most 2 violations))") {
+		t.Errorf("broke: %s", h)
+	}
+	var md bytes.Buffer
+	if err := Markdown(&md, []Case{held, broke}, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(md.String(), "| 0/3 | no invariant broken |") || !strings.Contains(md.String(), "| 1/3 | 2 violations of an invariant |") {
+		t.Errorf("markdown:\n%s", md.String())
+	}
+}
