@@ -99,7 +99,7 @@ func TestEffectsAutoSQLTablesComeAndGo(t *testing.T) {
 	}
 }
 
-// --watch '' named nothing and measured every table; --solo-every without
+// An empty --watch named nothing and measured every table; --solo-every without
 // --effects auto was dropped without a word. Both are refused before
 // anything connects, with what to give; RACETEST_SOLO_EVERY, set once for
 // every run of a CI matrix, is used by auto runs and ignored by the others.
@@ -138,4 +138,25 @@ func TestEffectsAutoFlagsThatNameNothing(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A key of the application's own with a time to live (a rate limiter's
+// window, a lease) that expires during the run is not another writer,
+// nor a loss: the run over keys that each expire a few bursts later
+// reads SAFE, as the same key without expiry does.
+func TestEffectsAutoRedisKeysThatExpire(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: bursts on a store's own server (the mutation step's runs of cmd skip it)")
+	}
+	autoProbe(t, "redis")
+	t.Setenv("COLUMNS", "250")
+	// One window per subject, opened once: SET NX is atomic. Each attempt
+	// takes 15 ms, so that a burst and its solo twin take some 75 ms and
+	// every window (150 ms) closes a burst or two after it opened.
+	out, stderr, code := execCmd(t, false, "redis", "--attempt", "SET rl:{{.RunID}}-{{.Token}} 1 PX 150 NX\n\\sleep 15 ms",
+		"--effects", "auto", "--watch", "rl:{{.RunID}}-*", "-n", "4", "--bursts", "16", "--timeline=false", "--expect", "safe", "--strict")
+	if code != ExitOK || !strings.Contains(out, "SAFE") {
+		t.Fatalf("exit %d, want SAFE\n%s\n%s", code, out, stderr)
+	}
+	time.Sleep(200 * time.Millisecond) // the run's keys expire
 }

@@ -194,7 +194,7 @@ func (s *shapeFlags) given(fs *pflag.FlagSet) {
 }
 
 // checkAutoFlags refuses --solo-every without --effects auto, and a
-// --watch given on the command line that names nothing (--watch '' would
+// --watch given on the command line that names nothing (an empty one would
 // measure every table); what names what --watch takes, and advice says
 // what to give instead.
 func (s *shapeFlags) checkAutoFlags(auto bool, watch []string, what, advice string) error {
