@@ -5,6 +5,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
@@ -96,6 +98,45 @@ func TestEffectsAutoSQLTablesComeAndGo(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// The same over HTTP: 'racetest http … --effects auto:postgres' without
+// --watch, while tables of others come and go, is INCONCLUSIVE for
+// another writer, never exit 3.
+func TestEffectsAutoHTTPTablesComeAndGo(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: bursts on a store's own server (the mutation step's runs of cmd skip it)")
+	}
+	ctx := context.Background()
+	db, err := sqldb.Open(ctx, sqldb.Postgres, os.Getenv("RACETEST_POSTGRES_URL"), sqldb.Options{})
+	if err != nil {
+		conformance.Unavailable(t, "postgres", err)
+	}
+	defer db.Close()
+	b := make([]byte, 4)
+	rand.Read(b)
+	visits := "snapvisits_" + hex.EncodeToString(b)
+	if err := db.Exec(ctx, "CREATE TABLE "+visits+" (code TEXT NOT NULL)"); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := db.Exec(context.Background(), "DROP TABLE "+visits); err != nil {
+			t.Errorf("drop %s by hand: %v", visits, err)
+		}
+	}()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := db.Exec(r.Context(), "INSERT INTO "+visits+" (code) VALUES ($1)", r.URL.Query().Get("code")); err != nil {
+			http.Error(w, err.Error(), 500)
+		}
+	}))
+	defer srv.Close()
+	churnTables(t, sqldb.Postgres, "RACETEST_POSTGRES_URL", "snapchurn_")
+	t.Setenv("COLUMNS", "250")
+	out, stderr, code := execCmd(t, false, "http", "POST", srv.URL+"/visit?code={{.Token}}", "--effects", "auto:postgres",
+		"-n", "3", "--bursts", "4", "--expect", "safe", "--strict")
+	if code != ExitInconclusive || !strings.Contains(out, "another writer is at work") {
+		t.Fatalf("exit %d, want INCONCLUSIVE for another writer (4)\n%s\n%s", code, out, stderr)
 	}
 }
 
