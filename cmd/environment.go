@@ -71,8 +71,23 @@ func applyEnv(c *cobra.Command, reg *scenarios.Registry, lookup func(string) (st
 			return usageErrorf("%s=%q is not a value for --%s (it takes %s): unset it, or give --%s on the command line, which wins",
 				envName(f.Name), v, f.Name, valueKind(f), f.Name)
 		}
+		_ = fs.SetAnnotation(f.Name, envAnnotation, []string{envName(f.Name)})
 	}
 	return nil
+}
+
+// envAnnotation marks a flag whose value came from its RACETEST_*
+// variable.
+const envAnnotation = "racetest_env"
+
+// onCommandLine reports whether the flag named name was given on the
+// command line, not by the environment. A check that refuses a flag
+// where it has no use refuses only this one: a variable set once for a
+// CI matrix (RACETEST_SOLO_EVERY) would otherwise fail every run it does
+// not apply to.
+func onCommandLine(fs *pflag.FlagSet, name string) bool {
+	f := fs.Lookup(name)
+	return f != nil && f.Changed && f.Annotations[envAnnotation] == nil
 }
 
 // valueKind says what a flag takes, for a person.

@@ -28,6 +28,11 @@ type shapeFlags struct {
 	// soloEvery is --solo-every: how often --effects auto runs a solo
 	// twin; it becomes Shape.SoloEvery only when the effects are auto.
 	soloEvery int
+	// soloEveryGiven and watchGiven: --solo-every and --watch were given
+	// on the command line (onCommandLine), where a run without auto
+	// refuses them; the environment's RACETEST_SOLO_EVERY is used by auto
+	// runs and ignored by the others.
+	soloEveryGiven, watchGiven bool
 	// fires is the way of firing the flags were registered for.
 	fires firing
 }
@@ -180,6 +185,34 @@ func (s *shapeFlags) register(fs *pflag.FlagSet, reg *scenarios.Registry, v verb
 		}
 	}
 	registerConn(fs, reg, &s.Conn)
+}
+
+// given records which of the flags whose use depends on --effects auto
+// were given on the command line.
+func (s *shapeFlags) given(fs *pflag.FlagSet) {
+	s.soloEveryGiven, s.watchGiven = onCommandLine(fs, "solo-every"), onCommandLine(fs, "watch")
+}
+
+// checkAutoFlags refuses --solo-every without --effects auto, and a
+// --watch given on the command line that names nothing (an empty one would
+// measure every table); what names what --watch takes, and advice says
+// what to give instead.
+func (s *shapeFlags) checkAutoFlags(auto bool, watch []string, what, advice string) error {
+	if !auto && s.soloEveryGiven {
+		return usageErrorf("--solo-every sets how often --effects auto runs a solo twin: add --effects auto, or drop --solo-every")
+	}
+	if !s.watchGiven {
+		return nil
+	}
+	if len(watch) == 0 {
+		return usageErrorf("--watch '' names no %s: %s", what, advice)
+	}
+	for _, w := range watch {
+		if strings.TrimSpace(w) == "" {
+			return usageErrorf("--watch %q: an empty name among the %s: %s", strings.Join(watch, ","), what, advice)
+		}
+	}
+	return nil
 }
 
 // checkRows runs the checks of the table's flags this command took, in

@@ -89,6 +89,7 @@ success to have landed exactly once (accounting):
 				opts.Config.Success.Declined = strings.Split(declined, ",")
 			}
 			opts.Command = commandLine(c, args, f.Registry)
+			opts.Shape.given(c.Flags())
 			if runF != nil {
 				return runF(c.Context(), opts)
 			}
@@ -161,6 +162,10 @@ func runHTTP(ctx context.Context, o *HTTPOptions) error {
 	p := scenarios.Params{RunID: scenarios.NewRunID(), Attempts: sh.Attempts, Replicas: 1, Conn: sh.Conn}
 	if o.Shape.soloEvery < 1 {
 		return usageErrorf("--solo-every must be at least 1 (got %d): 1 sends a solo twin before every burst", o.Shape.soloEvery)
+	}
+	if err := o.Shape.checkAutoFlags(httpfire.IsAuto(cfg.Effects), cfg.Watch, "tables, key patterns or collections",
+		"name what the endpoint writes, e.g. --watch 'coupons_{{.RunID}},redemptions_{{.RunID}}' (Redis: --watch 'coupon:{{.RunID}}-*'), or leave --watch out to measure every table (collection) of the database"); err != nil {
+		return err
 	}
 	if httpfire.IsAuto(cfg.Effects) {
 		sh.SoloEvery = o.Shape.soloEvery

@@ -77,6 +77,7 @@ func newCmdScript(f *Factory, d script.Dialect, runF func(context.Context, *Scri
 		Long: scriptHelp,
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Command = commandLine(c, args, f.Registry)
+			opts.Shape.given(c.Flags())
 			if runF != nil {
 				return runF(c.Context(), opts)
 			}
@@ -196,6 +197,10 @@ func runScript(ctx context.Context, o *ScriptOptions) error {
 	if err := checkAuto(scripts.Auto, o.Dialect, o.Watch, o.Shape.soloEvery); err != nil {
 		return err
 	}
+	what, advice := watchAdvice(o.Dialect)
+	if err := o.Shape.checkAutoFlags(scripts.Auto, o.Watch, what, advice); err != nil {
+		return err
+	}
 	scripts.Watch = o.Watch
 	rel, err := release.New(o.Release, o.Backend)
 	if err != nil {
@@ -266,6 +271,18 @@ func checkAuto(auto bool, d script.Dialect, watch []string, every int) error {
 		return usageErrorf("--effects auto on Redis measures the keys --watch names: add --watch 'PATTERN,…' (e.g. --watch 'coupon:{{.RunID}}-*')")
 	}
 	return nil
+}
+
+// watchAdvice is what --watch names on a dialect's store, and what to
+// give it: names scoped to the run with {{.RunID}}.
+func watchAdvice(d script.Dialect) (what, advice string) {
+	switch d {
+	case script.Redis:
+		return "key patterns", "name the keys the attempts write, e.g. --watch 'coupon:{{.RunID}}-*,redeemed:{{.RunID}}-*'"
+	case script.Mongo:
+		return "collections", "name the collections the attempts write, e.g. --watch 'redemptions_{{.RunID}}', or leave --watch out to measure every collection of the database"
+	}
+	return "tables", "name the tables the attempts write, e.g. --watch 'coupons_{{.RunID}},redemptions_{{.RunID}}', or leave --watch out to measure every table of the schema"
 }
 
 // autoSetting is how a report names --effects auto.

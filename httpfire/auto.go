@@ -50,6 +50,7 @@ type autoCheck struct {
 	myDB   *sql.DB
 	plan   *sqldb.SnapshotPlan
 	rdb    *redis.Client
+	rsnap  redisstore.Snapshotter // the run's, across its snapshots
 	mcl    *mongo.Client
 	mdb    *mongo.Database
 }
@@ -199,7 +200,7 @@ func (a *autoCheck) snapshot(ctx context.Context) (runner.Snapshot, error) {
 		var s runner.Snapshot
 		var err error
 		if a.rdb != nil {
-			s, err = redisstore.Snapshot(ctx, a.rdb, a.watch)
+			s, err = a.rsnap.Snapshot(ctx, a.rdb, a.watch)
 		} else {
 			s, err = mongostore.Snapshot(ctx, a.mdb, a.watch)
 		}

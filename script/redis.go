@@ -24,6 +24,9 @@ type rdStore struct {
 	admin  *rdConn
 	server string
 	reads  *redisdb.Reads // which commands only read, as the server says
+	// snap measures the watched keys (--effects auto), telling a key
+	// that expired from one deleted over the run's snapshots.
+	snap redisstore.Snapshotter
 }
 
 const redisHint = "set --redis-url or RACETEST_REDIS_URL"
@@ -177,7 +180,7 @@ func (c rdReader) Exec(ctx context.Context, st Stmt) (Reply, error) {
 
 // Snapshot reads the keys under the watched patterns (--effects auto).
 func (s *rdStore) Snapshot(ctx context.Context, watch []string) (runner.Snapshot, error) {
-	return redisstore.Snapshot(ctx, s.admin.cl, watch)
+	return s.snap.Snapshot(ctx, s.admin.cl, watch)
 }
 
 func (c *rdConn) Exec(ctx context.Context, st Stmt) (Reply, error) {

@@ -55,6 +55,9 @@ cases:
 	}
 	for name, tc := range map[string]struct{ src, want string }{
 		"watch without auto":       {"    backend: postgres\n    sql:\n      attempt: \"SELECT 1;\"\n      effects: \"SELECT 1;\"\n      watch: [t]\n", "watch and solo_every shape effects: auto"},
+		"watch empty name":         {"    backend: postgres\n    sql:\n      attempt: \"SELECT 1;\"\n      effects: auto\n      watch: [t, \"\"]\n", "watch: an empty name"},
+		"watch empty list":         {"    backend: postgres\n    sql:\n      attempt: \"SELECT 1;\"\n      effects: auto\n      watch: []\n", "watch: [] names nothing"},
+		"http watch empty name":    {"    http:\n      url: http://127.0.0.1:1/\n      effects: auto:postgres\n      watch: [\" \"]\n", "watch: an empty name"},
 		"solo_every 0":             {"    backend: postgres\n    sql:\n      attempt: \"SELECT 1;\"\n      effects: auto\n      solo_every: 0\n", "solo_every must be at least 1 (got 0)"},
 		"redis without watch":      {"    redis:\n      attempt: \"GET a\"\n      effects: auto\n", "effects: auto on Redis measures the keys watch names"},
 		"allowed with auto":        {"    backend: postgres\n    sql:\n      attempt: \"SELECT 1;\"\n      effects: auto\n      allowed: 2\n", "allowed judges what effects counts, and effects: auto counts nothing"},

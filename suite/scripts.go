@@ -72,6 +72,16 @@ func (c *checker) autoShape(path string, auto bool, needWatch bool, watch []stri
 	if needWatch && len(watch) == 0 {
 		c.fail(path+".watch", "effects: auto on Redis measures the keys watch names: add watch: [\"coupon:{{.RunID}}-*\"]")
 	}
+	// An empty list or name is not "every table": it names nothing.
+	if watch != nil && !needWatch && len(watch) == 0 {
+		c.fail(path+".watch", "watch: [] names nothing: name the tables (collections) the attempts write, e.g. watch: [\"coupons_{{.RunID}}\"], or remove watch to measure every one")
+	}
+	for _, w := range watch {
+		if strings.TrimSpace(w) == "" {
+			c.fail(path+".watch", "watch: an empty name: name each table (key pattern, collection) the attempts write, e.g. watch: [\"coupons_{{.RunID}}\"]")
+			break
+		}
+	}
 	every := 1
 	if soloEvery != nil {
 		if every = *soloEvery; every < 1 {

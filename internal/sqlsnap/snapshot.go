@@ -9,6 +9,7 @@ import (
 	"database/sql"
 	"fmt"
 	"math/big"
+	"slices"
 	"sort"
 	"strings"
 
@@ -40,8 +41,18 @@ var DefaultLimits = Limits{MaxSnapshotTables, MaxSnapshotBytes}
 // count and the sum of each numeric column, read exactly (count(*) and
 // sum(), never the planner's estimates) on racetest's own connection while
 // no attempt runs. The tables are those of the connection's schema
-// (PostgreSQL's current_schema(), MySQL's DATABASE()), or those --watch
-// names; never racetest's own registry table, never another schema.
+// (PostgreSQL's current_schema(), MySQL's DATABASE()) but racetest's own
+// (named racetest_…: the registry, and the tables of runs, this one's or
+// another's, that come and go on a shared database), or those --watch
+// names; never the registry table, never another schema.
+//
+// A database shared with others changes shape under a run: a table is
+// created or dropped, a column altered. That is another writer at work,
+// and a snapshot cannot say between which two of its reads it happened,
+// so from the first change it sees on, every snapshot carries a value
+// that differs from the one before (ShapeKey): each later burst reads as
+// changed while nothing ran, and the run INCONCLUSIVE, never an error
+// and never a difference put down to the attempts.
 
 // Limits on what a snapshot reads per burst (five snapshots a burst with
 // a solo twin): past them a run is refused, with the way out.
@@ -60,6 +71,17 @@ const (
 // RegistryTable is racetest's own table of runs, never watched.
 const RegistryTable = "racetest_runs"
 
+// RunPrefix starts the names of racetest's own tables (the registry, and
+// every run's): a snapshot of the whole schema leaves them out.
+const RunPrefix = "racetest_"
+
+// ShapeKey is the key of a Snapshot that counts the snapshots read since
+// a table of schema was created or dropped (or its columns changed), the
+// first such table named: "tables created or dropped in test: orders".
+func ShapeKey(schema, table string) string {
+	return fmt.Sprintf("tables created or dropped in %s: %s", schema, table)
+}
+
 // SnapshotPlan is what a snapshot of one schema reads.
 type SnapshotPlan struct {
 	dialect Dialect
@@ -67,6 +89,13 @@ type SnapshotPlan struct {
 	Tables  []SnapshotTable
 	// Bytes is the watched tables' data size, as the server reports it.
 	Bytes int64
+	// watched: the tables are those --watch named, and another table
+	// that comes or goes is none of the snapshot's business.
+	watched bool
+	// shape is the key (ShapeKey) of the first change of the schema's
+	// tables a read saw, "" before one; since counts the reads from it.
+	shape string
+	since int64
 }
 
 // SnapshotTable is one watched table: its name, and the numeric columns
@@ -118,54 +147,81 @@ WHERE t.table_schema = DATABASE() AND t.table_type = 'BASE TABLE'
 ORDER BY t.table_name, c.ordinal_position`,
 }
 
-// Plan lists what a snapshot of the connection's schema reads: every
-// table, or the tables watch names (exactly, or else ignoring case).
-func Plan(ctx context.Context, d Dialect, q Querier, watch []string, lim Limits) (*SnapshotPlan, error) {
+// tableNames lists the names of the schema's tables: what each read of a
+// whole schema compares with its plan, cheaply.
+var tableNames = map[Dialect]string{
+	Postgres: `SELECT c.relname::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p')`,
+	MySQL: `SELECT table_name FROM information_schema.tables WHERE table_schema = DATABASE() AND table_type = 'BASE TABLE'`,
+}
+
+// ownTable reports whether a table is racetest's own: the registry, or a
+// run's.
+func ownTable(name string) bool { return strings.HasPrefix(name, RunPrefix) }
+
+// schemaTables is a listing read: the schema's tables by name, in the
+// listing's order, and the schema's name.
+type schemaTables struct {
+	schema string
+	names  []string
+	byName map[string]*SnapshotTable
+	sizes  map[string]int64
+}
+
+// readListing reads the listing of the schema's tables and columns.
+func readListing(ctx context.Context, d Dialect, q Querier) (*schemaTables, error) {
 	values, err := q.Rows(ctx, listing[d])
 	if err != nil {
 		return nil, fmt.Errorf("%s: listing the schema's tables for --effects auto: %w", d, err)
 	}
-	p := &SnapshotPlan{dialect: d}
-	byName := map[string]*SnapshotTable{}
-	var names []string
+	l := &schemaTables{byName: map[string]*SnapshotTable{}, sizes: map[string]int64{}}
 	for _, r := range values {
 		name, col, typ := text(r[0]), text(r[1]), strings.ToLower(text(r[2]))
-		p.Schema = text(r[5])
+		l.schema = text(r[5])
 		if name == RegistryTable {
 			continue
 		}
-		t := byName[name]
+		t := l.byName[name]
 		if t == nil {
 			t = &SnapshotTable{Name: name, Float: map[string]bool{}}
-			byName[name] = t
-			names = append(names, name)
-			p.Bytes += integer(r[4])
+			l.byName[name] = t
+			l.names = append(l.names, name)
+			l.sizes[name] = integer(r[4])
 		}
 		if col != "" && numericTypes[d][typ] && !truth(r[3]) {
 			t.Columns = append(t.Columns, col)
 			t.Float[col] = floatTypes[typ]
 		}
 	}
-	if p.Schema == "" {
-		p.Schema = "(the connection's, empty)"
+	if l.schema == "" {
+		l.schema = "(the connection's, empty)"
 	}
-	chosen := names
+	return l, nil
+}
+
+// Plan lists what a snapshot of the connection's schema reads: every
+// table but racetest's own, or the tables watch names (exactly, or else
+// ignoring case; a run's table too, when named).
+func Plan(ctx context.Context, d Dialect, q Querier, watch []string, lim Limits) (*SnapshotPlan, error) {
+	l, err := readListing(ctx, d, q)
+	if err != nil {
+		return nil, err
+	}
+	p := &SnapshotPlan{dialect: d, Schema: l.schema, watched: len(watch) > 0}
+	var chosen []string
+	for _, n := range l.names {
+		if !ownTable(n) {
+			chosen = append(chosen, n)
+		}
+	}
 	if len(watch) > 0 {
-		chosen, err = pick(names, watch, p.Schema)
-		if err != nil {
+		if chosen, err = pick(l.names, watch, p.Schema); err != nil {
 			return nil, err
-		}
-		p.Bytes = 0
-		sizes := map[string]int64{}
-		for _, r := range values {
-			sizes[text(r[0])] = integer(r[4])
-		}
-		for _, n := range chosen {
-			p.Bytes += sizes[n]
 		}
 	}
 	for _, n := range chosen {
-		p.Tables = append(p.Tables, *byName[n])
+		p.Tables = append(p.Tables, *l.byName[n])
+		p.Bytes += l.sizes[n]
 	}
 	maxTables, maxBytes := lim.Tables, lim.Bytes
 	if int64(len(p.Tables)) > maxTables {
@@ -214,9 +270,19 @@ func pick(names, watch []string, schema string) ([]string, error) {
 }
 
 // Read takes the snapshot: one statement per table, count(*) and the sums
-// together in one pass over it.
+// together in one pass over it. A read of the whole schema first lists
+// its tables' names, and a table that is not in the plan, or a planned
+// one gone, is a change of the schema's shape (see ShapeKey); so is a
+// watched table whose read fails because it is gone or its columns
+// changed. A table gone is read no more.
 func (p *SnapshotPlan) Read(ctx context.Context, q Querier) (runner.Snapshot, error) {
+	if !p.watched && p.shape == "" {
+		if err := p.compareNames(ctx, q); err != nil {
+			return nil, err
+		}
+	}
 	s := runner.Snapshot{}
+	tables := p.Tables[:0:0]
 	for _, t := range p.Tables {
 		query := p.query(t)
 		dest := make([]sql.NullString, 1+len(t.Columns))
@@ -225,8 +291,12 @@ func (p *SnapshotPlan) Read(ctx context.Context, q Querier) (runner.Snapshot, er
 			ptrs[i] = &dest[i]
 		}
 		if err := q.Row(ctx, query, ptrs...); err != nil {
+			if p.reshaped(ctx, q, t) {
+				continue
+			}
 			return nil, fmt.Errorf("%s: snapshot of %s: %w", p.dialect, t.Name, err)
 		}
+		tables = append(tables, t)
 		keys := append([]string{t.Name + runner.RowsSuffix}, nil...)
 		for _, c := range t.Columns {
 			keys = append(keys, t.Name+"."+c)
@@ -241,7 +311,64 @@ func (p *SnapshotPlan) Read(ctx context.Context, q Querier) (runner.Snapshot, er
 			s[k] = v
 		}
 	}
+	p.Tables = tables
+	if p.shape != "" {
+		p.since++
+		s[p.shape] = new(big.Rat).SetInt64(p.since)
+	}
 	return s, nil
+}
+
+// changed records the first change of the schema's shape, naming table.
+func (p *SnapshotPlan) changed(table string) {
+	if p.shape == "" {
+		p.shape = ShapeKey(p.Schema, table)
+	}
+}
+
+// compareNames lists the schema's tables and records a change of shape
+// when they are not the plan's, racetest's own left out.
+func (p *SnapshotPlan) compareNames(ctx context.Context, q Querier) error {
+	rows, err := q.Rows(ctx, tableNames[p.dialect])
+	if err != nil {
+		return fmt.Errorf("%s: listing the schema's tables for --effects auto: %w", p.dialect, err)
+	}
+	planned := map[string]bool{}
+	for _, t := range p.Tables {
+		planned[t.Name] = true
+	}
+	var now []string
+	for _, r := range rows {
+		if n := text(r[0]); !ownTable(n) {
+			if !planned[n] {
+				now = append(now, n)
+			}
+			delete(planned, n)
+		}
+	}
+	for n := range planned {
+		now = append(now, n)
+	}
+	if len(now) > 0 {
+		sort.Strings(now)
+		p.changed(now[0])
+	}
+	return nil
+}
+
+// reshaped reports whether a table whose read failed is gone, or its
+// columns are no longer the plan's, by listing the schema again; a
+// listing that fails too says nothing, and the read's error stands.
+func (p *SnapshotPlan) reshaped(ctx context.Context, q Querier, t SnapshotTable) bool {
+	l, err := readListing(ctx, p.dialect, q)
+	if err != nil {
+		return false
+	}
+	if now := l.byName[t.Name]; now != nil && slices.Equal(now.Columns, t.Columns) {
+		return false
+	}
+	p.changed(t.Name)
+	return true
 }
 
 // query is the statement that reads one table.

@@ -26,6 +26,18 @@ type fakeQuerier struct {
 
 func (f *fakeQuerier) Rows(_ context.Context, query string) ([][]any, error) {
 	f.queries = append(f.queries, query)
+	if query == tableNames[Postgres] || query == tableNames[MySQL] {
+		// The names of the listing's tables, once each.
+		var names [][]any
+		seen := map[string]bool{}
+		for _, r := range f.listing {
+			if n := text(r[0]); !seen[n] {
+				seen[n] = true
+				names = append(names, []any{n})
+			}
+		}
+		return names, f.listErr
+	}
 	return f.listing, f.listErr
 }
 
@@ -33,6 +45,9 @@ func (f *fakeQuerier) Row(_ context.Context, query string, dest ...any) error {
 	f.queries = append(f.queries, query)
 	if f.rowErr != nil {
 		return f.rowErr
+	}
+	if f.listing != nil && !f.lists(query) {
+		return errors.New("fake: relation does not exist")
 	}
 	var vals []any
 	for table, v := range f.row {
@@ -50,6 +65,17 @@ func (f *fakeQuerier) Row(_ context.Context, query string, dest ...any) error {
 		}
 	}
 	return nil
+}
+
+// lists reports whether the table a statement reads is in the listing.
+func (f *fakeQuerier) lists(query string) bool {
+	for _, r := range f.listing {
+		n := text(r[0])
+		if strings.HasSuffix(query, ` FROM "`+n+`"`) || strings.HasSuffix(query, " FROM `"+n+"`") {
+			return true
+		}
+	}
+	return false
 }
 
 // col is one row of the listing: table, column, type, key, size, schema.
@@ -204,7 +230,7 @@ func TestReadSumsEachTableInOneStatement(t *testing.T) {
 		{MySQL, "SELECT CAST(count(*) AS CHAR), CAST(sum(`qty`) AS CHAR), CAST(round(sum(`sc\"ore`), 6) AS CHAR) FROM `st\"ock`"},
 	} {
 		t.Run(string(c.d), func(t *testing.T) {
-			p := &SnapshotPlan{dialect: c.d, Tables: []SnapshotTable{
+			p := &SnapshotPlan{dialect: c.d, watched: true, Tables: []SnapshotTable{
 				{Name: `st"ock`, Columns: []string{"qty", `sc"ore`}, Float: map[string]bool{`sc"ore`: true}},
 			}}
 			q := &fakeQuerier{row: map[string][]any{}}
@@ -243,11 +269,20 @@ func TestReadQuotesPerDialect(t *testing.T) {
 }
 
 func TestReadErrors(t *testing.T) {
-	p := &SnapshotPlan{dialect: Postgres, Tables: []SnapshotTable{{Name: "t", Columns: []string{"v"}}}}
-	_, err := p.Read(context.Background(), &fakeQuerier{rowErr: errors.New("relation does not exist")})
-	if err == nil || err.Error() != "postgres: snapshot of t: relation does not exist" {
-		t.Errorf("error %v", err)
+	p := &SnapshotPlan{dialect: Postgres, watched: true, Tables: []SnapshotTable{{Name: "t", Columns: []string{"v"}}}}
+	// The table is there, with the plan's columns: the read's error
+	// stands; and so it does when the schema cannot be listed again.
+	listed := [][]any{col("t", "v", "integer", false, int64(1))}
+	for _, q := range []*fakeQuerier{{listing: listed, rowErr: errors.New("permission denied")}, {listErr: errors.New("gone away"), rowErr: errors.New("permission denied")}} {
+		_, err := p.Read(context.Background(), q)
+		if err == nil || err.Error() != "postgres: snapshot of t: permission denied" {
+			t.Errorf("error %v", err)
+		}
+		if len(p.Tables) != 1 || p.shape != "" {
+			t.Errorf("a read that failed on a table that is there changed the plan: %+v", p)
+		}
 	}
+	var err error
 	q := &fakeQuerier{row: map[string][]any{`"t"`: {"1", "abc"}}}
 	_, err = p.Read(context.Background(), q)
 	if err == nil || err.Error() != `postgres: snapshot of t.v: "abc" is not a number` {
@@ -285,5 +320,95 @@ func TestDriverValues(t *testing.T) {
 		if got := truth(c.v); got != c.tr {
 			t.Errorf("truth(%#v) = %v, want %v", c.v, got, c.tr)
 		}
+	}
+}
+
+// Without --watch, racetest's own tables (the registry, this run's and
+// other runs', which come and go on a shared database) are not read; a
+// table named by --watch is, whatever its name.
+func TestPlanLeavesOutRunsTables(t *testing.T) {
+	listing := [][]any{
+		col("orders", "n", "integer", false, int64(10)),
+		col("racetest_fd06a480_effects", "n", "integer", false, int64(20)),
+		col(RegistryTable, "n", "integer", false, int64(40)),
+	}
+	for _, c := range []struct {
+		watch []string
+		want  string
+		bytes int64
+	}{
+		{nil, "orders", 10},
+		{[]string{"racetest_fd06a480_effects"}, "racetest_fd06a480_effects", 20},
+	} {
+		p, err := Plan(context.Background(), Postgres, &fakeQuerier{listing: listing}, c.watch, DefaultLimits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, tb := range p.Tables {
+			got = append(got, tb.Name)
+		}
+		if g := strings.Join(got, " "); g != c.want || p.Bytes != c.bytes {
+			t.Errorf("--watch %v: tables %q (%d bytes), want %q (%d bytes)", c.watch, g, p.Bytes, c.want, c.bytes)
+		}
+	}
+}
+
+// A table of the schema that is created or dropped during a run is
+// another writer's: no read fails on it, and from then on every snapshot
+// differs from the one before by ShapeKey, so that no burst after it can
+// be put down to its attempts. Tables of racetest's runs come and go
+// unseen.
+func TestReadTablesThatComeAndGo(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		watch []string
+		// then is the listing after the plan was made.
+		then  [][]any
+		table string // the table ShapeKey names, "" for no change
+	}{
+		{"unchanged", nil, [][]any{col("orders", "n", "integer", false, 1), col("audit", "n", "integer", false, 1)}, ""},
+		{"a run's table", nil, [][]any{col("orders", "n", "integer", false, 1), col("audit", "n", "integer", false, 1), col("racetest_ab_x", "n", "integer", false, 1)}, ""},
+		{"dropped", nil, [][]any{col("orders", "n", "integer", false, 1)}, "audit"},
+		{"created", nil, [][]any{col("orders", "n", "integer", false, 1), col("audit", "n", "integer", false, 1), col("b_new", "n", "integer", false, 1)}, "b_new"},
+		{"watched, created", []string{"orders", "audit"}, [][]any{col("orders", "n", "integer", false, 1), col("audit", "n", "integer", false, 1), col("b_new", "n", "integer", false, 1)}, ""},
+		{"watched, dropped", []string{"orders", "audit"}, [][]any{col("orders", "n", "integer", false, 1)}, "audit"},
+		{"watched, altered", []string{"orders", "audit"}, [][]any{col("orders", "n", "integer", false, 1), col("audit", "m", "integer", false, 1)}, "audit"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			q := &fakeQuerier{listing: [][]any{col("orders", "n", "integer", false, 1), col("audit", "n", "integer", false, 1)}}
+			p, err := Plan(context.Background(), Postgres, q, c.watch, DefaultLimits)
+			if err != nil {
+				t.Fatal(err)
+			}
+			q.listing = c.then
+			q.row = map[string][]any{`"orders"`: {"2", "5"}, `"audit"`: {"1", "1"}}
+			if c.name == "watched, altered" {
+				// The plan's column is gone: its read fails.
+				q.row[`"audit"`] = []any{"1"}
+			}
+			key := ShapeKey("app", c.table)
+			for i := int64(1); i <= 3; i++ {
+				s, err := p.Read(context.Background(), q)
+				if err != nil {
+					t.Fatalf("read %d: %v", i, err)
+				}
+				if s["orders"+runner.RowsSuffix].RatString() != "2" {
+					t.Errorf("read %d: orders rows %v", i, s["orders"+runner.RowsSuffix])
+				}
+				if c.table == "" {
+					if len(s) != 4 {
+						t.Errorf("read %d: snapshot %v, want orders' and audit's rows and sums alone", i, s)
+					}
+					continue
+				}
+				if s[key] == nil || s[key].RatString() != fmt.Sprint(i) {
+					t.Errorf("read %d: %q = %v, want %d (one more at each read)", i, key, s[key], i)
+				}
+			}
+		})
+	}
+	if got := ShapeKey("test", "orders"); got != "tables created or dropped in test: orders" {
+		t.Errorf("ShapeKey %q", got)
 	}
 }

@@ -23,7 +23,7 @@ var maxSnapshotDocuments int64 = MaxSnapshotDocuments
 // Snapshot measures the collections of db for --effects auto: per
 // collection its documents ("COLL rows") and the sum of each top-level
 // numeric field but _id ("COLL.FIELD"). watch names the collections; none,
-// every collection of the database but system ones.
+// every collection of the database but system ones and racetest's own.
 func Snapshot(ctx context.Context, db *mongo.Database, watch []string) (runner.Snapshot, error) {
 	colls := watch
 	if len(colls) == 0 {
@@ -32,7 +32,9 @@ func Snapshot(ctx context.Context, db *mongo.Database, watch []string) (runner.S
 			return nil, fmt.Errorf("mongo: listing the collections of %s: %w", db.Name(), err)
 		}
 		for _, n := range names {
-			if !strings.HasPrefix(n, "system.") {
+			// racetest's runs' own collections (racetest_…) come and go
+			// on a shared database: read only when --watch names them.
+			if !strings.HasPrefix(n, "system.") && !strings.HasPrefix(n, "racetest_") {
 				colls = append(colls, n)
 			}
 		}

@@ -61,8 +61,10 @@ func TestSnapshotSeesTopLevelNumbersOnly(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Collection("other").InsertOne(ctx, bson.D{{Key: "n", Value: 1}}); err != nil {
-		t.Fatal(err)
+	for _, c := range []string{"other", "racetest_0badf00d_effects"} {
+		if _, err := db.Collection(c).InsertOne(ctx, bson.D{{Key: "n", Value: 1}}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	s, err := Snapshot(ctx, db, []string{"accounts"})
 	if err != nil {
@@ -77,9 +79,13 @@ func TestSnapshotSeesTopLevelNumbersOnly(t *testing.T) {
 			t.Errorf("%s = %v, want %s", k, s[k], v.RatString())
 		}
 	}
-	// No --watch: every collection of the database.
-	if s, err = Snapshot(ctx, db, nil); err != nil || s["other"+runner.RowsSuffix] == nil || s["accounts"+runner.RowsSuffix] == nil {
+	// No --watch: every collection of the database but a run's own, which
+	// is read when named.
+	if s, err = Snapshot(ctx, db, nil); err != nil || s["other"+runner.RowsSuffix] == nil || s["accounts"+runner.RowsSuffix] == nil || s["racetest_0badf00d_effects"+runner.RowsSuffix] != nil {
 		t.Errorf("the whole database: %v, %v", s, err)
+	}
+	if s, err = Snapshot(ctx, db, []string{"racetest_0badf00d_effects"}); err != nil || s["racetest_0badf00d_effects"+runner.RowsSuffix] == nil {
+		t.Errorf("a run's collection, named: %v, %v", s, err)
 	}
 }
 

@@ -1,0 +1,203 @@
+package cmd
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/racetest/racetest/internal/sqldb"
+	"github.com/racetest/racetest/scenarios/conformance"
+)
+
+// churnTables creates a table of the test's own on d's server every few
+// milliseconds, each under a new name, and drops the one before it, until
+// the test ends: what another team's tests (or another racetest run) do on
+// a shared database. prefix starts every name. The last table is dropped
+// at the end.
+func churnTables(t *testing.T, d sqldb.Dialect, env, prefix string) {
+	t.Helper()
+	ctx := context.Background()
+	db, err := sqldb.Open(ctx, d, os.Getenv(env), sqldb.Options{})
+	if err != nil {
+		conformance.Unavailable(t, string(d), err)
+	}
+	b := make([]byte, 4)
+	rand.Read(b)
+	base := prefix + hex.EncodeToString(b) + "_churn"
+	stop, done := make(chan struct{}), make(chan struct{})
+	var standing []string // the tables made and not yet dropped
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			name := fmt.Sprintf("%s%d", base, i)
+			if db.Exec(ctx, "CREATE TABLE "+name+" (id INT PRIMARY KEY, n INT)") != nil {
+				continue
+			}
+			standing = append(standing, name)
+			for len(standing) > 1 && db.Exec(ctx, "DROP TABLE "+standing[0]) == nil {
+				standing = standing[1:]
+			}
+			time.Sleep(3 * time.Millisecond)
+		}
+	}()
+	t.Cleanup(func() {
+		close(stop)
+		<-done
+		for _, name := range standing {
+			if err := db.Exec(ctx, "DROP TABLE IF EXISTS "+name); err != nil {
+				t.Errorf("drop %s by hand: %v", name, err)
+			}
+		}
+		db.Close()
+	})
+}
+
+// On a shared database, without --watch, tables of others come and go
+// during an auto run: one that appears or vanishes is another writer's
+// (the run is INCONCLUSIVE, saying so) or, named racetest_…, another
+// run's, never snapshotted. Either way the run reaches a verdict or
+// INCONCLUSIVE, never an error (exit 3) on a table gone between the
+// listing and its read.
+func TestEffectsAutoSQLTablesComeAndGo(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: bursts on a store's own server (the mutation step's runs of cmd skip it)")
+	}
+	dir := "../examples/auto/"
+	t.Setenv("COLUMNS", "250")
+	for _, c := range []struct {
+		backend string
+		dialect sqldb.Dialect
+		env     string
+	}{{"postgres", sqldb.Postgres, "RACETEST_POSTGRES_URL"}, {"mysql", sqldb.MySQL, "RACETEST_MYSQL_DSN"}} {
+		for _, prefix := range []string{"snapchurn_", "racetest_"} {
+			t.Run(c.backend+"/"+prefix, func(t *testing.T) {
+				churnTables(t, c.dialect, c.env, prefix)
+				out, stderr, code := execCmd(t, false, "sql", "-b", c.backend, "--setup", "@"+dir+"schema.sql", "--subject", "@"+dir+"subject.sql",
+					"--attempt", "@"+dir+"redeem-fixed.sql", "--effects", "auto", "--teardown", "@"+dir+"drop.sql",
+					"-n", "4", "--bursts", "6", "--timeline=false", "--expect", "safe", "--strict")
+				switch {
+				case code == ExitOK && strings.Contains(out, "SAFE"):
+				case code == ExitInconclusive && strings.Contains(out, "another writer is at work"):
+				default:
+					t.Fatalf("exit %d, want SAFE (0) or INCONCLUSIVE for another writer (4)\n%s\n%s", code, out, stderr)
+				}
+				if prefix == "snapchurn_" && code == ExitOK {
+					t.Errorf("tables created and dropped during the run, and the run read SAFE:\n%s", out)
+				}
+			})
+		}
+	}
+}
+
+// The same over HTTP: 'racetest http … --effects auto:postgres' without
+// --watch, while tables of others come and go, is INCONCLUSIVE for
+// another writer, never exit 3.
+func TestEffectsAutoHTTPTablesComeAndGo(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: bursts on a store's own server (the mutation step's runs of cmd skip it)")
+	}
+	ctx := context.Background()
+	db, err := sqldb.Open(ctx, sqldb.Postgres, os.Getenv("RACETEST_POSTGRES_URL"), sqldb.Options{})
+	if err != nil {
+		conformance.Unavailable(t, "postgres", err)
+	}
+	defer db.Close()
+	b := make([]byte, 4)
+	rand.Read(b)
+	visits := "snapvisits_" + hex.EncodeToString(b)
+	if err := db.Exec(ctx, "CREATE TABLE "+visits+" (code TEXT NOT NULL)"); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := db.Exec(context.Background(), "DROP TABLE "+visits); err != nil {
+			t.Errorf("drop %s by hand: %v", visits, err)
+		}
+	}()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := db.Exec(r.Context(), "INSERT INTO "+visits+" (code) VALUES ($1)", r.URL.Query().Get("code")); err != nil {
+			http.Error(w, err.Error(), 500)
+		}
+	}))
+	defer srv.Close()
+	churnTables(t, sqldb.Postgres, "RACETEST_POSTGRES_URL", "snapchurn_")
+	t.Setenv("COLUMNS", "250")
+	out, stderr, code := execCmd(t, false, "http", "POST", srv.URL+"/visit?code={{.Token}}", "--effects", "auto:postgres",
+		"-n", "3", "--bursts", "4", "--expect", "safe", "--strict")
+	if code != ExitInconclusive || !strings.Contains(out, "another writer is at work") {
+		t.Fatalf("exit %d, want INCONCLUSIVE for another writer (4)\n%s\n%s", code, out, stderr)
+	}
+}
+
+// An empty --watch named nothing and measured every table; --solo-every without
+// --effects auto was dropped without a word. Both are refused before
+// anything connects, with what to give; RACETEST_SOLO_EVERY, set once for
+// every run of a CI matrix, is used by auto runs and ignored by the others.
+func TestEffectsAutoFlagsThatNameNothing(t *testing.T) {
+	noServer := []string{"--postgres-url", "postgres://nobody@127.0.0.1:1/x?connect_timeout=1", "--redis-url", "redis://127.0.0.1:1/0"}
+	for name, tc := range map[string]struct {
+		args []string
+		want string
+	}{
+		"sql watch empty":          {[]string{"sql", "-b", "postgres", "--attempt", "SELECT 1;", "--effects", "auto", "--watch", ""}, "--watch '' names no tables: name the tables the attempts write, e.g. --watch 'coupons_{{.RunID}},redemptions_{{.RunID}}', or leave --watch out"},
+		"sql watch empty name":     {[]string{"sql", "-b", "postgres", "--attempt", "SELECT 1;", "--effects", "auto", "--watch", "coupons,"}, `--watch "coupons,": an empty name among the tables`},
+		"sql watch empty no auto":  {[]string{"sql", "-b", "postgres", "--attempt", "SELECT 1;", "--effects", "SELECT 1;", "--watch", ""}, "--watch '' names no tables"},
+		"mongo watch empty":        {[]string{"mongo", "--attempt", `{"ping": 1}`, "--effects", "auto", "--watch", " "}, "an empty name among the collections"},
+		"sql solo-every no auto":   {[]string{"sql", "-b", "postgres", "--attempt", "SELECT 1;", "--effects", "SELECT 1;", "--solo-every", "3"}, "--solo-every sets how often --effects auto runs a solo twin: add --effects auto, or drop --solo-every"},
+		"redis solo-every no auto": {[]string{"redis", "--attempt", "GET a", "--effects", "EXISTS a", "--solo-every", "1"}, "--solo-every sets how often --effects auto runs a solo twin"},
+		"http solo-every no auto":  {[]string{"http", "http://127.0.0.1:1/", "--solo-every", "2"}, "--solo-every sets how often --effects auto runs a solo twin"},
+		"http watch empty":         {[]string{"http", "http://127.0.0.1:1/", "--effects", "auto:postgres", "--watch", ""}, "--watch '' names no tables, key patterns or collections: name what the endpoint writes"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, stderr, code := execCmd(t, false, append(tc.args, noServer...)...)
+			if code != ExitUsage || !strings.Contains(stderr, tc.want) {
+				t.Errorf("exit %d (want %d), stderr does not say %q:\n%s", code, ExitUsage, tc.want, stderr)
+			}
+		})
+	}
+	// The environment's: a run without auto goes on (to the server that
+	// is not there, exit 3), and an empty RACETEST_WATCH is no --watch.
+	for name, env := range map[string]map[string]string{
+		"solo-every": {"RACETEST_SOLO_EVERY": "3"},
+		"watch":      {"RACETEST_WATCH": ""},
+	} {
+		t.Run("environment "+name, func(t *testing.T) {
+			code, _, stderr := runWithEnv(t, env, append([]string{"sql", "-b", "postgres", "--attempt", "SELECT 1;", "--effects", "SELECT 1;", "--bursts", "1"}, noServer...)...)
+			if code != ExitSetup {
+				t.Errorf("exit %d, want %d (refused for a setting by environment that does not apply)\n%s", code, ExitSetup, stderr)
+			}
+		})
+	}
+}
+
+// A key of the application's own with a time to live (a rate limiter's
+// window, a lease) that expires during the run is not another writer,
+// nor a loss: the run over keys that each expire a few bursts later
+// reads SAFE, as the same key without expiry does.
+func TestEffectsAutoRedisKeysThatExpire(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: bursts on a store's own server (the mutation step's runs of cmd skip it)")
+	}
+	autoProbe(t, "redis")
+	t.Setenv("COLUMNS", "250")
+	// One window per subject, opened once: SET NX is atomic. Each attempt
+	// takes 15 ms, so that a burst and its solo twin take some 75 ms and
+	// every window (150 ms) closes a burst or two after it opened.
+	out, stderr, code := execCmd(t, false, "redis", "--attempt", "SET rl:{{.RunID}}-{{.Token}} 1 PX 150 NX\n\\sleep 15 ms",
+		"--effects", "auto", "--watch", "rl:{{.RunID}}-*", "-n", "4", "--bursts", "16", "--timeline=false", "--expect", "safe", "--strict")
+	if code != ExitOK || !strings.Contains(out, "SAFE") {
+		t.Fatalf("exit %d, want SAFE\n%s\n%s", code, out, stderr)
+	}
+	time.Sleep(200 * time.Millisecond) // the run's keys expire
+}
