@@ -404,7 +404,7 @@ func (tw *Twins) Reason() string {
 		return fmt.Sprintf("only %d solo twin ran, and one cannot show that the application does the same thing twice: run more bursts (2 or more; with --solo-every K, K+1 or more)", tw.Solos)
 	}
 	if tw.Noisy > 0 {
-		return fmt.Sprintf("the database changed while no attempt ran (%s) in %s: another writer is at work, so no change can be put down to the attempts — run on a database of its own, or name the tables the action writes with --watch",
+		return fmt.Sprintf("the database changed while no attempt ran (%s) in %s: another writer is at work, so no change can be put down to the attempts — run on a database of its own, or watch only what the action writes, scoped to this run with {{.RunID}} in the names: --watch 'coupons_{{.RunID}},redemptions_{{.RunID}}' (tables, collections) or --watch 'coupon:{{.RunID}}-*' (Redis keys)",
 			tw.Noise, bursts(tw.Noisy))
 	}
 	return tw.Disagree
