@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"fmt"
 	"math/big"
 	"strings"
 	"testing"
@@ -332,5 +333,60 @@ func TestUncountedHeadlineAndMarkdown(t *testing.T) {
 	}
 	if !strings.Contains(md.String(), "| 0/3 | no invariant broken |") || !strings.Contains(md.String(), "| 1/3 | 2 violations of an invariant |") {
 		t.Errorf("markdown:\n%s", md.String())
+	}
+}
+
+// A burst replayed in the order its attempts completed keeps its replays
+// through JSON: re-read, it is shown beside its replay, with the same
+// verdict and difference, and a replay whose change is not a number is
+// refused.
+func TestTwinReplaysRoundTrip(t *testing.T) {
+	c := twinCase(func(i int) runner.Delta {
+		d := same(i)
+		if i == 2 {
+			d["grants rows"] = rat(7)
+		}
+		return d
+	})
+	b := &c.Result.Bursts[2]
+	b.Twin.SoloOrder = []int{0, 1, 2, 3, 4, 5, 6, 7}
+	b.Twin.Replays = []runner.Serial{{Order: []int{7, 6, 5, 4, 3, 2, 1, 0}, Delta: runner.Delta{"grants rows": rat(2), "stock.qty": rat(-5), "grants.who": rat(1)}}}
+	c.Result.Twins = runner.JudgeTwins(c.Result.Bursts)
+	if d := b.Twin.Diffs; len(d) != 1 || d[0].Solo.Cmp(rat(2)) != 0 {
+		t.Fatalf("diffs %v, want against the replay's 2 rows", d)
+	}
+	var saved bytes.Buffer
+	if err := JSON(&saved, []Case{c}, Options{Version: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	doc, err := ReadDocument(bytes.NewReader(saved.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := doc.Cases()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tw := again[0].Result.Bursts[2].Twin
+	if len(tw.Replays) != 1 || fmt.Sprint(tw.Replays[0].Order) != "[7 6 5 4 3 2 1 0]" || fmt.Sprint(tw.SoloOrder) != "[0 1 2 3 4 5 6 7]" {
+		t.Fatalf("re-read twin: replays %+v, solo order %v", tw.Replays, tw.SoloOrder)
+	}
+	if len(tw.Diffs) != 1 || tw.Diffs[0].String() != "`grants`: +2 rows solo, +7 together" {
+		t.Errorf("re-read diffs %v, want against the replay", tw.Diffs)
+	}
+	var t1, t2 bytes.Buffer
+	_ = Table(&t1, []Case{c}, Options{Width: 200})
+	_ = Table(&t2, again, Options{Width: 200})
+	if t1.String() != t2.String() || !strings.Contains(t1.String(), "burst 2 beside its replay (the same 8 attempts one at a time, in the order they completed together: 7, 6, 5, 4, 3, 2, 1, 0)") {
+		t.Errorf("re-read table:\n%s\nwant\n%s", t2.String(), t1.String())
+	}
+	bad := strings.Replace(saved.String(), `"change": {`, `"change": {"x rows": "many", `, 1)
+	if bad == saved.String() {
+		t.Fatal("no replay in the JSON")
+	}
+	if doc, err := ReadDocument(strings.NewReader(bad)); err == nil {
+		if _, err := doc.Cases(); err == nil {
+			t.Error("a replay's change that is not a number was read")
+		}
 	}
 }
