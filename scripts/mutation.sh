@@ -158,6 +158,7 @@ TARGETS=(
   "sqldb|internal/sqldb|classify.go lockwait.go readonly.go catalog.go|90|90|MUTATION_CLEAN=1"
   "sqlsnap|internal/sqlsnap|snapshot.go|90|90|MUTATION_CLEAN=1"
   "redisstore|scenarios/redisstore|classify.go|90|90|RACETEST_REDIS_URL=redis://127.0.0.1:9"
+  "redissnap|scenarios/redisstore|snapshot.go|90|90|MUTATION_CLEAN=1 MUTATION_RUN=Snapshot"
   "mongostore|scenarios/mongostore|classify.go|90|90|RACETEST_MONGO_URI=mongodb://127.0.0.1:9/"
   "scenarios|scenarios|expect.go|90|90|"
   "race|race|race.go verdict.go explore.go outcome.go auto.go|90|90|MUTATION_FULL=1 MUTATION_CLEAN=1"
@@ -490,16 +491,22 @@ table() {
 }
 
 # scope: every non-test .go file of a target's package is mutated (in
-# TARGETS) or named in $SCOPE with the reason it decides no verdict; and
-# every file TARGETS or $SCOPE names exists. Exits 1 otherwise, naming the
-# file and what to do.
+# TARGETS: any target of its directory, as redisstore's classify.go and
+# redissnap's snapshot.go, which want different servers) or named in
+# $SCOPE with the reason it decides no verdict; and every file TARGETS or
+# $SCOPE names exists. Exits 1 otherwise, naming the file and what to do.
 SCOPE=scripts/mutation-scope.txt
 scope() {
-  local bad=0 t name dir files f bn
+  local bad=0 t u name dir files f bn udir ufiles
   for t in "${TARGETS[@]}"; do
     IFS='|' read -r name dir files _ <<< "$t"
     for bn in $files; do
       [ -f "$dir/$bn" ] || { echo "$dir/$bn: in TARGETS ($name) but no such file: correct TARGETS"; bad=1; }
+    done
+    # The files of every target of this directory.
+    for u in "${TARGETS[@]}"; do
+      IFS='|' read -r _ udir ufiles _ <<< "$u"
+      [ "$udir" != "$dir" ] || [[ " $files " == *" $ufiles "* ]] || files="$files $ufiles"
     done
     for f in "$dir"/*.go; do
       bn=$(basename "$f")

@@ -18,7 +18,7 @@ func TestSnapshotNeedsAPattern(t *testing.T) {
 	}
 }
 
-func TestAddNumber(t *testing.T) {
+func TestSnapshotAddNumber(t *testing.T) {
 	sum := new(big.Rat)
 	for _, v := range []string{"3", " 1.5 ", "abc", "", "-2"} {
 		addNumber(sum, v)
