@@ -464,11 +464,41 @@ func (e *engine) soloTwin(ctx context.Context, b int) (Serial, error) {
 // other swapped. Each run is kept (Twin.Replays); the first is the
 // completion order.
 func (e *engine) replay(ctx context.Context, b Burst) ([]Serial, error) {
+	orders := replayOrders(e.cur, e.cfg.Waves)
+	var runs []Serial
+	for _, o := range orders {
+		sr, err := e.serial(ctx, e.replayIndex(b.Index)+len(runs)*2*e.cfg.Bursts, o)
+		if err != nil {
+			return runs, fmt.Errorf("burst %d: replay in the order the attempts completed: %w", b.Index, err)
+		}
+		e.serials = append(e.serials, sr)
+		runs = append(runs, sr)
+		varying, _ := drift(e.serials)
+		if equal(b.Twin.Together, sr.Delta, varying) {
+			break
+		}
+	}
+	return runs, nil
+}
+
+// MaxReplays is the most serial runs a burst's replay makes (see replay).
+// TieGap is how close two completions are for their order to be in doubt.
+const (
+	MaxReplays = 4
+	TieGap     = 2 * time.Millisecond
+)
+
+// replayOrders are the orders a burst's replay tries (see replay), from
+// its trace: the completion order, wave after wave; the attempts that
+// took effect in that order, then the others, if that differs; then the
+// completion order with one pair of neighbours that completed within
+// TieGap swapped, the earliest pairs first; MaxReplays orders at most.
+func replayOrders(cur []WorkerTrace, waves int) [][]int {
 	var order, effectFirst []int
 	var gap []time.Duration
-	for wave := range e.cfg.Waves {
+	for wave := range waves {
 		var tr []WorkerTrace
-		for _, w := range e.cur {
+		for _, w := range cur {
 			if w.Wave == wave {
 				tr = append(tr, w)
 			}
@@ -501,28 +531,8 @@ func (e *engine) replay(ctx context.Context, b Burst) ([]Serial, error) {
 			orders = append(orders, o)
 		}
 	}
-	var runs []Serial
-	for _, o := range orders {
-		sr, err := e.serial(ctx, e.replayIndex(b.Index)+len(runs)*2*e.cfg.Bursts, o)
-		if err != nil {
-			return runs, fmt.Errorf("burst %d: replay in the order the attempts completed: %w", b.Index, err)
-		}
-		e.serials = append(e.serials, sr)
-		runs = append(runs, sr)
-		varying, _ := drift(e.serials)
-		if equal(b.Twin.Together, sr.Delta, varying) {
-			break
-		}
-	}
-	return runs, nil
+	return orders
 }
-
-// MaxReplays is the most serial runs a burst's replay makes (see replay).
-// TieGap is how close two completions are for their order to be in doubt.
-const (
-	MaxReplays = 4
-	TieGap     = 2 * time.Millisecond
-)
 
 // finished is when an attempt's trace ends (its "done" mark).
 func finished(w WorkerTrace) time.Duration {

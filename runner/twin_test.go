@@ -742,3 +742,137 @@ func TestJudgeAgainstSerialOrders(t *testing.T) {
 		t.Errorf("same order, other sums: disagree %q, varying %v", tw.Disagree, tw.Varying)
 	}
 }
+
+// The orders a replay tries, from the burst's trace: completion order,
+// wave after wave; those that took effect first; then one near tie (within
+// TieGap) swapped at a time, at most MaxReplays orders.
+func TestReplayOrders(t *testing.T) {
+	ms := time.Millisecond
+	tr := func(worker, wave int, done time.Duration, o Class) WorkerTrace {
+		return WorkerTrace{Worker: worker, Wave: wave, Outcome: o, Marks: []Mark{{"released", 0}, {"done", done}}}
+	}
+	cases := []struct {
+		name  string
+		cur   []WorkerTrace
+		waves int
+		want  string
+	}{
+		{"apart, all executed", []WorkerTrace{tr(0, 0, 30*ms, Executed), tr(1, 0, 10*ms, Executed), tr(2, 0, 20*ms, Executed)}, 1,
+			"[[1 2 0]]"},
+		{"a declined one answered first", []WorkerTrace{tr(0, 0, 30*ms, Executed), tr(1, 0, 10*ms, Declined), tr(2, 0, 20*ms, Executed)}, 1,
+			"[[1 2 0] [2 0 1]]"},
+		{"a near tie", []WorkerTrace{tr(0, 0, 30*ms, Executed), tr(1, 0, 10*ms, Executed), tr(2, 0, 10*ms+TieGap, Executed)}, 1,
+			"[[1 2 0] [2 1 0]]"},
+		{"just over a tie", []WorkerTrace{tr(0, 0, 30*ms, Executed), tr(1, 0, 10*ms, Executed), tr(2, 0, 10*ms+TieGap+1, Executed)}, 1,
+			"[[1 2 0]]"},
+		{"ties past the most replays", []WorkerTrace{tr(0, 0, 1*ms, Declined), tr(1, 0, 2*ms, Executed), tr(2, 0, 3*ms, Executed), tr(3, 0, 4*ms, Executed), tr(4, 0, 5*ms, Executed)}, 1,
+			"[[0 1 2 3 4] [1 2 3 4 0] [1 0 2 3 4] [0 2 1 3 4]]"},
+		{"no tie across waves", []WorkerTrace{tr(0, 0, 5*ms, Executed), tr(1, 0, 1*ms, Executed), tr(0, 1, 1*ms, Executed), tr(1, 1, 9*ms, Executed)}, 2,
+			"[[1 0 0 1]]"},
+		{"effect first within each wave", []WorkerTrace{tr(0, 0, 1*ms, Declined), tr(1, 0, 9*ms, Executed), tr(0, 1, 1*ms, Declined), tr(1, 1, 9*ms, Executed)}, 2,
+			"[[0 1 0 1] [1 0 1 0]]"},
+	}
+	for _, c := range cases {
+		if got := fmt.Sprint(replayOrders(c.cur, c.waves)); got != c.want {
+			t.Errorf("%s: %s, want %s", c.name, got, c.want)
+		}
+	}
+	if MaxReplays != 4 || TieGap != 2*time.Millisecond {
+		t.Errorf("MaxReplays %d, TieGap %s: the docs say 4 and 2 ms", MaxReplays, TieGap)
+	}
+}
+
+// The first two solo twins run the attempts in worker order (a column
+// that changes with every run shows as such between them); each later
+// one starts one worker later.
+func TestSoloTwinOrders(t *testing.T) {
+	res := runTwins(t, newLedger(casGrant), Attempts(3), Bursts(5))
+	want := []string{"[0 1 2]", "[0 1 2]", "[1 2 0]", "[2 0 1]", "[0 1 2]"}
+	for i, b := range res.Bursts {
+		if got := fmt.Sprint(b.Twin.SoloOrder); got != want[i] {
+			t.Errorf("burst %d's solo twin ran %s, want %s", i, got, want[i])
+		}
+	}
+	res = runTwins(t, newLedger(casGrant), Attempts(2), Bursts(2), Waves(2))
+	if got := fmt.Sprint(res.Bursts[1].Twin.SoloOrder); got != "[0 1 0 1]" {
+		t.Errorf("two waves: the solo twin ran %s, want each wave's attempts in turn", got)
+	}
+}
+
+// sessionLedger records the session (its worker) each solo attempt ran on.
+type sessionLedger struct {
+	*ledger
+	bursts int
+	mu     sync.Mutex
+	used   map[int]bool
+}
+
+func (s *sessionLedger) Open(_ context.Context, replica, _ int) (App, error) {
+	return sessionApp{s, replica}, nil
+}
+
+type sessionApp struct {
+	s       *sessionLedger
+	replica int
+}
+
+func (a sessionApp) Session(_ context.Context, worker int) (Session, error) {
+	return sessionOf{a, worker}, nil
+}
+func (sessionApp) Close() error { return nil }
+
+type sessionOf struct {
+	a      sessionApp
+	worker int
+}
+
+func (sessionOf) Close() error { return nil }
+
+func (s sessionOf) Attempt(ctx context.Context, sub Subject, w *Worker) Outcome {
+	if sub.Burst >= 2*s.a.s.bursts { // a solo twin's or a replay's subject
+		s.a.s.mu.Lock()
+		s.a.s.used[s.worker*10+s.a.replica] = true
+		s.a.s.mu.Unlock()
+	}
+	return casGrant(s.a.s.ledger, sub, w)
+}
+
+// A solo twin runs each attempt on a session of replica 0, the sessions of
+// replica 0's workers (0 and 3 of 6 on 3 replicas), not on one session.
+func TestSoloTwinUsesReplicaZerosSessions(t *testing.T) {
+	l := &sessionLedger{ledger: newLedger(nil), bursts: 2, used: map[int]bool{}}
+	if _, err := Run(context.Background(), l, Attempts(6), Replicas(3), Bursts(2), SoloTwins(1), Timeout(5*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	var got []int
+	for k := range l.used {
+		got = append(got, k)
+	}
+	sort.Ints(got)
+	// worker×10 + replica: workers 0 and 3, replica 0.
+	if fmt.Sprint(got) != "[0 30]" {
+		t.Errorf("solo attempts ran on sessions %v (worker×10+replica), want [0 30]", got)
+	}
+}
+
+// The example burst of a twin run is the one that differs most from its
+// serial runs, the first of equals, and one that broke an invariant stays.
+func TestTwinExampleDiffersMost(t *testing.T) {
+	l := newLedger(func(l *ledger, s Subject, w *Worker) Outcome {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if s.Burst < 5 && w.ID == 0 {
+			// Together, burst b writes extra rows to b of the tables t0…:
+			// burst 2 and 3 differ in two, burst 1 in one.
+			for k := range []int{0, 0, 2, 2, 0}[s.Burst] + []int{0, 1, 0, 0, 0}[s.Burst] {
+				l.vals[fmt.Sprint("t", k, " rows")]++
+			}
+		}
+		l.vals["grants rows"]++
+		return Outcome{Class: Executed}
+	})
+	res := runTwins(t, l, Attempts(2), Bursts(5))
+	if res.Example == nil || res.Example.Burst != 2 {
+		t.Errorf("example %+v, want burst 2 (the first to differ in two keys)", res.Example)
+	}
+}
