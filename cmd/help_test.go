@@ -301,3 +301,43 @@ func TestReadmeBackendTableMatchesTheRegistry(t *testing.T) {
 		}
 	}
 }
+
+// Every line of README.md and docs/*.md that lists the output formats (at
+// least three of their names, as words) lists every one report knows: a
+// format added to report.Formats must reach each list a user reads.
+func TestReadmeFormatListsAreWhole(t *testing.T) {
+	names := report.Formats()
+	word := map[string]*regexp.Regexp{}
+	for _, n := range names {
+		word[n] = regexp.MustCompile(`(^|[^a-z-])` + n + `([^a-z-]|$)`)
+	}
+	lists := 0
+	for _, f := range docFiles(t) {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			var has, lacks []string
+			for _, n := range names {
+				if word[n].MatchString(line) {
+					has = append(has, n)
+				} else {
+					lacks = append(lacks, n)
+				}
+			}
+			// A list of formats names several, one after another, in a
+			// format flag's line or a list of its values.
+			if len(has) < 3 || !regexp.MustCompile(`format|-o\b|render`).MatchString(line) {
+				continue
+			}
+			lists++
+			if len(lacks) > 0 {
+				t.Errorf("%s:%d lists the formats %v but not %v: %s", f, i+1, has, lacks, line)
+			}
+		}
+	}
+	if lists < 4 {
+		t.Fatalf("only %d lists of formats found in the docs: the parser lost them", lists)
+	}
+}
