@@ -463,8 +463,14 @@ func (e *engine) soloTwin(ctx context.Context, b int) (Serial, error) {
 // completion order with one pair that completed within TieGap of each
 // other swapped. Each run is kept (Twin.Replays); the first is the
 // completion order.
+//
+// When none of them explains the burst, the completion order runs once
+// more: a value that differs between the two runs of one order (a random
+// pick, a clock) changes with every run and is set aside (drift), where
+// it would otherwise read as the burst's difference.
 func (e *engine) replay(ctx context.Context, b Burst) ([]Serial, error) {
 	orders := replayOrders(e.cur, e.cfg.Waves)
+	orders = append(orders, orders[0])
 	var runs []Serial
 	for _, o := range orders {
 		sr, err := e.serial(ctx, e.replayIndex(b.Index)+len(runs)*2*e.cfg.Bursts, o)
@@ -474,14 +480,15 @@ func (e *engine) replay(ctx context.Context, b Burst) ([]Serial, error) {
 		e.serials = append(e.serials, sr)
 		runs = append(runs, sr)
 		varying, _ := drift(e.serials)
-		if equal(b.Twin.Together, sr.Delta, varying) {
+		if matches(b.Twin.Together, runs, varying) {
 			break
 		}
 	}
 	return runs, nil
 }
 
-// MaxReplays is the most serial runs a burst's replay makes (see replay).
+// MaxReplays is the most orders a burst's replay tries (see replay), each
+// run once, and the first once more.
 // TieGap is how close two completions are for their order to be in doubt.
 const (
 	MaxReplays = 4
