@@ -126,7 +126,7 @@ func (a *autoCheck) note() string {
 	if a.ferretDB {
 		return "mongo: the store is FerretDB, which runs findAndModify and updates (conditional ones, $inc) as a read and a replace, not atomically: a RACE or LOST there may be FerretDB's, not the service's"
 	}
-	return ""
+	return strings.Join(a.plan.Notes(), "; ")
 }
 
 func (a *autoCheck) open(ctx context.Context) error {

@@ -84,7 +84,7 @@ func (s *myStore) Reader(ctx context.Context) (Conn, func(), error) {
 	}
 	return s.admin, end, nil
 }
-func (s *myStore) Notes() []string { return s.st.Notes() }
+func (s *myStore) Notes() []string { return append(s.st.Notes(), s.plan.Notes()...) }
 func (s *myStore) Close() error {
 	s.admin.Close()
 	return s.st.Close()

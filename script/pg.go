@@ -162,7 +162,7 @@ func (c pgReader) Exec(ctx context.Context, st Stmt) (Reply, error) {
 // Rollback leaves the transaction to the Reader's end.
 func (pgReader) Rollback(context.Context) error { return nil }
 func (s *pgStore) Notes() []string {
-	return []string{fmt.Sprintf("postgres: isolation level %s (set by --isolation, else the server's default)", s.level)}
+	return append([]string{fmt.Sprintf("postgres: isolation level %s (set by --isolation, else the server's default)", s.level)}, s.plan.Notes()...)
 }
 func (s *pgStore) Close() error { return s.admin.Close() }
 

@@ -89,6 +89,10 @@ type SnapshotPlan struct {
 	Tables  []SnapshotTable
 	// Bytes is the watched tables' data size, as the server reports it.
 	Bytes int64
+	// Aside are the numeric columns (TABLE.COLUMN) --watch left out of
+	// the comparison: set aside by -TABLE.COLUMN, or not named where
+	// TABLE.COLUMN named others of the table.
+	Aside []string
 	// watched: the tables are those --watch named, and another table
 	// that comes or goes is none of the snapshot's business.
 	watched bool
@@ -207,21 +211,28 @@ func Plan(ctx context.Context, d Dialect, q Querier, watch []string, lim Limits)
 	if err != nil {
 		return nil, err
 	}
-	p := &SnapshotPlan{dialect: d, Schema: l.schema, watched: len(watch) > 0}
+	tables, cols, err := splitWatch(watch)
+	if err != nil {
+		return nil, err
+	}
+	p := &SnapshotPlan{dialect: d, Schema: l.schema, watched: len(tables) > 0}
 	var chosen []string
 	for _, n := range l.names {
 		if !ownTable(n) {
 			chosen = append(chosen, n)
 		}
 	}
-	if len(watch) > 0 {
-		if chosen, err = pick(l.names, watch, p.Schema); err != nil {
+	if len(tables) > 0 {
+		if chosen, err = pick(l.names, tables, p.Schema); err != nil {
 			return nil, err
 		}
 	}
 	for _, n := range chosen {
 		p.Tables = append(p.Tables, *l.byName[n])
 		p.Bytes += l.sizes[n]
+	}
+	if err := p.columns(cols); err != nil {
+		return nil, err
 	}
 	maxTables, maxBytes := lim.Tables, lim.Bytes
 	if int64(len(p.Tables)) > maxTables {
@@ -233,6 +244,129 @@ func Plan(ctx context.Context, d Dialect, q Querier, watch []string, lim Limits)
 			p.Schema, p.Bytes>>20, maxBytes>>20)}
 	}
 	return p, nil
+}
+
+// columnRule is a --watch entry that names a column: TABLE.COLUMN compares
+// only the columns so named of its table (its rows always), -TABLE.COLUMN
+// sets the column aside.
+type columnRule struct {
+	table, column string
+	aside         bool
+	entry         string
+}
+
+// splitWatch parts --watch's entries into tables (TABLE, and the table of
+// each TABLE.COLUMN) and column rules. Only the schema's tables are read,
+// so a dot in an entry names a column, never another schema.
+func splitWatch(watch []string) (tables []string, cols []columnRule, err error) {
+	for _, w := range watch {
+		aside := strings.HasPrefix(w, "-")
+		t, c, dotted := strings.Cut(strings.TrimPrefix(w, "-"), ".")
+		switch {
+		case aside && !dotted:
+			return nil, nil, &runner.SnapshotError{Msg: fmt.Sprintf("--watch %s: a leading '-' sets a column aside: give TABLE.COLUMN (-%s.COLUMN), or the table's name alone to watch it", w, t)}
+		case dotted && (t == "" || c == "" || strings.Contains(c, ".")):
+			return nil, nil, &runner.SnapshotError{Msg: fmt.Sprintf("--watch %s: want TABLE, TABLE.COLUMN (compare only that column's sum) or -TABLE.COLUMN (set it aside); another schema's tables are never read", w)}
+		case !dotted:
+			tables = append(tables, t)
+		default:
+			cols = append(cols, columnRule{table: t, column: c, aside: aside, entry: w})
+			if !aside {
+				tables = append(tables, t)
+			}
+		}
+	}
+	return tables, cols, nil
+}
+
+// columns applies the column rules to the plan's tables: a table with a
+// TABLE.COLUMN rule keeps only the columns so named, then each
+// -TABLE.COLUMN leaves its column out; each named column must be one the
+// snapshot sums (numeric, not a key). Aside lists what was left out.
+func (p *SnapshotPlan) columns(rules []columnRule) error {
+	only := map[string]map[string]bool{}
+	for _, r := range rules {
+		i := p.table(r.table)
+		if i < 0 {
+			return &runner.SnapshotError{Msg: fmt.Sprintf("--watch %s: no table %q among those the snapshot reads (%s)", r.entry, r.table, p.tableNames())}
+		}
+		t := &p.Tables[i]
+		col := ""
+		for _, c := range t.Columns {
+			if c == r.column || col == "" && strings.EqualFold(c, r.column) {
+				col = c
+			}
+		}
+		if col == "" {
+			sums := strings.Join(t.Columns, ", ")
+			if sums == "" {
+				sums = "none"
+			}
+			return &runner.SnapshotError{Msg: fmt.Sprintf("--watch %s: %s has no column %q whose sum a snapshot compares (its numeric columns that are not keys: %s); its rows are always compared", r.entry, t.Name, r.column, sums)}
+		}
+		if r.aside {
+			continue
+		}
+		if only[t.Name] == nil {
+			only[t.Name] = map[string]bool{}
+		}
+		only[t.Name][col] = true
+	}
+	for i := range p.Tables {
+		t := &p.Tables[i]
+		var kept []string
+		for _, c := range t.Columns {
+			keep := only[t.Name] == nil || only[t.Name][c]
+			for _, r := range rules {
+				if r.aside && strings.EqualFold(r.table, t.Name) && strings.EqualFold(r.column, c) {
+					keep = false
+				}
+			}
+			if keep {
+				kept = append(kept, c)
+			} else {
+				p.Aside = append(p.Aside, t.Name+"."+c)
+			}
+		}
+		t.Columns = kept
+	}
+	return nil
+}
+
+// Notes are the report's lines on what the plan sets aside (none for a
+// nil plan: no snapshot was taken).
+func (p *SnapshotPlan) Notes() []string {
+	if p == nil || len(p.Aside) == 0 {
+		return nil
+	}
+	return []string{"not compared (set aside by --watch): " + strings.Join(p.Aside, ", ") + "; each table's rows still are"}
+}
+
+// table is the index of the plan's table named name (exactly, or else
+// ignoring case), or -1.
+func (p *SnapshotPlan) table(name string) int {
+	for i, t := range p.Tables {
+		if t.Name == name {
+			return i
+		}
+	}
+	for i, t := range p.Tables {
+		if strings.EqualFold(t.Name, name) {
+			return i
+		}
+	}
+	return -1
+}
+
+func (p *SnapshotPlan) tableNames() string {
+	var ns []string
+	for _, t := range p.Tables {
+		ns = append(ns, t.Name)
+	}
+	if len(ns) == 0 {
+		return "none"
+	}
+	return strings.Join(ns, ", ")
 }
 
 // pick finds each watched name among the tables.

@@ -412,3 +412,76 @@ func TestReadTablesThatComeAndGo(t *testing.T) {
 		t.Errorf("ShapeKey %q", got)
 	}
 }
+
+// --watch names columns too: TABLE.COLUMN compares only the columns so
+// named of its table, -TABLE.COLUMN sets one aside (a lock wait logged in
+// seconds, a value that depends on timing under concurrency); the report
+// names what was set aside, and a column the snapshot does not sum is
+// refused with the columns it does.
+func TestPlanWatchesColumns(t *testing.T) {
+	listing := [][]any{
+		col("orders", "id", "integer", true, int64(1)),
+		col("orders", "qty", "integer", false, int64(1)),
+		col("orders", "price", "numeric", false, int64(1)),
+		col("audit", "n", "integer", false, int64(1)),
+		col("audit", "waited", "integer", false, int64(1)),
+		col("other", "x", "integer", false, int64(1)),
+	}
+	plan := func(watch ...string) (string, []string, error) {
+		p, err := Plan(context.Background(), Postgres, &fakeQuerier{listing: listing}, watch, DefaultLimits)
+		if err != nil {
+			return "", nil, err
+		}
+		var got []string
+		for _, tb := range p.Tables {
+			got = append(got, tb.Name+"("+strings.Join(tb.Columns, ",")+")")
+		}
+		return strings.Join(got, " "), p.Notes(), nil
+	}
+	cases := []struct {
+		watch []string
+		want  string
+		aside string
+	}{
+		{[]string{"orders.qty", "audit"}, "audit(n,waited) orders(qty)", "orders.price"},
+		{[]string{"orders", "audit", "-audit.waited"}, "audit(n) orders(qty,price)", "audit.waited"},
+		{[]string{"Orders.QTY", "orders.price"}, "orders(qty,price)", ""},
+		// Only a column set aside: every table, as without --watch.
+		{[]string{"-audit.waited"}, "orders(qty,price) audit(n) other(x)", "audit.waited"},
+	}
+	for _, c := range cases {
+		got, notes, err := plan(c.watch...)
+		if err != nil {
+			t.Errorf("%v: %v", c.watch, err)
+			continue
+		}
+		if got != c.want {
+			t.Errorf("%v: %s, want %s", c.watch, got, c.want)
+		}
+		note := strings.Join(notes, "\n")
+		if c.aside == "" && note != "" || c.aside != "" && note != "not compared (set aside by --watch): "+c.aside+"; each table's rows still are" {
+			t.Errorf("%v: notes %q, want %s set aside", c.watch, note, c.aside)
+		}
+	}
+	for _, bad := range []struct {
+		watch []string
+		want  string
+	}{
+		{[]string{"orders.id"}, `--watch orders.id: orders has no column "id" whose sum a snapshot compares (its numeric columns that are not keys: qty, price)`},
+		{[]string{"orders.note"}, `has no column "note"`},
+		{[]string{"-audit"}, "a leading '-' sets a column aside: give TABLE.COLUMN (-audit.COLUMN)"},
+		{[]string{"a.b.c"}, "want TABLE, TABLE.COLUMN"},
+		{[]string{".qty"}, "want TABLE, TABLE.COLUMN"},
+		{[]string{"orders", "-nosuch.x"}, `--watch -nosuch.x: no table "nosuch" among those the snapshot reads (orders)`},
+	} {
+		_, _, err := plan(bad.watch...)
+		var se *runner.SnapshotError
+		if !errors.As(err, &se) || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%v: %v, want a SnapshotError saying %q", bad.watch, err, bad.want)
+		}
+	}
+	var nilPlan *SnapshotPlan
+	if nilPlan.Notes() != nil {
+		t.Error("a plan never made has notes")
+	}
+}
