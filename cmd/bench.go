@@ -171,7 +171,7 @@ func runBench(ctx context.Context, o *BenchOptions) error {
 		cfg.Modes = []string{bench.Naive, bench.DefaultMode}
 		// Over HTTP: the default against the user's net/http fan-out, at
 		// 2, 20 and 64 (a few seconds in all); on http-postgres the proxy
-		// beside them, a figure the check does not judge (under a second).
+		// beside them, a figure the check does not judge.
 		cfg.HTTPModes = []string{bench.Auto, bench.UserHTTP, bench.Proxy}
 		cfg.NoCalibration = true
 		if !o.BackendsSet {

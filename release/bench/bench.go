@@ -67,9 +67,10 @@ var (
 
 // QuickBackends are the backends of the CI check (racetest bench
 // --quick): every server, and every HTTP target but http-mysql. One
-// database-backed target carries the proxy's figure (under a second at
-// N=2 and 20 over 40 bursts); a second would add two checks to the family
-// for a comparison (auto against a user's fan-out) the first already makes.
+// database-backed target carries the proxy's figure (2-4 s more, at N=2
+// and 20 over 40 bursts, on two loaded cores); a second would add as much
+// again, and two checks to the family, for comparisons the first already
+// makes.
 var QuickBackends = append(slices.Clone(Backends), HTTPSpin, HTTPRedis, HTTPPostgres)
 
 const (
