@@ -25,6 +25,9 @@ type BenchOptions struct {
 	// AttemptsSet: -n was given, and holds for every backend; else the
 	// servers and HTTP take their own defaults.
 	AttemptsSet bool
+	// BackendsSet: --backends was given; else --quick measures
+	// bench.QuickBackends.
+	BackendsSet bool
 }
 
 // NewCmdBench builds 'racetest bench': the release modes compared on the
@@ -46,17 +49,23 @@ one run, with the modes interleaved chunk by chunk so that a noisy machine weigh
   user-sql   (postgres, mysql) the same with database/sql (pgx's stdlib, go-sql-driver), N idle connections
   user-redis (redis) the same with one go-redis client and its ordinary calls (Exists, then RPush)
 
-Over HTTP (--backends http, or http-spin, http-redis), on check-then-write endpoints bench serves
-itself over HTTP/1.1 and h2c, each from a process of its own (racetest started again, as a service
-is never inside its tester): http-spin checks a flag in memory and spins 100µs before writing it,
-http-redis runs EXISTS then RPUSH on the local Redis (keys under its own prefix, deleted after).
+Over HTTP (--backends http, or http-spin, http-redis, http-postgres, http-mysql), on check-then-write
+endpoints bench serves itself over HTTP/1.1 and h2c, each from a process of its own (racetest started
+again, as a service is never inside its tester): http-spin checks a flag in memory and spins 100µs
+before writing it, http-redis runs EXISTS then RPUSH on the local Redis (keys under its own prefix,
+deleted after), http-postgres and http-mysql run SELECT count(*) then INSERT through database/sql on
+the local PostgreSQL and MySQL/MariaDB (a racetest_<id>_ table, dropped after).
 Every release mode of 'racetest http' fires there as that command fires it: auto (the default:
 single-packet, since the targets speak h2c), barrier, last-byte, single-packet, naive; beside them
 
   user-http  a fan-out as a user writes it: one net/http.Client on the default transport, a goroutine
              per request, all started by closing a channel
+  proxy      (http-postgres, http-mysql) auto's release at the same endpoint on a second pool of the
+             service whose database URL is a racetest proxy, which bench starts in its own process:
+             the proxy holds each request's INSERT until both have reached it ('racetest http --proxy')
 
-at N=2, 20 and 64 (unless --attempts says otherwise).
+at N=2, 20 and 64 (unless --attempts says otherwise; the database-backed targets stop at 32, the
+connections of their pools).
 
 The output lists each hand-written launcher with its idiom.
 
@@ -71,16 +80,22 @@ measured), and 1 when the default release (last-byte on these servers, auto over
 in fewer bursts than any hand-written launcher (naive, user-*), or over HTTP than any other release
 mode, beyond the noise: a one-sided permutation test on the chunks (the modes take turns chunk by
 chunk, so load that hits one chunk is noise, not a loss) at 95% over the whole family of
-backend × N × rival comparisons (Bonferroni). --quick runs only the check against the naive launcher
-(over HTTP: auto against user-http), fit for CI; --modes picks the modes of a run.`,
+backend × N × rival comparisons (Bonferroni). The proxy is not in that family: it changes when the
+service's statements run rather than how the requests are fired, so it exposes the race by
+construction; its share is printed beside the others' with its 95% lower bound (target at N=2: 99%).
+--quick runs only the check against the naive launcher (over HTTP: auto against user-http, and the
+proxy's figure on http-postgres; http-mysql only when --backends names it), fit for CI; --modes
+picks the modes of a run.`,
 		Example: `  racetest bench
   racetest bench --backends redis --attempts 2,16 --bursts 200
   racetest bench --quick
   racetest bench --backends http --bursts 400
-  racetest bench --backends postgres --attempts 2 --modes last-byte,user-pgx --bursts 400`,
+  racetest bench --backends postgres --attempts 2 --modes last-byte,user-pgx --bursts 400
+  racetest bench --backends http-postgres --attempts 2 --modes proxy,single-packet,auto --bursts 400`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			opts.AttemptsSet = c.Flags().Changed("attempts")
+			opts.BackendsSet = c.Flags().Changed("backends")
 			if runF != nil {
 				return runF(c.Context(), opts)
 			}
@@ -89,14 +104,14 @@ backend × N × rival comparisons (Bonferroni). --quick runs only the check agai
 	}
 	fs := c.Flags()
 	cfg := &opts.Config
-	fs.StringSliceVar(&opts.Backends, "backends", bench.DefaultBackends, "backends to measure: "+strings.Join(bench.AllBackends(), ", ")+" (http: both HTTP targets)")
+	fs.StringSliceVar(&opts.Backends, "backends", bench.DefaultBackends, "backends to measure: "+strings.Join(bench.AllBackends(), ", ")+" (http: every HTTP target)")
 	fs.IntSliceVarP(&cfg.Attempts, "attempts", "n", bench.DefaultAttempts, "attempts per burst (N) to measure")
 	fs.IntVar(&cfg.Bursts, "bursts", bench.DefaultBursts, "check-then-write bursts per backend, N and mode")
 	fs.IntVar(&cfg.Chunk, "chunk", bench.DefaultChunk, "bursts one mode fires before the next mode's turn")
 	fs.DurationSliceVar(&opts.Windows, "windows", bench.DefaultWindows, "calibration windows (server-side, set in µs)")
 	fs.StringSliceVar(&opts.Modes, "modes", nil, "modes to compare (default: all): "+strings.Join(bench.AllModes(), ", ")+
 		"; the check needs "+bench.DefaultMode+" and a launcher")
-	fs.BoolVar(&opts.Quick, "quick", false, "the CI check: the default release against the naive launcher only (over HTTP: auto against user-http), 40 bursts each, no calibration; exits 1 when the default loses, 3 when a mode measured nothing (half or more of its attempts failed)")
+	fs.BoolVar(&opts.Quick, "quick", false, "the CI check: the default release against the naive launcher only (over HTTP: auto against user-http, and the proxy beside them on http-postgres; http-mysql only when --backends names it), 40 bursts each, no calibration; exits 1 when the default loses, 3 when a mode measured nothing (half or more of its attempts failed)")
 	// The servers bench measures, connected as every command connects them.
 	onlyBench := scenarios.NewRegistry()
 	for _, b := range f.Registry.Backends() {
@@ -155,9 +170,13 @@ func runBench(ctx context.Context, o *BenchOptions) error {
 		cfg.Bursts, cfg.Chunk = QuickBursts, 5
 		cfg.Modes = []string{bench.Naive, bench.DefaultMode}
 		// Over HTTP: the default against the user's net/http fan-out, at
-		// 2, 20 and 64 (a few seconds in all).
-		cfg.HTTPModes = []string{bench.Auto, bench.UserHTTP}
+		// 2, 20 and 64 (a few seconds in all); on http-postgres the proxy
+		// beside them, a figure the check does not judge.
+		cfg.HTTPModes = []string{bench.Auto, bench.UserHTTP, bench.Proxy}
 		cfg.NoCalibration = true
+		if !o.BackendsSet {
+			cfg.Backends = bench.QuickBackends
+		}
 	}
 	cfg.Progress = func(s string) { fmt.Fprintln(o.IO.ErrOut, "bench: "+s) }
 	rep, err := bench.Run(ctx, cfg)
@@ -182,8 +201,8 @@ func runBench(ctx context.Context, o *BenchOptions) error {
 	return benchVerdict(rep)
 }
 
-// benchBackends are the backends named, "http" standing for both HTTP
-// targets, each once.
+// benchBackends are the backends named, "http" standing for every HTTP
+// target, each once.
 func benchBackends(names []string) ([]string, error) {
 	var out []string
 	for _, b := range names {
@@ -192,7 +211,7 @@ func benchBackends(names []string) ([]string, error) {
 		if b == "http" {
 			expanded = bench.HTTPBackends
 		} else if !slices.Contains(bench.AllBackends(), b) {
-			return nil, usageErrorf("bench runs on %s (http: both HTTP targets); not %q", strings.Join(bench.AllBackends(), ", "), b)
+			return nil, usageErrorf("bench runs on %s (http: every HTTP target); not %q", strings.Join(bench.AllBackends(), ", "), b)
 		}
 		for _, name := range expanded {
 			if !slices.Contains(out, name) {

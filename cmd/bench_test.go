@@ -203,10 +203,10 @@ func TestBenchQuickHTTP(t *testing.T) {
 	}
 }
 
-// --backends http is both targets, once each, beside the servers named.
+// --backends http is every HTTP target, once each, beside the servers named.
 func TestBenchBackendsExpand(t *testing.T) {
 	got, err := benchBackends([]string{"redis", " http", "http-spin", "postgres"})
-	if want := []string{"redis", "http-spin", "http-redis", "postgres"}; err != nil || !slices.Equal(got, want) {
+	if want := []string{"redis", "http-spin", "http-redis", "http-postgres", "http-mysql", "postgres"}; err != nil || !slices.Equal(got, want) {
 		t.Errorf("got %v (%v), want %v", got, err, want)
 	}
 	if _, err := benchBackends([]string{"http-memcached"}); ExitCode(err) != ExitUsage {

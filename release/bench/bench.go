@@ -65,6 +65,14 @@ var (
 		500 * time.Microsecond, time.Millisecond, 2 * time.Millisecond}
 )
 
+// QuickBackends are the backends of the CI check (racetest bench
+// --quick): every server, and every HTTP target but http-mysql. One
+// database-backed target carries the proxy's figure (2-4 s more, at N=2
+// and 20 over 40 bursts, on two loaded cores); a second would add as much
+// again, and two checks to the family, for comparisons the first already
+// makes.
+var QuickBackends = append(slices.Clone(Backends), HTTPSpin, HTTPRedis, HTTPPostgres)
+
 const (
 	DefaultBursts = 200
 	DefaultChunk  = 20
@@ -95,7 +103,8 @@ type Config struct {
 	// of the backends' launchers).
 	Modes []string
 	// HTTPModes, when set, are the modes of the HTTP backends, whatever
-	// Modes says (the quick run's: the default and the user's launcher).
+	// Modes says (the quick run's: the default, the user's launcher and
+	// the proxy); Proxy only on the database-backed ones.
 	HTTPModes []string
 	// NoCalibration skips the calibration target: no arrival spreads, no
 	// resolution (the quick run).
@@ -107,6 +116,10 @@ type Config struct {
 	// call ServeTargetFromEnv first thing (racetest's main does). Unset,
 	// the targets are served in process, on the client's Go runtime.
 	TargetExecutable string
+	// inspect, when set (by tests), is called with each HTTP backend's
+	// prefix once its cells have run, before its target stops and deletes
+	// what it made.
+	inspect func(backend, prefix string)
 }
 
 // variant is one way of releasing a burst: naive, the gate, or a wire
@@ -191,6 +204,9 @@ type Row struct {
 	// Idiom, for a hand-written launcher, says how it fires (the naive
 	// launcher's and each user-style launcher's); "" for a release mode.
 	Idiom string
+	// Met, in the proxy mode, counts the bursts whose requests all met at
+	// the proxy's hold point (its account said so); 0 in the others.
+	Met int
 	// Chunks are the exposed bursts of each chunk the mode fired, in order
 	// (ChunkBursts the chunk's bursts): how much the share moved from one
 	// turn to the next, which the check weighs (Report.Checks).
@@ -331,6 +347,8 @@ type tally struct {
 	chunks, chunkBursts []int
 	// arrivals are server-side arrival spreads (the HTTP targets').
 	arrivals []time.Duration
+	// met counts the bursts whose requests all met at a proxy's hold point.
+	met int
 }
 
 // endChunk closes the chunk that began when the tally had fired bursts0

@@ -20,7 +20,8 @@ import (
 )
 
 // The HTTP backends: a check-then-write endpoint the bench serves itself,
-// in process, over HTTP/1.1 and h2c on one port.
+// over HTTP/1.1 and h2c on one port (the database-backed ones, HTTPPostgres
+// and HTTPMySQL, are in httpsql.go).
 const (
 	// HTTPSpin checks an in-memory flag, spins Config.HTTPWindow, then
 	// writes it.
@@ -31,7 +32,7 @@ const (
 )
 
 // HTTPBackends are the HTTP backends, in the order they run.
-var HTTPBackends = []string{HTTPSpin, HTTPRedis}
+var HTTPBackends = []string{HTTPSpin, HTTPRedis, HTTPPostgres, HTTPMySQL}
 
 // IsHTTP reports whether backend is one of HTTPBackends.
 func IsHTTP(backend string) bool { return slices.Contains(HTTPBackends, backend) }
@@ -79,14 +80,22 @@ func DefaultModeOf(backend string) string {
 	return DefaultMode
 }
 
-// httpModes are the modes measured on an HTTP backend.
-func (c *Config) httpModes() []string {
+// httpModes are the modes measured on backend, an HTTP one: those of
+// HTTPModes, and on a database-backed one Proxy.
+func (c *Config) httpModes(backend string) []string {
+	all := HTTPModes()
+	if IsSQLHTTP(backend) {
+		all = append(all, Proxy)
+	}
 	if len(c.HTTPModes) > 0 {
-		return c.HTTPModes
+		all = c.HTTPModes
 	}
 	var out []string
-	for _, m := range HTTPModes() {
-		if len(c.Modes) == 0 || slices.Contains(c.Modes, m) {
+	for _, m := range all {
+		if m == Proxy && !IsSQLHTTP(backend) {
+			continue // nothing to proxy: the target has no database
+		}
+		if len(c.HTTPModes) > 0 || len(c.Modes) == 0 || slices.Contains(c.Modes, m) {
 			out = append(out, m)
 		}
 	}
@@ -109,24 +118,50 @@ func httpConfig(url, mode string) httpfire.Config {
 }
 
 func runHTTPBackend(ctx context.Context, cfg *Config, rep *Report, backend string) error {
-	modes := cfg.httpModes()
-	if len(modes) == 0 {
-		return nil
-	}
 	if !IsHTTP(backend) {
 		return fmt.Errorf("no HTTP target %q (known: %s)", backend, strings.Join(HTTPBackends, ", "))
 	}
+	modes := cfg.httpModes(backend)
+	if len(modes) == 0 {
+		return nil
+	}
+	ns := cfg.httpAttempts()
+	if IsSQLHTTP(backend) {
+		var over []int
+		if ns, over = sqlHTTPAttempts(ns); len(over) > 0 {
+			rep.addNote(fmt.Sprintf("%s: N=%s not measured: the service's pools hold %d connections each (one straight to the server, one through the proxy, within its max_connections)",
+				backend, joinInts(over), sqlHTTPMaxAttempts))
+		}
+		if len(ns) == 0 {
+			return nil
+		}
+	}
 	prefix := ""
-	if backend == HTTPRedis {
+	if backend != HTTPSpin {
 		prefix = runs.Prefix(scenarios.NewRunID()) + "bench_http_"
 		rep.Prefixes[backend] = append(rep.Prefixes[backend], prefix)
+	}
+	var bad *scenarios.ParamError
+	control, proxied := "", ""
+	if slices.Contains(modes, Proxy) {
+		// Started before the target and stopped after it (the defers run
+		// in turn): the target's proxied pool connects to it.
+		px, err := startProxy(ctx, cfg.Conn, backend)
+		if errors.As(err, &bad) {
+			return err
+		}
+		if err != nil {
+			return &skipError{err}
+		}
+		defer px.Close()
+		control, proxied = px.ControlAddr(), px.ServiceURL()
+		rep.addNote(fmt.Sprintf("%s %s: %s", backend, Proxy, ProxyIdiom))
 	}
 	serve := serveInProcess
 	if cfg.TargetExecutable != "" {
 		serve = serveProcess(cfg.TargetExecutable)
 	}
-	url, desc, stop, err := serve(ctx, cfg, backend, prefix)
-	var bad *scenarios.ParamError
+	url, desc, stop, err := serve(ctx, cfg, backend, prefix, proxied)
 	if errors.As(err, &bad) {
 		return err
 	}
@@ -139,11 +174,11 @@ func runHTTPBackend(ctx context.Context, cfg *Config, rep *Report, backend strin
 		}
 	}()
 	rep.Servers[backend] = desc
-	for _, n := range cfg.httpAttempts() {
+	for _, n := range ns {
 		if cfg.Progress != nil {
 			cfg.Progress(fmt.Sprintf("%s N=%d", backend, n))
 		}
-		c := &httpCell{cfg: cfg, backend: backend, n: n, modes: modes, url: url}
+		c := &httpCell{cfg: cfg, backend: backend, n: n, modes: modes, url: url, control: control}
 		err := c.run(ctx, rep)
 		c.close(ctx)
 		if err != nil {
@@ -151,21 +186,42 @@ func runHTTPBackend(ctx context.Context, cfg *Config, rep *Report, backend strin
 		}
 		c.report(rep)
 	}
+	if cfg.inspect != nil {
+		cfg.inspect(backend, prefix)
+	}
 	return nil
 }
 
-// serveFunc serves backend's target: its URL, what it is, and how to stop
-// it (deleting what it made under prefix). An error is a target that could
-// not start (a server it needs did not answer).
-type serveFunc func(ctx context.Context, cfg *Config, backend, prefix string) (url, desc string, stop func(context.Context) error, err error)
+func joinInts(ns []int) string {
+	var s []string
+	for _, n := range ns {
+		s = append(s, strconv.Itoa(n))
+	}
+	return strings.Join(s, ",")
+}
 
-// newActor is backend's check and write, and what it is.
-func newActor(ctx context.Context, cfg *Config, backend, prefix string) (actor, string, error) {
+// serveFunc serves backend's target: its URL, what it is, and how to stop
+// it (deleting what it made under prefix). proxied is the service URL of a
+// database proxy for the target's proxied pool ("" for none). An error is
+// a target that could not start (a server it needs did not answer).
+type serveFunc func(ctx context.Context, cfg *Config, backend, prefix, proxied string) (url, desc string, stop func(context.Context) error, err error)
+
+// newActor is backend's check and write, and what it is; proxied is the
+// service URL of the proxy a database-backed target's proxied pool
+// connects to ("" for none).
+func newActor(ctx context.Context, cfg *Config, backend, prefix, proxied string) (actor, string, error) {
 	if backend == HTTPSpin {
 		return newSpinActor(cfg.HTTPWindow), fmt.Sprintf("in-memory flag, a %s spin between check and write", us(cfg.HTTPWindow)), nil
 	}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
+	if IsSQLHTTP(backend) {
+		a, err := newSQLActor(cctx, backend, sqlConn(cfg.Conn, backend), proxied, prefix)
+		if err != nil {
+			return nil, "", err
+		}
+		return a, a.desc(), nil
+	}
 	a, err := newRedisActor(cctx, cfg.Conn.Get(redisstore.Name), prefix)
 	if err != nil {
 		return nil, "", err
@@ -178,8 +234,8 @@ func newActor(ctx context.Context, cfg *Config, backend, prefix string) (actor, 
 // price of sharing the Go runtime (and its two Ps, here) with the client.
 // racetest bench serves its targets from a process of their own
 // (serveProcess).
-func serveInProcess(ctx context.Context, cfg *Config, backend, prefix string) (string, string, func(context.Context) error, error) {
-	act, desc, err := newActor(ctx, cfg, backend, prefix)
+func serveInProcess(ctx context.Context, cfg *Config, backend, prefix, proxied string) (string, string, func(context.Context) error, error) {
+	act, desc, err := newActor(ctx, cfg, backend, prefix, proxied)
 	if err != nil {
 		return "", "", nil, err
 	}
@@ -206,6 +262,7 @@ type httpCell struct {
 	n       int
 	modes   []string
 	url     string
+	control string // the proxy's control address, for the proxy mode
 	fired   map[string]*httpfire.Target
 	reused  map[string]*reused
 	client  *http.Client
@@ -223,7 +280,15 @@ func (c *httpCell) run(ctx context.Context, rep *Report) error {
 		if m == UserHTTP {
 			continue
 		}
-		t, err := httpfire.New(httpConfig(c.url, m), scenarios.Params{RunID: scenarios.NewRunID(), Attempts: c.n, Replicas: 1, Conn: c.cfg.Conn})
+		hc := httpConfig(c.url, m)
+		if m == Proxy {
+			// The default's release, at the endpoint on the proxied pool;
+			// the writes counted as every mode's are.
+			hc = httpConfig(c.url, Auto)
+			hc.URL = c.url + proxiedPath + "/?key={{.Token}}"
+			hc.Proxy = c.control
+		}
+		t, err := httpfire.New(hc, scenarios.Params{RunID: scenarios.NewRunID(), Attempts: c.n, Replicas: 1, Conn: c.cfg.Conn})
 		if err != nil {
 			return fmt.Errorf("%s: %w", m, err)
 		}
@@ -285,6 +350,9 @@ func (c *httpCell) chunk(ctx context.Context, mode string, bursts int) error {
 	}
 	for _, b := range res.Bursts {
 		t.add(b.Violated(), b.Spread, b.Overlap, b.Outcomes[runner.Error]+b.Outcomes[runner.Unknown])
+		if h := b.Hold; h != nil && !h.Untested && h.Met == c.n {
+			t.met++
+		}
 	}
 	return nil
 }
@@ -374,7 +442,7 @@ func (c *httpCell) report(rep *Report) {
 		rep.Rows = append(rep.Rows, Row{Idiom: idiom,
 			Backend: c.backend, Server: server, Scenario: scenarios.CheckThenWrite, N: c.n, Mode: m,
 			Bursts: t.bursts, Exposed: t.exposed, Spread: median(t.spreads), Overlap: median(t.overlaps),
-			Arrival: arrival, Errors: t.errors, Chunks: t.chunks, ChunkBursts: t.chunkBursts,
+			Arrival: arrival, Errors: t.errors, Chunks: t.chunks, ChunkBursts: t.chunkBursts, Met: t.met,
 		})
 	}
 }

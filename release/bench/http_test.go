@@ -2,11 +2,13 @@ package bench
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,8 +16,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/racetest/racetest/internal/sqldb"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/conformance"
 	"github.com/racetest/racetest/scenarios/runs"
@@ -255,13 +259,13 @@ func TestHTTPChecksCoverEveryMode(t *testing.T) {
 // auto picks single-packet over h2c and says so, the user's launcher names
 // its idiom, and the Redis target leaves nothing behind.
 func TestRunHTTPSmall(t *testing.T) {
-	cfg := Config{Backends: HTTPBackends, HTTPAttempts: []int{2, 3}, Bursts: 4, Chunk: 2,
+	cfg := Config{Backends: []string{HTTPSpin, HTTPRedis}, HTTPAttempts: []int{2, 3}, Bursts: 4, Chunk: 2,
 		Conn: scenarios.NewConnections(map[string]string{"redis": redisURL()})}
 	rep, err := Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	backends := HTTPBackends
+	backends := []string{HTTPSpin, HTTPRedis}
 	if why, ok := rep.Skipped[HTTPRedis]; ok {
 		if os.Getenv("RACETEST_REQUIRE_SERVERS") == "1" {
 			t.Fatalf("http-redis skipped: %s", why)
@@ -306,6 +310,98 @@ func TestRunHTTPSmall(t *testing.T) {
 		}
 		if len(rep.Prefixes[HTTPRedis]) != 1 {
 			t.Errorf("prefixes %v, want one for http-redis", rep.Prefixes)
+		}
+	}
+}
+
+// The proxy cell, small, on the local PostgreSQL: the proxy mode exposes
+// the race in every burst at N=2 with both requests held together, the
+// other mode's figure is printed beside it, and every mode's figures are
+// the store's: the keys with more than one row in the target's table are
+// the bursts counted as exposed, and its rows the writes. The table is
+// gone afterwards.
+func TestProxyCellPostgres(t *testing.T) {
+	ctx := context.Background()
+	url := cmp.Or(os.Getenv("RACETEST_POSTGRES_URL"), sqldb.DefaultPostgresURL)
+	admin, err := pgx.Connect(ctx, url)
+	if err != nil {
+		conformance.Unavailable(t, "postgres", err)
+		return
+	}
+	defer admin.Close(ctx)
+	var inStore struct{ exposed, rows int }
+	cfg := Config{Backends: []string{HTTPPostgres}, HTTPAttempts: []int{2}, Bursts: 6, Chunk: 3,
+		HTTPModes: []string{Proxy, SinglePacket, Auto}, Conn: serverConns(),
+		inspect: func(backend, prefix string) {
+			table := prefix + "writes"
+			err := admin.QueryRow(ctx, "SELECT count(*) FILTER (WHERE n > 1), coalesce(sum(n), 0) FROM (SELECT count(*) AS n FROM "+
+				table+" GROUP BY k) AS per_key").Scan(&inStore.exposed, &inStore.rows)
+			if err != nil {
+				t.Errorf("reading %s: %v", table, err)
+			}
+		}}
+	rep, err := Run(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if why, ok := rep.Skipped[HTTPPostgres]; ok {
+		t.Fatalf("skipped though PostgreSQL answers: %s", why)
+	}
+	rows := map[string]Row{}
+	exposed := 0
+	for _, r := range rep.Rows {
+		rows[r.Mode] = r
+		exposed += r.Exposed
+	}
+	px, ok := rows[Proxy]
+	if !ok || len(rows) != 3 {
+		t.Fatalf("rows %+v: want proxy, single-packet and auto", rep.Rows)
+	}
+	if px.Bursts != 6 || px.Exposed != 6 || px.Met != 6 || px.Errors != 0 {
+		t.Errorf("proxy row %+v: want the race in 6 of 6 bursts, both requests held together in each", px)
+	}
+	if rows[SinglePacket].Met != 0 {
+		t.Errorf("single-packet counted %d bursts held by the proxy, which it never goes through", rows[SinglePacket].Met)
+	}
+	if inStore.exposed != exposed || inStore.rows < 12+rows[SinglePacket].Bursts+rows[Auto].Bursts {
+		t.Errorf("the store holds %d keys written more than once and %d rows; the report counts %d exposed bursts",
+			inStore.exposed, inStore.rows, exposed)
+	}
+	if c := rep.Checks(); len(c) != 1 || c[0].Default.Mode != Auto || c[0].Naive.Mode != SinglePacket {
+		t.Errorf("checks %+v: the proxy is reported beside the family, never in it", rep.Checks())
+	}
+	var out bytes.Buffer
+	rep.Print(&out)
+	for _, want := range []string{"http-postgres N=2: proxy exposed 100.0% of 6 bursts", "all met at the hold point in 6",
+		"through racetest proxy at 127.0.0.1:", "http-postgres proxy: the same endpoint"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the report lacks %q:\n%s", want, out.String())
+		}
+	}
+	if !regexp.MustCompile(`proxy exposed .*; beside it single-packet [0-9.]+%, auto [0-9.]+%`).MatchString(out.String()) {
+		t.Errorf("the proxy's figure does not show the other modes' beside it:\n%s", out.String())
+	}
+	for _, p := range rep.Prefixes[HTTPPostgres] {
+		var left int
+		if err := admin.QueryRow(ctx, "SELECT count(*) FROM pg_tables WHERE tablename LIKE $1", p+"%").Scan(&left); err != nil || left != 0 {
+			t.Errorf("the bench left %d tables under %s (%v)", left, p, err)
+		}
+	}
+}
+
+// A database-backed target whose server does not answer is skipped, named
+// with the address, as the servers' cells are; the proxy started for it
+// fails first and says so the same way.
+func TestSQLTargetSkipped(t *testing.T) {
+	for _, modes := range [][]string{{Auto}, {Auto, Proxy}} {
+		cfg := Config{Backends: []string{HTTPPostgres}, HTTPAttempts: []int{2}, Bursts: 2, Chunk: 1, HTTPModes: modes,
+			Conn: scenarios.NewConnections(map[string]string{"postgres": "postgres://postgres@127.0.0.1:9/test?sslmode=disable"})}
+		rep, err := Run(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if why := rep.Skipped[HTTPPostgres]; !strings.Contains(why, "127.0.0.1:9") || len(rep.Rows) != 0 {
+			t.Errorf("modes %v: skipped %q, rows %d: want it skipped, naming 127.0.0.1:9", modes, why, len(rep.Rows))
 		}
 	}
 }

@@ -25,8 +25,10 @@ import (
 // itself: POST /?key=K is a check-then-write on K (200 when it wrote, 409
 // when K was taken), GET /count?key=K the times it wrote K, counted by the
 // target itself. It stamps each arrival, once the body is read, in
-// httpfire.ArrivalHeader, as racetest serve does.
-type httpTarget struct{ act actor }
+// httpfire.ArrivalHeader, as racetest serve does. A database-backed target
+// serves the same endpoint under proxiedPath on its pool through the
+// proxy (proxied).
+type httpTarget struct{ act, proxied actor }
 
 // actor is a target's check and write, and its count of writes.
 type actor interface {
@@ -39,7 +41,11 @@ type actor interface {
 }
 
 func newHTTPTarget(act actor) *httpTarget {
-	return &httpTarget{act: act}
+	t := &httpTarget{act: act}
+	if p, ok := act.(interface{ proxied() actor }); ok {
+		t.proxied = p.proxied()
+	}
+	return t
 }
 
 func (t *httpTarget) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -48,8 +54,16 @@ func (t *httpTarget) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "no key", http.StatusBadRequest)
 		return
 	}
-	if r.URL.Path == "/count" {
-		n, err := t.act.writes(r.Context(), key)
+	act, path := t.act, r.URL.Path
+	if rest, ok := strings.CutPrefix(path, proxiedPath); ok {
+		if t.proxied == nil {
+			http.Error(w, "no proxy in front of this target's database", http.StatusNotFound)
+			return
+		}
+		act, path = t.proxied, rest
+	}
+	if path == "/count" {
+		n, err := act.writes(r.Context(), key)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
@@ -62,7 +76,7 @@ func (t *httpTarget) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set(httpfire.ArrivalHeader, strconv.FormatInt(time.Now().UnixNano(), 10))
-	wrote, err := t.act.checkThenWrite(r.Context(), key)
+	wrote, err := act.checkThenWrite(r.Context(), key)
 	switch {
 	case err != nil:
 		http.Error(w, err.Error(), http.StatusInternalServerError)

@@ -52,8 +52,8 @@ const (
 )
 
 // AllModes are every mode name the bench knows: the release modes, the
-// naive launcher, every backend's user-style launchers and the HTTP modes,
-// each once.
+// naive launcher, every backend's user-style launchers, the HTTP modes and
+// the proxy, each once.
 func AllModes() []string {
 	out := Modes()
 	for _, b := range Backends {
@@ -63,7 +63,7 @@ func AllModes() []string {
 			}
 		}
 	}
-	for _, m := range HTTPModes() {
+	for _, m := range append(HTTPModes(), Proxy) {
 		if !slices.Contains(out, m) {
 			out = append(out, m)
 		}

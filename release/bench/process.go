@@ -30,7 +30,7 @@ import (
 // TargetEnv set: Config.TargetExecutable names it.
 
 // TargetEnv, set in a process's environment, names the HTTP target
-// (http-spin, http-redis) the process serves instead of doing its own work:
+// (http-spin, http-redis, http-postgres, http-mysql) the process serves instead of doing its own work:
 // ServeTargetFromEnv. The other settings travel beside it, under the same
 // name with a suffix.
 const TargetEnv = "RACETEST_BENCH_HTTP_TARGET"
@@ -39,6 +39,8 @@ const (
 	targetPrefixEnv = TargetEnv + "_PREFIX" // the Redis keys' prefix
 	targetWindowEnv = TargetEnv + "_WINDOW" // http-spin's window
 	targetRedisEnv  = TargetEnv + "_REDIS"  // the Redis URL ("" is the local one)
+	targetSQLEnv    = TargetEnv + "_SQL"    // the SQL server's URL or DSN ("" is the local one)
+	targetProxyEnv  = TargetEnv + "_PROXY"  // the proxy's service URL, for the proxied pool
 )
 
 // ServeTargetFromEnv serves the HTTP target TargetEnv names, when it is set,
@@ -60,8 +62,12 @@ func ServeTargetFromEnv() (code int, ok bool) {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", targetWindowEnv, err)
 		return 2, true
 	}
-	cfg := &Config{HTTPWindow: window, Conn: scenarios.NewConnections(map[string]string{redisstore.Name: os.Getenv(targetRedisEnv)})}
-	if err := serveTarget(cfg, backend, os.Getenv(targetPrefixEnv), os.Stdin, os.Stdout); err != nil {
+	conns := map[string]string{redisstore.Name: os.Getenv(targetRedisEnv)}
+	if IsSQLHTTP(backend) {
+		conns[sqlStoreName(backend)] = os.Getenv(targetSQLEnv)
+	}
+	cfg := &Config{HTTPWindow: window, Conn: scenarios.NewConnections(conns)}
+	if err := serveTarget(cfg, backend, os.Getenv(targetPrefixEnv), os.Getenv(targetProxyEnv), os.Stdin, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1, true
 	}
@@ -70,10 +76,11 @@ func ServeTargetFromEnv() (code int, ok bool) {
 
 // serveTarget serves backend's target until in closes, then deletes what
 // it made under prefix; it writes the target's URL and what it is to out
-// first.
-func serveTarget(cfg *Config, backend, prefix string, in io.Reader, out io.Writer) error {
+// first. proxied is the proxy's service URL for a database-backed
+// target's proxied pool ("" for none).
+func serveTarget(cfg *Config, backend, prefix, proxied string, in io.Reader, out io.Writer) error {
 	ctx := context.Background()
-	act, desc, err := newActor(ctx, cfg, backend, prefix)
+	act, desc, err := newActor(ctx, cfg, backend, prefix, proxied)
 	if err != nil {
 		return err
 	}
@@ -94,7 +101,7 @@ func serveTarget(cfg *Config, backend, prefix string, in io.Reader, out io.Write
 // with TargetEnv set: the target's goroutines then run on their own Go
 // runtime, not on the client's.
 func serveProcess(exe string) serveFunc {
-	return func(_ context.Context, cfg *Config, backend, prefix string) (string, string, func(context.Context) error, error) {
+	return func(_ context.Context, cfg *Config, backend, prefix, proxied string) (string, string, func(context.Context) error, error) {
 		redisURL := cfg.Conn.Get(redisstore.Name)
 		if backend == HTTPRedis {
 			// A URL that cannot be read is refused here, as in process,
@@ -105,7 +112,8 @@ func serveProcess(exe string) serveFunc {
 		}
 		cmd := exec.Command(exe)
 		cmd.Env = append(os.Environ(), TargetEnv+"="+backend, targetPrefixEnv+"="+prefix,
-			targetWindowEnv+"="+cfg.HTTPWindow.String(), targetRedisEnv+"="+redisURL)
+			targetWindowEnv+"="+cfg.HTTPWindow.String(), targetRedisEnv+"="+redisURL,
+			targetSQLEnv+"="+sqlConn(cfg.Conn, backend), targetProxyEnv+"="+proxied)
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		stdin, err := cmd.StdinPipe()

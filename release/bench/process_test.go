@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"net/http"
@@ -9,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
+	"github.com/racetest/racetest/internal/sqldb"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/conformance"
 	"github.com/racetest/racetest/scenarios/runs"
@@ -29,7 +33,7 @@ func TestTargetProcess(t *testing.T) {
 
 	t.Run("spin", func(t *testing.T) {
 		cfg := &Config{HTTPWindow: 1500 * time.Microsecond}
-		url, desc, stop, err := serve(ctx, cfg, HTTPSpin, "")
+		url, desc, stop, err := serve(ctx, cfg, HTTPSpin, "", "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -65,7 +69,7 @@ func TestTargetProcess(t *testing.T) {
 		id := scenarios.NewRunID()
 		prefix := runs.Prefix(id) + "bench_http_"
 		cfg := &Config{HTTPWindow: DefaultHTTPWindow, Conn: scenarios.NewConnections(map[string]string{"redis": redisURL()})}
-		url, desc, stop, err := serve(ctx, cfg, HTTPRedis, prefix)
+		url, desc, stop, err := serve(ctx, cfg, HTTPRedis, prefix, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -91,9 +95,54 @@ func TestTargetProcess(t *testing.T) {
 		}
 	})
 
+	t.Run("postgres through a proxy", func(t *testing.T) {
+		conn := serverConns()
+		px, err := startProxy(ctx, conn, HTTPPostgres)
+		if err != nil {
+			conformance.Unavailable(t, "postgres", err)
+			return
+		}
+		defer px.Close()
+		id := scenarios.NewRunID()
+		prefix := runs.Prefix(id) + "bench_http_"
+		cfg := &Config{HTTPWindow: DefaultHTTPWindow, Conn: conn}
+		url, desc, stop, err := serve(ctx, cfg, HTTPPostgres, prefix, px.ServiceURL())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(desc, "through racetest proxy at "+px.Addr()) {
+			t.Errorf("desc %q: want the proxy given (%s)", desc, px.Addr())
+		}
+		// One write straight, one through the proxy (outside a burst it
+		// relays): both land in the one table, and each path sees the other's.
+		key := "k-" + scenarios.NewRunID()
+		if a, b := fireAt(t, url, key), fireAt(t, url+proxiedPath, key); a != http.StatusOK || b != http.StatusConflict {
+			t.Errorf("straight then through the proxy: %d, %d; want 200 then 409", a, b)
+		}
+		other := "k-" + scenarios.NewRunID()
+		if a := fireAt(t, url+proxiedPath, other); a != http.StatusOK {
+			t.Errorf("through the proxy: %d, want 200", a)
+		}
+		if n, m := countAt(t, url, key), countAt(t, url, other); n != 1 || m != 1 {
+			t.Errorf("counts %d and %d, want 1 and 1", n, m)
+		}
+		if err := stop(ctx); err != nil {
+			t.Fatal(err)
+		}
+		admin, err := pgx.Connect(ctx, cmp.Or(os.Getenv("RACETEST_POSTGRES_URL"), sqldb.DefaultPostgresURL))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer admin.Close(ctx)
+		var left int
+		if err := admin.QueryRow(ctx, "SELECT count(*) FROM pg_tables WHERE tablename LIKE $1", runs.Prefix(id)+"%").Scan(&left); err != nil || left != 0 {
+			t.Errorf("the target's process left %d tables of its run (%v)", left, err)
+		}
+	})
+
 	t.Run("no redis", func(t *testing.T) {
 		cfg := &Config{HTTPWindow: DefaultHTTPWindow, Conn: scenarios.NewConnections(map[string]string{"redis": "redis://127.0.0.1:9"})}
-		_, _, _, err := serve(ctx, cfg, HTTPRedis, "racetest_"+scenarios.NewRunID()+"_bench_http_")
+		_, _, _, err := serve(ctx, cfg, HTTPRedis, "racetest_"+scenarios.NewRunID()+"_bench_http_", "")
 		if err == nil || !strings.Contains(err.Error(), "127.0.0.1:9 does not answer") {
 			t.Errorf("err %v: want the child's own words, naming the server", err)
 		}
@@ -101,7 +150,7 @@ func TestTargetProcess(t *testing.T) {
 
 	t.Run("bad url", func(t *testing.T) {
 		cfg := &Config{Conn: scenarios.NewConnections(map[string]string{"redis": "redis://bad host"})}
-		_, _, _, err := serve(ctx, cfg, HTTPRedis, "p_")
+		_, _, _, err := serve(ctx, cfg, HTTPRedis, "p_", "")
 		var bad *scenarios.ParamError
 		if !errors.As(err, &bad) || !strings.Contains(err.Error(), "cannot use the URL redis://bad host") {
 			t.Errorf("err %v: want the URL refused, as the user's slip", err)

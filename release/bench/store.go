@@ -213,6 +213,16 @@ func (r *reused) Notes() []string {
 	return nil
 }
 
+// Hold passes a database proxy's account of a burst through (the proxy
+// mode's target is a Holder): the proxy mode's row counts the bursts whose
+// requests met at its hold point.
+func (r *reused) Hold(s runner.Subject) *runner.Hold {
+	if h, ok := r.Target.(runner.Holder); ok {
+		return h.Hold(s)
+	}
+	return nil
+}
+
 // drop cleans up what Prepare made, once, at the end of the bench.
 func (r *reused) drop(ctx context.Context) error {
 	var err error
