@@ -216,19 +216,8 @@ func TestInvariantBrokenBeforeEveryBurstProvesNothing(t *testing.T) {
 	}
 	roundTrip := func(c Case) Case {
 		t.Helper()
-		var saved bytes.Buffer
-		if err := JSON(&saved, []Case{c}, Options{Version: "test"}); err != nil {
-			t.Fatal(err)
-		}
-		doc, err := ReadDocument(bytes.NewReader(saved.Bytes()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		again, err := doc.Cases()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return again[0]
+		again, _ := reread(t, c)
+		return again
 	}
 	if b := Assess(roundTrip(c)); b.Verdict != a.Verdict || b.Why != a.Why || b.Tested != a.Tested {
 		t.Errorf("re-read: %s %q (tested %d), want %s %q (tested %d)", b.Verdict, b.Why, b.Tested, a.Verdict, a.Why, a.Tested)

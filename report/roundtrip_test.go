@@ -325,3 +325,22 @@ func assessAll(rcs []roundTripCase) []Assessment {
 	}
 	return as
 }
+
+// reread writes c as JSON and reads it back, as 'racetest report FILE'
+// does: the case again, and the JSON it went through.
+func reread(t *testing.T, c Case) (Case, []byte) {
+	t.Helper()
+	var saved bytes.Buffer
+	if err := JSON(&saved, []Case{c}, Options{Version: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	doc, err := ReadDocument(bytes.NewReader(saved.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := doc.Cases()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return again[0], saved.Bytes()
+}

@@ -355,18 +355,9 @@ func TestTwinReplaysRoundTrip(t *testing.T) {
 	if d := b.Twin.Diffs; len(d) != 1 || d[0].Solo.Cmp(rat(2)) != 0 {
 		t.Fatalf("diffs %v, want against the replay's 2 rows", d)
 	}
-	var saved bytes.Buffer
-	if err := JSON(&saved, []Case{c}, Options{Version: "test"}); err != nil {
-		t.Fatal(err)
-	}
-	doc, err := ReadDocument(bytes.NewReader(saved.Bytes()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	again, err := doc.Cases()
-	if err != nil {
-		t.Fatal(err)
-	}
+	back, json := reread(t, c)
+	again := []Case{back}
+	saved := bytes.NewBuffer(json)
 	tw := again[0].Result.Bursts[2].Twin
 	if len(tw.Replays) != 1 || fmt.Sprint(tw.Replays[0].Order) != "[7 6 5 4 3 2 1 0]" || fmt.Sprint(tw.SoloOrder) != "[0 1 2 3 4 5 6 7]" {
 		t.Fatalf("re-read twin: replays %+v, solo order %v", tw.Replays, tw.SoloOrder)
