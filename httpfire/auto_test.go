@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -25,13 +26,18 @@ import (
 // POST /coupon?code=C makes a coupon, POST /redeem?code=C redeems it —
 // naive (read the flag, then write), fixed (one conditional UPDATE), or
 // erratic (fixed, but every third redemption is recorded twice:
-// an application that does not do the same thing twice).
+// an application that does not do the same thing twice). In the sell
+// modes the coupon is a stock of 10 units and POST /redeem?code=C&q=Q
+// sells Q of them where Q are left, recording the sale: sell-locked locks
+// the row first (SELECT … FOR UPDATE), sell-naive does not; which sales
+// fit depends on the order the requests reach the store.
 type redeemService struct {
 	db                  *sqldb.DB
 	conns               chan sqldb.Conn
 	coupons, redemption string
 	mode                string
 	redeemed            atomic.Int32 // erratic: every third records twice
+	quantities          bool         // q is the attempt: sell q%4+1 units
 }
 
 func newRedeemService(t *testing.T, d sqldb.Dialect, mode string) *redeemService {
@@ -119,6 +125,32 @@ func (s *redeemService) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// answers at once looks like one that serves one request at a time.
 	time.Sleep(2 * time.Millisecond)
 	err := sqldb.InTx(ctx, c, "", func(tx sqldb.Tx) error {
+		if strings.HasPrefix(s.mode, "sell") {
+			qty := r.URL.Query().Get("q")
+			lock := " FOR UPDATE"
+			if s.mode == "sell-naive" {
+				lock = ""
+			}
+			var sold int
+			if err := tx.QueryRow(ctx, q("SELECT used FROM "+s.coupons+" WHERE code = ?"+lock), code).Scan(&sold); err != nil {
+				return err
+			}
+			var n int
+			fmt.Sscan(qty, &n)
+			if s.quantities {
+				n = n%4 + 1
+			}
+			if sold+n > 10 {
+				return nil
+			}
+			time.Sleep(2 * time.Millisecond)
+			if _, _, err := tx.Exec(ctx, q("UPDATE "+s.coupons+" SET used = ? WHERE code = ?"), sold+n, code); err != nil {
+				return err
+			}
+			redeemed = true
+			_, _, err := tx.Exec(ctx, q("INSERT INTO "+s.redemption+" (code, n) VALUES (?, ?)"), code, n)
+			return err
+		}
 		if s.mode == "naive" {
 			var used int
 			if err := tx.QueryRow(ctx, q("SELECT used FROM "+s.coupons+" WHERE code = ?"), code).Scan(&used); err != nil || used != 0 {
@@ -161,7 +193,13 @@ func runAutoHTTP(t *testing.T, d sqldb.Dialect, mode string) (*runner.Result, *r
 	srv := httptest.NewServer(svc)
 	t.Cleanup(srv.Close)
 	p := scenarios.Params{RunID: scenarios.NewRunID(), Attempts: 6, Replicas: 1, Conn: scenarios.NewConnections(map[string]string{"postgres": os.Getenv("RACETEST_POSTGRES_URL"), "mysql": os.Getenv("RACETEST_MYSQL_DSN")})}
-	tg, err := New(Config{Method: "POST", URL: srv.URL + "/redeem?code={{.Token}}", Setup: "POST " + srv.URL + "/coupon?code={{.Token}}",
+	url := srv.URL + "/redeem?code={{.Token}}"
+	if strings.HasPrefix(mode, "sell") {
+		// Requests 0 to 5 order 1, 2, 3, 4, 1, 2 units: 13 of a stock of 10.
+		url += "&q={{.Attempt}}"
+		svc.quantities = true
+	}
+	tg, err := New(Config{Method: "POST", URL: url, Setup: "POST " + srv.URL + "/coupon?code={{.Token}}",
 		Effects: "auto:" + string(d), Watch: []string{svc.coupons + "," + svc.redemption}}, p)
 	if err != nil {
 		t.Fatal(err)
@@ -200,6 +238,22 @@ func TestEffectsAutoOverHTTP(t *testing.T) {
 				}
 				if res.Twins.Solos != 10 {
 					t.Errorf("%d solo twins, want 10", res.Twins.Solos)
+				}
+			})
+			// Correct code whose outcome depends on the order of the
+			// requests: SAFE, each burst equal to some serial order of its
+			// requests; the same sales unlocked oversell: RACE.
+			t.Run("sell-locked", func(t *testing.T) {
+				res, _ := runAutoHTTP(t, d, "sell-locked")
+				if res.Twins.Reason() != "" || res.Violations()+res.Lost() != 0 || 2*res.Tested() < len(res.Bursts) {
+					t.Fatalf("sell-locked: %d violations, %d lost, %d of %d tested, reason %q",
+						res.Violations(), res.Lost(), res.Tested(), len(res.Bursts), res.Twins.Reason())
+				}
+			})
+			t.Run("sell-naive", func(t *testing.T) {
+				res, _ := runAutoHTTP(t, d, "sell-naive")
+				if res.Violations()+res.Lost() == 0 {
+					t.Fatalf("sell-naive: no burst differed from every serial order (reason %q)", res.Twins.Reason())
 				}
 			})
 			t.Run("erratic", func(t *testing.T) {
