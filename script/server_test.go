@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -148,5 +149,39 @@ func TestEffectsMustCount(t *testing.T) {
 	var re *RunError
 	if !errors.As(err, &re) || !re.Script {
 		t.Fatalf("effects returning text: %v, want a script error", err)
+	}
+}
+
+// An attempt's session on PostgreSQL looks for a deadlock after
+// DeadlockTimeout, not the server's deadlock_timeout (1 s by default): a
+// deadlock between attempts ended explore's orders and bursts a second
+// each. The notes say so.
+func TestPostgresSessionsShortenDeadlocks(t *testing.T) {
+	st, _ := open(t, "postgres")
+	ctx := context.Background()
+	pool, err := st.Open(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	c, err := pool.Session(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	r, err := c.Exec(ctx, Stmt{Text: "SELECT current_setting('deadlock_timeout') AS t, current_setting('is_superuser') AS su"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Values) != 2 {
+		t.Fatalf("reply %+v", r)
+	}
+	notes := strings.Join(st.Notes(), "\n")
+	if r.Values[1] == "on" {
+		if r.Values[0] != DeadlockTimeout || !strings.Contains(notes, "deadlock_timeout "+DeadlockTimeout+" on racetest's connections") {
+			t.Errorf("deadlock_timeout %s (want %s), notes:\n%s", r.Values[0], DeadlockTimeout, notes)
+		}
+	} else if !strings.Contains(notes, "may not shorten deadlock_timeout") {
+		t.Errorf("not a superuser: notes do not say the deadlock_timeout stays:\n%s", notes)
 	}
 }
