@@ -108,7 +108,7 @@ func newCmdScript(f *Factory, d script.Dialect, runF func(context.Context, *Scri
 	fs.StringSliceVar(&opts.Watch, "watch", nil, "--effects auto: the "+what+" to measure, comma-separated ({{.RunID}} is the run's id; default: every one of the schema, on Redis required)")
 	fs.StringVar(&opts.Scripts.Teardown, "teardown", "", "run once at the end, also after Ctrl-C (inline or @FILE)")
 	fs.StringVar(&opts.Release, "release", string(release.Default), "how each burst's attempts are released: auto (last-byte: each attempt's first marked statement held back by its last byte, all released in one loop), gate, or last-byte")
-	opts.finishFlags.register(fs, "what the run must show: safe, race, or max=N effects per burst",
+	opts.finishFlags.register(fs, "what the run must show: safe, race, lost, max=N or range=MIN-MAX effects per burst",
 		"draw the example burst of a RACE as a timeline, its steps named file:line")
 	_ = c.RegisterFlagCompletionFunc("format", fixed(report.Formats()))
 	opts.Shape.register(fs, f.Registry, verbShape{fires: fires, usage: map[string]string{
