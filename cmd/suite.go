@@ -452,6 +452,9 @@ func checkWritable(file string) error {
 	if !st.IsDir() {
 		return fmt.Errorf("%s is not a directory", dir)
 	}
+	if st, err := os.Stat(file); err == nil && st.IsDir() {
+		return fmt.Errorf("that is a directory: name a file in it, e.g. %s", filepath.Join(file, "racetest.out"))
+	}
 	return nil
 }
 
