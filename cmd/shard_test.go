@@ -265,3 +265,30 @@ func TestStoryLeavesOutEmptyParts(t *testing.T) {
 		t.Errorf("story parts %q, want the naive code and the fix alone", got)
 	}
 }
+
+// Parts of two different suite files whose cases have the same names are
+// not one set: the merge refuses them (exit 2), where it merged them with
+// exit 0. The same file under another path is still one suite.
+func TestReportMergeRefusesPartsOfDifferentSuites(t *testing.T) {
+	dir := t.TempDir()
+	racy := writeSuite(t, "defaults: {attempts: 8, bursts: 3}\ncases:\n  - {name: a, scenario: check-then-write, expect: race}\n  - {name: b, scenario: check-then-write, expect: race}\n")
+	safe := writeSuite(t, "defaults: {attempts: 8, bursts: 3}\ncases:\n  - {name: a, scenario: unique-insert, expect: safe}\n  - {name: b, scenario: unique-insert, expect: safe}\n")
+	copied := filepath.Join(t.TempDir(), "suite.yaml")
+	if err := os.WriteFile(copied, readFile(t, racy), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	part := func(file string, k int) string {
+		p := filepath.Join(dir, fmt.Sprintf("%d-%s-%d.json", k, filepath.Base(filepath.Dir(file)), k))
+		if _, errOut, code := execSuite(t, memoryOnly(), nil, "suite", file, "--shard", fmt.Sprintf("%d/2", k), "--json", p, "-q"); code != ExitOK {
+			t.Fatalf("%s shard %d/2: exit %d: %s", file, k, code, errOut)
+		}
+		return p
+	}
+	out, errOut, code := execSuite(t, memoryOnly(), nil, "report", "merge", part(racy, 1), part(safe, 2))
+	if code != ExitUsage || out != "" || !strings.Contains(errOut, "not parts of one suite run") {
+		t.Errorf("parts of two suites: exit %d, out %q, err %q", code, out, errOut)
+	}
+	if _, errOut, code := execSuite(t, memoryOnly(), nil, "report", "merge", part(racy, 1), part(copied, 2)); code != ExitOK {
+		t.Errorf("parts of one suite at two paths: exit %d: %s", code, errOut)
+	}
+}
