@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/racetest/racetest/report"
 	"github.com/racetest/racetest/scenarios"
@@ -290,5 +291,40 @@ func TestReportMergeRefusesPartsOfDifferentSuites(t *testing.T) {
 	}
 	if _, errOut, code := execSuite(t, memoryOnly(), nil, "report", "merge", part(racy, 1), part(copied, 2)); code != ExitOK {
 		t.Errorf("parts of one suite at two paths: exit %d: %s", code, errOut)
+	}
+}
+
+// report merge bounds its parts and their bytes before reading any: more
+// than MaxMergeParts parts, or parts past MaxReportSize together, exit 2
+// at once.
+func TestReportMergeBoundsItsParts(t *testing.T) {
+	dir := t.TempDir()
+	many := make([]string, MaxMergeParts+1)
+	for i := range many {
+		many[i] = filepath.Join(dir, fmt.Sprintf("part-%d.json", i))
+	}
+	start := time.Now()
+	out, errOut, code := execSuite(t, memoryOnly(), nil, append([]string{"report", "merge"}, many...)...)
+	if code != ExitUsage || out != "" || !strings.Contains(errOut, fmt.Sprintf("at most %d parts, got %d", MaxMergeParts, len(many))) {
+		t.Errorf("%d parts: exit %d, out %q, err %q", len(many), code, out, errOut)
+	}
+	var big []string
+	for i := range 2 {
+		f := filepath.Join(dir, fmt.Sprintf("big-%d.json", i))
+		// Sparse: the size is what is checked, before anything is read.
+		if err := os.WriteFile(f, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Truncate(f, MaxReportSize/2+1); err != nil {
+			t.Fatal(err)
+		}
+		big = append(big, f)
+	}
+	out, errOut, code = execSuite(t, memoryOnly(), nil, append([]string{"report", "merge"}, big...)...)
+	if code != ExitUsage || out != "" || !strings.Contains(errOut, "more than the 32 MiB a merged report may be") {
+		t.Errorf("parts past %d bytes: exit %d, out %q, err %q", MaxReportSize, code, out, errOut)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("refusing took %s", took)
 	}
 }
