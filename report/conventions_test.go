@@ -196,3 +196,29 @@ func TestHTMLEscapesControlCharacters(t *testing.T) {
 		t.Errorf("the name is not shown with its escapes")
 	}
 }
+
+// A timeline whose releases each fall in a step's column draws no R: its
+// note does not send the reader left of an R that is not there (a Redis
+// last-byte burst read "left of R" and drew none).
+func TestTimelineNoteNamesOnlyAnRDrawn(t *testing.T) {
+	us := func(n int) time.Duration { return time.Duration(n) * time.Microsecond }
+	hidden := &runner.Trace{Effects: 2, Allowed: 1, Workers: []runner.WorkerTrace{
+		{Worker: 0, Outcome: runner.Executed, Marks: []runner.Mark{{Name: "released", At: us(600)}, {Name: "check", At: us(20)}, {Name: "act", At: us(601)}, {Name: "done", At: us(900)}}},
+		{Worker: 1, Outcome: runner.Executed, Marks: []runner.Mark{{Name: "released", At: us(610)}, {Name: "check", At: us(40)}, {Name: "act", At: us(611)}, {Name: "done", At: us(950)}}},
+	}}
+	var b strings.Builder
+	Timeline(&b, hidden)
+	text := b.String()
+	drawsR := false
+	for _, l := range strings.Split(text, "\n") {
+		if strings.HasPrefix(l, "w") && strings.Contains(l, "R") {
+			drawsR = true
+		}
+	}
+	if drawsR {
+		t.Fatalf("the rows draw R; the trace was meant to hide it:\n%s", text)
+	}
+	if strings.Contains(text, "left of R") || !strings.Contains(text, heldNoteHidden) {
+		t.Errorf("no R drawn, but the note reads otherwise:\n%s", text)
+	}
+}
