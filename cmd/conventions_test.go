@@ -23,8 +23,8 @@ func execIO(t *testing.T, io *IOStreams, reg *scenarios.Registry, args ...string
 	root.SetArgs(args)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	err := root.ExecuteContext(ctx)
-	printError(io, err)
+	c, err := root.ExecuteContextC(ctx)
+	printCommandError(io, err, c)
 	return ExitCode(err)
 }
 

@@ -2,12 +2,15 @@ package cmd
 
 import (
 	"fmt"
+	"io"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/racetest/racetest/internal/printable"
 	"github.com/racetest/racetest/scenarios"
 )
 
@@ -76,9 +79,119 @@ func applyEnv(c *cobra.Command, reg *scenarios.Registry, lookup func(string) (st
 	return nil
 }
 
+// otherEnv are the RACETEST_ variables that set no flag but that racetest,
+// its tests and its scripts read (a CI job sets them for the tests and
+// runs racetest in the same environment), and otherEnvPrefixes the
+// families of them. TestEveryRacetestVariableIsKnown keeps the lists whole.
+var (
+	otherEnv = []string{"RACETEST_ARTIFACTS", "RACETEST_FAULTS", "RACETEST_FERRETDB_ADDR", "RACETEST_HTTPFIRE_TARGET",
+		"RACETEST_INTERRUPTS", "RACETEST_MUTATION", "RACETEST_MYSQL_FILL_CONNECTIONS", "RACETEST_PG_BIN", "RACETEST_PROBE_BURN",
+		"RACETEST_SCRIPTS_JUNIT", "RACETEST_CLUSTERS_JUNIT"}
+	otherEnvPrefixes = []string{"RACETEST_BENCH_", "RACETEST_CLUSTER_", "RACETEST_MEASURE_", "RACETEST_REQUIRE_", "RACETEST_SERVE_TEST_"}
+)
+
+// knownEnv is every RACETEST_ variable racetest reads: each flag's of every
+// command (a CI job sets RACETEST_SOLO_EVERY once for the commands that
+// take it), the connections' and otherEnv.
+func knownEnv(root *cobra.Command, reg *scenarios.Registry) []string {
+	seen := map[string]bool{}
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		c.Flags().VisitAll(func(f *pflag.Flag) { seen[envName(f.Name)] = true })
+		c.PersistentFlags().VisitAll(func(f *pflag.Flag) { seen[envName(f.Name)] = true })
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+	for _, b := range reg.Backends() {
+		for _, conn := range []*scenarios.Connection{b.Conn, b.ReadConn} {
+			if conn != nil && conn.Env != "" {
+				seen[conn.Env] = true
+			}
+		}
+	}
+	for _, n := range otherEnv {
+		seen[n] = true
+	}
+	known := make([]string, 0, len(seen))
+	for n := range seen {
+		known = append(known, n)
+	}
+	sort.Strings(known)
+	return known
+}
+
+// unknownEnv warns of each RACETEST_ variable in environ that racetest does
+// not read: as a misspelled flag is an error, RACETEST_BURST=3 must not
+// silently run the default 100 bursts. A warning, not an error: a CI
+// environment carries variables for other tools, and only racetest's own
+// prefix is looked at.
+func unknownEnv(w io.Writer, environ []string, known []string) {
+	isKnown := map[string]bool{}
+	for _, n := range known {
+		isKnown[n] = true
+	}
+	var names []string
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(name, envPrefix) || isKnown[name] || slices.ContainsFunc(otherEnvPrefixes, func(p string) bool { return strings.HasPrefix(name, p) }) {
+			continue
+		}
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		hint := ""
+		if s := scenarios.Suggest(name, known); s != "" {
+			hint = fmt.Sprintf(" (did you mean %s?)", s)
+		}
+		fmt.Fprintf(w, "racetest: warning: %s is not a racetest setting%s; it is ignored ('racetest help environment' lists them)\n",
+			printable.Line(name), hint)
+	}
+}
+
 // envAnnotation marks a flag whose value came from its RACETEST_*
 // variable.
 const envAnnotation = "racetest_env"
+
+// envSource names the variables behind the flags a usage error names:
+// "--bursts must be at least 1" is a puzzle when the command line has no
+// --bursts and RACETEST_BURSTS=-3 gave it.
+func envSource(c *cobra.Command, msg string) string {
+	var from []string
+	c.Flags().VisitAll(func(f *pflag.Flag) {
+		v := f.Annotations[envAnnotation]
+		if len(v) == 0 || !namesFlag(msg, f.Name) {
+			return
+		}
+		from = append(from, fmt.Sprintf("--%s came from %s=%q: unset it, or give --%s on the command line, which wins", f.Name, v[0], f.Value.String(), f.Name))
+	})
+	if len(from) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(from, "; ") + ")"
+}
+
+// namesFlag reports whether msg names --name as a flag of its own, not the
+// start of a longer one (--bursts in --bursts-per-second).
+func namesFlag(msg, name string) bool {
+	flag := "--" + name
+	for i := strings.Index(msg, flag); i >= 0; {
+		end := i + len(flag)
+		if end == len(msg) || !isFlagByte(msg[end]) {
+			return true
+		}
+		j := strings.Index(msg[end:], flag)
+		if j < 0 {
+			break
+		}
+		i = end + j
+	}
+	return false
+}
+
+func isFlagByte(b byte) bool { return b == '-' || b >= 'a' && b <= 'z' || b >= '0' && b <= '9' }
 
 // onCommandLine reports whether the flag named name was given on the
 // command line, not by the environment. A check that refuses a flag

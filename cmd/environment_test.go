@@ -2,6 +2,11 @@ package cmd
 
 import (
 	"encoding/json"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -105,5 +110,92 @@ func TestHelpEnvironment(t *testing.T) {
 		if !strings.Contains(bursts, want) {
 			t.Errorf("the RACETEST_BURSTS line %q lacks %q", bursts, want)
 		}
+	}
+}
+
+// A flag's check that refuses a value the environment gave names the
+// variable: the command line has no --bursts to look at.
+func TestEnvironmentValueRefusedNamesTheVariable(t *testing.T) {
+	code, _, errOut := runWithEnv(t, map[string]string{"RACETEST_BURSTS": "-3"}, "run", "conditional-update")
+	if code != ExitUsage || !strings.Contains(errOut, `--bursts came from RACETEST_BURSTS="-3"`) {
+		t.Errorf("RACETEST_BURSTS=-3: exit %d, %q; want %d naming the variable", code, errOut, ExitUsage)
+	}
+	code, _, errOut = runWithEnv(t, nil, "run", "conditional-update", "--bursts", "-3")
+	if code != ExitUsage || strings.Contains(errOut, "RACETEST_") {
+		t.Errorf("--bursts -3: exit %d, %q; want %d naming no variable", code, errOut, ExitUsage)
+	}
+}
+
+// A RACETEST_ variable racetest does not read is a warning on stderr, with
+// the setting it may have meant; variables of racetest's tests and
+// scripts, settings of other commands and other tools' variables are not.
+func TestUnknownEnvironmentVariableWarns(t *testing.T) {
+	io, out, errOut := Test()
+	env := map[string]string{"RACETEST_BURST": "3", "RACETEST_REQUIRE_SERVERS": "1", "RACETEST_SOLO_EVERY": "2",
+		"RACETEST_MONGO_URI": "mongodb://127.0.0.1:1/", "RACETEST_CLUSTER_DIR": "/tmp", "CI_RACETEST_X": "1", "GOFLAGS": "-race"}
+	io.Env = envOf(env)
+	io.Environ = func() []string {
+		var kv []string
+		for k, v := range env {
+			kv = append(kv, k+"="+v)
+		}
+		return kv
+	}
+	code := execIO(t, io, builtin.Registry(), "run", "conditional-update", "-n", "2", "--bursts", "2", "--latency", "0", "-q")
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s%s", code, out, errOut)
+	}
+	want := "racetest: warning: RACETEST_BURST is not a racetest setting (did you mean RACETEST_BURSTS?); it is ignored"
+	if !strings.Contains(errOut.String(), want) {
+		t.Errorf("stderr lacks %q:\n%s", want, errOut)
+	}
+	if n := strings.Count(errOut.String(), "warning:"); n != 1 {
+		t.Errorf("%d warnings, want the one of RACETEST_BURST:\n%s", n, errOut)
+	}
+}
+
+// Every RACETEST_ variable the repository's code, scripts and documents
+// name is one racetest knows, so that none of them draws the warning.
+func TestEveryRacetestVariableIsKnown(t *testing.T) {
+	root, reg := builtinRoot(t)
+	known := map[string]bool{}
+	for _, n := range knownEnv(root, reg) {
+		known[n] = true
+	}
+	name := regexp.MustCompile(`\bRACETEST_[A-Z0-9_]*[A-Z0-9]\b`)
+	found := 0
+	err := filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "node_modules") {
+			return filepath.SkipDir
+		}
+		ext := filepath.Ext(path)
+		if strings.HasPrefix(d.Name(), "environment") && filepath.Base(filepath.Dir(path)) == "cmd" {
+			return nil // the misspellings these tests show
+		}
+		if d.IsDir() || !(ext == ".go" || ext == ".sh" || ext == ".md" || ext == ".yaml" || ext == ".yml" || d.Name() == "run") {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, n := range name.FindAllString(string(b), -1) {
+			found++
+			if known[n] || slices.ContainsFunc(otherEnvPrefixes, func(p string) bool { return strings.HasPrefix(n, p) }) {
+				continue
+			}
+			t.Errorf("%s names %s, which racetest would warn of: a flag's variable, or one for otherEnv", path, n)
+			known[n] = true // once
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if found < 50 {
+		t.Fatalf("only %d names found: the walk lost them", found)
 	}
 }

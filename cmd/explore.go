@@ -116,13 +116,17 @@ func newCmdExplore(f *Factory, replay bool, runF func(context.Context, *ExploreO
 		c.Short = "Run one order of the attempts' steps, for a bug report, a CI regression test or a training session"
 		c.Example = `  racetest replay check-then-write -b postgres --schedule "A1 B1 A2 B2"
   racetest replay check-then-write -b mysql --isolation serializable --schedule "A1 B1 A2 B2" --step
-  racetest replay sql -b postgres --setup @schema.sql --subject @coupon.sql --attempt @redeem.sql --effects @count.sql --schedule "A1 B1 A2 B2"`
+  racetest replay sql -b postgres --setup @examples/redeem/scripts/schema.sql --subject @examples/redeem/scripts/coupon.sql \
+      --attempt @examples/redeem/scripts/naive.sql --effects @examples/redeem/scripts/count.sql \
+      --teardown @examples/redeem/scripts/drop.sql --schedule "A1 B1 A2 B2"`
 	} else {
 		c.Short = "Run two or three attempts step by step in every order, on the real server, and show the orders that break"
 		c.Example = `  racetest explore check-then-write -b postgres
   racetest explore check-then-write -b mysql --isolation serializable
   racetest explore conditional-update -b redis --attempts 3
-  racetest explore sql -b mysql --setup @schema.sql --subject @coupon.sql --attempt @redeem.sql --effects @count.sql`
+  racetest explore sql -b mysql --setup @examples/redeem/scripts/schema.sql --subject @examples/redeem/scripts/coupon.sql \
+      --attempt @examples/redeem/scripts/naive.sql --effects @examples/redeem/scripts/count.sql \
+      --teardown @examples/redeem/scripts/drop.sql`
 	}
 	exploreFlags(c.Flags(), opts, replay)
 	opts.Shape.register(c.Flags(), f.Registry, exploreShape(firesExplore, map[string]string{

@@ -274,6 +274,35 @@ func TestDocsNameOnlyFlagsThatExist(t *testing.T) {
 	}
 }
 
+// A flag the prose names with commands beside it in parentheses ("`--details`
+// (always for `run`)") exists on each of those commands: a reader types
+// 'racetest run --details' from that.
+func TestDocsNameFlagsWithTheirCommands(t *testing.T) {
+	root, _ := builtinRoot(t)
+	prose := regexp.MustCompile("`--([a-z][a-z0-9-]*)`[^`()\\n]*\\(([^()\\n]*)\\)")
+	word := regexp.MustCompile("`([a-z]+)`")
+	checked := 0
+	for _, file := range docFiles(t) {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range prose.FindAllStringSubmatch(string(b), -1) {
+			for _, w := range word.FindAllStringSubmatch(m[2], -1) {
+				c, _, err := root.Find([]string{w[1]})
+				if err != nil || c == root {
+					continue // a value (`safe`), not a command
+				}
+				checked++
+				if c.Flags().Lookup(m[1]) == nil {
+					t.Errorf("%s: %q names --%s beside 'racetest %s', which does not have it", filepath.Base(file), m[0], m[1], w[1])
+				}
+			}
+		}
+	}
+	t.Logf("%d flags named beside a command", checked)
+}
+
 // README's table of backends says each server backend's flag, environment
 // variable and default address as the backend declares them.
 func TestReadmeBackendTableMatchesTheRegistry(t *testing.T) {
@@ -339,5 +368,27 @@ func TestReadmeFormatListsAreWhole(t *testing.T) {
 	}
 	if lists < 4 {
 		t.Fatalf("only %d lists of formats found in the docs: the parser lost them", lists)
+	}
+}
+
+// --expect's help names every form the commands that end in finish accept
+// (report.ParseExpect): sql's said "safe, race, or max=N" while lost and
+// range= were taken.
+func TestExpectHelpNamesEveryForm(t *testing.T) {
+	root, _ := builtinRoot(t)
+	forms := map[string]string{"safe": "safe", "race": "race", "lost": "lost", "max=N": "max=2", "range=MIN-MAX": "range=0-1"}
+	for word, example := range forms {
+		if _, err := report.ParseExpect(example); err != nil {
+			t.Fatalf("%s: %v", example, err)
+		}
+		for _, name := range []string{"run", "http", "sql", "redis", "mongo"} {
+			f := subcommand(t, root, name).Flags().Lookup("expect")
+			if f == nil {
+				t.Fatalf("%s has no --expect", name)
+			}
+			if !strings.Contains(f.Usage, word) {
+				t.Errorf("%s --expect help does not name %s: %q", name, word, f.Usage)
+			}
+		}
 	}
 }

@@ -37,6 +37,9 @@ type IOStreams struct {
 	// FORCE_COLOR, CLICOLOR_FORCE, TERM) and the settings by environment
 	// (RACETEST_<FLAG>, environment.go); nil is an empty environment.
 	Env func(string) (string, bool)
+	// Environ lists the environment, for the warning on a RACETEST_
+	// variable racetest does not read; nil lists nothing.
+	Environ func() []string
 	// ColorMode is --color: auto (the default), always or never.
 	ColorMode string
 	// Quiet (-q) keeps only the verdict lines; Verbose (-v) adds a line
@@ -56,7 +59,7 @@ func System() *IOStreams {
 		OutTTY: term.IsTerminal(int(os.Stdout.Fd())),
 		ErrTTY: term.IsTerminal(int(os.Stderr.Fd())),
 		InTTY:  term.IsTerminal(int(os.Stdin.Fd())),
-		Env:    os.LookupEnv,
+		Env:    os.LookupEnv, Environ: os.Environ,
 	}
 }
 

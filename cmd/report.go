@@ -250,6 +250,9 @@ func runReportMerge(ctx context.Context, o *ReportOptions, files []string) error
 	if err != nil {
 		return usageError(err)
 	}
+	if err := checkMergeBounds(files); err != nil {
+		return err
+	}
 	seen := map[string]bool{}
 	docs := make([]report.Document, 0, len(files))
 	for _, file := range files {
@@ -271,6 +274,31 @@ func runReportMerge(ctx context.Context, o *ReportOptions, files []string) error
 		return inputErrorf("%w", err)
 	}
 	return renderDocument(ctx, o, reporter, doc)
+}
+
+// MaxMergeParts is the most parts 'report merge' takes: a suite split in
+// more parts than this is no CI matrix.
+const MaxMergeParts = 1000
+
+// checkMergeBounds refuses, before reading any, more parts than
+// MaxMergeParts, and regular files that together hold more than the
+// MaxReportSize a merged report may be: 10,000 parts took 35 s and 1.6 GB
+// before the merge said no.
+func checkMergeBounds(files []string) error {
+	if len(files) > MaxMergeParts {
+		return usageErrorf("report merge takes at most %d parts, got %d: is the glob the one you meant?", MaxMergeParts, len(files))
+	}
+	var total int64
+	for _, file := range files {
+		st, err := os.Stat(file)
+		if err != nil || !st.Mode().IsRegular() {
+			continue // readReport says what is wrong with it
+		}
+		if total += st.Size(); total > MaxReportSize {
+			return inputErrorf("the parts up to %s hold more than the %d MiB a merged report may be: merge fewer parts, or render them apart", file, MaxReportSize>>20)
+		}
+	}
+	return nil
 }
 
 // reportOptions completes o with what the streams say and the user asked

@@ -87,7 +87,11 @@ func printCommandError(io *IOStreams, err error, c *cobra.Command) {
 		fmt.Fprintln(io.ErrOut, "racetest: interrupted")
 		return
 	}
-	fmt.Fprintln(io.ErrOut, "racetest: "+printable.Text(err.Error()))
+	msg := err.Error()
+	if ExitCode(err) == ExitUsage && c != nil {
+		msg += envSource(c, msg)
+	}
+	fmt.Fprintln(io.ErrOut, "racetest: "+printable.Text(msg))
 	if e, ok := errors.AsType[*exitError](err); ok && e.input {
 		return
 	}
@@ -129,6 +133,9 @@ many attempts actually executed — the races a one-click test never sees.`,
 	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
 		if err := applyEnv(c, f.Registry, f.IO.Env); err != nil {
 			return err
+		}
+		if f.IO.Environ != nil {
+			unknownEnv(f.IO.ErrOut, f.IO.Environ(), knownEnv(c.Root(), f.Registry))
 		}
 		if err := checkOutputFlags(c, f.IO); err != nil {
 			return err

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/racetest/racetest/report"
 	"github.com/racetest/racetest/scenarios"
@@ -263,5 +264,67 @@ func TestStoryLeavesOutEmptyParts(t *testing.T) {
 	}
 	if got := strings.Join(titles, "|"); got != "The naive code|The fix" {
 		t.Errorf("story parts %q, want the naive code and the fix alone", got)
+	}
+}
+
+// Parts of two different suite files whose cases have the same names are
+// not one set: the merge refuses them (exit 2), where it merged them with
+// exit 0. The same file under another path is still one suite.
+func TestReportMergeRefusesPartsOfDifferentSuites(t *testing.T) {
+	dir := t.TempDir()
+	racy := writeSuite(t, "defaults: {attempts: 8, bursts: 3}\ncases:\n  - {name: a, scenario: check-then-write, expect: race}\n  - {name: b, scenario: check-then-write, expect: race}\n")
+	safe := writeSuite(t, "defaults: {attempts: 8, bursts: 3}\ncases:\n  - {name: a, scenario: unique-insert, expect: safe}\n  - {name: b, scenario: unique-insert, expect: safe}\n")
+	copied := filepath.Join(t.TempDir(), "suite.yaml")
+	if err := os.WriteFile(copied, readFile(t, racy), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	part := func(file string, k int) string {
+		p := filepath.Join(dir, fmt.Sprintf("%d-%s-%d.json", k, filepath.Base(filepath.Dir(file)), k))
+		if _, errOut, code := execSuite(t, memoryOnly(), nil, "suite", file, "--shard", fmt.Sprintf("%d/2", k), "--json", p, "-q"); code != ExitOK {
+			t.Fatalf("%s shard %d/2: exit %d: %s", file, k, code, errOut)
+		}
+		return p
+	}
+	out, errOut, code := execSuite(t, memoryOnly(), nil, "report", "merge", part(racy, 1), part(safe, 2))
+	if code != ExitUsage || out != "" || !strings.Contains(errOut, "not parts of one suite run") {
+		t.Errorf("parts of two suites: exit %d, out %q, err %q", code, out, errOut)
+	}
+	if _, errOut, code := execSuite(t, memoryOnly(), nil, "report", "merge", part(racy, 1), part(copied, 2)); code != ExitOK {
+		t.Errorf("parts of one suite at two paths: exit %d: %s", code, errOut)
+	}
+}
+
+// report merge bounds its parts and their bytes before reading any: more
+// than MaxMergeParts parts, or parts past MaxReportSize together, exit 2
+// at once.
+func TestReportMergeBoundsItsParts(t *testing.T) {
+	dir := t.TempDir()
+	many := make([]string, MaxMergeParts+1)
+	for i := range many {
+		many[i] = filepath.Join(dir, fmt.Sprintf("part-%d.json", i))
+	}
+	start := time.Now()
+	out, errOut, code := execSuite(t, memoryOnly(), nil, append([]string{"report", "merge"}, many...)...)
+	if code != ExitUsage || out != "" || !strings.Contains(errOut, fmt.Sprintf("at most %d parts, got %d", MaxMergeParts, len(many))) {
+		t.Errorf("%d parts: exit %d, out %q, err %q", len(many), code, out, errOut)
+	}
+	var big []string
+	for i := range 2 {
+		f := filepath.Join(dir, fmt.Sprintf("big-%d.json", i))
+		// Sparse: the size is what is checked, before anything is read.
+		if err := os.WriteFile(f, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Truncate(f, MaxReportSize/2+1); err != nil {
+			t.Fatal(err)
+		}
+		big = append(big, f)
+	}
+	out, errOut, code = execSuite(t, memoryOnly(), nil, append([]string{"report", "merge"}, big...)...)
+	if code != ExitUsage || out != "" || !strings.Contains(errOut, "more than the 32 MiB a merged report may be") {
+		t.Errorf("parts past %d bytes: exit %d, out %q, err %q", MaxReportSize, code, out, errOut)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("refusing took %s", took)
 	}
 }

@@ -40,12 +40,14 @@ func NewCmdSQL(f *Factory, runF func(context.Context, *ScriptOptions) error) *co
 	c := newCmdScript(f, script.SQL, runF)
 	c.Use = "sql -b postgres|mysql --attempt SQL|@FILE --effects SQL|@FILE"
 	c.Short = "Fire bursts of your own SQL script at your own schema and count, with your query, what really ran"
-	c.Example = `  racetest sql -b postgres --setup @schema.sql \
-    --subject "INSERT INTO coupons(code) VALUES ('{{.Token}}')" \
-    --attempt @redeem.sql \
-    --effects "SELECT count(*) FROM redemptions WHERE code = '{{.Token}}'" \
-    --teardown @drop.sql -n 16 --bursts 200
-  racetest sql -b mysql --attempt @redeem.sql --effects @count.sql --expect race`
+	c.Example = `  racetest sql -b postgres --setup @examples/redeem/scripts/schema.sql \
+    --subject "INSERT INTO coupons_{{.RunID}}(code) VALUES ('{{.Token}}')" \
+    --attempt @examples/redeem/scripts/naive.sql \
+    --effects "SELECT count(*) FROM redemptions_{{.RunID}} WHERE code = '{{.Token}}'" \
+    --teardown @examples/redeem/scripts/drop.sql -n 16 --bursts 200 --expect race
+  racetest sql -b mysql --setup @examples/redeem/scripts/schema.sql --subject @examples/redeem/scripts/coupon.sql \
+    --attempt @examples/redeem/scripts/conditional.sql --effects @examples/redeem/scripts/count.sql \
+    --teardown @examples/redeem/scripts/drop.sql`
 	return c
 }
 
@@ -54,8 +56,8 @@ func NewCmdRedis(f *Factory, runF func(context.Context, *ScriptOptions) error) *
 	c := newCmdScript(f, script.Redis, runF)
 	c.Use = "redis --attempt CMDS|@FILE --effects CMD|@FILE"
 	c.Short = "Fire bursts of your own Redis commands and count, with your command, what really ran"
-	c.Example = `  racetest redis --attempt @redeem.redis --effects "SCARD redeemed:{{.Token}}" \
-    --teardown "EVAL \"for _,k in ipairs(redis.call('KEYS', ARGV[1])) do redis.call('DEL', k) end\" 0 redeemed:{{.RunID}}-*"`
+	c.Example = `  racetest redis --attempt @examples/redeem/scripts/naive.redis --effects "SCARD redeemed:{{.Token}}" \
+    --teardown @examples/redeem/scripts/drop.redis --expect race`
 	return c
 }
 
@@ -64,9 +66,9 @@ func NewCmdMongo(f *Factory, runF func(context.Context, *ScriptOptions) error) *
 	c := newCmdScript(f, script.Mongo, runF)
 	c.Use = "mongo --attempt JSON|@FILE --effects JSON|@FILE"
 	c.Short = "Fire bursts of your own MongoDB commands (JSON documents) and count, with your count, what really ran"
-	c.Example = `  racetest mongo --attempt @redeem.mongo \
-    --effects '{"count": "redemptions", "query": {"code": "{{.Token}}"}}' \
-    --teardown '{"drop": "redemptions"}'`
+	c.Example = `  racetest mongo --setup @examples/redeem/scripts/schema.mongo --attempt @examples/redeem/scripts/naive.mongo \
+    --effects '{"count": "redemptions_{{.RunID}}", "query": {"code": "{{.Token}}"}}' \
+    --teardown @examples/redeem/scripts/drop.mongo --expect race`
 	return c
 }
 
@@ -106,7 +108,7 @@ func newCmdScript(f *Factory, d script.Dialect, runF func(context.Context, *Scri
 	fs.StringSliceVar(&opts.Watch, "watch", nil, "--effects auto: the "+what+" to measure, comma-separated ({{.RunID}} is the run's id; default: every one of the schema, on Redis required)")
 	fs.StringVar(&opts.Scripts.Teardown, "teardown", "", "run once at the end, also after Ctrl-C (inline or @FILE)")
 	fs.StringVar(&opts.Release, "release", string(release.Default), "how each burst's attempts are released: auto (last-byte: each attempt's first marked statement held back by its last byte, all released in one loop), gate, or last-byte")
-	opts.finishFlags.register(fs, "what the run must show: safe, race, or max=N effects per burst",
+	opts.finishFlags.register(fs, "what the run must show: safe, race, lost, max=N or range=MIN-MAX effects per burst",
 		"draw the example burst of a RACE as a timeline, its steps named file:line")
 	_ = c.RegisterFlagCompletionFunc("format", fixed(report.Formats()))
 	opts.Shape.register(fs, f.Registry, verbShape{fires: fires, usage: map[string]string{

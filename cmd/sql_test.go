@@ -40,7 +40,7 @@ func TestScriptBadInput(t *testing.T) {
 		"wrong backend": {[]string{"sql", "-b", "redis", "--attempt", "SELECT 1;", "--effects", "SELECT 1;"},
 			[]string{"racetest sql runs on postgres or mysql"}},
 		"no effects": {[]string{"redis", "--attempt", "GET a"},
-			[]string{"--effects is required"}},
+			[]string{"--effects is required", "or auto"}},
 		"template field": {[]string{"sql", "-b", "postgres", "--setup", "CREATE TABLE t_{{.Token}} (a int);", "--attempt", "SELECT 1;", "--effects", "SELECT 1;"},
 			[]string{"--setup:1:16: template:", "Token", "--setup knows {{.RunID}}"}},
 		"missing file": {[]string{"redis", "--attempt", "@" + filepath.Join(dir, "nope.redis"), "--effects", "SCARD a"},

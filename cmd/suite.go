@@ -118,7 +118,7 @@ func runSuite(ctx context.Context, o *SuiteOptions) error {
 	if err != nil {
 		return usageError(err)
 	}
-	plans, err := loadSuite(ctx, o)
+	plans, source, err := loadSuite(ctx, o)
 	if err != nil {
 		return err
 	}
@@ -128,7 +128,7 @@ func runSuite(ctx context.Context, o *SuiteOptions) error {
 	var part *report.ShardJSON
 	if shard.N > 1 {
 		all := len(plans)
-		part = &report.ShardJSON{Suite: printable.Line(o.File), Digest: suiteDigest(plans), K: shard.K, N: shard.N}
+		part = &report.ShardJSON{Suite: printable.Line(o.File), Digest: suiteDigest(source, plans), K: shard.K, N: shard.N}
 		plans = shard.Select(plans)
 		part.Cases = len(plans)
 		fmt.Fprintf(o.IO.ErrOut, "racetest suite: shard %s: %d of the %d cases\n", shard, len(plans), all)
@@ -262,31 +262,32 @@ func caseCommand(file, name string) string {
 // error printed at its place in the file, and nothing runs. Ctrl-C stops
 // it at any moment, even inside the YAML library or a read of a standard
 // input that never ends.
-func loadSuite(ctx context.Context, o *SuiteOptions) ([]suite.Plan, error) {
+func loadSuite(ctx context.Context, o *SuiteOptions) ([]suite.Plan, []byte, error) {
 	type loaded struct {
-		plans []suite.Plan
-		err   error
+		plans  []suite.Plan
+		source []byte
+		err    error
 	}
 	done := make(chan loaded, 1)
 	go func() {
-		plans, err := readSuite(o)
-		done <- loaded{plans, err}
+		plans, source, err := readSuite(o)
+		done <- loaded{plans, source, err}
 	}()
 	select {
 	case <-ctx.Done():
-		return nil, context.Canceled
+		return nil, nil, context.Canceled
 	case l := <-done:
 		var es suite.Errors
 		if errors.As(l.err, &es) {
-			return nil, suiteError(o.IO, l.err)
+			return nil, nil, suiteError(o.IO, l.err)
 		}
-		return l.plans, l.err
+		return l.plans, l.source, l.err
 	}
 }
 
-// readSuite does loadSuite's work; it prints nothing, since loadSuite may
-// have returned already.
-func readSuite(o *SuiteOptions) ([]suite.Plan, error) {
+// readSuite does loadSuite's work, and returns the suite's text too; it
+// prints nothing, since loadSuite may have returned already.
+func readSuite(o *SuiteOptions) ([]suite.Plan, []byte, error) {
 	var (
 		data []byte
 		err  error
@@ -302,15 +303,16 @@ func readSuite(o *SuiteOptions) ([]suite.Plan, error) {
 		dir = filepath.Dir(o.File)
 	}
 	if err != nil {
-		return nil, usageErrorf("cannot read the suite: %w", err)
+		return nil, nil, usageErrorf("cannot read the suite: %w", err)
 	}
 	s, err := suite.Parse(name, data, os.LookupEnv, o.Registry)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return s.Plans(o.Registry, suite.Options{
+	plans, err := s.Plans(o.Registry, suite.Options{
 		Conn: o.Conn, Env: os.LookupEnv, Strict: o.Strict, AllowInconclusive: o.AllowInconclusive, Keep: o.Keep, Dir: dir,
 	})
+	return plans, data, err
 }
 
 // suiteInputs names the files a suite run reads: the suite itself and the
@@ -452,6 +454,9 @@ func checkWritable(file string) error {
 	if !st.IsDir() {
 		return fmt.Errorf("%s is not a directory", dir)
 	}
+	if st, err := os.Stat(file); err == nil && st.IsDir() {
+		return fmt.Errorf("that is a directory: name a file in it, e.g. %s", filepath.Join(file, "racetest.out"))
+	}
 	return nil
 }
 
@@ -509,11 +514,14 @@ func printableNames(cases []report.Case) []report.Case {
 	return out
 }
 
-// suiteDigest identifies the cases a suite is split into: each case's name
-// and backend, in order. The parts of one run share it ('report merge'
-// checks that they do).
-func suiteDigest(plans []suite.Plan) string {
+// suiteDigest identifies the cases a suite is split into: the suite's text
+// (two suites whose cases have the same names are not one set), then each
+// case's name and backend, in order. The parts of one run share it ('report
+// merge' checks that they do); the same file under another path (another
+// CI machine's checkout) does too.
+func suiteDigest(source []byte, plans []suite.Plan) string {
 	h := sha256.New()
+	fmt.Fprintf(h, "%x\n", sha256.Sum256(source))
 	for _, p := range plans {
 		fmt.Fprintf(h, "%q %q\n", p.Case.Name, p.Case.Backend)
 	}

@@ -109,6 +109,7 @@ func TestSuiteBadInputExits2BeforeAnythingRuns(t *testing.T) {
 			`suite.yaml:2:5: case "framed by hand": header: Content-Length is set by racetest`},
 		{"bad colour", "cases:\n  - scenario: unique-insert\n", []string{"--color", "sometimes"}, "--color"},
 		{"report directory missing", "cases:\n  - scenario: unique-insert\n", []string{"--junit", "/nonexistent/dir/r.xml"}, "does not exist"},
+		{"report path a directory", "cases:\n  - scenario: unique-insert\n", []string{"--json", "."}, "--json .: that is a directory: name a file in it"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			file := writeSuite(t, c.src)

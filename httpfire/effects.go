@@ -611,6 +611,9 @@ func (t *Target) credentialsGo(u *url.URL) bool {
 }
 
 func (t *Target) do(req *http.Request, method, raw string) ([]byte, error) {
+	// A server with one worker would wait on this connection, idle in the
+	// client's pool, and answer none of the burst's requests.
+	req.Close = t.probe.Serial()
 	resp, err := t.asideClient().Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", method, redactURL(raw), errUnwrapURL(err))

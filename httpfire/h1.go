@@ -234,7 +234,10 @@ func (s *h1Session) Attempt(ctx context.Context, subj runner.Subject, w *runner.
 	// The write that the response answers is over; fired orders its
 	// record before this read of it.
 	<-s.fired
-	if resp.Close {
+	if resp.Close || s.t.probe.Serial() {
+		// A server with one worker that keeps connections alive reads
+		// this one until it closes: kept open, it would leave the burst's
+		// other requests, and the effects check after it, unanswered.
 		s.close()
 	}
 	b.answer(resp.StatusCode, resp.Header, resp.Proto, done.Sub(s.sentAt))

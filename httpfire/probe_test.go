@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"maps"
 	"net"
@@ -30,10 +31,25 @@ import (
 // first response is slow, the rest follow close behind), and the run read
 // SAFE. The probe finds that the server does not answer a second request
 // while a first is unfinished: INCONCLUSIVE, naming one worker.
+//
+// The same holds when the server keeps connections alive, as Python's
+// HTTPServer does on HTTP/1.1: it reads one connection until the client
+// closes it, so a connection racetest kept open (an attempt's, the effects
+// check's) left every other request unanswered, and the run read ERROR,
+// "is the server still up?".
 func TestOneWorkerServerIsInconclusiveWhateverTheTimes(t *testing.T) {
+	for _, keepAlive := range []bool{false, true} {
+		t.Run(fmt.Sprintf("keep-alive=%v", keepAlive), func(t *testing.T) {
+			oneWorkerIsInconclusive(t, keepAlive)
+		})
+	}
+}
+
+func oneWorkerIsInconclusive(t *testing.T, keepAlive bool) {
 	s := newSubjects(20 * time.Millisecond)
 	s.QuickRefusal = true
 	srv := newBoundedServer(t, 1, s)
+	srv.Config.SetKeepAlivesEnabled(keepAlive)
 	res, a := runSubjects(t, srv.URL, httpfire.LastByte, 8, 6)
 	t.Logf("%s %s; notes %q", a.Verdict, a.Why, res.Notes)
 	if a.Verdict != report.Inconclusive || a.Tested != 0 ||

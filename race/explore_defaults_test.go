@@ -59,11 +59,11 @@ func TestExploreTakesItsDefaultsFromTheCase(t *testing.T) {
 		if err != nil {
 			t.Fatalf("attempts %d, allowed %d: %v", tc.attempts, tc.allowed, err)
 		}
-		if res.Attempts != tc.wantAttempts || res.Allowed != tc.wantAllowed || res.Required != 1 ||
+		if res.Attempts != tc.wantAttempts || res.Allowed != tc.wantAllowed || res.Required != tc.wantAllowed ||
 			len(res.Orders) != tc.wantOrders || res.Verdict() != tc.want {
-			t.Errorf("case attempts %d, allowed %d: explored %d attempts, allowed %d, required %d, %d orders, %s; want %d, %d, 1, %d, %s",
+			t.Errorf("case attempts %d, allowed %d: explored %d attempts, allowed %d, required %d, %d orders, %s; want %d, %d, %d, %d, %s",
 				tc.attempts, tc.allowed, res.Attempts, res.Allowed, res.Required, len(res.Orders), res.Verdict(),
-				tc.wantAttempts, tc.wantAllowed, tc.wantOrders, tc.want)
+				tc.wantAttempts, tc.wantAllowed, tc.wantAllowed, tc.wantOrders, tc.want)
 		}
 	}
 	// Options given are kept.

@@ -57,10 +57,12 @@ type Case struct {
 	// ShortBursts is T under `go test -short`; when 0, a fifth of Bursts but
 	// at least 20 (or Bursts, if fewer).
 	ShortBursts int
-	// Allowed is how many effects per subject are correct (1 when 0: exactly
-	// once). The floor is runner.Required (1 by default: a payment that
-	// never happened is LOST); a case where none is correct sets
-	// runner.Allowed(0) and runner.Required(0) in Options. Where each
+	// Allowed is how many effects per subject are correct: exactly that
+	// many, as racetest's --allowed N and a suite's allowed: N mean (1 when
+	// 0: exactly once; fewer is LOST, a payment that never happened). A
+	// range sets runner.Allowed(MAX) and runner.Required(MIN) in Options
+	// (0 and 1: at most once); a case where none is correct sets
+	// runner.Allowed(0) and runner.Required(0). Where each
 	// attempt that reports success (Done) must have landed exactly once,
 	// whatever their number, set runner.Accounting(true) in Options.
 	Allowed int
@@ -340,7 +342,7 @@ func (c *Case) options() []runner.Option {
 		opts = append(opts, runner.Bursts(c.Bursts))
 	}
 	if c.Allowed > 0 {
-		opts = append(opts, runner.Allowed(c.Allowed))
+		opts = append(opts, runner.Allowed(c.Allowed), runner.Required(c.Allowed))
 	}
 	if c.Auto != nil {
 		opts = append(opts, runner.SoloTwins(max(c.SoloEvery, 1)))

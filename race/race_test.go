@@ -665,3 +665,39 @@ func setShort(t *testing.T, short bool) {
 	}
 	t.Cleanup(func() { flag.Set("test.short", fmt.Sprint(was)) })
 }
+
+// Allowed: 3 is exactly three effects per burst, as --allowed 3 and a
+// suite's allowed: 3 are; it read 1-3 here. A case that lands one effect
+// per burst falls short of it, and the table says 3.
+func TestAllowedIsExactlyThatMany(t *testing.T) {
+	var mu sync.Mutex
+	done := map[string]int{}
+	c := Case{
+		Name: "three per coupon", Attempts: 4, Bursts: 3, Allowed: 3,
+		Subject: func(_ context.Context, b Burst) (any, error) { return b.Token(), nil },
+		Attempt: func(_ context.Context, s any, _ *Worker) Outcome {
+			mu.Lock()
+			defer mu.Unlock()
+			if done[s.(string)] > 0 {
+				return From(Declined("already redeemed"))
+			}
+			done[s.(string)]++
+			return From(nil)
+		},
+		Effects: func(_ context.Context, s any) (int, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			return done[s.(string)], nil
+		},
+	}
+	rep, err := Run(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Verdict != Lost || rep.Violations != rep.Bursts {
+		t.Errorf("one effect per burst with Allowed: 3: %s, %d of %d bursts outside; want LOST in every burst\n%s", rep.Verdict, rep.Violations, rep.Bursts, rep)
+	}
+	if strings.Contains(rep.String(), "1-3") {
+		t.Errorf("the table shows the allowance as a range:\n%s", rep)
+	}
+}

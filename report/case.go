@@ -641,14 +641,34 @@ func where(c Case) string {
 	return w
 }
 
-// placeOf is where without the server.
+// placeOf is where without the server. A name that says its backend
+// already ("redeem on memory", as a suite or a race.Case may name a case)
+// does not get it twice.
 func placeOf(c Case) string {
 	w := displayName(c)
 	switch {
+	case c.Backend != "http" && namesBackend(w, c.Backend):
 	case c.Backend != "http":
 		w += " on " + c.Backend
 	case !strings.Contains(w, "://"):
 		w += " over HTTP"
 	}
 	return w
+}
+
+// namesBackend reports whether name says "on BACKEND" as words of its own.
+func namesBackend(name, backend string) bool {
+	on := " on " + backend
+	for i := strings.Index(name, on); i >= 0; {
+		rest := name[i+len(on):]
+		if rest == "" || strings.ContainsRune(" ,;:)", rune(rest[0])) {
+			return true
+		}
+		j := strings.Index(rest, on)
+		if j < 0 {
+			break
+		}
+		i += len(on) + j
+	}
+	return false
 }

@@ -156,3 +156,69 @@ func TestTimelineSaysWhyAStepPrecedesItsRelease(t *testing.T) {
 		}
 	}
 }
+
+// A case whose name says its backend already does not get it twice
+// ("redeem on memory on memory"); one that does not say it gets it once.
+func TestPlaceNamesTheBackendOnce(t *testing.T) {
+	for _, c := range []struct{ name, backend, want string }{
+		{"redeem on memory", "memory", "redeem on memory"},
+		{"redeem on memory, 3 replicas", "memory", "redeem on memory, 3 replicas"},
+		{"redeem", "memory", "redeem on memory"},
+		{"redeem on memory-set", "memory", "redeem on memory-set on memory"},
+		{"check on mysql", "postgres", "check on mysql on postgres"},
+	} {
+		if got := placeOf(Case{Name: c.name, Backend: c.backend}); got != c.want {
+			t.Errorf("%q on %s: %q, want %q", c.name, c.backend, got, c.want)
+		}
+	}
+}
+
+// The HTML page escapes control characters as the other formats do: an ESC
+// or a BEL from the data (an error, a name, a note) reaches no terminal
+// that cats the page, where OSC 52 would write the clipboard.
+func TestHTMLEscapesControlCharacters(t *testing.T) {
+	cs := hostileCases()
+	cs[0].Name = "redeem \x1b]52;c;ZXZpbA==\x07 \u009b31m"
+	n := *cs[1].Result
+	n.Notes = append(n.Notes, "server said \x1b[2J\x07")
+	cs[1].Result = &n
+	var b strings.Builder
+	if err := HTML(&b, cs, Options{Timeline: true, Title: "t\x1b[31m"}); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	for _, r := range page {
+		if (r < 0x20 && r != '\n' && r != '\t') || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			t.Fatalf("the page holds the control character %U", r)
+		}
+	}
+	if !strings.Contains(page, `redeem \x1b]52;c;ZXZpbA==\x07`) {
+		t.Errorf("the name is not shown with its escapes")
+	}
+}
+
+// A timeline whose releases each fall in a step's column draws no R: its
+// note does not send the reader left of an R that is not there (a Redis
+// last-byte burst read "left of R" and drew none).
+func TestTimelineNoteNamesOnlyAnRDrawn(t *testing.T) {
+	us := func(n int) time.Duration { return time.Duration(n) * time.Microsecond }
+	hidden := &runner.Trace{Effects: 2, Allowed: 1, Workers: []runner.WorkerTrace{
+		{Worker: 0, Outcome: runner.Executed, Marks: []runner.Mark{{Name: "released", At: us(600)}, {Name: "check", At: us(20)}, {Name: "act", At: us(601)}, {Name: "done", At: us(900)}}},
+		{Worker: 1, Outcome: runner.Executed, Marks: []runner.Mark{{Name: "released", At: us(610)}, {Name: "check", At: us(40)}, {Name: "act", At: us(611)}, {Name: "done", At: us(950)}}},
+	}}
+	var b strings.Builder
+	Timeline(&b, hidden)
+	text := b.String()
+	drawsR := false
+	for _, l := range strings.Split(text, "\n") {
+		if strings.HasPrefix(l, "w") && strings.Contains(l, "R") {
+			drawsR = true
+		}
+	}
+	if drawsR {
+		t.Fatalf("the rows draw R; the trace was meant to hide it:\n%s", text)
+	}
+	if strings.Contains(text, "left of R") || !strings.Contains(text, heldNoteHidden) {
+		t.Errorf("no R drawn, but the note reads otherwise:\n%s", text)
+	}
+}

@@ -456,7 +456,7 @@ func ExploreHTML(w io.Writer, e Exploration) error {
 	if d.Error != "" {
 		x.Lines = append(append([]string(nil), x.Lines...), "stopped: "+d.Error)
 	}
-	return page.Execute(w, htmlPage{Title: "racetest explore: " + e.Name + " on " + e.Backend,
+	return writePage(w, page, htmlPage{Title: "racetest explore: " + e.Name + " on " + e.Backend,
 		CSS: template.CSS(pageStyle), JS: template.JS(pageScript), Exploration: x})
 }
 

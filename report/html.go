@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/racetest/racetest/internal/printable"
 	"github.com/racetest/racetest/runner"
 )
 
@@ -46,7 +47,20 @@ func HTML(w io.Writer, cases []Case, o Options) error {
 		}
 		p.Cases = append(p.Cases, hc)
 	}
-	return page.Execute(w, p)
+	return writePage(w, page, p)
+}
+
+// writePage executes t with data into w, with every control character
+// escaped as the other formats escape it: html/template leaves an ESC or a
+// BEL from the data (a server's error, a case's name) as it is, and cat of
+// the page would hand it to the terminal (OSC 52 writes the clipboard).
+func writePage(w io.Writer, t *template.Template, data any) error {
+	var b strings.Builder
+	if err := t.Execute(&b, data); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, printable.Text(b.String()))
+	return err
 }
 
 type htmlPage struct {

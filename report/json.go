@@ -32,8 +32,8 @@ type Document struct {
 type ShardJSON struct {
 	// Suite is the suite's file as the command named it, for messages.
 	Suite string `json:"suite"`
-	// Digest identifies the cases the suite was split into (their names
-	// and backends, in order): parts of one suite share it.
+	// Digest identifies the suite's text and the cases it was split into
+	// (their names and backends, in order): parts of one suite share it.
 	Digest string `json:"digest"`
 	K      int    `json:"k"`
 	N      int    `json:"of"`

@@ -100,8 +100,11 @@ func timeline(w io.Writer, t *runner.Trace, width int) {
 	if len(steps.names) > 0 {
 		fmt.Fprintf(w, "steps: %s\n", steps.legend())
 	}
-	if heldBeforeRelease(t) {
+	switch {
+	case heldBeforeRelease(t) && drawn['R']:
 		fmt.Fprintln(w, heldNote)
+	case heldBeforeRelease(t):
+		fmt.Fprintln(w, heldNoteHidden)
 	}
 	withTimes := true
 	for i, wt := range t.Workers {
@@ -144,6 +147,10 @@ func outcomeOf(wt runner.WorkerTrace, n int) string {
 // release (last-byte) the step's request is sent but for its last byte, and
 // R is when that byte went, the instant the server could start on it.
 const heldNote = "left of R: sent but for the last byte, held until R (last-byte release)"
+
+// heldNoteHidden is heldNote where no row draws R: each release fell in
+// the column of a step, whose mark is kept (markRune).
+const heldNoteHidden = "a step can be marked before its release: sent but for the last byte, held until the release (last-byte release; each release shares a column with a step here, so no R is drawn)"
 
 // heldNoteHTML is heldNote under the HTML timeline, whose marks are dots
 // named in its legend.

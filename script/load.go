@@ -75,7 +75,7 @@ func (s Spec) Load(dir string, d Dialect, field func(name string) string) (Scrip
 				return sc, fmt.Errorf("%s is required: the %s script, inline or @FILE", where, x.name)
 			}
 			if x.name == "effects" && len(s.Invariants) == 0 && !sc.Auto {
-				return sc, fmt.Errorf("%s is required, unless %s is given: the query that counts what the attempts did, inline or @FILE", where, field("invariant"))
+				return sc, fmt.Errorf("%s is required, unless %s is given: the query that counts what the attempts did, inline or @FILE, or auto (each burst's change of the database, beside the same attempts one at a time)", where, field("invariant"))
 			}
 			continue
 		}

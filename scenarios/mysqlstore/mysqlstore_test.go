@@ -678,3 +678,62 @@ func TestServerGoneMidRun(t *testing.T) {
 		t.Errorf("cleanup error does not name the table left behind: %v", res.CleanupErr)
 	}
 }
+
+// After a Ctrl-C the admin pool's connections can be broken, and the next
+// few dials can meet a server still tearing the interrupted sessions down:
+// database/sql's own retries then end in "driver: bad connection", and the
+// table stayed. The cleanup goes again on a pool of its own, and drops it.
+func TestCleanupAfterBrokenConnections(t *testing.T) {
+	p := serverParams(t)
+	var mu sync.Mutex
+	var conns []net.Conn
+	var broken atomic.Int32 // the next dials whose connection is cut at once
+	p.Dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		var d net.Dialer
+		c, err := d.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		if broken.Add(-1) >= 0 {
+			c.Close()
+			return c, nil
+		}
+		mu.Lock()
+		conns = append(conns, c)
+		mu.Unlock()
+		return c, nil
+	}
+	tg := build(t, scenarios.CheckThenWrite, p)
+	t.Cleanup(func() {
+		st, err := Open(context.Background(), scenarios.Params{RunID: p.RunID, Conn: p.Conn})
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer st.Close()
+		if _, err := st.DB().Exec("DROP TABLE IF EXISTS `" + st.Table("check_then_write") + "`"); err != nil {
+			t.Error(err)
+		}
+		if err := runs.UnregisterSQL(context.Background(), runs.MySQL, runs.Std(st.DB()), p.RunID); err != nil {
+			t.Error(err)
+		}
+	})
+	if err := tg.Prepare(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := runTables(t, p); len(got) == 0 {
+		t.Fatal("Prepare made no table")
+	}
+	mu.Lock()
+	for _, c := range conns {
+		c.Close()
+	}
+	mu.Unlock()
+	broken.Store(3)
+	if err := tg.Cleanup(context.Background()); err != nil {
+		t.Errorf("cleanup: %v", err)
+	}
+	if got := runTables(t, p); len(got) > 0 {
+		t.Errorf("tables left after the cleanup: %v", got)
+	}
+}

@@ -3,6 +3,7 @@ package mysqlstore
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"regexp"
@@ -280,8 +281,11 @@ func (s *Store) register(ctx context.Context) error {
 
 // DropTables drops exactly the tables this run created, then the run's
 // registration. It is idempotent, and when it fails the error names the
-// tables to drop by hand. It runs under its own deadline whatever ctx says:
-// the pool dials a fresh connection for a broken one.
+// tables to drop by hand. It runs under its own deadline whatever ctx says.
+// A connection that a Ctrl-C broke in the middle of a statement can leave
+// the admin pool answering "driver: bad connection" after database/sql's
+// own retries: the drop then goes again on a pool of its own, as the
+// families' cleanup does (sqlrun).
 func (s *Store) DropTables(ctx context.Context) error {
 	s.mu.Lock()
 	tables := append([]string(nil), s.tables...)
@@ -292,21 +296,72 @@ func (s *Store) DropTables(ctx context.Context) error {
 	}
 	ctx, cancel := scenarios.CleanupContext(ctx)
 	defer cancel()
+	err := s.dropOn(ctx, s.admin)
+	for try := 0; try < cleanupTries && err != nil && brokenConn(err) && ctx.Err() == nil; try++ {
+		err = s.dropFresh(ctx)
+	}
+	if err == nil {
+		return nil
+	}
+	s.mu.Lock()
+	left := append([]string(nil), s.tables...)
+	s.mu.Unlock()
+	if len(left) == 0 {
+		return err // the tables are gone; the registration is not
+	}
+	return fmt.Errorf("mysql: could not drop this run's tables %s at %s — drop them by hand or run 'racetest clean --run-id %s': %w",
+		strings.Join(left, ", "), s.Addr(), s.p.RunID, err)
+}
+
+// cleanupTries is how many fresh pools DropTables tries after the admin
+// pool's connection broke.
+const cleanupTries = 3
+
+// brokenConn reports whether err is a connection that broke or did not
+// answer, which a fresh connection may not meet, as opposed to a server
+// that refused the statement.
+func brokenConn(err error) bool {
+	return errors.Is(err, driver.ErrBadConn) || errors.Is(err, mysql.ErrInvalidConn) || scenarios.NoAnswer(err)
+}
+
+// dropFresh is dropOn over a pool of its own, dialled as every connection
+// of the run is.
+func (s *Store) dropFresh(ctx context.Context) error {
+	db, err := s.openDB()
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	c, err := scenarios.RetryNoAnswer(ctx, db.Conn)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return s.dropOn(ctx, c)
+}
+
+// dropOn drops the tables left to drop, then the registration, on q,
+// forgetting each as it goes.
+func (s *Store) dropOn(ctx context.Context, q runs.StdQuerier) error {
+	s.mu.Lock()
+	tables := append([]string(nil), s.tables...)
+	registered := s.registered
+	s.mu.Unlock()
 	if len(tables) > 0 {
 		quoted := make([]string, len(tables))
 		for i, t := range tables {
 			quoted[i] = "`" + t + "`"
 		}
-		if _, err := s.admin.ExecContext(ctx, "DROP TABLE IF EXISTS "+strings.Join(quoted, ", ")); err != nil {
-			return fmt.Errorf("mysql: could not drop this run's tables %s at %s — drop them by hand or run 'racetest clean --run-id %s': %w",
-				strings.Join(tables, ", "), s.Addr(), s.p.RunID, err)
+		if _, err := q.ExecContext(ctx, "DROP TABLE IF EXISTS "+strings.Join(quoted, ", ")); err != nil {
+			return err
 		}
 		s.mu.Lock()
 		s.tables = s.tables[len(tables):]
 		s.mu.Unlock()
 	}
 	if registered {
-		if err := runs.UnregisterSQL(ctx, runs.MySQL, runs.Std(s.admin), s.p.RunID); err != nil {
+		if err := runs.UnregisterSQL(ctx, runs.MySQL, runs.Std(q), s.p.RunID); err != nil {
 			return err
 		}
 		s.mu.Lock()
