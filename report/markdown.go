@@ -142,7 +142,7 @@ func worstCell(r *runner.Result) string {
 		if w == nil || len(w.Twin.Diffs) == 0 {
 			return "as one at a time"
 		}
-		return fmt.Sprintf("%s", w.Twin.Diffs[0])
+		return w.Twin.Diffs[0].String()
 	case r.Uncounted:
 		most := 0
 		for i := range r.Invariants {
