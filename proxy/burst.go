@@ -210,7 +210,7 @@ func (p *Proxy) Begin(spec BurstSpec) (int64, error) {
 		if now.Sub(b.began) < 2*b.spec.Timeout+time.Minute {
 			return 0, ErrBurstActive
 		}
-		deliverLater(b.releaseLocked(ReleasedEnded, now))
+		go deliver(b.releaseLocked(ReleasedEnded, now)) // not under the lock
 		close(b.ended)
 		p.dropLocked(b)
 	}
@@ -444,10 +444,9 @@ func (b *burst) probe(pt *participant, id int64) {
 	if err != nil {
 		pt.probeFail = true // judged by quiet from now on
 	}
-	var held []*hold
-	if p.burst == b {
-		held = b.decideLocked(time.Now())
-	}
+	// A burst ended or dropped since was released first: deciding it
+	// again lets nothing go.
+	held := b.decideLocked(time.Now())
 	p.mu.Unlock()
 	deliver(held)
 }
@@ -513,13 +512,6 @@ func deliver(held []*hold) {
 	}
 }
 
-// deliverLater is deliver from under the proxy's lock.
-func deliverLater(held []*hold) {
-	if len(held) > 0 {
-		go deliver(held)
-	}
-}
-
 func (b *burst) accountLocked(now time.Time) *Account {
 	a := &Account{
 		Burst: b.id, Attempts: b.spec.Attempts, Began: b.began, Duration: now.Sub(b.began),
@@ -541,11 +533,9 @@ func (b *burst) accountLocked(now time.Time) *Account {
 	}
 	for _, pt := range b.parts {
 		ca := ConnAccount{Conn: pt.c.id, ServerID: pt.c.serverID, AtRelease: pt.atRelease}
-		seq := -1
 		for i, s := range pt.stmts {
-			if pt.txn[i] != seq || len(ca.Transactions) == 0 {
-				seq = pt.txn[i]
-				ca.Transactions = append(ca.Transactions, Transaction{Explicit: pt.explicit[seq]})
+			if i == 0 || pt.txn[i] != pt.txn[i-1] {
+				ca.Transactions = append(ca.Transactions, Transaction{Explicit: pt.explicit[pt.txn[i]]})
 			}
 			t := &ca.Transactions[len(ca.Transactions)-1]
 			t.Statements = append(t.Statements, s)

@@ -3,6 +3,8 @@ package proxy
 import (
 	"context"
 	"database/sql"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -106,6 +108,28 @@ func TestBurstOthersIdle(t *testing.T) {
 	}
 }
 
+// lockTablesReady waits until the proxy's own connection for lock
+// tables is up.
+func lockTablesReady(t *testing.T, f *fixture) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		f.p.mu.Lock()
+		ready, db := f.p.probeReady, f.p.probeDB
+		f.p.mu.Unlock()
+		if ready {
+			if db == nil {
+				t.Fatalf("the proxy could not read lock tables: %v", f.p.probeErr)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the proxy's connection for lock tables never came up")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // A request that waits on a lock at the server (a table another session
 // locked) lets the other's held write go: the server's lock tables say
 // it waits, so holding longer could only wait for the timeout.
@@ -117,23 +141,7 @@ func TestBurstLockWait(t *testing.T) {
 			locked := f.table("locked", "(id INT)")
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
-			// Wait until the proxy's own connection for lock tables is up.
-			deadline := time.Now().Add(30 * time.Second)
-			for {
-				f.p.mu.Lock()
-				ready, db := f.p.probeReady, f.p.probeDB
-				f.p.mu.Unlock()
-				if ready {
-					if db == nil {
-						t.Fatalf("the proxy could not read lock tables: %v", f.p.probeErr)
-					}
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatal("the proxy's connection for lock tables never came up")
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
+			lockTablesReady(t, f)
 			// Another session, not through the proxy, locks the table.
 			lockConn, err := f.direct.Conn(ctx)
 			if err != nil {
@@ -162,7 +170,7 @@ func TestBurstLockWait(t *testing.T) {
 			}()
 			cs := conns(t, ctx, f.open(2), 2)
 			for _, reports := range []bool{false, true} {
-				id, err := f.p.Begin(BurstSpec{Attempts: 2, Timeout: time.Minute, Settle: time.Minute, Reports: reports})
+				id, err := f.p.Begin(BurstSpec{Attempts: 2, Timeout: 20 * time.Second, Settle: time.Minute, Reports: reports})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -171,6 +179,10 @@ func TestBurstLockWait(t *testing.T) {
 					var n int
 					readDone <- cs[1].QueryRowContext(ctx, "SELECT count(*) FROM "+locked).Scan(&n)
 				}()
+				// The read waits on the lock well before the write comes:
+				// the lock tables must be read when the write is held, not
+				// only as the read is sent.
+				time.Sleep(200 * time.Millisecond)
 				if _, err := cs[0].ExecContext(ctx, srv.bind("INSERT INTO "+tb+" VALUES ($1)"), 1); err != nil {
 					t.Fatal(err)
 				}
@@ -225,6 +237,54 @@ func TestBurstLockWait(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
+			}
+		})
+	}
+}
+
+// Where the server's lock tables can be read, a statement that is slow
+// but waits on no lock (a long read) is not a lock wait, however long it
+// goes unanswered: the other request's held write waits for it to
+// finish, then goes as the others are idle. Only where the tables cannot
+// be read does an unanswered statement count as a lock wait after
+// LockQuiet.
+func TestBurstSlowReadIsNotALockWait(t *testing.T) {
+	for _, srv := range servers {
+		t.Run(srv.name, func(t *testing.T) {
+			f := start(t, srv, Config{LockQuiet: 20 * time.Millisecond})
+			tb := f.table("t", "(id INT)")
+			lockTablesReady(t, f)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			cs := conns(t, ctx, f.open(2), 2)
+			if !srv.pg {
+				if _, err := cs[1].ExecContext(ctx, "SET SESSION max_recursive_iterations = 100000000"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			id, err := f.p.Begin(BurstSpec{Attempts: 2, Timeout: time.Minute, Settle: 50 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			readDone := make(chan error, 1)
+			go func() {
+				var n int
+				// A read a few hundred milliseconds long.
+				readDone <- cs[1].QueryRowContext(ctx, "WITH RECURSIVE s AS (SELECT 1 AS n UNION ALL SELECT n + 1 FROM s WHERE n < 1000000) SELECT count(*) FROM s").Scan(&n)
+			}()
+			time.Sleep(50 * time.Millisecond)
+			if _, err := cs[0].ExecContext(ctx, srv.bind("INSERT INTO "+tb+" VALUES ($1)"), 1); err != nil {
+				t.Fatal(err)
+			}
+			a, err := f.p.End(id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := <-readDone; err != nil {
+				t.Fatal(err)
+			}
+			if a.Reason != ReleasedOthersIdle || a.LockWaits != "server lock tables" {
+				t.Fatalf("account: %s (lock waits: %s); want the write held until the slow read finished, released as the others were idle", accountText(a), a.LockWaits)
 			}
 		})
 	}
@@ -299,5 +359,309 @@ func TestCloseReleases(t *testing.T) {
 	case <-done:
 	case <-time.After(30 * time.Second):
 		t.Fatal("the held insert did not return after Close")
+	}
+}
+
+// The bursts below run on a fakePG, which answers at once and tells the
+// transaction status exactly: what they test is the burst's bookkeeping
+// (when the held statements go, what the account says), not a server.
+
+// Bursts are numbered from 1 in the order they began. A burst whose end
+// never came (its caller died) stops blocking the next one once twice
+// its timeout and a minute have passed; before that it is active.
+func TestBurstStaleIsDropped(t *testing.T) {
+	p, _ := startFake(t, Config{})
+	c := dialFake(t, p)
+	const timeout = 20 * time.Second
+	id, err := p.Begin(BurstSpec{Attempts: 2, Timeout: timeout, Settle: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id != 1 {
+		t.Errorf("the first burst is %d, want 1", id)
+	}
+	done := c.send("INSERT INTO t VALUES (1)")
+	if !pending(done, 100*time.Millisecond) {
+		t.Fatal("the write went on alone, want it held")
+	}
+	// The burst began this long ago (a clock moved on by hand).
+	begunAgo := func(d time.Duration) {
+		p.mu.Lock()
+		p.burst.began = time.Now().Add(-d)
+		p.mu.Unlock()
+	}
+	stale := 2*timeout + time.Minute
+	begunAgo(stale - 5*time.Second)
+	if _, err := p.Begin(BurstSpec{Attempts: 2}); !errors.Is(err, ErrBurstActive) {
+		t.Fatalf("Begin while a burst begun %s ago (timeout %s) is active: %v, want ErrBurstActive", stale-5*time.Second, timeout, err)
+	}
+	begunAgo(stale + 5*time.Second)
+	next, err := p.Begin(BurstSpec{Attempts: 2})
+	if err != nil {
+		t.Fatalf("Begin after a burst begun %s ago (timeout %s) was left: %v, want it dropped", stale+5*time.Second, timeout, err)
+	}
+	if next != 2 {
+		t.Errorf("the second burst is %d, want 2", next)
+	}
+	within(t, "the write held by the dropped burst", done, 20*time.Second)
+	if _, err := p.End(id); !errors.Is(err, ErrNoBurst) {
+		t.Errorf("End of the dropped burst: %v, want ErrNoBurst", err)
+	}
+	if _, err := p.End(next); err != nil {
+		t.Errorf("End of the burst begun after it: %v", err)
+	}
+}
+
+// A burst that gives no timeout holds for DefaultBurstTimeout, and one
+// that gives its own is held that long and no longer; the account's Why
+// names the timeout that released it.
+func TestBurstTimeoutDefault(t *testing.T) {
+	p, _ := startFake(t, Config{})
+	c := dialFake(t, p)
+	id, err := p.Begin(BurstSpec{Attempts: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := c.send("INSERT INTO t VALUES (1)")
+	if !pending(done, 300*time.Millisecond) {
+		t.Fatal("a burst without a timeout let its only held write go at once, want it held up to DefaultBurstTimeout")
+	}
+	a, err := p.End(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	within(t, "the write held until End", done, 20*time.Second)
+	if a.Reason != ReleasedEnded || a.Held != 1 || !a.Untested {
+		t.Errorf("account: %s; want the write held until the end, untested", accountText(a))
+	}
+
+	const timeout = 200 * time.Millisecond
+	id, err = p.Begin(BurstSpec{Attempts: 2, Timeout: timeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	within(t, "the write of a burst with a 200ms timeout", c.send("INSERT INTO t VALUES (2)"), 5*time.Second)
+	if a, err = p.End(id); err != nil {
+		t.Fatal(err)
+	}
+	if a.Reason != ReleasedTimeout || a.Released < timeout || !a.Untested || !strings.Contains(a.Summary(), "untested, only 1 of 2 requests reached the hold point before the timeout (200ms)") {
+		t.Errorf("account: %s; want released by its own timeout of 200ms, untested", accountText(a))
+	}
+}
+
+// A burst that gives no settle period uses the proxy's; one that gives
+// its own uses that, however short (a nanosecond: a connection with
+// nothing in flight counts as finished at once).
+func TestBurstSettle(t *testing.T) {
+	p, _ := startFake(t, Config{Settle: time.Minute})
+	reader, writer := dialFake(t, p), dialFake(t, p)
+	id, err := p.Begin(BurstSpec{Attempts: 2, Timeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reader.exec("SELECT 1")
+	done := writer.send("INSERT INTO t VALUES (1)")
+	if !pending(done, 300*time.Millisecond) {
+		t.Fatal("the write went on 300ms after the other request's read, want it held for the proxy's settle of a minute")
+	}
+	a, err := p.End(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	within(t, "the write held until End", done, 20*time.Second)
+	if a.Reason != ReleasedEnded {
+		t.Errorf("account: %s; want held until the end", accountText(a))
+	}
+
+	for _, settle := range []time.Duration{100 * time.Millisecond, time.Nanosecond} {
+		id, err := p.Begin(BurstSpec{Attempts: 2, Timeout: time.Minute, Settle: settle})
+		if err != nil {
+			t.Fatal(err)
+		}
+		began := time.Now() // before the read: its quiet starts after
+		reader.exec("SELECT 1")
+		within(t, "the write of a burst whose other request only read", writer.send("INSERT INTO t VALUES (2)"), 20*time.Second)
+		took := time.Since(began)
+		a, err := p.End(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Reason != ReleasedOthersIdle || a.Met != 1 || !a.Untested || took < settle {
+			t.Errorf("settle %s: account: %s (the write waited %s); want released once the reader was quiet for the burst's settle", settle, accountText(a), took)
+		}
+	}
+}
+
+// A write that comes after the burst's other request finished (its
+// connection quiet past the settle period) goes on at once, and the
+// account still counts it: one held, alone, untested for that reason,
+// not "no request reached a statement that writes". Before anything is
+// held the burst has nothing to release, however quiet its connections.
+func TestBurstLateWriteIsCounted(t *testing.T) {
+	p, _ := startFake(t, Config{})
+	cs := []*fakeClient{dialFake(t, p), dialFake(t, p)}
+	id, err := p.Begin(BurstSpec{Attempts: 2, Timeout: time.Minute, Settle: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cs {
+		c.exec("SELECT 1")
+	}
+	time.Sleep(200 * time.Millisecond)
+	within(t, "the late write", cs[0].send("INSERT INTO t VALUES (1)"), 20*time.Second)
+	a, err := p.End(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Reason != ReleasedOthersIdle || a.Held != 1 || a.Met != 1 || !a.Untested || !strings.Contains(a.Why, "only 1 request reached the hold point") {
+		t.Errorf("account: %s; want the late write held alone and released as the other was idle", accountText(a))
+	}
+}
+
+// The account groups each connection's statements by transaction (a
+// statement in autocommit is one of its own) and says which were inside
+// BEGIN … COMMIT; the held statements go on the moment the last request
+// reaches its hold point, and the account's Released is that moment.
+func TestBurstAccount(t *testing.T) {
+	p, _ := startFake(t, Config{})
+	tx, auto := dialFake(t, p), dialFake(t, p)
+	id, err := p.Begin(BurstSpec{Attempts: 2, Timeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx.exec("SELECT 1")
+	tx.exec("BEGIN")
+	tx.exec("SELECT n FROM t")
+	update := tx.send("UPDATE t SET n = 1")
+	if !pending(update, 100*time.Millisecond) {
+		t.Fatal("the update went on before the other request came")
+	}
+	within(t, "the insert", auto.send("INSERT INTO t VALUES (1)"), 20*time.Second)
+	within(t, "the update", update, 20*time.Second)
+	tx.exec("COMMIT")
+	tx.exec("SELECT 2")
+	a, err := p.End(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Reason != ReleasedAllMet || a.Met != 2 || a.Held != 2 || a.Untested || !strings.Contains(a.Summary(), "2 of 2 met") {
+		t.Fatalf("account: %s; want both held and met", accountText(a))
+	}
+	type txn struct {
+		explicit bool
+		stmts    string
+	}
+	var got [][]txn
+	for _, c := range a.Conns {
+		var ts []txn
+		for _, t := range c.Transactions {
+			var s []string
+			for _, st := range t.Statements {
+				if st.Held {
+					st.Text += " [held]"
+				}
+				s = append(s, st.Text)
+			}
+			ts = append(ts, txn{t.Explicit, strings.Join(s, "; ")})
+		}
+		got = append(got, ts)
+	}
+	want := [][]txn{
+		{{false, "SELECT $1"}, {true, "BEGIN; SELECT n FROM t; UPDATE t SET n = $1 [held]; COMMIT"}, {false, "SELECT $1"}},
+		{{false, "INSERT INTO t VALUES ($1) [held]"}},
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("transactions:\n got %v\nwant %v\naccount: %s", got, want, accountText(a))
+	}
+	last := a.Conns[1].Transactions[0].Statements[0].At
+	if a.Released != last {
+		t.Errorf("released at %s, want at %s, when the last request reached its hold point", a.Released, last)
+	}
+}
+
+// A request quiet inside an open transaction (between its read and its
+// write) has not finished, however long the quiet: the other request's
+// held write waits for it, and both meet.
+func TestBurstOpenTransactionIsNotIdle(t *testing.T) {
+	p, _ := startFake(t, Config{})
+	tx, auto := dialFake(t, p), dialFake(t, p)
+	id, err := p.Begin(BurstSpec{Attempts: 2, Timeout: time.Minute, Settle: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx.exec("BEGIN")
+	tx.exec("SELECT n FROM t")
+	insert := auto.send("INSERT INTO t VALUES (1)")
+	if !pending(insert, 300*time.Millisecond) {
+		t.Fatal("the insert went on while the other request was quiet inside its transaction, want it held")
+	}
+	within(t, "the update", tx.send("UPDATE t SET n = 1"), 20*time.Second)
+	within(t, "the insert", insert, 20*time.Second)
+	tx.exec("COMMIT")
+	a, err := p.End(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Reason != ReleasedAllMet || a.Met != 2 || a.Untested {
+		t.Errorf("account: %s; want both held and met", accountText(a))
+	}
+}
+
+// Where the server's lock tables are not read, a statement unanswered
+// for LockQuiet counts as waiting on a lock, and lets the other's held
+// write go; the account says how lock waits were told.
+func TestBurstLockWaitByQuiet(t *testing.T) {
+	const quiet = 100 * time.Millisecond
+	p, f := startFake(t, Config{LockQuiet: quiet})
+	waiter, writer := dialFake(t, p), dialFake(t, p)
+	id, err := p.Begin(BurstSpec{Attempts: 2, Timeout: time.Minute, Settle: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waiting := waiter.send("SELECT n FROM locked")
+	within(t, "the write", writer.send("INSERT INTO t VALUES (1)"), 20*time.Second)
+	f.release()
+	within(t, "the statement that waited", waiting, 20*time.Second)
+	a, err := p.End(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var w *ConnAccount
+	for i, c := range a.Conns {
+		if c.Conn == 1 { // the waiter, dialled first
+			w = &a.Conns[i]
+		}
+	}
+	if a.Reason != ReleasedLockWait || a.LockWaits != "quiet for 100ms (lock tables not read)" || w == nil || w.AtRelease != "lock wait" {
+		t.Fatalf("account: %s (lock waits: %s); want released for the other's lock wait, told by quiet", accountText(a), a.LockWaits)
+	}
+	if since := a.Released - w.Transactions[0].Statements[0].At; since < quiet {
+		t.Errorf("released %s after the other's statement, want at least LockQuiet (%s) of quiet", since, quiet)
+	}
+}
+
+// The account lists the connections in the order of their first
+// statement; those that only prepared one come last, in the order they
+// joined.
+func TestBurstAccountOrder(t *testing.T) {
+	p, _ := startFake(t, Config{})
+	first, second, writer := dialFake(t, p), dialFake(t, p), dialFake(t, p)
+	id, err := p.Begin(BurstSpec{Attempts: 1, Timeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.prepare("SELECT n FROM t")
+	second.prepare("SELECT n FROM t")
+	writer.exec("INSERT INTO t VALUES (1)")
+	a, err := p.End(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []int
+	for _, c := range a.Conns {
+		got = append(got, c.Conn)
+	}
+	if fmt.Sprint(got) != "[3 1 2]" {
+		t.Errorf("connections in the order %v, want [3 1 2] (the writer, then the two that only prepared, as they came)\naccount: %s", got, accountText(a))
 	}
 }
