@@ -279,7 +279,9 @@ func (sc *sqlScanner) dollar() bool {
 		sc.i = j
 		return true
 	}
-	for j < len(s) && isIdentByte(s[j]) && s[j] != '$' && !(j == sc.i+1 && s[j] >= '0' && s[j] <= '9') {
+	// A tag: a name's bytes up to the next $ (a digit first was a
+	// parameter, above).
+	for j < len(s) && isIdentByte(s[j]) && s[j] != '$' {
 		j++
 	}
 	if j >= len(s) || s[j] != '$' {
