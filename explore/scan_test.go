@@ -114,7 +114,7 @@ func TestScannerEdges(t *testing.T) {
 // The scanner's reading at the edges a mutation run of sqlscan.go and
 // sql.go found untested: parameters $0 to $10 (every digit starts one),
 // dollar quotes with and without a tag, a dotted name cut short, a quote
-// right after a name, numbers with dots, E'' strings (PostgreSQL's
+// right after a name, numbers with dots, E” strings (PostgreSQL's
 // backslash escapes; MySQL reads E as a name), and what a setup creates.
 func TestScannerEdgesOfDollarsNamesAndNumbers(t *testing.T) {
 	for _, c := range []struct {
