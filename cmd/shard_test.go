@@ -328,3 +328,36 @@ func TestReportMergeBoundsItsParts(t *testing.T) {
 		t.Errorf("refusing took %s", took)
 	}
 }
+
+// The bounds are bounds, not bars: exactly MaxMergeParts parts, and parts
+// of exactly MaxReportSize together, are taken; a path that is not a
+// regular file (missing, a directory) adds nothing and is left to the
+// reading to name.
+func TestReportMergeBoundsAtTheirEdges(t *testing.T) {
+	dir := t.TempDir()
+	parts := make([]string, MaxMergeParts)
+	for i := range parts {
+		parts[i] = filepath.Join(dir, fmt.Sprintf("missing-%d.json", i))
+	}
+	if err := checkMergeBounds(parts); err != nil {
+		t.Errorf("exactly %d parts: %v", MaxMergeParts, err)
+	}
+	sized := func(name string, n int64) string {
+		f := filepath.Join(dir, name)
+		if err := os.WriteFile(f, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Truncate(f, n); err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	a, b := sized("a.json", MaxReportSize/2), sized("b.json", MaxReportSize-MaxReportSize/2)
+	if err := checkMergeBounds([]string{a, dir, filepath.Join(dir, "nope.json"), b}); err != nil {
+		t.Errorf("parts of exactly %d bytes, a directory and a missing file: %v", MaxReportSize, err)
+	}
+	c := sized("c.json", 1)
+	if err := checkMergeBounds([]string{a, b, c}); err == nil || !strings.Contains(err.Error(), "the parts up to "+c) {
+		t.Errorf("one byte over: %v", err)
+	}
+}
