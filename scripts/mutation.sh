@@ -464,7 +464,7 @@ table() {
       # entry must go (a stale entry fails), so the list only shrinks by
       # runs, never by forgetting.
       local owed_why
-      owed_why=$(grep -v '^#' "$OWED" 2>/dev/null | awk -F' [|] ' -v p="$dir/$f" '$1 == p { print $2 " | " $3; exit }')
+      owed_why=$({ grep -v '^#' "$OWED" 2>/dev/null || true; } | awk -F' [|] ' -v p="$dir/$f" '$1 == p { print $2 " | " $3; exit }')
       if [ -n "$owed_why" ]; then
         if [[ "$verdict" == NOT* ]]; then
           verdict="OWED since ${owed_why%% | *}: ${verdict#NOT JUDGED: } — ${owed_why#* | }"
@@ -485,7 +485,7 @@ table() {
       for b in $files; do [ "$dir/$b" != "$f" ] || known=1; done
     done
     [ -n "$known" ] || { echo "$OWED lists $f, which is no target's file: remove its line"; bad=1; }
-  done < <(grep -v '^#' "$OWED" 2>/dev/null | awk -F' [|] ' 'NF { print $1 }')
+  done < <({ grep -v '^#' "$OWED" 2>/dev/null || true; } | awk -F' [|] ' 'NF { print $1 }')
   [ "$owed" = 0 ] || echo "mutation: $owed file(s) owed a mutation run at this commit ($OWED): a debt, each with its reason"
   return $bad
 }
@@ -614,7 +614,7 @@ case $mode in
       for f in $files; do
         if grep -qxF "$dir/$f" <<< "$touched"; then
           hit=1
-          if ! judged "$name" "$dir" "$f" && ! grep -v '^#' "$OWED" 2>/dev/null | awk -F' [|] ' -v p="$dir/$f" '$1 == p { f = 1 } END { exit !f }'; then
+          if ! judged "$name" "$dir" "$f" && ! { grep -v '^#' "$OWED" 2>/dev/null || true; } | awk -F' [|] ' -v p="$dir/$f" '$1 == p { f = 1 } END { exit !f }'; then
             unjudged="$unjudged $f"
           fi
         fi
