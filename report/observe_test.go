@@ -283,19 +283,8 @@ func TestProveSafeIsNotMetByInconclusive(t *testing.T) {
 	if a.Met || !a.Unproven || a.Expectation() != "failed" {
 		t.Errorf("asked for proof: met %v unproven %v %q, want unmet, unproven (exit 4), failed", a.Met, a.Unproven, a.Expectation())
 	}
-	var saved bytes.Buffer
-	if err := JSON(&saved, []Case{c}, Options{Version: "test"}); err != nil {
-		t.Fatal(err)
-	}
-	doc, err := ReadDocument(bytes.NewReader(saved.Bytes()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	again, err := doc.Cases()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if b := Assess(again[0]); b.Met != a.Met || b.Unproven != a.Unproven {
+	back, _ := reread(t, c)
+	if b := Assess(back); b.Met != a.Met || b.Unproven != a.Unproven {
 		t.Errorf("re-read: met %v unproven %v, want %v %v", b.Met, b.Unproven, a.Met, a.Unproven)
 	}
 	c.Expect = Expect{Kind: ExpectMax, Max: 1}
