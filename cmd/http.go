@@ -105,7 +105,7 @@ success to have landed exactly once (accounting):
 	fs.StringVar(&success, "success", "", "status codes that mean the attempt executed, e.g. 200,201 or 2xx (default 2xx)")
 	fs.StringVar(&cfg.Success.Body, "success-body", "", "a regular expression the body of a successful response matches")
 	fs.StringVar(&cfg.Effects, "effects", "", "ground truth counted before and after each burst (its change is the burst's effects): sql:mysql:Q, sql:postgres:Q, redis:CMD, mongo:DB.COLL:FILTER or http:URL; or auto:postgres, auto:mysql, auto:redis, auto:mongo: each burst's change of that store beside the same requests sent one at a time")
-	fs.StringSliceVar(&cfg.Watch, "watch", nil, "--effects auto:STORE: the tables (Redis: key patterns, required; MongoDB: collections) to measure, comma-separated; default every one of the connection's schema")
+	fs.StringSliceVar(&cfg.Watch, "watch", nil, "--effects auto:STORE: the tables (TABLE.COLUMN: only that column's sum; -TABLE.COLUMN: set it aside; Redis: key patterns, required; MongoDB: collections) to measure, comma-separated; default every one of the connection's schema")
 	fs.StringArrayVar(&cfg.Invariants, "invariant", nil, "a rule that must always hold, in the forms of --effects: how many times it is broken, or a boolean (repeatable)")
 	fs.StringVar(&declined, "declined", "", "the only status codes that mean \"already done\", e.g. 409 or 404,409 (default: any 4xx but those refusing the request itself: 401, 403, 404, 405, 429, …)")
 	fs.StringArrayVar(&cfg.CredentialsTo, "credentials-to", nil, "another host (host or host:port) the setup request and an http: effects check may send the Authorization header and cookies to (repeatable; default: the target's own host only)")

@@ -99,7 +99,7 @@ func newCmdScript(f *Factory, d script.Dialect, runF func(context.Context, *Scri
 	fs.StringArrayVar(&opts.Scripts.Attempt, "attempt", nil, "what each attempt runs (required; templates {{.Token}} {{.Burst}} {{.Attempt}} {{.RunID}}); repeat it for one script per transaction: attempt i runs the i-th, round again past the last")
 	fs.StringVar(&opts.Scripts.Effects, "effects", "", "before and after each burst: a query or command counting what the attempts do; the burst's effects are its change (required unless --invariant is given); or auto: compare each burst's change of the store with the same attempts run one at a time")
 	fs.StringArrayVar(&opts.Scripts.Invariants, "invariant", nil, "before and after each burst: a query or command returning how many times a rule that must always hold is broken, or a boolean (repeatable)")
-	what := "tables"
+	what := "tables (TABLE.COLUMN: only that column's sum; -TABLE.COLUMN: set it aside)"
 	if d == script.Redis {
 		what = "key patterns"
 	} else if d == script.Mongo {
