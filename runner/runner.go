@@ -242,6 +242,8 @@ type engine struct {
 	lastSolo  Delta // the latest solo twin's change
 	soloOrder []int // the order lastSolo ran the attempts in
 	soloOf    int   // the burst lastSolo ran for
+	// soloExecuted is how many of lastSolo's attempts executed.
+	soloExecuted int
 	// serials are the serial runs so far (solo twins and replays): a
 	// burst whose change equals none of them is replayed (see replay).
 	serials []Serial
@@ -488,7 +490,7 @@ func (e *engine) burst(ctx context.Context, index int) (Burst, error) {
 		if err != nil {
 			return Burst{}, err
 		}
-		e.lastSolo, e.soloOrder, e.soloOf = sr.Delta, sr.Order, index
+		e.lastSolo, e.soloOrder, e.soloOf, e.soloExecuted = sr.Delta, sr.Order, index, sr.Executed
 	}
 	s, err := e.t.Reset(ctx, index)
 	if err != nil {
