@@ -317,4 +317,3 @@ func redisRounds(b *testing.B, rounds int) time.Duration {
 	}
 	return time.Since(start) / time.Duration(rounds)
 }
-
