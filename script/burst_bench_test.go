@@ -114,6 +114,18 @@ func perBurst(at []time.Time) time.Duration {
 	return at[len(at)-1].Sub(at[0]) / time.Duration(len(at)-1)
 }
 
+// waveTime is the median time of a burst's attempts, from their release
+// to the last one's end (runner.Burst.Duration): the rest of a burst is
+// its fixed cost (the subject, the effects read before and after).
+func waveTime(res *runner.Result) time.Duration {
+	d := make([]time.Duration, len(res.Bursts))
+	for i, b := range res.Bursts {
+		d[i] = b.Duration
+	}
+	slices.Sort(d)
+	return d[len(d)/2]
+}
+
 // pgAdmin runs sql on racetest's own connection of a PostgreSQL store.
 func pgAdmin(b *testing.B, sql string) {
 	b.Helper()
@@ -209,10 +221,11 @@ func BenchmarkPgbenchParity(b *testing.B) {
 			func() {
 				load := loadavg()
 				start := time.Now()
-				_, at := runScripts(b, "postgres", tx, "SELECT 0", parityBursts)
+				res, at := runScripts(b, "postgres", tx, "SELECT 0", parityBursts)
 				wall := time.Since(start)
 				rt = attempts / wall.Seconds()
-				b.Logf("racetest: %6.0f attempts/s  (%v a run, %v a burst once going)  load %s", rt, wall.Round(time.Millisecond), perBurst(at).Round(time.Microsecond), load)
+				b.Logf("racetest: %6.0f attempts/s  (%v a run, %v a burst once going, its attempts %v)  load %s",
+					rt, wall.Round(time.Millisecond), perBurst(at).Round(time.Microsecond), waveTime(res).Round(time.Microsecond), load)
 			},
 			func() {
 				if bin == "" {
@@ -272,10 +285,10 @@ func BenchmarkBurstCost(b *testing.B) {
 				}
 				own := func() {
 					load := loadavg()
-					_, at := runScripts(b, c.backend, c.attempt, c.effects, costBursts)
+					res, at := runScripts(b, c.backend, c.attempt, c.effects, costBursts)
 					d := perBurst(at)
 					costs = append(costs, d)
-					b.Logf("racetest: %v a burst  load %s", d.Round(time.Microsecond), load)
+					b.Logf("racetest: %v a burst, its attempts %v (median)  load %s", d.Round(time.Microsecond), waveTime(res).Round(time.Microsecond), load)
 				}
 				if i%2 == 0 {
 					own()
