@@ -54,9 +54,13 @@ func loadavg() string {
 // release auto picks for backend.
 func benchParams(b *testing.B, backend string) (scenarios.Params, *release.Plan) {
 	b.Helper()
-	rel, err := release.New(string(release.Auto), backend)
+	rel, err := release.New(cmp.Or(os.Getenv("BENCH_RELEASE"), string(release.Auto)), backend)
 	if err != nil {
 		b.Fatal(err)
+	}
+	if n, _ := strconv.Atoi(os.Getenv("BENCH_WRITERS")); n > 0 && rel.Wire != nil {
+		rel.Wire = release.NewWireWith(backend, release.WireOptions{Writers: n})
+		rel.Dial = rel.Wire.Dial
 	}
 	p := scenarios.Params{RunID: scenarios.NewRunID(), Attempts: benchN, Replicas: 1, Dial: rel.Dial,
 		Conn: scenarios.NewConnections(map[string]string{"postgres": os.Getenv("RACETEST_POSTGRES_URL"), "mysql": os.Getenv("RACETEST_MYSQL_DSN"), "redis": os.Getenv("RACETEST_REDIS_URL")})}
