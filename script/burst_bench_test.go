@@ -334,3 +334,40 @@ func redisRounds(b *testing.B, rounds int) time.Duration {
 	}
 	return time.Since(start) / time.Duration(rounds)
 }
+
+// BenchmarkEffectsRead: one read of a trivial effects check on racetest's
+// own connection (inside its read-only transaction), as a burst does
+// twice: before it and after.
+func BenchmarkEffectsRead(b *testing.B) {
+	for _, c := range []struct{ backend, effects string }{
+		{"postgres", "SELECT 0"},
+		{"mysql", "SELECT 0"},
+		{"redis", "EXISTS racetest:bench:none"},
+	} {
+		b.Run(c.backend, func(b *testing.B) {
+			p, _ := benchParams(b, c.backend)
+			p.Dial = nil
+			ctx := context.Background()
+			d, _ := DialectOf(c.backend)
+			sc, err := Spec{Attempt: []string{"SELECT 1"}, Effects: c.effects}.Load("", d, func(n string) string { return "--" + n })
+			if err != nil {
+				b.Fatal(err)
+			}
+			st, err := Open(ctx, c.backend, p)
+			if err != nil {
+				b.Skipf("%s: %v", c.backend, err)
+			}
+			defer st.Close()
+			t, err := New(st, sc, p.RunID)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Logf("load %s", loadavg())
+			for b.Loop() {
+				if n, err := t.Baseline(ctx, runner.Subject{Key: "x"}); err != nil || n != 0 {
+					b.Fatalf("%d, %v", n, err)
+				}
+			}
+		})
+	}
+}
