@@ -31,7 +31,9 @@ import (
 //
 // Both run racetest's script path as `racetest sql` and `racetest redis`
 // do (the default release, auto; the default shape), in process, and log
-// each figure with the load average beside it.
+// each figure with the load average beside it. For experiments,
+// BENCH_RELEASE names another release (gate) and BENCH_WRITERS sets the
+// last-byte release's writer threads (release.WireOptions.Writers).
 
 // benchN is the attempts of a burst, as the issue's goals are set.
 const benchN = 16
