@@ -452,9 +452,8 @@ func (c *cell) run(ctx context.Context, rep *Report) error {
 	rounds := (c.cfg.Bursts + c.cfg.Chunk - 1) / c.cfg.Chunk
 	for r := range rounds {
 		chunk := min(c.cfg.Chunk, c.cfg.Bursts-r*c.cfg.Chunk)
-		for i := range modes {
-			// The order turns each round: no mode always follows another.
-			mode := modes[(i+r)%len(modes)]
+		for _, i := range turnOrder(len(modes), r) {
+			mode := modes[i]
 			if ctx.Err() != nil {
 				return context.Cause(ctx)
 			}
@@ -667,6 +666,39 @@ func (c *cell) report(rep *Report) {
 		}
 		rep.Resolutions = append(rep.Resolutions, res)
 	}
+}
+
+// turnOrder is the order in which k modes take their turns in round r:
+// the rows of a Williams design, so that over k rounds (2k when k is odd)
+// each mode follows every other mode equally often within a round.
+//
+// Rotating one order (round r starting at mode r) kept each mode's
+// predecessor: over HTTP auto always came right after user-http or naive,
+// the two modes that open a fresh connection per request (64 per burst at
+// N=64, 62 of them closed after it), and took the teardown of theirs in the
+// server process on its first bursts, while single-packet, the same
+// release, always came after last-byte or barrier (issue 46 item 2).
+func turnOrder(k, r int) []int {
+	// Row 0: 0, 1, k-1, 2, k-2, …; row r adds r (mod k).
+	base := make([]int, 0, k)
+	for j, lo, hi := 0, 0, k; j < k; j++ {
+		if j%2 == 0 {
+			base = append(base, lo)
+			lo++
+		} else {
+			hi--
+			base = append(base, hi)
+		}
+	}
+	out := make([]int, k)
+	for j, m := range base {
+		out[j] = (m + r) % k
+	}
+	if k%2 == 1 && (r/k)%2 == 1 {
+		// k odd: a row and its mirror together balance the pairs.
+		slices.Reverse(out)
+	}
+	return out
 }
 
 // loadAverage is the 1-minute load average, or "" where /proc/loadavg is

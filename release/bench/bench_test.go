@@ -701,3 +701,44 @@ func TestResolutionOfNothingIsNotMeasured(t *testing.T) {
 		t.Errorf("figures:\n%s\nwant met, 2.0× as fine", figs)
 	}
 }
+
+// Within a round, each mode follows every other mode equally often over a
+// full period of rounds: a mode that leaves the machine busy (a fresh
+// connection per request) weighs on each of the others alike, not on the
+// one that always came after it in a rotated order (issue 46 item 2).
+func TestTurnOrderIsBalanced(t *testing.T) {
+	for k := 1; k <= 8; k++ {
+		period := k
+		if k%2 == 1 {
+			period = 2 * k
+		}
+		after := map[[2]int]int{}
+		for r := range period {
+			order := turnOrder(k, r)
+			if s := slices.Sorted(slices.Values(order)); !slices.Equal(s, seq(k)) {
+				t.Fatalf("k=%d round %d: %v is not an order of the %d modes", k, r, order, k)
+			}
+			for j := 1; j < k; j++ {
+				after[[2]int{order[j-1], order[j]}]++
+			}
+		}
+		for a := range k {
+			for b := range k {
+				if a == b {
+					continue
+				}
+				if got, want := after[[2]int{a, b}], period/k; got != want {
+					t.Errorf("k=%d: mode %d came right after mode %d in %d rounds of %d, want %d (every pair alike)", k, b, a, got, period, want)
+				}
+			}
+		}
+	}
+}
+
+func seq(k int) []int {
+	out := make([]int, k)
+	for i := range out {
+		out[i] = i
+	}
+	return out
+}

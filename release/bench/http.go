@@ -297,9 +297,8 @@ func (c *httpCell) run(ctx context.Context, rep *Report) error {
 	rounds := (c.cfg.Bursts + c.cfg.Chunk - 1) / c.cfg.Chunk
 	for r := range rounds {
 		chunk := min(c.cfg.Chunk, c.cfg.Bursts-r*c.cfg.Chunk)
-		for i := range c.modes {
-			// The order turns each round: no mode always follows another.
-			mode := c.modes[(i+r)%len(c.modes)]
+		for _, i := range turnOrder(len(c.modes), r) {
+			mode := c.modes[i]
 			if ctx.Err() != nil {
 				return context.Cause(ctx)
 			}
