@@ -169,10 +169,11 @@ func runBench(ctx context.Context, o *BenchOptions) error {
 		// (another job on the server) weighs on both modes.
 		cfg.Bursts, cfg.Chunk = QuickBursts, 5
 		cfg.Modes = []string{bench.Naive, bench.DefaultMode}
-		// Over HTTP: the default against the user's net/http fan-out, at
+		// Over HTTP: the default against the user's net/http fan-out and
+		// against single-packet, the mode auto picks on these targets, at
 		// 2, 20 and 64 (a few seconds in all); on http-postgres the proxy
 		// beside them, a figure the check does not judge.
-		cfg.HTTPModes = []string{bench.Auto, bench.UserHTTP, bench.Proxy}
+		cfg.HTTPModes = []string{bench.Auto, bench.UserHTTP, bench.SinglePacket, bench.Proxy}
 		cfg.NoCalibration = true
 		if !o.BackendsSet {
 			cfg.Backends = bench.QuickBackends
@@ -231,6 +232,15 @@ func benchVerdict(rep *bench.Report) error {
 		if c.Unjudged {
 			return setupError(fmt.Errorf("bench: %s N=%d measured nothing: a mode's attempts failed and exposed no race (see NOT JUDGED and ERRORS above)", c.Backend, c.N))
 		}
+	}
+	if rep.PickFailed() {
+		var lost []string
+		for _, c := range rep.PickChecks() {
+			if c.Lost {
+				lost = append(lost, fmt.Sprintf("%s N=%d (p = %.2g < %.2g)", c.Backend, c.N, c.P, c.Alpha))
+			}
+		}
+		return &exitError{code: ExitViolated, err: fmt.Errorf("bench: auto exposed fewer races than the mode it picks, beyond the noise, at %s: auto must be that mode (see the check above)", strings.Join(lost, ", "))}
 	}
 	if rep.Failed() {
 		return &exitError{code: ExitViolated, err: errors.New("bench: the default release exposed fewer races than a hand-written launcher or, over HTTP, another release mode, beyond the noise (see the check above)")}

@@ -116,6 +116,8 @@ type Config struct {
 	// call ServeTargetFromEnv first thing (racetest's main does). Unset,
 	// the targets are served in process, on the client's Go runtime.
 	TargetExecutable string
+	// noWarmUp (tests) skips each cell's warm-up bursts.
+	noWarmUp bool
 	// inspect, when set (by tests), is called with each HTTP backend's
 	// prefix once its cells have run, before its target stops and deletes
 	// what it made.
@@ -207,6 +209,10 @@ type Row struct {
 	// Met, in the proxy mode, counts the bursts whose requests all met at
 	// the proxy's hold point (its account said so); 0 in the others.
 	Met int
+	// Chose, in auto's row over HTTP, is the mode auto settled on for
+	// this target and N (single-packet on an h2c target, last-byte where
+	// it falls back); "" in every other row. PickChecks holds auto to it.
+	Chose string
 	// Chunks are the exposed bursts of each chunk the mode fired, in order
 	// (ChunkBursts the chunk's bursts): how much the share moved from one
 	// turn to the next, which the check weighs (Report.Checks).
@@ -449,6 +455,18 @@ func (c *cell) run(ctx context.Context, rep *Report) error {
 	for _, m := range modes {
 		c.rows[m], c.calRows[m] = &tally{}, &tally{}
 	}
+	// The warm-up (see httpCell.warmUp): each mode's first bursts at this
+	// N, fired and forgotten.
+	for _, i := range turnOrder(len(modes), 0) {
+		mode := modes[i]
+		if warmUpBursts(c.cfg) == 0 {
+			break
+		}
+		if err := c.checkThenWrite(ctx, mode, warmUpBursts(c.cfg), rep); err != nil {
+			return fmt.Errorf("warm-up, N=%d, %s: %w", c.n, mode, err)
+		}
+		c.rows[mode] = &tally{}
+	}
 	rounds := (c.cfg.Bursts + c.cfg.Chunk - 1) / c.cfg.Chunk
 	for r := range rounds {
 		chunk := min(c.cfg.Chunk, c.cfg.Bursts-r*c.cfg.Chunk)
@@ -666,6 +684,16 @@ func (c *cell) report(rep *Report) {
 		}
 		rep.Resolutions = append(rep.Resolutions, res)
 	}
+}
+
+// warmUpBursts is how many bursts each mode fires, uncounted, before a
+// cell's first round: a chunk's worth, at most 5 (none when a test asks
+// for none, to match the store's counts with the report's).
+func warmUpBursts(cfg *Config) int {
+	if cfg.noWarmUp {
+		return 0
+	}
+	return min(cfg.Chunk, 5)
 }
 
 // turnOrder is the order in which k modes take their turns in round r:
