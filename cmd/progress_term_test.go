@@ -1,7 +1,10 @@
 package cmd
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"testing"
@@ -180,5 +183,59 @@ func TestScreenEmulatesTmux(t *testing.T) {
 	fmt.Fprint(s, "\x1b[1;1H\x1b]0;title\a")
 	if len(s.unknown) < 2 {
 		t.Fatalf("unknown sequences went unnoticed: %q", s.unknown)
+	}
+}
+
+// onlcr is a terminal's output processing: a newline starts its row at the
+// first column.
+type onlcr struct{ w io.Writer }
+
+func (o onlcr) Write(p []byte) (int, error) {
+	_, err := o.w.Write(bytes.ReplaceAll(p, []byte("\n"), []byte("\r\n")))
+	return len(p), err
+}
+
+// A frame line wider than the terminal wraps, and the next frame still
+// starts on the first frame's first row and blanks every row it took:
+// the move up counts the rows drawn, not the lines.
+func TestFrameWriterCoversWrappedRows(t *testing.T) {
+	scr := newScreen(20, 10)
+	fmt.Fprint(scr, "above\r\n")
+	w := &frameWriter{out: onlcr{scr}, size: func() (int, int, error) { return 20, 10, nil }}
+	frames := []string{
+		"first " + strings.Repeat("x", 40) + "\nsecond\n", // 3 rows and 1
+		"third\n",
+		"",
+	}
+	for _, frame := range frames {
+		if _, _, err := w.GetTermSize(); err != nil {
+			t.Fatal(err)
+		}
+		w.WriteString(frame)
+		if err := w.Flush(strings.Count(frame, "\n")); err != nil {
+			t.Fatal(err)
+		}
+		if frame == "third\n" && scr.lines()[1] != "third" {
+			t.Fatalf("the second frame did not start where the first did:\n%s", scr)
+		}
+	}
+	if got := strings.Join(scr.lines(), "|"); strings.TrimRight(got, "|") != "above" {
+		t.Errorf("the frames left rows behind:\n%s", scr)
+	}
+	if len(scr.unknown) > 0 {
+		t.Errorf("unknown sequences: %q", scr.unknown)
+	}
+}
+
+// mpb lays the bars out one column short of the terminal and one row short
+// of the screen, and an unknown size is 80×24.
+func TestFrameWriterSize(t *testing.T) {
+	w := &frameWriter{size: func() (int, int, error) { return 100, 30, nil }}
+	if c, r, _ := w.GetTermSize(); c != 99 || r != 29 {
+		t.Errorf("100×30 terminal: mpb got %d×%d, want 99×29", c, r)
+	}
+	w = &frameWriter{size: func() (int, int, error) { return 0, 0, errors.New("no terminal") }}
+	if c, r, _ := w.GetTermSize(); c != 79 || r != 23 {
+		t.Errorf("unknown size: mpb got %d×%d, want 79×23", c, r)
 	}
 }
