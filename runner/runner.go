@@ -749,7 +749,7 @@ func (e *engine) wave(ctx context.Context, s Subject, wave int) (spread time.Dur
 	// One timeout for the wave, not a context per attempt: every attempt
 	// starts at the gate, so they share one deadline, and N timers (each
 	// registered with ctx, and removed under its lock by N cancels) were
-	// half of a worker's cost at N=10,000 (issue 15).
+	// half of a worker's cost at N=10,000.
 	actx, wc := e.waveContext(ctx)
 	defer wc.release()
 	var base time.Time

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math/big"
 	"strings"
 	"testing"
 
@@ -54,8 +55,11 @@ type fakeQuerier struct {
 	listing [][]any
 	listErr error
 	// row answers a table's statement: its values in order (nil: NULL).
-	row     map[string][]any
-	rowErr  error
+	row    map[string][]any
+	rowErr error
+	// mark answers committed's statement; "" fails it, as a server
+	// without pg_current_snapshot would.
+	mark    string
 	queries []string
 }
 
@@ -78,6 +82,13 @@ func (f *fakeQuerier) Rows(_ context.Context, query string) ([][]any, error) {
 
 func (f *fakeQuerier) Row(_ context.Context, query string, dest ...any) error {
 	f.queries = append(f.queries, query)
+	if query == committed[Postgres] {
+		if f.mark == "" {
+			return errors.New("fake: function pg_current_snapshot() does not exist")
+		}
+		*dest[0].(*string) = f.mark
+		return nil
+	}
 	if f.rowErr != nil {
 		return f.rowErr
 	}
@@ -274,8 +285,10 @@ func TestReadSumsEachTableInOneStatement(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(q.queries) != 1 || q.queries[0] != c.want {
-				t.Errorf("queries %q, want [%q]", q.queries, c.want)
+			// PostgreSQL is asked what it has committed first (the fake
+			// cannot say).
+			if got := q.queries[len(q.queries)-1]; got != c.want || len(q.queries) != map[Dialect]int{Postgres: 2, MySQL: 1}[c.d] {
+				t.Errorf("queries %q, want [%q] (after the mark on PostgreSQL)", q.queries, c.want)
 			}
 			want := map[string]string{`st"ock` + runner.RowsSuffix: "3", `st"ock.qty`: "0", `st"ock.sc"ore`: "3/2"}
 			if len(s) != len(want) {
@@ -518,5 +531,80 @@ func TestPlanWatchesColumns(t *testing.T) {
 	var nilPlan *SnapshotPlan
 	if nilPlan.Notes() != nil {
 		t.Error("a plan never made has notes")
+	}
+}
+
+// A read on PostgreSQL asks first what the server has committed
+// (pg_current_snapshot): when that is what it was before the last read of
+// the tables, nothing committed since, and the read answers from the last
+// one without reading the tables; any change of it reads them again. A
+// server that cannot say is read in full every time, as MySQL is.
+func TestReadAnswersFromTheLastWhenNothingCommitted(t *testing.T) {
+	plan := func(d Dialect) *SnapshotPlan {
+		return &SnapshotPlan{dialect: d, watched: true, Tables: []SnapshotTable{{Name: "t", Columns: []string{"v"}}}}
+	}
+	tableReads := func(q *fakeQuerier) (n int) {
+		for _, s := range q.queries {
+			if strings.Contains(s, " FROM ") {
+				n++
+			}
+		}
+		return n
+	}
+	read := func(p *SnapshotPlan, q *fakeQuerier, rows string) {
+		t.Helper()
+		s, err := p.Read(context.Background(), q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s["t"+runner.RowsSuffix].RatString(); got != rows {
+			t.Fatalf("t rows %s, want %s", got, rows)
+		}
+		// The snapshot is the caller's: changing it changes no later one.
+		s["t"+runner.RowsSuffix].SetInt64(-1)
+	}
+
+	p := plan(Postgres)
+	q := &fakeQuerier{mark: "100:100:", row: map[string][]any{`"t"`: {"1", "5"}}}
+	read(p, q, "1")
+	q.row[`"t"`] = []any{"2", "5"} // not committed, as the server sees it
+	read(p, q, "1")
+	read(p, q, "1")
+	if n := tableReads(q); n != 1 || p.Reused() != 2 {
+		t.Errorf("nothing committed: %d reads of the table, %d reused, want 1 and 2 (queries %q)", n, p.Reused(), q.queries)
+	}
+	for i, m := range []string{"101:101:", "100:101:100", "100:101:"} {
+		q.mark = m // a commit (xmax up), a transaction running, it done
+		q.row[`"t"`] = []any{fmt.Sprint(3 + i), "5"}
+		read(p, q, fmt.Sprint(3+i))
+	}
+	if n := tableReads(q); n != 4 || p.Reused() != 2 {
+		t.Errorf("each mark new: %d reads of the table, %d reused, want 4 and 2", n, p.Reused())
+	}
+
+	// The shape's count still moves at a reused read.
+	p.shape = ShapeKey("app", "gone")
+	for want := int64(1); want <= 2; want++ {
+		s, err := p.Read(context.Background(), q)
+		if err != nil || s[p.shape] == nil || s[p.shape].Cmp(big.NewRat(want, 1)) != 0 {
+			t.Errorf("read %d: %v, %v, want the shape's count %d", want, s, err, want)
+		}
+	}
+	if p.Reused() != 4 {
+		t.Errorf("reused %d, want 4", p.Reused())
+	}
+
+	for _, c := range []struct {
+		d    Dialect
+		asks int // statements asking the mark
+	}{{Postgres, 1}, {MySQL, 0}} {
+		p := plan(c.d)
+		q := &fakeQuerier{row: map[string][]any{p.quote("t"): {"1", "5"}}}
+		for range 3 {
+			read(p, q, "1")
+		}
+		if n := tableReads(q); n != 3 || p.Reused() != 0 || len(q.queries)-n != c.asks {
+			t.Errorf("%s without a mark: %d table reads, %d reused, %d other statements; want 3, 0, %d", c.d, n, p.Reused(), len(q.queries)-n, c.asks)
+		}
 	}
 }

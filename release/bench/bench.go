@@ -705,7 +705,7 @@ func warmUpBursts(cfg *Config) int {
 // the two modes that open a fresh connection per request (64 per burst at
 // N=64, 62 of them closed after it), and took the teardown of theirs in the
 // server process on its first bursts, while single-packet, the same
-// release, always came after last-byte or barrier (issue 46 item 2).
+// release, always came after last-byte or barrier.
 func turnOrder(k, r int) []int {
 	// Row 0: 0, 1, k-1, 2, k-2, …; row r adds r (mod k).
 	base := make([]int, 0, k)

@@ -706,7 +706,7 @@ func TestResolutionOfNothingIsNotMeasured(t *testing.T) {
 // Within a round, each mode follows every other mode equally often over a
 // full period of rounds: a mode that leaves the machine busy (a fresh
 // connection per request) weighs on each of the others alike, not on the
-// one that always came after it in a rotated order (issue 46 item 2).
+// one that always came after it in a rotated order.
 func TestTurnOrderIsBalanced(t *testing.T) {
 	for k := 1; k <= 8; k++ {
 		period := k
@@ -799,7 +799,7 @@ func pickRuns(seed uint64, runs int, quick bool, auto, pick func(rng *rand.Rand,
 }
 
 // The pick check's false alarms, when auto and its pick are one release
-// (the case after issue 46 item 2): simulated bench runs in both forms,
+// (as they are now): simulated bench runs in both forms,
 // quiet and under load (a chunk in eight at half its share, in either mode
 // alike), fixed seeds. Each must stay under 1 in 100: the family's level
 // is 1% (Bonferroni), the permutation test's p is exact for chunks that
@@ -828,8 +828,8 @@ func TestPickCheckFalseAlarmRate(t *testing.T) {
 
 // And it sees an auto that is not its pick, if not always: 10 points below
 // it at one N of ten (85% against 95%, 200 bursts each) fails the full
-// bench in about a third of quiet runs (35% simulated; the 8-point gap of
-// issue 46 item 2, at p ≈ 0.01 alone, would mostly pass). The family's 1%
+// bench in about a third of quiet runs (35% simulated; an 8-point gap, 84.5%
+// against 92.5%, at p ≈ 0.01 alone, would mostly pass). The family's 1%
 // level buys its false alarms with power; more bursts buy it back
 // (--bursts 1000 on the cell in doubt).
 func TestPickCheckPower(t *testing.T) {

@@ -327,7 +327,7 @@ func (c *httpCell) run(ctx context.Context, rep *Report) error {
 // that has never run that many requests at once, and whichever mode went
 // first took that on its first chunk. Auto, first in the list, always did:
 // at N=64 on http-redis its first chunk's median arrival spread was 3.6 ms
-// against 1.1-1.7 ms in its others and single-packet's (issue 46 item 2).
+// against 1.1-1.7 ms in its others and single-packet's.
 func (c *httpCell) warmUp(ctx context.Context) error {
 	if warmUpBursts(c.cfg) == 0 {
 		return nil

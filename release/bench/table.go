@@ -494,8 +494,8 @@ func twoProportionZ(k1, n1, k2, n2 int) float64 {
 
 // Figures are reference figures, printed and not checked: the default's
 // share at N=2, last-byte beside the gate, the resolution of each, the
-// proxy's share. Issues 15 and 28 set them as targets (≥ 99% at N=2, never
-// below the gate, no coarser than its resolution); on a shared two-core
+// proxy's share. They were once targets (≥ 99% at N=2, never below the
+// gate, no coarser than its resolution); on a shared two-core
 // machine the servers' scheduling moves them from run to run (N=2 on
 // MariaDB and PostgreSQL 92-98%, Redis's resolution 5-50 µs with the load:
 // docs/measurements.md), so a check of them would fail on the machine's
