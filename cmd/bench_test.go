@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -103,6 +104,27 @@ func TestBenchVerdict(t *testing.T) {
 	}
 }
 
+// Over HTTP, auto below the mode it picked fails the bench (exit 1) with a
+// message that names the cell, even where no other comparison lost; level
+// with it, the bench passes.
+func TestBenchVerdictAutoBelowItsPick(t *testing.T) {
+	rep := func(auto, pick int) *bench.Report {
+		return &bench.Report{Config: bench.Config{Backends: []string{bench.HTTPSpin}}, Rows: []bench.Row{
+			{Backend: bench.HTTPSpin, N: 64, Mode: bench.Auto, Chose: bench.SinglePacket, Bursts: 200, Exposed: auto},
+			{Backend: bench.HTTPSpin, N: 64, Mode: bench.SinglePacket, Bursts: 200, Exposed: pick},
+			{Backend: bench.HTTPSpin, N: 64, Mode: bench.UserHTTP, Bursts: 200, Exposed: 100},
+		}}
+	}
+	err := benchVerdict(rep(150, 196))
+	if ExitCode(err) != ExitViolated || !strings.Contains(fmt.Sprint(err), "auto exposed fewer races than the mode it picks") ||
+		!strings.Contains(fmt.Sprint(err), "http-spin N=64") {
+		t.Errorf("auto 75%% against its pick's 98%%: %v (exit %d), want exit %d naming the cell", err, ExitCode(err), ExitViolated)
+	}
+	if err := benchVerdict(rep(190, 190)); err != nil {
+		t.Errorf("auto level with its pick: %v, want a pass", err)
+	}
+}
+
 // --modes narrows a run to the modes named, the user-style launchers among
 // them.
 func TestBenchModes(t *testing.T) {
@@ -187,7 +209,8 @@ func TestBenchHTTP(t *testing.T) {
 	}
 }
 
-// --quick over HTTP: auto against the user's launcher at 2, 20 and 64.
+// --quick over HTTP: auto against the user's launcher and against single-packet, its
+// pick, at 2, 20 and 64.
 func TestBenchQuickHTTP(t *testing.T) {
 	out, stderr, code := execWith(t, builtin.Registry(), "bench", "--quick", "--backends", "http-spin")
 	if code != ExitOK && code != ExitViolated {
@@ -196,9 +219,9 @@ func TestBenchQuickHTTP(t *testing.T) {
 	rows := benchRows(out, "http-spin")
 	want := map[string]bool{}
 	for _, n := range []string{"2", "20", "64"} {
-		want[n+" auto"], want[n+" user-http"] = true, true
+		want[n+" auto"], want[n+" user-http"], want[n+" single-packet"] = true, true, true
 	}
-	if !maps.Equal(rows, want) || !strings.Contains(out, "vs user-http") {
+	if !maps.Equal(rows, want) || !strings.Contains(out, "vs user-http") || !strings.Contains(out, "http-spin N=64: auto (chose single-packet)") {
 		t.Errorf("--quick over HTTP: rows %v, want %v, and the checks:\n%s", rows, want, out)
 	}
 }

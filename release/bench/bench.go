@@ -116,6 +116,8 @@ type Config struct {
 	// call ServeTargetFromEnv first thing (racetest's main does). Unset,
 	// the targets are served in process, on the client's Go runtime.
 	TargetExecutable string
+	// noWarmUp (tests) skips each cell's warm-up bursts.
+	noWarmUp bool
 	// inspect, when set (by tests), is called with each HTTP backend's
 	// prefix once its cells have run, before its target stops and deletes
 	// what it made.
@@ -207,6 +209,10 @@ type Row struct {
 	// Met, in the proxy mode, counts the bursts whose requests all met at
 	// the proxy's hold point (its account said so); 0 in the others.
 	Met int
+	// Chose, in auto's row over HTTP, is the mode auto settled on for
+	// this target and N (single-packet on an h2c target, last-byte where
+	// it falls back); "" in every other row. PickChecks holds auto to it.
+	Chose string
 	// Chunks are the exposed bursts of each chunk the mode fired, in order
 	// (ChunkBursts the chunk's bursts): how much the share moved from one
 	// turn to the next, which the check weighs (Report.Checks).
@@ -449,12 +455,23 @@ func (c *cell) run(ctx context.Context, rep *Report) error {
 	for _, m := range modes {
 		c.rows[m], c.calRows[m] = &tally{}, &tally{}
 	}
+	// The warm-up (see httpCell.warmUp): each mode's first bursts at this
+	// N, fired and forgotten.
+	for _, i := range turnOrder(len(modes), 0) {
+		mode := modes[i]
+		if warmUpBursts(c.cfg) == 0 {
+			break
+		}
+		if err := c.checkThenWrite(ctx, mode, warmUpBursts(c.cfg), rep); err != nil {
+			return fmt.Errorf("warm-up, N=%d, %s: %w", c.n, mode, err)
+		}
+		c.rows[mode] = &tally{}
+	}
 	rounds := (c.cfg.Bursts + c.cfg.Chunk - 1) / c.cfg.Chunk
 	for r := range rounds {
 		chunk := min(c.cfg.Chunk, c.cfg.Bursts-r*c.cfg.Chunk)
-		for i := range modes {
-			// The order turns each round: no mode always follows another.
-			mode := modes[(i+r)%len(modes)]
+		for _, i := range turnOrder(len(modes), r) {
+			mode := modes[i]
 			if ctx.Err() != nil {
 				return context.Cause(ctx)
 			}
@@ -667,6 +684,49 @@ func (c *cell) report(rep *Report) {
 		}
 		rep.Resolutions = append(rep.Resolutions, res)
 	}
+}
+
+// warmUpBursts is how many bursts each mode fires, uncounted, before a
+// cell's first round: a chunk's worth, at most 5 (none when a test asks
+// for none, to match the store's counts with the report's).
+func warmUpBursts(cfg *Config) int {
+	if cfg.noWarmUp {
+		return 0
+	}
+	return min(cfg.Chunk, 5)
+}
+
+// turnOrder is the order in which k modes take their turns in round r:
+// the rows of a Williams design, so that over k rounds (2k when k is odd)
+// each mode follows every other mode equally often within a round.
+//
+// Rotating one order (round r starting at mode r) kept each mode's
+// predecessor: over HTTP auto always came right after user-http or naive,
+// the two modes that open a fresh connection per request (64 per burst at
+// N=64, 62 of them closed after it), and took the teardown of theirs in the
+// server process on its first bursts, while single-packet, the same
+// release, always came after last-byte or barrier.
+func turnOrder(k, r int) []int {
+	// Row 0: 0, 1, k-1, 2, k-2, …; row r adds r (mod k).
+	base := make([]int, 0, k)
+	for j, lo, hi := 0, 0, k; j < k; j++ {
+		if j%2 == 0 {
+			base = append(base, lo)
+			lo++
+		} else {
+			hi--
+			base = append(base, hi)
+		}
+	}
+	out := make([]int, k)
+	for j, m := range base {
+		out[j] = (m + r) % k
+	}
+	if k%2 == 1 && (r/k)%2 == 1 {
+		// k odd: a row and its mirror together balance the pairs.
+		slices.Reverse(out)
+	}
+	return out
 }
 
 // loadAverage is the 1-minute load average, or "" where /proc/loadavg is

@@ -93,24 +93,38 @@ func (r *Report) Print(w io.Writer) {
 	fmt.Fprintf(w, "\ncheck (exits 1 when it fails): the default release never loses to a hand-written launcher,\nnor, over HTTP, to any other release mode\n")
 	checks := r.Checks()
 	for _, c := range checks {
-		mark := "pass"
-		if c.Lost {
-			mark = "LOSES"
-		} else if c.Unjudged {
-			mark = "NOT JUDGED"
-		}
-		fmt.Fprintf(w, "  %-5s  %s\n", mark, c.Text)
+		fmt.Fprintf(w, "  %-5s  %s\n", mark(c), c.Text)
 	}
 	if len(checks) > 0 {
-		fmt.Fprintf(w, "  One-sided permutation test on the chunks at 95%% for the family of %d comparisons (Bonferroni: each at p < %s);\n"+
-			"  z: the two-proportion z, in binomial standard errors, continuity-corrected (0 within the correction).\n", len(checks), pValue(checks[0].Alpha))
+		fmt.Fprintf(w, "  One-sided permutation test on the chunks at %g%% for the family of %d comparisons (Bonferroni: each at p < %s);\n"+
+			"  z: the two-proportion z, in binomial standard errors, continuity-corrected (0 within the correction).\n", 100*(1-CheckLevel), len(checks), pValue(checks[0].Alpha))
+	}
+	if picks := r.PickChecks(); len(picks) > 0 {
+		fmt.Fprintf(w, "\ncheck (exits 1 when it fails): auto is the mode it picks, never significantly below it\n")
+		for _, c := range picks {
+			fmt.Fprintf(w, "  %-5s  %s\n", mark(c), c.Text)
+		}
+		fmt.Fprintf(w, "  The same test at %g%% for the family of %d comparisons (each at p < %s): were auto and its pick\n"+
+			"  the same release, a run would fail here in under 1 in %.0f.\n", 100*(1-PickLevel), len(picks), pValue(picks[0].Alpha), 1/PickLevel)
 	}
 	if figs := r.Figures(); len(figs) > 0 {
-		fmt.Fprintf(w, "\nfigures beside the issue's targets (shown, not enforced: on a shared machine the servers' scheduling moves them)\n")
+		fmt.Fprintf(w, "\nreference figures (printed, not checked: on a shared machine the servers' scheduling moves them\n"+
+			"from one run to the next, see docs/measurements.md)\n")
 		for _, f := range figs {
 			fmt.Fprintf(w, "  %s\n", f)
 		}
 	}
+}
+
+// mark is a check's verdict as the table prints it.
+func mark(c Check) string {
+	switch {
+	case c.Lost:
+		return "LOSES"
+	case c.Unjudged:
+		return "NOT JUDGED"
+	}
+	return "pass"
 }
 
 // DefaultMode is the mode 'racetest run' uses on the bench's backends when
@@ -180,15 +194,69 @@ func (r *Report) Checks() []Check {
 			if def == nil {
 				continue
 			}
-			// Every rival measured, in the table's order.
+			// Every rival measured, in the table's order; the mode auto
+			// picked is PickChecks', held to a stricter level.
 			for _, row := range r.Rows {
-				if row.Backend == b && row.N == n && row.Mode != mode && checkedAgainst(b, row.Mode) {
+				if row.Backend == b && row.N == n && row.Mode != mode && row.Mode != def.Chose && checkedAgainst(b, row.Mode) {
 					checks = append(checks, Check{Backend: b, N: n, Default: *def, Naive: row})
 				}
 			}
 		}
 	}
-	alpha := 0.05 / float64(max(len(checks), 1))
+	judge(checks, CheckLevel, func(c Check) string { return "default (" + c.Default.Mode + ")" })
+	return checks
+}
+
+// CheckLevel is the family-wise false-alarm level of Checks, PickLevel
+// that of PickChecks.
+const (
+	CheckLevel = 0.05
+	PickLevel  = 0.01
+)
+
+// PickChecks holds auto, over HTTP, to the mode it settled on at each
+// target and N (Row.Chose: single-packet on the bench's h2c targets,
+// last-byte where auto falls back to it): auto must be that mode, so it
+// must never expose the race significantly less often. The test is
+// Checks' (a one-sided permutation test on the chunks), at PickLevel for
+// the whole family (Bonferroni): were auto and its pick the same release,
+// a run would fail in under 1 in 100, whatever the number of targets and
+// Ns (TestPickCheckFalseAlarmRate measures it).
+//
+// On the servers there is nothing to compare: their default, release.Auto,
+// is last-byte by construction (release.New returns NewWire(backend, 0),
+// the release the last-byte row fires), so it has one row.
+func (r *Report) PickChecks() []Check {
+	var checks []Check
+	for _, b := range r.Config.Backends {
+		for _, n := range r.attemptsMeasured(b) {
+			var auto, pick *Row
+			for i, row := range r.Rows {
+				if row.Backend == b && row.N == n && row.Mode == Auto && row.Chose != "" {
+					auto = &r.Rows[i]
+				}
+			}
+			if auto == nil {
+				continue
+			}
+			for i, row := range r.Rows {
+				if row.Backend == b && row.N == n && row.Mode == auto.Chose {
+					pick = &r.Rows[i]
+				}
+			}
+			if pick != nil {
+				checks = append(checks, Check{Backend: b, N: n, Default: *auto, Naive: *pick})
+			}
+		}
+	}
+	judge(checks, PickLevel, func(c Check) string { return "auto (chose " + c.Default.Chose + ")" })
+	return checks
+}
+
+// judge tests each check at family/len(checks) (Bonferroni) and writes
+// its line, which names the default as lead does.
+func judge(checks []Check, family float64, lead func(Check) string) {
+	alpha := family / float64(max(len(checks), 1))
 	for i := range checks {
 		c := &checks[i]
 		c.Alpha = alpha
@@ -204,13 +272,12 @@ func (r *Report) Checks() []Check {
 		below := c.Default.Exposed*c.Naive.Bursts < c.Naive.Exposed*c.Default.Bursts
 		c.Unjudged = measuredNothing(c.Default) || measuredNothing(c.Naive)
 		c.Lost = below && c.P < alpha && !c.Unjudged
-		c.Text = fmt.Sprintf("%s N=%d: default (%s) %s vs %s %s, p = %s (%s)", c.Backend, c.N, c.Default.Mode,
+		c.Text = fmt.Sprintf("%s N=%d: %s %s vs %s %s, p = %s (%s)", c.Backend, c.N, lead(*c),
 			pct(c.Default.Exposed, c.Default.Bursts), c.Naive.Mode, pct(c.Naive.Exposed, c.Naive.Bursts), pValue(c.P), test)
 		if c.Unjudged {
 			c.Text += fmt.Sprintf("; nothing measured: errors %d and %d (see ERRORS above)", c.Default.Errors, c.Naive.Errors)
 		}
 	}
-	return checks
 }
 
 // checkedAgainst reports whether the default is held to mode on backend:
@@ -224,8 +291,8 @@ func (r *Report) Checks() []Check {
 // by construction. Held to it, the default would lose in every run, and
 // the loss would say nothing about the release; a family one comparison
 // larger would also weaken every other comparison's Bonferroni level. The
-// proxy's figure is reported beside the others (Figures), against its own
-// target: the race in at least 99% of the bursts at N=2.
+// proxy's figure is printed beside the others (Figures), with its 95%
+// lower bound.
 func checkedAgainst(backend, mode string) bool {
 	return mode != Proxy && (IsLauncher(mode) || IsHTTP(backend))
 }
@@ -374,11 +441,21 @@ func binomial(n, k int) int {
 	return c
 }
 
-// Failed reports whether the default release lost to the naive launcher in
-// any comparison.
+// Failed reports whether the default release lost a comparison of Checks
+// or PickChecks, or one of them measured nothing.
 func (r *Report) Failed() bool {
-	for _, c := range r.Checks() {
+	for _, c := range append(r.Checks(), r.PickChecks()...) {
 		if c.Lost || c.Unjudged {
+			return true
+		}
+	}
+	return false
+}
+
+// PickFailed reports whether auto lost to the mode it picked (PickChecks).
+func (r *Report) PickFailed() bool {
+	for _, c := range r.PickChecks() {
+		if c.Lost {
 			return true
 		}
 	}
@@ -415,9 +492,14 @@ func twoProportionZ(k1, n1, k2, n2 int) float64 {
 	return z
 }
 
-// Figures are the other targets, as figures: at N=2 the default
-// exposes ≥99%; last-byte is never below the gate; its resolution is no
-// coarser than the gate's.
+// Figures are reference figures, printed and not checked: the default's
+// share at N=2, last-byte beside the gate, the resolution of each, the
+// proxy's share. They were once targets (≥ 99% at N=2, never below the
+// gate, no coarser than its resolution); on a shared two-core
+// machine the servers' scheduling moves them from run to run (N=2 on
+// MariaDB and PostgreSQL 92-98%, Redis's resolution 5-50 µs with the load:
+// docs/measurements.md), so a check of them would fail on the machine's
+// load, not the release. The check that is enforced is Checks'.
 func (r *Report) Figures() []string {
 	var out []string
 	find := func(backend string, n int, mode string) (Row, bool) {
@@ -430,7 +512,7 @@ func (r *Report) Figures() []string {
 	}
 	for _, b := range r.Config.Backends {
 		if d, ok := find(b, 2, DefaultModeOf(b)); ok {
-			out = append(out, fmt.Sprintf("%s N=2: default (%s) exposed %s of %d bursts (target ≥ 99%%)", b, d.Mode, pct(d.Exposed, d.Bursts), d.Bursts))
+			out = append(out, fmt.Sprintf("%s N=2: default (%s) exposed %s of %d bursts", b, d.Mode, pct(d.Exposed, d.Bursts), d.Bursts))
 		}
 		for _, n := range r.attemptsMeasured(b) {
 			if px, ok := find(b, n, Proxy); ok {
@@ -439,7 +521,7 @@ func (r *Report) Figures() []string {
 			lb, ok1 := find(b, n, LastByte)
 			g, ok2 := find(b, n, Gate)
 			if ok1 && ok2 {
-				out = append(out, fmt.Sprintf("%s N=%d: last-byte %s vs gate %s, z = %+.2f (target: never below the gate)", b, n,
+				out = append(out, fmt.Sprintf("%s N=%d: last-byte %s vs gate %s, z = %+.2f", b, n,
 					pct(lb.Exposed, lb.Bursts), pct(g.Exposed, g.Bursts), twoProportionZ(lb.Exposed, lb.Bursts, g.Exposed, g.Bursts)))
 			}
 		}
@@ -467,8 +549,8 @@ func (r *Report) Figures() []string {
 }
 
 // proxyFigure is the proxy mode's share of exposing bursts on px's backend
-// and N, with its one-sided 95% lower bound (Clopper-Pearson) against the
-// target of 99% at N=2, and every other mode's share beside it.
+// and N, with its one-sided 95% lower bound (Clopper-Pearson), and every
+// other mode's share beside it.
 func (r *Report) proxyFigure(px Row) string {
 	low := 1 - report.UpperBound(px.Bursts-px.Exposed, px.Bursts)
 	if px.Bursts == 0 {
@@ -476,13 +558,6 @@ func (r *Report) proxyFigure(px Row) string {
 	}
 	text := fmt.Sprintf("%s N=%d: proxy exposed %s of %d bursts (≥ %.2f%% at 95%%), its requests all met at the hold point in %d",
 		px.Backend, px.N, pct(px.Exposed, px.Bursts), px.Bursts, 100*low, px.Met)
-	if px.N == 2 {
-		if low >= 0.99 {
-			text += "; target ≥ 99% met"
-		} else {
-			text += fmt.Sprintf("; target ≥ 99%% not shown (too few bursts, or some missed: %d of %d would show it)", report.BurstsFor(0.01), report.BurstsFor(0.01))
-		}
-	}
 	var beside []string
 	for _, row := range r.Rows {
 		if row.Backend == px.Backend && row.N == px.N && row.Mode != Proxy {
@@ -514,20 +589,22 @@ func resolutionFigure(backend string, lb, gate time.Duration, windows []time.Dur
 		}
 		return us(d)
 	}
-	text := fmt.Sprintf("%s resolution: last-byte %s, gate %s (target: no coarser than the gate's)", backend, desc(lb), desc(gate))
+	text := fmt.Sprintf("%s resolution: last-byte %s, gate %s", backend, desc(lb), desc(gate))
 	switch {
 	case lb < 0 && gate < 0:
 		return text
 	case lb < 0:
-		return text + " — coarser than the gate's"
+		return text + " — last-byte coarser"
 	case gate < 0:
-		return text + " — met"
+		return text + " — last-byte finer"
 	case lb == 0:
-		return text + " — met: last-byte exposes even the narrowest window measured"
+		return text + " — last-byte exposes even the narrowest window measured"
 	case lb > gate:
-		return text + fmt.Sprintf(" — coarser than the gate's (%.1f×)", float64(lb)/float64(gate))
+		return text + fmt.Sprintf(" — last-byte coarser (%.1f×)", float64(lb)/float64(gate))
+	case lb == gate:
+		return text + " — the same"
 	}
-	return text + fmt.Sprintf(" — met, %.1f× as fine", float64(gate)/float64(lb))
+	return text + fmt.Sprintf(" — last-byte finer (%.1f×)", float64(gate)/float64(lb))
 }
 
 func pct(k, n int) string {
