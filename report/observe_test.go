@@ -292,3 +292,46 @@ func TestProveSafeIsNotMetByInconclusive(t *testing.T) {
 		t.Errorf("max=1 under ProveSafe: met %v, want met: only an expectation of SAFE asks for SAFE", a.Met)
 	}
 }
+
+// When some bursts were tested and every other one was judged by nothing,
+// the reason is the invariants', not the general count.
+func TestSomeBurstsUnobservedSayWhy(t *testing.T) {
+	const inv = "SELECT bool_and(balance >= 0) FROM acct"
+	r := bursts(30, 0, 8, [runner.NumClasses]int{3, 5, 0, 0, 0})
+	r.Uncounted, r.Allowed, r.Required = true, 0, 0
+	r.Invariants = []string{inv}
+	for i := range r.Bursts {
+		b := &r.Bursts[i]
+		b.Allowed, b.Required = 0, 0
+		b.Broken = []int{0}
+		if i >= 10 {
+			b.Unjudged, b.Unobserved = []bool{true}, true
+		}
+	}
+	a := Assess(Case{Name: "transfer", Backend: "postgres", Result: r})
+	want := "invariant " + inv + " was already broken before 20 of 30 bursts"
+	if a.Verdict != Inconclusive || a.Tested != 10 || !strings.HasPrefix(a.Why, want) {
+		t.Fatalf("%s (tested %d) %q\nwant INCONCLUSIVE, 10 tested, %q…", a.Verdict, a.Tested, a.Why, want)
+	}
+}
+
+// A name says its backend only as words of its own: "on memory" at its
+// end or before punctuation, anywhere in the name, never "on memoryX".
+func TestNamesBackend(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		want bool
+	}{
+		{"redeem on memory", true},
+		{" on memory", true},
+		{"redeem on memory, fast", true},
+		{"redeem on memoryX", false},
+		{"a on memoryX then on memory", true},
+		{"a on memoryX then on memoryY", false},
+		{"redeem", false},
+	} {
+		if got := namesBackend(c.name, "memory"); got != c.want {
+			t.Errorf("namesBackend(%q) = %v, want %v", c.name, got, c.want)
+		}
+	}
+}

@@ -382,35 +382,53 @@ func TestTwinReplaysRoundTrip(t *testing.T) {
 	}
 }
 
+// turnedCase is a twin run of four bursts of 8 attempts, each burst of the
+// kind named: "turned" (+1 row together with 1 executed, +3 alone with 3),
+// "nothing" (no change alone or together) or "same" (+2 rows either way,
+// 2 executed: no serial run explains a turned burst).
+// Each solo twin runs its own order, so that they need not agree.
+func turnedCase(kinds ...string) Case {
+	r := &runner.Result{Attempts: 8, Allowed: 1, Required: 1, Planned: 4, Errors: map[string]int{}}
+	for i, k := range kinds {
+		tw := &runner.Twin{SoloBurst: i, SoloOrder: []int{i}}
+		b := runner.Burst{Index: i, Overlap: 8, Twin: tw}
+		b.Outcomes[runner.Executed], b.Outcomes[runner.Declined] = 1, 7
+		switch k {
+		case "turned":
+			tw.Solo, tw.SoloExecuted, tw.Together = runner.Delta{"hits rows": rat(3)}, 3, runner.Delta{"hits rows": rat(1)}
+		case "nothing":
+			tw.Solo, tw.SoloExecuted, tw.Together = runner.Delta{}, 1, runner.Delta{}
+		case "same":
+			tw.Solo, tw.SoloExecuted, tw.Together = runner.Delta{"hits rows": rat(2)}, 2, runner.Delta{"hits rows": rat(2)}
+			b.Outcomes[runner.Executed], b.Outcomes[runner.Declined] = 2, 6
+		}
+		r.Bursts = append(r.Bursts, b)
+	}
+	r.Twins = runner.JudgeTwins(r.Bursts)
+	return Case{Name: "limit.sql", Scenario: "script", Backend: "postgres", Expect: Expect{Kind: ExpectSafe}, Result: r}
+}
+
 // A twin run whose bursts were turned away together (fewer executed than
 // one at a time, a smaller change: a rate limiter) is INCONCLUSIVE with
 // that reason, never LOST; the reason and the counts survive the JSON.
 func TestTwinBurstsTurnedAwayAreInconclusive(t *testing.T) {
-	c := twinCase(func(int) runner.Delta { return runner.Delta{"hits rows": rat(1)} })
-	for i := range c.Result.Bursts {
-		b := &c.Result.Bursts[i]
-		b.Twin.Solo, b.Twin.SoloExecuted = runner.Delta{"hits rows": rat(3)}, 3
-		b.Outcomes[runner.Executed], b.Outcomes[runner.Declined] = 1, 7
-	}
-	c.Result.Twins = runner.JudgeTwins(c.Result.Bursts)
+	c := turnedCase("turned", "turned", "turned", "turned")
 	a := Assess(c)
 	want := "in 4 of 4 bursts fewer attempts executed together than one at a time (burst 0: 1 executed together, 7 declined; 3 executed one at a time) and the database changed less"
 	if a.Verdict != Inconclusive || !strings.HasPrefix(a.Why, want) || !strings.Contains(a.Why, "--allowed") {
 		t.Fatalf("got %s %q\nwant INCONCLUSIVE %q…", a.Verdict, a.Why, want)
 	}
-	// Half turned, half untested otherwise: the general line counts them.
-	mixed := c
-	mixed.Result = &runner.Result{}
-	*mixed.Result = *c.Result
-	mixed.Result.Bursts = append([]runner.Burst(nil), c.Result.Bursts...)
-	for i := range 2 {
-		tw := *mixed.Result.Bursts[i].Twin
-		tw.Together, tw.Turned = runner.Delta{}, false
-		mixed.Result.Bursts[i].Twin = &tw
-		mixed.Result.Bursts[i].Outcomes[runner.Executed] = 0
+	// Two turned, one that changed nothing watched, one tested: the
+	// general line counts each kind.
+	a2 := Assess(turnedCase("turned", "nothing", "turned", "same"))
+	for _, w := range []string{"only 1 of 4 bursts put the guard to the test", ", 1 changed nothing that racetest watches", ", 2 had fewer attempts execute than one at a time"} {
+		if !strings.Contains(a2.Why, w) {
+			t.Errorf("mixed: %q lacks %q", a2.Why, w)
+		}
 	}
-	if a := Assess(mixed); !strings.Contains(a.Why, ", 2 had fewer attempts execute than one at a time") {
-		t.Errorf("mixed: %q", a.Why)
+	// Three turned beside one tested: the turned line, counted over all.
+	if a3 := Assess(turnedCase("turned", "same", "turned", "turned")); a3.Tested != 1 || !strings.HasPrefix(a3.Why, "in 3 of 4 bursts fewer attempts executed together") {
+		t.Errorf("three turned, one tested: tested %d, %q", a3.Tested, a3.Why)
 	}
 	back, saved := reread(t, c)
 	for _, s := range []string{`"turned_bursts": 4`, `"turned": true`, `"solo_executed": 3`} {
@@ -418,13 +436,12 @@ func TestTwinBurstsTurnedAwayAreInconclusive(t *testing.T) {
 			t.Errorf("the JSON lacks %s", s)
 		}
 	}
-	again := []Case{back}
-	if b := Assess(again[0]); b.Verdict != a.Verdict || b.Why != a.Why {
+	if b := Assess(back); b.Verdict != a.Verdict || b.Why != a.Why {
 		t.Errorf("re-read: %s %q, want %s %q", b.Verdict, b.Why, a.Verdict, a.Why)
 	}
 	// Judged again from what was read back (report merge), the same.
-	again[0].Result.Twins = runner.JudgeTwins(again[0].Result.Bursts)
-	if again[0].Result.Twins.Turned != 4 {
-		t.Errorf("judged again after the JSON: %d turned, want 4", again[0].Result.Twins.Turned)
+	back.Result.Twins = runner.JudgeTwins(back.Result.Bursts)
+	if back.Result.Twins.Turned != 4 {
+		t.Errorf("judged again after the JSON: %d turned, want 4", back.Result.Twins.Turned)
 	}
 }
