@@ -18,7 +18,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/racetest/racetest/internal/mongodb"
-	"github.com/racetest/racetest/scenarios/conformance"
+	"github.com/racetest/racetest/internal/testenv"
 )
 
 // mongoOfItsOwn connects to the MongoDB server of RACETEST_MONGO_URI and
@@ -44,7 +44,7 @@ func mongoOfItsOwn(t *testing.T) (*mongo.Database, string) {
 	}
 	t.Cleanup(func() { cl.Disconnect(context.Background()) })
 	if err := cl.Ping(context.Background(), nil); err != nil {
-		conformance.Unavailable(t, "mongo", err)
+		testenv.Unavailable(t, "mongo", err)
 	}
 	db := cl.Database(name)
 	t.Cleanup(func() {

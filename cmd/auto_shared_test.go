@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/racetest/racetest/internal/sqldb"
-	"github.com/racetest/racetest/scenarios/conformance"
+	"github.com/racetest/racetest/internal/testenv"
 )
 
 // churnTables creates a table of the test's own on d's server every few
@@ -26,7 +26,7 @@ func churnTables(t *testing.T, d sqldb.Dialect, env, prefix string) {
 	ctx := context.Background()
 	db, err := sqldb.Open(ctx, d, os.Getenv(env), sqldb.Options{})
 	if err != nil {
-		conformance.Unavailable(t, string(d), err)
+		testenv.Unavailable(t, string(d), err)
 	}
 	b := make([]byte, 4)
 	rand.Read(b)
@@ -111,7 +111,7 @@ func TestEffectsAutoHTTPTablesComeAndGo(t *testing.T) {
 	ctx := context.Background()
 	db, err := sqldb.Open(ctx, sqldb.Postgres, os.Getenv("RACETEST_POSTGRES_URL"), sqldb.Options{})
 	if err != nil {
-		conformance.Unavailable(t, "postgres", err)
+		testenv.Unavailable(t, "postgres", err)
 	}
 	defer db.Close()
 	b := make([]byte, 4)

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/racetest/racetest/internal/sqldb"
+	"github.com/racetest/racetest/internal/testenv"
 	"github.com/racetest/racetest/scenarios/builtin"
-	"github.com/racetest/racetest/scenarios/conformance"
 )
 
 // --effects auto's flags are checked before anything connects.
@@ -53,7 +53,7 @@ func TestEffectsAutoSQLCommand(t *testing.T) {
 	for _, backend := range []string{"postgres", "mysql"} {
 		t.Run(backend, func(t *testing.T) {
 			if _, stderr, code := execCmd(t, false, "sql", "-b", backend, "--attempt", "SELECT 1;", "--effects", "SELECT 1;", "--bursts", "1", "-n", "1"); code == ExitSetup {
-				conformance.Unavailable(t, backend, nil)
+				testenv.Unavailable(t, backend, nil)
 			} else if code != ExitOK && code != ExitInconclusive {
 				t.Fatalf("probe: exit %d\n%s", code, stderr)
 			}
@@ -124,7 +124,7 @@ func TestEffectsAutoHTTPCommand(t *testing.T) {
 	ctx := context.Background()
 	db, err := sqldb.Open(ctx, sqldb.Postgres, os.Getenv("RACETEST_POSTGRES_URL"), sqldb.Options{})
 	if err != nil {
-		conformance.Unavailable(t, "postgres", err)
+		testenv.Unavailable(t, "postgres", err)
 	}
 	defer db.Close()
 	b := make([]byte, 4)

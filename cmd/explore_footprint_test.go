@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/racetest/racetest/internal/sqldb"
-	"github.com/racetest/racetest/scenarios/conformance"
+	"github.com/racetest/racetest/internal/testenv"
 )
 
 // gSingle is Hermitage's G-single (read skew) as explore sql's flags, with
@@ -52,7 +52,7 @@ func TestExploreQuotedQuoteIsNoSafe(t *testing.T) {
 		t.Run(c.backend+" "+c.lit, func(t *testing.T) {
 			out, stderr, code := execCmd(t, false, gSingle(c.backend, c.lit)...)
 			if code == ExitSetup {
-				conformance.Unavailable(t, c.backend, errors.New(stderr))
+				testenv.Unavailable(t, c.backend, errors.New(stderr))
 			}
 			if code != ExitOK || !strings.Contains(out, "RACE") {
 				t.Errorf("exit %d, want RACE (exit 0 with --expect race)\n%s\n%s", code, out, stderr)
@@ -106,7 +106,7 @@ func TestExploreTriggerBehindTheTextIsNoSafe(t *testing.T) {
 			}
 			db, err := sqldb.Open(ctx, d, conn, sqldb.Options{})
 			if err != nil {
-				conformance.Unavailable(t, backend, err)
+				testenv.Unavailable(t, backend, err)
 			}
 			defer db.Close()
 			b := make([]byte, 4)

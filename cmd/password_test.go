@@ -10,9 +10,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/racetest/racetest/internal/testenv"
 	"github.com/racetest/racetest/report"
 	"github.com/racetest/racetest/scenarios/builtin"
-	"github.com/racetest/racetest/scenarios/conformance"
 )
 
 // secretPostgresURL is the test server's URL with one distinctive
@@ -23,7 +23,7 @@ func secretPostgresURL(t *testing.T) (string, string) {
 	raw := os.Getenv("RACETEST_POSTGRES_URL")
 	if raw == "" {
 		if !serverAnswers("127.0.0.1:5432") {
-			conformance.Unavailable(t, "postgres", errors.New("nothing answers at 127.0.0.1:5432"))
+			testenv.Unavailable(t, "postgres", errors.New("nothing answers at 127.0.0.1:5432"))
 		}
 		raw = "postgres://postgres@127.0.0.1:5432/test"
 	}

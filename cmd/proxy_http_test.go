@@ -16,9 +16,9 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/racetest/racetest/internal/sqldb"
+	"github.com/racetest/racetest/internal/testenv"
 	"github.com/racetest/racetest/proxy"
 	"github.com/racetest/racetest/scenarios"
-	"github.com/racetest/racetest/scenarios/conformance"
 )
 
 // racetest http --proxy, as a user runs it: a check-then-write service whose
@@ -33,7 +33,7 @@ func TestHTTPThroughTheProxy(t *testing.T) {
 	p, err := proxy.Start(context.Background(), proxy.Config{Upstream: upstream})
 	var ue *proxy.UpstreamError
 	if errors.As(err, &ue) {
-		conformance.Unavailable(t, "postgres", err)
+		testenv.Unavailable(t, "postgres", err)
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -51,7 +51,7 @@ func TestHTTPThroughTheProxy(t *testing.T) {
 	t.Cleanup(func() { via.Close() })
 	table := "racetest_" + scenarios.NewRunID() + "_redemptions"
 	if _, err := direct.Exec("CREATE TABLE " + table + " (code text NOT NULL)"); err != nil {
-		conformance.Unavailable(t, "postgres", err)
+		testenv.Unavailable(t, "postgres", err)
 	}
 	t.Cleanup(func() {
 		if _, err := direct.Exec("DROP TABLE " + table); err != nil {

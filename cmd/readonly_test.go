@@ -11,9 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/racetest/racetest/internal/redistest"
 	"github.com/racetest/racetest/internal/sqldb"
-	"github.com/racetest/racetest/scenarios/conformance"
+	"github.com/racetest/racetest/internal/testenv"
 )
 
 // readOnlyCase is one check that must be refused with exit 2 (issue 42,
@@ -39,7 +38,7 @@ func acctTable(t *testing.T, d sqldb.Dialect, env string) (*sqldb.DB, string, fu
 	ctx := context.Background()
 	db, err := sqldb.Open(ctx, d, os.Getenv(env), sqldb.Options{})
 	if err != nil {
-		conformance.Unavailable(t, string(d), err)
+		testenv.Unavailable(t, string(d), err)
 	}
 	t.Cleanup(func() { db.Close() })
 	b := make([]byte, 4)
@@ -174,7 +173,7 @@ func TestChecksOnlyReadMySQL(t *testing.T) {
 // which never sends them: a test that failed here would empty the shared
 // server.)
 func TestChecksOnlyReadRedis(t *testing.T) {
-	rdb, p := redistest.Own(t)
+	rdb, p := testenv.OwnRedis(t)
 	ctx := context.Background()
 	set, counter, list, zset, marker := p+":s", p+":c", p+":l", p+":z", p+":setup"
 	rdb.SAdd(ctx, set, "a", "b", "c")
@@ -231,7 +230,7 @@ func TestHTTPChecksOnlyRead(t *testing.T) {
 	_ = pg
 	my, myTable, myRead := acctTable(t, sqldb.MySQL, "RACETEST_MYSQL_DSN")
 	_ = my
-	rdb, p := redistest.Own(t)
+	rdb, p := testenv.OwnRedis(t)
 	ctx := context.Background()
 	set := p + ":s"
 	rdb.SAdd(ctx, set, "a", "b", "c")

@@ -12,10 +12,10 @@ import (
 
 	"github.com/racetest/racetest/explore"
 	"github.com/racetest/racetest/internal/sqldb"
+	"github.com/racetest/racetest/internal/testenv"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/builtin"
-	"github.com/racetest/racetest/scenarios/conformance"
 )
 
 // agreementCase is one run of the catalog's table: a scenario on a backend
@@ -199,7 +199,7 @@ func TestExploreAgreesWithTheCatalog(t *testing.T) {
 					continue
 				}
 				if err != nil && i == 0 && b.Server && res == nil {
-					conformance.Unavailable(t, b.Name, err)
+					testenv.Unavailable(t, b.Name, err)
 				}
 				if err != nil {
 					t.Errorf("%s: %v", c, err)
@@ -289,7 +289,7 @@ func TestExploreReproducesHermitageG2(t *testing.T) {
 				// interleaved because a loaded machine was slow.
 				res, err := exploreCase(t, reg, c, time.Second)
 				if err != nil && i == 0 && res == nil {
-					conformance.Unavailable(t, backend, err)
+					testenv.Unavailable(t, backend, err)
 				}
 				if err != nil {
 					t.Fatalf("%s: %v", c, err)

@@ -14,11 +14,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/racetest/racetest/internal/redistest"
 	"github.com/racetest/racetest/internal/sqldb"
+	"github.com/racetest/racetest/internal/testenv"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
-	"github.com/racetest/racetest/scenarios/conformance"
 	"github.com/racetest/racetest/scenarios/runs"
 )
 
@@ -49,7 +48,7 @@ func newRedeemService(t *testing.T, d sqldb.Dialect, mode string) *redeemService
 	ctx := context.Background()
 	db, err := sqldb.Open(ctx, d, conn, sqldb.Options{})
 	if err != nil {
-		conformance.Unavailable(t, string(d), err)
+		testenv.Unavailable(t, string(d), err)
 	}
 	t.Cleanup(func() { db.Close() })
 	b := make([]byte, 4)
@@ -298,8 +297,8 @@ func TestEffectsAutoInput(t *testing.T) {
 // A redeem service on Redis: naive (GET the flag, then SET it and record
 // the redemption) or fixed (SET NX).
 func TestEffectsAutoOverHTTPOnRedis(t *testing.T) {
-	url := redistest.URL()
-	rdb, prefix := redistest.Own(t)
+	url := testenv.URL("redis")
+	rdb, prefix := testenv.OwnRedis(t)
 	for _, mode := range []string{"naive", "fixed"} {
 		t.Run(mode, func(t *testing.T) {
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -18,10 +18,10 @@ import (
 	"github.com/racetest/racetest/internal/sqldb"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
-	"github.com/racetest/racetest/scenarios/conformance"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/racetest/racetest/internal/redisdb"
+	"github.com/racetest/racetest/internal/testenv"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
@@ -83,7 +83,7 @@ func TestEffectsRedis(t *testing.T) {
 	t.Cleanup(func() { client.Close() })
 	ctx := context.Background()
 	if err := client.Ping(ctx).Err(); err != nil {
-		conformance.Unavailable(t, "redis", err)
+		testenv.Unavailable(t, "redis", err)
 	}
 	p := params()
 	p.Conn.Set("redis", url)
@@ -113,7 +113,7 @@ func TestEffectsMySQL(t *testing.T) {
 	t.Cleanup(func() { db.Close() }) // after the table is dropped
 	ctx := context.Background()
 	if err := db.PingContext(ctx); err != nil {
-		conformance.Unavailable(t, "mysql", err)
+		testenv.Unavailable(t, "mysql", err)
 	}
 	p := params()
 	p.Conn.Set("mysql", dsn)
@@ -136,7 +136,7 @@ func TestEffectsPostgres(t *testing.T) {
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
-		conformance.Unavailable(t, "postgres", err)
+		testenv.Unavailable(t, "postgres", err)
 	}
 	t.Cleanup(func() { conn.Close(context.Background()) }) // after the table is dropped
 	p := params()
@@ -183,7 +183,7 @@ func TestEffectsMongo(t *testing.T) {
 	ctx := context.Background()
 	t.Cleanup(func() { client.Disconnect(context.Background()) }) // after the collection is dropped
 	if err := client.Ping(ctx, nil); err != nil {
-		conformance.Unavailable(t, "mongo", err)
+		testenv.Unavailable(t, "mongo", err)
 	}
 	p := params()
 	p.Conn.Set("mongo", uri)
@@ -221,7 +221,7 @@ func TestChecksOnTheServersReturnOneValueAndOnlyRead(t *testing.T) {
 		}
 		conn, err := pgx.Connect(context.Background(), url)
 		if err != nil {
-			conformance.Unavailable(t, "postgres", err)
+			testenv.Unavailable(t, "postgres", err)
 		}
 		conn.Close(context.Background())
 		p := params()
@@ -249,7 +249,7 @@ func TestChecksOnTheServersReturnOneValueAndOnlyRead(t *testing.T) {
 		db := sql.OpenDB(conn)
 		defer db.Close()
 		if err := db.Ping(); err != nil {
-			conformance.Unavailable(t, "mysql", err)
+			testenv.Unavailable(t, "mysql", err)
 		}
 		p := params()
 		p.Conn.Set("mysql", dsn)
@@ -272,7 +272,7 @@ func TestChecksOnTheServersReturnOneValueAndOnlyRead(t *testing.T) {
 		client := redis.NewClient(opt)
 		defer client.Close()
 		if err := client.Ping(context.Background()).Err(); err != nil {
-			conformance.Unavailable(t, "redis", err)
+			testenv.Unavailable(t, "redis", err)
 		}
 		p := params()
 		p.Conn.Set("redis", url)

@@ -18,10 +18,10 @@ import (
 
 	"github.com/racetest/racetest/httpfire"
 	"github.com/racetest/racetest/internal/sqldb"
+	"github.com/racetest/racetest/internal/testenv"
 	"github.com/racetest/racetest/proxy"
 	"github.com/racetest/racetest/report"
 	"github.com/racetest/racetest/runner"
-	"github.com/racetest/racetest/scenarios/conformance"
 )
 
 // Through a racetest proxy, a check-then-write endpoint races in every
@@ -126,7 +126,7 @@ func newRedeemService(t *testing.T, store string) *redeemService {
 	p, err := proxy.Start(context.Background(), proxy.Config{Upstream: upstream})
 	var ue *proxy.UpstreamError
 	if errors.As(err, &ue) {
-		conformance.Unavailable(t, store, err)
+		testenv.Unavailable(t, store, err)
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -153,7 +153,7 @@ func newRedeemService(t *testing.T, store string) *redeemService {
 	s.direct, s.viaProxy = open(upstream), open(p.ServiceURL())
 	t.Cleanup(func() { s.direct.Close(); s.viaProxy.Close() })
 	if err := s.direct.Ping(); err != nil {
-		conformance.Unavailable(t, store, err)
+		testenv.Unavailable(t, store, err)
 	}
 	var b [4]byte
 	rand.Read(b[:])

@@ -19,10 +19,10 @@ import (
 	"github.com/racetest/racetest/httpfire"
 	"github.com/racetest/racetest/httpfire/httpfiretest"
 	"github.com/racetest/racetest/internal/sqldb"
+	"github.com/racetest/racetest/internal/testenv"
 	"github.com/racetest/racetest/report"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
-	"github.com/racetest/racetest/scenarios/conformance"
 )
 
 // A service whose guard is a row lock in the database answers a burst one
@@ -135,7 +135,7 @@ func newTransferService(t *testing.T, store string) *transferService {
 	t.Cleanup(func() { s.db.Close() }) // after the tables are dropped
 	ctx := context.Background()
 	if err := s.db.PingContext(ctx); err != nil {
-		conformance.Unavailable(t, store, err)
+		testenv.Unavailable(t, store, err)
 	}
 	for _, q := range []string{
 		"CREATE TABLE " + s.acct + " (k VARCHAR(64) PRIMARY KEY, balance INT NOT NULL)",

@@ -12,9 +12,9 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/racetest/racetest/internal/sqldb"
+	"github.com/racetest/racetest/internal/testenv"
 	"github.com/racetest/racetest/proxy"
 	"github.com/racetest/racetest/scenarios"
-	"github.com/racetest/racetest/scenarios/conformance"
 )
 
 // InnoDB's report counts a wait only for a transaction in LOCK WAIT for a
@@ -101,7 +101,7 @@ func TestCleanupEndsTheOpenHold(t *testing.T) {
 	p, err := proxy.Start(context.Background(), proxy.Config{Upstream: upstream})
 	var ue *proxy.UpstreamError
 	if errors.As(err, &ue) {
-		conformance.Unavailable(t, "postgres", err)
+		testenv.Unavailable(t, "postgres", err)
 	}
 	if err != nil {
 		t.Fatal(err)

@@ -21,10 +21,10 @@ import (
 
 	"github.com/racetest/racetest/httpfire"
 	"github.com/racetest/racetest/internal/sqldb"
+	"github.com/racetest/racetest/internal/testenv"
 	"github.com/racetest/racetest/proxy"
 	"github.com/racetest/racetest/report"
 	"github.com/racetest/racetest/runner"
-	"github.com/racetest/racetest/scenarios/conformance"
 )
 
 // The coupon services of testdata/services, written in Python
@@ -88,10 +88,10 @@ var servicesDir = filepath.Join("..", "testdata", "services")
 // install.
 func missing(t *testing.T, what, install string) {
 	t.Helper()
-	if os.Getenv(conformance.RequireEnv) != "" {
-		t.Fatalf("%s, and %s is set: %s", what, conformance.RequireEnv, install)
+	if os.Getenv(testenv.RequireEnv) != "" {
+		t.Fatalf("%s, and %s is set: %s", what, testenv.RequireEnv, install)
 	}
-	t.Skipf("%s, skipping: %s (set %s=1 to make this a failure)", what, install, conformance.RequireEnv)
+	t.Skipf("%s, skipping: %s (set %s=1 to make this a failure)", what, install, testenv.RequireEnv)
 }
 
 var pythonService = serviceLang{name: "python", start: func(t *testing.T, store string) func([]string) *exec.Cmd {
@@ -183,7 +183,7 @@ func newCouponService(t *testing.T, store string, command func(env []string) *ex
 	p, err := proxy.Start(context.Background(), proxy.Config{Upstream: upstream})
 	var ue *proxy.UpstreamError
 	if errors.As(err, &ue) {
-		conformance.Unavailable(t, store, err)
+		testenv.Unavailable(t, store, err)
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -195,7 +195,7 @@ func newCouponService(t *testing.T, store string, command func(env []string) *ex
 	}
 	t.Cleanup(func() { direct.Close() })
 	if err := direct.Ping(); err != nil {
-		conformance.Unavailable(t, store, err)
+		testenv.Unavailable(t, store, err)
 	}
 
 	var b [4]byte

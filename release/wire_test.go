@@ -20,10 +20,10 @@ import (
 
 	"github.com/racetest/racetest/internal/redisdb"
 	"github.com/racetest/racetest/internal/sqldb"
+	"github.com/racetest/racetest/internal/testenv"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/builtin"
-	"github.com/racetest/racetest/scenarios/conformance"
 	"github.com/racetest/racetest/scenarios/pgstore"
 )
 
@@ -66,7 +66,7 @@ func build(t *testing.T, w *Wire, scenario, backend string, n int) runner.Target
 	t.Helper()
 	p := scenarios.Params{RunID: scenarios.NewRunID(), Attempts: n, Replicas: 1, Conn: conns(), Dial: w.Dial}
 	if err, ok := absent.Load(backend); ok {
-		conformance.Unavailable(t, backend, err.(error))
+		testenv.Unavailable(t, backend, err.(error))
 	}
 	tg, err := builtin.Registry().Build(context.Background(), scenario, backend, p)
 	if err != nil {
@@ -75,7 +75,7 @@ func build(t *testing.T, w *Wire, scenario, backend string, n int) runner.Target
 			t.Fatal(err)
 		}
 		absent.Store(backend, err)
-		conformance.Unavailable(t, backend, err)
+		testenv.Unavailable(t, backend, err)
 	}
 	return tg
 }
@@ -335,7 +335,7 @@ func TestRequestInSeveralWrites(t *testing.T) {
 	err = cn.Ping(ctx).Err()
 	end()
 	if err != nil {
-		conformance.Unavailable(t, "redis", err)
+		testenv.Unavailable(t, "redis", err)
 	}
 	defer cn.Close()
 	key := "racetest_" + scenarios.NewRunID() + "_big"
@@ -386,7 +386,7 @@ func TestMySQLPrepareIsNotHeld(t *testing.T) {
 		err = conn.PingContext(ctx)
 	}
 	if err != nil {
-		conformance.Unavailable(t, "mysql", err)
+		testenv.Unavailable(t, "mysql", err)
 	}
 	defer conn.Close()
 	var got int
@@ -414,7 +414,7 @@ func TestPostgresPrepareIsNotHeld(t *testing.T) {
 	ctx := w.Context(context.Background(), 0)
 	c, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
-		conformance.Unavailable(t, "postgres", err)
+		testenv.Unavailable(t, "postgres", err)
 	}
 	defer c.Close(context.Background())
 	var got int
@@ -507,12 +507,12 @@ func TestMongoIsReleasedAtTheWire(t *testing.T) {
 	p := scenarios.Params{RunID: scenarios.NewRunID(), Attempts: n, Replicas: 2, Dial: w.Dial, Gap: 100 * time.Millisecond,
 		Conn: scenarios.NewConnections(map[string]string{"mongo": uri})}
 	if err, ok := absent.Load("mongo"); ok {
-		conformance.Unavailable(t, "mongo", err.(error))
+		testenv.Unavailable(t, "mongo", err.(error))
 	}
 	tg, err := builtin.Registry().Build(context.Background(), scenarios.CheckThenWrite, "mongo", p)
 	if err != nil {
 		absent.Store("mongo", err)
-		conformance.Unavailable(t, "mongo", err)
+		testenv.Unavailable(t, "mongo", err)
 	}
 	res, err := runner.Run(context.Background(), tg, runner.Attempts(n), runner.Replicas(2), runner.Bursts(8), runner.Release(w))
 	if err != nil {

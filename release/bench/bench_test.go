@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/racetest/racetest/internal/testenv"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/builtin"
-	"github.com/racetest/racetest/scenarios/conformance"
 	"github.com/racetest/racetest/scenarios/runs"
 )
 
@@ -366,7 +366,7 @@ func TestRunSmall(t *testing.T) {
 		t.Fatal(err)
 	}
 	for b, why := range rep.Skipped {
-		conformance.Unavailable(t, b, &skipError{err: errString(why)})
+		testenv.Unavailable(t, b, &skipError{err: errString(why)})
 	}
 	modes := 0
 	for _, b := range Backends {
@@ -539,7 +539,7 @@ func preparedStore(t *testing.T, b, id, token string) store {
 	ctx := context.Background()
 	st, err := openStore(ctx, b, serverConns(), id)
 	if err != nil {
-		conformance.Unavailable(t, b, err)
+		testenv.Unavailable(t, b, err)
 	}
 	t.Cleanup(st.close)
 	if err := st.prepare(ctx); err != nil {
@@ -591,7 +591,7 @@ func TestUserLaunchers(t *testing.T) {
 		t.Run(b, func(t *testing.T) {
 			st, err := openStore(ctx, b, serverConns(), scenarios.NewRunID())
 			if err != nil {
-				conformance.Unavailable(t, b, err)
+				testenv.Unavailable(t, b, err)
 				return
 			}
 			defer st.close()

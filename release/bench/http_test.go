@@ -20,8 +20,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/racetest/racetest/internal/sqldb"
+	"github.com/racetest/racetest/internal/testenv"
 	"github.com/racetest/racetest/scenarios"
-	"github.com/racetest/racetest/scenarios/conformance"
 	"github.com/racetest/racetest/scenarios/runs"
 )
 
@@ -133,7 +133,7 @@ func TestRedisTargetCounts(t *testing.T) {
 	prefix := "racetest_" + scenarios.NewRunID() + "_bench_http_"
 	a, err := newRedisActor(ctx, redisURL(), prefix)
 	if err != nil {
-		conformance.Unavailable(t, "redis", err)
+		testenv.Unavailable(t, "redis", err)
 		return
 	}
 	defer a.close()
@@ -325,7 +325,7 @@ func TestProxyCellPostgres(t *testing.T) {
 	url := cmp.Or(os.Getenv("RACETEST_POSTGRES_URL"), sqldb.DefaultPostgresURL)
 	admin, err := pgx.Connect(ctx, url)
 	if err != nil {
-		conformance.Unavailable(t, "postgres", err)
+		testenv.Unavailable(t, "postgres", err)
 		return
 	}
 	defer admin.Close(ctx)

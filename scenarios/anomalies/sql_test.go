@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/racetest/racetest/internal/sqldb"
+	"github.com/racetest/racetest/internal/testenv"
 	"github.com/racetest/racetest/internal/wiretest"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
@@ -25,7 +26,7 @@ func needSQL(t *testing.T, d *dialect) (scenarios.Params, *sqldb.DB) {
 	defer cancel()
 	db, err := sqldb.Open(ctx, d.Dialect, d.connString(p), sqldb.Options{})
 	if err != nil {
-		conformance.Unavailable(t, d.backend, err)
+		testenv.Unavailable(t, d.backend, err)
 	}
 	t.Cleanup(func() { db.Close() })
 	return p, db
@@ -151,7 +152,7 @@ func needRedis(t *testing.T) (scenarios.Params, *redisTarget) {
 	probe.RunID = scenarios.NewRunID()
 	target, err := registry("redis").Build(context.Background(), LostUpdate, "redis", probe)
 	if err != nil {
-		conformance.Unavailable(t, "redis", err)
+		testenv.Unavailable(t, "redis", err)
 	}
 	return p, target.(*redisTarget)
 }

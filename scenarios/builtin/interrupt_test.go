@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/racetest/racetest/internal/redisdb"
+	"github.com/racetest/racetest/internal/testenv"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
-	"github.com/racetest/racetest/scenarios/conformance"
 	"github.com/racetest/racetest/scenarios/mongostore"
 	"github.com/racetest/racetest/scenarios/mysqlstore"
 	"github.com/racetest/racetest/scenarios/pgstore"
@@ -180,7 +180,7 @@ func interruptAll(t *testing.T, janitors map[string]func(context.Context, scenar
 		j, err := open(jctx, conn)
 		cancel()
 		if err != nil {
-			conformance.Unavailable(t, b.Name, err)
+			testenv.Unavailable(t, b.Name, err)
 			continue
 		}
 		var jmu sync.Mutex

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/racetest/racetest/internal/testenv"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
-	"github.com/racetest/racetest/scenarios/conformance"
 )
 
 // TestCheckThenWriteLocks holds check-then-write's locking variants to the
@@ -30,7 +30,7 @@ func TestCheckThenWriteLocks(t *testing.T) {
 						defer cancel()
 						target, err := reg.Build(ctx, scenarios.CheckThenWrite, backend, p)
 						if err != nil {
-							conformance.Unavailable(t, backend, err)
+							testenv.Unavailable(t, backend, err)
 						}
 						defer func() {
 							if c, ok := target.(runner.Closer); ok {

@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/racetest/racetest/internal/redisdb"
+	"github.com/racetest/racetest/internal/testenv"
 	"github.com/racetest/racetest/internal/wiretest"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
@@ -35,7 +36,7 @@ func needRedis(t *testing.T) (scenarios.Params, *redis.Client) {
 	}
 	cl, err := srv.connect(context.Background())
 	if err != nil {
-		conformance.Unavailable(t, "redis", err)
+		testenv.Unavailable(t, "redis", err)
 	}
 	t.Cleanup(func() { cl.Close() })
 	return p, cl

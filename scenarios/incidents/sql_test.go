@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/racetest/racetest/internal/testenv"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/conformance"
@@ -24,7 +25,7 @@ func needSQL(t *testing.T, d *dialect) (scenarios.Params, *sqlServer) {
 	defer cancel()
 	s, err := connectSQL(ctx, d, p)
 	if err != nil {
-		conformance.Unavailable(t, d.name(), err)
+		testenv.Unavailable(t, d.name(), err)
 	}
 	t.Cleanup(func() { s.Close() })
 	return p, s

@@ -23,6 +23,7 @@ import (
 	"github.com/racetest/racetest/internal/mongodb"
 	"github.com/racetest/racetest/runner"
 
+	"github.com/racetest/racetest/internal/testenv"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/conformance"
 	"github.com/racetest/racetest/scenarios/mongostore"
@@ -36,7 +37,7 @@ func server(t *testing.T) (scenarios.Params, mongodb.ServerInfo) {
 	p := scenarios.Params{Conn: scenarios.NewConnections(map[string]string{"mongo": os.Getenv("RACETEST_MONGO_URI")}), TTL: scenarios.DefaultTTL}
 	info, err := probe(p)
 	if err != nil {
-		conformance.Unavailable(t, mongostore.Name, err)
+		testenv.Unavailable(t, mongostore.Name, err)
 	}
 	t.Logf("server: %s", info)
 	return p, info

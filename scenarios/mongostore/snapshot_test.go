@@ -16,8 +16,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/racetest/racetest/internal/mongodb"
+	"github.com/racetest/racetest/internal/testenv"
 	"github.com/racetest/racetest/runner"
-	"github.com/racetest/racetest/scenarios/conformance"
 )
 
 // snapshotDB is a database of the test's own on the server of
@@ -34,7 +34,7 @@ func snapshotDB(t *testing.T) *mongo.Database {
 	}
 	t.Cleanup(func() { cl.Disconnect(context.Background()) })
 	if err := cl.Ping(context.Background(), nil); err != nil {
-		conformance.Unavailable(t, Name, err)
+		testenv.Unavailable(t, Name, err)
 	}
 	b := make([]byte, 4)
 	rand.Read(b)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/racetest/racetest/internal/testenv"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/builtin"
 	"github.com/racetest/racetest/scenarios/conformance"
@@ -28,7 +29,7 @@ func requireServer(t *testing.T) scenarios.Params {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if _, err := builtin.Registry().Build(ctx, scenarios.UniqueInsert, pgstore.Name, p); err != nil {
-		conformance.Unavailable(t, pgstore.Name, err)
+		testenv.Unavailable(t, pgstore.Name, err)
 	}
 	return scenarios.Params{Conn: p.Conn, TTL: scenarios.DefaultTTL}
 }

@@ -8,9 +8,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/racetest/racetest/internal/testenv"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
-	"github.com/racetest/racetest/scenarios/conformance"
 )
 
 // testURL is the server the tests use: RACETEST_POSTGRES_URL, or the default.
@@ -29,7 +29,7 @@ func serverParams(t testing.TB) scenarios.Params {
 	defer cancel()
 	c, err := pgx.Connect(ctx, testURL())
 	if err != nil {
-		conformance.Unavailable(t, Name, err)
+		testenv.Unavailable(t, Name, err)
 	}
 	_ = c.Close(ctx)
 	return scenarios.Params{

@@ -8,6 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/racetest/racetest/internal/redisdb"
+	"github.com/racetest/racetest/internal/testenv"
 	"github.com/racetest/racetest/internal/wiretest"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/conformance"
@@ -34,7 +35,7 @@ func needServer(t *testing.T) *redis.Client {
 	cl := redis.NewClient(opt)
 	t.Cleanup(func() { cl.Close() })
 	if err := cl.Ping(context.Background()).Err(); err != nil {
-		conformance.Unavailable(t, "redis", err)
+		testenv.Unavailable(t, "redis", err)
 	}
 	return cl
 }

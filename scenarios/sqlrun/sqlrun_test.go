@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/racetest/racetest/internal/sqldb"
+	"github.com/racetest/racetest/internal/testenv"
 	"github.com/racetest/racetest/scenarios"
-	"github.com/racetest/racetest/scenarios/conformance"
 	"github.com/racetest/racetest/scenarios/runs"
 	"github.com/racetest/racetest/scenarios/sqlrun"
 )
@@ -33,7 +33,7 @@ func open(t *testing.T, d sqldb.Dialect, conn func(scenarios.Params) string) (sc
 	defer cancel()
 	db, err := sqldb.Open(ctx, d, conn(p), sqldb.Options{})
 	if err != nil {
-		conformance.Unavailable(t, string(d), err)
+		testenv.Unavailable(t, string(d), err)
 	}
 	t.Cleanup(func() { db.Close() })
 	return p, db

@@ -13,8 +13,8 @@ import (
 
 	"github.com/racetest/racetest/httpfire"
 	"github.com/racetest/racetest/internal/redisdb"
+	"github.com/racetest/racetest/internal/testenv"
 	"github.com/racetest/racetest/scenarios"
-	"github.com/racetest/racetest/scenarios/conformance"
 	"github.com/racetest/racetest/scenarios/pgstore"
 )
 
@@ -43,7 +43,7 @@ func TestStores(t *testing.T) {
 				st, err = newPG(ctx, orDefault("RACETEST_POSTGRES_URL", pgstore.DefaultURL), prefix)
 			}
 			if err != nil {
-				conformance.Unavailable(t, kind, err)
+				testenv.Unavailable(t, kind, err)
 			}
 			srv := httptest.NewServer(handler(st))
 			defer srv.Close()
