@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"regexp"
 	"strings"
 	"sync/atomic"
@@ -122,11 +121,7 @@ func TestEffectsAutoSQLCommand(t *testing.T) {
 // twice) INCONCLUSIVE.
 func TestEffectsAutoHTTPCommand(t *testing.T) {
 	ctx := context.Background()
-	db, err := sqldb.Open(ctx, sqldb.Postgres, os.Getenv("RACETEST_POSTGRES_URL"), sqldb.Options{})
-	if err != nil {
-		testenv.Unavailable(t, "postgres", err)
-	}
-	defer db.Close()
+	db := testenv.SQL(t, sqldb.Postgres)
 	b := make([]byte, 4)
 	rand.Read(b)
 	coupons, redemptions := "racetest_"+hex.EncodeToString(b)+"_coupons", "racetest_"+hex.EncodeToString(b)+"_redemptions"

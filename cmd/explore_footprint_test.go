@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 
@@ -100,14 +99,7 @@ func TestExploreTriggerBehindTheTextIsNoSafe(t *testing.T) {
 		backend := c.backend
 		t.Run(fmt.Sprintf("%s trigger=%v", backend, c.trigger), func(t *testing.T) {
 			ctx := context.Background()
-			d, conn := sqldb.Postgres, os.Getenv("RACETEST_POSTGRES_URL")
-			if backend == "mysql" {
-				d, conn = sqldb.MySQL, os.Getenv("RACETEST_MYSQL_DSN")
-			}
-			db, err := sqldb.Open(ctx, d, conn, sqldb.Options{})
-			if err != nil {
-				testenv.Unavailable(t, backend, err)
-			}
+			db := testenv.SQL(t, sqldb.Dialect(backend))
 			defer db.Close()
 			b := make([]byte, 4)
 			rand.Read(b)

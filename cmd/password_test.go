@@ -20,7 +20,7 @@ import (
 // connects), and that password.
 func secretPostgresURL(t *testing.T) (string, string) {
 	t.Helper()
-	raw := os.Getenv("RACETEST_POSTGRES_URL")
+	raw := testenv.Conn("postgres")
 	if raw == "" {
 		if !serverAnswers("127.0.0.1:5432") {
 			testenv.Unavailable(t, "postgres", errors.New("nothing answers at 127.0.0.1:5432"))

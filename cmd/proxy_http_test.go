@@ -9,13 +9,11 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"testing"
 
 	_ "github.com/jackc/pgx/v5/stdlib"
 
-	"github.com/racetest/racetest/internal/sqldb"
 	"github.com/racetest/racetest/internal/testenv"
 	"github.com/racetest/racetest/proxy"
 	"github.com/racetest/racetest/scenarios"
@@ -26,10 +24,7 @@ import (
 // report tells what happened at the database; the JSON carries each
 // burst's hold. A --proxy address where no proxy answers is exit 2.
 func TestHTTPThroughTheProxy(t *testing.T) {
-	upstream := os.Getenv("RACETEST_POSTGRES_URL")
-	if upstream == "" {
-		upstream = sqldb.DefaultPostgresURL
-	}
+	upstream := testenv.URL("postgres")
 	p, err := proxy.Start(context.Background(), proxy.Config{Upstream: upstream})
 	var ue *proxy.UpstreamError
 	if errors.As(err, &ue) {

@@ -24,7 +24,7 @@ func TestRunProcessesMySQL(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds racetest")
 	}
-	probe := scenarios.Params{RunID: scenarios.NewRunID(), Conn: scenarios.NewConnections(map[string]string{"mysql": os.Getenv("RACETEST_MYSQL_DSN")})}
+	probe := scenarios.Params{RunID: scenarios.NewRunID(), Conn: testenv.Conns("mysql")}
 	st, err := mysqlstore.Open(context.Background(), probe)
 	if err != nil {
 		testenv.Unavailable(t, mysqlstore.Name, err)

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -18,7 +17,6 @@ import (
 	"github.com/racetest/racetest/internal/sqldb"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/racetest/racetest/internal/redisdb"
 	"github.com/racetest/racetest/internal/testenv"
@@ -70,23 +68,10 @@ func effectsRun(t *testing.T, p scenarios.Params, spec string, record func(ctx c
 }
 
 func TestEffectsRedis(t *testing.T) {
-	url := os.Getenv("RACETEST_REDIS_URL")
-	if url == "" {
-		url = "redis://127.0.0.1:6379/0"
-	}
-	opt, err := redis.ParseURL(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	client := redis.NewClient(opt)
-	// Cleanups run last-in first-out: the client closes after the keys are gone.
-	t.Cleanup(func() { client.Close() })
-	ctx := context.Background()
-	if err := client.Ping(ctx).Err(); err != nil {
-		testenv.Unavailable(t, "redis", err)
-	}
+	// The client closes after the keys are gone: cleanups run last first.
+	client := testenv.Redis(t)
 	p := params()
-	p.Conn.Set("redis", url)
+	p.Conn.Set("redis", testenv.URL("redis"))
 	var keys []string
 	t.Cleanup(func() {
 		if len(keys) > 0 {
@@ -100,7 +85,7 @@ func TestEffectsRedis(t *testing.T) {
 }
 
 func TestEffectsMySQL(t *testing.T) {
-	dsn := os.Getenv("RACETEST_MYSQL_DSN")
+	dsn := testenv.Conn("mysql")
 	cfg, err := sqldb.MySQLConfig(dsn)
 	if err != nil {
 		t.Fatal(err)
@@ -129,10 +114,7 @@ func TestEffectsMySQL(t *testing.T) {
 }
 
 func TestEffectsPostgres(t *testing.T) {
-	url := os.Getenv("RACETEST_POSTGRES_URL")
-	if url == "" {
-		url = "postgres://postgres@127.0.0.1:5432/test"
-	}
+	url := testenv.URL("postgres")
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
@@ -172,10 +154,7 @@ func TestEffectsStoreUnreachable(t *testing.T) {
 }
 
 func TestEffectsMongo(t *testing.T) {
-	uri := os.Getenv("RACETEST_MONGO_URI")
-	if uri == "" {
-		uri = "mongodb://127.0.0.1:27017"
-	}
+	uri := testenv.URL("mongo")
 	client, err := mongo.Connect(options.Client().ApplyURI(uri).SetServerSelectionTimeout(2 * time.Second))
 	if err != nil {
 		t.Fatal(err)
@@ -215,10 +194,7 @@ func checkRun(t *testing.T, p scenarios.Params, spec string) error {
 // servers, before a burst counts anything.
 func TestChecksOnTheServersReturnOneValueAndOnlyRead(t *testing.T) {
 	t.Run("postgres", func(t *testing.T) {
-		url := os.Getenv("RACETEST_POSTGRES_URL")
-		if url == "" {
-			url = "postgres://postgres@127.0.0.1:5432/test"
-		}
+		url := testenv.URL("postgres")
 		conn, err := pgx.Connect(context.Background(), url)
 		if err != nil {
 			testenv.Unavailable(t, "postgres", err)
@@ -234,10 +210,7 @@ func TestChecksOnTheServersReturnOneValueAndOnlyRead(t *testing.T) {
 		}
 	})
 	t.Run("mysql", func(t *testing.T) {
-		dsn := os.Getenv("RACETEST_MYSQL_DSN")
-		if dsn == "" {
-			dsn = "root@tcp(127.0.0.1:3306)/test"
-		}
+		dsn := testenv.URL("mysql")
 		cfg, err := sqldb.MySQLConfig(dsn)
 		if err != nil {
 			t.Fatal(err)
@@ -261,21 +234,9 @@ func TestChecksOnTheServersReturnOneValueAndOnlyRead(t *testing.T) {
 		}
 	})
 	t.Run("redis", func(t *testing.T) {
-		url := os.Getenv("RACETEST_REDIS_URL")
-		if url == "" {
-			url = "redis://127.0.0.1:6379/0"
-		}
-		opt, err := redis.ParseURL(url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		client := redis.NewClient(opt)
-		defer client.Close()
-		if err := client.Ping(context.Background()).Err(); err != nil {
-			testenv.Unavailable(t, "redis", err)
-		}
+		client := testenv.Redis(t)
 		p := params()
-		p.Conn.Set("redis", url)
+		p.Conn.Set("redis", testenv.URL("redis"))
 		key := p.Prefix() + "{{.Token}}"
 		if err := checkRun(t, p, "redis:MGET "+key+" "+key+"x"); err == nil || !strings.Contains(err.Error(), "an array of 2 elements") {
 			t.Errorf("an array of two: %v, want refused, naming it", err)

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -111,16 +110,10 @@ func newRedeemService(t *testing.T, store string) *redeemService {
 	var upstream, driver string
 	switch store {
 	case "postgres":
-		upstream, driver = os.Getenv("RACETEST_POSTGRES_URL"), "pgx"
-		if upstream == "" {
-			upstream = sqldb.DefaultPostgresURL
-		}
+		upstream, driver = testenv.URL("postgres"), "pgx"
 		s.conn = upstream
 	default:
-		upstream, driver = os.Getenv("RACETEST_MYSQL_DSN"), "mysql"
-		if upstream == "" {
-			upstream = sqldb.DefaultMySQLDSN
-		}
+		upstream, driver = testenv.URL("mysql"), "mysql"
 		s.conn = upstream
 	}
 	p, err := proxy.Start(context.Background(), proxy.Config{Upstream: upstream})

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -111,14 +110,11 @@ func newTransferService(t *testing.T, store string) *transferService {
 	var err error
 	switch store {
 	case "postgres":
-		s.url = os.Getenv("RACETEST_POSTGRES_URL")
-		if s.url == "" {
-			s.url = "postgres://postgres@127.0.0.1:5432/test"
-		}
+		s.url = testenv.URL("postgres")
 		p.Conn.Set("postgres", s.url)
 		s.db, err = sql.Open("pgx", s.url)
 	default:
-		dsn := os.Getenv("RACETEST_MYSQL_DSN")
+		dsn := testenv.Conn("mysql")
 		p.Conn.Set("mysql", dsn)
 		var cfg *mysql.Config
 		if cfg, err = sqldb.MySQLConfig(dsn); err == nil {

@@ -3,7 +3,6 @@ package httpfire
 import (
 	"context"
 	"errors"
-	"os"
 	"slices"
 	"testing"
 	"text/template"
@@ -94,10 +93,7 @@ func TestNewLockWatch(t *testing.T) {
 // account) is ended at the proxy by Cleanup: the proxy holds nothing past
 // the run, and takes the next burst.
 func TestCleanupEndsTheOpenHold(t *testing.T) {
-	upstream := os.Getenv("RACETEST_POSTGRES_URL")
-	if upstream == "" {
-		upstream = sqldb.DefaultPostgresURL
-	}
+	upstream := testenv.URL("postgres")
 	p, err := proxy.Start(context.Background(), proxy.Config{Upstream: upstream})
 	var ue *proxy.UpstreamError
 	if errors.As(err, &ue) {

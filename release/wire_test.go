@@ -7,7 +7,6 @@ import (
 	"errors"
 	"io"
 	"net"
-	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -18,13 +17,11 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/racetest/racetest/internal/redisdb"
 	"github.com/racetest/racetest/internal/sqldb"
 	"github.com/racetest/racetest/internal/testenv"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/builtin"
-	"github.com/racetest/racetest/scenarios/pgstore"
 )
 
 // patientWait is long enough that, even on a loaded machine, every attempt
@@ -32,7 +29,7 @@ import (
 const patientWait = 3 * time.Second
 
 func conns() scenarios.Connections {
-	return scenarios.NewConnections(map[string]string{"redis": os.Getenv("RACETEST_REDIS_URL"), "mysql": os.Getenv("RACETEST_MYSQL_DSN"), "postgres": os.Getenv("RACETEST_POSTGRES_URL"), "mongo": os.Getenv("RACETEST_MONGO_URI")})
+	return testenv.Conns("redis", "mysql", "postgres", "mongo")
 }
 
 // heldLog records every request a wire held back, by worker.
@@ -322,7 +319,7 @@ func TestLateAttemptIsReleasedWithoutAndCounted(t *testing.T) {
 // server gets the whole request intact.
 func TestRequestInSeveralWrites(t *testing.T) {
 	w := NewWire("redis", patientWait)
-	opt, err := redis.ParseURL(orDefault(os.Getenv("RACETEST_REDIS_URL"), redisdb.DefaultURL))
+	opt, err := redis.ParseURL(testenv.URL("redis"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -368,7 +365,7 @@ func TestMySQLPrepareIsNotHeld(t *testing.T) {
 	w := NewWire("mysql", patientWait)
 	log := &heldLog{}
 	w.held = log.record
-	cfg, err := sqldb.MySQLConfig(os.Getenv("RACETEST_MYSQL_DSN"))
+	cfg, err := sqldb.MySQLConfig(testenv.Conn("mysql"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -406,7 +403,7 @@ func TestPostgresPrepareIsNotHeld(t *testing.T) {
 	w := NewWire("postgres", patientWait)
 	log := &heldLog{}
 	w.held = log.record
-	cfg, err := pgx.ParseConfig(orDefault(os.Getenv("RACETEST_POSTGRES_URL"), pgstore.DefaultURL))
+	cfg, err := pgx.ParseConfig(testenv.URL("postgres"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -445,13 +442,6 @@ func heldOnce(t *testing.T, w *Wire, f func() error) {
 	if _, how := w.Sent(0); how != runner.SentHeld {
 		t.Errorf("sent %v, want held", how)
 	}
-}
-
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 // A mongo client's monitor sends only hello: dialled, or probing, while a
@@ -493,7 +483,7 @@ func TestMongoHelloDoesNotClaim(t *testing.T) {
 // monitors probe during the run, and none goes out late.
 func TestMongoIsReleasedAtTheWire(t *testing.T) {
 	const n = 4
-	uri := os.Getenv("RACETEST_MONGO_URI")
+	uri := testenv.Conn("mongo")
 	if uri != "" {
 		sep := "?"
 		if strings.Contains(uri, "?") {

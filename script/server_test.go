@@ -3,7 +3,6 @@ package script
 import (
 	"context"
 	"errors"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -21,7 +20,7 @@ const examples = "../examples/redeem/scripts"
 
 func open(t *testing.T, backend string) (Store, scenarios.Params) {
 	t.Helper()
-	p := scenarios.Params{RunID: scenarios.NewRunID(), Attempts: 8, Replicas: 1, Conn: scenarios.NewConnections(map[string]string{"postgres": os.Getenv("RACETEST_POSTGRES_URL"), "mysql": os.Getenv("RACETEST_MYSQL_DSN"), "redis": os.Getenv("RACETEST_REDIS_URL"), "mongo": os.Getenv("RACETEST_MONGO_URI")})}
+	p := scenarios.Params{RunID: scenarios.NewRunID(), Attempts: 8, Replicas: 1, Conn: testenv.Conns("postgres", "mysql", "redis", "mongo")}
 	if err, ok := absent.Load(backend); ok {
 		testenv.Unavailable(t, backend, err.(error))
 	}

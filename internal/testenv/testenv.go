@@ -119,3 +119,29 @@ func SQL(t testing.TB, d sqldb.Dialect) *sqldb.DB {
 	t.Cleanup(func() { db.Close() })
 	return db
 }
+
+// Registry is the catalog's core scenarios and what each register adds (a
+// backend's Register): a package's tests build its backend alone, and do
+// not depend on the other backends' packages.
+func Registry(register ...func(*scenarios.Registry)) *scenarios.Registry {
+	r := scenarios.NewRegistry()
+	for _, s := range scenarios.Core() {
+		r.AddScenario(s)
+	}
+	for _, add := range register {
+		add(r)
+	}
+	return r
+}
+
+// Family is a family's scenarios (register is its Register) on the named
+// backends only, each declared by its name: a backend's tests then run the
+// family's scenarios and not the core five again.
+func Family(register func(*scenarios.Registry), backends ...string) *scenarios.Registry {
+	r := scenarios.NewRegistry()
+	for _, b := range backends {
+		r.AddBackend(scenarios.Backend{Name: b, Server: b != "memory"})
+	}
+	register(r)
+	return r
+}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -359,7 +358,7 @@ func TestPermutationP(t *testing.T) {
 func TestRunSmall(t *testing.T) {
 	cfg := Config{
 		Backends: Backends, Attempts: []int{2}, Bursts: 4, Chunk: 2, Registry: builtin.Registry(),
-		Conn: scenarios.NewConnections(map[string]string{"redis": os.Getenv("RACETEST_REDIS_URL"), "mysql": os.Getenv("RACETEST_MYSQL_DSN"), "postgres": os.Getenv("RACETEST_POSTGRES_URL")}),
+		Conn: testenv.Conns("redis", "mysql", "postgres"),
 	}
 	rep, err := Run(context.Background(), cfg)
 	if err != nil {
@@ -527,7 +526,7 @@ func TestBenchLeavesAnotherRunsID(t *testing.T) {
 
 // serverConns are the local servers, as the other tests find them.
 func serverConns() scenarios.Connections {
-	return scenarios.NewConnections(map[string]string{"redis": os.Getenv("RACETEST_REDIS_URL"), "mysql": os.Getenv("RACETEST_MYSQL_DSN"), "postgres": os.Getenv("RACETEST_POSTGRES_URL")})
+	return testenv.Conns("redis", "mysql", "postgres")
 }
 
 // preparedStore is the bench's store for run id on backend b, prepared,

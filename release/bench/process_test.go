@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"net/http"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/racetest/racetest/internal/sqldb"
 	"github.com/racetest/racetest/internal/testenv"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/runs"
@@ -129,7 +127,7 @@ func TestTargetProcess(t *testing.T) {
 		if err := stop(ctx); err != nil {
 			t.Fatal(err)
 		}
-		admin, err := pgx.Connect(ctx, cmp.Or(os.Getenv("RACETEST_POSTGRES_URL"), sqldb.DefaultPostgresURL))
+		admin, err := pgx.Connect(ctx, testenv.URL("postgres"))
 		if err != nil {
 			t.Fatal(err)
 		}

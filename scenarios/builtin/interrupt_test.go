@@ -99,7 +99,7 @@ var janitorOf = func() map[string]func(context.Context, scenarios.Connections) (
 // sets the interrupts per scenario × backend (default 20; 4 with -short).
 func TestInterruptsLeaveNothing(t *testing.T) {
 	janitors := maps.Clone(janitorOf)
-	if os.Getenv("RACETEST_MONGO_URI") == "" {
+	if !testenv.Set("mongo") {
 		// Without it the mongo backend would try the default port, where CI
 		// runs no MongoDB (FerretDB is started by .ci/run, which sets it).
 		t.Log("RACETEST_MONGO_URI is not set: mongo is left out")

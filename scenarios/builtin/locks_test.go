@@ -2,7 +2,6 @@ package builtin
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
 
@@ -19,7 +18,7 @@ import (
 // takes its snapshot before the lock's wait, and races.
 func TestCheckThenWriteLocks(t *testing.T) {
 	reg := Registry()
-	conn := scenarios.NewConnections(map[string]string{"mysql": os.Getenv("RACETEST_MYSQL_DSN"), "postgres": os.Getenv("RACETEST_POSTGRES_URL")})
+	conn := testenv.Conns("mysql", "postgres")
 	for _, backend := range []string{"mysql", "postgres"} {
 		t.Run(backend, func(t *testing.T) {
 			for _, variant := range []string{scenarios.VariantForShare, scenarios.VariantAdvisoryLock} {

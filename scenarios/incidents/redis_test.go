@@ -29,7 +29,7 @@ func TestMain(m *testing.M) {
 // look at the keys.
 func needRedis(t *testing.T) (scenarios.Params, *redis.Client) {
 	t.Helper()
-	p := scenarios.Params{Conn: scenarios.NewConnections(map[string]string{"redis": os.Getenv("RACETEST_REDIS_URL")}), TTL: scenarios.DefaultTTL}
+	p := scenarios.Params{Conn: testenv.Conns("redis"), TTL: scenarios.DefaultTTL}
 	srv, err := parseRedis(p)
 	if err != nil {
 		t.Fatal(err)

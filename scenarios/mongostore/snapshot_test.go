@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"math/big"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +14,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
-	"github.com/racetest/racetest/internal/mongodb"
 	"github.com/racetest/racetest/internal/testenv"
 	"github.com/racetest/racetest/runner"
 )
@@ -24,10 +22,7 @@ import (
 // RACETEST_MONGO_URI, dropped at the end.
 func snapshotDB(t *testing.T) *mongo.Database {
 	t.Helper()
-	uri := os.Getenv("RACETEST_MONGO_URI")
-	if uri == "" {
-		uri = mongodb.DefaultURI
-	}
+	uri := testenv.URL("mongo")
 	cl, err := mongo.Connect(options.Client().ApplyURI(uri).SetServerSelectionTimeout(4 * time.Second))
 	if err != nil {
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package pgstore_test
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
 
@@ -13,19 +12,11 @@ import (
 	"github.com/racetest/racetest/scenarios/pgstore"
 )
 
-// testURL is the server the tests use: RACETEST_POSTGRES_URL, or the default.
-func testURL() string {
-	if u := os.Getenv("RACETEST_POSTGRES_URL"); u != "" {
-		return u
-	}
-	return pgstore.DefaultURL
-}
-
 // requireServer skips (or, under RACETEST_REQUIRE_SERVERS, fails) when no
 // server answers, by building one target the way a run does.
 func requireServer(t *testing.T) scenarios.Params {
 	t.Helper()
-	p := scenarios.Params{RunID: scenarios.NewRunID(), Conn: scenarios.NewConnections(map[string]string{"postgres": testURL()})}
+	p := scenarios.Params{RunID: scenarios.NewRunID(), Conn: scenarios.NewConnections(map[string]string{"postgres": testenv.URL("postgres")})}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if _, err := builtin.Registry().Build(ctx, scenarios.UniqueInsert, pgstore.Name, p); err != nil {
