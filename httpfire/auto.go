@@ -21,7 +21,6 @@ import (
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios/mongostore"
 	"github.com/racetest/racetest/scenarios/mysqlstore"
-	"github.com/racetest/racetest/scenarios/pgstore"
 	"github.com/racetest/racetest/scenarios/redisstore"
 )
 
@@ -67,13 +66,9 @@ func parseAuto(store string, watch []string, t *Target) (*autoCheck, error) {
 	conn := t.p.Conn
 	switch store {
 	case "postgres", "postgresql", "pg":
-		raw := conn.Get(pgstore.Name)
-		if raw == "" {
-			raw = defaultPostgresURL
-		}
-		cfg, err := pgx.ParseConfig(raw)
+		cfg, err := pgConfig(conn)
 		if err != nil {
-			return nil, inputErrorf("postgres-url", "cannot parse the PostgreSQL URL (%s): %v", redactURL(raw), errors.Unwrap(err))
+			return nil, err
 		}
 		return &autoCheck{dialect: sqldb.Postgres, pg: cfg, watch: ws}, nil
 	case "mysql", "mariadb":

@@ -3,14 +3,17 @@ package httpfire
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/racetest/racetest/internal/redisdb"
 	"github.com/racetest/racetest/scenarios"
+	"github.com/racetest/racetest/scenarios/pgstore"
 	"github.com/racetest/racetest/scenarios/redisstore"
 )
 
@@ -46,6 +49,19 @@ func openRedis(ctx context.Context, opt *redis.Options, what string) (*redis.Cli
 		return nil, &InputError{Field: "redis-url", Err: err}
 	}
 	return cl, nil
+}
+
+// pgConfig reads the run's PostgreSQL URL (or the default) for a check.
+func pgConfig(conn scenarios.Connections) (*pgx.ConnConfig, error) {
+	raw := conn.Get(pgstore.Name)
+	if raw == "" {
+		raw = defaultPostgresURL
+	}
+	cfg, err := pgx.ParseConfig(raw)
+	if err != nil {
+		return nil, inputErrorf("postgres-url", "cannot parse the PostgreSQL URL (%s): %v", redactURL(raw), errors.Unwrap(err))
+	}
+	return cfg, nil
 }
 
 // openMySQL opens a check's pool of one connection to cfg's server and

@@ -22,7 +22,6 @@ import (
 	"github.com/racetest/racetest/internal/sqldb"
 	"github.com/racetest/racetest/scenarios/mongostore"
 	"github.com/racetest/racetest/scenarios/mysqlstore"
-	"github.com/racetest/racetest/scenarios/pgstore"
 	"github.com/redis/go-redis/v9"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -125,13 +124,9 @@ func parseCheck(field, spec string, t *Target) (effectsCheck, error) {
 			}
 			return &mysqlCheck{cfg: cfg, query: q, spec: "sql:mysql", field: field}, nil
 		case "postgres", "postgresql", "pg":
-			raw := conn.Get(pgstore.Name)
-			if raw == "" {
-				raw = defaultPostgresURL
-			}
-			cfg, err := pgx.ParseConfig(raw)
+			cfg, err := pgConfig(conn)
 			if err != nil {
-				return nil, inputErrorf("postgres-url", "cannot parse the PostgreSQL URL (%s): %v", redactURL(raw), errors.Unwrap(err))
+				return nil, err
 			}
 			return &pgCheck{cfg: cfg, query: q, field: field}, nil
 		}
