@@ -194,14 +194,9 @@ func checkRun(t *testing.T, p scenarios.Params, spec string) error {
 // servers, before a burst counts anything.
 func TestChecksOnTheServersReturnOneValueAndOnlyRead(t *testing.T) {
 	t.Run("postgres", func(t *testing.T) {
-		url := testenv.URL("postgres")
-		conn, err := pgx.Connect(context.Background(), url)
-		if err != nil {
-			testenv.Unavailable(t, "postgres", err)
-		}
-		conn.Close(context.Background())
+		testenv.SQL(t, sqldb.Postgres)
 		p := params()
-		p.Conn.Set("postgres", url)
+		p.Conn.Set("postgres", testenv.URL("postgres"))
 		if err := checkRun(t, p, "sql:postgres:SELECT 1 UNION ALL SELECT 2"); err == nil || !strings.Contains(err.Error(), "returned 2 rows") {
 			t.Errorf("two rows: %v, want refused, naming them", err)
 		}
@@ -210,22 +205,9 @@ func TestChecksOnTheServersReturnOneValueAndOnlyRead(t *testing.T) {
 		}
 	})
 	t.Run("mysql", func(t *testing.T) {
-		dsn := testenv.URL("mysql")
-		cfg, err := sqldb.MySQLConfig(dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
-		conn, err := mysql.NewConnector(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		db := sql.OpenDB(conn)
-		defer db.Close()
-		if err := db.Ping(); err != nil {
-			testenv.Unavailable(t, "mysql", err)
-		}
+		testenv.SQL(t, sqldb.MySQL)
 		p := params()
-		p.Conn.Set("mysql", dsn)
+		p.Conn.Set("mysql", testenv.URL("mysql"))
 		if err := checkRun(t, p, "sql:mysql:SELECT 1 UNION ALL SELECT 2"); err == nil || !strings.Contains(err.Error(), "returned 2 rows") {
 			t.Errorf("two rows: %v, want refused, naming them", err)
 		}

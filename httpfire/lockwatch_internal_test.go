@@ -94,8 +94,7 @@ func TestNewLockWatch(t *testing.T) {
 // the run, and takes the next burst.
 func TestCleanupEndsTheOpenHold(t *testing.T) {
 	testenv.SQL(t, sqldb.Postgres) // skips, or fails under RACETEST_REQUIRE_SERVERS, without the server
-	upstream := testenv.URL("postgres")
-	p, err := proxy.Start(context.Background(), proxy.Config{Upstream: upstream})
+	p, err := proxy.Start(context.Background(), proxy.Config{Upstream: testenv.URL("postgres")})
 	if err != nil {
 		t.Fatal(err)
 	}
