@@ -11,7 +11,6 @@ package testenv
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -78,12 +77,17 @@ func Required() bool { return os.Getenv(RequireEnv) != "" }
 
 // Unavailable skips t because backend's server cannot be reached (err says
 // why; nil when a command's exit code said it), or fails it under
-// RequireEnv. backend may be a backend's name, or words for several.
+// RequireEnv. backend may be a backend's name, then the message says which
+// variable to set, or words for several ("mysql or postgres").
 func Unavailable(t testing.TB, backend string, err error) {
 	t.Helper()
 	where := ""
 	if s, ok := servers[backend]; ok {
-		where = fmt.Sprintf(" (%s, or %s when unset)", s.env, s.def)
+		where = " (set " + s.env + " to reach one"
+		if !Set(backend) {
+			where += "; unset, the default is " + s.def
+		}
+		where += ")"
 	}
 	if Required() {
 		t.Fatalf("%s server unavailable%s and %s is set: %v", backend, where, RequireEnv, err)
