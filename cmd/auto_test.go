@@ -115,6 +115,48 @@ func TestEffectsAutoSQLCommand(t *testing.T) {
 	}
 }
 
+// A correct rate limiter (one hit per subject per 100 ms, the row locked
+// by its UPDATE) lets every attempt through one at a time, each taking
+// longer than the window, and one of a burst that arrives together: "+3
+// rows solo, +1 together". It read LOST; fewer attempts executed together
+// than alone, so it is not LOST but unjudged, and the report says why. The
+// window is a time, so a loaded machine may let two through together:
+// still fewer than alone. Never LOST or RACE.
+func TestEffectsAutoRateLimiter(t *testing.T) {
+	t.Setenv("COLUMNS", "250")
+	type dialect struct{ last, now, window, never string }
+	for backend, d := range map[string]dialect{
+		"postgres": {"TIMESTAMPTZ", "clock_timestamp()", "interval '100 milliseconds'", "'-infinity'"},
+		"mysql":    {"DATETIME(6)", "NOW(6)", "INTERVAL 100000 MICROSECOND", "'1970-01-02'"},
+	} {
+		t.Run(backend, func(t *testing.T) {
+			attempt := "BEGIN;\n" +
+				"UPDATE limits_{{.RunID}} SET last = " + d.now + " WHERE code = '{{.Token}}' AND last < " + d.now + " - " + d.window + ";\n" +
+				"\\if :ROW_COUNT = 0\n  \\decline rate limited\n\\endif\n" +
+				"INSERT INTO hits_{{.RunID}} (code) VALUES ('{{.Token}}');\nCOMMIT;\n\\sleep 110ms\n"
+			out, stderr, code := execCmd(t, false, "sql", "-b", backend,
+				"--setup", "CREATE TABLE limits_{{.RunID}} (code VARCHAR(64) PRIMARY KEY, last "+d.last+" NOT NULL); CREATE TABLE hits_{{.RunID}} (code VARCHAR(64) NOT NULL);",
+				"--subject", "INSERT INTO limits_{{.RunID}} (code, last) VALUES ('{{.Token}}', "+d.never+");",
+				"--attempt", attempt, "--effects", "auto", "--watch", "limits_{{.RunID}},hits_{{.RunID}}",
+				"--teardown", "DROP TABLE IF EXISTS limits_{{.RunID}}; DROP TABLE IF EXISTS hits_{{.RunID}};",
+				"-n", "3", "--bursts", "3")
+			if code == ExitSetup && strings.Contains(stderr, "could not be reached") {
+				testenv.Unavailable(t, backend, nil)
+			}
+			switch {
+			case code != ExitOK || strings.Contains(out, "RACE") || strings.Contains(out, "LOST"):
+				t.Fatalf("exit %d, want INCONCLUSIVE (or SAFE), never RACE or LOST:\n%s\n%s", code, out, stderr)
+			case strings.Contains(out, "INCONCLUSIVE"):
+				if !strings.Contains(out, "did not execute together and did alone") || !strings.Contains(out, "--allowed") {
+					t.Errorf("INCONCLUSIVE without the reason:\n%s", out)
+				}
+			case !strings.Contains(out, "SAFE"):
+				t.Errorf("neither INCONCLUSIVE nor SAFE:\n%s", out)
+			}
+		})
+	}
+}
+
 // 'racetest http … --effects auto:postgres' against a small redeem service
 // of the test's own: naive is a RACE named by its redemptions table, the
 // conditional one SAFE, an erratic one (every third redemption recorded

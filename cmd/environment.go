@@ -14,7 +14,7 @@ import (
 	"github.com/racetest/racetest/scenarios"
 )
 
-// Settings by environment (issue 29): every flag of every command can be
+// Settings by environment: every flag of every command can be
 // given as RACETEST_<FLAG>, the flag's name in capitals with '-' as '_'
 // (--bursts is RACETEST_BURSTS, --solo-every RACETEST_SOLO_EVERY), as k6
 // reads K6_*. A CI matrix can then vary a run without editing its suite

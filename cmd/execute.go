@@ -182,7 +182,7 @@ func verdictError(ctx context.Context, cases []report.Case) error {
 		a := report.Assess(c)
 		var bad *scenarios.ParamError
 		// Ifs, not a switch: gremlins v0.6.0 never mutates a switch's case
-		// expressions, and these are the verdict's exit code (issue 17).
+		// expressions, and these are the verdict's exit code.
 		if a.Interrupted { // Assess says so of a cancelled case's error too
 			return context.Canceled
 		}

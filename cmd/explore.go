@@ -682,8 +682,8 @@ func ordersFormula(steps [][]string) string {
 
 // DefaultConfirm is how many bursts of the same attempts follow an
 // exploration's SAFE unless --confirm says otherwise: a race inside one
-// step shows in them (issue 42: INSERT … WHERE NOT EXISTS raced in 187 of
-// 200 bursts). 100 bursts of two attempts take about a second on the
+// step shows in them (INSERT … WHERE NOT EXISTS raced in 187 of 200
+// bursts). 100 bursts of two attempts take about a second on the
 // local PostgreSQL and MariaDB (docs/measurements.md).
 const DefaultConfirm = 100
 

@@ -306,7 +306,7 @@ func (s *shapeFlags) validate(reg *scenarios.Registry, backend string) error {
 
 // checkEngine refuses --engine on a backend that has no storage engines
 // to choose from: it was accepted and reported as a setting, on postgres
-// say, though nothing read it (issue 29).
+// say, though nothing read it.
 func (s *shapeFlags) checkEngine(reg *scenarios.Registry, backend string) error {
 	if s.Engine == "" {
 		return nil

@@ -258,7 +258,7 @@ func (r *Result) Verdict() Verdict {
 		untested = untested || o.Untested()
 	}
 	// Ifs, not a switch: gremlins v0.6.0 never mutates a switch's case
-	// expressions, and these decide the verdict (issue 27).
+	// expressions, and these decide the verdict.
 	if lost {
 		return Lost
 	}
@@ -900,7 +900,7 @@ func (o Options) withDefaults() Options {
 func (o Options) Validate() error {
 	o = o.withDefaults()
 	// Ifs, not a switch: gremlins v0.6.0 never mutates a switch's case
-	// expressions, and these refuse a user's bad flags (issue 27).
+	// expressions, and these refuse a user's bad flags.
 	if o.Attempts < 2 || o.Attempts > MaxAttempts {
 		return fmt.Errorf("--attempts must be 2 or 3 (got %d): every order of more attempts is too many to run", o.Attempts)
 	}

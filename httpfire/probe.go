@@ -36,7 +36,7 @@ import (
 //
 // It runs once, in Prepare, before racetest opens any other connection:
 // a server that gives each connection a thread from accept on cannot find
-// its threads taken by racetest's own idle connections (issue 25 item 5),
+// its threads taken by racetest's own idle connections,
 // and it holds the first connection at most probeCeiling.
 
 // probeFactor × the second request's time alone is how long the probe

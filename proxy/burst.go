@@ -411,7 +411,10 @@ func (b *burst) lockWaitLocked(pt *participant, now time.Time) bool {
 	quiet := now.Sub(last(c.lastSent, c.lastRecv))
 	p := b.p
 	if p.probeDB != nil && c.serverID != 0 && !pt.probeFail {
-		if pt.probedAt.After(last(c.lastSent, c.lastRecv)) {
+		// An answer about the statement in flight holds while it waits;
+		// "not waiting" only for reprobe, since a statement that ran a
+		// while can block on a lock later.
+		if pt.probedAt.After(last(c.lastSent, c.lastRecv)) && (pt.lockWait || now.Sub(pt.probedAt) < reprobe) {
 			return pt.lockWait
 		}
 		if quiet >= 10*time.Millisecond && !pt.probing {
@@ -423,6 +426,10 @@ func (b *burst) lockWaitLocked(pt *participant, now time.Time) bool {
 	}
 	return quiet >= p.cfg.LockQuiet
 }
+
+// reprobe is how long a lock probe's "not waiting" stands for the
+// statement it was asked of: after it, the server is asked again.
+const reprobe = 10 * time.Millisecond
 
 // probe asks the server whether session id waits on a lock.
 func (b *burst) probe(pt *participant, id int64) {

@@ -242,6 +242,71 @@ func TestBurstLockWait(t *testing.T) {
 	}
 }
 
+// A statement that runs a while before it blocks on a lock is probed
+// while it runs ("not waiting"), and again once it waits: an answer of
+// "not waiting" stands only for reprobe. Kept until the connection next
+// spoke, it hid the wait, and the burst ran to its timeout untested.
+func TestBurstLockWaitAfterRunning(t *testing.T) {
+	srv := servers[0]
+	if !srv.pg {
+		t.Fatal("servers[0] is not PostgreSQL")
+	}
+	f := start(t, srv, Config{})
+	tb := f.table("t", "(id INT)")
+	locked := f.table("locked", "(id INT)")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	lockTablesReady(t, f)
+	lockConn, err := f.direct.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lockConn.Close()
+	for _, q := range []string{"BEGIN", "LOCK TABLE " + locked + " IN ACCESS EXCLUSIVE MODE"} {
+		if _, err := lockConn.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	unlocked := false
+	defer func() {
+		if !unlocked {
+			lockConn.ExecContext(ctx, "COMMIT")
+		}
+	}()
+	cs := conns(t, ctx, f.open(2), 2)
+	id, err := f.p.Begin(BurstSpec{Attempts: 2, Timeout: 20 * time.Second, Settle: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	readDone := make(chan error, 1)
+	go func() {
+		// One message, two reads: a few hundred milliseconds of running,
+		// then a wait on the lock.
+		_, err := cs[1].ExecContext(ctx, "WITH RECURSIVE s AS (SELECT 1 AS n UNION ALL SELECT n + 1 FROM s WHERE n < 1000000) SELECT count(*) FROM s; SELECT count(*) FROM "+locked)
+		readDone <- err
+	}()
+	time.Sleep(50 * time.Millisecond)
+	began := time.Now()
+	if _, err := cs[0].ExecContext(ctx, srv.bind("INSERT INTO "+tb+" VALUES ($1)"), 1); err != nil {
+		t.Fatal(err)
+	}
+	held := time.Since(began)
+	if _, err := lockConn.ExecContext(ctx, "COMMIT"); err != nil {
+		t.Fatal(err)
+	}
+	unlocked = true
+	if err := <-readDone; err != nil {
+		t.Fatal(err)
+	}
+	a, err := f.p.End(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Reason != ReleasedLockWait {
+		t.Fatalf("held %s; account: %s (lock waits: %s); want released for the read's lock wait, seen once it began", held.Round(time.Millisecond), accountText(a), a.LockWaits)
+	}
+}
+
 // Where the server's lock tables can be read, a statement that is slow
 // but waits on no lock (a long read) is not a lock wait, however long it
 // goes unanswered: the other request's held write waits for it to

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/racetest/racetest/internal/sqldialect"
 	"github.com/racetest/racetest/internal/sqlsnap"
 	"github.com/racetest/racetest/runner"
 )
@@ -42,9 +43,9 @@ func Auto(db *sql.DB, tables ...string) Watcher {
 			if err := c.QueryRowContext(ctx, "SELECT version()").Scan(&version); err != nil {
 				return nil, fmt.Errorf("race.Auto: reading the server's version: %w", err)
 			}
-			d := sqlsnap.MySQL
+			d := sqldialect.MySQL
 			if strings.HasPrefix(version, "PostgreSQL") {
-				d = sqlsnap.Postgres
+				d = sqldialect.Postgres
 			}
 			if plan, err = sqlsnap.Plan(ctx, d, q, tables, sqlsnap.DefaultLimits); err != nil {
 				return nil, err

@@ -10,9 +10,10 @@ import (
 // team's test binary that imports race must not pull in every database
 // driver (or cobra, or mpb) with the rest of racetest.
 var ours = map[string][]string{
-	// internal/printable (report quotes its Reproduce lines with it) is
-	// the standard library's only: it drags nothing in.
-	".":          {"runner", "report", "explore", "internal/sqlsnap", "internal/printable"},
+	// internal/printable (report quotes its Reproduce lines with it) and
+	// internal/sqldialect (sqlsnap's families) are the standard library's
+	// only: they drag nothing in.
+	".":          {"runner", "report", "explore", "internal/sqlsnap", "internal/sqldialect", "internal/printable"},
 	"./lastbyte": {"runner", "release"},
 }
 

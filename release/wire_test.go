@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -863,5 +864,26 @@ func TestOnlyRedisIsOccupied(t *testing.T) {
 	}
 	if w := NewWire("redis", 0); string(w.occupy) != strings.Repeat("PING\r\n", DefaultOccupy) {
 		t.Errorf("redis: the release sends %q before its tails, want %d PINGs", w.occupy, DefaultOccupy)
+	}
+}
+
+// A helper spins for the start at most about helperWait: past it the
+// release's loop, which lost its CPU, writes the helper's share itself
+// (before the bound, a helper spun as long as that loop waited for a CPU).
+func TestSpinUntilGivesUp(t *testing.T) {
+	var flag atomic.Bool
+	start := time.Now()
+	if spinUntil(&flag, time.Millisecond) {
+		t.Error("spinUntil reported a flag that was never set")
+	}
+	if took := time.Since(start); took < time.Millisecond || took > time.Second {
+		t.Errorf("spinUntil gave up after %v, want about its bound (1ms)", took)
+	}
+	go func() { time.Sleep(time.Millisecond); flag.Store(true) }()
+	if !spinUntil(&flag, time.Minute) {
+		t.Error("spinUntil missed a flag set while it spun")
+	}
+	if !spinUntil(&flag, 0) {
+		t.Error("spinUntil missed a flag already set")
 	}
 }

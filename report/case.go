@@ -343,7 +343,7 @@ func unjudgedWhy(r *runner.Result, none bool) string {
 // untested says in one line why too few bursts tested the guard, from the
 // attempts' outcomes (runner.Burst.Tested), never from the effects.
 func untested(r *runner.Result, tested int) string {
-	var noneRan, noEffect, apart, unanswered, serial, unobserved, unheld int
+	var noneRan, noEffect, turned, apart, unanswered, serial, unobserved, unheld int
 	heldWhy, heldAt := "", 0
 	for _, b := range r.Bursts {
 		if b.Tested() {
@@ -353,6 +353,8 @@ func untested(r *runner.Result, tested int) string {
 			unobserved++
 		} else if b.Outcomes[runner.Executed] == 0 {
 			noneRan++
+		} else if b.Twin != nil && b.Twin.Turned {
+			turned++
 		} else if b.Twin != nil && !b.TookEffect() {
 			noEffect++
 		} else if b.Hold != nil && b.Hold.Untested {
@@ -374,6 +376,9 @@ func untested(r *runner.Result, tested int) string {
 	if noneRan == n {
 		return fmt.Sprintf("0 of %d bursts executed anything: %s", n, nothingRan(r))
 	}
+	if turned == n-tested {
+		return turnedWhy(r, turned)
+	}
 	if unheld == n-tested {
 		return fmt.Sprintf("the requests of %d of %d bursts never met at the database proxy's hold point (burst %d: %s)", unheld, n, heldAt, heldWhy)
 	}
@@ -389,6 +394,9 @@ func untested(r *runner.Result, tested int) string {
 	if noEffect > 0 {
 		why += fmt.Sprintf(", %d changed nothing that racetest watches (in a run judged by solo twins)", noEffect)
 	}
+	if turned > 0 {
+		why += fmt.Sprintf(", %d had fewer attempts execute than one at a time, and changed less (the others did not execute together and did alone)", turned)
+	}
 	if unheld > 0 {
 		why += fmt.Sprintf(", %d never met at the database proxy's hold point (%s)", unheld, heldWhy)
 	}
@@ -399,6 +407,32 @@ func untested(r *runner.Result, tested int) string {
 		why += fmt.Sprintf(", %d were judged by nothing (%s)", unobserved, unjudgedWhy(r, false))
 	}
 	return why
+}
+
+// turnedWhy is the one line of a run judged by solo twins whose untested
+// bursts changed less than the same attempts one at a time, with fewer of
+// their attempts executed (runner.Twin.Turned): a guard whose answer
+// depends on time is correct so, and one that wrongly says no is not.
+func turnedWhy(r *runner.Result, turned int) string {
+	w := turnedExample(r)
+	var others []string
+	for _, c := range runner.Classes()[1:] {
+		if n := w.Outcomes[c]; n > 0 {
+			others = append(others, fmt.Sprintf("%d %s", n, c))
+		}
+	}
+	return fmt.Sprintf("in %d of %d bursts fewer attempts executed together than one at a time (burst %d: %d executed together, %s; %d executed one at a time) and the database changed less: the others did not execute together and did alone — a correct guard whose answer depends on time (a rate limiter, a window) does that, and so do conflicts (deadlocks: --retry N retries them) and a guard that says no when it should not. --effects auto cannot tell which: count what each attempt must do with --effects and say how many may happen with --allowed",
+		turned, len(r.Bursts), w.Index, w.Outcomes[runner.Executed], strings.Join(others, ", "), w.Twin.ReferenceExecuted())
+}
+
+// turnedExample is the first burst left unjudged because it was turned away.
+func turnedExample(r *runner.Result) runner.Burst {
+	for _, b := range r.Bursts {
+		if b.Twin != nil && b.Twin.Turned {
+			return b
+		}
+	}
+	return runner.Burst{}
 }
 
 // serialWhy is the one line of a run whose untested bursts were all

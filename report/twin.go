@@ -180,6 +180,7 @@ type TwinsJSON struct {
 	Varying   []string `json:"not_compared,omitempty"`
 	Noisy     int      `json:"noisy_bursts,omitempty"`
 	Noise     string   `json:"noise,omitempty"`
+	Turned    int      `json:"turned_bursts,omitempty"`
 }
 
 // TwinJSON is one burst's change beside its solo twin's: each key
@@ -189,12 +190,15 @@ type TwinJSON struct {
 	Verdict   string            `json:"verdict"`
 	Solo      map[string]string `json:"solo"`
 	SoloOrder []int             `json:"solo_order,omitempty"`
-	Together  map[string]string `json:"together"`
+	// SoloExecuted is how many of the solo twin's attempts executed.
+	SoloExecuted int               `json:"solo_executed,omitempty"`
+	Together     map[string]string `json:"together"`
 	// Replays are the burst's attempts one at a time in the order they
 	// completed together (and with a near tie swapped), when its change
 	// equalled no serial run before it; Differ is against the first.
 	Replays   []SerialJSON `json:"replays,omitempty"`
 	Reordered bool         `json:"reordered,omitempty"`
+	Turned    bool         `json:"turned,omitempty"`
 	Differ    []string     `json:"differ,omitempty"`
 	Noise     []string     `json:"noise,omitempty"`
 }
@@ -202,32 +206,33 @@ type TwinJSON struct {
 // SerialJSON is one serial run: the workers in the order they ran, and the
 // change they made.
 type SerialJSON struct {
-	Order  []int             `json:"order"`
-	Change map[string]string `json:"change"`
+	Order    []int             `json:"order"`
+	Change   map[string]string `json:"change"`
+	Executed int               `json:"executed,omitempty"`
 }
 
 func twinsJSON(t *runner.Twins) *TwinsJSON {
 	if t == nil {
 		return nil
 	}
-	return &TwinsJSON{Solos: t.Solos, Replays: t.Replays, Orders: t.Orders, Reordered: t.Reordered, Disagree: t.Disagree, Varying: t.Varying, Noisy: t.Noisy, Noise: t.Noise}
+	return &TwinsJSON{Solos: t.Solos, Replays: t.Replays, Orders: t.Orders, Reordered: t.Reordered, Disagree: t.Disagree, Varying: t.Varying, Noisy: t.Noisy, Noise: t.Noise, Turned: t.Turned}
 }
 
 func (j *TwinsJSON) twins() *runner.Twins {
 	if j == nil {
 		return nil
 	}
-	return &runner.Twins{Solos: j.Solos, Replays: j.Replays, Orders: j.Orders, Reordered: j.Reordered, Disagree: j.Disagree, Varying: j.Varying, Noisy: j.Noisy, Noise: j.Noise}
+	return &runner.Twins{Solos: j.Solos, Replays: j.Replays, Orders: j.Orders, Reordered: j.Reordered, Disagree: j.Disagree, Varying: j.Varying, Noisy: j.Noisy, Noise: j.Noise, Turned: j.Turned}
 }
 
 func twinJSON(t *runner.Twin) *TwinJSON {
 	if t == nil {
 		return nil
 	}
-	j := &TwinJSON{SoloBurst: t.SoloBurst, Verdict: t.Verdict.String(), Solo: signedMap(t.Solo), SoloOrder: t.SoloOrder,
-		Together: signedMap(t.Together), Reordered: t.Reordered, Noise: t.Noise}
+	j := &TwinJSON{SoloBurst: t.SoloBurst, Verdict: t.Verdict.String(), Solo: signedMap(t.Solo), SoloOrder: t.SoloOrder, SoloExecuted: t.SoloExecuted,
+		Together: signedMap(t.Together), Reordered: t.Reordered, Turned: t.Turned, Noise: t.Noise}
 	for _, sr := range t.Replays {
-		j.Replays = append(j.Replays, SerialJSON{Order: sr.Order, Change: signedMap(sr.Delta)})
+		j.Replays = append(j.Replays, SerialJSON{Order: sr.Order, Change: signedMap(sr.Delta), Executed: sr.Executed})
 	}
 	for _, d := range t.Diffs {
 		j.Differ = append(j.Differ, d.Key)
@@ -247,7 +252,7 @@ func (j *TwinJSON) twin() (*runner.Twin, error) {
 	if j == nil {
 		return nil, nil
 	}
-	t := &runner.Twin{SoloBurst: j.SoloBurst, SoloOrder: j.SoloOrder, Reordered: j.Reordered, Noise: j.Noise}
+	t := &runner.Twin{SoloBurst: j.SoloBurst, SoloOrder: j.SoloOrder, SoloExecuted: j.SoloExecuted, Reordered: j.Reordered, Turned: j.Turned, Noise: j.Noise}
 	var err error
 	if t.Solo, err = deltaOf(j.Solo); err != nil {
 		return nil, err
@@ -260,7 +265,7 @@ func (j *TwinJSON) twin() (*runner.Twin, error) {
 		if err != nil {
 			return nil, err
 		}
-		t.Replays = append(t.Replays, runner.Serial{Order: sj.Order, Delta: d})
+		t.Replays = append(t.Replays, runner.Serial{Order: sj.Order, Delta: d, Executed: sj.Executed})
 	}
 	ref, _ := t.Reference()
 	v, ok := twinVerdicts[j.Verdict]

@@ -381,3 +381,60 @@ func TestTwinReplaysRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// A twin run whose bursts were turned away together (fewer executed than
+// one at a time, a smaller change: a rate limiter) is INCONCLUSIVE with
+// that reason, never LOST; the reason and the counts survive the JSON.
+func TestTwinBurstsTurnedAwayAreInconclusive(t *testing.T) {
+	c := twinCase(func(int) runner.Delta { return runner.Delta{"hits rows": rat(1)} })
+	for i := range c.Result.Bursts {
+		b := &c.Result.Bursts[i]
+		b.Twin.Solo, b.Twin.SoloExecuted = runner.Delta{"hits rows": rat(3)}, 3
+		b.Outcomes[runner.Executed], b.Outcomes[runner.Declined] = 1, 7
+	}
+	c.Result.Twins = runner.JudgeTwins(c.Result.Bursts)
+	a := Assess(c)
+	want := "in 4 of 4 bursts fewer attempts executed together than one at a time (burst 0: 1 executed together, 7 declined; 3 executed one at a time) and the database changed less"
+	if a.Verdict != Inconclusive || !strings.HasPrefix(a.Why, want) || !strings.Contains(a.Why, "--allowed") {
+		t.Fatalf("got %s %q\nwant INCONCLUSIVE %q…", a.Verdict, a.Why, want)
+	}
+	// Half turned, half untested otherwise: the general line counts them.
+	mixed := c
+	mixed.Result = &runner.Result{}
+	*mixed.Result = *c.Result
+	mixed.Result.Bursts = append([]runner.Burst(nil), c.Result.Bursts...)
+	for i := range 2 {
+		tw := *mixed.Result.Bursts[i].Twin
+		tw.Together, tw.Turned = runner.Delta{}, false
+		mixed.Result.Bursts[i].Twin = &tw
+		mixed.Result.Bursts[i].Outcomes[runner.Executed] = 0
+	}
+	if a := Assess(mixed); !strings.Contains(a.Why, ", 2 had fewer attempts execute than one at a time") {
+		t.Errorf("mixed: %q", a.Why)
+	}
+	var saved bytes.Buffer
+	if err := JSON(&saved, []Case{c}, Options{Version: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{`"turned_bursts": 4`, `"turned": true`, `"solo_executed": 3`} {
+		if !strings.Contains(saved.String(), s) {
+			t.Errorf("the JSON lacks %s", s)
+		}
+	}
+	doc, err := ReadDocument(bytes.NewReader(saved.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := doc.Cases()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := Assess(again[0]); b.Verdict != a.Verdict || b.Why != a.Why {
+		t.Errorf("re-read: %s %q, want %s %q", b.Verdict, b.Why, a.Verdict, a.Why)
+	}
+	// Judged again from what was read back (report merge), the same.
+	again[0].Result.Twins = runner.JudgeTwins(again[0].Result.Bursts)
+	if again[0].Result.Twins.Turned != 4 {
+		t.Errorf("judged again after the JSON: %d turned, want 4", again[0].Result.Twins.Turned)
+	}
+}

@@ -10,7 +10,7 @@ import (
 // workers are the run's attempt goroutines: one per worker for the whole
 // run, parked between waves, rather than one per worker per wave. Starting
 // and ending N goroutines each wave (newproc1, goexit0, gfget) was about
-// 30% of the CPU at N=10,000 (issue 28; docs/measurements.md, "Engine").
+// 30% of the CPU at N=10,000 (docs/measurements.md, "Engine").
 //
 // A wave reaches them as a call: the engine fills in the call the workers
 // are parked on (what to run, and the call to park on after it) and closes
@@ -135,7 +135,7 @@ func (ws *workers) stop(wait bool) {
 // returns, or when the hang watch ran out first. The engine waits on all
 // alone: a select with a timer's channel puts the timer in the heap when
 // the engine blocks and takes it out when it wakes, which cost about 0.5µs
-// of a 2.8µs release spread at N=16 (issue 28), while the workers are being
+// of a 2.8µs release spread at N=16, while the workers are being
 // released; the watch's timer is armed once they all are instead (released
 // counts them).
 type waveDone struct {

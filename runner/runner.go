@@ -242,6 +242,8 @@ type engine struct {
 	lastSolo  Delta // the latest solo twin's change
 	soloOrder []int // the order lastSolo ran the attempts in
 	soloOf    int   // the burst lastSolo ran for
+	// soloExecuted is how many of lastSolo's attempts executed.
+	soloExecuted int
 	// serials are the serial runs so far (solo twins and replays): a
 	// burst whose change equals none of them is replayed (see replay).
 	serials []Serial
@@ -488,7 +490,7 @@ func (e *engine) burst(ctx context.Context, index int) (Burst, error) {
 		if err != nil {
 			return Burst{}, err
 		}
-		e.lastSolo, e.soloOrder, e.soloOf = sr.Delta, sr.Order, index
+		e.lastSolo, e.soloOrder, e.soloOf, e.soloExecuted = sr.Delta, sr.Order, index, sr.Executed
 	}
 	s, err := e.t.Reset(ctx, index)
 	if err != nil {
@@ -747,7 +749,7 @@ func (e *engine) wave(ctx context.Context, s Subject, wave int) (spread time.Dur
 	// One timeout for the wave, not a context per attempt: every attempt
 	// starts at the gate, so they share one deadline, and N timers (each
 	// registered with ctx, and removed under its lock by N cancels) were
-	// half of a worker's cost at N=10,000 (issue 15).
+	// half of a worker's cost at N=10,000.
 	actx, wc := e.waveContext(ctx)
 	defer wc.release()
 	var base time.Time

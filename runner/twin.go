@@ -134,6 +134,9 @@ type Twin struct {
 	// SoloOrder is the order the solo twin ran the attempts in (worker IDs,
 	// wave after wave); nil in a report written before orders were kept.
 	SoloOrder []int
+	// SoloExecuted is how many of the solo twin's attempts reported that
+	// they executed the action; 0 in a report written before it was kept.
+	SoloExecuted int
 	// Together is the change the burst made.
 	Together Delta
 	// SoloBurst is the burst whose solo twin Solo is.
@@ -151,13 +154,19 @@ type Twin struct {
 	// Reordered: the change equals a serial run in an order other than
 	// the solo twin's (Verdict is TwinSame).
 	Reordered bool
+	// Turned: the burst changed less than its reference, and fewer of its
+	// attempts executed than did one at a time (Verdict is TwinUnjudged;
+	// see turnedAway).
+	Turned bool
 }
 
 // Serial is a burst's attempts run one at a time: the order they ran in
-// (worker IDs, wave after wave) and the change they made.
+// (worker IDs, wave after wave), the change they made, and how many of
+// them reported that they executed the action (0 when not known).
 type Serial struct {
-	Order []int
-	Delta Delta
+	Order    []int
+	Delta    Delta
+	Executed int
 }
 
 // Reference is the serial run a burst is shown beside: its replay in the
@@ -167,6 +176,29 @@ func (t *Twin) Reference() (Delta, bool) {
 		return t.Replays[0].Delta, true
 	}
 	return t.Solo, false
+}
+
+// ReferenceExecuted is how many attempts of the reference (Reference)
+// executed.
+func (t *Twin) ReferenceExecuted() int {
+	if len(t.Replays) > 0 {
+		return t.Replays[0].Executed
+	}
+	return t.SoloExecuted
+}
+
+// turnedAway reports whether a burst that changed less than its
+// reference is explained by its own attempts' answers: some executed, but
+// fewer than did one at a time, so the others did not execute together
+// (turned away, in conflict, failed) and did alone. A guard whose answer
+// depends on time does that when it is correct (a rate limiter, a window:
+// one at a time, the window passes between attempts), so does a deadlock,
+// and so does a guard that wrongly says no. The change
+// cannot tell the two apart, so the burst is neither LOST nor SAFE:
+// unjudged. A burst whose every attempt was turned away while the change
+// is smaller stays LOST: something claimed it done and nothing was.
+func turnedAway(executed, reference int) bool {
+	return executed > 0 && executed < reference
 }
 
 // TwinDiff is one key whose change differs between a burst and its twin.
@@ -221,6 +253,10 @@ type Twins struct {
 	// ran; Noise is the first such change.
 	Noisy int
 	Noise string
+	// Turned counts the bursts left unjudged because fewer of their
+	// attempts executed than one at a time, and their change was smaller
+	// (Twin.Turned).
+	Turned int
 }
 
 // MinSolos is the fewest solo twins a run judges by: one twin cannot show
@@ -264,7 +300,7 @@ func judge(bursts []Burst, minSolos int) *Twins {
 			continue
 		}
 		tw.Replays += len(t.Replays)
-		t.Verdict, t.Diffs, t.Reordered = TwinUnjudged, nil, false
+		t.Verdict, t.Diffs, t.Reordered, t.Turned = TwinUnjudged, nil, false, false
 		if len(t.Noise) > 0 {
 			tw.Noisy++
 			if tw.Noise == "" {
@@ -297,6 +333,10 @@ func judge(bursts []Burst, minSolos int) *Twins {
 				t.Verdict = TwinFewer
 			}
 		}
+		if t.Verdict == TwinFewer && turnedAway(bursts[i].Outcomes[Executed], t.ReferenceExecuted()) {
+			t.Verdict, t.Turned = TwinUnjudged, true
+			tw.Turned++
+		}
 	}
 	return tw
 }
@@ -307,7 +347,7 @@ func serialRuns(bursts []Burst) (runs []Serial, solos int) {
 	byBurst := map[int]Serial{}
 	for _, b := range bursts {
 		if b.Twin != nil {
-			byBurst[b.Twin.SoloBurst] = Serial{Order: b.Twin.SoloOrder, Delta: b.Twin.Solo}
+			byBurst[b.Twin.SoloBurst] = Serial{Order: b.Twin.SoloOrder, Delta: b.Twin.Solo, Executed: b.Twin.SoloExecuted}
 		}
 	}
 	for _, idx := range sortedBursts(byBurst) {
@@ -574,7 +614,9 @@ func (e *engine) serial(ctx context.Context, index int, order []int) (Serial, er
 		w.base = time.Now()
 		actx, wc := e.waveContext(ctx)
 		wc.arm()
-		e.attempt(actx, i, e.sessions[j], s, w)
+		if o := e.attempt(actx, i, e.sessions[j], s, w); o.Class == Executed {
+			sr.Executed++
+		}
 		wc.release()
 		if ctx.Err() != nil {
 			return sr, ctx.Err()
@@ -620,7 +662,7 @@ func (e *engine) twinBurst(ctx context.Context, b Burst, s Subject, before Snaps
 		return b, fmt.Errorf("burst %d: %w", b.Index, err)
 	}
 	e.serverFigures(s, &b)
-	b.Twin = &Twin{Solo: e.lastSolo, SoloOrder: e.soloOrder, SoloBurst: e.soloOf, Together: after.Change(before), Noise: noise(after, quiet)}
+	b.Twin = &Twin{Solo: e.lastSolo, SoloOrder: e.soloOrder, SoloExecuted: e.soloExecuted, SoloBurst: e.soloOf, Together: after.Change(before), Noise: noise(after, quiet)}
 	if len(b.Twin.Noise) == 0 {
 		// Judged at the end against every serial run (judgeTwins); what
 		// varies can only grow, so a change equal to a serial run now

@@ -917,3 +917,80 @@ func TestReplayRepeatSetsAsideWhatChangesEveryRun(t *testing.T) {
 		t.Errorf("burst 1's replays %v: want its completion order run again last", rs)
 	}
 }
+
+// A burst that changed less than its reference is LOST only when its
+// attempts' answers do not explain it: when some executed, but fewer than
+// did one at a time, the others were turned away together and not alone
+// (a rate limiter), and the burst is unjudged, never LOST.
+func TestJudgeTurnedAwayIsUnjudged(t *testing.T) {
+	solo := Delta{"hits rows": rat(3)}
+	cases := []struct {
+		name             string
+		together         Delta
+		executed, soloEx int
+		replay           *Serial
+		want             TwinVerdict
+		turned           bool
+	}{
+		{"one of three", Delta{"hits rows": rat(1)}, 1, 3, nil, TwinUnjudged, true},
+		{"two of three", Delta{"hits rows": rat(2)}, 2, 3, nil, TwinUnjudged, true},
+		{"none executed", Delta{}, 0, 3, nil, TwinFewer, false},
+		{"as many as alone", Delta{"hits rows": rat(1)}, 3, 3, nil, TwinFewer, false},
+		{"more than alone", Delta{"hits rows": rat(1)}, 4, 3, nil, TwinFewer, false},
+		{"not known alone", Delta{"hits rows": rat(1)}, 1, 0, nil, TwinFewer, false},
+		{"more is a race", Delta{"hits rows": rat(5)}, 1, 3, nil, TwinMore, false},
+		{"the replay decides", Delta{"hits rows": rat(1)}, 1, 3, &Serial{Order: []int{1, 0}, Delta: Delta{"hits rows": rat(2)}, Executed: 1}, TwinFewer, false},
+		{"the replay turns", Delta{"hits rows": rat(1)}, 1, 1, &Serial{Order: []int{1, 0}, Delta: Delta{"hits rows": rat(2)}, Executed: 2}, TwinUnjudged, true},
+	}
+	for _, c := range cases {
+		b := Burst{Twin: &Twin{Solo: solo, SoloExecuted: c.soloEx, Together: c.together}}
+		if c.replay != nil {
+			b.Twin.Replays = []Serial{*c.replay}
+		}
+		b.Outcomes[Executed], b.Outcomes[Declined] = c.executed, max(0, 4-c.executed)
+		bs := []Burst{b}
+		tw := judge(bs, 1)
+		got := bs[0].Twin
+		if got.Verdict != c.want || got.Turned != c.turned || (tw.Turned == 1) != c.turned {
+			t.Errorf("%s: %s, turned %v (%d in the run); want %s, turned %v", c.name, got.Verdict, got.Turned, tw.Turned, c.want, c.turned)
+		}
+		if bs[0].Lost() != (c.want == TwinFewer) {
+			t.Errorf("%s: Lost() = %v", c.name, bs[0].Lost())
+		}
+	}
+}
+
+// A correct rate limiter (one grant per window per subject) grants every
+// attempt one at a time, each attempt taking longer than the window, and
+// one of a burst that arrives together: the burst changes less than its
+// solo twin while fewer of its attempts executed. It read LOST; it is
+// unjudged now, with the reason, and no burst is a RACE or LOST.
+func TestRateLimiterIsNeitherLostNorRace(t *testing.T) {
+	const window = 60 * time.Millisecond
+	last := map[string]time.Time{}
+	l := newLedger(func(l *ledger, s Subject, _ *Worker) Outcome {
+		l.mu.Lock()
+		now := time.Now()
+		if t, ok := last[s.Key]; ok && now.Sub(t) < window {
+			l.mu.Unlock()
+			return Outcome{Class: Declined}
+		}
+		last[s.Key] = now
+		l.vals["hits rows"]++
+		l.mu.Unlock()
+		time.Sleep(window + 5*time.Millisecond)
+		return Outcome{Class: Executed}
+	})
+	res := runTwins(t, l, Bursts(3))
+	if res.Lost() != 0 || res.Violations() != 0 {
+		t.Fatalf("lost %d, violations %d: a correct rate limiter read LOST or RACE", res.Lost(), res.Violations())
+	}
+	if res.Twins.Turned == 0 {
+		t.Fatalf("no burst was turned away together: %+v", res.Bursts[0].Twin)
+	}
+	for _, b := range res.Bursts {
+		if b.Twin.Turned && b.Tested() {
+			t.Errorf("burst %d was turned away and still counts as tested", b.Index)
+		}
+	}
+}

@@ -18,7 +18,7 @@ import (
 // goroutine switch on that P (runtime.(*timers).check), and on a VM whose
 // clock is slow (kvm-clock: 136 ns a read) that is what kept the engine's
 // release spread at N=16 at 1.6× the bare reference's, against 1.3× with no
-// timeout (issue 28, docs/measurements.md). The engine arms the timer once
+// timeout (docs/measurements.md). The engine arms the timer once
 // every worker of the wave has been released, so that the release pays no
 // clock read for it.
 //

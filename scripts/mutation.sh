@@ -424,6 +424,26 @@ measure() {
 # commit (base = it) was at a commit whose code is HEAD's. Exits 1 when a
 # run on record is under its target's floor, or a file is not judged.
 OWED=scripts/mutation-owed.txt
+
+# same_code COMMIT PATH: PATH holds the same code at COMMIT and at HEAD,
+# comments and layout aside (scripts/samecode: the same tokens), so a
+# change to its comments alone keeps its judgement: gremlins mutates
+# tokens, and a comment holds none.
+SAMECODE=
+same_code() {
+  git diff --quiet "$1" HEAD -- "$2" && return 0
+  if [ -z "$SAMECODE" ]; then
+    SAMECODE=$(mktemp -d)/samecode
+    go build -o "$SAMECODE" ./scripts/samecode || die "cannot build scripts/samecode"
+  fi
+  local d rc=0
+  d=$(mktemp -d)
+  git show "$1:$2" > "$d/old.go" 2>/dev/null && git show "HEAD:$2" > "$d/new.go" 2>/dev/null || { rm -rf "$d"; return 1; }
+  "$SAMECODE" "$d/old.go" "$d/new.go" || rc=$?
+  rm -rf "$d"
+  return $rc
+}
+
 table() {
   local bad=0 owed=0 t name dir files eff f row rows verdict
   for t in "${TARGETS[@]}"; do
@@ -449,11 +469,11 @@ table() {
       w=$(awk -v f="$f" '$4 == "-" && index("," $2 ",", "," f ",") { c = $3 } END { print c }' <<< "$rows")
       if [ -z "$w" ]; then
         verdict="NOT JUDGED: no whole run mutated it"
-      elif git diff --quiet "$w" HEAD -- "$dir/$f"; then
+      elif same_code "$w" "$dir/$f"; then
         verdict="judged: the code at HEAD is the code at $w"
       else
         for row in $(awk -v b="$w" -v f="$f" '$4 == b && index("," $2 ",", "," f ",") { print $3 }' <<< "$rows"); do
-          if git diff --quiet "$row" HEAD -- "$dir/$f"; then
+          if same_code "$row" "$dir/$f"; then
             verdict="judged: whole at $w, the lines changed since at $row, whose code is HEAD's"
           fi
         done
@@ -537,9 +557,9 @@ judged() {
   local w row
   w=$(last_whole "$1" "$3")
   [ -n "$w" ] || return 1
-  git diff --quiet "$w" HEAD -- "$2/$3" && return 0
+  same_code "$w" "$2/$3" && return 0
   for row in $(awk -v n="$1" -v b="$w" -v f="$3" '$1 == n && $4 == b && index("," $2 ",", "," f ",") { print $3 }' <(grep -v '^#' "$WHOLE")); do
-    git diff --quiet "$row" HEAD -- "$2/$3" && return 0
+    same_code "$row" "$2/$3" && return 0
   done
   return 1
 }

@@ -1,4 +1,4 @@
-// Package faults holds racetest's fault-injection tests (issue 11 §5, §6):
+// Package faults holds racetest's fault-injection tests:
 // a racetest process runs against a private server (internal/privserver)
 // that is killed with SIGKILL or paused with SIGSTOP mid-run, and the tests
 // check what the README promises: racetest stops within its bound, reports

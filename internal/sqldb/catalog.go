@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strings"
+
+	"github.com/racetest/racetest/internal/sqldialect"
 )
 
 // HiddenReach asks the server's catalog which of tables a statement may
@@ -16,10 +18,7 @@ import (
 // asked of every schema (explore reads a table without its schema, so any
 // table of that name counts). The questions only read the catalog.
 func HiddenReach(ctx context.Context, d Dialect, q Querier, tables []string) (map[string]string, error) {
-	if d == Postgres {
-		return PostgresHiddenReach(ctx, q, tables)
-	}
-	return MySQLHiddenReach(ctx, q, tables)
+	return sqldialect.Pick(d, MySQLHiddenReach, PostgresHiddenReach)(ctx, q, tables)
 }
 
 // pgHiddenReach lists (name, why) for each of $1's names: a relation of

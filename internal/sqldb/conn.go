@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -277,24 +276,3 @@ type pgTx struct {
 
 func (t pgTx) Commit(ctx context.Context) error   { return t.tx.Commit(ctx) }
 func (t pgTx) Rollback(ctx context.Context) error { return t.tx.Rollback(ctx) }
-
-// Rebind rewrites a statement written with ? placeholders for the dialect:
-// $1, $2, ... on PostgreSQL, unchanged on MySQL. It does not look inside
-// quoted strings: a literal '?' in a statement for PostgreSQL must be a
-// parameter instead.
-func (d Dialect) Rebind(query string) string {
-	if d != Postgres {
-		return query
-	}
-	var b strings.Builder
-	n := 0
-	for _, r := range query {
-		if r == '?' {
-			n++
-			b.WriteString("$" + strconv.Itoa(n))
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}

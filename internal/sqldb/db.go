@@ -10,22 +10,23 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/racetest/racetest/internal/sqldialect"
 )
 
-// Dialect is the SQL family a server speaks.
-type Dialect string
+// Dialect is the SQL family a server speaks: package sqldialect's one type,
+// whose Pick makes every place that differs name each family.
+type Dialect = sqldialect.Dialect
 
 const (
-	MySQL    Dialect = "mysql" // MySQL and MariaDB
-	Postgres Dialect = "postgres"
+	MySQL    = sqldialect.MySQL // MySQL and MariaDB
+	Postgres = sqldialect.Postgres
 )
 
-// Hint is the "what to change" half of the dialect's connection errors.
-func (d Dialect) Hint() string {
-	if d == Postgres {
-		return PostgresHint
-	}
-	return MySQLHint
+// unknown is the error of a Dialect that names no family (made from a
+// string nothing checked): never answered as MySQL or PostgreSQL.
+func unknown(d Dialect) error {
+	return fmt.Errorf("sqldb: unknown dialect %q (known: mysql, postgres)", d)
 }
 
 // Timeouts for racetest's own statements (setup, reset, counting) and for
@@ -108,7 +109,7 @@ func Open(ctx context.Context, d Dialect, conn string, o Options) (*DB, error) {
 		db.addr = PostgresAddr(cfg)
 		db.open = func(int) Pool { return pgPool{cfg} }
 	default:
-		return nil, fmt.Errorf("sqldb: unknown dialect %q (known: mysql, postgres)", d)
+		return nil, unknown(d)
 	}
 	db.adminPool = db.open(1)
 	cctx, cancel := context.WithTimeout(ctx, AdminTimeout)
@@ -125,18 +126,23 @@ func Open(ctx context.Context, d Dialect, conn string, o Options) (*DB, error) {
 // ServerName names the server behind q ("MariaDB 10.11.19", "PostgreSQL
 // 15.19"), or "" when it does not say.
 func ServerName(ctx context.Context, d Dialect, q Querier) string {
-	if d == Postgres {
-		var version, serverVersion string
-		if err := q.QueryRow(ctx, PostgresVersionQuery).Scan(&version, &serverVersion); err != nil {
-			return ""
-		}
-		return PostgresServerName(version, serverVersion)
-	}
+	return sqldialect.Pick(d, mysqlServerName, postgresServerName)(ctx, q)
+}
+
+func mysqlServerName(ctx context.Context, q Querier) string {
 	var version string
 	if err := q.QueryRow(ctx, "SELECT VERSION()").Scan(&version); err != nil {
 		return ""
 	}
 	return ParseMySQLVersion(version).String()
+}
+
+func postgresServerName(ctx context.Context, q Querier) string {
+	var version, serverVersion string
+	if err := q.QueryRow(ctx, PostgresVersionQuery).Scan(&version, &serverVersion); err != nil {
+		return ""
+	}
+	return PostgresServerName(version, serverVersion)
 }
 
 // Dialect is the server's SQL family.
@@ -224,13 +230,16 @@ func Setting(ctx context.Context, d Dialect, q Querier, name string) (value stri
 		}
 	}
 	var v sql.NullString
-	if d == Postgres {
+	switch d {
+	case Postgres:
 		err = q.QueryRow(ctx, "SELECT current_setting($1, true)", name).Scan(&v)
-	} else {
+	case MySQL:
 		err = q.QueryRow(ctx, "SELECT @@"+name).Scan(&v)
 		if MySQLNumber(err) == ErrUnknownSystemVar {
 			return "", false, nil
 		}
+	default:
+		return "", false, unknown(d)
 	}
 	if err != nil {
 		return "", false, fmt.Errorf("%s: reading setting %s: %w", d, name, err)
@@ -245,10 +254,13 @@ func (db *DB) Isolation(ctx context.Context) (string, error) {
 	var level string
 	err := db.Admin(ctx, func(ctx context.Context, q Querier) error {
 		var err error
-		if db.dialect == Postgres {
+		switch db.dialect {
+		case Postgres:
 			err = q.QueryRow(ctx, "SHOW transaction_isolation").Scan(&level)
-		} else {
+		case MySQL:
 			level, err = MySQLIsolation(ctx, q)
+		default:
+			err = unknown(db.dialect)
 		}
 		return err
 	})

@@ -285,3 +285,32 @@ func TestPostgresAddr(t *testing.T) {
 		}
 	}
 }
+
+// A Dialect that names no family gets an error or a panic from each place
+// that differs per family, never MySQL's answer.
+func TestUnknownDialectIsNeverMySQL(t *testing.T) {
+	const d Dialect = "sqlite"
+	ctx := context.Background()
+	if _, err := Open(ctx, d, "", Options{}); err == nil || !strings.Contains(err.Error(), `unknown dialect "sqlite"`) {
+		t.Errorf("Open: %v", err)
+	}
+	if _, _, err := Setting(ctx, d, nil, "max_connections"); err == nil || !strings.Contains(err.Error(), `unknown dialect "sqlite"`) {
+		t.Errorf("Setting: %v", err)
+	}
+	for name, f := range map[string]func(){
+		"ServerName":  func() { ServerName(ctx, d, nil) },
+		"SessionID":   func() { _, _ = SessionID(ctx, d, nil) },
+		"LockWait":    func() { _, _ = LockWait(ctx, d, nil, 1) },
+		"HiddenReach": func() { _, _ = HiddenReach(ctx, d, nil, []string{"t"}) },
+		"Rebind":      func() { d.Rebind("?") },
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s answered for an unknown dialect", name)
+				}
+			}()
+			f()
+		}()
+	}
+}

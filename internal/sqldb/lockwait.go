@@ -6,16 +6,15 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/racetest/racetest/internal/sqldialect"
 )
 
 // SessionID reads the server's id of the session behind q: PostgreSQL's
 // backend pid, MySQL's and MariaDB's connection id. LockWait asks about
 // the session by it, from another connection.
 func SessionID(ctx context.Context, d Dialect, q Querier) (int64, error) {
-	query := "SELECT CONNECTION_ID()"
-	if d == Postgres {
-		query = "SELECT pg_backend_pid()"
-	}
+	query := sqldialect.Pick(d, "SELECT CONNECTION_ID()", "SELECT pg_backend_pid()")
 	var id int64
 	if err := q.QueryRow(ctx, query).Scan(&id); err != nil {
 		return 0, fmt.Errorf("%s: reading the session's id: %w", d, err)
@@ -43,7 +42,7 @@ const (
 func LockWait(ctx context.Context, d Dialect, q Querier, id int64) (bool, error) {
 	var waiting bool
 	err := func() error {
-		if d == Postgres {
+		if postgres := sqldialect.Pick(d, false, true); postgres {
 			return q.QueryRow(ctx, pgLockWait, id).Scan(&waiting)
 		}
 		var n int64

@@ -15,6 +15,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/racetest/racetest/internal/sqldialect"
 	"github.com/racetest/racetest/scenarios"
 )
 
@@ -65,7 +66,7 @@ const DefaultMySQLDSN = "root@tcp(127.0.0.1:3306)/test"
 const MySQLDialTimeout = 3 * time.Second
 
 // MySQLHint is the "what to change" half of a MySQL connection error.
-const MySQLHint = "set --mysql-dsn or RACETEST_MYSQL_DSN"
+const MySQLHint = sqldialect.MySQLHint
 
 // MySQLConfig parses a connection string in either form the command line
 // accepts — the driver's DSN (user:pass@tcp(host:3306)/db?params) or a URL

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/racetest/racetest/internal/sqldialect"
 	"github.com/racetest/racetest/scenarios"
 )
 
@@ -44,7 +45,7 @@ const DefaultPostgresURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disa
 const PostgresConnectTimeout = 10 * time.Second
 
 // PostgresHint is the "what to change" half of a PostgreSQL connection error.
-const PostgresHint = "set --postgres-url or RACETEST_POSTGRES_URL"
+const PostgresHint = sqldialect.PostgresHint
 
 // PostgresConfig parses a connection string (a postgres:// URL or
 // keyword=value pairs; empty means DefaultPostgresURL) and applies what every

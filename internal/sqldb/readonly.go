@@ -109,15 +109,6 @@ func firstWord(s string) string {
 	}
 }
 
-// BeginReadOnly is the statement that opens a read-only transaction; a
-// check runs inside one and ends with ROLLBACK, never COMMIT.
-func (d Dialect) BeginReadOnly() string {
-	if d == Postgres {
-		return "BEGIN TRANSACTION READ ONLY"
-	}
-	return "START TRANSACTION READ ONLY"
-}
-
 // IsReadOnlyRefusal reports a statement the server refused because its
 // transaction is read only (SQLSTATE 25006, MySQL 1792): a check that
 // tried to write.

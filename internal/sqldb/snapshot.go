@@ -16,7 +16,7 @@ var snapshotLimits = sqlsnap.DefaultLimits
 // PlanSnapshot lists what a --effects auto snapshot of q's schema reads:
 // every table of it, or those watch names (see sqlsnap).
 func PlanSnapshot(ctx context.Context, d Dialect, q Querier, watch []string) (*SnapshotPlan, error) {
-	return sqlsnap.Plan(ctx, sqlsnap.Dialect(d), snapQuerier{q}, watch, snapshotLimits)
+	return sqlsnap.Plan(ctx, d, snapQuerier{q}, watch, snapshotLimits)
 }
 
 // ReadSnapshot takes the snapshot p plans, on q.

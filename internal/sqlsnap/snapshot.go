@@ -13,15 +13,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/racetest/racetest/internal/sqldialect"
 	"github.com/racetest/racetest/runner"
-)
-
-// Dialect is the SQL family of a server.
-type Dialect string
-
-const (
-	MySQL    Dialect = "mysql" // MySQL and MariaDB
-	Postgres Dialect = "postgres"
 )
 
 // Querier runs racetest's own statements: Rows reads a whole result, each
@@ -84,7 +77,7 @@ func ShapeKey(schema, table string) string {
 
 // SnapshotPlan is what a snapshot of one schema reads.
 type SnapshotPlan struct {
-	dialect Dialect
+	dialect sqldialect.Dialect
 	Schema  string
 	Tables  []SnapshotTable
 	// Bytes is the watched tables' data size, as the server reports it.
@@ -115,16 +108,16 @@ type SnapshotTable struct {
 }
 
 // numericTypes are the column types whose sums a snapshot reads.
-var numericTypes = map[Dialect]map[string]bool{
-	Postgres: {"smallint": true, "integer": true, "bigint": true, "numeric": true, "real": true, "double precision": true, "money": false},
-	MySQL:    {"tinyint": true, "smallint": true, "mediumint": true, "int": true, "integer": true, "bigint": true, "decimal": true, "numeric": true, "float": true, "double": true, "real": true},
+var numericTypes = map[sqldialect.Dialect]map[string]bool{
+	sqldialect.Postgres: {"smallint": true, "integer": true, "bigint": true, "numeric": true, "real": true, "double precision": true, "money": false},
+	sqldialect.MySQL:    {"tinyint": true, "smallint": true, "mediumint": true, "int": true, "integer": true, "bigint": true, "decimal": true, "numeric": true, "float": true, "double": true, "real": true},
 }
 
 var floatTypes = map[string]bool{"real": true, "double precision": true, "float": true, "double": true}
 
 // listing reads the schema's tables and their columns: name, column, data
 // type, whether the column is a key or an identity, and the table's size.
-var listing = map[Dialect]string{
+var listing = map[sqldialect.Dialect]string{
 	// The catalog, not information_schema: a table another session drops
 	// meanwhile is simply not there, where a cast of its name to regclass
 	// would fail the listing. The size is the catalog's (relpages, as of
@@ -132,7 +125,7 @@ var listing = map[Dialect]string{
 	// lock on every table of the schema, and waited behind another
 	// session's DROP TABLE (itself waiting for a long transaction) until
 	// the run failed after 30 s, on tables --watch had left out.
-	Postgres: `SELECT c.relname::text, COALESCE(a.attname::text, ''), COALESCE(format_type(a.atttypid, NULL), ''),
+	sqldialect.Postgres: `SELECT c.relname::text, COALESCE(a.attname::text, ''), COALESCE(format_type(a.atttypid, NULL), ''),
   COALESCE(a.attidentity <> '' OR pg_get_expr(d.adbin, d.adrelid) LIKE 'nextval(%' OR a.attnum = ANY(i.indkey), false),
   GREATEST(c.relpages, 0)::bigint * current_setting('block_size')::bigint, current_schema()::text
 FROM pg_class c
@@ -142,7 +135,7 @@ LEFT JOIN pg_attrdef d ON d.adrelid = c.oid AND d.adnum = a.attnum
 LEFT JOIN pg_index i ON i.indrelid = c.oid AND i.indisprimary
 WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p')
 ORDER BY c.relname, a.attnum`,
-	MySQL: `SELECT t.table_name, COALESCE(c.column_name, ''), COALESCE(c.data_type, ''),
+	sqldialect.MySQL: `SELECT t.table_name, COALESCE(c.column_name, ''), COALESCE(c.data_type, ''),
   COALESCE(c.column_key = 'PRI' OR c.extra LIKE '%auto_increment%', 0),
   COALESCE(t.data_length, 0), DATABASE()
 FROM information_schema.tables t
@@ -153,10 +146,10 @@ ORDER BY t.table_name, c.ordinal_position`,
 
 // tableNames lists the names of the schema's tables: what each read of a
 // whole schema compares with its plan, cheaply.
-var tableNames = map[Dialect]string{
-	Postgres: `SELECT c.relname::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+var tableNames = map[sqldialect.Dialect]string{
+	sqldialect.Postgres: `SELECT c.relname::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p')`,
-	MySQL: `SELECT table_name FROM information_schema.tables WHERE table_schema = DATABASE() AND table_type = 'BASE TABLE'`,
+	sqldialect.MySQL: `SELECT table_name FROM information_schema.tables WHERE table_schema = DATABASE() AND table_type = 'BASE TABLE'`,
 }
 
 // ownTable reports whether a table is racetest's own: the registry, or a
@@ -173,8 +166,12 @@ type schemaTables struct {
 }
 
 // readListing reads the listing of the schema's tables and columns.
-func readListing(ctx context.Context, d Dialect, q Querier) (*schemaTables, error) {
-	values, err := q.Rows(ctx, listing[d])
+func readListing(ctx context.Context, d sqldialect.Dialect, q Querier) (*schemaTables, error) {
+	query, ok := listing[d]
+	if !ok {
+		return nil, fmt.Errorf("sqlsnap: no snapshot for SQL dialect %q (known: mysql, postgres)", d)
+	}
+	values, err := q.Rows(ctx, query)
 	if err != nil {
 		return nil, fmt.Errorf("%s: listing the schema's tables for --effects auto: %w", d, err)
 	}
@@ -206,7 +203,7 @@ func readListing(ctx context.Context, d Dialect, q Querier) (*schemaTables, erro
 // Plan lists what a snapshot of the connection's schema reads: every
 // table but racetest's own, or the tables watch names (exactly, or else
 // ignoring case; a run's table too, when named).
-func Plan(ctx context.Context, d Dialect, q Querier, watch []string, lim Limits) (*SnapshotPlan, error) {
+func Plan(ctx context.Context, d sqldialect.Dialect, q Querier, watch []string, lim Limits) (*SnapshotPlan, error) {
 	l, err := readListing(ctx, d, q)
 	if err != nil {
 		return nil, err
@@ -511,11 +508,7 @@ func (p *SnapshotPlan) query(t SnapshotTable) string {
 	for _, c := range t.Columns {
 		sum := "sum(" + p.quote(c) + ")"
 		if t.Float[c] {
-			if p.dialect == Postgres {
-				sum = "round(" + sum + "::numeric, 6)"
-			} else {
-				sum = "round(" + sum + ", 6)"
-			}
+			sum = sqldialect.Pick(p.dialect, "round("+sum+", 6)", "round("+sum+"::numeric, 6)")
 		}
 		cols = append(cols, p.text(sum))
 	}
@@ -523,17 +516,11 @@ func (p *SnapshotPlan) query(t SnapshotTable) string {
 }
 
 func (p *SnapshotPlan) text(expr string) string {
-	if p.dialect == Postgres {
-		return expr + "::text"
-	}
-	return "CAST(" + expr + " AS CHAR)"
+	return sqldialect.Pick(p.dialect, "CAST("+expr+" AS CHAR)", expr+"::text")
 }
 
 func (p *SnapshotPlan) quote(name string) string {
-	if p.dialect == Postgres {
-		return `"` + strings.ReplaceAll(name, `"`, `""`) + `"`
-	}
-	return "`" + strings.ReplaceAll(name, "`", "``") + "`"
+	return p.dialect.QuoteIdent(name)
 }
 
 // text, integer and truth read a value of Query as either driver decodes it.

@@ -8,8 +8,43 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/racetest/racetest/internal/sqldialect"
 	"github.com/racetest/racetest/runner"
 )
+
+// The families, as the tests name them.
+const (
+	MySQL    = sqldialect.MySQL
+	Postgres = sqldialect.Postgres
+)
+
+type Dialect = sqldialect.Dialect
+
+// TestEveryDialectHasItsQueries fails when a family of sqldialect has no
+// row in a table of this package: its snapshot would read nothing.
+func TestEveryDialectHasItsQueries(t *testing.T) {
+	for _, d := range sqldialect.Dialects {
+		if listing[d] == "" || tableNames[d] == "" || len(numericTypes[d]) == 0 {
+			t.Errorf("%s: a row missing in listing, tableNames or numericTypes", d)
+		}
+	}
+	for name, n := range map[string]int{"listing": len(listing), "tableNames": len(tableNames), "numericTypes": len(numericTypes)} {
+		if n != len(sqldialect.Dialects) {
+			t.Errorf("%s has %d rows for %d dialects", name, n, len(sqldialect.Dialects))
+		}
+	}
+}
+
+func TestPlanRefusesAnUnknownDialect(t *testing.T) {
+	q := &fakeQuerier{listing: [][]any{{"t", "v", "int", int64(0), int64(1), nil}}}
+	_, err := Plan(context.Background(), sqldialect.Dialect("sqlite"), q, nil, DefaultLimits)
+	if err == nil || !strings.Contains(err.Error(), `"sqlite"`) {
+		t.Fatalf("Plan on an unknown dialect: %v, want an error naming it", err)
+	}
+	if len(q.queries) != 0 {
+		t.Errorf("it asked the server %q", q.queries)
+	}
+}
 
 // fakeQuerier answers the listing with rows a test gives, and each table's
 // statement with the values a test gives for it: what a server would,

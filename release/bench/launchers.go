@@ -12,7 +12,7 @@ import (
 // the burst, every goroutine parked on one channel that the burst closes.
 // The bench holds the default release to it as to the naive launcher
 // (Report.Checks): racetest must never expose fewer races than the code a
-// user would write by hand (issue 28).
+// user would write by hand.
 //
 // The statements are the scenario's, sent as the driver sends them by
 // default — with one exception, said in Idiom: where the driver's default

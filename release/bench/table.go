@@ -417,7 +417,7 @@ func twoProportionZ(k1, n1, k2, n2 int) float64 {
 
 // Figures are the issue's other targets, as figures: at N=2 the default
 // exposes ≥99%; last-byte is never below the gate; its resolution is no
-// coarser than the gate's (issue 28; issue 15 asked for twice as fine).
+// coarser than the gate's.
 func (r *Report) Figures() []string {
 	var out []string
 	find := func(backend string, n int, mode string) (Row, bool) {

@@ -11,17 +11,16 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/racetest/racetest/internal/sqldb"
+	"github.com/racetest/racetest/internal/sqldialect"
 )
 
-// Dialect is the SQL server's family.
-type Dialect int
+// Dialect is the SQL server's family (internal/sqldb's one type).
+type Dialect = sqldb.Dialect
 
 const (
-	MySQL Dialect = iota
-	Postgres
+	MySQL    = sqldb.MySQL
+	Postgres = sqldb.Postgres
 )
-
-func (d Dialect) String() string { return [...]string{"mysql", "postgres"}[d] }
 
 // SQL is a connection as registration uses it.
 type SQL interface {
@@ -108,18 +107,10 @@ func (p pgxSQL) Rows(ctx context.Context, query string, args ...any) ([][]string
 	return out, rows.Err()
 }
 
-func (d Dialect) ph(n int) string {
-	if d == Postgres {
-		return "$" + strconv.Itoa(n)
-	}
-	return "?"
-}
+func ph(d Dialect, n int) string { return sqldialect.Pick(d, "?", "$"+strconv.Itoa(n)) }
 
-func (d Dialect) quote(name string) string {
-	if d == Postgres {
-		return pgx.Identifier{name}.Sanitize()
-	}
-	return "`" + name + "`"
+func quote(d Dialect, name string) string {
+	return sqldialect.Pick(d, "`"+name+"`", pgx.Identifier{name}.Sanitize())
 }
 
 // likePrefix is a LIKE pattern for the names under prefix ('_' escaped).
@@ -134,28 +125,26 @@ func likePrefix(prefix string) string {
 	return string(out) + "%"
 }
 
-func (d Dialect) tablesLike() string {
-	if d == Postgres {
-		return "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() AND tablename LIKE $1 ORDER BY 1"
-	}
-	return "SELECT table_name FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name LIKE ? ORDER BY 1"
+func tablesLike(d Dialect) string {
+	return sqldialect.Pick(d,
+		"SELECT table_name FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name LIKE ? ORDER BY 1",
+		"SELECT tablename FROM pg_tables WHERE schemaname = current_schema() AND tablename LIKE $1 ORDER BY 1")
 }
 
-func (d Dialect) createTable() string {
-	if d == Postgres {
-		return "CREATE TABLE IF NOT EXISTS " + Table + " (run_id TEXT PRIMARY KEY, started_ms BIGINT NOT NULL, host TEXT NOT NULL, pid INT NOT NULL)"
-	}
-	return "CREATE TABLE IF NOT EXISTS " + Table + " (run_id VARCHAR(16) PRIMARY KEY, started_ms BIGINT NOT NULL, host VARCHAR(255) NOT NULL, pid INT NOT NULL) ENGINE=InnoDB"
+func createTable(d Dialect) string {
+	return sqldialect.Pick(d,
+		"CREATE TABLE IF NOT EXISTS "+Table+" (run_id VARCHAR(16) PRIMARY KEY, started_ms BIGINT NOT NULL, host VARCHAR(255) NOT NULL, pid INT NOT NULL) ENGINE=InnoDB",
+		"CREATE TABLE IF NOT EXISTS "+Table+" (run_id TEXT PRIMARY KEY, started_ms BIGINT NOT NULL, host TEXT NOT NULL, pid INT NOT NULL)")
 }
 
 // duplicate is a row or a table that exists already (the unique key's
 // refusal, or a table created at once by another run), read by the one
 // classifier in internal/sqldb.
-func (d Dialect) duplicate(err error) bool {
+func duplicate(err error) bool {
 	return sqldb.IsDuplicate(err) || sqldb.MySQLNumber(err) == sqldb.ErrTableExists || sqldb.PgCode(err) == sqldb.CodeDuplicateTable
 }
 
-func (d Dialect) missingTable(err error) bool {
+func missingTable(err error) bool {
 	return sqldb.MySQLNumber(err) == sqldb.ErrNoSuchTable || sqldb.PgCode(err) == sqldb.CodeUndefinedTable
 }
 
@@ -165,23 +154,23 @@ func (d Dialect) missingTable(err error) bool {
 func RegisterSQL(ctx context.Context, d Dialect, q SQL, r Record) error {
 	// Two runs creating the table at once can collide in PostgreSQL's
 	// catalogue (a unique violation on pg_type) even with IF NOT EXISTS.
-	err := q.Exec(ctx, d.createTable())
-	if err != nil && d.duplicate(err) {
-		err = q.Exec(ctx, d.createTable())
+	err := q.Exec(ctx, createTable(d))
+	if err != nil && duplicate(err) {
+		err = q.Exec(ctx, createTable(d))
 	}
 	if err != nil {
 		return fmt.Errorf("%s: cannot create the table %s that registers runs: %w", d, Table, err)
 	}
-	ins := fmt.Sprintf("INSERT INTO %s (run_id, started_ms, host, pid) VALUES (%s, %s, %s, %s)", Table, d.ph(1), d.ph(2), d.ph(3), d.ph(4))
+	ins := fmt.Sprintf("INSERT INTO %s (run_id, started_ms, host, pid) VALUES (%s, %s, %s, %s)", Table, ph(d, 1), ph(d, 2), ph(d, 3), ph(d, 4))
 	if err := q.Exec(ctx, ins, r.RunID, r.Started.UnixMilli(), r.Host, r.PID); err != nil {
-		if d.duplicate(err) {
-			return &InUseError{Backend: d.String(), RunID: r.RunID}
+		if duplicate(err) {
+			return &InUseError{Backend: string(d), RunID: r.RunID}
 		}
 		return fmt.Errorf("%s: cannot register run %s in %s: %w", d, r.RunID, Table, err)
 	}
-	rows, err := q.Rows(ctx, d.tablesLike()+" LIMIT 1", likePrefix(Prefix(r.RunID)))
+	rows, err := q.Rows(ctx, tablesLike(d)+" LIMIT 1", likePrefix(Prefix(r.RunID)))
 	if err == nil && len(rows) > 0 {
-		err = &InUseError{Backend: d.String(), RunID: r.RunID, Example: "table " + rows[0][0]}
+		err = &InUseError{Backend: string(d), RunID: r.RunID, Example: "table " + rows[0][0]}
 	}
 	if err != nil {
 		_ = UnregisterSQL(ctx, d, q, r.RunID)
@@ -192,8 +181,8 @@ func RegisterSQL(ctx context.Context, d Dialect, q SQL, r Record) error {
 
 // UnregisterSQL removes run id's registration: its objects are gone.
 func UnregisterSQL(ctx context.Context, d Dialect, q SQL, runID string) error {
-	err := q.Exec(ctx, "DELETE FROM "+Table+" WHERE run_id = "+d.ph(1), runID)
-	if err != nil && !d.missingTable(err) {
+	err := q.Exec(ctx, "DELETE FROM "+Table+" WHERE run_id = "+ph(d, 1), runID)
+	if err != nil && !missingTable(err) {
 		return fmt.Errorf("%s: cannot remove run %s from %s: %w", d, runID, Table, err)
 	}
 	return nil
@@ -203,12 +192,9 @@ func UnregisterSQL(ctx context.Context, d Dialect, q SQL, runID string) error {
 // racetest's naming scheme.
 func LeftoversSQL(ctx context.Context, d Dialect, q SQL) ([]Leftover, error) {
 	var records []Record
-	sel := "SELECT run_id, CAST(started_ms AS CHAR), host, CAST(pid AS CHAR) FROM " + Table
-	if d == Postgres {
-		sel = "SELECT run_id, started_ms::text, host, pid::text FROM " + Table
-	}
+	sel := sqldialect.Pick(d, "SELECT run_id, CAST(started_ms AS CHAR), host, CAST(pid AS CHAR) FROM ", "SELECT run_id, started_ms::text, host, pid::text FROM ") + Table
 	rows, err := q.Rows(ctx, sel)
-	if err != nil && !d.missingTable(err) {
+	if err != nil && !missingTable(err) {
 		return nil, fmt.Errorf("%s: cannot read %s: %w", d, Table, err)
 	}
 	for _, row := range rows {
@@ -216,7 +202,7 @@ func LeftoversSQL(ctx context.Context, d Dialect, q SQL) ([]Leftover, error) {
 		pid, _ := strconv.Atoi(row[3])
 		records = append(records, Record{RunID: row[0], Started: time.UnixMilli(ms).UTC(), Host: row[2], PID: pid})
 	}
-	tables, err := q.Rows(ctx, d.tablesLike(), likePrefix("racetest_"))
+	tables, err := q.Rows(ctx, tablesLike(d), likePrefix("racetest_"))
 	if err != nil {
 		return nil, fmt.Errorf("%s: cannot list tables: %w", d, err)
 	}
@@ -229,7 +215,7 @@ func LeftoversSQL(ctx context.Context, d Dialect, q SQL) ([]Leftover, error) {
 
 // TablesSQL lists the tables under run id's prefix.
 func TablesSQL(ctx context.Context, d Dialect, q SQL, runID string) ([]string, error) {
-	rows, err := q.Rows(ctx, d.tablesLike(), likePrefix(Prefix(runID)))
+	rows, err := q.Rows(ctx, tablesLike(d), likePrefix(Prefix(runID)))
 	if err != nil {
 		return nil, err
 	}
@@ -249,7 +235,7 @@ func DropSQL(ctx context.Context, d Dialect, q SQL, runID string) ([]string, err
 	}
 	var dropped []string
 	for _, t := range tables {
-		if err := q.Exec(ctx, "DROP TABLE IF EXISTS "+d.quote(t)); err != nil {
+		if err := q.Exec(ctx, "DROP TABLE IF EXISTS "+quote(d, t)); err != nil {
 			return dropped, fmt.Errorf("%s: cannot drop %s: %w", d, t, err)
 		}
 		dropped = append(dropped, t)
@@ -288,11 +274,7 @@ func (r querierSQL) Rows(ctx context.Context, query string, args ...any) ([][]st
 
 // SQLJanitor connects to the server of conn for 'racetest clean'.
 func SQLJanitor(ctx context.Context, d Dialect, conn string) (Janitor, error) {
-	sd := sqldb.MySQL
-	if d == Postgres {
-		sd = sqldb.Postgres
-	}
-	db, err := sqldb.Open(ctx, sd, conn, sqldb.Options{AppName: "racetest clean"})
+	db, err := sqldb.Open(ctx, d, conn, sqldb.Options{AppName: "racetest clean"})
 	if err != nil {
 		return nil, err
 	}
@@ -304,7 +286,7 @@ type sqlJanitor struct {
 	db *sqldb.DB
 }
 
-func (j *sqlJanitor) Where() string { return j.d.String() + " " + j.db.Addr() }
+func (j *sqlJanitor) Where() string { return string(j.d) + " " + j.db.Addr() }
 
 func (j *sqlJanitor) Leftovers(ctx context.Context) (left []Leftover, err error) {
 	err = j.db.Admin(ctx, func(ctx context.Context, q sqldb.Querier) error {

@@ -50,13 +50,6 @@ func (s *Server) Table(part string) string { return s.prefix + part }
 // backend names the server's family in messages ("mysql", "postgres").
 func (s *Server) backend() string { return string(s.db.Dialect()) }
 
-func (s *Server) runsDialect() runs.Dialect {
-	if s.db.Dialect() == sqldb.Postgres {
-		return runs.Postgres
-	}
-	return runs.MySQL
-}
-
 // Create makes table name with columns, failing if it already exists: a
 // run never reuses (or later drops) a table it did not make. The run is
 // registered before its first table.
@@ -94,7 +87,7 @@ func (s *Server) register(ctx context.Context) error {
 		return nil
 	}
 	err := s.db.Admin(ctx, func(ctx context.Context, q sqldb.Querier) error {
-		return runs.RegisterSQL(ctx, s.runsDialect(), runs.Querier(q), runs.New(s.runID))
+		return runs.RegisterSQL(ctx, s.db.Dialect(), runs.Querier(q), runs.New(s.runID))
 	})
 	var inUse *runs.InUseError
 	// Without an answer the registration may have been written: Cleanup
@@ -139,7 +132,7 @@ func (s *Server) drop(ctx context.Context) error {
 		s.created = s.created[1:]
 	}
 	if s.registered {
-		if err := runs.UnregisterSQL(cctx, s.runsDialect(), runs.Querier(c), s.runID); err != nil {
+		if err := runs.UnregisterSQL(cctx, s.db.Dialect(), runs.Querier(c), s.runID); err != nil {
 			return err
 		}
 		s.registered = false

@@ -44,8 +44,7 @@ import (
 	"github.com/racetest/racetest/scenarios"
 )
 
-// parkedWindow is the parked store's check-to-write window: the window of
-// the HTTP rows of issue 15's table.
+// parkedWindow is the parked store's check-to-write window.
 const parkedWindow = 100 * time.Microsecond
 
 type store interface {
