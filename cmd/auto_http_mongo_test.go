@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"regexp"
 	"sync/atomic"
 	"testing"
@@ -17,8 +16,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
-	"github.com/racetest/racetest/internal/mongodb"
-	"github.com/racetest/racetest/scenarios/conformance"
+	"github.com/racetest/racetest/internal/testenv"
 )
 
 // mongoOfItsOwn connects to the MongoDB server of RACETEST_MONGO_URI and
@@ -26,10 +24,7 @@ import (
 // names it, for --mongo-uri.
 func mongoOfItsOwn(t *testing.T) (*mongo.Database, string) {
 	t.Helper()
-	raw := os.Getenv("RACETEST_MONGO_URI")
-	if raw == "" {
-		raw = mongodb.DefaultURI
-	}
+	raw := testenv.URL("mongo")
 	u, err := url.Parse(raw)
 	if err != nil {
 		t.Fatalf("RACETEST_MONGO_URI: %v", err)
@@ -44,7 +39,7 @@ func mongoOfItsOwn(t *testing.T) (*mongo.Database, string) {
 	}
 	t.Cleanup(func() { cl.Disconnect(context.Background()) })
 	if err := cl.Ping(context.Background(), nil); err != nil {
-		conformance.Unavailable(t, "mongo", err)
+		testenv.Unavailable(t, "mongo", err)
 	}
 	db := cl.Database(name)
 	t.Cleanup(func() {

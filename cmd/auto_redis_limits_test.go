@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/racetest/racetest/internal/fakeredis"
-	"github.com/racetest/racetest/internal/redistest"
+	"github.com/racetest/racetest/internal/testenv"
 	"github.com/racetest/racetest/scenarios/redisstore"
 )
 
@@ -60,7 +60,7 @@ func TestEffectsAutoRedisRefusesTooManyKeys(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: bursts on a store's own server (the mutation step's runs of cmd skip it)")
 	}
-	rdb, prefix := redistest.Own(t)
+	rdb, prefix := testenv.OwnRedis(t)
 	ctx := context.Background()
 	for b := 0; b*1000 <= redisstore.MaxSnapshotKeys; b++ {
 		kv := make([]any, 0, 2000)
@@ -94,7 +94,7 @@ func TestEffectsAutoRedisRefusesTooManyKeys(t *testing.T) {
 // runs: the run is INCONCLUSIVE with that reason, never SAFE, even for a
 // pattern that holds (INCRBY).
 func TestEffectsAutoRedisAnotherWriter(t *testing.T) {
-	rdb, prefix := redistest.Own(t)
+	rdb, prefix := testenv.OwnRedis(t)
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {

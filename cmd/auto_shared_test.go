@@ -7,13 +7,12 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/racetest/racetest/internal/sqldb"
-	"github.com/racetest/racetest/scenarios/conformance"
+	"github.com/racetest/racetest/internal/testenv"
 )
 
 // churnTables creates a table of the test's own on d's server every few
@@ -21,13 +20,10 @@ import (
 // the test ends: what another team's tests (or another racetest run) do on
 // a shared database. prefix starts every name. The last table is dropped
 // at the end.
-func churnTables(t *testing.T, d sqldb.Dialect, env, prefix string) {
+func churnTables(t *testing.T, d sqldb.Dialect, prefix string) {
 	t.Helper()
 	ctx := context.Background()
-	db, err := sqldb.Open(ctx, d, os.Getenv(env), sqldb.Options{})
-	if err != nil {
-		conformance.Unavailable(t, string(d), err)
-	}
+	db := testenv.SQL(t, d)
 	b := make([]byte, 4)
 	rand.Read(b)
 	base := prefix + hex.EncodeToString(b) + "_churn"
@@ -60,7 +56,6 @@ func churnTables(t *testing.T, d sqldb.Dialect, env, prefix string) {
 				t.Errorf("drop %s by hand: %v", name, err)
 			}
 		}
-		db.Close()
 	})
 }
 
@@ -79,11 +74,10 @@ func TestEffectsAutoSQLTablesComeAndGo(t *testing.T) {
 	for _, c := range []struct {
 		backend string
 		dialect sqldb.Dialect
-		env     string
-	}{{"postgres", sqldb.Postgres, "RACETEST_POSTGRES_URL"}, {"mysql", sqldb.MySQL, "RACETEST_MYSQL_DSN"}} {
+	}{{"postgres", sqldb.Postgres}, {"mysql", sqldb.MySQL}} {
 		for _, prefix := range []string{"snapchurn_", "racetest_"} {
 			t.Run(c.backend+"/"+prefix, func(t *testing.T) {
-				churnTables(t, c.dialect, c.env, prefix)
+				churnTables(t, c.dialect, prefix)
 				out, stderr, code := execCmd(t, false, "sql", "-b", c.backend, "--setup", "@"+dir+"schema.sql", "--subject", "@"+dir+"subject.sql",
 					"--attempt", "@"+dir+"redeem-fixed.sql", "--effects", "auto", "--teardown", "@"+dir+"drop.sql",
 					"-n", "4", "--bursts", "6", "--timeline=false", "--expect", "safe", "--strict")
@@ -109,11 +103,7 @@ func TestEffectsAutoHTTPTablesComeAndGo(t *testing.T) {
 		t.Skip("-short: bursts on a store's own server (the mutation step's runs of cmd skip it)")
 	}
 	ctx := context.Background()
-	db, err := sqldb.Open(ctx, sqldb.Postgres, os.Getenv("RACETEST_POSTGRES_URL"), sqldb.Options{})
-	if err != nil {
-		conformance.Unavailable(t, "postgres", err)
-	}
-	defer db.Close()
+	db := testenv.SQL(t, sqldb.Postgres)
 	b := make([]byte, 4)
 	rand.Read(b)
 	visits := "snapvisits_" + hex.EncodeToString(b)
@@ -131,7 +121,7 @@ func TestEffectsAutoHTTPTablesComeAndGo(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	churnTables(t, sqldb.Postgres, "RACETEST_POSTGRES_URL", "snapchurn_")
+	churnTables(t, sqldb.Postgres, "snapchurn_")
 	t.Setenv("COLUMNS", "250")
 	out, stderr, code := execCmd(t, false, "http", "POST", srv.URL+"/visit?code={{.Token}}", "--effects", "auto:postgres",
 		"-n", "3", "--bursts", "4", "--expect", "safe", "--strict")

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/racetest/racetest/scenarios/conformance"
+	"github.com/racetest/racetest/internal/testenv"
 )
 
 // autoProbe skips (or, under RACETEST_REQUIRE_SERVERS, fails) a test when
@@ -22,7 +22,7 @@ func autoProbe(t *testing.T, backend string) {
 		"mongo": {"mongo", "--attempt", `{"ping": 1}`, "--effects", `{"count": "racetest_probe"}`},
 	}[backend]
 	if _, stderr, code := execCmd(t, false, append(args, "--bursts", "1", "-n", "1")...); code == ExitSetup {
-		conformance.Unavailable(t, backend, nil)
+		testenv.Unavailable(t, backend, nil)
 	} else if code != ExitOK && code != ExitInconclusive {
 		t.Fatalf("probe: exit %d\n%s", code, stderr)
 	}

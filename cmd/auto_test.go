@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"regexp"
 	"strings"
 	"sync/atomic"
@@ -14,8 +13,8 @@ import (
 	"time"
 
 	"github.com/racetest/racetest/internal/sqldb"
+	"github.com/racetest/racetest/internal/testenv"
 	"github.com/racetest/racetest/scenarios/builtin"
-	"github.com/racetest/racetest/scenarios/conformance"
 )
 
 // --effects auto's flags are checked before anything connects.
@@ -53,7 +52,7 @@ func TestEffectsAutoSQLCommand(t *testing.T) {
 	for _, backend := range []string{"postgres", "mysql"} {
 		t.Run(backend, func(t *testing.T) {
 			if _, stderr, code := execCmd(t, false, "sql", "-b", backend, "--attempt", "SELECT 1;", "--effects", "SELECT 1;", "--bursts", "1", "-n", "1"); code == ExitSetup {
-				conformance.Unavailable(t, backend, nil)
+				testenv.Unavailable(t, backend, nil)
 			} else if code != ExitOK && code != ExitInconclusive {
 				t.Fatalf("probe: exit %d\n%s", code, stderr)
 			}
@@ -142,7 +141,7 @@ func TestEffectsAutoRateLimiter(t *testing.T) {
 				"--teardown", "DROP TABLE IF EXISTS limits_{{.RunID}}; DROP TABLE IF EXISTS hits_{{.RunID}};",
 				"-n", "3", "--bursts", "3")
 			if code == ExitSetup && strings.Contains(stderr, "could not be reached") {
-				conformance.Unavailable(t, backend, nil)
+				testenv.Unavailable(t, backend, nil)
 			}
 			switch {
 			case code != ExitOK || strings.Contains(out, "RACE") || strings.Contains(out, "LOST"):
@@ -164,11 +163,7 @@ func TestEffectsAutoRateLimiter(t *testing.T) {
 // twice) INCONCLUSIVE.
 func TestEffectsAutoHTTPCommand(t *testing.T) {
 	ctx := context.Background()
-	db, err := sqldb.Open(ctx, sqldb.Postgres, os.Getenv("RACETEST_POSTGRES_URL"), sqldb.Options{})
-	if err != nil {
-		conformance.Unavailable(t, "postgres", err)
-	}
-	defer db.Close()
+	db := testenv.SQL(t, sqldb.Postgres)
 	b := make([]byte, 4)
 	rand.Read(b)
 	coupons, redemptions := "racetest_"+hex.EncodeToString(b)+"_coupons", "racetest_"+hex.EncodeToString(b)+"_redemptions"

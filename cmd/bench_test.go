@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/racetest/racetest/internal/testenv"
 	"github.com/racetest/racetest/release/bench"
 	"github.com/racetest/racetest/scenarios/builtin"
-	"github.com/racetest/racetest/scenarios/conformance"
 )
 
 func TestBenchFlagsParse(t *testing.T) {
@@ -131,7 +131,7 @@ func TestBenchModes(t *testing.T) {
 	out, stderr, code := execWith(t, builtin.Registry(), "bench", "--backends", "redis", "-n", "2", "--bursts", "4", "--chunk", "2",
 		"--modes", "last-byte,user-redis")
 	if code == ExitSetup {
-		conformance.Unavailable(t, "redis", errors.New(stderr))
+		testenv.Unavailable(t, "redis", errors.New(stderr))
 	}
 	if code != ExitOK && code != ExitViolated {
 		t.Fatalf("exit %d: %s", code, stderr)
@@ -153,7 +153,7 @@ func TestBenchModes(t *testing.T) {
 func TestBenchQuickOnRedis(t *testing.T) {
 	out, stderr, code := execWith(t, builtin.Registry(), "bench", "--quick", "--backends", "redis", "-n", "2")
 	if code == ExitSetup {
-		conformance.Unavailable(t, "redis", errors.New(stderr))
+		testenv.Unavailable(t, "redis", errors.New(stderr))
 	}
 	if code != ExitOK && code != ExitViolated {
 		t.Fatalf("exit %d: %s", code, stderr)

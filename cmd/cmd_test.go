@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/racetest/racetest/internal/testenv"
 	"github.com/racetest/racetest/report"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/builtin"
@@ -20,11 +21,7 @@ import (
 // memoryOnly is the catalog on the embedded backend alone: these tests
 // need no server.
 func memoryOnly() *scenarios.Registry {
-	r := scenarios.NewRegistry()
-	for _, s := range scenarios.Core() {
-		r.AddScenario(s)
-	}
-	memstore.Register(r)
+	r := testenv.Registry(memstore.Register)
 	// The server backends without their scenarios: the commands' connection
 	// flags are theirs.
 	for _, b := range []scenarios.Backend{redisstore.Backend, mysqlstore.Backend, pgstore.Backend, mongostore.Backend} {

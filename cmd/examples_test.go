@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/racetest/racetest/internal/testenv"
 	"github.com/racetest/racetest/scenarios/builtin"
 )
 
@@ -133,7 +134,7 @@ func runExample(t *testing.T, ex, dir, bin string, used map[string]bool) {
 		addr := exampleServers[name]
 		conn, err := net.DialTimeout("tcp", addr, 2*time.Second)
 		if err != nil {
-			if os.Getenv("RACETEST_REQUIRE_SERVERS") == "1" {
+			if testenv.Required() {
 				t.Fatalf("%s: no %s at %s, and RACETEST_REQUIRE_SERVERS=1 requires it: %v", ex, name, addr, err)
 			}
 			t.Logf("skipped, no %s at %s (set RACETEST_REQUIRE_SERVERS=1 to make this a failure): %s", name, addr, ex)

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/racetest/racetest/internal/testenv"
 	"github.com/racetest/racetest/report"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
@@ -396,7 +397,7 @@ func TestTimeoutsDoNotBlameTheServer(t *testing.T) {
 		// deadline, which is the path that used to blame the server.
 		out, errOut, code := execWith(t, builtin.Registry(), "run", "check-then-write", "-b", b, "--timeout", "1us", "-n", "4", "--bursts", "20", "--strict")
 		if code == ExitSetup {
-			if os.Getenv("RACETEST_REQUIRE_SERVERS") == "1" {
+			if testenv.Required() {
 				t.Fatalf("%s: no server: %s", b, errOut)
 			}
 			t.Logf("skipping %s: no server (%s)", b, strings.TrimSpace(errOut))

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/racetest/racetest/internal/testenv"
 	"github.com/racetest/racetest/scenarios/builtin"
-	"github.com/racetest/racetest/scenarios/conformance"
 )
 
 // branchScript is an attempt whose \if takes a branch only in some
@@ -44,7 +44,7 @@ func TestExploreFollowsABranchItDidNotPlan(t *testing.T) {
 	args := append([]string{"explore", "sql", "-b", "postgres", "--expect", "race", "-o", "json", "--confirm", "0"}, branchScript...)
 	out, stderr, code := execWith(t, builtin.Registry(), args...)
 	if code == ExitSetup {
-		conformance.Unavailable(t, "postgres", errors.New(stderr))
+		testenv.Unavailable(t, "postgres", errors.New(stderr))
 	}
 	var doc struct {
 		Verdict   string `json:"verdict"`

@@ -6,12 +6,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/racetest/racetest/internal/sqldb"
-	"github.com/racetest/racetest/scenarios/conformance"
+	"github.com/racetest/racetest/internal/testenv"
 )
 
 // gSingle is Hermitage's G-single (read skew) as explore sql's flags, with
@@ -52,7 +51,7 @@ func TestExploreQuotedQuoteIsNoSafe(t *testing.T) {
 		t.Run(c.backend+" "+c.lit, func(t *testing.T) {
 			out, stderr, code := execCmd(t, false, gSingle(c.backend, c.lit)...)
 			if code == ExitSetup {
-				conformance.Unavailable(t, c.backend, errors.New(stderr))
+				testenv.Unavailable(t, c.backend, errors.New(stderr))
 			}
 			if code != ExitOK || !strings.Contains(out, "RACE") {
 				t.Errorf("exit %d, want RACE (exit 0 with --expect race)\n%s\n%s", code, out, stderr)
@@ -100,14 +99,7 @@ func TestExploreTriggerBehindTheTextIsNoSafe(t *testing.T) {
 		backend := c.backend
 		t.Run(fmt.Sprintf("%s trigger=%v", backend, c.trigger), func(t *testing.T) {
 			ctx := context.Background()
-			d, conn := sqldb.Postgres, os.Getenv("RACETEST_POSTGRES_URL")
-			if backend == "mysql" {
-				d, conn = sqldb.MySQL, os.Getenv("RACETEST_MYSQL_DSN")
-			}
-			db, err := sqldb.Open(ctx, d, conn, sqldb.Options{})
-			if err != nil {
-				conformance.Unavailable(t, backend, err)
-			}
+			db := testenv.SQL(t, sqldb.Dialect(backend))
 			defer db.Close()
 			b := make([]byte, 4)
 			rand.Read(b)

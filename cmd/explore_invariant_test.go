@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/racetest/racetest/internal/testenv"
 	"github.com/racetest/racetest/scenarios/builtin"
-	"github.com/racetest/racetest/scenarios/conformance"
 )
 
 // withdraw is a read-then-write withdrawal of 80 from a balance of 100,
@@ -29,7 +29,7 @@ func TestExploreJudgesByInvariants(t *testing.T) {
 	naive := withdraw("UPDATE rt_acct_{{.RunID}} SET balance = balance - 80 WHERE token = '{{.Token}}';")
 	out, stderr, code := execWith(t, builtin.Registry(), append([]string{"explore", "sql", "--confirm", "0"}, naive...)...)
 	if code == ExitSetup {
-		conformance.Unavailable(t, "postgres", errors.New(stderr))
+		testenv.Unavailable(t, "postgres", errors.New(stderr))
 	}
 	flat := strings.Join(strings.Fields(out), " ")
 	if code != ExitViolated || !strings.Contains(flat, "RACE 2 of 4 orders broke the invariant SELECT count(*) FROM rt_acct_{{.RunID}} WHERE balance < 0") ||

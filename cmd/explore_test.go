@@ -15,10 +15,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/racetest/racetest/internal/testenv"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/builtin"
-	"github.com/racetest/racetest/scenarios/conformance"
 	"github.com/racetest/racetest/scenarios/memstore"
 	"github.com/racetest/racetest/script"
 )
@@ -273,7 +273,7 @@ func TestExploreScriptsOnServers(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			out, stderr, code := execCmd(t, false, append(c.naive, "--expect", "race")...)
 			if code == ExitSetup {
-				conformance.Unavailable(t, c.name, nil)
+				testenv.Unavailable(t, c.name, nil)
 			}
 			if code != ExitOK || !strings.Contains(out, "RACE") || !strings.Contains(out, c.step) || !strings.Contains(out, "racetest replay") {
 				t.Errorf("naive: exit %d\n%s\n%s", code, out, stderr)
@@ -316,7 +316,7 @@ func TestExploreReaderAndWriterAreNotTwoReaders(t *testing.T) {
 	}
 	out, stderr, code := execCmd(t, false, args("one-script.sql")...)
 	if code == ExitSetup {
-		conformance.Unavailable(t, "mysql", errors.New(stderr))
+		testenv.Unavailable(t, "mysql", errors.New(stderr))
 	}
 	if code != ExitOK || !strings.Contains(out, "RACE") {
 		t.Errorf("one script: exit %d\n%s\n%s", code, out, stderr)
@@ -427,7 +427,7 @@ func TestExploreOneStatementRaceIsARace(t *testing.T) {
 		"--teardown", "DROP TABLE rt_ne_{{.RunID}};"}
 	out, stderr, code := execWith(t, builtin.Registry(), args...)
 	if code == ExitSetup {
-		conformance.Unavailable(t, "postgres", errors.New(stderr))
+		testenv.Unavailable(t, "postgres", errors.New(stderr))
 	}
 	var doc struct {
 		Verdict, Why string
@@ -455,7 +455,7 @@ func TestExploreSaysWhatOnlyBurstsShow(t *testing.T) {
 	args := []string{"explore", "job-queue", "-b", "postgres", "--isolation", "repeatable-read", "--variant", "conditional"}
 	out, stderr, code := execWith(t, builtin.Registry(), append(args, "--confirm", "0")...)
 	if code == ExitSetup {
-		conformance.Unavailable(t, "postgres", errors.New(stderr))
+		testenv.Unavailable(t, "postgres", errors.New(stderr))
 	}
 	if code != ExitOK || !strings.Contains(out, "bursts of this case show LOST, which no order of whole steps can") || !strings.Contains(out, "docs/verdicts.md") {
 		t.Errorf("exit %d\n%s\n%s", code, out, stderr)
@@ -473,7 +473,7 @@ func TestExploreAllowedZeroIsKept(t *testing.T) {
 	out, stderr, code := execCmd(t, false, "explore", "sql", "-b", "postgres", "--attempt", "SELECT 1;", "--effects", "SELECT 1;",
 		"--allowed", "0", "--expect", "race", "-o", "json")
 	if code == ExitSetup {
-		conformance.Unavailable(t, "postgres", errors.New(stderr))
+		testenv.Unavailable(t, "postgres", errors.New(stderr))
 	}
 	if code != ExitOK || !strings.Contains(out, `"allowed": 0`) || !strings.Contains(out, "more than 0 effect(s)") {
 		t.Errorf("--allowed 0: exit %d\n%s\n%s", code, out, stderr)
@@ -531,7 +531,7 @@ func TestReplayNamesItsFirstOrder(t *testing.T) {
 		"--effects", "@" + dir + "count.sql", "--teardown", "@" + dir + "drop.sql", "--schedule", "A1 B1 A2 B2"}
 	_, stderr, code := execCmd(t, false, args...)
 	if code == ExitSetup {
-		conformance.Unavailable(t, "postgres", nil)
+		testenv.Unavailable(t, "postgres", nil)
 	}
 	if code != ExitUsage || !strings.Contains(stderr, "racetest: replaying your scripts on PostgreSQL") ||
 		!strings.Contains(stderr, "racetest: the first order: "+dir+"naive.sql:4:1: ") || strings.Contains(stderr, "burst") {

@@ -10,11 +10,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/racetest/racetest/internal/testenv"
 	"github.com/racetest/racetest/report"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/builtin"
-	"github.com/racetest/racetest/scenarios/conformance"
 )
 
 // nowhere sends every server backend to a closed port: a test that gets
@@ -255,7 +255,7 @@ func TestMatrixOnServers(t *testing.T) {
 	}
 	out, errOut, code := execWith(t, builtin.Registry(), "matrix", "--scenario", "check-then-write", "--variant", "plain,for-update", "-n", "8", "--bursts", "30", "-o", "json")
 	if code == ExitSetup {
-		conformance.Unavailable(t, "mysql or postgres", errors.New(strings.TrimSpace(errOut)))
+		testenv.Unavailable(t, "mysql or postgres", errors.New(strings.TrimSpace(errOut)))
 	}
 	var doc report.Document
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {

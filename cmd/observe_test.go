@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/racetest/racetest/internal/testenv"
 	"github.com/racetest/racetest/report"
-	"github.com/racetest/racetest/scenarios/conformance"
 )
 
 // --allowed reads N, MIN-MAX and successes the same on every command, and a
@@ -58,7 +58,7 @@ func TestAllowedIsOneFlagEverywhere(t *testing.T) {
 // naive one, named; --allowed 0 runs.
 func TestOwnCodeVerdictsOnPostgres(t *testing.T) {
 	if _, _, code := execCmd(t, false, "sql", "-b", "postgres", "--attempt", "SELECT 1;", "--effects", "SELECT 0;", "-n", "1", "--bursts", "1"); code == ExitSetup {
-		conformance.Unavailable(t, "postgres", nil)
+		testenv.Unavailable(t, "postgres", nil)
 	}
 	dir := "../examples/redeem/scripts/"
 	out, stderr, code := execCmd(t, false, "sql", "-b", "postgres", "--setup", "@"+dir+"schema.sql", "--subject", "@"+dir+"coupon.sql",
@@ -136,7 +136,7 @@ func TestHTTPLostUpdateThroughAccounting(t *testing.T) {
 // broken: RACE, its rate over the bursts it judged, not over all 30.
 func TestBooleanInvariantBrokenBeforeOnPostgres(t *testing.T) {
 	if _, _, code := execCmd(t, false, "sql", "-b", "postgres", "--attempt", "SELECT 1;", "--effects", "SELECT 0;", "-n", "1", "--bursts", "1"); code == ExitSetup {
-		conformance.Unavailable(t, "postgres", nil)
+		testenv.Unavailable(t, "postgres", nil)
 	}
 	const (
 		setup    = "CREATE TABLE acct_{{.RunID}} (id VARCHAR(64) PRIMARY KEY, balance INT NOT NULL);"

@@ -10,9 +10,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/racetest/racetest/internal/testenv"
 	"github.com/racetest/racetest/report"
 	"github.com/racetest/racetest/scenarios/builtin"
-	"github.com/racetest/racetest/scenarios/conformance"
 )
 
 // secretPostgresURL is the test server's URL with one distinctive
@@ -20,10 +20,10 @@ import (
 // connects), and that password.
 func secretPostgresURL(t *testing.T) (string, string) {
 	t.Helper()
-	raw := os.Getenv("RACETEST_POSTGRES_URL")
+	raw := testenv.Conn("postgres")
 	if raw == "" {
 		if !serverAnswers("127.0.0.1:5432") {
-			conformance.Unavailable(t, "postgres", errors.New("nothing answers at 127.0.0.1:5432"))
+			testenv.Unavailable(t, "postgres", errors.New("nothing answers at 127.0.0.1:5432"))
 		}
 		raw = "postgres://postgres@127.0.0.1:5432/test"
 	}

@@ -4,21 +4,19 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"testing"
 
 	_ "github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/racetest/racetest/internal/sqldb"
+	"github.com/racetest/racetest/internal/testenv"
 	"github.com/racetest/racetest/proxy"
 	"github.com/racetest/racetest/scenarios"
-	"github.com/racetest/racetest/scenarios/conformance"
 )
 
 // racetest http --proxy, as a user runs it: a check-then-write service whose
@@ -26,15 +24,9 @@ import (
 // report tells what happened at the database; the JSON carries each
 // burst's hold. A --proxy address where no proxy answers is exit 2.
 func TestHTTPThroughTheProxy(t *testing.T) {
-	upstream := os.Getenv("RACETEST_POSTGRES_URL")
-	if upstream == "" {
-		upstream = sqldb.DefaultPostgresURL
-	}
+	testenv.SQL(t, sqldb.Postgres) // skips, or fails under RACETEST_REQUIRE_SERVERS, without the server
+	upstream := testenv.URL("postgres")
 	p, err := proxy.Start(context.Background(), proxy.Config{Upstream: upstream})
-	var ue *proxy.UpstreamError
-	if errors.As(err, &ue) {
-		conformance.Unavailable(t, "postgres", err)
-	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +43,7 @@ func TestHTTPThroughTheProxy(t *testing.T) {
 	t.Cleanup(func() { via.Close() })
 	table := "racetest_" + scenarios.NewRunID() + "_redemptions"
 	if _, err := direct.Exec("CREATE TABLE " + table + " (code text NOT NULL)"); err != nil {
-		conformance.Unavailable(t, "postgres", err)
+		testenv.Unavailable(t, "postgres", err)
 	}
 	t.Cleanup(func() {
 		if _, err := direct.Exec("DROP TABLE " + table); err != nil {

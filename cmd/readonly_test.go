@@ -7,13 +7,11 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"testing"
 
-	"github.com/racetest/racetest/internal/redistest"
 	"github.com/racetest/racetest/internal/sqldb"
-	"github.com/racetest/racetest/scenarios/conformance"
+	"github.com/racetest/racetest/internal/testenv"
 )
 
 // readOnlyCase is one check that must be refused with exit 2 (issue 42,
@@ -34,14 +32,10 @@ type readOnlyCase struct {
 // transactions), and a function that adds 100 to every balance; it
 // returns the table's name and a func that reads it whole ("1:5 2:-1
 // 3:-2"). Both are dropped when the test ends.
-func acctTable(t *testing.T, d sqldb.Dialect, env string) (*sqldb.DB, string, func() string) {
+func acctTable(t *testing.T, d sqldb.Dialect) (*sqldb.DB, string, func() string) {
 	t.Helper()
 	ctx := context.Background()
-	db, err := sqldb.Open(ctx, d, os.Getenv(env), sqldb.Options{})
-	if err != nil {
-		conformance.Unavailable(t, string(d), err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := testenv.SQL(t, d)
 	b := make([]byte, 4)
 	rand.Read(b)
 	name := "racetest_" + hex.EncodeToString(b) + "_acct"
@@ -128,8 +122,8 @@ func sqlChecksThatWrite(table string, postgres bool) []readOnlyCase {
 // 2, the table as it was, and the setup run (its marker table made) only
 // where the server refused the write inside the check's read-only
 // transaction.
-func runSQLChecksThatWrite(t *testing.T, backend string, d sqldb.Dialect, env string) {
-	db, table, read := acctTable(t, d, env)
+func runSQLChecksThatWrite(t *testing.T, backend string, d sqldb.Dialect) {
+	db, table, read := acctTable(t, d)
 	before := read()
 	marker := table + "_setup"
 	for _, c := range sqlChecksThatWrite(table, d == sqldb.Postgres) {
@@ -161,11 +155,11 @@ func runSQLChecksThatWrite(t *testing.T, backend string, d sqldb.Dialect, env st
 }
 
 func TestChecksOnlyReadPostgres(t *testing.T) {
-	runSQLChecksThatWrite(t, "postgres", sqldb.Postgres, "RACETEST_POSTGRES_URL")
+	runSQLChecksThatWrite(t, "postgres", sqldb.Postgres)
 }
 
 func TestChecksOnlyReadMySQL(t *testing.T) {
-	runSQLChecksThatWrite(t, "mysql", sqldb.MySQL, "RACETEST_MYSQL_DSN")
+	runSQLChecksThatWrite(t, "mysql", sqldb.MySQL)
 }
 
 // On Redis, the server's COMMAND INFO judges each command of a check,
@@ -174,7 +168,7 @@ func TestChecksOnlyReadMySQL(t *testing.T) {
 // which never sends them: a test that failed here would empty the shared
 // server.)
 func TestChecksOnlyReadRedis(t *testing.T) {
-	rdb, p := redistest.Own(t)
+	rdb, p := testenv.OwnRedis(t)
 	ctx := context.Background()
 	set, counter, list, zset, marker := p+":s", p+":c", p+":l", p+":z", p+":setup"
 	rdb.SAdd(ctx, set, "a", "b", "c")
@@ -227,11 +221,11 @@ func TestChecksOnlyReadRedis(t *testing.T) {
 // sql: and redis: form that writes, or returns several values, is exit 2
 // and the data is as it was.
 func TestHTTPChecksOnlyRead(t *testing.T) {
-	pg, pgTable, pgRead := acctTable(t, sqldb.Postgres, "RACETEST_POSTGRES_URL")
+	pg, pgTable, pgRead := acctTable(t, sqldb.Postgres)
 	_ = pg
-	my, myTable, myRead := acctTable(t, sqldb.MySQL, "RACETEST_MYSQL_DSN")
+	my, myTable, myRead := acctTable(t, sqldb.MySQL)
 	_ = my
-	rdb, p := redistest.Own(t)
+	rdb, p := testenv.OwnRedis(t)
 	ctx := context.Background()
 	set := p + ":s"
 	rdb.SAdd(ctx, set, "a", "b", "c")

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/racetest/racetest/internal/testenv"
 	"github.com/racetest/racetest/scenarios/builtin"
 )
 
@@ -58,8 +59,8 @@ func reproduceLines(t *testing.T, junit string, args ...string) []string {
 func TestEveryReproduceLineRuns(t *testing.T) {
 	srv := httptest.NewServer(&counter{writes: map[string]int{}})
 	defer srv.Close()
-	postgres := os.Getenv("RACETEST_POSTGRES_URL") != "" || serverAnswers("127.0.0.1:5432")
-	if !postgres && os.Getenv("RACETEST_REQUIRE_SERVERS") == "1" {
+	postgres := testenv.Set("postgres") || serverAnswers("127.0.0.1:5432")
+	if !postgres && testenv.Required() {
 		t.Fatal("no PostgreSQL: RACETEST_REQUIRE_SERVERS=1 requires it")
 	}
 	sqlCase := ""

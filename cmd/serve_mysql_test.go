@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/racetest/racetest/internal/testenv"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/builtin"
-	"github.com/racetest/racetest/scenarios/conformance"
 	"github.com/racetest/racetest/scenarios/mysqlstore"
 )
 
@@ -24,10 +24,10 @@ func TestRunProcessesMySQL(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds racetest")
 	}
-	probe := scenarios.Params{RunID: scenarios.NewRunID(), Conn: scenarios.NewConnections(map[string]string{"mysql": os.Getenv("RACETEST_MYSQL_DSN")})}
+	probe := scenarios.Params{RunID: scenarios.NewRunID(), Conn: testenv.Conns("mysql")}
 	st, err := mysqlstore.Open(context.Background(), probe)
 	if err != nil {
-		conformance.Unavailable(t, mysqlstore.Name, err)
+		testenv.Unavailable(t, mysqlstore.Name, err)
 	}
 	defer st.Close()
 

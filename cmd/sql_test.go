@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/racetest/racetest/scenarios/conformance"
+	"github.com/racetest/racetest/internal/testenv"
 )
 
 // Bad input stops 'racetest sql' and 'racetest redis' with exit 2 and a
@@ -77,7 +77,7 @@ func TestScriptUnreachableServer(t *testing.T) {
 // the naive example is a RACE and the banner names what runs.
 func TestScriptOnServers(t *testing.T) {
 	if _, _, code := execCmd(t, false, "redis", "--attempt", "PING", "--effects", "DBSIZE", "--bursts", "1", "-n", "1"); code == ExitSetup {
-		conformance.Unavailable(t, "redis", nil)
+		testenv.Unavailable(t, "redis", nil)
 	}
 	_, stderr, code := execCmd(t, false, "redis", "--subject", "{{if false}}SET x{{end}}", "--attempt", "PING", "--effects", "EXISTS nothing:{{.Token}}", "-n", "2", "--bursts", "3")
 	if code != ExitUsage || !strings.Contains(stderr, "--subject:1:1") || !strings.Contains(stderr, "empty once its templates are expanded") {
@@ -111,7 +111,7 @@ func TestScriptOnServers(t *testing.T) {
 // on stderr what it runs.
 func TestSuiteScriptCasesOnRedis(t *testing.T) {
 	if _, _, code := execCmd(t, false, "redis", "--attempt", "PING", "--effects", "DBSIZE", "--bursts", "1", "-n", "1"); code == ExitSetup {
-		conformance.Unavailable(t, "redis", nil)
+		testenv.Unavailable(t, "redis", nil)
 	}
 	dir, err := filepath.Abs("../examples/redeem/scripts")
 	if err != nil {

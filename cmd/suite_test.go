@@ -17,11 +17,11 @@ import (
 	"time"
 
 	"github.com/racetest/racetest/httpfire/httpfiretest"
+	"github.com/racetest/racetest/internal/testenv"
 	"github.com/racetest/racetest/report"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/builtin"
-	"github.com/racetest/racetest/scenarios/conformance"
 	"github.com/racetest/racetest/suite"
 )
 
@@ -492,7 +492,7 @@ func readFile(t *testing.T, name string) []byte {
 // "unproven", never "met".
 func TestSuiteScriptCaseInconclusiveFailsTheGate(t *testing.T) {
 	if _, _, code := execCmd(t, false, "sql", "-b", "postgres", "--attempt", "SELECT 1;", "--effects", "SELECT 0;", "-n", "1", "--bursts", "1"); code == ExitSetup {
-		conformance.Unavailable(t, "postgres", nil)
+		testenv.Unavailable(t, "postgres", nil)
 	}
 	dir, err := filepath.Abs("../examples/redeem/scripts")
 	if err != nil {

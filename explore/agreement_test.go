@@ -12,10 +12,10 @@ import (
 
 	"github.com/racetest/racetest/explore"
 	"github.com/racetest/racetest/internal/sqldb"
+	"github.com/racetest/racetest/internal/testenv"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/builtin"
-	"github.com/racetest/racetest/scenarios/conformance"
 )
 
 // agreementCase is one run of the catalog's table: a scenario on a backend
@@ -159,10 +159,10 @@ func exploreCase(t *testing.T, reg *scenarios.Registry, c agreementCase, blockAf
 
 func connections() scenarios.Connections {
 	return scenarios.NewConnections(map[string]string{
-		"redis":    os.Getenv("RACETEST_REDIS_URL"),
-		"mysql":    os.Getenv("RACETEST_MYSQL_DSN"),
-		"postgres": os.Getenv("RACETEST_POSTGRES_URL"),
-		"mongo":    os.Getenv("RACETEST_MONGO_URI"),
+		"redis":    testenv.Conn("redis"),
+		"mysql":    testenv.Conn("mysql"),
+		"postgres": testenv.Conn("postgres"),
+		"mongo":    testenv.Conn("mongo"),
 		// Replicas, for the scenarios that read or promote one (set by
 		// scripts/cluster.sh's CI step; without them those are left out).
 		"redis_read":    os.Getenv("RACETEST_REDIS_READ_URL"),
@@ -179,7 +179,7 @@ func TestExploreAgreesWithTheCatalog(t *testing.T) {
 	reg := builtin.Registry()
 	for _, b := range reg.Backends() {
 		t.Run(b.Name, func(t *testing.T) {
-			if b.Name == "mongo" && os.Getenv("RACETEST_MONGO_URI") == "" {
+			if b.Name == "mongo" && !testenv.Set("mongo") {
 				// CI's MongoDB stand-in is started by .ci/run, which sets it.
 				t.Skip("RACETEST_MONGO_URI is not set: mongo is left out")
 			}
@@ -199,7 +199,7 @@ func TestExploreAgreesWithTheCatalog(t *testing.T) {
 					continue
 				}
 				if err != nil && i == 0 && b.Server && res == nil {
-					conformance.Unavailable(t, b.Name, err)
+					testenv.Unavailable(t, b.Name, err)
 				}
 				if err != nil {
 					t.Errorf("%s: %v", c, err)
@@ -289,7 +289,7 @@ func TestExploreReproducesHermitageG2(t *testing.T) {
 				// interleaved because a loaded machine was slow.
 				res, err := exploreCase(t, reg, c, time.Second)
 				if err != nil && i == 0 && res == nil {
-					conformance.Unavailable(t, backend, err)
+					testenv.Unavailable(t, backend, err)
 				}
 				if err != nil {
 					t.Fatalf("%s: %v", c, err)

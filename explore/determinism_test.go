@@ -11,10 +11,10 @@ import (
 
 	"github.com/racetest/racetest/explore"
 	"github.com/racetest/racetest/internal/sqldb"
+	"github.com/racetest/racetest/internal/testenv"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/builtin"
-	"github.com/racetest/racetest/scenarios/conformance"
 	"github.com/racetest/racetest/script"
 )
 
@@ -104,7 +104,7 @@ func TestTenRunsGiveTheSameCounts(t *testing.T) {
 			for i := range 10 {
 				target, indep, err := c.build()
 				if err != nil {
-					conformance.Unavailable(t, "postgres", err)
+					testenv.Unavailable(t, "postgres", err)
 				}
 				res, err := explore.Run(ctx, target, explore.Options{Attempts: 2, Deadlock: sqldb.IsDeadlock,
 					BlockAfter: time.Microsecond, Timeout: 20 * time.Second, Independent: indep})

@@ -10,8 +10,8 @@ import (
 
 	"github.com/racetest/racetest/explore"
 	"github.com/racetest/racetest/internal/sqldb"
+	"github.com/racetest/racetest/internal/testenv"
 	"github.com/racetest/racetest/scenarios"
-	"github.com/racetest/racetest/scenarios/conformance"
 	"github.com/racetest/racetest/script"
 )
 
@@ -275,7 +275,7 @@ func exploreHermitageWith(t *testing.T, backend, level string, h hermitageTest, 
 	}
 	store, err := script.Open(ctx, backend, p)
 	if err != nil {
-		conformance.Unavailable(t, backend, err)
+		testenv.Unavailable(t, backend, err)
 	}
 	target, err := script.New(store, sc, p.RunID)
 	if err != nil {

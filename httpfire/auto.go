@@ -21,7 +21,6 @@ import (
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios/mongostore"
 	"github.com/racetest/racetest/scenarios/mysqlstore"
-	"github.com/racetest/racetest/scenarios/pgstore"
 	"github.com/racetest/racetest/scenarios/redisstore"
 )
 
@@ -67,13 +66,9 @@ func parseAuto(store string, watch []string, t *Target) (*autoCheck, error) {
 	conn := t.p.Conn
 	switch store {
 	case "postgres", "postgresql", "pg":
-		raw := conn.Get(pgstore.Name)
-		if raw == "" {
-			raw = defaultPostgresURL
-		}
-		cfg, err := pgx.ParseConfig(raw)
+		cfg, err := pgConfig(conn)
 		if err != nil {
-			return nil, inputErrorf("postgres-url", "cannot parse the PostgreSQL URL (%s): %v", redactURL(raw), errors.Unwrap(err))
+			return nil, err
 		}
 		return &autoCheck{dialect: sqldb.Postgres, pg: cfg, watch: ws}, nil
 	case "mysql", "mariadb":
@@ -83,16 +78,9 @@ func parseAuto(store string, watch []string, t *Target) (*autoCheck, error) {
 		}
 		return &autoCheck{dialect: sqldb.MySQL, my: cfg, watch: ws}, nil
 	case "redis":
-		raw := conn.Get(redisstore.Name)
-		if raw == "" {
-			raw = defaultRedisURL
-		}
-		if redisstore.IsClusterURL(raw) {
-			return nil, &InputError{Field: "redis-url", Err: redisstore.ClusterRefusal(autoOnRedis)}
-		}
-		opt, err := redis.ParseURL(raw)
+		opt, err := redisOptions(conn, autoOnRedis)
 		if err != nil {
-			return nil, inputErrorf("redis-url", "cannot parse the Redis URL (%s)", redactURL(raw))
+			return nil, err
 		}
 		if len(ws) == 0 {
 			return nil, inputErrorf("watch", "--effects auto:redis measures the keys --watch names: add --watch 'PATTERN,…' (e.g. --watch 'coupon:*')")
@@ -131,16 +119,11 @@ func (a *autoCheck) note() string {
 
 func (a *autoCheck) open(ctx context.Context) error {
 	if a.redis != nil {
-		a.rdb = redis.NewClient(a.redis)
-		if err := a.rdb.Ping(ctx).Err(); err != nil {
-			return fmt.Errorf("cannot connect to Redis at %s: %w — is it running? set --redis-url or RACETEST_REDIS_URL", a.redis.Addr, err)
-		}
 		// A plain URL may name one node of a cluster: a snapshot there
 		// would read that node's keys only.
-		if err := redisstore.RefuseCluster(ctx, "", a.rdb, autoOnRedis); err != nil {
-			return &InputError{Field: "redis-url", Err: err}
-		}
-		return nil
+		rdb, err := openRedis(ctx, a.redis, autoOnRedis)
+		a.rdb = rdb
+		return err
 	}
 	if a.mongo != "" {
 		cs, err := connstring.ParseAndValidate(a.mongo)
@@ -175,16 +158,9 @@ func (a *autoCheck) open(ctx context.Context) error {
 		a.pgConn = c
 		return nil
 	}
-	conn, err := mysql.NewConnector(a.my)
-	if err != nil {
-		return err
-	}
-	a.myDB = sql.OpenDB(conn)
-	a.myDB.SetMaxOpenConns(1)
-	if err := a.myDB.PingContext(ctx); err != nil {
-		return fmt.Errorf("cannot connect to MySQL at %s: %w — is it running? set --mysql-dsn or RACETEST_MYSQL_DSN", a.my.Addr, err)
-	}
-	return nil
+	db, err := openMySQL(ctx, a.my)
+	a.myDB = db
+	return err
 }
 
 func (a *autoCheck) querier() sqldb.Querier {

@@ -8,17 +8,15 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/racetest/racetest/internal/redistest"
 	"github.com/racetest/racetest/internal/sqldb"
+	"github.com/racetest/racetest/internal/testenv"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
-	"github.com/racetest/racetest/scenarios/conformance"
 	"github.com/racetest/racetest/scenarios/runs"
 )
 
@@ -42,16 +40,8 @@ type redeemService struct {
 
 func newRedeemService(t *testing.T, d sqldb.Dialect, mode string) *redeemService {
 	t.Helper()
-	conn := os.Getenv("RACETEST_MYSQL_DSN")
-	if d == sqldb.Postgres {
-		conn = os.Getenv("RACETEST_POSTGRES_URL")
-	}
 	ctx := context.Background()
-	db, err := sqldb.Open(ctx, d, conn, sqldb.Options{})
-	if err != nil {
-		conformance.Unavailable(t, string(d), err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := testenv.SQL(t, d)
 	b := make([]byte, 4)
 	rand.Read(b)
 	s := &redeemService{db: db, mode: mode, conns: make(chan sqldb.Conn, 8),
@@ -192,7 +182,7 @@ func runAutoHTTP(t *testing.T, d sqldb.Dialect, mode string) (*runner.Result, *r
 	svc := newRedeemService(t, d, mode)
 	srv := httptest.NewServer(svc)
 	t.Cleanup(srv.Close)
-	p := scenarios.Params{RunID: scenarios.NewRunID(), Attempts: 6, Replicas: 1, Conn: scenarios.NewConnections(map[string]string{"postgres": os.Getenv("RACETEST_POSTGRES_URL"), "mysql": os.Getenv("RACETEST_MYSQL_DSN")})}
+	p := scenarios.Params{RunID: scenarios.NewRunID(), Attempts: 6, Replicas: 1, Conn: testenv.Conns("postgres", "mysql")}
 	url := srv.URL + "/redeem?code={{.Token}}"
 	if strings.HasPrefix(mode, "sell") {
 		// Requests 0 to 5 order 1, 2, 3, 4, 1, 2 units: 13 of a stock of 10.
@@ -298,8 +288,8 @@ func TestEffectsAutoInput(t *testing.T) {
 // A redeem service on Redis: naive (GET the flag, then SET it and record
 // the redemption) or fixed (SET NX).
 func TestEffectsAutoOverHTTPOnRedis(t *testing.T) {
-	url := redistest.URL()
-	rdb, prefix := redistest.Own(t)
+	url := testenv.URL("redis")
+	rdb, prefix := testenv.OwnRedis(t)
 	for _, mode := range []string{"naive", "fixed"} {
 		t.Run(mode, func(t *testing.T) {
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -375,7 +365,7 @@ func TestAutoTargetIsCounted(t *testing.T) {
 // a fast endpoint) must not fail every burst's reading of the store.
 func TestTheSnapshotHasItsOwnTime(t *testing.T) {
 	svc := newRedeemService(t, sqldb.Postgres, "naive")
-	p := scenarios.Params{RunID: scenarios.NewRunID(), Attempts: 2, Replicas: 1, Conn: scenarios.NewConnections(map[string]string{"postgres": os.Getenv("RACETEST_POSTGRES_URL")})}
+	p := scenarios.Params{RunID: scenarios.NewRunID(), Attempts: 2, Replicas: 1, Conn: testenv.Conns("postgres")}
 	tg, err := New(Config{Method: "POST", URL: "http://127.0.0.1:9/redeem", Effects: "auto:postgres", Watch: []string{svc.coupons + "," + svc.redemption}}, p)
 	if err != nil {
 		t.Fatal(err)

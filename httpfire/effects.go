@@ -22,8 +22,6 @@ import (
 	"github.com/racetest/racetest/internal/sqldb"
 	"github.com/racetest/racetest/scenarios/mongostore"
 	"github.com/racetest/racetest/scenarios/mysqlstore"
-	"github.com/racetest/racetest/scenarios/pgstore"
-	"github.com/racetest/racetest/scenarios/redisstore"
 	"github.com/redis/go-redis/v9"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -77,7 +75,6 @@ func violations(ctx context.Context, c effectsCheck, v Vars) (int, error) {
 // The effects checks default to the scenario backends' servers.
 const (
 	defaultPostgresURL = sqldb.DefaultPostgresURL
-	defaultRedisURL    = redisdb.DefaultURL
 	defaultMongoURI    = mongodb.DefaultURI
 )
 
@@ -127,13 +124,9 @@ func parseCheck(field, spec string, t *Target) (effectsCheck, error) {
 			}
 			return &mysqlCheck{cfg: cfg, query: q, spec: "sql:mysql", field: field}, nil
 		case "postgres", "postgresql", "pg":
-			raw := conn.Get(pgstore.Name)
-			if raw == "" {
-				raw = defaultPostgresURL
-			}
-			cfg, err := pgx.ParseConfig(raw)
+			cfg, err := pgConfig(conn)
 			if err != nil {
-				return nil, inputErrorf("postgres-url", "cannot parse the PostgreSQL URL (%s): %v", redactURL(raw), errors.Unwrap(err))
+				return nil, err
 			}
 			return &pgCheck{cfg: cfg, query: q, field: field}, nil
 		}
@@ -146,16 +139,9 @@ func parseCheck(field, spec string, t *Target) (effectsCheck, error) {
 		if err != nil {
 			return nil, err
 		}
-		raw := conn.Get(redisstore.Name)
-		if raw == "" {
-			raw = defaultRedisURL
-		}
-		if redisstore.IsClusterURL(raw) {
-			return nil, &InputError{Field: "redis-url", Err: redisstore.ClusterRefusal(effectsOnRedis)}
-		}
-		opt, err := redis.ParseURL(raw)
+		opt, err := redisOptions(conn, effectsOnRedis)
 		if err != nil {
-			return nil, inputErrorf("redis-url", "cannot parse the Redis URL (%s): %v", redactURL(raw), strings.ReplaceAll(err.Error(), raw, redactURL(raw)))
+			return nil, err
 		}
 		return &redisCheck{opt: opt, cmd: c, field: field}, nil
 	case "mongo", "mongodb":
@@ -264,16 +250,9 @@ type mysqlCheck struct {
 func (c *mysqlCheck) describe() string { return c.spec + " on " + c.cfg.Addr + "/" + c.cfg.DBName }
 
 func (c *mysqlCheck) open(ctx context.Context) error {
-	conn, err := mysql.NewConnector(c.cfg)
-	if err != nil {
-		return err
-	}
-	c.db = sql.OpenDB(conn)
-	c.db.SetMaxOpenConns(1)
-	if err := c.db.PingContext(ctx); err != nil {
-		return fmt.Errorf("cannot connect to MySQL at %s: %w — is it running? set --mysql-dsn or RACETEST_MYSQL_DSN", c.cfg.Addr, err)
-	}
-	return nil
+	db, err := openMySQL(ctx, c.cfg)
+	c.db = db
+	return err
 }
 
 // value runs the query in a read-only transaction, rolled back.
@@ -424,14 +403,11 @@ type redisCheck struct {
 func (c *redisCheck) describe() string { return "redis on " + c.opt.Addr }
 
 func (c *redisCheck) open(ctx context.Context) error {
-	c.client = redis.NewClient(c.opt)
-	if err := c.client.Ping(ctx).Err(); err != nil {
-		return fmt.Errorf("cannot connect to Redis at %s: %w — is it running? set --redis-url or RACETEST_REDIS_URL", c.opt.Addr, err)
+	client, err := openRedis(ctx, c.opt, effectsOnRedis)
+	if err != nil {
+		return err
 	}
-	// On a cluster node most keys would meet MOVED errors.
-	if err := redisstore.RefuseCluster(ctx, "", c.client, effectsOnRedis); err != nil {
-		return &InputError{Field: "redis-url", Err: err}
-	}
+	c.client = client
 	// The command is judged now, before anything runs, by the server's
 	// COMMAND INFO (with sample values if a template names it; judged
 	// again as each burst sends it).

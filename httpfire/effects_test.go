@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -18,10 +17,9 @@ import (
 	"github.com/racetest/racetest/internal/sqldb"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
-	"github.com/racetest/racetest/scenarios/conformance"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/racetest/racetest/internal/redisdb"
+	"github.com/racetest/racetest/internal/testenv"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
@@ -70,23 +68,10 @@ func effectsRun(t *testing.T, p scenarios.Params, spec string, record func(ctx c
 }
 
 func TestEffectsRedis(t *testing.T) {
-	url := os.Getenv("RACETEST_REDIS_URL")
-	if url == "" {
-		url = "redis://127.0.0.1:6379/0"
-	}
-	opt, err := redis.ParseURL(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	client := redis.NewClient(opt)
-	// Cleanups run last-in first-out: the client closes after the keys are gone.
-	t.Cleanup(func() { client.Close() })
-	ctx := context.Background()
-	if err := client.Ping(ctx).Err(); err != nil {
-		conformance.Unavailable(t, "redis", err)
-	}
+	// The client closes after the keys are gone: cleanups run last first.
+	client := testenv.Redis(t)
 	p := params()
-	p.Conn.Set("redis", url)
+	p.Conn.Set("redis", testenv.URL("redis"))
 	var keys []string
 	t.Cleanup(func() {
 		if len(keys) > 0 {
@@ -100,7 +85,7 @@ func TestEffectsRedis(t *testing.T) {
 }
 
 func TestEffectsMySQL(t *testing.T) {
-	dsn := os.Getenv("RACETEST_MYSQL_DSN")
+	dsn := testenv.Conn("mysql")
 	cfg, err := sqldb.MySQLConfig(dsn)
 	if err != nil {
 		t.Fatal(err)
@@ -113,7 +98,7 @@ func TestEffectsMySQL(t *testing.T) {
 	t.Cleanup(func() { db.Close() }) // after the table is dropped
 	ctx := context.Background()
 	if err := db.PingContext(ctx); err != nil {
-		conformance.Unavailable(t, "mysql", err)
+		testenv.Unavailable(t, "mysql", err)
 	}
 	p := params()
 	p.Conn.Set("mysql", dsn)
@@ -129,14 +114,11 @@ func TestEffectsMySQL(t *testing.T) {
 }
 
 func TestEffectsPostgres(t *testing.T) {
-	url := os.Getenv("RACETEST_POSTGRES_URL")
-	if url == "" {
-		url = "postgres://postgres@127.0.0.1:5432/test"
-	}
+	url := testenv.URL("postgres")
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
-		conformance.Unavailable(t, "postgres", err)
+		testenv.Unavailable(t, "postgres", err)
 	}
 	t.Cleanup(func() { conn.Close(context.Background()) }) // after the table is dropped
 	p := params()
@@ -172,10 +154,7 @@ func TestEffectsStoreUnreachable(t *testing.T) {
 }
 
 func TestEffectsMongo(t *testing.T) {
-	uri := os.Getenv("RACETEST_MONGO_URI")
-	if uri == "" {
-		uri = "mongodb://127.0.0.1:27017"
-	}
+	uri := testenv.URL("mongo")
 	client, err := mongo.Connect(options.Client().ApplyURI(uri).SetServerSelectionTimeout(2 * time.Second))
 	if err != nil {
 		t.Fatal(err)
@@ -183,7 +162,7 @@ func TestEffectsMongo(t *testing.T) {
 	ctx := context.Background()
 	t.Cleanup(func() { client.Disconnect(context.Background()) }) // after the collection is dropped
 	if err := client.Ping(ctx, nil); err != nil {
-		conformance.Unavailable(t, "mongo", err)
+		testenv.Unavailable(t, "mongo", err)
 	}
 	p := params()
 	p.Conn.Set("mongo", uri)
@@ -215,17 +194,9 @@ func checkRun(t *testing.T, p scenarios.Params, spec string) error {
 // servers, before a burst counts anything.
 func TestChecksOnTheServersReturnOneValueAndOnlyRead(t *testing.T) {
 	t.Run("postgres", func(t *testing.T) {
-		url := os.Getenv("RACETEST_POSTGRES_URL")
-		if url == "" {
-			url = "postgres://postgres@127.0.0.1:5432/test"
-		}
-		conn, err := pgx.Connect(context.Background(), url)
-		if err != nil {
-			conformance.Unavailable(t, "postgres", err)
-		}
-		conn.Close(context.Background())
+		testenv.SQL(t, sqldb.Postgres)
 		p := params()
-		p.Conn.Set("postgres", url)
+		p.Conn.Set("postgres", testenv.URL("postgres"))
 		if err := checkRun(t, p, "sql:postgres:SELECT 1 UNION ALL SELECT 2"); err == nil || !strings.Contains(err.Error(), "returned 2 rows") {
 			t.Errorf("two rows: %v, want refused, naming them", err)
 		}
@@ -234,25 +205,9 @@ func TestChecksOnTheServersReturnOneValueAndOnlyRead(t *testing.T) {
 		}
 	})
 	t.Run("mysql", func(t *testing.T) {
-		dsn := os.Getenv("RACETEST_MYSQL_DSN")
-		if dsn == "" {
-			dsn = "root@tcp(127.0.0.1:3306)/test"
-		}
-		cfg, err := sqldb.MySQLConfig(dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
-		conn, err := mysql.NewConnector(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		db := sql.OpenDB(conn)
-		defer db.Close()
-		if err := db.Ping(); err != nil {
-			conformance.Unavailable(t, "mysql", err)
-		}
+		testenv.SQL(t, sqldb.MySQL)
 		p := params()
-		p.Conn.Set("mysql", dsn)
+		p.Conn.Set("mysql", testenv.URL("mysql"))
 		if err := checkRun(t, p, "sql:mysql:SELECT 1 UNION ALL SELECT 2"); err == nil || !strings.Contains(err.Error(), "returned 2 rows") {
 			t.Errorf("two rows: %v, want refused, naming them", err)
 		}
@@ -261,21 +216,9 @@ func TestChecksOnTheServersReturnOneValueAndOnlyRead(t *testing.T) {
 		}
 	})
 	t.Run("redis", func(t *testing.T) {
-		url := os.Getenv("RACETEST_REDIS_URL")
-		if url == "" {
-			url = "redis://127.0.0.1:6379/0"
-		}
-		opt, err := redis.ParseURL(url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		client := redis.NewClient(opt)
-		defer client.Close()
-		if err := client.Ping(context.Background()).Err(); err != nil {
-			conformance.Unavailable(t, "redis", err)
-		}
+		client := testenv.Redis(t)
 		p := params()
-		p.Conn.Set("redis", url)
+		p.Conn.Set("redis", testenv.URL("redis"))
 		key := p.Prefix() + "{{.Token}}"
 		if err := checkRun(t, p, "redis:MGET "+key+" "+key+"x"); err == nil || !strings.Contains(err.Error(), "an array of 2 elements") {
 			t.Errorf("an array of two: %v, want refused, naming it", err)

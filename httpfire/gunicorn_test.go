@@ -1,6 +1,7 @@
 package httpfire_test
 
 import (
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/racetest/racetest/httpfire"
+	"github.com/racetest/racetest/internal/testenv"
 	"github.com/racetest/racetest/report"
 	"github.com/racetest/racetest/runner"
 )
@@ -24,10 +26,7 @@ func gunicorn(t *testing.T, args ...string) string {
 	t.Helper()
 	bin, err := exec.LookPath("gunicorn")
 	if err != nil {
-		if os.Getenv("RACETEST_REQUIRE_SERVERS") != "" {
-			t.Fatalf("gunicorn not found and RACETEST_REQUIRE_SERVERS is set (apt-get install gunicorn): %v", err)
-		}
-		t.Skipf("gunicorn not found, skipping (apt-get install gunicorn; set RACETEST_REQUIRE_SERVERS=1 to make this a failure): %v", err)
+		testenv.Missing(t, fmt.Sprintf("gunicorn not found (apt-get install gunicorn): %v", err))
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

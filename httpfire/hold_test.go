@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -18,10 +17,10 @@ import (
 
 	"github.com/racetest/racetest/httpfire"
 	"github.com/racetest/racetest/internal/sqldb"
+	"github.com/racetest/racetest/internal/testenv"
 	"github.com/racetest/racetest/proxy"
 	"github.com/racetest/racetest/report"
 	"github.com/racetest/racetest/runner"
-	"github.com/racetest/racetest/scenarios/conformance"
 )
 
 // Through a racetest proxy, a check-then-write endpoint races in every
@@ -111,22 +110,16 @@ func newRedeemService(t *testing.T, store string) *redeemService {
 	var upstream, driver string
 	switch store {
 	case "postgres":
-		upstream, driver = os.Getenv("RACETEST_POSTGRES_URL"), "pgx"
-		if upstream == "" {
-			upstream = sqldb.DefaultPostgresURL
-		}
+		upstream, driver = testenv.URL("postgres"), "pgx"
 		s.conn = upstream
 	default:
-		upstream, driver = os.Getenv("RACETEST_MYSQL_DSN"), "mysql"
-		if upstream == "" {
-			upstream = sqldb.DefaultMySQLDSN
-		}
+		upstream, driver = testenv.URL("mysql"), "mysql"
 		s.conn = upstream
 	}
 	p, err := proxy.Start(context.Background(), proxy.Config{Upstream: upstream})
 	var ue *proxy.UpstreamError
 	if errors.As(err, &ue) {
-		conformance.Unavailable(t, store, err)
+		testenv.Unavailable(t, store, err)
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -153,7 +146,7 @@ func newRedeemService(t *testing.T, store string) *redeemService {
 	s.direct, s.viaProxy = open(upstream), open(p.ServiceURL())
 	t.Cleanup(func() { s.direct.Close(); s.viaProxy.Close() })
 	if err := s.direct.Ping(); err != nil {
-		conformance.Unavailable(t, store, err)
+		testenv.Unavailable(t, store, err)
 	}
 	var b [4]byte
 	rand.Read(b[:])

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -19,10 +18,10 @@ import (
 	"github.com/racetest/racetest/httpfire"
 	"github.com/racetest/racetest/httpfire/httpfiretest"
 	"github.com/racetest/racetest/internal/sqldb"
+	"github.com/racetest/racetest/internal/testenv"
 	"github.com/racetest/racetest/report"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
-	"github.com/racetest/racetest/scenarios/conformance"
 )
 
 // A service whose guard is a row lock in the database answers a burst one
@@ -111,14 +110,11 @@ func newTransferService(t *testing.T, store string) *transferService {
 	var err error
 	switch store {
 	case "postgres":
-		s.url = os.Getenv("RACETEST_POSTGRES_URL")
-		if s.url == "" {
-			s.url = "postgres://postgres@127.0.0.1:5432/test"
-		}
+		s.url = testenv.URL("postgres")
 		p.Conn.Set("postgres", s.url)
 		s.db, err = sql.Open("pgx", s.url)
 	default:
-		dsn := os.Getenv("RACETEST_MYSQL_DSN")
+		dsn := testenv.Conn("mysql")
 		p.Conn.Set("mysql", dsn)
 		var cfg *mysql.Config
 		if cfg, err = sqldb.MySQLConfig(dsn); err == nil {
@@ -135,7 +131,7 @@ func newTransferService(t *testing.T, store string) *transferService {
 	t.Cleanup(func() { s.db.Close() }) // after the tables are dropped
 	ctx := context.Background()
 	if err := s.db.PingContext(ctx); err != nil {
-		conformance.Unavailable(t, store, err)
+		testenv.Unavailable(t, store, err)
 	}
 	for _, q := range []string{
 		"CREATE TABLE " + s.acct + " (k VARCHAR(64) PRIMARY KEY, balance INT NOT NULL)",

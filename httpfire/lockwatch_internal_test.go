@@ -3,7 +3,6 @@ package httpfire
 import (
 	"context"
 	"errors"
-	"os"
 	"slices"
 	"testing"
 	"text/template"
@@ -12,9 +11,9 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/racetest/racetest/internal/sqldb"
+	"github.com/racetest/racetest/internal/testenv"
 	"github.com/racetest/racetest/proxy"
 	"github.com/racetest/racetest/scenarios"
-	"github.com/racetest/racetest/scenarios/conformance"
 )
 
 // InnoDB's report counts a wait only for a transaction in LOCK WAIT for a
@@ -94,15 +93,8 @@ func TestNewLockWatch(t *testing.T) {
 // account) is ended at the proxy by Cleanup: the proxy holds nothing past
 // the run, and takes the next burst.
 func TestCleanupEndsTheOpenHold(t *testing.T) {
-	upstream := os.Getenv("RACETEST_POSTGRES_URL")
-	if upstream == "" {
-		upstream = sqldb.DefaultPostgresURL
-	}
-	p, err := proxy.Start(context.Background(), proxy.Config{Upstream: upstream})
-	var ue *proxy.UpstreamError
-	if errors.As(err, &ue) {
-		conformance.Unavailable(t, "postgres", err)
-	}
+	testenv.SQL(t, sqldb.Postgres) // skips, or fails under RACETEST_REQUIRE_SERVERS, without the server
+	p, err := proxy.Start(context.Background(), proxy.Config{Upstream: testenv.URL("postgres")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,10 +21,10 @@ import (
 
 	"github.com/racetest/racetest/httpfire"
 	"github.com/racetest/racetest/internal/sqldb"
+	"github.com/racetest/racetest/internal/testenv"
 	"github.com/racetest/racetest/proxy"
 	"github.com/racetest/racetest/report"
 	"github.com/racetest/racetest/runner"
-	"github.com/racetest/racetest/scenarios/conformance"
 )
 
 // The coupon services of testdata/services, written in Python
@@ -84,21 +84,11 @@ type serviceLang struct {
 
 var servicesDir = filepath.Join("..", "testdata", "services")
 
-// missing skips, or fails under RACETEST_REQUIRE_SERVERS, saying what to
-// install.
-func missing(t *testing.T, what, install string) {
-	t.Helper()
-	if os.Getenv(conformance.RequireEnv) != "" {
-		t.Fatalf("%s, and %s is set: %s", what, conformance.RequireEnv, install)
-	}
-	t.Skipf("%s, skipping: %s (set %s=1 to make this a failure)", what, install, conformance.RequireEnv)
-}
-
 var pythonService = serviceLang{name: "python", start: func(t *testing.T, store string) func([]string) *exec.Cmd {
 	module := map[string]string{"postgres": "psycopg2", "mysql": "pymysql"}[store]
 	py := pythonWith(module)
 	if py == "" {
-		missing(t, "no python3 imports "+module, "apt-get install -y python3-psycopg2 python3-pymysql (looked in python3 on PATH and /usr/bin/python3)")
+		testenv.Missing(t, "no python3 imports "+module+": apt-get install -y python3-psycopg2 python3-pymysql (looked in python3 on PATH and /usr/bin/python3)")
 	}
 	return func(env []string) *exec.Cmd {
 		cmd := exec.Command(py, "-B", "coupons.py")
@@ -139,12 +129,12 @@ func pythonWith(module string) string {
 var nodeService = serviceLang{name: "node", start: func(t *testing.T, store string) func([]string) *exec.Cmd {
 	node, err := exec.LookPath("node")
 	if err != nil {
-		missing(t, "node not found", "install Node.js 18 or later (Debian: apt-get install -y nodejs npm), then npm ci --prefix testdata/services/node")
+		testenv.Missing(t, "node not found: install Node.js 18 or later (Debian: apt-get install -y nodejs npm), then npm ci --prefix testdata/services/node")
 	}
 	dir := filepath.Join(servicesDir, "node")
 	module := map[string]string{"postgres": "pg", "mysql": "mysql2"}[store]
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", module, "package.json")); err != nil {
-		missing(t, "testdata/services/node has no node_modules/"+module, "npm ci --prefix testdata/services/node")
+		testenv.Missing(t, "testdata/services/node has no node_modules/"+module+": npm ci --prefix testdata/services/node")
 	}
 	return func(env []string) *exec.Cmd {
 		cmd := exec.Command(node, "server.js")
@@ -170,20 +160,14 @@ func newCouponService(t *testing.T, store string, command func(env []string) *ex
 	var upstream, driver string
 	switch store {
 	case "postgres":
-		upstream, driver = os.Getenv("RACETEST_POSTGRES_URL"), "pgx"
-		if upstream == "" {
-			upstream = sqldb.DefaultPostgresURL
-		}
+		upstream, driver = testenv.URL("postgres"), "pgx"
 	default:
-		upstream, driver = os.Getenv("RACETEST_MYSQL_DSN"), "mysql"
-		if upstream == "" {
-			upstream = sqldb.DefaultMySQLDSN
-		}
+		upstream, driver = testenv.URL("mysql"), "mysql"
 	}
 	p, err := proxy.Start(context.Background(), proxy.Config{Upstream: upstream})
 	var ue *proxy.UpstreamError
 	if errors.As(err, &ue) {
-		conformance.Unavailable(t, store, err)
+		testenv.Unavailable(t, store, err)
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -195,7 +179,7 @@ func newCouponService(t *testing.T, store string, command func(env []string) *ex
 	}
 	t.Cleanup(func() { direct.Close() })
 	if err := direct.Ping(); err != nil {
-		conformance.Unavailable(t, store, err)
+		testenv.Unavailable(t, store, err)
 	}
 
 	var b [4]byte

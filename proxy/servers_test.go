@@ -6,7 +6,6 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"errors"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -15,32 +14,8 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/racetest/racetest/internal/sqldb"
+	"github.com/racetest/racetest/internal/testenv"
 )
-
-// The local servers the tests relay to (the same variables as the rest of
-// racetest's tests).
-func pgUpstream() string {
-	if s := os.Getenv("RACETEST_POSTGRES_URL"); s != "" {
-		return s
-	}
-	return sqldb.DefaultPostgresURL
-}
-
-func myUpstream() string {
-	if s := os.Getenv("RACETEST_MYSQL_DSN"); s != "" {
-		return s
-	}
-	return sqldb.DefaultMySQLDSN
-}
-
-// unavailable skips, or fails under RACETEST_REQUIRE_SERVERS.
-func unavailable(t *testing.T, what string, err error) {
-	t.Helper()
-	if os.Getenv("RACETEST_REQUIRE_SERVERS") != "" {
-		t.Fatalf("%s unavailable and RACETEST_REQUIRE_SERVERS is set: %v", what, err)
-	}
-	t.Skipf("%s unavailable, skipping (set RACETEST_REQUIRE_SERVERS=1 to make this a failure): %v", what, err)
-}
 
 // server is one of the two servers a test runs against.
 type server struct {
@@ -51,8 +26,8 @@ type server struct {
 }
 
 var servers = []server{
-	{name: "postgres", upstream: pgUpstream(), driver: "pgx", pg: true},
-	{name: "mysql", upstream: myUpstream(), driver: "mysql"},
+	{name: "postgres", upstream: testenv.URL("postgres"), driver: "pgx", pg: true},
+	{name: "mysql", upstream: testenv.URL("mysql"), driver: "mysql"},
 }
 
 // bind writes a statement with $n placeholders in the server's form.
@@ -87,7 +62,7 @@ func start(t *testing.T, srv server, cfg Config) *fixture {
 	p, err := Start(context.Background(), cfg)
 	var ue *UpstreamError
 	if errors.As(err, &ue) {
-		unavailable(t, srv.name, err)
+		testenv.Unavailable(t, srv.name, err)
 	}
 	if err != nil {
 		t.Fatalf("Start: %v", err)
@@ -98,7 +73,7 @@ func start(t *testing.T, srv server, cfg Config) *fixture {
 		t.Fatal(err)
 	}
 	if err := direct.PingContext(ctx); err != nil {
-		unavailable(t, srv.name, err)
+		testenv.Unavailable(t, srv.name, err)
 	}
 	f := &fixture{t: t, srv: srv, p: p, direct: direct, prefix: "racetest_proxy_" + randomHex()}
 	t.Cleanup(func() {

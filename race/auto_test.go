@@ -6,13 +6,13 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"math/big"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/racetest/racetest/internal/testenv"
 	"github.com/racetest/racetest/runner"
 )
 
@@ -81,10 +81,7 @@ func TestAutoOrEffects(t *testing.T) {
 // the naive redeem differs from its solo twins in the redemptions table,
 // the conditional one does not.
 func TestAutoOnMySQL(t *testing.T) {
-	cfg, err := mysql.ParseDSN(os.Getenv("RACETEST_MYSQL_DSN"))
-	if os.Getenv("RACETEST_MYSQL_DSN") == "" {
-		cfg, err = mysql.ParseDSN("root@tcp(127.0.0.1:3306)/test")
-	}
+	cfg, err := mysql.ParseDSN(testenv.URL("mysql"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,10 +90,7 @@ func TestAutoOnMySQL(t *testing.T) {
 	defer db.Close()
 	ctx := t.Context()
 	if err := db.PingContext(ctx); err != nil {
-		if os.Getenv("RACETEST_REQUIRE_SERVERS") != "" {
-			t.Fatalf("mysql unavailable and RACETEST_REQUIRE_SERVERS is set: %v", err)
-		}
-		t.Skipf("mysql unavailable, skipping (set RACETEST_REQUIRE_SERVERS=1 to make this a failure): %v", err)
+		testenv.Unavailable(t, "mysql", err)
 	}
 	b := make([]byte, 4)
 	rand.Read(b)

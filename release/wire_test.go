@@ -7,7 +7,6 @@ import (
 	"errors"
 	"io"
 	"net"
-	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -19,13 +18,11 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/racetest/racetest/internal/redisdb"
 	"github.com/racetest/racetest/internal/sqldb"
+	"github.com/racetest/racetest/internal/testenv"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/builtin"
-	"github.com/racetest/racetest/scenarios/conformance"
-	"github.com/racetest/racetest/scenarios/pgstore"
 )
 
 // patientWait is long enough that, even on a loaded machine, every attempt
@@ -33,7 +30,7 @@ import (
 const patientWait = 3 * time.Second
 
 func conns() scenarios.Connections {
-	return scenarios.NewConnections(map[string]string{"redis": os.Getenv("RACETEST_REDIS_URL"), "mysql": os.Getenv("RACETEST_MYSQL_DSN"), "postgres": os.Getenv("RACETEST_POSTGRES_URL"), "mongo": os.Getenv("RACETEST_MONGO_URI")})
+	return testenv.Conns("redis", "mysql", "postgres", "mongo")
 }
 
 // heldLog records every request a wire held back, by worker.
@@ -67,7 +64,7 @@ func build(t *testing.T, w *Wire, scenario, backend string, n int) runner.Target
 	t.Helper()
 	p := scenarios.Params{RunID: scenarios.NewRunID(), Attempts: n, Replicas: 1, Conn: conns(), Dial: w.Dial}
 	if err, ok := absent.Load(backend); ok {
-		conformance.Unavailable(t, backend, err.(error))
+		testenv.Unavailable(t, backend, err.(error))
 	}
 	tg, err := builtin.Registry().Build(context.Background(), scenario, backend, p)
 	if err != nil {
@@ -76,7 +73,7 @@ func build(t *testing.T, w *Wire, scenario, backend string, n int) runner.Target
 			t.Fatal(err)
 		}
 		absent.Store(backend, err)
-		conformance.Unavailable(t, backend, err)
+		testenv.Unavailable(t, backend, err)
 	}
 	return tg
 }
@@ -323,7 +320,7 @@ func TestLateAttemptIsReleasedWithoutAndCounted(t *testing.T) {
 // server gets the whole request intact.
 func TestRequestInSeveralWrites(t *testing.T) {
 	w := NewWire("redis", patientWait)
-	opt, err := redis.ParseURL(orDefault(os.Getenv("RACETEST_REDIS_URL"), redisdb.DefaultURL))
+	opt, err := redis.ParseURL(testenv.URL("redis"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -336,7 +333,7 @@ func TestRequestInSeveralWrites(t *testing.T) {
 	err = cn.Ping(ctx).Err()
 	end()
 	if err != nil {
-		conformance.Unavailable(t, "redis", err)
+		testenv.Unavailable(t, "redis", err)
 	}
 	defer cn.Close()
 	key := "racetest_" + scenarios.NewRunID() + "_big"
@@ -369,7 +366,7 @@ func TestMySQLPrepareIsNotHeld(t *testing.T) {
 	w := NewWire("mysql", patientWait)
 	log := &heldLog{}
 	w.held = log.record
-	cfg, err := sqldb.MySQLConfig(os.Getenv("RACETEST_MYSQL_DSN"))
+	cfg, err := sqldb.MySQLConfig(testenv.Conn("mysql"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -387,7 +384,7 @@ func TestMySQLPrepareIsNotHeld(t *testing.T) {
 		err = conn.PingContext(ctx)
 	}
 	if err != nil {
-		conformance.Unavailable(t, "mysql", err)
+		testenv.Unavailable(t, "mysql", err)
 	}
 	defer conn.Close()
 	var got int
@@ -407,7 +404,7 @@ func TestPostgresPrepareIsNotHeld(t *testing.T) {
 	w := NewWire("postgres", patientWait)
 	log := &heldLog{}
 	w.held = log.record
-	cfg, err := pgx.ParseConfig(orDefault(os.Getenv("RACETEST_POSTGRES_URL"), pgstore.DefaultURL))
+	cfg, err := pgx.ParseConfig(testenv.URL("postgres"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -415,7 +412,7 @@ func TestPostgresPrepareIsNotHeld(t *testing.T) {
 	ctx := w.Context(context.Background(), 0)
 	c, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
-		conformance.Unavailable(t, "postgres", err)
+		testenv.Unavailable(t, "postgres", err)
 	}
 	defer c.Close(context.Background())
 	var got int
@@ -446,13 +443,6 @@ func heldOnce(t *testing.T, w *Wire, f func() error) {
 	if _, how := w.Sent(0); how != runner.SentHeld {
 		t.Errorf("sent %v, want held", how)
 	}
-}
-
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 // A mongo client's monitor sends only hello: dialled, or probing, while a
@@ -494,7 +484,7 @@ func TestMongoHelloDoesNotClaim(t *testing.T) {
 // monitors probe during the run, and none goes out late.
 func TestMongoIsReleasedAtTheWire(t *testing.T) {
 	const n = 4
-	uri := os.Getenv("RACETEST_MONGO_URI")
+	uri := testenv.Conn("mongo")
 	if uri != "" {
 		sep := "?"
 		if strings.Contains(uri, "?") {
@@ -508,12 +498,12 @@ func TestMongoIsReleasedAtTheWire(t *testing.T) {
 	p := scenarios.Params{RunID: scenarios.NewRunID(), Attempts: n, Replicas: 2, Dial: w.Dial, Gap: 100 * time.Millisecond,
 		Conn: scenarios.NewConnections(map[string]string{"mongo": uri})}
 	if err, ok := absent.Load("mongo"); ok {
-		conformance.Unavailable(t, "mongo", err.(error))
+		testenv.Unavailable(t, "mongo", err.(error))
 	}
 	tg, err := builtin.Registry().Build(context.Background(), scenarios.CheckThenWrite, "mongo", p)
 	if err != nil {
 		absent.Store("mongo", err)
-		conformance.Unavailable(t, "mongo", err)
+		testenv.Unavailable(t, "mongo", err)
 	}
 	res, err := runner.Run(context.Background(), tg, runner.Attempts(n), runner.Replicas(2), runner.Bursts(8), runner.Release(w))
 	if err != nil {

@@ -1,6 +1,12 @@
 package scenarios
 
-import "time"
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/racetest/racetest/runner"
+)
 
 // Grant is one grant of a lease, valid from From until (not including) Until.
 type Grant struct{ From, Until time.Time }
@@ -20,4 +26,32 @@ func MostHolders(gs []Grant) int {
 		most = max(most, n)
 	}
 	return most
+}
+
+// AwaitExpiry ends a lease's liveness check, judged by the client's clock:
+// a holder took the lease at start and died without releasing it, and a try
+// early after start (before the TTL) was refused. try asks for the lease
+// again, every tenth of the TTL, until it is granted or 2 s past the TTL;
+// the check passes when the grant came no sooner than the TTL after start.
+// clock, when not empty, follows the TTL in the detail (", server clock").
+func AwaitExpiry(ctx context.Context, start time.Time, early, ttl time.Duration, clock string, try func() (bool, error)) runner.Check {
+	c := runner.Check{Name: "lease liveness"}
+	deadline := start.Add(ttl + 2*time.Second)
+	for time.Now().Before(deadline) {
+		ok, err := try()
+		if err != nil {
+			c.Detail = err.Error()
+			return c
+		}
+		if ok {
+			took := time.Since(start)
+			c.OK = took >= ttl
+			c.Detail = fmt.Sprintf("a holder died without releasing: refused at %s, granted to the next after %s (TTL %s%s)",
+				early.Round(time.Millisecond), took.Round(time.Millisecond), ttl, clock)
+			return c
+		}
+		_ = Sleep(ctx, ttl/10+time.Millisecond)
+	}
+	c.Detail = fmt.Sprintf("the lease was still held %s after its holder died (TTL %s)", time.Since(start).Round(time.Millisecond), ttl)
+	return c
 }

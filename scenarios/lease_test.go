@@ -1,6 +1,9 @@
 package scenarios
 
 import (
+	"context"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -21,5 +24,29 @@ func TestMostHolders(t *testing.T) {
 		if got := MostHolders(c.gs); got != c.want {
 			t.Errorf("MostHolders(%v) = %d, want %d", c.gs, got, c.want)
 		}
+	}
+}
+
+// AwaitExpiry passes a grant at or after the TTL, fails one before it, one
+// that never comes, and a try that errs, saying which.
+func TestAwaitExpiry(t *testing.T) {
+	ctx := context.Background()
+	const ttl = 40 * time.Millisecond
+	grantAfter := func(d time.Duration) func() (bool, error) {
+		start := time.Now()
+		return func() (bool, error) { return time.Since(start) >= d, nil }
+	}
+	if c := AwaitExpiry(ctx, time.Now(), ttl/2, ttl, ", server clock", grantAfter(ttl)); !c.OK || c.Name != "lease liveness" ||
+		!strings.Contains(c.Detail, "refused at 20ms") || !strings.Contains(c.Detail, "(TTL 40ms, server clock)") {
+		t.Errorf("granted after the TTL: %+v", c)
+	}
+	if c := AwaitExpiry(ctx, time.Now(), ttl/2, ttl, "", grantAfter(0)); c.OK || !strings.Contains(c.Detail, "granted to the next after") {
+		t.Errorf("granted before the TTL: %+v", c)
+	}
+	if c := AwaitExpiry(ctx, time.Now().Add(-2*time.Second), ttl/2, ttl, "", grantAfter(time.Hour)); c.OK || !strings.Contains(c.Detail, "still held") {
+		t.Errorf("never granted: %+v", c)
+	}
+	if c := AwaitExpiry(ctx, time.Now(), ttl/2, ttl, "", func() (bool, error) { return false, errors.New("gone") }); c.OK || c.Detail != "gone" {
+		t.Errorf("a try that errs: %+v", c)
 	}
 }

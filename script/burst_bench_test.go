@@ -14,10 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
-	"github.com/racetest/racetest/internal/redisdb"
-	"github.com/racetest/racetest/internal/sqldb"
+	"github.com/racetest/racetest/internal/testenv"
 	"github.com/racetest/racetest/release"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/runplan"
@@ -65,7 +62,7 @@ func benchParams(b *testing.B, backend string) (scenarios.Params, *release.Plan)
 		rel.Dial = rel.Wire.Dial
 	}
 	p := scenarios.Params{RunID: scenarios.NewRunID(), Attempts: benchN, Replicas: 1, Dial: rel.Dial,
-		Conn: scenarios.NewConnections(map[string]string{"postgres": os.Getenv("RACETEST_POSTGRES_URL"), "mysql": os.Getenv("RACETEST_MYSQL_DSN"), "redis": os.Getenv("RACETEST_REDIS_URL")})}
+		Conn: testenv.Conns("postgres", "mysql", "redis")}
 	return p, rel
 }
 
@@ -153,14 +150,6 @@ func pgAdmin(b *testing.B, sql string) {
 	}
 }
 
-// pgbenchURL is the connection string pgbench takes as its database.
-func pgbenchURL() string {
-	if u := os.Getenv("RACETEST_POSTGRES_URL"); u != "" {
-		return u
-	}
-	return sqldb.DefaultPostgresURL
-}
-
 var pgbenchTPS = regexp.MustCompile(`(?m)^latency average = ([0-9.]+) ms`)
 
 // pgbench runs script with 16 clients, each its transactions, and returns
@@ -173,7 +162,7 @@ func pgbench(b *testing.B, bin, script string, transactions int) (wall, latency 
 		b.Fatal(err)
 	}
 	var out bytes.Buffer
-	cmd := exec.Command(bin, "-n", "-c", strconv.Itoa(benchN), "-j", "2", "-t", strconv.Itoa(transactions), "-f", f, pgbenchURL())
+	cmd := exec.Command(bin, "-n", "-c", strconv.Itoa(benchN), "-j", "2", "-t", strconv.Itoa(transactions), "-f", f, testenv.URL("postgres"))
 	cmd.Stdout, cmd.Stderr = &out, &out
 	start := time.Now()
 	if err := cmd.Run(); err != nil {
@@ -313,17 +302,8 @@ func BenchmarkBurstCost(b *testing.B) {
 // redisRounds is a pipelined go-redis loop's time per round of 16 PINGs.
 func redisRounds(b *testing.B, rounds int) time.Duration {
 	b.Helper()
-	raw := cmp.Or(os.Getenv("RACETEST_REDIS_URL"), redisdb.DefaultURL)
-	opt, err := redis.ParseURL(raw)
-	if err != nil {
-		b.Fatal(err)
-	}
-	cl := redis.NewClient(opt)
-	defer cl.Close()
+	cl := testenv.Redis(b)
 	ctx := context.Background()
-	if err := cl.Ping(ctx).Err(); err != nil {
-		b.Skipf("redis: %v", err)
-	}
 	start := time.Now()
 	for range rounds {
 		p := cl.Pipeline()

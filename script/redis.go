@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -36,21 +35,14 @@ const scriptsOnRedis = "a script (racetest redis)"
 
 // OpenRedis connects racetest's own connection to p.Conn.Get(redisstore.Name).
 func OpenRedis(ctx context.Context, p scenarios.Params) (Store, error) {
-	raw := p.Conn.Get(redisstore.Name)
-	if raw == "" {
-		raw = redisdb.DefaultURL
-	}
+	raw := redisdb.RunURL(p.Conn.Get(redisstore.Name))
 	if redisstore.IsClusterURL(raw) {
 		return nil, redisstore.ClusterRefusal(scriptsOnRedis)
 	}
-	opt, err := redis.ParseURL(raw)
+	opt, err := redisdb.RunOptions(raw, p.Dial)
 	if err != nil {
-		return nil, scenarios.BadParam(fmt.Errorf("redis: cannot use the URL %s — %s to a URL like %s", redisdb.Redact(raw), redisHint, redisdb.DefaultURL))
+		return nil, err
 	}
-	if opt.DialTimeout == 0 {
-		opt.DialTimeout = 3 * time.Second
-	}
-	redisdb.ForRun(opt, p.Dial)
 	s := &rdStore{url: redisdb.Redact(raw), opt: opt}
 	admin, err := s.open(ctx, 1)
 	if err != nil {
@@ -65,23 +57,9 @@ func OpenRedis(ctx context.Context, p scenarios.Params) (Store, error) {
 	s.reads = redisdb.NewReads(admin.cl)
 	s.server = "Redis"
 	if info, err := admin.cl.Info(ctx, "server").Result(); err == nil {
-		s.server = serverFromInfo(info)
+		s.server = redisdb.ServerName(info)
 	}
 	return s, nil
-}
-
-func serverFromInfo(info string) string {
-	name, version := "Redis", ""
-	for _, line := range strings.Split(info, "\n") {
-		k, v, _ := strings.Cut(strings.TrimSpace(line), ":")
-		switch k {
-		case "redis_version":
-			version = v
-		case "valkey_version":
-			name, version = "Valkey", v
-		}
-	}
-	return strings.TrimSpace(name + " " + version)
 }
 
 // open makes a client of one connection, pinged.
@@ -89,9 +67,7 @@ func (s *rdStore) open(ctx context.Context, _ int) (*rdConn, error) {
 	o := *s.opt
 	o.PoolSize, o.MaxIdleConns, o.MinIdleConns = 1, 1, 0
 	cl := redis.NewClient(&o)
-	pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	defer cancel()
-	if err := cl.Ping(pctx).Err(); err != nil {
+	if err := redisdb.Ping(ctx, cl); err != nil {
 		cl.Close()
 		return nil, fmt.Errorf("redis: cannot connect to %s (%v) — is the server running? %s", s.opt.Addr, err, redisHint)
 	}

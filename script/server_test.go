@@ -3,15 +3,14 @@ package script
 import (
 	"context"
 	"errors"
-	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/racetest/racetest/internal/testenv"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
-	"github.com/racetest/racetest/scenarios/conformance"
 )
 
 // The examples' scripts, run through the engine on each server: the naive
@@ -21,16 +20,16 @@ const examples = "../examples/redeem/scripts"
 
 func open(t *testing.T, backend string) (Store, scenarios.Params) {
 	t.Helper()
-	p := scenarios.Params{RunID: scenarios.NewRunID(), Attempts: 8, Replicas: 1, Conn: scenarios.NewConnections(map[string]string{"postgres": os.Getenv("RACETEST_POSTGRES_URL"), "mysql": os.Getenv("RACETEST_MYSQL_DSN"), "redis": os.Getenv("RACETEST_REDIS_URL"), "mongo": os.Getenv("RACETEST_MONGO_URI")})}
+	p := scenarios.Params{RunID: scenarios.NewRunID(), Attempts: 8, Replicas: 1, Conn: testenv.Conns("postgres", "mysql", "redis", "mongo")}
 	if err, ok := absent.Load(backend); ok {
-		conformance.Unavailable(t, backend, err.(error))
+		testenv.Unavailable(t, backend, err.(error))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	st, err := Open(ctx, backend, p)
 	if err != nil {
 		absent.Store(backend, err)
-		conformance.Unavailable(t, backend, err)
+		testenv.Unavailable(t, backend, err)
 	}
 	t.Cleanup(func() { st.Close() })
 	return st, p

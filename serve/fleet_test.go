@@ -18,6 +18,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/racetest/racetest/scenarios/memstore"
+
+	"github.com/racetest/racetest/internal/testenv"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/serve"
@@ -47,7 +50,7 @@ func childMain(args []string) int {
 	defer stop()
 	replica, _ := strconv.Atoi(args[2])
 	workers, _ := strconv.Atoi(args[3])
-	target, err := registry().Build(ctx, args[0], "memory", scenarios.Params{RunID: args[1], Latency: 20 * time.Microsecond})
+	target, err := testenv.Registry(memstore.Register).Build(ctx, args[0], "memory", scenarios.Params{RunID: args[1], Latency: 20 * time.Microsecond})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 3

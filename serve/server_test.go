@@ -14,25 +14,17 @@ import (
 	"time"
 
 	"github.com/racetest/racetest/httpfire"
+	"github.com/racetest/racetest/internal/testenv"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/memstore"
 	"github.com/racetest/racetest/serve"
 )
 
-func registry() *scenarios.Registry {
-	r := scenarios.NewRegistry()
-	for _, s := range scenarios.Core() {
-		r.AddScenario(s)
-	}
-	memstore.Register(r)
-	return r
-}
-
 func newReplica(t *testing.T, scenario string, attached bool) *httptest.Server {
 	t.Helper()
 	ctx := context.Background()
-	target, err := registry().Build(ctx, scenario, "memory", scenarios.Params{RunID: scenarios.NewRunID(), Latency: 50 * time.Microsecond})
+	target, err := testenv.Registry(memstore.Register).Build(ctx, scenario, "memory", scenarios.Params{RunID: scenarios.NewRunID(), Latency: 50 * time.Microsecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +195,7 @@ func TestAttachedReplicaAttaches(t *testing.T) {
 		{false, nil, "prepare cleanup"},
 		{true, errors.New("table racetest_x_t does not exist"), "attach"},
 	} {
-		target, err := registry().Build(ctx, scenarios.MemorySet, "memory", scenarios.Params{RunID: scenarios.NewRunID()})
+		target, err := testenv.Registry(memstore.Register).Build(ctx, scenarios.MemorySet, "memory", scenarios.Params{RunID: scenarios.NewRunID()})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/racetest/racetest/internal/testenv"
 	"github.com/racetest/racetest/report"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
@@ -24,11 +25,7 @@ import (
 // server backends' scenarios: Plans never connects, so a stand-in that cannot run is
 // enough to check names and connections.
 func registry() *scenarios.Registry {
-	r := scenarios.NewRegistry()
-	for _, s := range scenarios.Core() {
-		r.AddScenario(s)
-	}
-	memstore.Register(r)
+	r := testenv.Registry(memstore.Register)
 	for _, b := range []scenarios.Backend{redisstore.Backend, mysqlstore.Backend, pgstore.Backend, mongostore.Backend} {
 		r.AddBackend(b) // as the backend declares itself: its connection, its knobs
 		for _, s := range scenarios.Core() {

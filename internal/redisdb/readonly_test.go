@@ -6,14 +6,14 @@ import (
 	"testing"
 
 	"github.com/racetest/racetest/internal/redisdb"
-	"github.com/racetest/racetest/internal/redistest"
+	"github.com/racetest/racetest/internal/testenv"
 )
 
 // The server's COMMAND INFO judges each command, and nothing judged is
 // sent: FLUSHDB and FLUSHALL are refused here without ever reaching the
 // shared server.
 func TestReadsAsTheServerSays(t *testing.T) {
-	rdb, p := redistest.Own(t)
+	rdb, p := testenv.OwnRedis(t)
 	ctx := context.Background()
 	rdb.SAdd(ctx, p+":s", "a", "b")
 	r := redisdb.NewReads(rdb)

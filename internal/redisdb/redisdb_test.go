@@ -6,10 +6,12 @@ import (
 	"net"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/racetest/racetest/internal/redisdb"
+	"github.com/racetest/racetest/scenarios"
 )
 
 func TestRedact(t *testing.T) {
@@ -44,5 +46,48 @@ func TestForRun(t *testing.T) {
 	}
 	if _, err := opt.Dialer(context.Background(), "tcp", "h:1"); err == nil || err.Error() != "dialled" {
 		t.Errorf("the dialer is not the hook: %v", err)
+	}
+}
+
+func TestServerName(t *testing.T) {
+	for info, want := range map[string]string{
+		"# Server\r\nredis_version:7.0.15\r\nredis_mode:standalone\r\n":                     "Redis 7.0.15",
+		"# Server\r\nredis_version:7.2.4\r\nserver_name:valkey\r\nvalkey_version:8.0.1\r\n": "Valkey 8.0.1",
+		"# Server\r\nredis_version:6.2.11\r\ndragonfly_version:df-v1.21.2\r\n":              "Dragonfly df-v1.21.2",
+		"# Server\r\n": "Redis-compatible server (no version in INFO)",
+	} {
+		if got := redisdb.ServerName(info); got != want {
+			t.Errorf("ServerName(%q) = %q, want %q", info, got, want)
+		}
+	}
+}
+
+// SCAN's MATCH is a glob: a prefix's glob characters are escaped.
+func TestGlobEscape(t *testing.T) {
+	if got, want := redisdb.GlobEscape(`racetest_a*b?[c]\d^e-f_`), `racetest_a\*b\?\[c\]\\d\^e\-f_`; got != want {
+		t.Errorf("GlobEscape = %s, want %s", got, want)
+	}
+}
+
+// RunOptions: the default URL when none is given, the URL's own dial
+// timeout kept, ConnectTimeout otherwise, ForRun's settings, and a URL that
+// does not parse refused without its password.
+func TestRunOptions(t *testing.T) {
+	if got := redisdb.RunURL(""); got != redisdb.DefaultURL {
+		t.Errorf("RunURL(\"\") = %s", got)
+	}
+	if got := redisdb.RunURL("redis://h:1/2"); got != "redis://h:1/2" {
+		t.Errorf("RunURL kept nothing: %s", got)
+	}
+	opt, err := redisdb.RunOptions("redis://h:1/2", nil)
+	if err != nil || opt.Addr != "h:1" || opt.DB != 2 || opt.DialTimeout != redisdb.ConnectTimeout || opt.MaxRetries != -1 {
+		t.Errorf("RunOptions: %+v, %v", opt, err)
+	}
+	if opt, err := redisdb.RunOptions("redis://h:1/0?dial_timeout=7s", nil); err != nil || opt.DialTimeout != 7*time.Second {
+		t.Errorf("the URL's dial timeout: %v, %v", opt.DialTimeout, err)
+	}
+	_, err = redisdb.RunOptions("redis://u:secret@h:1/x", nil)
+	if err == nil || strings.Contains(err.Error(), "secret") || !strings.Contains(err.Error(), "RACETEST_REDIS_URL") || !errors.As(err, new(*scenarios.ParamError)) {
+		t.Errorf("a bad URL: %v", err)
 	}
 }

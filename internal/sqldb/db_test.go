@@ -18,21 +18,20 @@ import (
 )
 
 // open connects to the test server of d, or skips (fails under
-// RACETEST_REQUIRE_SERVERS) when it is not there.
-func open(t *testing.T, d Dialect, o Options) *DB {
+// RACETEST_REQUIRE_SERVERS) when it is not there. Every other package's
+// tests do this through internal/testenv, which opens SQL servers through
+// this package and so cannot be imported here.
+func open(t testing.TB, d Dialect, o Options) *DB {
 	t.Helper()
-	conn := os.Getenv("RACETEST_MYSQL_DSN")
-	if d == Postgres {
-		conn = os.Getenv("RACETEST_POSTGRES_URL")
-	}
+	env := map[Dialect]string{MySQL: "RACETEST_MYSQL_DSN", Postgres: "RACETEST_POSTGRES_URL"}[d]
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	db, err := Open(ctx, d, conn, o)
+	db, err := Open(ctx, d, os.Getenv(env), o)
 	if err != nil {
 		if os.Getenv("RACETEST_REQUIRE_SERVERS") != "" {
-			t.Fatalf("%s server unavailable and RACETEST_REQUIRE_SERVERS is set: %v", d, err)
+			t.Fatalf("%s server unavailable (%s) and RACETEST_REQUIRE_SERVERS is set: %v", d, env, err)
 		}
-		t.Skipf("%s server unavailable, skipping (set RACETEST_REQUIRE_SERVERS=1 to make this a failure): %v", d, err)
+		t.Skipf("%s server unavailable (%s), skipping (set RACETEST_REQUIRE_SERVERS=1 to make this a failure): %v", d, env, err)
 	}
 	t.Cleanup(func() { db.Close() })
 	return db

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 )
@@ -19,19 +18,8 @@ import (
 func BenchmarkSnapshot(b *testing.B) {
 	for _, d := range []Dialect{Postgres, MySQL} {
 		b.Run(string(d), func(b *testing.B) {
-			conn := os.Getenv("RACETEST_MYSQL_DSN")
-			if d == Postgres {
-				conn = os.Getenv("RACETEST_POSTGRES_URL")
-			}
 			ctx := context.Background()
-			db, err := Open(ctx, d, conn, Options{})
-			if err != nil {
-				if os.Getenv("RACETEST_REQUIRE_SERVERS") != "" {
-					b.Fatal(err)
-				}
-				b.Skipf("%s unavailable: %v", d, err)
-			}
-			defer db.Close()
+			db := open(b, d, Options{})
 			ex := func(q string) {
 				if err := db.Exec(ctx, q); err != nil {
 					b.Fatalf("%s: %v", q, err)

@@ -6,15 +6,14 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/racetest/racetest/internal/testenv"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/builtin"
-	"github.com/racetest/racetest/scenarios/conformance"
 	"github.com/racetest/racetest/scenarios/runs"
 )
 
@@ -359,14 +358,14 @@ func TestPermutationP(t *testing.T) {
 func TestRunSmall(t *testing.T) {
 	cfg := Config{
 		Backends: Backends, Attempts: []int{2}, Bursts: 4, Chunk: 2, Registry: builtin.Registry(),
-		Conn: scenarios.NewConnections(map[string]string{"redis": os.Getenv("RACETEST_REDIS_URL"), "mysql": os.Getenv("RACETEST_MYSQL_DSN"), "postgres": os.Getenv("RACETEST_POSTGRES_URL")}),
+		Conn: testenv.Conns("redis", "mysql", "postgres"),
 	}
 	rep, err := Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for b, why := range rep.Skipped {
-		conformance.Unavailable(t, b, &skipError{err: errString(why)})
+		testenv.Unavailable(t, b, &skipError{err: errString(why)})
 	}
 	modes := 0
 	for _, b := range Backends {
@@ -527,7 +526,7 @@ func TestBenchLeavesAnotherRunsID(t *testing.T) {
 
 // serverConns are the local servers, as the other tests find them.
 func serverConns() scenarios.Connections {
-	return scenarios.NewConnections(map[string]string{"redis": os.Getenv("RACETEST_REDIS_URL"), "mysql": os.Getenv("RACETEST_MYSQL_DSN"), "postgres": os.Getenv("RACETEST_POSTGRES_URL")})
+	return testenv.Conns("redis", "mysql", "postgres")
 }
 
 // preparedStore is the bench's store for run id on backend b, prepared,
@@ -539,7 +538,7 @@ func preparedStore(t *testing.T, b, id, token string) store {
 	ctx := context.Background()
 	st, err := openStore(ctx, b, serverConns(), id)
 	if err != nil {
-		conformance.Unavailable(t, b, err)
+		testenv.Unavailable(t, b, err)
 	}
 	t.Cleanup(st.close)
 	if err := st.prepare(ctx); err != nil {
@@ -591,7 +590,7 @@ func TestUserLaunchers(t *testing.T) {
 		t.Run(b, func(t *testing.T) {
 			st, err := openStore(ctx, b, serverConns(), scenarios.NewRunID())
 			if err != nil {
-				conformance.Unavailable(t, b, err)
+				testenv.Unavailable(t, b, err)
 				return
 			}
 			defer st.close()

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/racetest/racetest/internal/testenv"
 	"github.com/racetest/racetest/release"
-	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/builtin"
 )
 
@@ -112,7 +112,7 @@ func TestHTTPProcessExperiment(t *testing.T) {
 		modes = strings.Split(s, ",")
 	}
 	cfg := Config{Backends: backends, HTTPAttempts: attempts, Bursts: bursts, Chunk: 20, HTTPModes: modes,
-		Conn:     scenarios.NewConnections(map[string]string{"redis": os.Getenv("RACETEST_REDIS_URL")}),
+		Conn:     testenv.Conns("redis"),
 		Progress: func(s string) { t.Log(s) }}
 	exe, err := os.Executable()
 	if err != nil {

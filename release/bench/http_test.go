@@ -2,12 +2,10 @@ package bench
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -19,14 +17,13 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/racetest/racetest/internal/sqldb"
+	"github.com/racetest/racetest/internal/testenv"
 	"github.com/racetest/racetest/scenarios"
-	"github.com/racetest/racetest/scenarios/conformance"
 	"github.com/racetest/racetest/scenarios/runs"
 )
 
 // redisURL is the local Redis the tests use, as the other tests find it.
-func redisURL() string { return os.Getenv("RACETEST_REDIS_URL") }
+func redisURL() string { return testenv.Conn("redis") }
 
 // testClient is the tests' client of a served target: no request waits
 // longer than 10 s.
@@ -133,7 +130,7 @@ func TestRedisTargetCounts(t *testing.T) {
 	prefix := "racetest_" + scenarios.NewRunID() + "_bench_http_"
 	a, err := newRedisActor(ctx, redisURL(), prefix)
 	if err != nil {
-		conformance.Unavailable(t, "redis", err)
+		testenv.Unavailable(t, "redis", err)
 		return
 	}
 	defer a.close()
@@ -267,7 +264,7 @@ func TestRunHTTPSmall(t *testing.T) {
 	}
 	backends := []string{HTTPSpin, HTTPRedis}
 	if why, ok := rep.Skipped[HTTPRedis]; ok {
-		if os.Getenv("RACETEST_REQUIRE_SERVERS") == "1" {
+		if testenv.Required() {
 			t.Fatalf("http-redis skipped: %s", why)
 		}
 		t.Logf("http-redis skipped (no Redis): %s", why)
@@ -327,10 +324,10 @@ func TestRunHTTPSmall(t *testing.T) {
 // gone afterwards.
 func TestProxyCellPostgres(t *testing.T) {
 	ctx := context.Background()
-	url := cmp.Or(os.Getenv("RACETEST_POSTGRES_URL"), sqldb.DefaultPostgresURL)
+	url := testenv.URL("postgres")
 	admin, err := pgx.Connect(ctx, url)
 	if err != nil {
-		conformance.Unavailable(t, "postgres", err)
+		testenv.Unavailable(t, "postgres", err)
 		return
 	}
 	defer admin.Close(ctx)

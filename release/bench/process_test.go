@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"net/http"
@@ -12,9 +11,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/racetest/racetest/internal/sqldb"
+	"github.com/racetest/racetest/internal/testenv"
 	"github.com/racetest/racetest/scenarios"
-	"github.com/racetest/racetest/scenarios/conformance"
 	"github.com/racetest/racetest/scenarios/runs"
 	"github.com/redis/go-redis/v9"
 )
@@ -63,7 +61,7 @@ func TestTargetProcess(t *testing.T) {
 		rdb := redis.NewClient(opt)
 		defer rdb.Close()
 		if err := rdb.Ping(ctx).Err(); err != nil {
-			conformance.Unavailable(t, "redis", err)
+			testenv.Unavailable(t, "redis", err)
 			return
 		}
 		id := scenarios.NewRunID()
@@ -99,7 +97,7 @@ func TestTargetProcess(t *testing.T) {
 		conn := serverConns()
 		px, err := startProxy(ctx, conn, HTTPPostgres)
 		if err != nil {
-			conformance.Unavailable(t, "postgres", err)
+			testenv.Unavailable(t, "postgres", err)
 			return
 		}
 		defer px.Close()
@@ -129,7 +127,7 @@ func TestTargetProcess(t *testing.T) {
 		if err := stop(ctx); err != nil {
 			t.Fatal(err)
 		}
-		admin, err := pgx.Connect(ctx, cmp.Or(os.Getenv("RACETEST_POSTGRES_URL"), sqldb.DefaultPostgresURL))
+		admin, err := pgx.Connect(ctx, testenv.URL("postgres"))
 		if err != nil {
 			t.Fatal(err)
 		}

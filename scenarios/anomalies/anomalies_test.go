@@ -8,20 +8,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/racetest/racetest/internal/testenv"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/conformance"
 )
 
 // registry holds the anomaly scenarios on the named backends.
-func registry(backends ...string) *scenarios.Registry {
-	r := scenarios.NewRegistry()
-	for _, b := range backends {
-		r.AddBackend(scenarios.Backend{Name: b, Server: b != "memory"})
-	}
-	Register(r)
-	return r
-}
+func registry(backends ...string) *scenarios.Registry { return testenv.Family(Register, backends...) }
 
 var memParams = scenarios.Params{Latency: scenarios.DefaultLatency}
 

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -39,7 +38,7 @@ var redisLostUpdate = map[string]redisAttempt{
 
 type redisAttempt func(ctx context.Context, s *redisSession, subj runner.Subject, w *runner.Worker) error
 
-const redisConnectTimeout = 3 * time.Second
+const redisConnectTimeout = redisdb.ConnectTimeout
 
 // keyTTL bounds every key the run writes: a killed run's keys expire.
 var keyTTL = runs.KeyTTL
@@ -57,28 +56,20 @@ func redisFactory(scenario string) scenarios.Factory {
 		if !ok {
 			return nil, scenarios.BadParam(fmt.Errorf("redis: %s has no variant %q on Redis, which has no SELECT … FOR UPDATE; use naive, atomic or version", scenario, variant))
 		}
-		raw := p.Conn.Get(redisstore.Name)
-		if raw == "" {
-			raw = redisdb.DefaultURL
-		}
+		raw := redisdb.RunURL(p.Conn.Get(redisstore.Name))
 		if redisstore.IsClusterURL(raw) {
 			return nil, redisstore.ClusterRefusal(scenario)
-		}
-		opt, err := redis.ParseURL(raw)
-		if err != nil {
-			return nil, scenarios.BadParam(fmt.Errorf("redis: cannot use the URL %s — set --redis-url or RACETEST_REDIS_URL to a URL like %s",
-				redisdb.Redact(raw), redisdb.DefaultURL))
 		}
 		// The attempt's deadline bounds each call, nothing is retried behind
 		// the pattern's back, and MULTI/EXEC stays on the worker's one
 		// connection.
-		opt.DialTimeout = redisConnectTimeout
-		redisdb.ForRun(opt, p.Dial)
+		opt, err := redisdb.RunOptions(raw, p.Dial)
+		if err != nil {
+			return nil, err
+		}
 		t := &redisTarget{p: p, variant: variant, attempt: attempt, opt: opt, redacted: redisdb.Redact(raw), tallies: map[int]tally{}}
 		t.admin = t.client(2)
-		pctx, cancel := context.WithTimeout(ctx, redisConnectTimeout)
-		defer cancel()
-		if err := t.admin.Ping(pctx).Err(); err != nil {
+		if err := redisdb.Ping(ctx, t.admin); err != nil {
 			t.admin.Close()
 			return nil, fmt.Errorf("redis: cannot reach %s: %w — is the server running? set --redis-url or RACETEST_REDIS_URL", t.redacted, err)
 		}

@@ -3,12 +3,11 @@ package anomalies
 import (
 	"context"
 	"errors"
-	"os"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/racetest/racetest/internal/sqldb"
+	"github.com/racetest/racetest/internal/testenv"
 	"github.com/racetest/racetest/internal/wiretest"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
@@ -20,25 +19,16 @@ import (
 // server, and returns the params to reach it and a connection of its own.
 func needSQL(t *testing.T, d *dialect) (scenarios.Params, *sqldb.DB) {
 	t.Helper()
-	p := scenarios.Params{Conn: scenarios.NewConnections(map[string]string{"mysql": os.Getenv("RACETEST_MYSQL_DSN"), "postgres": os.Getenv("RACETEST_POSTGRES_URL")})}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	db, err := sqldb.Open(ctx, d.Dialect, d.connString(p), sqldb.Options{})
-	if err != nil {
-		conformance.Unavailable(t, d.backend, err)
+	return scenarios.Params{Conn: testenv.Conns("mysql", "postgres")}, testenv.SQL(t, d.Dialect)
+}
+
+func TestConformanceSQL(t *testing.T) {
+	for _, d := range []*dialect{mysqlDialect, pgDialect} {
+		t.Run(d.backend, func(t *testing.T) {
+			p, _ := needSQL(t, d)
+			conformance.Run(t, conformance.Suite{Registry: registry(d.backend), Backend: d.backend, Params: p, Bursts: 8})
+		})
 	}
-	t.Cleanup(func() { db.Close() })
-	return p, db
-}
-
-func TestConformanceMySQL(t *testing.T) {
-	p, _ := needSQL(t, mysqlDialect)
-	conformance.Run(t, conformance.Suite{Registry: registry("mysql"), Backend: "mysql", Params: p, Bursts: 8})
-}
-
-func TestConformancePostgres(t *testing.T) {
-	p, _ := needSQL(t, pgDialect)
-	conformance.Run(t, conformance.Suite{Registry: registry("postgres"), Backend: "postgres", Params: p, Bursts: 8})
 }
 
 // unreliable are cells whose anomaly shows in only some bursts: a short
@@ -146,12 +136,12 @@ func TestLeavesNothingBehind(t *testing.T) {
 // on it, for the test's own look at the keys.
 func needRedis(t *testing.T) (scenarios.Params, *redisTarget) {
 	t.Helper()
-	p := scenarios.Params{Conn: scenarios.NewConnections(map[string]string{"redis": os.Getenv("RACETEST_REDIS_URL")})}
+	p := scenarios.Params{Conn: testenv.Conns("redis")}
 	probe := p
 	probe.RunID = scenarios.NewRunID()
 	target, err := registry("redis").Build(context.Background(), LostUpdate, "redis", probe)
 	if err != nil {
-		conformance.Unavailable(t, "redis", err)
+		testenv.Unavailable(t, "redis", err)
 	}
 	return p, target.(*redisTarget)
 }

@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/racetest/racetest/internal/redisdb"
+	"github.com/racetest/racetest/internal/testenv"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
-	"github.com/racetest/racetest/scenarios/conformance"
 	"github.com/racetest/racetest/scenarios/mongostore"
 	"github.com/racetest/racetest/scenarios/mysqlstore"
 	"github.com/racetest/racetest/scenarios/pgstore"
@@ -99,7 +99,7 @@ var janitorOf = func() map[string]func(context.Context, scenarios.Connections) (
 // sets the interrupts per scenario × backend (default 20; 4 with -short).
 func TestInterruptsLeaveNothing(t *testing.T) {
 	janitors := maps.Clone(janitorOf)
-	if os.Getenv("RACETEST_MONGO_URI") == "" {
+	if !testenv.Set("mongo") {
 		// Without it the mongo backend would try the default port, where CI
 		// runs no MongoDB (FerretDB is started by .ci/run, which sets it).
 		t.Log("RACETEST_MONGO_URI is not set: mongo is left out")
@@ -180,7 +180,7 @@ func interruptAll(t *testing.T, janitors map[string]func(context.Context, scenar
 		j, err := open(jctx, conn)
 		cancel()
 		if err != nil {
-			conformance.Unavailable(t, b.Name, err)
+			testenv.Unavailable(t, b.Name, err)
 			continue
 		}
 		var jmu sync.Mutex

@@ -2,13 +2,12 @@ package builtin
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
 
+	"github.com/racetest/racetest/internal/testenv"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
-	"github.com/racetest/racetest/scenarios/conformance"
 )
 
 // TestCheckThenWriteLocks holds check-then-write's locking variants to the
@@ -19,7 +18,7 @@ import (
 // takes its snapshot before the lock's wait, and races.
 func TestCheckThenWriteLocks(t *testing.T) {
 	reg := Registry()
-	conn := scenarios.NewConnections(map[string]string{"mysql": os.Getenv("RACETEST_MYSQL_DSN"), "postgres": os.Getenv("RACETEST_POSTGRES_URL")})
+	conn := testenv.Conns("mysql", "postgres")
 	for _, backend := range []string{"mysql", "postgres"} {
 		t.Run(backend, func(t *testing.T) {
 			for _, variant := range []string{scenarios.VariantForShare, scenarios.VariantAdvisoryLock} {
@@ -30,7 +29,7 @@ func TestCheckThenWriteLocks(t *testing.T) {
 						defer cancel()
 						target, err := reg.Build(ctx, scenarios.CheckThenWrite, backend, p)
 						if err != nil {
-							conformance.Unavailable(t, backend, err)
+							testenv.Unavailable(t, backend, err)
 						}
 						defer func() {
 							if c, ok := target.(runner.Closer); ok {

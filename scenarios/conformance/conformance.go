@@ -4,27 +4,12 @@ package conformance
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
 )
-
-// RequireEnv names the environment variable that turns "server absent,
-// skipping" into a failure. CI sets it so that it cannot pass by skipping.
-const RequireEnv = "RACETEST_REQUIRE_SERVERS"
-
-// Unavailable skips t because the server behind backend cannot be reached,
-// or fails it when RequireEnv is set.
-func Unavailable(t testing.TB, backend string, err error) {
-	t.Helper()
-	if os.Getenv(RequireEnv) != "" {
-		t.Fatalf("%s server unavailable and %s is set: %v", backend, RequireEnv, err)
-	}
-	t.Skipf("%s server unavailable, skipping (set %s=1 to make this a failure): %v", backend, RequireEnv, err)
-}
 
 // Suite describes one backend under test.
 type Suite struct {

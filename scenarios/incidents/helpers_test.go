@@ -7,20 +7,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/racetest/racetest/internal/testenv"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
 )
 
-// registry holds the incident scenarios on the named backends only, so that
-// a backend's tests run these scenarios and not the core five again.
-func registry(backends ...string) *scenarios.Registry {
-	r := scenarios.NewRegistry()
-	for _, b := range backends {
-		r.AddBackend(scenarios.Backend{Name: b, Server: b != "memory"})
-	}
-	Register(r)
-	return r
-}
+// registry holds the incident scenarios on the named backends only.
+func registry(backends ...string) *scenarios.Registry { return testenv.Family(Register, backends...) }
 
 // shape is one run's shape in a targeted test.
 type shape struct {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,7 +19,7 @@ import (
 
 // redisConnectTimeout bounds dialling and the first PING of racetest's own
 // connections: an unreachable server is reported in seconds.
-const redisConnectTimeout = 3 * time.Second
+const redisConnectTimeout = redisdb.ConnectTimeout
 
 // redisServer is where and how a run reaches Redis.
 type redisServer struct {
@@ -29,25 +28,17 @@ type redisServer struct {
 }
 
 func parseRedis(p scenarios.Params) (*redisServer, error) {
-	raw := p.Conn.Get(redisstore.Name)
-	if raw == "" {
-		raw = redisdb.DefaultURL
-	}
+	raw := redisdb.RunURL(p.Conn.Get(redisstore.Name))
 	if redisstore.IsClusterURL(raw) {
 		return nil, redisstore.ClusterRefusal(incidentsOnRedis)
 	}
-	opt, err := redis.ParseURL(raw)
-	if err != nil {
-		// The parse error may quote the URL, password included: say only
-		// what the redacted form shows.
-		return nil, fmt.Errorf("redis: cannot use the URL %s — set --redis-url or RACETEST_REDIS_URL to a URL like %s",
-			redisdb.Redact(raw), redisdb.DefaultURL)
-	}
-	opt.DialTimeout = redisConnectTimeout
 	// The attempt's deadline bounds each call, so a claim against a hung
 	// server gives up at the 1.5 s the fix allows, not at the driver's 5 s
 	// read timeout; and a SET NX is never retried after a timeout.
-	redisdb.ForRun(opt, p.Dial)
+	opt, err := redisdb.RunOptions(raw, p.Dial)
+	if err != nil {
+		return nil, err
+	}
 	return &redisServer{opt: opt, redacted: redisdb.Redact(raw)}, nil
 }
 
@@ -69,7 +60,7 @@ const incidentsOnRedis = "this incident scenario"
 // one server: on a Redis Cluster node most keys would meet MOVED errors.
 func (r *redisServer) connect(ctx context.Context) (*redis.Client, error) {
 	cl := r.client("", 2)
-	if err := pingWithin(ctx, cl); err != nil {
+	if err := redisdb.Ping(ctx, cl); err != nil {
 		cl.Close()
 		return nil, fmt.Errorf("redis: cannot reach %s: %w — is the server running? set --redis-url or RACETEST_REDIS_URL", r.redacted, err)
 	}
@@ -80,16 +71,6 @@ func (r *redisServer) connect(ctx context.Context) (*redis.Client, error) {
 	return cl, nil
 }
 
-type pinger interface {
-	Ping(ctx context.Context) *redis.StatusCmd
-}
-
-func pingWithin(ctx context.Context, c pinger) error {
-	pctx, cancel := context.WithTimeout(ctx, redisConnectTimeout)
-	defer cancel()
-	return c.Ping(pctx).Err()
-}
-
 // describe names the server: "Redis 7.2.4".
 func describeRedis(ctx context.Context, cl *redis.Client) string {
 	ictx, cancel := context.WithTimeout(ctx, redisConnectTimeout)
@@ -98,17 +79,7 @@ func describeRedis(ctx context.Context, cl *redis.Client) string {
 	if err != nil {
 		return "Redis"
 	}
-	product, version := "Redis", ""
-	for _, line := range strings.Split(info, "\n") {
-		k, v, _ := strings.Cut(strings.TrimSpace(line), ":")
-		switch k {
-		case "redis_version":
-			version = v
-		case "valkey_version":
-			product, version = "Valkey", v
-		}
-	}
-	return strings.TrimSpace(product + " " + version)
+	return redisdb.ServerName(info)
 }
 
 // keyTTL is how long every key the incidents write lives (runs.KeyTTL), in
@@ -370,7 +341,7 @@ func (p *redisClaimPool) Conn(ctx context.Context) (claimConn, error) {
 		return &redisClaimConn{cmd: unclosable{p.client}}, nil
 	}
 	cn := p.client.Conn()
-	if err := pingWithin(ctx, cn); err != nil {
+	if err := redisdb.Ping(ctx, cn); err != nil {
 		cn.Close()
 		return nil, fmt.Errorf("redis: a replica could not connect to %s: %w", p.c.srv.redacted, err)
 	}
@@ -516,7 +487,7 @@ type redisLeasePool struct {
 
 func (p *redisLeasePool) Conn(ctx context.Context) (leaseConn, error) {
 	cn := p.client.Conn()
-	if err := pingWithin(ctx, cn); err != nil {
+	if err := redisdb.Ping(ctx, cn); err != nil {
 		cn.Close()
 		return nil, fmt.Errorf("redis: a replica could not connect to %s: %w", p.r.srv.redacted, err)
 	}

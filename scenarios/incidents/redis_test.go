@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/racetest/racetest/internal/redisdb"
+	"github.com/racetest/racetest/internal/testenv"
 	"github.com/racetest/racetest/internal/wiretest"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
@@ -28,14 +29,14 @@ func TestMain(m *testing.M) {
 // look at the keys.
 func needRedis(t *testing.T) (scenarios.Params, *redis.Client) {
 	t.Helper()
-	p := scenarios.Params{Conn: scenarios.NewConnections(map[string]string{"redis": os.Getenv("RACETEST_REDIS_URL")}), TTL: scenarios.DefaultTTL}
+	p := scenarios.Params{Conn: testenv.Conns("redis"), TTL: scenarios.DefaultTTL}
 	srv, err := parseRedis(p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cl, err := srv.connect(context.Background())
 	if err != nil {
-		conformance.Unavailable(t, "redis", err)
+		testenv.Unavailable(t, "redis", err)
 	}
 	t.Cleanup(func() { cl.Close() })
 	return p, cl

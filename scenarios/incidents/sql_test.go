@@ -2,11 +2,11 @@ package incidents
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/racetest/racetest/internal/testenv"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/conformance"
@@ -18,26 +18,25 @@ func needSQL(t *testing.T, d *dialect) (scenarios.Params, *sqlServer) {
 	t.Helper()
 	p := scenarios.Params{
 		RunID: scenarios.NewRunID(), TTL: scenarios.DefaultTTL,
-		Conn: scenarios.NewConnections(map[string]string{"mysql": os.Getenv("RACETEST_MYSQL_DSN"), "postgres": os.Getenv("RACETEST_POSTGRES_URL")}),
+		Conn: testenv.Conns("mysql", "postgres"),
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	s, err := connectSQL(ctx, d, p)
 	if err != nil {
-		conformance.Unavailable(t, d.name(), err)
+		testenv.Unavailable(t, d.name(), err)
 	}
 	t.Cleanup(func() { s.Close() })
 	return p, s
 }
 
-func TestConformanceMySQL(t *testing.T) {
-	p, _ := needSQL(t, mysqlDialect)
-	conformance.Run(t, conformance.Suite{Registry: registry("mysql"), Backend: "mysql", Params: p, Bursts: 10})
-}
-
-func TestConformancePostgres(t *testing.T) {
-	p, _ := needSQL(t, pgDialect)
-	conformance.Run(t, conformance.Suite{Registry: registry("postgres"), Backend: "postgres", Params: p, Bursts: 10})
+func TestConformanceSQL(t *testing.T) {
+	for _, d := range []*dialect{mysqlDialect, pgDialect} {
+		t.Run(d.name(), func(t *testing.T) {
+			p, _ := needSQL(t, d)
+			conformance.Run(t, conformance.Suite{Registry: registry(d.name()), Backend: d.name(), Params: p, Bursts: 10})
+		})
+	}
 }
 
 // TestMyISAMIgnoresTheTransaction: the same code on MyISAM keeps the record

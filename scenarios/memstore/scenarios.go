@@ -295,23 +295,10 @@ func leaseLiveness(ctx context.Context, st *Store, key string, ttl time.Duration
 			at.Round(time.Millisecond), ttl, ok, err)
 		return c
 	}
-	deadline := start.Add(ttl + 2*time.Second)
-	for time.Now().Before(deadline) {
+	c = scenarios.AwaitExpiry(ctx, start, ttl/2, ttl, "", func() (bool, error) {
 		ok, _, err := st.Acquire(ctx, key, "next", ttl)
-		if err != nil {
-			c.Detail = err.Error()
-			return c
-		}
-		if ok {
-			took := time.Since(start)
-			c.OK = took >= ttl
-			c.Detail = fmt.Sprintf("a holder died without releasing: refused at %s, granted to the next after %s (TTL %s)",
-				(ttl / 2).Round(time.Millisecond), took.Round(time.Millisecond), ttl)
-			st.Drop(key)
-			return c
-		}
-		_ = sleep(ctx, ttl/10+time.Millisecond)
-	}
-	c.Detail = fmt.Sprintf("the lease was still held %s after its holder died (TTL %s)", time.Since(start).Round(time.Millisecond), ttl)
+		return ok, err
+	})
+	st.Drop(key)
 	return c
 }

@@ -235,24 +235,10 @@ func (t *target) leaseLiveness(ctx context.Context) runner.Check {
 			time.Since(start).Round(time.Millisecond), ttl, ok, err)
 		return c
 	}
-	deadline := start.Add(ttl + 2*time.Second)
-	for time.Now().Before(deadline) {
+	return scenarios.AwaitExpiry(ctx, start, ttl/2, ttl, "", func() (bool, error) {
 		_, ok, err := acquire(ctx, t, t.db, t.lease, key, "next")
-		if err != nil {
-			c.Detail = err.Error()
-			return c
-		}
-		if ok {
-			took := time.Since(start)
-			c.OK = took >= ttl
-			c.Detail = fmt.Sprintf("a holder died without releasing: refused at %s, granted to the next after %s (TTL %s)",
-				(ttl / 2).Round(time.Millisecond), took.Round(time.Millisecond), ttl)
-			return c
-		}
-		_ = sleep(ctx, ttl/10+time.Millisecond)
-	}
-	c.Detail = fmt.Sprintf("the lease was still held %s after its holder died (TTL %s)", time.Since(start).Round(time.Millisecond), ttl)
-	return c
+		return ok, err
+	})
 }
 
 // reactivation: a second active document for a user is refused, and allowed

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"reflect"
 	"strings"
 	"sync"
@@ -23,6 +22,7 @@ import (
 	"github.com/racetest/racetest/internal/mongodb"
 	"github.com/racetest/racetest/runner"
 
+	"github.com/racetest/racetest/internal/testenv"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/conformance"
 	"github.com/racetest/racetest/scenarios/mongostore"
@@ -33,10 +33,10 @@ import (
 // fails it under RACETEST_REQUIRE_SERVERS) when none answers.
 func server(t *testing.T) (scenarios.Params, mongodb.ServerInfo) {
 	t.Helper()
-	p := scenarios.Params{Conn: scenarios.NewConnections(map[string]string{"mongo": os.Getenv("RACETEST_MONGO_URI")}), TTL: scenarios.DefaultTTL}
+	p := scenarios.Params{Conn: testenv.Conns("mongo"), TTL: scenarios.DefaultTTL}
 	info, err := probe(p)
 	if err != nil {
-		conformance.Unavailable(t, mongostore.Name, err)
+		testenv.Unavailable(t, mongostore.Name, err)
 	}
 	t.Logf("server: %s", info)
 	return p, info
@@ -57,17 +57,6 @@ func probe(p scenarios.Params) (mongodb.ServerInfo, error) {
 	return probeOnce.info, probeOnce.err
 }
 
-// registry holds the core scenarios on this backend alone, so that these
-// tests do not depend on the other backends' packages.
-func registry() *scenarios.Registry {
-	r := scenarios.NewRegistry()
-	for _, s := range scenarios.Core() {
-		r.AddScenario(s)
-	}
-	mongostore.Register(r)
-	return r
-}
-
 // ferretRace is why a scenario races on FerretDB 1.x: measured in
 // shared/mongodb-in-ci.md and again by these tests.
 const ferretRace = "FerretDB 1.x performs findAndModify as read, change in Go, replace by _id: " +
@@ -75,7 +64,7 @@ const ferretRace = "FerretDB 1.x performs findAndModify as read, change in Go, r
 
 func TestConformance(t *testing.T) {
 	p, info := server(t)
-	s := conformance.Suite{Registry: registry(), Backend: mongostore.Name, Params: p}
+	s := conformance.Suite{Registry: testenv.Registry(mongostore.Register), Backend: mongostore.Name, Params: p}
 	if info.FerretDB() {
 		s.Override = map[string]conformance.Override{
 			scenarios.ConditionalUpdate: {Expect: scenarios.ExpectRace, Why: ferretRace},
@@ -93,7 +82,7 @@ func build(t *testing.T, p scenarios.Params, scenario string, attempts int) (run
 	p.Attempts, p.Replicas = attempts, max(p.Replicas, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	tg, err := registry().Build(ctx, scenario, mongostore.Name, p)
+	tg, err := testenv.Registry(mongostore.Register).Build(ctx, scenario, mongostore.Name, p)
 	if err != nil {
 		t.Fatalf("build %s: %v", scenario, err)
 	}
@@ -345,7 +334,7 @@ func TestDialHook(t *testing.T) {
 		return nil, errors.New("dial refused by the test")
 	}
 	p.RunID = scenarios.NewRunID()
-	if _, err := registry().Build(context.Background(), scenarios.CheckThenWrite, mongostore.Name, p); err == nil {
+	if _, err := testenv.Registry(mongostore.Register).Build(context.Background(), scenarios.CheckThenWrite, mongostore.Name, p); err == nil {
 		t.Error("Build succeeded although Params.Dial refused every connection")
 	}
 }
@@ -445,7 +434,7 @@ func TestUnreachable(t *testing.T) {
 	p := scenarios.Params{RunID: scenarios.NewRunID(), Attempts: 2, Replicas: 1,
 		Conn: scenarios.NewConnections(map[string]string{"mongo": "mongodb://racer:s3cr%40t-pw@" + addr + "/?directConnection=true"})}
 	start := time.Now()
-	_, err = registry().Build(context.Background(), scenarios.CheckThenWrite, mongostore.Name, p)
+	_, err = testenv.Registry(mongostore.Register).Build(context.Background(), scenarios.CheckThenWrite, mongostore.Name, p)
 	took := time.Since(start)
 	if err == nil {
 		t.Fatal("Build succeeded against a closed port")

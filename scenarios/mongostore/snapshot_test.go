@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"math/big"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -15,26 +14,22 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
-	"github.com/racetest/racetest/internal/mongodb"
+	"github.com/racetest/racetest/internal/testenv"
 	"github.com/racetest/racetest/runner"
-	"github.com/racetest/racetest/scenarios/conformance"
 )
 
 // snapshotDB is a database of the test's own on the server of
 // RACETEST_MONGO_URI, dropped at the end.
 func snapshotDB(t *testing.T) *mongo.Database {
 	t.Helper()
-	uri := os.Getenv("RACETEST_MONGO_URI")
-	if uri == "" {
-		uri = mongodb.DefaultURI
-	}
+	uri := testenv.URL("mongo")
 	cl, err := mongo.Connect(options.Client().ApplyURI(uri).SetServerSelectionTimeout(4 * time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cl.Disconnect(context.Background()) })
 	if err := cl.Ping(context.Background(), nil); err != nil {
-		conformance.Unavailable(t, Name, err)
+		testenv.Unavailable(t, Name, err)
 	}
 	b := make([]byte, 4)
 	rand.Read(b)

@@ -163,24 +163,9 @@ func (t *target) leaseLiveness(ctx context.Context) runner.Check {
 				earlyAt.Round(time.Millisecond), ttl)
 			return c
 		}
-		deadline := start.Add(ttl + 2*time.Second)
-		for time.Now().Before(deadline) {
-			ok, err := t.acquire(ctx, conn, name, "next", nil)
-			if err != nil {
-				c.Detail = err.Error()
-				return c
-			}
-			if ok {
-				took := time.Since(start)
-				c.OK = took >= ttl
-				c.Detail = fmt.Sprintf("a holder died without releasing: refused at %s, granted to the next after %s (TTL %s, server clock)",
-					earlyAt.Round(time.Millisecond), took.Round(time.Millisecond), ttl)
-				return c
-			}
-			_ = pause(ctx, ttl/10+time.Millisecond)
-		}
-		c.Detail = fmt.Sprintf("the lease was still held %s after its holder died (TTL %s)", time.Since(start).Round(time.Millisecond), ttl)
-		return c
+		return scenarios.AwaitExpiry(ctx, start, earlyAt, ttl, ", server clock", func() (bool, error) {
+			return t.acquire(ctx, conn, name, "next", nil)
+		})
 	}
 	c.Detail = fmt.Sprintf("inconclusive: in 5 tries no refusal came back within the %s TTL (the machine is too slow for this TTL; try a longer --ttl)", ttl)
 	return c

@@ -14,31 +14,21 @@ import (
 	"time"
 
 	"github.com/racetest/racetest/internal/sqldb"
+	"github.com/racetest/racetest/internal/testenv"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/conformance"
 	"github.com/racetest/racetest/scenarios/runs"
 )
 
-// testRegistry holds the catalog and this backend only, so that this
-// package's tests do not depend on the other backends building.
-func testRegistry() *scenarios.Registry {
-	r := scenarios.NewRegistry()
-	for _, s := range scenarios.Core() {
-		r.AddScenario(s)
-	}
-	Register(r)
-	return r
-}
-
 // serverParams returns parameters for the local test server, or skips the
 // test (fails it under RACETEST_REQUIRE_SERVERS) when none answers.
 func serverParams(t *testing.T) scenarios.Params {
 	t.Helper()
-	p := scenarios.Params{RunID: scenarios.NewRunID(), Conn: scenarios.NewConnections(map[string]string{"mysql": os.Getenv("RACETEST_MYSQL_DSN")})}
+	p := scenarios.Params{RunID: scenarios.NewRunID(), Conn: testenv.Conns("mysql")}
 	st, err := Open(context.Background(), p)
 	if err != nil {
-		conformance.Unavailable(t, Name, err)
+		testenv.Unavailable(t, Name, err)
 	}
 	st.Close()
 	return p
@@ -46,14 +36,14 @@ func serverParams(t *testing.T) scenarios.Params {
 
 func TestConformance(t *testing.T) {
 	p := serverParams(t)
-	conformance.Run(t, conformance.Suite{Registry: testRegistry(), Backend: Name, Params: scenarios.Params{Conn: p.Conn}})
+	conformance.Run(t, conformance.Suite{Registry: testenv.Registry(Register), Backend: Name, Params: scenarios.Params{Conn: p.Conn}})
 }
 
 // On MyISAM every single statement is still atomic (table locks), so the
 // catalog's expectations hold; what changes is shown by TestMyISAMIgnoresTransactions.
 func TestConformanceMyISAM(t *testing.T) {
 	p := serverParams(t)
-	conformance.Run(t, conformance.Suite{Registry: testRegistry(), Backend: Name, Bursts: 10,
+	conformance.Run(t, conformance.Suite{Registry: testenv.Registry(Register), Backend: Name, Bursts: 10,
 		Params: scenarios.Params{Conn: p.Conn, Engine: "myisam"}})
 }
 
@@ -63,7 +53,7 @@ func build(t *testing.T, scenario string, p scenarios.Params) *target {
 	if p.RunID == "" {
 		p.RunID = scenarios.NewRunID()
 	}
-	tg, err := testRegistry().Build(context.Background(), scenario, Name, p)
+	tg, err := testenv.Registry(Register).Build(context.Background(), scenario, Name, p)
 	if err != nil {
 		t.Fatalf("build %s: %v", scenario, err)
 	}
@@ -596,7 +586,7 @@ func TestConnectFailures(t *testing.T) {
 			q := p
 			q.Conn.Set("mysql", tc.conn)
 			start := time.Now()
-			_, err := testRegistry().Build(context.Background(), scenarios.ConditionalUpdate, Name, q)
+			_, err := testenv.Registry(Register).Build(context.Background(), scenarios.ConditionalUpdate, Name, q)
 			took := time.Since(start)
 			if err == nil {
 				t.Fatal("connected")

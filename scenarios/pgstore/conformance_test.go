@@ -2,33 +2,25 @@ package pgstore_test
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
 
+	"github.com/racetest/racetest/internal/testenv"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/builtin"
 	"github.com/racetest/racetest/scenarios/conformance"
 	"github.com/racetest/racetest/scenarios/pgstore"
 )
 
-// testURL is the server the tests use: RACETEST_POSTGRES_URL, or the default.
-func testURL() string {
-	if u := os.Getenv("RACETEST_POSTGRES_URL"); u != "" {
-		return u
-	}
-	return pgstore.DefaultURL
-}
-
 // requireServer skips (or, under RACETEST_REQUIRE_SERVERS, fails) when no
 // server answers, by building one target the way a run does.
 func requireServer(t *testing.T) scenarios.Params {
 	t.Helper()
-	p := scenarios.Params{RunID: scenarios.NewRunID(), Conn: scenarios.NewConnections(map[string]string{"postgres": testURL()})}
+	p := scenarios.Params{RunID: scenarios.NewRunID(), Conn: scenarios.NewConnections(map[string]string{"postgres": testenv.URL("postgres")})}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if _, err := builtin.Registry().Build(ctx, scenarios.UniqueInsert, pgstore.Name, p); err != nil {
-		conformance.Unavailable(t, pgstore.Name, err)
+		testenv.Unavailable(t, pgstore.Name, err)
 	}
 	return scenarios.Params{Conn: p.Conn, TTL: scenarios.DefaultTTL}
 }

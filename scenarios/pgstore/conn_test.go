@@ -17,6 +17,7 @@ import (
 
 	"github.com/racetest/racetest/internal/privserver"
 	"github.com/racetest/racetest/internal/sqldb"
+	"github.com/racetest/racetest/internal/testenv"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/runs"
@@ -129,7 +130,7 @@ func TestAuthFailureNamesUserNotPassword(t *testing.T) {
 
 func TestUnknownDatabase(t *testing.T) {
 	p := serverParams(t)
-	cfg, _ := pgx.ParseConfig(testURL())
+	cfg, _ := pgx.ParseConfig(testenv.URL("postgres"))
 	u := "postgres://" + cfg.User + ":s3cret@" + net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port))) + "/racetest_nosuchdb_" + p.RunID + "?sslmode=disable"
 	_, err := buildErr(t, u)
 	assertOneRedactedLine(t, err, "database \"racetest_nosuchdb_"+p.RunID+"\" does not exist", "createdb")

@@ -2,24 +2,15 @@ package pgstore
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/racetest/racetest/internal/testenv"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
-	"github.com/racetest/racetest/scenarios/conformance"
 )
-
-// testURL is the server the tests use: RACETEST_POSTGRES_URL, or the default.
-func testURL() string {
-	if u := os.Getenv("RACETEST_POSTGRES_URL"); u != "" {
-		return u
-	}
-	return DefaultURL
-}
 
 // serverParams returns a fresh run's parameters, or skips the test (fails
 // it under RACETEST_REQUIRE_SERVERS) when no server answers.
@@ -27,14 +18,14 @@ func serverParams(t testing.TB) scenarios.Params {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := pgx.Connect(ctx, testURL())
+	c, err := pgx.Connect(ctx, testenv.URL("postgres"))
 	if err != nil {
-		conformance.Unavailable(t, Name, err)
+		testenv.Unavailable(t, Name, err)
 	}
 	_ = c.Close(ctx)
 	return scenarios.Params{
 		RunID: scenarios.NewRunID(),
-		Conn:  scenarios.NewConnections(map[string]string{"postgres": testURL()}),
+		Conn:  scenarios.NewConnections(map[string]string{"postgres": testenv.URL("postgres")}),
 		TTL:   scenarios.DefaultTTL,
 	}
 }
@@ -42,7 +33,7 @@ func serverParams(t testing.TB) scenarios.Params {
 // rawConn is a plain connection for the test's own looking, closed at the end.
 func rawConn(t testing.TB) *pgx.Conn {
 	t.Helper()
-	return connTo(t, testURL())
+	return connTo(t, testenv.URL("postgres"))
 }
 
 // connTo is rawConn to the server at url.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/racetest/racetest/internal/testenv"
 	"github.com/racetest/racetest/internal/wiretest"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
@@ -105,7 +106,7 @@ func clusterKeys(t *testing.T, cc *redis.ClusterClient, prefix string) map[strin
 func TestClusterConformance(t *testing.T) {
 	raw, _ := needCluster(t)
 	conformance.Run(t, conformance.Suite{
-		Registry: registry(),
+		Registry: testenv.Registry(redisstore.Register),
 		Backend:  redisstore.Name,
 		Params:   scenarios.Params{Conn: scenarios.NewConnections(map[string]string{"redis": raw}), TTL: scenarios.DefaultTTL},
 		Release:  wiretest.LastByte(redisstore.Name),
@@ -181,7 +182,7 @@ func TestClusterNodeURL(t *testing.T) {
 	if left := clusterKeys(t, cc, p.Prefix()); len(left) > 0 {
 		t.Errorf("left keys: %v", left)
 	}
-	if _, err := registry().Build(context.Background(), scenarios.UniqueInsert, redisstore.Name,
+	if _, err := testenv.Registry(redisstore.Register).Build(context.Background(), scenarios.UniqueInsert, redisstore.Name,
 		scenarios.Params{RunID: scenarios.NewRunID(), Attempts: 2, Conn: scenarios.NewConnections(map[string]string{"redis": "redis://" + node + "/1"})}); err == nil ||
 		!strings.Contains(err.Error(), "database 0 only") {
 		t.Errorf("database 1 of a cluster node: %v", err)

@@ -5,19 +5,6 @@ import (
 	"time"
 )
 
-func TestServerName(t *testing.T) {
-	for info, want := range map[string]string{
-		"# Server\r\nredis_version:7.0.15\r\nredis_mode:standalone\r\n":                     "Redis 7.0.15",
-		"# Server\r\nredis_version:7.2.4\r\nserver_name:valkey\r\nvalkey_version:8.0.1\r\n": "Valkey 8.0.1",
-		"# Server\r\nredis_version:6.2.11\r\ndragonfly_version:df-v1.21.2\r\n":              "Dragonfly df-v1.21.2",
-		"# Server\r\n": "Redis-compatible server (no version in INFO)",
-	} {
-		if got := serverName(info); got != want {
-			t.Errorf("serverName(%q) = %q, want %q", info, got, want)
-		}
-	}
-}
-
 func TestLeaseMillis(t *testing.T) {
 	for ttl, want := range map[time.Duration]int64{
 		50 * time.Millisecond:   50,
@@ -62,12 +49,6 @@ func TestParseGrants(t *testing.T) {
 		if _, err := parseGrants([]string{bad}); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
-	}
-}
-
-func TestGlobEscape(t *testing.T) {
-	if got, want := globEscape(`racetest_a*b?[c]\d^e-f_`), `racetest_a\*b\?\[c\]\\d\^e\-f_`; got != want {
-		t.Errorf("got %s, want %s", got, want)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/racetest/racetest/internal/redisdb"
+	"github.com/racetest/racetest/internal/testenv"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/redisstore"
@@ -27,7 +28,7 @@ func build(t *testing.T, scenario, url string, n int, edit func(*scenarios.Param
 	if edit != nil {
 		edit(&p)
 	}
-	tg, err := registry().Build(context.Background(), scenario, redisstore.Name, p)
+	tg, err := testenv.Registry(redisstore.Register).Build(context.Background(), scenario, redisstore.Name, p)
 	if err != nil {
 		t.Fatalf("build %s: %v", scenario, err)
 	}
@@ -77,7 +78,7 @@ func snapshots(t *testing.T, cl *redis.Client, keys []string) map[string]snapsho
 // and checks those keys are byte-for-byte unchanged and the run's own keys
 // are gone.
 func TestOnlyItsOwnKeys(t *testing.T) {
-	cl := needServer(t)
+	cl := testenv.Redis(t)
 	ctx := context.Background()
 	const runID = "own" // fixed, so that neighbours can share its prefix's start
 	mine := "racetest_" + runID + "_"
@@ -114,7 +115,7 @@ func TestOnlyItsOwnKeys(t *testing.T) {
 				name += "/cancelled"
 			}
 			t.Run(name, func(t *testing.T) {
-				tg, _ := build(t, sc.Name, testURL(), 4, func(p *scenarios.Params) { p.RunID = runID })
+				tg, _ := build(t, sc.Name, testenv.URL("redis"), 4, func(p *scenarios.Params) { p.RunID = runID })
 				rctx, cancel := context.WithCancel(ctx)
 				defer cancel()
 				opts := []runner.Option{runner.Attempts(4), runner.Bursts(6)}
@@ -161,8 +162,8 @@ func TestOnlyItsOwnKeys(t *testing.T) {
 // TestCleanupAfterKeep: with --keep the keys stay for inspection; a later
 // Cleanup, called twice, drops them.
 func TestCleanupAfterKeep(t *testing.T) {
-	cl := needServer(t)
-	tg, p := build(t, scenarios.ConditionalUpdate, testURL(), 3, nil)
+	cl := testenv.Redis(t)
+	tg, p := build(t, scenarios.ConditionalUpdate, testenv.URL("redis"), 3, nil)
 	if _, err := runner.Run(context.Background(), tg, runner.Attempts(3), runner.Bursts(4), runner.Keep(true)); err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +192,7 @@ func TestUnreachableFailsFast(t *testing.T) {
 	const secret = "s3cr3t-Pw"
 	start := time.Now()
 	p := scenarios.Params{RunID: "dead", Attempts: 2, Conn: scenarios.NewConnections(map[string]string{"redis": "redis://racer:" + secret + "@127.0.0.1:1/0"})}
-	_, err := registry().Build(context.Background(), scenarios.CheckThenWrite, redisstore.Name, p)
+	_, err := testenv.Registry(redisstore.Register).Build(context.Background(), scenarios.CheckThenWrite, redisstore.Name, p)
 	took := time.Since(start)
 	if err == nil {
 		t.Fatal("connected to 127.0.0.1:1")
@@ -218,7 +219,7 @@ func TestBadURL(t *testing.T) {
 	const secret = "pw-9z"
 	for _, u := range []string{"redis://u:" + secret + "@127.0.0.1:notaport/0", "redis://u:" + secret + "@127.0.0.1:6379/zero", "mysql://u:" + secret + "@h/0"} {
 		p := scenarios.Params{RunID: "bad", Attempts: 2, Conn: scenarios.NewConnections(map[string]string{"redis": u})}
-		_, err := registry().Build(context.Background(), scenarios.CheckThenWrite, redisstore.Name, p)
+		_, err := testenv.Registry(redisstore.Register).Build(context.Background(), scenarios.CheckThenWrite, redisstore.Name, p)
 		if err == nil {
 			t.Fatalf("%s: accepted", redisdb.Redact(u))
 		}
@@ -233,7 +234,7 @@ func TestBadURL(t *testing.T) {
 func TestSilentServer(t *testing.T) {
 	f := startFake(t, func(int, []string) string { return "" })
 	start := time.Now()
-	_, err := registry().Build(context.Background(), scenarios.CheckThenWrite, redisstore.Name,
+	_, err := testenv.Registry(redisstore.Register).Build(context.Background(), scenarios.CheckThenWrite, redisstore.Name,
 		scenarios.Params{RunID: "silent", Attempts: 2, Conn: scenarios.NewConnections(map[string]string{"redis": f.URL()})})
 	took := time.Since(start)
 	if err == nil {
@@ -393,8 +394,8 @@ func TestTooManyClients(t *testing.T) {
 // TestServerDiesMidRun: the run stops with an error naming what failed,
 // within seconds, without a panic; the keys the dead server kept are named.
 func TestServerDiesMidRun(t *testing.T) {
-	cl := needServer(t)
-	opt, _ := redis.ParseURL(testURL())
+	cl := testenv.Redis(t)
+	opt, _ := redis.ParseURL(testenv.URL("redis"))
 	px := startProxy(t, opt.Addr)
 	tg, p := build(t, scenarios.CheckThenWrite, "redis://"+px.ln.Addr().String()+"/0", 4, nil)
 	t.Cleanup(func() {
@@ -435,7 +436,7 @@ func TestServerDiesMidRun(t *testing.T) {
 // attempt of check-then-write sends EXISTS on its worker's connection; the
 // hook sees which connections carried one.
 func TestDialHook(t *testing.T) {
-	needServer(t)
+	testenv.Redis(t)
 	var mu sync.Mutex
 	var dialled []*spyConn
 	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -450,7 +451,7 @@ func TestDialHook(t *testing.T) {
 		return s, nil
 	}
 	const n = 5
-	tg, _ := build(t, scenarios.CheckThenWrite, testURL(), n, func(p *scenarios.Params) { p.Dial = dial })
+	tg, _ := build(t, scenarios.CheckThenWrite, testenv.URL("redis"), n, func(p *scenarios.Params) { p.Dial = dial })
 	if _, err := runner.Run(context.Background(), tg, runner.Attempts(n), runner.Bursts(3)); err != nil {
 		t.Fatal(err)
 	}
@@ -488,8 +489,8 @@ func (s *spyConn) saw(cmd string) bool {
 
 // TestServerNamed: the report names the server as it describes itself.
 func TestServerNamed(t *testing.T) {
-	cl := needServer(t)
-	tg, _ := build(t, scenarios.CheckThenWrite, testURL(), 1, nil)
+	cl := testenv.Redis(t)
+	tg, _ := build(t, scenarios.CheckThenWrite, testenv.URL("redis"), 1, nil)
 	defer tg.Cleanup(context.Background())
 	info, err := cl.Info(context.Background(), "server").Result()
 	if err != nil {
@@ -511,8 +512,8 @@ func TestServerNamed(t *testing.T) {
 // TestLeaseLiveness: a holder that dies blocks the lease until the TTL, by
 // the server's clock, and not after it.
 func TestLeaseLiveness(t *testing.T) {
-	needServer(t)
-	tg, _ := build(t, scenarios.TTLLease, testURL(), 2, func(p *scenarios.Params) { p.TTL = 30*time.Millisecond + 400*time.Microsecond })
+	testenv.Redis(t)
+	tg, _ := build(t, scenarios.TTLLease, testenv.URL("redis"), 2, func(p *scenarios.Params) { p.TTL = 30*time.Millisecond + 400*time.Microsecond })
 	defer tg.Cleanup(context.Background())
 	if err := tg.Prepare(context.Background()); err != nil {
 		t.Fatal(err)

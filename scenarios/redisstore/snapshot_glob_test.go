@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/racetest/racetest/internal/redistest"
+	"github.com/racetest/racetest/internal/testenv"
 	"github.com/racetest/racetest/runner"
 )
 
@@ -86,7 +86,7 @@ func TestSnapshotGlobMatch(t *testing.T) {
 // The key limit counts every key the patterns reach, literal ones too:
 // exactly the limit is read, one more is refused with the way out.
 func TestSnapshotKeyLimit(t *testing.T) {
-	rdb, prefix := redistest.Own(t)
+	rdb, prefix := testenv.OwnRedis(t)
 	ctx := context.Background()
 	for _, k := range []string{"a", "b", "c"} {
 		if err := rdb.Set(ctx, prefix+":"+k, 1, 0).Err(); err != nil {

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/racetest/racetest/internal/redistest"
+	"github.com/racetest/racetest/internal/testenv"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios/redisstore"
 )
@@ -16,7 +16,7 @@ import (
 // alone finds, a key counted under the first pattern that matches it, a
 // pattern without a wildcard read as its key.
 func TestSnapshotPatternsAsRedisMatchesThem(t *testing.T) {
-	rdb, prefix := redistest.Own(t)
+	rdb, prefix := testenv.OwnRedis(t)
 	ctx := context.Background()
 	keys := []string{"a", "b", "ab", "a*", "a?", "[x]", "x", "y", "z-1", "z-9", "z^", `back\slash`, "lit", "aa:1", "aa:22"}
 	for i, k := range keys {
@@ -77,7 +77,7 @@ func TestSnapshotPatternsAsRedisMatchesThem(t *testing.T) {
 //
 //	go test -run '^$' -bench SnapshotKeys -benchtime 5x ./scenarios/redisstore/
 func BenchmarkSnapshotKeys(b *testing.B) {
-	rdb, prefix := redistest.Own(b)
+	rdb, prefix := testenv.OwnRedis(b)
 	ctx := context.Background()
 	pipe := rdb.Pipeline()
 	for i := range 100_000 {

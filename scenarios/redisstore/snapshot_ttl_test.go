@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/racetest/racetest/internal/redistest"
+	"github.com/racetest/racetest/internal/testenv"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios/redisstore"
 )
@@ -17,7 +17,7 @@ import (
 // writer's are. Keys of racetest's runs are read only under a pattern
 // that names them.
 func TestSnapshotterKeysThatExpire(t *testing.T) {
-	rdb, prefix := redistest.Own(t)
+	rdb, prefix := testenv.OwnRedis(t)
 	ctx := context.Background()
 	var s redisstore.Snapshotter
 	pattern := prefix + ":rl:*"

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/racetest/racetest/internal/redisdb"
 	"github.com/racetest/racetest/runner"
 	"github.com/racetest/racetest/scenarios"
 	"github.com/racetest/racetest/scenarios/runs"
@@ -162,7 +163,7 @@ func (t *target) nodeInfo(ctx context.Context, section string) (string, error) {
 
 func (t *target) describeServer(ctx context.Context) string {
 	info, err := t.nodeInfo(ctx, "server")
-	name := serverName(info)
+	name := redisdb.ServerName(info)
 	if err != nil {
 		name = "Redis-compatible server (INFO refused: " + scrub(err.Error(), t.c.password) + ")"
 	}
@@ -170,29 +171,6 @@ func (t *target) describeServer(ctx context.Context) string {
 		name += ", " + t.cluster.describe()
 	}
 	return name
-}
-
-// serverName names the product and version an INFO server reply describes.
-// Forks keep redis_version for compatibility and name themselves elsewhere.
-func serverName(info string) string {
-	fields := map[string]string{}
-	for _, line := range strings.Split(info, "\n") {
-		if k, v, ok := strings.Cut(strings.TrimSpace(line), ":"); ok {
-			fields[k] = v
-		}
-	}
-	if name := fields["server_name"]; name != "" && name != "redis" {
-		if v := fields[name+"_version"]; v != "" {
-			return strings.ToUpper(name[:1]) + name[1:] + " " + v
-		}
-	}
-	if v := fields["dragonfly_version"]; v != "" {
-		return "Dragonfly " + v
-	}
-	if v := fields["redis_version"]; v != "" {
-		return "Redis " + v
-	}
-	return "Redis-compatible server (no version in INFO)"
 }
 
 // Server names the server as it describes itself ("Redis 7.0.15").
@@ -327,25 +305,13 @@ func (t *target) Cleanup(ctx context.Context) error {
 	if err != nil {
 		if t.cluster != nil {
 			return fmt.Errorf("redis: could not delete this run's keys %s* on the Redis Cluster %s: %s — delete them by hand on each primary (%s): redis-cli -h HOST -p PORT --scan --pattern '%s*' | xargs redis-cli -c -h HOST -p PORT del, or run 'racetest clean --run-id %s'",
-				t.p.Prefix(), t.c.addr, describeErr(err, t.c.password), formatAddrs(t.cluster.primaries), globEscape(t.p.Prefix()), t.p.RunID)
+				t.p.Prefix(), t.c.addr, describeErr(err, t.c.password), formatAddrs(t.cluster.primaries), redisdb.GlobEscape(t.p.Prefix()), t.p.RunID)
 		}
 		cli := "redis-cli " + t.c.cliArgs()
 		return fmt.Errorf("redis: could not delete this run's keys %s* on %s: %s — delete them by hand: %s --scan --pattern '%s*' | xargs %s del",
-			t.p.Prefix(), t.c.addr, describeErr(err, t.c.password), cli, globEscape(t.p.Prefix()), cli)
+			t.p.Prefix(), t.c.addr, describeErr(err, t.c.password), cli, redisdb.GlobEscape(t.p.Prefix()), cli)
 	}
 	return nil
-}
-
-// globEscape quotes the characters Redis glob patterns give a meaning to.
-func globEscape(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		if strings.ContainsRune(`*?[]\^-`, r) {
-			b.WriteByte('\\')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }
 
 // opError words a failed call of racetest's own (not an attempt's).

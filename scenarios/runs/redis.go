@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/racetest/racetest/internal/redisdb"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -95,7 +96,7 @@ func scanNode(ctx context.Context, cl redis.Cmdable, prefix string, limit int, e
 	var out []string
 	var cursor uint64
 	for {
-		ks, next, err := cl.Scan(ctx, cursor, globEscape(prefix)+"*", 1000).Result()
+		ks, next, err := cl.Scan(ctx, cursor, redisdb.GlobEscape(prefix)+"*", 1000).Result()
 		if err != nil {
 			return out, err
 		}
@@ -203,16 +204,4 @@ func readMarker(ctx context.Context, cl redis.Cmdable, key string) (Record, erro
 		return Record{}, errors.New("not a racetest marker")
 	}
 	return Record{RunID: m.RunID, Started: time.UnixMilli(m.StartedMS).UTC(), Host: m.Host, PID: m.PID}, nil
-}
-
-// globEscape quotes the characters Redis glob patterns give a meaning to.
-func globEscape(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		if strings.ContainsRune(`*?[]\^-`, r) {
-			b.WriteByte('\\')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }

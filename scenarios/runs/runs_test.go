@@ -42,10 +42,3 @@ func TestGroupClaimsOnlyRegisteredNames(t *testing.T) {
 		}
 	}
 }
-
-// SCAN's MATCH is a glob: a prefix's glob characters are escaped.
-func TestGlobEscape(t *testing.T) {
-	if got := globEscape(`racetest_a*b?[c]\d^-_`); got != `racetest_a\*b\?\[c\]\\d\^\-_` {
-		t.Errorf("globEscape = %q", got)
-	}
-}

@@ -3,40 +3,23 @@ package sqlrun_test
 import (
 	"context"
 	"errors"
-	"os"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/racetest/racetest/internal/sqldb"
+	"github.com/racetest/racetest/internal/testenv"
 	"github.com/racetest/racetest/scenarios"
-	"github.com/racetest/racetest/scenarios/conformance"
 	"github.com/racetest/racetest/scenarios/runs"
 	"github.com/racetest/racetest/scenarios/sqlrun"
 )
 
-var servers = []struct {
-	d    sqldb.Dialect
-	conn func(scenarios.Params) string
-}{
-	{sqldb.MySQL, func(p scenarios.Params) string { return p.Conn.Get("mysql") }},
-	{sqldb.Postgres, func(p scenarios.Params) string { return p.Conn.Get("postgres") }},
-}
+var servers = []struct{ d sqldb.Dialect }{{sqldb.MySQL}, {sqldb.Postgres}}
 
 // open connects to d's server (skipping, or failing under
 // RACETEST_REQUIRE_SERVERS, without it) for a fresh run.
-func open(t *testing.T, d sqldb.Dialect, conn func(scenarios.Params) string) (scenarios.Params, *sqldb.DB) {
+func open(t *testing.T, d sqldb.Dialect) (scenarios.Params, *sqldb.DB) {
 	t.Helper()
-	p := scenarios.Params{RunID: scenarios.NewRunID(),
-		Conn: scenarios.NewConnections(map[string]string{"mysql": os.Getenv("RACETEST_MYSQL_DSN"), "postgres": os.Getenv("RACETEST_POSTGRES_URL")})}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	db, err := sqldb.Open(ctx, d, conn(p), sqldb.Options{})
-	if err != nil {
-		conformance.Unavailable(t, string(d), err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return p, db
+	return scenarios.Params{RunID: scenarios.NewRunID(), Conn: testenv.Conns("mysql", "postgres")}, testenv.SQL(t, d)
 }
 
 // left counts what run p has on db: tables under its prefix, and its
@@ -66,8 +49,8 @@ func left(t *testing.T, db *sqldb.DB, p scenarios.Params) (tables, registered in
 func TestCleanupDropsWhatTheRunMade(t *testing.T) {
 	for _, srv := range servers {
 		t.Run(string(srv.d), func(t *testing.T) {
-			p, probe := open(t, srv.d, srv.conn)
-			_, db := open(t, srv.d, srv.conn)
+			p, probe := open(t, srv.d)
+			_, db := open(t, srv.d)
 			s := sqlrun.New(db, p, "")
 			t.Cleanup(func() { s.Cleanup(context.Background()) })
 			ctx, cancel := context.WithCancel(context.Background())
@@ -98,8 +81,8 @@ func TestCleanupDropsWhatTheRunMade(t *testing.T) {
 func TestCreateRefusesATableTheRunDidNotMake(t *testing.T) {
 	for _, srv := range servers {
 		t.Run(string(srv.d), func(t *testing.T) {
-			p, probe := open(t, srv.d, srv.conn)
-			_, db := open(t, srv.d, srv.conn)
+			p, probe := open(t, srv.d)
+			_, db := open(t, srv.d)
 			ctx := context.Background()
 			s := sqlrun.New(db, p, "")
 			t.Cleanup(func() { s.Cleanup(context.Background()) })
@@ -130,9 +113,9 @@ func TestCreateRefusesATableTheRunDidNotMake(t *testing.T) {
 func TestCreateRefusesARunIDInUse(t *testing.T) {
 	for _, srv := range servers {
 		t.Run(string(srv.d), func(t *testing.T) {
-			p, probe := open(t, srv.d, srv.conn)
-			_, db1 := open(t, srv.d, srv.conn)
-			_, db2 := open(t, srv.d, srv.conn)
+			p, probe := open(t, srv.d)
+			_, db1 := open(t, srv.d)
+			_, db2 := open(t, srv.d)
 			ctx := context.Background()
 			first, second := sqlrun.New(db1, p, ""), sqlrun.New(db2, p, "")
 			if err := first.Create(ctx, first.Table("a"), "id INT"); err != nil {

@@ -5,25 +5,15 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/racetest/racetest/httpfire"
-	"github.com/racetest/racetest/internal/redisdb"
+	"github.com/racetest/racetest/internal/testenv"
 	"github.com/racetest/racetest/scenarios"
-	"github.com/racetest/racetest/scenarios/conformance"
-	"github.com/racetest/racetest/scenarios/pgstore"
 )
-
-func orDefault(env, def string) string {
-	if v := os.Getenv(env); v != "" {
-		return v
-	}
-	return def
-}
 
 // Each store: the first attempt at a key writes, the next is refused, the
 // count says one write; many attempts at once can write more than once (the
@@ -38,12 +28,12 @@ func TestStores(t *testing.T) {
 			var st store
 			var err error
 			if kind == "redis" {
-				st, err = newRedis(ctx, orDefault("RACETEST_REDIS_URL", redisdb.DefaultURL), prefix)
+				st, err = newRedis(ctx, testenv.URL("redis"), prefix)
 			} else {
-				st, err = newPG(ctx, orDefault("RACETEST_POSTGRES_URL", pgstore.DefaultURL), prefix)
+				st, err = newPG(ctx, testenv.URL("postgres"), prefix)
 			}
 			if err != nil {
-				conformance.Unavailable(t, kind, err)
+				testenv.Unavailable(t, kind, err)
 			}
 			srv := httptest.NewServer(handler(st))
 			defer srv.Close()
@@ -109,7 +99,7 @@ func TestStores(t *testing.T) {
 func leftovers(t *testing.T, kind, prefix string) int {
 	ctx := context.Background()
 	if kind == "redis" {
-		s, err := newRedis(ctx, orDefault("RACETEST_REDIS_URL", redisdb.DefaultURL), prefix)
+		s, err := newRedis(ctx, testenv.URL("redis"), prefix)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -120,7 +110,7 @@ func leftovers(t *testing.T, kind, prefix string) int {
 		}
 		return len(keys)
 	}
-	s, err := newPGAdmin(ctx, orDefault("RACETEST_POSTGRES_URL", pgstore.DefaultURL))
+	s, err := newPGAdmin(ctx, testenv.URL("postgres"))
 	if err != nil {
 		t.Fatal(err)
 	}

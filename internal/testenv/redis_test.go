@@ -1,24 +1,24 @@
-package redistest_test
+package testenv_test
 
 import (
 	"context"
 	"strconv"
 	"testing"
 
-	"github.com/racetest/racetest/internal/redistest"
+	"github.com/racetest/racetest/internal/testenv"
 )
 
 // The keys a test writes under its prefix are gone when it ends, more than
 // one SCAN batch of them too, and nothing outside the prefix is touched.
 func TestOwnDeletesItsKeysAtTheEnd(t *testing.T) {
 	ctx := context.Background()
-	outsider, other := redistest.Own(t)
+	outsider, other := testenv.OwnRedis(t)
 	if err := outsider.Set(ctx, other+":keep", "1", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 	var prefix string
 	t.Run("writer", func(t *testing.T) {
-		rdb, p := redistest.Own(t)
+		rdb, p := testenv.OwnRedis(t)
 		prefix = p
 		pipe := rdb.Pipeline()
 		for i := range 2500 {
