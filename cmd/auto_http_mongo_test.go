@@ -109,9 +109,9 @@ func TestEffectsAutoHTTPMongoCommand(t *testing.T) {
 		code         int
 		want         []string
 	}{
-		{"naive", "race", ExitOK, []string{"RACE", "`redemptions`: \\+1 row solo, \\+[2-6] together", `redemptions\.amount \(sum\) +\+5 +\+(10|15|20|25|30) +← differs`, "effects: auto:mongo on"}},
-		{"fixed", "safe", ExitOK, []string{"SAFE", `\b0 of \d+ tested bursts changed the database otherwise`, `redemptions \(rows\) +\+1 +\+1\n`, `redemptions\.amount \(sum\) +\+5 +\+5\n`}},
-		{"erratic", "safe", ExitInconclusive, []string{"INCONCLUSIVE", "the solo runs differ from each other \\(`audit`"}},
+		{"naive", "race", exitOK, []string{"RACE", "`redemptions`: \\+1 row solo, \\+[2-6] together", `redemptions\.amount \(sum\) +\+5 +\+(10|15|20|25|30) +← differs`, "effects: auto:mongo on"}},
+		{"fixed", "safe", exitOK, []string{"SAFE", `\b0 of \d+ tested bursts changed the database otherwise`, `redemptions \(rows\) +\+1 +\+1\n`, `redemptions\.amount \(sum\) +\+5 +\+5\n`}},
+		{"erratic", "safe", exitInconclusive, []string{"INCONCLUSIVE", "the solo runs differ from each other \\(`audit`"}},
 	} {
 		t.Run(c.mode, func(t *testing.T) {
 			srv := httptest.NewServer(mongoRedeemService(db, c.mode))
@@ -169,7 +169,7 @@ func TestEffectsAutoHTTPMongoIncOnFerretDB(t *testing.T) {
 	}
 	out, stderr, code := execCmd(t, false, "http", "POST", srv.URL+"/deposit?code={{.Token}}", "--setup", srv.URL+"/open?code={{.Token}}",
 		"--mongo-uri", uri, "--effects", "auto:mongo", "--watch", "accounts", "-n", "6", "--bursts", "20", "--expect", expect, "--timeline=false")
-	if code != ExitOK {
+	if code != exitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, out, stderr)
 	}
 	for _, w := range want {

@@ -34,7 +34,7 @@ func TestEffectsAutoMongoAnotherWriter(t *testing.T) {
 	out, stderr, code := execCmd(t, false, "mongo", "--mongo-uri", uri, "--setup", dir+"schema.mongo", "--subject", dir+"subject.mongo",
 		"--attempt", dir+"redeem-fixed.mongo", "--effects", "auto", "--teardown", dir+"drop.mongo", "-n", "4", "--bursts", "10", "--timeline=false", "--strict")
 	want := "the database changed while no attempt ran (`other` +"
-	if code != ExitInconclusive || !strings.Contains(out, "INCONCLUSIVE") || !strings.Contains(out, want) {
-		t.Fatalf("exit %d, want %d and %q\n%s\n%s", code, ExitInconclusive, want, out, stderr)
+	if code != exitInconclusive || !strings.Contains(out, "INCONCLUSIVE") || !strings.Contains(out, want) {
+		t.Fatalf("exit %d, want %d and %q\n%s\n%s", code, exitInconclusive, want, out, stderr)
 	}
 }

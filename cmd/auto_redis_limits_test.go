@@ -46,8 +46,8 @@ func TestEffectsAutoRedisRefusesACluster(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			_, stderr, code := execCmd(t, false, "http", "POST", srv.URL+"/?c={{.Token}}", "--effects", "auto:redis", "--watch", "k:*",
 				"--redis-url", url, "-n", "2", "--bursts", "2")
-			if code != ExitUsage || !strings.Contains(stderr, "--effects auto:redis (racetest http) does not run on a Redis Cluster yet; point --redis-url at a single server") {
-				t.Errorf("auto:redis on a cluster (%s): exit %d, want %d and the refusal\n%s", url, code, ExitUsage, stderr)
+			if code != exitUsage || !strings.Contains(stderr, "--effects auto:redis (racetest http) does not run on a Redis Cluster yet; point --redis-url at a single server") {
+				t.Errorf("auto:redis on a cluster (%s): exit %d, want %d and the refusal\n%s", url, code, exitUsage, stderr)
 			}
 		})
 	}
@@ -80,8 +80,8 @@ func TestEffectsAutoRedisRefusesTooManyKeys(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			out, stderr, code := execCmd(t, false, append(args, "--watch", prefix+":k:*", "-n", "2", "--bursts", "2")...)
-			if code != ExitUsage || !strings.Contains(stderr, want) {
-				t.Errorf("exit %d, want %d and %q\n%s\n%s", code, ExitUsage, want, out, stderr)
+			if code != exitUsage || !strings.Contains(stderr, want) {
+				t.Errorf("exit %d, want %d and %q\n%s\n%s", code, exitUsage, want, out, stderr)
 			}
 			if v, _ := rdb.Get(ctx, prefix+":k:0").Int(); v != 1 {
 				t.Errorf("an attempt ran before the refusal: %s:k:0 = %d", prefix, v)
@@ -110,7 +110,7 @@ func TestEffectsAutoRedisAnotherWriter(t *testing.T) {
 	out, stderr, code := execCmd(t, false, "redis", "--subject", dir+"subject.redis", "--attempt", dir+"deposit-fixed.redis", "--effects", "auto",
 		"--teardown", dir+"drop.redis", "--watch", "balance:{{.RunID}}-*,"+prefix+":balance:*", "-n", "4", "--bursts", "10", "--timeline=false", "--strict")
 	want := "the database changed while no attempt ran (`" + prefix + ":balance:*.value` +"
-	if code != ExitInconclusive || !strings.Contains(out, "INCONCLUSIVE") || !strings.Contains(out, want) {
-		t.Fatalf("exit %d, want %d and %q\n%s\n%s", code, ExitInconclusive, want, out, stderr)
+	if code != exitInconclusive || !strings.Contains(out, "INCONCLUSIVE") || !strings.Contains(out, want) {
+		t.Fatalf("exit %d, want %d and %q\n%s\n%s", code, exitInconclusive, want, out, stderr)
 	}
 }

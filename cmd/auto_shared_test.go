@@ -82,12 +82,12 @@ func TestEffectsAutoSQLTablesComeAndGo(t *testing.T) {
 					"--attempt", "@"+dir+"redeem-fixed.sql", "--effects", "auto", "--teardown", "@"+dir+"drop.sql",
 					"-n", "4", "--bursts", "6", "--timeline=false", "--expect", "safe", "--strict")
 				switch {
-				case code == ExitOK && strings.Contains(out, "SAFE"):
-				case code == ExitInconclusive && strings.Contains(out, "another writer is at work"):
+				case code == exitOK && strings.Contains(out, "SAFE"):
+				case code == exitInconclusive && strings.Contains(out, "another writer is at work"):
 				default:
 					t.Fatalf("exit %d, want SAFE (0) or INCONCLUSIVE for another writer (4)\n%s\n%s", code, out, stderr)
 				}
-				if prefix == "snapchurn_" && code == ExitOK {
+				if prefix == "snapchurn_" && code == exitOK {
 					t.Errorf("tables created and dropped during the run, and the run read SAFE:\n%s", out)
 				}
 			})
@@ -125,7 +125,7 @@ func TestEffectsAutoHTTPTablesComeAndGo(t *testing.T) {
 	t.Setenv("COLUMNS", "250")
 	out, stderr, code := execCmd(t, false, "http", "POST", srv.URL+"/visit?code={{.Token}}", "--effects", "auto:postgres",
 		"-n", "3", "--bursts", "4", "--expect", "safe", "--strict")
-	if code != ExitInconclusive || !strings.Contains(out, "another writer is at work") {
+	if code != exitInconclusive || !strings.Contains(out, "another writer is at work") {
 		t.Fatalf("exit %d, want INCONCLUSIVE for another writer (4)\n%s\n%s", code, out, stderr)
 	}
 }
@@ -151,8 +151,8 @@ func TestEffectsAutoFlagsThatNameNothing(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, stderr, code := execCmd(t, false, append(tc.args, noServer...)...)
-			if code != ExitUsage || !strings.Contains(stderr, tc.want) {
-				t.Errorf("exit %d (want %d), stderr does not say %q:\n%s", code, ExitUsage, tc.want, stderr)
+			if code != exitUsage || !strings.Contains(stderr, tc.want) {
+				t.Errorf("exit %d (want %d), stderr does not say %q:\n%s", code, exitUsage, tc.want, stderr)
 			}
 		})
 	}
@@ -164,8 +164,8 @@ func TestEffectsAutoFlagsThatNameNothing(t *testing.T) {
 	} {
 		t.Run("environment "+name, func(t *testing.T) {
 			code, _, stderr := runWithEnv(t, env, append([]string{"sql", "-b", "postgres", "--attempt", "SELECT 1;", "--effects", "SELECT 1;", "--bursts", "1"}, noServer...)...)
-			if code != ExitSetup {
-				t.Errorf("exit %d, want %d (refused for a setting by environment that does not apply)\n%s", code, ExitSetup, stderr)
+			if code != exitSetup {
+				t.Errorf("exit %d, want %d (refused for a setting by environment that does not apply)\n%s", code, exitSetup, stderr)
 			}
 		})
 	}
@@ -186,7 +186,7 @@ func TestEffectsAutoRedisKeysThatExpire(t *testing.T) {
 	// every window (150 ms) closes a burst or two after it opened.
 	out, stderr, code := execCmd(t, false, "redis", "--attempt", "SET rl:{{.RunID}}-{{.Token}} 1 PX 150 NX\n\\sleep 15 ms",
 		"--effects", "auto", "--watch", "rl:{{.RunID}}-*", "-n", "4", "--bursts", "16", "--timeline=false", "--expect", "safe", "--strict")
-	if code != ExitOK || !strings.Contains(out, "SAFE") {
+	if code != exitOK || !strings.Contains(out, "SAFE") {
 		t.Fatalf("exit %d, want SAFE\n%s\n%s", code, out, stderr)
 	}
 	time.Sleep(200 * time.Millisecond) // the run's keys expire

@@ -21,9 +21,9 @@ func autoProbe(t *testing.T, backend string) {
 		"redis": {"redis", "--attempt", "PING", "--effects", "EXISTS racetest_probe"},
 		"mongo": {"mongo", "--attempt", `{"ping": 1}`, "--effects", `{"count": "racetest_probe"}`},
 	}[backend]
-	if _, stderr, code := execCmd(t, false, append(args, "--bursts", "1", "-n", "1")...); code == ExitSetup {
+	if _, stderr, code := execCmd(t, false, append(args, "--bursts", "1", "-n", "1")...); code == exitSetup {
 		testenv.Unavailable(t, backend, nil)
-	} else if code != ExitOK && code != ExitInconclusive {
+	} else if code != exitOK && code != exitInconclusive {
 		t.Fatalf("probe: exit %d\n%s", code, stderr)
 	}
 }
@@ -44,7 +44,7 @@ func runAutoCases(t *testing.T, args []string, cases []autoCase) {
 		t.Run(c.attempt, func(t *testing.T) {
 			a := append(append([]string(nil), args...), "--attempt", "@../examples/auto/"+c.attempt, "--expect", c.expect)
 			out, stderr, code := execCmd(t, false, a...)
-			if code != ExitOK {
+			if code != exitOK {
 				t.Fatalf("exit %d\n%s\n%s", code, out, stderr)
 			}
 			for _, w := range c.want {
@@ -128,7 +128,7 @@ func TestEffectsAutoMongoIncOnFerretDB(t *testing.T) {
 		}
 		return
 	}
-	if code != ExitOK || !regexp.MustCompile("`accounts_\\w+\\.balance` \\(sum\\): \\+60 solo, \\+[1-5]0 together").MatchString(out) {
+	if code != exitOK || !regexp.MustCompile("`accounts_\\w+\\.balance` \\(sum\\): \\+60 solo, \\+[1-5]0 together").MatchString(out) {
 		t.Fatalf("$inc on FerretDB: exit %d, want LOST on the balance\n%s\n%s", code, out, stderr)
 	}
 	for _, w := range []string{"$inc", "a RACE or LOST there may be FerretDB's"} {

@@ -35,8 +35,8 @@ func TestEffectsAutoBadInput(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, stderr, code := execCmd(t, false, append(tc.args, noServer...)...)
-			if code != ExitUsage || !strings.Contains(stderr, tc.want) {
-				t.Errorf("exit %d (want %d), stderr does not say %q:\n%s", code, ExitUsage, tc.want, stderr)
+			if code != exitUsage || !strings.Contains(stderr, tc.want) {
+				t.Errorf("exit %d (want %d), stderr does not say %q:\n%s", code, exitUsage, tc.want, stderr)
 			}
 		})
 	}
@@ -51,16 +51,16 @@ func TestEffectsAutoSQLCommand(t *testing.T) {
 	t.Setenv("COLUMNS", "250")
 	for _, backend := range []string{"postgres", "mysql"} {
 		t.Run(backend, func(t *testing.T) {
-			if _, stderr, code := execCmd(t, false, "sql", "-b", backend, "--attempt", "SELECT 1;", "--effects", "SELECT 1;", "--bursts", "1", "-n", "1"); code == ExitSetup {
+			if _, stderr, code := execCmd(t, false, "sql", "-b", backend, "--attempt", "SELECT 1;", "--effects", "SELECT 1;", "--bursts", "1", "-n", "1"); code == exitSetup {
 				testenv.Unavailable(t, backend, nil)
-			} else if code != ExitOK && code != ExitInconclusive {
+			} else if code != exitOK && code != exitInconclusive {
 				t.Fatalf("probe: exit %d\n%s", code, stderr)
 			}
 			// A snapshot that cannot be taken as asked is the user's to
 			// change: exit 2, with the way out.
 			_, stderr, code := execCmd(t, false, "sql", "-b", backend, "--setup", "@"+dir+"schema.sql", "--subject", "@"+dir+"subject.sql",
 				"--attempt", "@"+dir+"redeem-fixed.sql", "--effects", "auto", "--teardown", "@"+dir+"drop.sql", "--watch", "no_such_table", "-n", "2", "--bursts", "2")
-			if code != ExitUsage || !strings.Contains(stderr, `--watch: no table "no_such_table"`) {
+			if code != exitUsage || !strings.Contains(stderr, `--watch: no table "no_such_table"`) {
 				t.Errorf("unknown watched table: exit %d\n%s", code, stderr)
 			}
 			for _, c := range []struct {
@@ -95,10 +95,10 @@ func TestEffectsAutoSQLCommand(t *testing.T) {
 					}
 					out, stderr, code := execCmd(t, false, args...)
 					if c.expect == "" {
-						if code != ExitViolated || !regexp.MustCompile(`\b(RACE|LOST) \d+%`).MatchString(out) {
-							t.Errorf("exit %d, want %d with RACE or LOST:\n%s\n%s", code, ExitViolated, out, stderr)
+						if code != exitViolated || !regexp.MustCompile(`\b(RACE|LOST) \d+%`).MatchString(out) {
+							t.Errorf("exit %d, want %d with RACE or LOST:\n%s\n%s", code, exitViolated, out, stderr)
 						}
-					} else if code != ExitOK {
+					} else if code != exitOK {
 						t.Fatalf("exit %d\n%s\n%s", code, out, stderr)
 					}
 					for _, w := range c.want {
@@ -140,11 +140,11 @@ func TestEffectsAutoRateLimiter(t *testing.T) {
 				"--attempt", attempt, "--effects", "auto", "--watch", "limits_{{.RunID}},hits_{{.RunID}}",
 				"--teardown", "DROP TABLE IF EXISTS limits_{{.RunID}}; DROP TABLE IF EXISTS hits_{{.RunID}};",
 				"-n", "3", "--bursts", "3")
-			if code == ExitSetup && strings.Contains(stderr, "could not be reached") {
+			if code == exitSetup && strings.Contains(stderr, "could not be reached") {
 				testenv.Unavailable(t, backend, nil)
 			}
 			switch {
-			case code != ExitOK || strings.Contains(out, "RACE") || strings.Contains(out, "LOST"):
+			case code != exitOK || strings.Contains(out, "RACE") || strings.Contains(out, "LOST"):
 				t.Fatalf("exit %d, want INCONCLUSIVE (or SAFE), never RACE or LOST:\n%s\n%s", code, out, stderr)
 			case strings.Contains(out, "INCONCLUSIVE"):
 				if !strings.Contains(out, "did not execute together and did alone") || !strings.Contains(out, "--allowed") {
@@ -244,9 +244,9 @@ func TestEffectsAutoHTTPCommand(t *testing.T) {
 		code         int
 		want         []string
 	}{
-		{"naive", "race", ExitOK, []string{"RACE", "`" + redemptions + "`", "+1 row solo, +"}},
-		{"fixed", "safe", ExitOK, []string{"SAFE", "tested bursts changed the database otherwise", "effects: auto:postgres on"}},
-		{"erratic", "safe", ExitInconclusive, []string{"INCONCLUSIVE", "the solo runs differ from each other (`" + redemptions + "`"}},
+		{"naive", "race", exitOK, []string{"RACE", "`" + redemptions + "`", "+1 row solo, +"}},
+		{"fixed", "safe", exitOK, []string{"SAFE", "tested bursts changed the database otherwise", "effects: auto:postgres on"}},
+		{"erratic", "safe", exitInconclusive, []string{"INCONCLUSIVE", "the solo runs differ from each other (`" + redemptions + "`"}},
 	} {
 		t.Run(c.mode, func(t *testing.T) {
 			srv := httptest.NewServer(handler(c.mode))
@@ -298,8 +298,8 @@ func TestBuiltinAuto(t *testing.T) {
 		{[]string{"demo", "--cluster", "--effects", "auto"}, "does not apply to --cluster"},
 	} {
 		_, errOut, code := execCmd(t, false, c.args...)
-		if code != ExitUsage || !strings.Contains(errOut, c.want) {
-			t.Errorf("%v: exit %d, %q; want %d and …%s…", c.args, code, errOut, ExitUsage, c.want)
+		if code != exitUsage || !strings.Contains(errOut, c.want) {
+			t.Errorf("%v: exit %d, %q; want %d and …%s…", c.args, code, errOut, exitUsage, c.want)
 		}
 	}
 }
@@ -336,8 +336,8 @@ func TestBuiltinAutoAnomalies(t *testing.T) {
 		{"reward-payout", "its embedded target keeps what it did in the scenario's own counters, which no snapshot reads"},
 	} {
 		_, errOut, code := execWith(t, builtin.Registry(), "run", c.scenario, "--effects", "auto")
-		if code != ExitUsage || !strings.Contains(errOut, c.want) {
-			t.Errorf("run %s --effects auto: exit %d, %q; want %d and …%s…", c.scenario, code, errOut, ExitUsage, c.want)
+		if code != exitUsage || !strings.Contains(errOut, c.want) {
+			t.Errorf("run %s --effects auto: exit %d, %q; want %d and …%s…", c.scenario, code, errOut, exitUsage, c.want)
 		}
 	}
 }

@@ -14,9 +14,9 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// BenchOptions are the parsed flags of 'racetest bench'.
-type BenchOptions struct {
-	*Factory
+// benchOptions are the parsed flags of 'racetest bench'.
+type benchOptions struct {
+	*factory
 	Config   bench.Config
 	Backends []string
 	Windows  []time.Duration
@@ -30,10 +30,10 @@ type BenchOptions struct {
 	BackendsSet bool
 }
 
-// NewCmdBench builds 'racetest bench': the release modes compared on the
+// newCmdBench builds 'racetest bench': the release modes compared on the
 // same servers, the detection table and the resolution.
-func NewCmdBench(f *Factory, runF func(context.Context, *BenchOptions) error) *cobra.Command {
-	opts := &BenchOptions{Factory: f}
+func newCmdBench(f *factory, runF func(context.Context, *benchOptions) error) *cobra.Command {
+	opts := &benchOptions{factory: f}
 	c := &cobra.Command{
 		Use:   "bench",
 		Short: "Compare release modes with hand-written launchers on real servers and HTTP targets: races exposed and resolution",
@@ -128,7 +128,7 @@ fit for CI; --modes picks the modes of a run.`,
 	return c
 }
 
-func runBench(ctx context.Context, o *BenchOptions) error {
+func runBench(ctx context.Context, o *benchOptions) error {
 	cfg := o.Config
 	cfg.Registry = o.Registry
 	cfg.TargetExecutable = o.Executable
@@ -171,7 +171,7 @@ func runBench(ctx context.Context, o *BenchOptions) error {
 		// check-then-write, no calibration.
 		// Chunks of 5: eight turns each, so that a passing disturbance
 		// (another job on the server) weighs on both modes.
-		cfg.Bursts, cfg.Chunk = QuickBursts, 5
+		cfg.Bursts, cfg.Chunk = quickBursts, 5
 		cfg.Modes = []string{bench.Naive, bench.DefaultMode}
 		// Over HTTP: the default against the user's net/http fan-out and
 		// against single-packet, the mode auto picks on these targets, at
@@ -244,13 +244,13 @@ func benchVerdict(rep *bench.Report) error {
 				lost = append(lost, fmt.Sprintf("%s N=%d (p = %.2g < %.2g)", c.Backend, c.N, c.P, c.Alpha))
 			}
 		}
-		return &exitError{code: ExitViolated, err: fmt.Errorf("bench: auto exposed fewer races than the mode it picks, beyond the noise, at %s: auto must be that mode (see the check above)", strings.Join(lost, ", "))}
+		return &exitError{code: exitViolated, err: fmt.Errorf("bench: auto exposed fewer races than the mode it picks, beyond the noise, at %s: auto must be that mode (see the check above)", strings.Join(lost, ", "))}
 	}
 	if rep.Failed() {
-		return &exitError{code: ExitViolated, err: errors.New("bench: the default release exposed fewer races than a hand-written launcher or, over HTTP, another release mode, beyond the noise (see the check above)")}
+		return &exitError{code: exitViolated, err: errors.New("bench: the default release exposed fewer races than a hand-written launcher or, over HTTP, another release mode, beyond the noise (see the check above)")}
 	}
 	return nil
 }
 
-// QuickBursts is --quick's bursts per backend, N and mode.
-const QuickBursts = 40
+// quickBursts is --quick's bursts per backend, N and mode.
+const quickBursts = 40

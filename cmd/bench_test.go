@@ -16,9 +16,9 @@ import (
 )
 
 func TestBenchFlagsParse(t *testing.T) {
-	f := &Factory{IO: func() *IOStreams { io, _, _ := Test(); return io }(), Registry: memoryOnly()}
-	var got *BenchOptions
-	c := NewCmdBench(f, func(_ context.Context, o *BenchOptions) error { got = o; return nil })
+	f := &factory{IO: func() *ioStreams { io, _, _ := testStreams(); return io }(), Registry: memoryOnly()}
+	var got *benchOptions
+	c := newCmdBench(f, func(_ context.Context, o *benchOptions) error { got = o; return nil })
 	c.SetArgs([]string{"--backends", "redis,postgres", "-n", "2,16", "--bursts", "40", "--chunk", "10", "--windows", "5us,1ms"})
 	if err := c.Execute(); err != nil {
 		t.Fatal(err)
@@ -31,9 +31,9 @@ func TestBenchFlagsParse(t *testing.T) {
 }
 
 func TestBenchDefaults(t *testing.T) {
-	f := &Factory{IO: func() *IOStreams { io, _, _ := Test(); return io }(), Registry: memoryOnly()}
-	var got *BenchOptions
-	c := NewCmdBench(f, func(_ context.Context, o *BenchOptions) error { got = o; return nil })
+	f := &factory{IO: func() *ioStreams { io, _, _ := testStreams(); return io }(), Registry: memoryOnly()}
+	var got *benchOptions
+	c := newCmdBench(f, func(_ context.Context, o *benchOptions) error { got = o; return nil })
 	c.SetArgs(nil)
 	if err := c.Execute(); err != nil {
 		t.Fatal(err)
@@ -58,7 +58,7 @@ func TestBenchBadInputIsAUsageError(t *testing.T) {
 		{"bench", "--backends", "http-redis", "--redis-url", "redis://:s3cret@127.0.0.1:6379/x"},
 	} {
 		_, stderr, code := execCmd(t, false, args...)
-		if code != ExitUsage || !strings.Contains(stderr, "racetest: ") {
+		if code != exitUsage || !strings.Contains(stderr, "racetest: ") {
 			t.Errorf("%q: exit %d, stderr %q; want a usage error", args, code, stderr)
 		}
 		if slices.Contains(args, "--redis-url") &&
@@ -76,8 +76,8 @@ func TestBenchNoServerAnswered(t *testing.T) {
 	// Each backend once: its name, then the store's words without its
 	// name again.
 	want := "racetest: no server answered, nothing was measured:\n  mysql: 127.0.0.1:9 does not answer"
-	if code != ExitSetup || !strings.Contains(stderr, want) || !strings.Contains(stderr, "\n  redis: 127.0.0.1:9 does not answer") {
-		t.Errorf("exit %d, stderr %q; want exit %d and %q, then redis's line", code, stderr, ExitSetup, want)
+	if code != exitSetup || !strings.Contains(stderr, want) || !strings.Contains(stderr, "\n  redis: 127.0.0.1:9 does not answer") {
+		t.Errorf("exit %d, stderr %q; want exit %d and %q, then redis's line", code, stderr, exitSetup, want)
 	}
 }
 
@@ -90,17 +90,17 @@ func TestBenchVerdict(t *testing.T) {
 			{Backend: "redis", N: 2, Mode: bench.DefaultMode, Bursts: 200, Exposed: def},
 		}}
 	}
-	if code := ExitCode(benchVerdict(rep(196, 150))); code != ExitViolated {
-		t.Errorf("the default far below naive: exit %d, want %d", code, ExitViolated)
+	if code := exitCode(benchVerdict(rep(196, 150))); code != exitViolated {
+		t.Errorf("the default far below naive: exit %d, want %d", code, exitViolated)
 	}
-	if code := ExitCode(benchVerdict(rep(150, 196))); code != ExitOK {
-		t.Errorf("the default above naive: exit %d, want %d", code, ExitOK)
+	if code := exitCode(benchVerdict(rep(150, 196))); code != exitOK {
+		t.Errorf("the default above naive: exit %d, want %d", code, exitOK)
 	}
 	// A user-style launcher beating the default fails the bench as naive does.
 	r := rep(150, 150)
 	r.Rows = append(r.Rows, bench.Row{Backend: "redis", N: 2, Mode: bench.UserRedis, Bursts: 200, Exposed: 198})
-	if code := ExitCode(benchVerdict(r)); code != ExitViolated {
-		t.Errorf("the default far below user-redis: exit %d, want %d", code, ExitViolated)
+	if code := exitCode(benchVerdict(r)); code != exitViolated {
+		t.Errorf("the default far below user-redis: exit %d, want %d", code, exitViolated)
 	}
 }
 
@@ -116,9 +116,9 @@ func TestBenchVerdictAutoBelowItsPick(t *testing.T) {
 		}}
 	}
 	err := benchVerdict(rep(150, 196))
-	if ExitCode(err) != ExitViolated || !strings.Contains(fmt.Sprint(err), "auto exposed fewer races than the mode it picks") ||
+	if exitCode(err) != exitViolated || !strings.Contains(fmt.Sprint(err), "auto exposed fewer races than the mode it picks") ||
 		!strings.Contains(fmt.Sprint(err), "http-spin N=64") {
-		t.Errorf("auto 75%% against its pick's 98%%: %v (exit %d), want exit %d naming the cell", err, ExitCode(err), ExitViolated)
+		t.Errorf("auto 75%% against its pick's 98%%: %v (exit %d), want exit %d naming the cell", err, exitCode(err), exitViolated)
 	}
 	if err := benchVerdict(rep(190, 190)); err != nil {
 		t.Errorf("auto level with its pick: %v, want a pass", err)
@@ -130,10 +130,10 @@ func TestBenchVerdictAutoBelowItsPick(t *testing.T) {
 func TestBenchModes(t *testing.T) {
 	out, stderr, code := execWith(t, builtin.Registry(), "bench", "--backends", "redis", "-n", "2", "--bursts", "4", "--chunk", "2",
 		"--modes", "last-byte,user-redis")
-	if code == ExitSetup {
+	if code == exitSetup {
 		testenv.Unavailable(t, "redis", errors.New(stderr))
 	}
-	if code != ExitOK && code != ExitViolated {
+	if code != exitOK && code != exitViolated {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	modes := map[string]bool{}
@@ -152,13 +152,13 @@ func TestBenchModes(t *testing.T) {
 // calibration, and the check's verdict as the exit code.
 func TestBenchQuickOnRedis(t *testing.T) {
 	out, stderr, code := execWith(t, builtin.Registry(), "bench", "--quick", "--backends", "redis", "-n", "2")
-	if code == ExitSetup {
+	if code == exitSetup {
 		testenv.Unavailable(t, "redis", errors.New(stderr))
 	}
-	if code != ExitOK && code != ExitViolated {
+	if code != exitOK && code != exitViolated {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	if (code == ExitViolated) != strings.Contains(out, "LOSES") {
+	if (code == exitViolated) != strings.Contains(out, "LOSES") {
 		t.Errorf("exit %d, but the check says:\n%s", code, out)
 	}
 	modes := map[string]bool{}
@@ -182,7 +182,7 @@ func TestBenchQuickOnRedis(t *testing.T) {
 // user's launcher is named with its idiom. http-spin needs no server.
 func TestBenchHTTP(t *testing.T) {
 	out, stderr, code := execWith(t, builtin.Registry(), "bench", "--backends", "http-spin", "--bursts", "2", "--chunk", "1")
-	if code != ExitOK && code != ExitViolated {
+	if code != exitOK && code != exitViolated {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	rows := benchRows(out, "http-spin")
@@ -201,7 +201,7 @@ func TestBenchHTTP(t *testing.T) {
 		t.Errorf("rows %v, or the idiom or auto's choice missing:\n%s", rows, out)
 	}
 	out, stderr, code = execWith(t, builtin.Registry(), "bench", "--backends", "http-spin", "-n", "3", "--bursts", "1", "--chunk", "1", "--modes", "auto,user-http")
-	if code != ExitOK && code != ExitViolated {
+	if code != exitOK && code != exitViolated {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	if !strings.Contains(out, "http-spin  check-then-write  3  auto") || strings.Contains(out, "check-then-write  2  ") || strings.Contains(out, "barrier") {
@@ -213,7 +213,7 @@ func TestBenchHTTP(t *testing.T) {
 // pick, at 2, 20 and 64.
 func TestBenchQuickHTTP(t *testing.T) {
 	out, stderr, code := execWith(t, builtin.Registry(), "bench", "--quick", "--backends", "http-spin")
-	if code != ExitOK && code != ExitViolated {
+	if code != exitOK && code != exitViolated {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	rows := benchRows(out, "http-spin")
@@ -232,7 +232,7 @@ func TestBenchBackendsExpand(t *testing.T) {
 	if want := []string{"redis", "http-spin", "http-redis", "http-postgres", "http-mysql", "postgres"}; err != nil || !slices.Equal(got, want) {
 		t.Errorf("got %v (%v), want %v", got, err, want)
 	}
-	if _, err := benchBackends([]string{"http-memcached"}); ExitCode(err) != ExitUsage {
+	if _, err := benchBackends([]string{"http-memcached"}); exitCode(err) != exitUsage {
 		t.Errorf("an unknown backend: %v, want a usage error", err)
 	}
 }
@@ -260,9 +260,9 @@ func TestBenchVerdictRefusesWhatMeasuredNothing(t *testing.T) {
 	}
 	for _, c := range []struct {
 		errs, exposed, code int
-	}{{400, 0, ExitSetup}, {0, 200, ExitOK}, {0, 0, ExitViolated}} {
+	}{{400, 0, exitSetup}, {0, 200, exitOK}, {0, 0, exitViolated}} {
 		err := benchVerdict(rep(c.errs, c.exposed))
-		if got := ExitCode(err); got != c.code {
+		if got := exitCode(err); got != c.code {
 			t.Errorf("default %d/200 exposed with %d errors: exit %d (%v), want %d", c.exposed, c.errs, got, err, c.code)
 		}
 	}

@@ -11,9 +11,9 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// CleanOptions are the parsed flags of 'racetest clean'.
-type CleanOptions struct {
-	*Factory
+// cleanOptions are the parsed flags of 'racetest clean'.
+type cleanOptions struct {
+	*factory
 	Backend   string
 	OlderThan time.Duration
 	RunID     string
@@ -42,9 +42,9 @@ func janitors(reg *scenarios.Registry) (with, without []scenarios.Backend) {
 // whether it still runs.
 const otherHostAge = time.Hour
 
-// NewCmdClean builds 'racetest clean'. Tests pass runF to capture the options.
-func NewCmdClean(f *Factory, runF func(context.Context, *CleanOptions) error) *cobra.Command {
-	opts := &CleanOptions{Factory: f}
+// newCmdClean builds 'racetest clean'. Tests pass runF to capture the options.
+func newCmdClean(f *factory, runF func(context.Context, *cleanOptions) error) *cobra.Command {
+	opts := &cleanOptions{factory: f}
 	c := &cobra.Command{
 		Use:   "clean",
 		Short: "Find and drop what killed racetest runs left on the servers (only objects a registered run made)",
@@ -80,7 +80,7 @@ dropped only when older than --older-than (default 1h for those).`,
 	return c
 }
 
-func runClean(ctx context.Context, o *CleanOptions) error {
+func runClean(ctx context.Context, o *cleanOptions) error {
 	if o.OlderThan < 0 {
 		return usageErrorf("--older-than cannot be negative (got %s)", o.OlderThan)
 	}
@@ -133,7 +133,7 @@ func runClean(ctx context.Context, o *CleanOptions) error {
 }
 
 // cleanOne cleans one backend's leftovers and says what it did with each.
-func (o *CleanOptions) cleanOne(ctx context.Context, j scenarios.Janitor) error {
+func (o *cleanOptions) cleanOne(ctx context.Context, j scenarios.Janitor) error {
 	out := o.IO.Out
 	lctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
@@ -193,7 +193,7 @@ func (o *CleanOptions) cleanOne(ctx context.Context, j scenarios.Janitor) error 
 }
 
 // keep says why a registered run is not dropped now, or "".
-func (o *CleanOptions) keep(r scenarios.Record) string {
+func (o *cleanOptions) keep(r scenarios.Record) string {
 	age := time.Since(r.Started)
 	if age < o.OlderThan {
 		return fmt.Sprintf("started %s ago, less than --older-than %s", age.Round(time.Second), o.OlderThan)

@@ -59,8 +59,8 @@ func noClusterEnv(t *testing.T) {
 func TestDemoClusterSkipsWhatIsNotRunning(t *testing.T) {
 	noClusterEnv(t)
 	out, errOut, code := execWith(t, builtin.Registry(), "demo", "--cluster")
-	if code != ExitSetup {
-		t.Fatalf("exit %d, want %d\n%s%s", code, ExitSetup, out, errOut)
+	if code != exitSetup {
+		t.Fatalf("exit %d, want %d\n%s%s", code, exitSetup, out, errOut)
 	}
 	for _, want := range []string{
 		"skipped 2 rows of replica-read on postgres: no replica named (--postgres-read-url or RACETEST_POSTGRES_READ_URL)",
@@ -76,8 +76,8 @@ func TestDemoClusterSkipsWhatIsNotRunning(t *testing.T) {
 	// Named, but nothing listens there: "not running", not a failed row.
 	_, errOut, code = execWith(t, builtin.Registry(), "demo", "--cluster", "-b", "redis",
 		"--redis-url", "redis://127.0.0.1:1/0", "--redis-read-url", "redis://127.0.0.1:1/0")
-	if code != ExitSetup || !strings.Contains(errOut, "not running: nothing answers at 127.0.0.1:1") {
-		t.Errorf("a dead port: exit %d, want %d and the address named\n%s", code, ExitSetup, errOut)
+	if code != exitSetup || !strings.Contains(errOut, "not running: nothing answers at 127.0.0.1:1") {
+		t.Errorf("a dead port: exit %d, want %d and the address named\n%s", code, exitSetup, errOut)
 	}
 	// A replica without its primary: the shared server on the standard
 	// port is never taken for a cluster's primary.
@@ -85,8 +85,8 @@ func TestDemoClusterSkipsWhatIsNotRunning(t *testing.T) {
 	if !strings.Contains(errOut, "no primary named (--postgres-url") {
 		t.Errorf("a replica alone should be skipped for want of its primary:\n%s", errOut)
 	}
-	if _, errOut, code := execWith(t, builtin.Registry(), "demo", "--cluster", "-b", "mongo"); code != ExitUsage || !strings.Contains(errOut, "failover-lock on redis") {
-		t.Errorf("a backend without clustered scenarios: exit %d, want %d\n%s", code, ExitUsage, errOut)
+	if _, errOut, code := execWith(t, builtin.Registry(), "demo", "--cluster", "-b", "mongo"); code != exitUsage || !strings.Contains(errOut, "failover-lock on redis") {
+		t.Errorf("a backend without clustered scenarios: exit %d, want %d\n%s", code, exitUsage, errOut)
 	}
 }
 
@@ -104,7 +104,7 @@ func TestDemoLeavesClusteredRowsOut(t *testing.T) {
 func TestDemoClusterOnClusters(t *testing.T) {
 	args := append([]string{"demo", "--cluster", "-b", "postgres", "-n", "4", "--bursts", "100"}, clusterFlags(t, "postgres-replica")...)
 	out, errOut, code := execWith(t, builtin.Registry(), args...)
-	if code != ExitOK {
+	if code != exitOK {
 		t.Fatalf("exit %d\n%s%s", code, out, errOut)
 	}
 	for _, want := range []string{"demo --cluster — 2 runs on postgres-replica", "replica-read (reads the replica)", "replica-read (unique key)", "race ok", "safe ok"} {
@@ -153,11 +153,11 @@ cases:
     bursts: 3
 `)
 	out, errOut, code := execWith(t, builtin.Registry(), "suite", "--list", file)
-	if code != ExitOK || !strings.Contains(out, "replica "+strings.Split(val["postgres-read-url"], "?")[0]) || !strings.Contains(out, "(case)") {
+	if code != exitOK || !strings.Contains(out, "replica "+strings.Split(val["postgres-read-url"], "?")[0]) || !strings.Contains(out, "(case)") {
 		t.Fatalf("--list: exit %d, want each case's replica shown\n%s%s", code, out, errOut)
 	}
 	out, errOut, code = execWith(t, builtin.Registry(), "suite", file)
-	if code != ExitOK {
+	if code != exitOK {
 		t.Fatalf("exit %d\n%s%s", code, out, errOut)
 	}
 	for _, want := range []string{"[1/4] ok    replica-read (variant=conditional) on postgres", "[2/4] ok", "[3/4] ok    failover-lock (variant=alert-claim) on redis",

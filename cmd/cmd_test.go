@@ -34,16 +34,16 @@ func memoryOnly() *scenarios.Registry {
 // stderr and the exit code.
 func execCmd(t *testing.T, tty bool, args ...string) (string, string, int) {
 	t.Helper()
-	io, out, errOut := Test()
+	io, out, errOut := testStreams()
 	io.OutTTY, io.ErrTTY = tty, false
 	code := execIO(t, io, memoryOnly(), args...)
 	return out.String(), errOut.String(), code
 }
 
 func TestRunFlagsParse(t *testing.T) {
-	f := &Factory{IO: func() *IOStreams { io, _, _ := Test(); return io }(), Registry: memoryOnly()}
-	var got *RunOptions
-	c := NewCmdRun(f, func(_ context.Context, o *RunOptions) error { got = o; return nil })
+	f := &factory{IO: func() *ioStreams { io, _, _ := testStreams(); return io }(), Registry: memoryOnly()}
+	var got *runOptions
+	c := newCmdRun(f, func(_ context.Context, o *runOptions) error { got = o; return nil })
 	c.SetArgs([]string{"check-then-write", "-n", "32", "--bursts", "7", "--replicas", "3", "--gap", "2ms",
 		"--expect", "race", "-o", "json", "--isolation", "serializable", "--latency", "0", "--keep"})
 	if err := c.Execute(); err != nil {
@@ -58,9 +58,9 @@ func TestRunFlagsParse(t *testing.T) {
 }
 
 func TestRunDefaults(t *testing.T) {
-	f := &Factory{IO: func() *IOStreams { io, _, _ := Test(); return io }(), Registry: memoryOnly()}
-	var got *RunOptions
-	c := NewCmdRun(f, func(_ context.Context, o *RunOptions) error { got = o; return nil })
+	f := &factory{IO: func() *ioStreams { io, _, _ := testStreams(); return io }(), Registry: memoryOnly()}
+	var got *runOptions
+	c := newCmdRun(f, func(_ context.Context, o *runOptions) error { got = o; return nil })
 	c.SetArgs([]string{"unique-insert"})
 	if err := c.Execute(); err != nil {
 		t.Fatal(err)
@@ -97,8 +97,8 @@ func TestBadInputIsAUsageError(t *testing.T) {
 		{[]string{"run", "check-then-write", "--retry", "-1"}, "--retry cannot be negative"},
 	} {
 		out, errOut, code := execCmd(t, false, c.args...)
-		if code != ExitUsage {
-			t.Errorf("%v: exit %d, want %d (stderr %q)", c.args, code, ExitUsage, errOut)
+		if code != exitUsage {
+			t.Errorf("%v: exit %d, want %d (stderr %q)", c.args, code, exitUsage, errOut)
 		}
 		if !strings.Contains(errOut, c.want) {
 			t.Errorf("%v: stderr %q does not say %q", c.args, errOut, c.want)
@@ -112,18 +112,18 @@ func TestBadInputIsAUsageError(t *testing.T) {
 func TestRunExitCodes(t *testing.T) {
 	// check-then-write races: expecting safe fails (1), expecting race passes (0).
 	_, errOut, code := execCmd(t, false, "run", "check-then-write", "-n", "4", "--bursts", "20")
-	if code != ExitViolated || !strings.Contains(errOut, "did not meet") {
-		t.Errorf("expect safe on a race: exit %d, stderr %q; want %d", code, errOut, ExitViolated)
+	if code != exitViolated || !strings.Contains(errOut, "did not meet") {
+		t.Errorf("expect safe on a race: exit %d, stderr %q; want %d", code, errOut, exitViolated)
 	}
-	if _, errOut, code := execCmd(t, false, "run", "check-then-write", "-n", "4", "--bursts", "20", "--expect", "race"); code != ExitOK {
+	if _, errOut, code := execCmd(t, false, "run", "check-then-write", "-n", "4", "--bursts", "20", "--expect", "race"); code != exitOK {
 		t.Errorf("expect race on a race: exit %d, stderr %q; want 0", code, errOut)
 	}
 	// One attempt per burst can never overlap: INCONCLUSIVE, which only --strict fails.
-	if _, _, code := execCmd(t, false, "run", "unique-insert", "-n", "1", "--bursts", "5"); code != ExitOK {
+	if _, _, code := execCmd(t, false, "run", "unique-insert", "-n", "1", "--bursts", "5"); code != exitOK {
 		t.Errorf("inconclusive without --strict: exit %d, want 0", code)
 	}
-	if _, _, code := execCmd(t, false, "run", "unique-insert", "-n", "1", "--bursts", "5", "--strict"); code != ExitInconclusive {
-		t.Errorf("inconclusive with --strict: exit %d, want %d", code, ExitInconclusive)
+	if _, _, code := execCmd(t, false, "run", "unique-insert", "-n", "1", "--bursts", "5", "--strict"); code != exitInconclusive {
+		t.Errorf("inconclusive with --strict: exit %d, want %d", code, exitInconclusive)
 	}
 }
 
@@ -145,7 +145,7 @@ func TestRunTableOnTerminalAndInPipe(t *testing.T) {
 
 func TestRunJSON(t *testing.T) {
 	out, _, code := execCmd(t, false, "run", "conditional-update", "-n", "4", "--bursts", "10", "-o", "json")
-	if code != ExitOK {
+	if code != exitOK {
 		t.Fatalf("exit %d", code)
 	}
 	var doc report.Document
@@ -161,7 +161,7 @@ func TestRunJSON(t *testing.T) {
 
 func TestDemoIsASelfTest(t *testing.T) {
 	out, errOut, code := execCmd(t, false, "demo", "--bursts", "20")
-	if code != ExitOK {
+	if code != exitOK {
 		t.Fatalf("demo exit %d:\n%s\n%s", code, out, errOut)
 	}
 	for _, want := range []string{"memory-set (3 replicas)", "check-then-write", "conditional-update", "unique-insert", "ttl-lease", "Lessons"} {
@@ -194,15 +194,15 @@ func TestListAndExplain(t *testing.T) {
 }
 
 func TestInterruptedRunExits130(t *testing.T) {
-	io, out, _ := Test()
-	f := &Factory{IO: io, Registry: memoryOnly()}
-	root := NewCmdRoot(f)
+	io, out, _ := testStreams()
+	f := &factory{IO: io, Registry: memoryOnly()}
+	root := newCmdRoot(f)
 	root.SetArgs([]string{"run", "check-then-write", "--bursts", "1000000", "--expect", "race"})
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(200*time.Millisecond, cancel)
 	err := root.ExecuteContext(ctx)
-	if code := ExitCode(err); code != ExitInterrupted {
-		t.Fatalf("exit %d (err %v), want %d", code, err, ExitInterrupted)
+	if code := exitCode(err); code != exitInterrupted {
+		t.Fatalf("exit %d (err %v), want %d", code, err, exitInterrupted)
 	}
 	if !strings.Contains(out.String(), "interrupted after") {
 		t.Errorf("the report does not say what finished:\n%s", out)
@@ -211,7 +211,7 @@ func TestInterruptedRunExits130(t *testing.T) {
 
 func TestReleaseFallsBackLoudly(t *testing.T) {
 	out, errOut, code := execCmd(t, false, "run", "check-then-write", "-n", "4", "--bursts", "5", "--expect", "race", "--release", "last-byte", "-o", "json")
-	if code != ExitOK {
+	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	if !strings.Contains(errOut, "warning") || !strings.Contains(errOut, "gate") {
@@ -227,14 +227,14 @@ func TestReleaseFallsBackLoudly(t *testing.T) {
 }
 
 func TestUnreachableServerIsASetupError(t *testing.T) {
-	io, out, errOut := Test()
-	f := &Factory{IO: io, Registry: builtin.Registry()}
-	root := NewCmdRoot(f)
+	io, out, errOut := testStreams()
+	f := &factory{IO: io, Registry: builtin.Registry()}
+	root := newCmdRoot(f)
 	root.SetArgs([]string{"run", "unique-insert", "-b", "mysql", "--mysql-dsn", "root:s3cret@tcp(127.0.0.1:1)/test"})
 	err := root.ExecuteContext(context.Background())
 	printError(io, err)
-	if code := ExitCode(err); code != ExitSetup {
-		t.Fatalf("exit %d, want %d: %v", code, ExitSetup, err)
+	if code := exitCode(err); code != exitSetup {
+		t.Fatalf("exit %d, want %d: %v", code, exitSetup, err)
 	}
 	if out.Len() != 0 {
 		t.Errorf("nothing ran, yet stdout has %q", out.String())

@@ -17,15 +17,15 @@ import (
 )
 
 // execIO runs racetest with args on the given test streams.
-func execIO(t *testing.T, io *IOStreams, reg *scenarios.Registry, args ...string) int {
+func execIO(t *testing.T, io *ioStreams, reg *scenarios.Registry, args ...string) int {
 	t.Helper()
-	root := NewCmdRoot(&Factory{IO: io, Registry: reg})
+	root := newCmdRoot(&factory{IO: io, Registry: reg})
 	root.SetArgs(args)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	c, err := root.ExecuteContextC(ctx)
 	printCommandError(io, err, c)
-	return ExitCode(err)
+	return exitCode(err)
 }
 
 func envOf(vars map[string]string) func(string) (string, bool) {
@@ -66,8 +66,8 @@ func TestColourPrecedence(t *testing.T) {
 
 // --color is on every command, and decides what reaches the output.
 func TestColourFlagOnEveryCommand(t *testing.T) {
-	io, _, _ := Test()
-	root := NewCmdRoot(&Factory{IO: io, Registry: memoryOnly()})
+	io, _, _ := testStreams()
+	root := newCmdRoot(&factory{IO: io, Registry: memoryOnly()})
 	for _, c := range allCommands(root) {
 		if c.Flag("color") == nil {
 			t.Errorf("%s has no --color", c.CommandPath())
@@ -91,13 +91,13 @@ func TestColourFlagOnEveryCommand(t *testing.T) {
 		{"the flag before the command", false, nil, []string{"--color=always"}, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			io, out, errOut := Test()
+			io, out, errOut := testStreams()
 			io.OutTTY, io.Env = c.tty, envOf(c.env)
 			args := append(append([]string{}, run...), c.args...)
 			if c.name == "the flag before the command" {
 				args = append(append([]string{}, c.args...), run...)
 			}
-			if code := execIO(t, io, memoryOnly(), args...); code != ExitOK {
+			if code := execIO(t, io, memoryOnly(), args...); code != exitOK {
 				t.Fatalf("exit %d: %s", code, errOut)
 			}
 			if got := strings.Contains(out.String(), "\x1b["); got != c.want {
@@ -106,8 +106,8 @@ func TestColourFlagOnEveryCommand(t *testing.T) {
 		})
 	}
 	for _, args := range [][]string{{"list", "--color", "sometimes"}, {"run", "check-then-write", "--color", ""}} {
-		io, _, errOut := Test()
-		if code := execIO(t, io, memoryOnly(), args...); code != ExitUsage || !strings.Contains(errOut.String(), "want auto, always or never") {
+		io, _, errOut := testStreams()
+		if code := execIO(t, io, memoryOnly(), args...); code != exitUsage || !strings.Contains(errOut.String(), "want auto, always or never") {
 			t.Errorf("%v: exit %d, %q", args, code, errOut)
 		}
 	}
@@ -145,8 +145,8 @@ func TestQuietAndVerbose(t *testing.T) {
 			// A few bursts on a loaded machine may miss an expectation
 			// (exit 1) or prove nothing (exit 4): the output's shape is the
 			// test here, the exit codes have theirs.
-			okCode := func(code int) bool { return code == ExitOK || code == ExitViolated || code == ExitInconclusive }
-			io, out, errOut := Test()
+			okCode := func(code int) bool { return code == exitOK || code == exitViolated || code == exitInconclusive }
+			io, out, errOut := testStreams()
 			code := execIO(t, io, reg, append(c.args, "-q")...)
 			if !okCode(code) {
 				t.Fatalf("-q: exit %d: %s", code, errOut)
@@ -161,32 +161,32 @@ func TestQuietAndVerbose(t *testing.T) {
 				}
 			}
 			// Only the error that sets the exit code may reach stderr.
-			if e := errOut.String(); e != "" && (code == ExitOK || strings.Count(e, "\n") != 1 || !strings.HasPrefix(e, "racetest: ")) {
+			if e := errOut.String(); e != "" && (code == exitOK || strings.Count(e, "\n") != 1 || !strings.HasPrefix(e, "racetest: ")) {
 				t.Errorf("-q: stderr chatter: %q", e)
 			}
 
-			io, out, errOut = Test()
+			io, out, errOut = testStreams()
 			if code := execIO(t, io, reg, append(c.args, "-v")...); !okCode(code) {
 				t.Fatalf("-v: exit %d: %s", code, errOut)
 			}
 			if n := regexp.MustCompile(`(?m)^  burst +\d+  effects +\d+ \(allowed [\d-]+\)  `).FindAllStringIndex(out.String(), -1); len(n) != c.bursts {
 				t.Errorf("-v: %d burst lines, want %d:\n%s", len(n), c.bursts, out)
 			}
-			io, out, _ = Test()
+			io, out, _ = testStreams()
 			execIO(t, io, reg, c.args...)
 			if strings.Contains(out.String(), "  burst 0  effects") {
 				t.Errorf("burst lines without -v:\n%s", out)
 			}
 
-			io, _, errOut = Test()
-			if code := execIO(t, io, reg, append(c.args, "-q", "-v")...); code != ExitUsage || !strings.Contains(errOut.String(), "contradict") {
+			io, _, errOut = testStreams()
+			if code := execIO(t, io, reg, append(c.args, "-q", "-v")...); code != exitUsage || !strings.Contains(errOut.String(), "contradict") {
 				t.Errorf("-q -v: exit %d, %q", code, errOut)
 			}
 		})
 	}
 	for _, cmd := range []string{"list", "explain", "report", "bench"} {
-		io, _, _ := Test()
-		root := NewCmdRoot(&Factory{IO: io, Registry: memoryOnly()})
+		io, _, _ := testStreams()
+		root := newCmdRoot(&factory{IO: io, Registry: memoryOnly()})
 		c, _, _ := root.Find([]string{cmd})
 		if c.Flags().Lookup("quiet") != nil {
 			t.Errorf("%s has -q, which it would not honour", cmd)
@@ -217,8 +217,8 @@ func demoRows(reg *scenarios.Registry) []int {
 func TestVersionFromTheBuild(t *testing.T) {
 	var outs []string
 	for _, args := range [][]string{{"version"}, {"--version"}} {
-		io, out, errOut := Test()
-		if code := execIO(t, io, memoryOnly(), args...); code != ExitOK {
+		io, out, errOut := testStreams()
+		if code := execIO(t, io, memoryOnly(), args...); code != exitOK {
 			t.Fatalf("%v: exit %d %s", args, code, errOut)
 		}
 		outs = append(outs, out.String())
@@ -227,7 +227,7 @@ func TestVersionFromTheBuild(t *testing.T) {
 		t.Errorf("version %q and --version %q differ, or are not one line", outs[0], outs[1])
 	}
 	// -v is --verbose where it exists; on racetest itself it is nothing.
-	if io, _, _ := Test(); execIO(t, io, memoryOnly(), "-v") != ExitUsage {
+	if io, _, _ := testStreams(); execIO(t, io, memoryOnly(), "-v") != exitUsage {
 		t.Error("racetest -v is accepted: -v means --verbose on run, demo, suite and http, not --version")
 	}
 
@@ -287,17 +287,17 @@ func allCommands(root *cobra.Command) []*cobra.Command {
 // Every command's help shows examples and its exit codes, each code one
 // that exit.go defines.
 func TestEveryHelpHasExamplesAndExitCodes(t *testing.T) {
-	io, _, _ := Test()
-	root := NewCmdRoot(&Factory{IO: io, Registry: builtin.Registry()})
+	io, _, _ := testStreams()
+	root := newCmdRoot(&factory{IO: io, Registry: builtin.Registry()})
 	for _, c := range allCommands(root) {
 		name := strings.TrimPrefix(c.CommandPath(), "racetest ")
 		t.Run(name, func(t *testing.T) {
-			io, out, errOut := Test()
+			io, out, errOut := testStreams()
 			args := []string{"--help"}
 			if c != root {
 				args = []string{name, "--help"}
 			}
-			if code := execIO(t, io, builtin.Registry(), args...); code != ExitOK {
+			if code := execIO(t, io, builtin.Registry(), args...); code != exitOK {
 				t.Fatalf("exit %d: %s", code, errOut)
 			}
 			help := out.String()
@@ -335,8 +335,8 @@ func TestExplainTryItRunsGreen(t *testing.T) {
 	}
 	reg := builtin.Registry()
 	for _, s := range reg.Scenarios() {
-		io, out, _ := Test()
-		if code := execIO(t, io, reg, "explain", s.Name); code != ExitOK {
+		io, out, _ := testStreams()
+		if code := execIO(t, io, reg, "explain", s.Name); code != exitOK {
 			t.Fatalf("explain %s: exit %d", s.Name, code)
 		}
 		_, try, ok := strings.Cut(out.String(), "\nTry it:\n")
@@ -373,8 +373,8 @@ func TestExplainTryItRunsGreen(t *testing.T) {
 					// servers (a replica, a cluster): CI's cluster step runs it.
 					t.Skipf("%s does not run on the memory backend", s.Name)
 				}
-				io, out, errOut := Test()
-				if code := execIO(t, io, reg, args[1:]...); code != ExitOK {
+				io, out, errOut := testStreams()
+				if code := execIO(t, io, reg, args[1:]...); code != exitOK {
 					t.Errorf("exit %d:\n%s%s", code, out, errOut)
 				}
 			})
@@ -414,13 +414,13 @@ func TestNoTrailingSpaces(t *testing.T) {
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			for _, width := range []int{80, 120} {
-				io, out, errOut := Test()
+				io, out, errOut := testStreams()
 				io.OutTTY, io.TermWidth = true, width
 				io.NoColor = true
 				// A few bursts on a loaded machine may miss an expectation
 				// (exit 1) or prove nothing (exit 4); the text is the test.
 				code := execIO(t, io, builtin.Registry(), args...)
-				if code != ExitOK && code != ExitViolated && code != ExitInconclusive {
+				if code != exitOK && code != exitViolated && code != exitInconclusive {
 					t.Fatalf("exit %d: %s", code, errOut)
 				}
 				text := out.String() + errOut.String()

@@ -13,9 +13,9 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// DemoOptions are the parsed flags of 'racetest demo'.
-type DemoOptions struct {
-	*Factory
+// demoOptions are the parsed flags of 'racetest demo'.
+type demoOptions struct {
+	*factory
 	Backend  string
 	Format   string
 	Timeline bool
@@ -35,10 +35,10 @@ type DemoOptions struct {
 	backendSet bool
 }
 
-// NewCmdDemo builds 'racetest demo': every built-in scenario, naive to safe,
+// newCmdDemo builds 'racetest demo': every built-in scenario, naive to safe,
 // side by side, each checked against the catalog's expectation.
-func NewCmdDemo(f *Factory, runF func(context.Context, *DemoOptions) error) *cobra.Command {
-	opts := &DemoOptions{Factory: f}
+func newCmdDemo(f *factory, runF func(context.Context, *demoOptions) error) *cobra.Command {
+	opts := &demoOptions{factory: f}
 	c := &cobra.Command{
 		Use:   "demo",
 		Short: "Run every built-in scenario side by side, naive to safe (exits 0 when each behaves as the catalog says)",
@@ -71,7 +71,7 @@ func NewCmdDemo(f *Factory, runF func(context.Context, *DemoOptions) error) *cob
 	return c
 }
 
-func runDemo(ctx context.Context, o *DemoOptions) error {
+func runDemo(ctx context.Context, o *demoOptions) error {
 	// The run works on its own copy (validate draws a seed, --effects auto
 	// sets the solo twins): the parsed options stay as given.
 	own := *o
@@ -144,7 +144,7 @@ func runDemo(ctx context.Context, o *DemoOptions) error {
 		// In a pipe there are no bars: say what is happening on stderr.
 		fmt.Fprintf(o.IO.ErrOut, "running %d scenarios on %s…\n", len(plans), where)
 	}
-	cases := execute(ctx, o.Factory, plans, nil)
+	cases := execute(ctx, o.factory, plans, nil)
 	if err := reporter(o.IO.Out, cases, reportOptions(o.IO, report.Options{
 		Timeline: o.Timeline, Version: version(), Title: title, Brief: true,
 		Summary: !o.Details, TableLast: o.Details,
@@ -157,7 +157,7 @@ func runDemo(ctx context.Context, o *DemoOptions) error {
 	return verdictError(ctx, cases)
 }
 
-func demoPlan(o *DemoOptions, spec scenarios.Spec, dc scenarios.DemoCase, backend string) (plan, error) {
+func demoPlan(o *demoOptions, spec scenarios.Spec, dc scenarios.DemoCase, backend string) (plan, error) {
 	sh := o.Shape.plan(o.Shape.Replicas)
 	if dc.Replicas > 0 {
 		sh.Replicas = dc.Replicas

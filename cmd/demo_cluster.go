@@ -15,7 +15,7 @@ import (
 // RACETEST_* variables scripts/cluster.sh prints) and answer. The rows it
 // cannot run are named on stderr, each cluster with the command that
 // starts it, and in the title; none at all is a setup error (exit 3).
-func clusterDemoPlans(ctx context.Context, o *DemoOptions) ([]plan, string, error) {
+func clusterDemoPlans(ctx context.Context, o *demoOptions) ([]plan, string, error) {
 	var plans []plan
 	var running, down []string
 	checked := map[string]string{} // backend → why it cannot run ("" : it can)

@@ -17,7 +17,7 @@ import (
 // code, the decoded JSON report (when there is one) and stderr.
 func runWithEnv(t *testing.T, env map[string]string, args ...string) (int, string, string) {
 	t.Helper()
-	io, out, errOut := Test()
+	io, out, errOut := testStreams()
 	io.Env = envOf(env)
 	code := execIO(t, io, builtin.Registry(), args...)
 	return code, out.String(), errOut.String()
@@ -56,8 +56,8 @@ func TestSettingsByEnvironment(t *testing.T) {
 		t.Errorf("--bursts 2 with RACETEST_BURSTS=3 ran %d bursts: the command line must win", got)
 	}
 	code, out, errOut = runWithEnv(t, map[string]string{"RACETEST_BURSTS": "many", "RACETEST_SEED": "x"}, args...)
-	if code != ExitUsage {
-		t.Fatalf("RACETEST_BURSTS=many: exit %d, want %d", code, ExitUsage)
+	if code != exitUsage {
+		t.Fatalf("RACETEST_BURSTS=many: exit %d, want %d", code, exitUsage)
 	}
 	// Flags in sorted order: --bursts is checked before --seed, always.
 	if !strings.Contains(errOut, `RACETEST_BURSTS="many" is not a value for --bursts (it takes a whole number)`) {
@@ -73,7 +73,7 @@ func TestSettingsByEnvironment(t *testing.T) {
 // rule must not turn RACETEST_POSTGRES_URL into --postgres-url there.
 func TestSettingsByEnvironmentLeaveConnectionsAlone(t *testing.T) {
 	reg := builtin.Registry()
-	root := NewCmdRoot(&Factory{IO: &IOStreams{}, Registry: reg})
+	root := newCmdRoot(&factory{IO: &ioStreams{}, Registry: reg})
 	suite, _, err := root.Find([]string{"suite"})
 	if err != nil {
 		t.Fatal(err)
@@ -117,12 +117,12 @@ func TestHelpEnvironment(t *testing.T) {
 // variable: the command line has no --bursts to look at.
 func TestEnvironmentValueRefusedNamesTheVariable(t *testing.T) {
 	code, _, errOut := runWithEnv(t, map[string]string{"RACETEST_BURSTS": "-3"}, "run", "conditional-update")
-	if code != ExitUsage || !strings.Contains(errOut, `--bursts came from RACETEST_BURSTS="-3"`) {
-		t.Errorf("RACETEST_BURSTS=-3: exit %d, %q; want %d naming the variable", code, errOut, ExitUsage)
+	if code != exitUsage || !strings.Contains(errOut, `--bursts came from RACETEST_BURSTS="-3"`) {
+		t.Errorf("RACETEST_BURSTS=-3: exit %d, %q; want %d naming the variable", code, errOut, exitUsage)
 	}
 	code, _, errOut = runWithEnv(t, nil, "run", "conditional-update", "--bursts", "-3")
-	if code != ExitUsage || strings.Contains(errOut, "RACETEST_") {
-		t.Errorf("--bursts -3: exit %d, %q; want %d naming no variable", code, errOut, ExitUsage)
+	if code != exitUsage || strings.Contains(errOut, "RACETEST_") {
+		t.Errorf("--bursts -3: exit %d, %q; want %d naming no variable", code, errOut, exitUsage)
 	}
 }
 
@@ -130,7 +130,7 @@ func TestEnvironmentValueRefusedNamesTheVariable(t *testing.T) {
 // the setting it may have meant; variables of racetest's tests and
 // scripts, settings of other commands and other tools' variables are not.
 func TestUnknownEnvironmentVariableWarns(t *testing.T) {
-	io, out, errOut := Test()
+	io, out, errOut := testStreams()
 	env := map[string]string{"RACETEST_BURST": "3", "RACETEST_REQUIRE_SERVERS": "1", "RACETEST_SOLO_EVERY": "2",
 		"RACETEST_MONGO_URI": "mongodb://127.0.0.1:1/", "RACETEST_CLUSTER_DIR": "/tmp", "CI_RACETEST_X": "1", "GOFLAGS": "-race"}
 	io.Env = envOf(env)
@@ -142,7 +142,7 @@ func TestUnknownEnvironmentVariableWarns(t *testing.T) {
 		return kv
 	}
 	code := execIO(t, io, builtin.Registry(), "run", "conditional-update", "-n", "2", "--bursts", "2", "--latency", "0", "-q")
-	if code != ExitOK {
+	if code != exitOK {
 		t.Fatalf("exit %d: %s%s", code, out, errOut)
 	}
 	want := "racetest: warning: RACETEST_BURST is not a racetest setting (did you mean RACETEST_BURSTS?); it is ignored"

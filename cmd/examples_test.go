@@ -68,8 +68,8 @@ func TestEveryExampleRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	io, _, _ := Test()
-	root := NewCmdRoot(&Factory{IO: io, Registry: builtin.Registry()})
+	io, _, _ := testStreams()
+	root := newCmdRoot(&factory{IO: io, Registry: builtin.Registry()})
 	used := map[string]bool{}
 	commands, ran := 0, 0
 	var walk func(c *cobra.Command)
@@ -153,7 +153,7 @@ func runExample(t *testing.T, ex, dir, bin string, used map[string]bool) {
 	code := sh.ProcessState.ExitCode()
 	t.Logf("exit %d in %s: %s", code, time.Since(start).Round(time.Millisecond), ex)
 	switch code {
-	case ExitOK, ExitViolated, ExitInconclusive:
+	case exitOK, exitViolated, exitInconclusive:
 	default:
 		t.Errorf("%s\nexit %d (%v), want a verdict (0, 1 or 4):\n%s", ex, code, err, tail(string(out), 2000))
 	}

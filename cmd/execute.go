@@ -24,7 +24,7 @@ type plan = runplan.Run
 // execute carries out plans one after the other and returns their cases.
 // A run that cannot be set up becomes a case with Err; Ctrl-C stops after
 // the run in flight, which reports the bursts it finished.
-func execute(ctx context.Context, f *Factory, plans []plan, each func(report.Case)) []report.Case {
+func execute(ctx context.Context, f *factory, plans []plan, each func(report.Case)) []report.Case {
 	pr := newProgress(f.IO)
 	cases := executeOn(ctx, f, pr, plans, each)
 	pr.wait()
@@ -36,7 +36,7 @@ func execute(ctx context.Context, f *Factory, plans []plan, each func(report.Cas
 var noBars = &progress{}
 
 // executeOn is execute drawing each run's bar on pr, or none on noBars.
-func executeOn(ctx context.Context, f *Factory, pr *progress, plans []plan, each func(report.Case)) []report.Case {
+func executeOn(ctx context.Context, f *factory, pr *progress, plans []plan, each func(report.Case)) []report.Case {
 	cases := make([]report.Case, 0, len(plans))
 	for _, p := range plans {
 		if ctx.Err() != nil {
@@ -210,10 +210,10 @@ func verdictError(ctx context.Context, cases []report.Case) error {
 		return setupError(errors.New(strings.Join(setup, "\n  ")))
 	}
 	if violated > 0 {
-		return &exitError{code: ExitViolated, err: fmt.Errorf("%d of %d runs did not meet their expectation", violated, len(cases))}
+		return &exitError{code: exitViolated, err: fmt.Errorf("%d of %d runs did not meet their expectation", violated, len(cases))}
 	}
 	if inconclusive > 0 {
-		return &exitError{code: ExitInconclusive, err: fmt.Errorf("%d of %d runs were inconclusive: nothing was proven, and --expect safe (or --strict) fails that", inconclusive, len(cases))}
+		return &exitError{code: exitInconclusive, err: fmt.Errorf("%d of %d runs were inconclusive: nothing was proven, and --expect safe (or --strict) fails that", inconclusive, len(cases))}
 	}
 	return nil
 }

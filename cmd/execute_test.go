@@ -25,7 +25,7 @@ func TestReportTellsTheScenariosStory(t *testing.T) {
 		t.Fatalf("check-then-write has no story to tell (%v)", err)
 	}
 	out, errOut, code := execCmd(t, false, "run", "check-then-write", "-n", "2", "--bursts", "2", "--format", "json")
-	if code != ExitOK && code != ExitViolated {
+	if code != exitOK && code != exitViolated {
 		t.Fatalf("exit %d\n%s", code, errOut)
 	}
 	var doc report.Document
@@ -52,8 +52,8 @@ func TestReportTellsTheScenariosStory(t *testing.T) {
 // way on a server, the flag with which 'racetest clean' reaches that server
 // ("with the run's --postgres-url"); an embedded backend has none to name.
 func TestInterruptNamesTheCleanFlag(t *testing.T) {
-	f := &Factory{IO: func() *IOStreams { io, _, _ := Test(); return io }(), Registry: memoryOnly()}
-	clean, _, err := NewCmdRoot(f).Find([]string{"clean"})
+	f := &factory{IO: func() *ioStreams { io, _, _ := testStreams(); return io }(), Registry: memoryOnly()}
+	clean, _, err := newCmdRoot(f).Find([]string{"clean"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestInterruptNamesTheCleanFlag(t *testing.T) {
 // from that target once it ran; a plan whose target cannot be built ends
 // as a case with that error, and nothing is settled after.
 func TestExecuteBuildsThePlansOwnTarget(t *testing.T) {
-	f := &Factory{IO: func() *IOStreams { io, _, _ := Test(); return io }(), Registry: memoryOnly()}
+	f := &factory{IO: func() *ioStreams { io, _, _ := testStreams(); return io }(), Registry: memoryOnly()}
 	pl, err := runplan.Build(f.Registry, runplan.Request{Scenario: "conditional-update", Backend: "memory",
 		Shape: runplan.Shape{Attempts: 2, Bursts: 2, Replicas: 1, Waves: 1, Timeout: time.Second}, RunID: "own"})
 	if err != nil {
@@ -115,7 +115,7 @@ func TestExecuteBuildsThePlansOwnTarget(t *testing.T) {
 // server may leave behind; a script run makes nothing of racetest's own,
 // so it is not named, while a scenario's run on the same server is.
 func TestScriptRunsAreNotInFlight(t *testing.T) {
-	f := &Factory{IO: func() *IOStreams { io, _, _ := Test(); return io }(), Registry: memoryOnly()}
+	f := &factory{IO: func() *ioStreams { io, _, _ := testStreams(); return io }(), Registry: memoryOnly()}
 	for _, tc := range []struct {
 		scenario string
 		named    bool

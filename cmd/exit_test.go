@@ -23,7 +23,7 @@ import (
 // TestExitNumbers pins the documented exit codes literally: scripts and CI
 // configurations test these numbers, so a renumbering is a breaking change.
 func TestExitNumbers(t *testing.T) {
-	for got, want := range map[int]int{ExitOK: 0, ExitViolated: 1, ExitUsage: 2, ExitSetup: 3, ExitInconclusive: 4, ExitInterrupted: 130} {
+	for got, want := range map[int]int{exitOK: 0, exitViolated: 1, exitUsage: 2, exitSetup: 3, exitInconclusive: 4, exitInterrupted: 130} {
 		if got != want {
 			t.Errorf("exit code %d, documented as %d", got, want)
 		}
@@ -37,7 +37,7 @@ func TestExitNumbers(t *testing.T) {
 		context.Canceled:                  130,
 		errors.New("cobra: unknown flag"): 2,
 	} {
-		if got := ExitCode(err); got != want {
+		if got := exitCode(err); got != want {
 			t.Errorf("ExitCode(%v) = %d, want %d", err, got, want)
 		}
 	}
@@ -103,7 +103,7 @@ func scriptedRegistry(expect scenarios.Expectation) *scenarios.Registry {
 
 func execWith(t *testing.T, reg *scenarios.Registry, args ...string) (string, string, int) {
 	t.Helper()
-	io, out, errOut := Test()
+	io, out, errOut := testStreams()
 	code := execIO(t, io, reg, args...)
 	return out.String(), errOut.String(), code
 }
@@ -307,7 +307,7 @@ func TestDemoKnowsTheServer(t *testing.T) {
 // then exits 1): the report of a run that ran must name the variant.
 func TestDefaultedVariantIsNamed(t *testing.T) {
 	out, errOut, code := execWith(t, builtin.Registry(), "run", "reward-payout", "-n", "2", "--bursts", "2", "--expect", "race", "-o", "json")
-	if code != ExitOK && code != ExitViolated {
+	if code != exitOK && code != exitViolated {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	if !strings.Contains(out, `"variant": "check-then-pay"`) {
@@ -321,7 +321,7 @@ func TestDefaultedVariantIsNamed(t *testing.T) {
 func TestProcessesOnMemoryRefused(t *testing.T) {
 	for _, sc := range []string{"unique-insert", "conditional-update", "check-then-write", "ttl-lease"} {
 		out, errOut, code := execCmd(t, false, "run", sc, "--replicas", "3", "--processes", "-n", "3", "--bursts", "2")
-		if code != ExitUsage || !strings.Contains(errOut, "private store") || out != "" {
+		if code != exitUsage || !strings.Contains(errOut, "private store") || out != "" {
 			t.Errorf("%s --replicas 3 --processes on memory: exit %d, stdout %q, stderr %q; want exit 2 with the reason", sc, code, out, errOut)
 		}
 	}
@@ -366,9 +366,9 @@ cases:
 			t.Errorf("%q is not a racetest run command", l)
 			continue
 		}
-		io, _, _ := Test()
-		var got *RunOptions
-		c := NewCmdRun(&Factory{IO: io, Registry: builtin.Registry()}, func(_ context.Context, o *RunOptions) error { got = o; return nil })
+		io, _, _ := testStreams()
+		var got *runOptions
+		c := newCmdRun(&factory{IO: io, Registry: builtin.Registry()}, func(_ context.Context, o *runOptions) error { got = o; return nil })
 		c.SetArgs(args[2:])
 		c.SetOut(io.Out)
 		c.SetErr(io.ErrOut)
@@ -396,7 +396,7 @@ func TestTimeoutsDoNotBlameTheServer(t *testing.T) {
 		// later bursts re-make their connections under an expired
 		// deadline, which is the path that used to blame the server.
 		out, errOut, code := execWith(t, builtin.Registry(), "run", "check-then-write", "-b", b, "--timeout", "1us", "-n", "4", "--bursts", "20", "--strict")
-		if code == ExitSetup {
+		if code == exitSetup {
 			if testenv.Required() {
 				t.Fatalf("%s: no server: %s", b, errOut)
 			}
@@ -417,10 +417,10 @@ func TestTimeoutsDoNotBlameTheServer(t *testing.T) {
 		switch {
 		case !strings.Contains(out, "timed out"):
 			t.Errorf("%s: exit %d, the timeouts not named:\n%s%s", b, code, out, errOut)
-		case code == ExitViolated && strings.Contains(out, " RACE "):
-		case code == ExitInconclusive && (strings.Contains(out, "bursts executed anything") || strings.Contains(out, "bursts put the guard to the test")):
+		case code == exitViolated && strings.Contains(out, " RACE "):
+		case code == exitInconclusive && (strings.Contains(out, "bursts executed anything") || strings.Contains(out, "bursts put the guard to the test")):
 		default:
-			t.Errorf("%s: exit %d, want %d with the reason why nothing was proven (or %d with a race):\n%s%s", b, code, ExitInconclusive, ExitViolated, out, errOut)
+			t.Errorf("%s: exit %d, want %d with the reason why nothing was proven (or %d with a race):\n%s%s", b, code, exitInconclusive, exitViolated, out, errOut)
 		}
 	}
 }
@@ -433,35 +433,35 @@ func TestTimeoutsDoNotBlameTheServer(t *testing.T) {
 func TestStrictHintOnce(t *testing.T) {
 	const hint = "INCONCLUSIVE proves nothing but exits 0; --expect safe (without --allow-inconclusive) or --strict makes it fail"
 	_, stderr, code := execCmd(t, false, "run", "conditional-update", "-n", "1", "--bursts", "3")
-	if code != ExitOK || strings.Count(stderr, hint) != 1 {
+	if code != exitOK || strings.Count(stderr, hint) != 1 {
 		t.Errorf("inconclusive, not strict: exit %d, stderr %q; want 0 and the hint once", code, stderr)
 	}
 	_, stderr, code = execCmd(t, false, "run", "conditional-update", "-n", "1", "--bursts", "3", "--strict")
-	if code != ExitInconclusive || strings.Contains(stderr, hint) {
+	if code != exitInconclusive || strings.Contains(stderr, hint) {
 		t.Errorf("inconclusive, strict: exit %d, stderr %q; want 4 and no hint", code, stderr)
 	}
 	_, stderr, code = execCmd(t, false, "run", "conditional-update", "-n", "4", "--bursts", "5")
-	if code != ExitOK || strings.Contains(stderr, hint) {
+	if code != exitOK || strings.Contains(stderr, hint) {
 		t.Errorf("safe run: exit %d, stderr %q; want 0 and no hint", code, stderr)
 	}
 	for _, expect := range []string{"safe", "catalog"} {
 		_, stderr, code = execCmd(t, false, "run", "conditional-update", "-n", "1", "--bursts", "3", "--expect", expect)
-		if code != ExitInconclusive || strings.Contains(stderr, hint) || !strings.Contains(stderr, "--expect safe (or --strict) fails that") {
+		if code != exitInconclusive || strings.Contains(stderr, hint) || !strings.Contains(stderr, "--expect safe (or --strict) fails that") {
 			t.Errorf("inconclusive, --expect %s: exit %d, stderr %q; want 4 and no hint", expect, code, stderr)
 		}
 	}
 	_, stderr, code = execCmd(t, false, "run", "conditional-update", "-n", "1", "--bursts", "3", "--expect", "safe", "--allow-inconclusive")
-	if code != ExitOK || strings.Count(stderr, hint) != 1 {
+	if code != exitOK || strings.Count(stderr, hint) != 1 {
 		t.Errorf("inconclusive, --expect safe --allow-inconclusive: exit %d, stderr %q; want 0 and the hint once", code, stderr)
 	}
 	_, _, code = execCmd(t, false, "run", "conditional-update", "-n", "1", "--bursts", "3", "--expect", "safe", "--allow-inconclusive", "--strict")
-	if code != ExitInconclusive {
+	if code != exitInconclusive {
 		t.Errorf("inconclusive, --allow-inconclusive --strict: exit %d, want 4: --strict fails every INCONCLUSIVE", code)
 	}
 	// An expectation of RACE is not SAFE's proof: INCONCLUSIVE under
 	// --expect race fails it as not RACE (exit 1), as before.
 	_, _, code = execCmd(t, false, "run", "check-then-write", "-n", "1", "--bursts", "3", "--expect", "race")
-	if code != ExitViolated {
+	if code != exitViolated {
 		t.Errorf("inconclusive, --expect race: exit %d, want 1", code)
 	}
 }

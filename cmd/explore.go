@@ -22,10 +22,10 @@ import (
 	"github.com/racetest/racetest/script"
 )
 
-// ExploreOptions are the parsed flags of 'racetest explore' and 'racetest
+// exploreOptions are the parsed flags of 'racetest explore' and 'racetest
 // replay', for a built-in scenario or for the user's own script.
-type ExploreOptions struct {
-	*Factory
+type exploreOptions struct {
+	*factory
 	Replay   bool
 	Scenario string // a built-in scenario; "" with a script
 	Dialect  script.Dialect
@@ -74,29 +74,29 @@ each attempt's steps numbered from 1), as 'racetest explore' runs each of its
 orders: for a bug report, a CI regression test (--expect), or a training session
 (--step waits for Enter before each step, on a terminal).`
 
-// NewCmdExplore builds 'racetest explore' and its script forms.
-func NewCmdExplore(f *Factory, runF func(context.Context, *ExploreOptions) error) *cobra.Command {
-	return newCmdExplore(f, false, runF)
+// newCmdExplore builds 'racetest explore' and its script forms.
+func newCmdExplore(f *factory, runF func(context.Context, *exploreOptions) error) *cobra.Command {
+	return newExploreCmd(f, false, runF)
 }
 
-// NewCmdReplay builds 'racetest replay': exactly one order.
-func NewCmdReplay(f *Factory, runF func(context.Context, *ExploreOptions) error) *cobra.Command {
-	return newCmdExplore(f, true, runF)
+// newCmdReplay builds 'racetest replay': exactly one order.
+func newCmdReplay(f *factory, runF func(context.Context, *exploreOptions) error) *cobra.Command {
+	return newExploreCmd(f, true, runF)
 }
 
-func newCmdExplore(f *Factory, replay bool, runF func(context.Context, *ExploreOptions) error) *cobra.Command {
+func newExploreCmd(f *factory, replay bool, runF func(context.Context, *exploreOptions) error) *cobra.Command {
 	verb := "explore"
 	if replay {
 		verb = "replay"
 	}
-	run := func(c *cobra.Command, o *ExploreOptions) error {
+	run := func(c *cobra.Command, o *exploreOptions) error {
 		o.replay, o.connNote = replayCommand(c, o), leftOut(c, o)
 		if runF != nil {
 			return runF(c.Context(), o)
 		}
 		return runExplore(c.Context(), o)
 	}
-	opts := &ExploreOptions{Factory: f, Replay: replay}
+	opts := &exploreOptions{factory: f, Replay: replay}
 	c := &cobra.Command{
 		Use:  verb + " SCENARIO -b BACKEND",
 		Long: exploreLong,
@@ -148,7 +148,7 @@ func exploreShape(fires firing, usage map[string]string) verbShape {
 
 // options are the explorer's options: the flags of explore, and of the
 // shape its attempts and their timeout.
-func (o *ExploreOptions) options() explore.Options {
+func (o *exploreOptions) options() explore.Options {
 	opt := o.Explore
 	opt.Attempts, opt.Timeout = o.Shape.Attempts, o.Shape.Timeout
 	return opt
@@ -156,7 +156,7 @@ func (o *ExploreOptions) options() explore.Options {
 
 // exploreFlags registers the flags every form of explore and replay shares
 // besides the shape's.
-func exploreFlags(fs *pflag.FlagSet, o *ExploreOptions, replay bool) {
+func exploreFlags(fs *pflag.FlagSet, o *exploreOptions, replay bool) {
 	fs.DurationVar(&o.Explore.BlockAfter, "block-after", explore.DefaultBlockAfter, "where the server cannot say whether a step waits on a lock (Redis, MongoDB, or a failed question), a step not back by then counts as blocked and the next step goes")
 	fs.StringVarP(&o.Format, "format", "o", "table", "output format: "+strings.Join(report.Formats(), ", "))
 	expectFlag(fs, &o.Expect, &o.ExpectGiven, "what the exploration must show: safe, race, lost, or catalog (the catalog's expectation for a built-in scenario)"+expectProof)
@@ -167,13 +167,13 @@ func exploreFlags(fs *pflag.FlagSet, o *ExploreOptions, replay bool) {
 		fs.BoolVar(&o.Step, "step", false, "wait for Enter before each step (on a terminal): a trainer walks through the order")
 	} else {
 		fs.IntVar(&o.Explore.MaxSchedules, "max-schedules", explore.DefaultMaxSchedules, "the most orders to run; more are refused (exit 2) unless --cap")
-		fs.IntVar(&o.Confirm, "confirm", DefaultConfirm, "after a SAFE, fire this many bursts of the same attempts released together: bursts that break make the verdict their RACE or LOST (exit 1); 0 fires none")
+		fs.IntVar(&o.Confirm, "confirm", defaultConfirm, "after a SAFE, fire this many bursts of the same attempts released together: bursts that break make the verdict their RACE or LOST (exit 1); 0 fires none")
 		fs.BoolVar(&o.Explore.Cap, "cap", false, "past --max-schedules, run the first orders and report the rest unexplored (INCONCLUSIVE)")
 	}
 }
 
-func newCmdExploreScript(f *Factory, replay bool, d script.Dialect, run func(*cobra.Command, *ExploreOptions) error) *cobra.Command {
-	o := &ExploreOptions{Factory: f, Replay: replay, Dialect: d}
+func newCmdExploreScript(f *factory, replay bool, d script.Dialect, run func(*cobra.Command, *exploreOptions) error) *cobra.Command {
+	o := &exploreOptions{factory: f, Replay: replay, Dialect: d}
 	name := d.String()
 	c := &cobra.Command{
 		Use:   name + " --attempt SCRIPT|@FILE --effects SCRIPT|@FILE",
@@ -216,7 +216,7 @@ func newCmdExploreScript(f *Factory, replay bool, d script.Dialect, run func(*co
 // that only an exploration takes, and without the connection flags, which
 // may hold a password (as every Reproduce line: commandLine): the reader's
 // own connection (flag or RACETEST_* variable) applies.
-func replayCommand(c *cobra.Command, o *ExploreOptions) string {
+func replayCommand(c *cobra.Command, o *exploreOptions) string {
 	parts := []string{"racetest", "replay"}
 	if o.Scenario == "" {
 		parts = append(parts, o.Dialect.String())
@@ -247,7 +247,7 @@ func replayCommand(c *cobra.Command, o *ExploreOptions) string {
 // leftOut says which connection flags the command line gave that the
 // replay commands leave out, and how the reader gives them again; "" when
 // none was given.
-func leftOut(c *cobra.Command, o *ExploreOptions) string {
+func leftOut(c *cobra.Command, o *exploreOptions) string {
 	var given, envs []string
 	for _, b := range connBackends(o.Registry) {
 		for _, cn := range []*scenarios.Connection{b.Conn, b.ReadConn} {
@@ -276,7 +276,7 @@ func shellQuote(s string) string {
 // explorePlan builds what one exploration runs: the target, the report's
 // frame and the explorer's options; runID names what it creates. It is the
 // one place an exploration is planned. It reads o and never changes it.
-func explorePlan(ctx context.Context, o *ExploreOptions, runID string) (runner.Target, report.Exploration, explore.Options, error) {
+func explorePlan(ctx context.Context, o *exploreOptions, runID string) (runner.Target, report.Exploration, explore.Options, error) {
 	ex := report.Exploration{Backend: o.Backend, Settings: map[string]string{}, Replay: o.replay, Replayed: o.Replay, Width: o.IO.Width()}
 	opt := o.options()
 	if err := opt.Validate(); err != nil {
@@ -308,7 +308,7 @@ func explorePlan(ctx context.Context, o *ExploreOptions, runID string) (runner.T
 	return scriptPlan(ctx, o, p, ex, opt)
 }
 
-func builtinPlan(ctx context.Context, o *ExploreOptions, p scenarios.Params, ex report.Exploration, opt explore.Options) (runner.Target, report.Exploration, explore.Options, error) {
+func builtinPlan(ctx context.Context, o *exploreOptions, p scenarios.Params, ex report.Exploration, opt explore.Options) (runner.Target, report.Exploration, explore.Options, error) {
 	spec, err := scenarioOn(o.Registry, o.Scenario, o.Backend)
 	if err != nil {
 		return nil, ex, opt, err
@@ -354,7 +354,7 @@ func builtinPlan(ctx context.Context, o *ExploreOptions, p scenarios.Params, ex 
 	return t, ex, opt, nil
 }
 
-func scriptPlan(ctx context.Context, o *ExploreOptions, p scenarios.Params, ex report.Exploration, opt explore.Options) (runner.Target, report.Exploration, explore.Options, error) {
+func scriptPlan(ctx context.Context, o *exploreOptions, p scenarios.Params, ex report.Exploration, opt explore.Options) (runner.Target, report.Exploration, explore.Options, error) {
 	d, ok := script.DialectOf(o.Backend)
 	if !ok || d != o.Dialect {
 		if o.Backend == "" {
@@ -526,7 +526,7 @@ func attemptScripts(scripts, attempts int) error {
 	return nil
 }
 
-func runExplore(ctx context.Context, o *ExploreOptions) error {
+func runExplore(ctx context.Context, o *exploreOptions) error {
 	reporter, err := report.LookupExplore(o.Format)
 	if err != nil {
 		return usageError(err)
@@ -633,17 +633,17 @@ func runExplore(ctx context.Context, o *ExploreOptions) error {
 	ok, unproven := ex.Met()
 	switch {
 	case !ok:
-		return &exitError{code: ExitViolated, quiet: true, err: fmt.Errorf("%s, expected %s", ex.Verdict(), ex.Expect)}
+		return &exitError{code: exitViolated, quiet: true, err: fmt.Errorf("%s, expected %s", ex.Verdict(), ex.Expect)}
 	case unproven && o.Strict:
-		return &exitError{code: ExitInconclusive, err: errors.New("INCONCLUSIVE: orders were left unexplored or abandoned, and --strict fails that")}
+		return &exitError{code: exitInconclusive, err: errors.New("INCONCLUSIVE: orders were left unexplored or abandoned, and --strict fails that")}
 	case unproven && o.ExpectGiven && !o.AllowInconclusive && ex.Expect == report.ExpectSafe:
-		return &exitError{code: ExitInconclusive, err: errors.New("INCONCLUSIVE: orders were left unexplored or abandoned, and --expect safe asks for proof (--allow-inconclusive lets it pass)")}
+		return &exitError{code: exitInconclusive, err: errors.New("INCONCLUSIVE: orders were left unexplored or abandoned, and --expect safe asks for proof (--allow-inconclusive lets it pass)")}
 	}
 	return nil
 }
 
 // countedLine says on stderr, before the orders run, how many there are.
-func countedLine(o *ExploreOptions) func(*explore.Result) error {
+func countedLine(o *exploreOptions) func(*explore.Result) error {
 	return func(r *explore.Result) error {
 		line := fmt.Sprintf("racetest: %s: %s = %s orders", r.Shape(), ordersFormula(r.AttemptSteps), r.Total)
 		if r.Replanned > 0 {
@@ -680,19 +680,19 @@ func ordersFormula(steps [][]string) string {
 	return fmt.Sprintf("(%d)!/(%s)", total, strings.Join(ks, "·"))
 }
 
-// DefaultConfirm is how many bursts of the same attempts follow an
+// defaultConfirm is how many bursts of the same attempts follow an
 // exploration's SAFE unless --confirm says otherwise: a race inside one
 // step shows in them (INSERT … WHERE NOT EXISTS raced in 187 of 200
 // bursts). 100 bursts of two attempts take about a second on the
 // local PostgreSQL and MariaDB (docs/measurements.md).
-const DefaultConfirm = 100
+const defaultConfirm = 100
 
 // confirmSafe fires n bursts of the exploration's attempts released
 // together, as 'racetest run' does, after a SAFE: a race below the step
 // granularity (inside one step, or two statements in flight at once in the
 // server) shows there. It returns the line the report notes, and what the
 // bursts showed (a RACE or LOST contradicts the SAFE).
-func confirmSafe(ctx context.Context, o *ExploreOptions, t runner.Target, opt explore.Options, n int) (string, *report.Confirmation) {
+func confirmSafe(ctx context.Context, o *exploreOptions, t runner.Target, opt explore.Options, n int) (string, *report.Confirmation) {
 	sh := o.Shape.Shape
 	sh.Attempts, sh.Bursts, sh.Replicas, sh.Timeout = opt.Attempts, n, max(opt.Replicas, 1), opt.Timeout
 	cfg := runner.NewConfig(append(sh.Options(), runner.Allowed(opt.Allowed), runner.Required(opt.Required))...)

@@ -43,7 +43,7 @@ INSERT INTO rt_br_e_{{.RunID}} VALUES ('{{.Token}}');
 func TestExploreFollowsABranchItDidNotPlan(t *testing.T) {
 	args := append([]string{"explore", "sql", "-b", "postgres", "--expect", "race", "-o", "json", "--confirm", "0"}, branchScript...)
 	out, stderr, code := execWith(t, builtin.Registry(), args...)
-	if code == ExitSetup {
+	if code == exitSetup {
 		testenv.Unavailable(t, "postgres", errors.New(stderr))
 	}
 	var doc struct {
@@ -60,7 +60,7 @@ func TestExploreFollowsABranchItDidNotPlan(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatalf("exit %d: %v\n%s%s", code, err, out, stderr)
 	}
-	if code != ExitOK || doc.Verdict != "RACE" || doc.Result.Replanned < 1 || len(doc.Violating) == 0 ||
+	if code != exitOK || doc.Verdict != "RACE" || doc.Result.Replanned < 1 || len(doc.Violating) == 0 ||
 		!strings.Contains(strings.Join(doc.Result.Notes, "\n"), "planned again (round 2): attempt") {
 		t.Fatalf("exit %d, verdict %s (%s), planned again %d times, notes %q: want the race found after planning again",
 			code, doc.Verdict, doc.Why, doc.Result.Replanned, doc.Result.Notes)
@@ -69,14 +69,14 @@ func TestExploreFollowsABranchItDidNotPlan(t *testing.T) {
 	// its replay runs it, and breaks again.
 	words := shellWords(t, doc.Violating[0].Replay)
 	out, stderr, code = execWith(t, builtin.Registry(), words[1:]...)
-	if code != ExitViolated || !strings.Contains(out, "RACE  this order") {
+	if code != exitViolated || !strings.Contains(out, "RACE  this order") {
 		t.Errorf("%s\nexit %d, want 1 and the order's RACE\n%s%s", doc.Violating[0].Replay, code, out, stderr)
 	}
 	// A step past the plan that the attempt did not take in the order
 	// named (serial: no branch) is refused, after the order, by name.
 	replay := append([]string{"replay", "sql", "-b", "postgres", "--schedule", "A1 A2 A3 B1 B2 B3 B4"}, branchScript...)
 	_, stderr, code = execWith(t, builtin.Registry(), replay...)
-	if code != ExitUsage || !strings.Contains(stderr, "--schedule names B4, but attempt B takes 3 steps (B1..B3), alone and in this order") {
+	if code != exitUsage || !strings.Contains(stderr, "--schedule names B4, but attempt B takes 3 steps (B1..B3), alone and in this order") {
 		t.Errorf("a step never taken: exit %d, want 2\n%s", code, stderr)
 	}
 }

@@ -50,10 +50,10 @@ func TestExploreQuotedQuoteIsNoSafe(t *testing.T) {
 	} {
 		t.Run(c.backend+" "+c.lit, func(t *testing.T) {
 			out, stderr, code := execCmd(t, false, gSingle(c.backend, c.lit)...)
-			if code == ExitSetup {
+			if code == exitSetup {
 				testenv.Unavailable(t, c.backend, errors.New(stderr))
 			}
-			if code != ExitOK || !strings.Contains(out, "RACE") {
+			if code != exitOK || !strings.Contains(out, "RACE") {
 				t.Errorf("exit %d, want RACE (exit 0 with --expect race)\n%s\n%s", code, out, stderr)
 			}
 			if spared := strings.Contains(stderr, "only swap steps that commute and are spared"); spared != c.spared {
@@ -135,10 +135,10 @@ func TestExploreTriggerBehindTheTextIsNoSafe(t *testing.T) {
 				args[len(args)-1] = "safe"
 			}
 			out, stderr, code := execCmd(t, false, args...)
-			if c.trigger && (code != ExitOK || !strings.Contains(out, "RACE")) {
+			if c.trigger && (code != exitOK || !strings.Contains(out, "RACE")) {
 				t.Errorf("exit %d, want RACE (exit 0 with --expect race)\n%s\n%s", code, out, stderr)
 			}
-			if !c.trigger && (code != ExitOK || !safeLine.MatchString(out) || !strings.Contains(stderr, "8 only swap steps that commute and are spared")) {
+			if !c.trigger && (code != exitOK || !safeLine.MatchString(out) || !strings.Contains(stderr, "8 only swap steps that commute and are spared")) {
 				t.Errorf("exit %d, want SAFE with 8 of 10 orders spared (both tables known apart: the reads commute with the writer's steps)\n%s\n%s", code, out, stderr)
 			}
 		})

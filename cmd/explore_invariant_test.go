@@ -28,29 +28,29 @@ func withdraw(update string) []string {
 func TestExploreJudgesByInvariants(t *testing.T) {
 	naive := withdraw("UPDATE rt_acct_{{.RunID}} SET balance = balance - 80 WHERE token = '{{.Token}}';")
 	out, stderr, code := execWith(t, builtin.Registry(), append([]string{"explore", "sql", "--confirm", "0"}, naive...)...)
-	if code == ExitSetup {
+	if code == exitSetup {
 		testenv.Unavailable(t, "postgres", errors.New(stderr))
 	}
 	flat := strings.Join(strings.Fields(out), " ")
-	if code != ExitViolated || !strings.Contains(flat, "RACE 2 of 4 orders broke the invariant SELECT count(*) FROM rt_acct_{{.RunID}} WHERE balance < 0") ||
+	if code != exitViolated || !strings.Contains(flat, "RACE 2 of 4 orders broke the invariant SELECT count(*) FROM rt_acct_{{.RunID}} WHERE balance < 0") ||
 		!strings.Contains(flat, "— broke the invariant SELECT count(*)") {
 		t.Fatalf("the naive withdrawal: exit %d, want 1 and RACE on the invariant\n%s%s", code, out, stderr)
 	}
 	out, stderr, code = execWith(t, builtin.Registry(), append([]string{"replay", "sql", "--schedule", "A1 B1 A2 B2"}, naive...)...)
-	if flat := strings.Join(strings.Fields(out), " "); code != ExitViolated ||
+	if flat := strings.Join(strings.Fields(out), " "); code != exitViolated ||
 		!strings.Contains(flat, "RACE this order (A1 B1 A2 B2) broke the invariant SELECT count(*)") {
 		t.Errorf("replay of the violating order: exit %d, want 1\n%s%s", code, out, stderr)
 	}
 	fixed := withdraw("UPDATE rt_acct_{{.RunID}} SET balance = balance - 80 WHERE token = '{{.Token}}' AND balance >= 80;")
 	out, stderr, code = execWith(t, builtin.Registry(), append([]string{"explore", "sql", "--confirm", "20"}, fixed...)...)
-	if flat := strings.Join(strings.Fields(out), " "); code != ExitOK ||
+	if flat := strings.Join(strings.Fields(out), " "); code != exitOK ||
 		!strings.Contains(flat, "SAFE for every order at this step granularity: all 4 orders of 2 attempts × 2 steps") ||
 		!strings.Contains(flat, "kept 1 invariant; each step is one whole statement") {
 		t.Errorf("the conditional withdrawal: exit %d, want SAFE on the invariant\n%s%s", code, out, stderr)
 	}
 	// --allowed judges what --effects counts: without it, refused.
 	_, stderr, code = execWith(t, builtin.Registry(), append([]string{"explore", "sql", "--allowed", "0-1"}, fixed...)...)
-	if code != ExitUsage || !strings.Contains(stderr, "there is no --effects: the invariants alone judge each order") {
+	if code != exitUsage || !strings.Contains(stderr, "there is no --effects: the invariants alone judge each order") {
 		t.Errorf("--allowed without --effects: exit %d, want 2\n%s", code, stderr)
 	}
 }

@@ -28,9 +28,9 @@ import (
 var safeLine = regexp.MustCompile(`\nSAFE +for every order at this step granularity: all `)
 
 func TestExploreFlagsParse(t *testing.T) {
-	f := &Factory{IO: func() *IOStreams { io, _, _ := Test(); return io }(), Registry: memoryOnly()}
-	var got *ExploreOptions
-	c := NewCmdExplore(f, func(_ context.Context, o *ExploreOptions) error { got = o; return nil })
+	f := &factory{IO: func() *ioStreams { io, _, _ := testStreams(); return io }(), Registry: memoryOnly()}
+	var got *exploreOptions
+	c := newCmdExplore(f, func(_ context.Context, o *exploreOptions) error { got = o; return nil })
 	c.SetArgs([]string{"check-then-write", "-b", "memory", "--attempts", "3", "--block-after", "80ms",
 		"--max-schedules", "50", "--cap", "--isolation", "serializable", "--variant", "for-update", "--timeout", "3s"})
 	if err := c.Execute(); err != nil {
@@ -46,7 +46,7 @@ func TestExploreFlagsParse(t *testing.T) {
 		!strings.Contains(got.replay, "--isolation=serializable") {
 		t.Errorf("replay command %q: want the same scenario and flags, without explore's own", got.replay)
 	}
-	c = NewCmdExplore(f, func(_ context.Context, o *ExploreOptions) error { got = o; return nil })
+	c = newCmdExplore(f, func(_ context.Context, o *exploreOptions) error { got = o; return nil })
 	c.SetArgs([]string{"sql", "-b", "postgres", "--attempt", "SELECT 1;", "--effects", "SELECT 1;"})
 	if err := c.Execute(); err != nil {
 		t.Fatal(err)
@@ -61,7 +61,7 @@ func TestExploreFlagsParse(t *testing.T) {
 	// One script per transaction: as many attempts as scripts, each kept
 	// in its place in the replay command; a replay can keep what the
 	// setup made.
-	c = NewCmdReplay(f, func(_ context.Context, o *ExploreOptions) error { got = o; return nil })
+	c = newCmdReplay(f, func(_ context.Context, o *exploreOptions) error { got = o; return nil })
 	c.SetArgs([]string{"sql", "-b", "postgres", "--attempt", "SELECT 2;", "--attempt", "SELECT 1;", "--attempt", "SELECT 3;",
 		"--effects", "SELECT 1;", "--keep", "--schedule", "A1 B1 C1"})
 	if err := c.Execute(); err != nil {
@@ -75,8 +75,8 @@ func TestExploreFlagsParse(t *testing.T) {
 
 func TestExploreFindsTheRaceAndPrintsReplayableOrders(t *testing.T) {
 	out, errOut, code := execCmd(t, false, "explore", "check-then-write", "--block-after", "1s")
-	if code != ExitViolated {
-		t.Fatalf("exit %d, want %d (RACE, expected safe)\n%s%s", code, ExitViolated, out, errOut)
+	if code != exitViolated {
+		t.Fatalf("exit %d, want %d (RACE, expected safe)\n%s%s", code, exitViolated, out, errOut)
 	}
 	if !strings.Contains(errOut, "C(4,2) = 6 orders") {
 		t.Errorf("stderr %q does not say the count before starting", errOut)
@@ -88,31 +88,31 @@ func TestExploreFindsTheRaceAndPrintsReplayableOrders(t *testing.T) {
 		}
 	}
 	out, _, code = execCmd(t, false, "explore", "conditional-update", "--expect", "catalog")
-	if code != ExitOK || !safeLine.MatchString(out) {
+	if code != exitOK || !safeLine.MatchString(out) {
 		t.Errorf("conditional-update: exit %d, output:\n%s", code, out)
 	}
 }
 
 func TestReplayRunsTheOrderItWasGiven(t *testing.T) {
 	out, _, code := execCmd(t, false, "replay", "check-then-write", "--schedule", "B1 A1 B2 A2", "--block-after", "1s")
-	if code != ExitViolated || !strings.Contains(out, "B: check → A: check → B: act → A: act — 2 effects") {
+	if code != exitViolated || !strings.Contains(out, "B: check → A: check → B: act → A: act — 2 effects") {
 		t.Errorf("exit %d, output:\n%s", code, out)
 	}
 	out, _, code = execCmd(t, false, "replay", "check-then-write", "--schedule", "A1 A2 B1 B2", "--block-after", "1s")
-	if code != ExitOK || !strings.Contains(out, "A: check → A: act → B: check — 1 effect") {
+	if code != exitOK || !strings.Contains(out, "A: check → A: act → B: check — 1 effect") {
 		t.Errorf("a serial order: exit %d, output:\n%s", code, out)
 	}
 }
 
 func TestReplayStepWaitsForEnter(t *testing.T) {
-	io, out, errOut := Test()
+	io, out, errOut := testStreams()
 	io.InTTY = true
 	io.In = bytes.NewBufferString("\n\n\n\n")
-	root := NewCmdRoot(&Factory{IO: io, Registry: memoryOnly()})
+	root := newCmdRoot(&factory{IO: io, Registry: memoryOnly()})
 	root.SetArgs([]string{"replay", "check-then-write", "--schedule", "A1 B1 A2 B2", "--step"})
 	err := root.ExecuteContext(context.Background())
-	if ExitCode(err) != ExitViolated {
-		t.Fatalf("exit %d (%v)\n%s", ExitCode(err), err, out)
+	if exitCode(err) != exitViolated {
+		t.Fatalf("exit %d (%v)\n%s", exitCode(err), err, out)
 	}
 	if n := strings.Count(errOut.String(), "press Enter"); n != 4 {
 		t.Errorf("asked for Enter %d times, want once before each of the 4 steps:\n%s", n, errOut)
@@ -163,12 +163,12 @@ func TestExploreBadInputIsAUsageError(t *testing.T) {
 		{[]string{"explore", "sql", "--attempt", "SELECT 1;", "--effects", "SELECT 1;"}, "needs -b postgres or -b mysql"},
 		{[]string{"explore", "unmarked"}, "unmarked on memory: its attempts mark no steps"},
 	} {
-		io, out, errOut := Test()
-		root := NewCmdRoot(&Factory{IO: io, Registry: marklessRegistry()})
+		io, out, errOut := testStreams()
+		root := newCmdRoot(&factory{IO: io, Registry: marklessRegistry()})
 		root.SetArgs(c.args)
 		err := root.ExecuteContext(context.Background())
 		printError(io, err)
-		if code := ExitCode(err); code != ExitUsage || !strings.Contains(errOut.String(), c.want) {
+		if code := exitCode(err); code != exitUsage || !strings.Contains(errOut.String(), c.want) {
 			t.Errorf("%v: exit %d, stderr %q; want exit 2 saying %q (stdout %q)", c.args, code, errOut, c.want, out)
 		}
 	}
@@ -176,7 +176,7 @@ func TestExploreBadInputIsAUsageError(t *testing.T) {
 
 func TestExploreCapIsInconclusive(t *testing.T) {
 	out, _, code := execCmd(t, false, "explore", "conditional-update", "--attempts", "3", "--max-schedules", "2", "--cap", "--strict")
-	if code != ExitInconclusive || !strings.Contains(out, "INCONCLUSIVE") || !strings.Contains(out, "4 of 6 orders were not explored") {
+	if code != exitInconclusive || !strings.Contains(out, "INCONCLUSIVE") || !strings.Contains(out, "4 of 6 orders were not explored") {
 		t.Errorf("exit %d, output:\n%s", code, out)
 	}
 }
@@ -226,8 +226,8 @@ func TestREADMEExploreFlagsExist(t *testing.T) {
 	}
 	end := strings.Index(text[start+3:], "\n## ")
 	section := text[start : start+3+end]
-	f := &Factory{IO: func() *IOStreams { io, _, _ := Test(); return io }(), Registry: memoryOnly()}
-	cmds := []*cobra.Command{NewCmdExplore(f, nil), NewCmdReplay(f, nil)}
+	f := &factory{IO: func() *ioStreams { io, _, _ := testStreams(); return io }(), Registry: memoryOnly()}
+	cmds := []*cobra.Command{newCmdExplore(f, nil), newCmdReplay(f, nil)}
 	for _, c := range append([]*cobra.Command(nil), cmds...) {
 		cmds = append(cmds, c.Commands()...)
 	}
@@ -272,17 +272,17 @@ func TestExploreScriptsOnServers(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			out, stderr, code := execCmd(t, false, append(c.naive, "--expect", "race")...)
-			if code == ExitSetup {
+			if code == exitSetup {
 				testenv.Unavailable(t, c.name, nil)
 			}
-			if code != ExitOK || !strings.Contains(out, "RACE") || !strings.Contains(out, c.step) || !strings.Contains(out, "racetest replay") {
+			if code != exitOK || !strings.Contains(out, "RACE") || !strings.Contains(out, c.step) || !strings.Contains(out, "racetest replay") {
 				t.Errorf("naive: exit %d\n%s\n%s", code, out, stderr)
 			}
 			if c.pruned && (!strings.Contains(stderr, "only swap steps that commute and are spared") || !strings.Contains(out, "note: reduction: ") || !strings.Contains(out, " orders spared, each equivalent to one that runs")) {
 				t.Errorf("naive: no order was said spared as equivalent:\n%s\n%s", out, stderr)
 			}
 			out, stderr, code = execCmd(t, false, c.fixd...)
-			if code != ExitOK || !safeLine.MatchString(out) {
+			if code != exitOK || !safeLine.MatchString(out) {
 				t.Errorf("conditional: exit %d\n%s\n%s", code, out, stderr)
 			}
 		})
@@ -315,14 +315,14 @@ func TestExploreReaderAndWriterAreNotTwoReaders(t *testing.T) {
 		return a
 	}
 	out, stderr, code := execCmd(t, false, args("one-script.sql")...)
-	if code == ExitSetup {
+	if code == exitSetup {
 		testenv.Unavailable(t, "mysql", errors.New(stderr))
 	}
-	if code != ExitOK || !strings.Contains(out, "RACE") {
+	if code != exitOK || !strings.Contains(out, "RACE") {
 		t.Errorf("one script: exit %d\n%s\n%s", code, out, stderr)
 	}
 	out, stderr, code = execCmd(t, false, args("reader.sql", "writer.sql")...)
-	if code != ExitOK || !strings.Contains(out, "RACE") || !strings.Contains(stderr, "C(7,2) = 21 orders") {
+	if code != exitOK || !strings.Contains(out, "RACE") || !strings.Contains(stderr, "C(7,2) = 21 orders") {
 		t.Errorf("two scripts: exit %d\n%s\n%s", code, out, stderr)
 	}
 	if !strings.Contains(out, "--attempt=@"+dir+"reader.sql --attempt=@"+dir+"writer.sql") {
@@ -377,12 +377,12 @@ func TestExploreConfirmFiresBursts(t *testing.T) {
 		return oneStep{mu: &sync.Mutex{}, done: map[int]int{}}, nil
 	})
 	run := func(args ...string) (string, int) {
-		io, out, errOut := Test()
-		root := NewCmdRoot(&Factory{IO: io, Registry: reg})
+		io, out, errOut := testStreams()
+		root := newCmdRoot(&factory{IO: io, Registry: reg})
 		root.SetArgs(args)
 		err := root.ExecuteContext(context.Background())
 		printError(io, err)
-		return strings.Join(strings.Fields(out.String()+errOut.String()), " "), ExitCode(err)
+		return strings.Join(strings.Fields(out.String()+errOut.String()), " "), exitCode(err)
 	}
 	for _, args := range [][]string{{"explore", "one-step"}, {"explore", "one-step", "--confirm", "40"}} {
 		n := "100"
@@ -390,14 +390,14 @@ func TestExploreConfirmFiresBursts(t *testing.T) {
 			n = args[3]
 		}
 		out, code := run(args...)
-		if code != ExitViolated || !strings.Contains(out, " RACE the bursts contradict the exploration: ") ||
+		if code != exitViolated || !strings.Contains(out, " RACE the bursts contradict the exploration: ") ||
 			!strings.Contains(out, "of "+n+" bursts of the same 2 attempts released together left more effects than allowed, though all 2 orders of whole steps stayed in the allowed range") ||
 			!strings.Contains(out, "--confirm: "+n+" bursts of the same 2 attempts released together: RACE") {
 			t.Errorf("%q, a race inside one step: exit %d, want 1 and RACE\n%s", args, code, out)
 		}
 	}
 	out, code := run("explore", "one-step", "--confirm", "0")
-	if code != ExitOK || !strings.Contains(out, "SAFE for every order at this step granularity") ||
+	if code != exitOK || !strings.Contains(out, "SAFE for every order at this step granularity") ||
 		!strings.Contains(out, "each step is the work between two of the scenario's marks, so a race inside one step is for the bursts; no bursts confirmed it (--confirm 0)") {
 		t.Errorf("--confirm 0: exit %d\n%s", code, out)
 	}
@@ -405,11 +405,11 @@ func TestExploreConfirmFiresBursts(t *testing.T) {
 	// How many of the 30 overlapped is the machine's timing: under -race
 	// at load, 29 of 30 was seen (3 of 6 runs); the count is said, and the
 	// SAFE holds on those.
-	if code != ExitOK || !strings.Contains(out, "--confirm: 30 bursts of the same 2 attempts released together: SAFE") ||
+	if code != exitOK || !strings.Contains(out, "--confirm: 30 bursts of the same 2 attempts released together: SAFE") ||
 		!regexp.MustCompile(`; 30 bursts of the same attempts released together agree \(([12][0-9]|30) tested\)`).MatchString(out) {
 		t.Errorf("conditional-update: exit %d\n%s", code, out)
 	}
-	if out, code := run("explore", "one-step", "--confirm", "-1"); code != ExitUsage || !strings.Contains(out, "--confirm is how many bursts follow a SAFE") {
+	if out, code := run("explore", "one-step", "--confirm", "-1"); code != exitUsage || !strings.Contains(out, "--confirm is how many bursts follow a SAFE") {
 		t.Errorf("--confirm -1: exit %d, want 2\n%s", code, out)
 	}
 }
@@ -426,7 +426,7 @@ func TestExploreOneStatementRaceIsARace(t *testing.T) {
 		"--effects", "SELECT count(*) FROM rt_ne_{{.RunID}} WHERE token = '{{.Token}}';",
 		"--teardown", "DROP TABLE rt_ne_{{.RunID}};"}
 	out, stderr, code := execWith(t, builtin.Registry(), args...)
-	if code == ExitSetup {
+	if code == exitSetup {
 		testenv.Unavailable(t, "postgres", errors.New(stderr))
 	}
 	var doc struct {
@@ -436,13 +436,13 @@ func TestExploreOneStatementRaceIsARace(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatalf("exit %d: %v\n%s%s", code, err, out, stderr)
 	}
-	if code != ExitViolated || doc.Verdict != "RACE" || doc.Confirm.Bursts != DefaultConfirm || doc.Confirm.Violations == 0 ||
+	if code != exitViolated || doc.Verdict != "RACE" || doc.Confirm.Bursts != defaultConfirm || doc.Confirm.Violations == 0 ||
 		!strings.HasPrefix(doc.Why, "the bursts contradict the exploration: ") {
 		t.Fatalf("exit %d, verdict %s (%s), confirm %+v: want RACE from the default bursts, exit 1", code, doc.Verdict, doc.Why, doc.Confirm)
 	}
 	// Without the bursts, SAFE says what a step is, and that none confirmed it.
 	out, _, code = execWith(t, builtin.Registry(), append(args, "--confirm", "0", "-o", "table")...)
-	if flat := strings.Join(strings.Fields(out), " "); code != ExitOK ||
+	if flat := strings.Join(strings.Fields(out), " "); code != exitOK ||
 		!strings.Contains(flat, "each step is one whole statement, so a race inside one step is for the bursts; no bursts confirmed it (--confirm 0)") {
 		t.Errorf("--confirm 0: exit %d\n%s", code, out)
 	}
@@ -454,14 +454,14 @@ func TestExploreOneStatementRaceIsARace(t *testing.T) {
 func TestExploreSaysWhatOnlyBurstsShow(t *testing.T) {
 	args := []string{"explore", "job-queue", "-b", "postgres", "--isolation", "repeatable-read", "--variant", "conditional"}
 	out, stderr, code := execWith(t, builtin.Registry(), append(args, "--confirm", "0")...)
-	if code == ExitSetup {
+	if code == exitSetup {
 		testenv.Unavailable(t, "postgres", errors.New(stderr))
 	}
-	if code != ExitOK || !strings.Contains(out, "bursts of this case show LOST, which no order of whole steps can") || !strings.Contains(out, "docs/verdicts.md") {
+	if code != exitOK || !strings.Contains(out, "bursts of this case show LOST, which no order of whole steps can") || !strings.Contains(out, "docs/verdicts.md") {
 		t.Errorf("exit %d\n%s\n%s", code, out, stderr)
 	}
 	out, stderr, code = execWith(t, builtin.Registry(), args...)
-	if code != ExitViolated || !strings.Contains(strings.Join(strings.Fields(out), " "), "LOST the bursts contradict the exploration: ") {
+	if code != exitViolated || !strings.Contains(strings.Join(strings.Fields(out), " "), "LOST the bursts contradict the exploration: ") {
 		t.Errorf("with the default bursts: exit %d, want 1 and LOST\n%s\n%s", code, out, stderr)
 	}
 }
@@ -472,10 +472,10 @@ func TestExploreSaysWhatOnlyBurstsShow(t *testing.T) {
 func TestExploreAllowedZeroIsKept(t *testing.T) {
 	out, stderr, code := execCmd(t, false, "explore", "sql", "-b", "postgres", "--attempt", "SELECT 1;", "--effects", "SELECT 1;",
 		"--allowed", "0", "--expect", "race", "-o", "json")
-	if code == ExitSetup {
+	if code == exitSetup {
 		testenv.Unavailable(t, "postgres", errors.New(stderr))
 	}
-	if code != ExitOK || !strings.Contains(out, `"allowed": 0`) || !strings.Contains(out, "more than 0 effect(s)") {
+	if code != exitOK || !strings.Contains(out, `"allowed": 0`) || !strings.Contains(out, "more than 0 effect(s)") {
 		t.Errorf("--allowed 0: exit %d\n%s\n%s", code, out, stderr)
 	}
 }
@@ -488,12 +488,12 @@ func TestExploreScriptBuildErrors(t *testing.T) {
 		err  error
 		code int
 	}{
-		{&script.RunError{What: "--effects auto", Script: true, Err: errors.New("cannot be measured")}, ExitUsage},
-		{&script.RunError{What: "--setup", Err: errors.New("connection reset")}, ExitSetup},
-		{scenarios.BadParam(errors.New("invalid DSN")), ExitUsage},
-		{errors.New("connection refused"), ExitSetup},
+		{&script.RunError{What: "--effects auto", Script: true, Err: errors.New("cannot be measured")}, exitUsage},
+		{&script.RunError{What: "--setup", Err: errors.New("connection reset")}, exitSetup},
+		{scenarios.BadParam(errors.New("invalid DSN")), exitUsage},
+		{errors.New("connection refused"), exitSetup},
 	} {
-		if got := ExitCode(exploreScriptError(tc.err)); got != tc.code {
+		if got := exitCode(exploreScriptError(tc.err)); got != tc.code {
 			t.Errorf("%v: exit %d, want %d", tc.err, got, tc.code)
 		}
 	}
@@ -501,7 +501,7 @@ func TestExploreScriptBuildErrors(t *testing.T) {
 		{"explore", "sql", "-b", "mysql", "--mysql-dsn", "bad(:::", "--attempt", "SELECT 1;", "--effects", "SELECT 1;"},
 		{"replay", "redis", "--redis-url", "http://x", "--attempt", "GET a", "--effects", "SCARD x", "--schedule", "A1 B1"},
 	} {
-		if _, stderr, code := execCmd(t, false, args...); code != ExitUsage || strings.Contains(stderr, "your scripts on") {
+		if _, stderr, code := execCmd(t, false, args...); code != exitUsage || strings.Contains(stderr, "your scripts on") {
 			t.Errorf("%q: exit %d, stderr %q; want exit 2 (as 'racetest sql' says) before any banner", args, code, stderr)
 		}
 	}
@@ -516,7 +516,7 @@ func TestExploreRefusesEffectsAuto(t *testing.T) {
 		{"replay", "redis", "--redis-url", "redis://127.0.0.1:9", "--attempt", "GET a", "--effects", " auto ", "--schedule", "A1 B1"},
 	} {
 		_, stderr, code := execCmd(t, false, args...)
-		if code != ExitUsage || !strings.Contains(stderr, "--effects auto judges a burst") || strings.Contains(stderr, "your scripts on") {
+		if code != exitUsage || !strings.Contains(stderr, "--effects auto judges a burst") || strings.Contains(stderr, "your scripts on") {
 			t.Errorf("%q: exit %d, stderr %q; want exit 2 naming --effects auto, before any banner", args, code, stderr)
 		}
 	}
@@ -530,10 +530,10 @@ func TestReplayNamesItsFirstOrder(t *testing.T) {
 	args := []string{"replay", "sql", "-b", "postgres", "--setup", "@" + dir + "schema.sql", "--attempt", "@" + dir + "naive.sql",
 		"--effects", "@" + dir + "count.sql", "--teardown", "@" + dir + "drop.sql", "--schedule", "A1 B1 A2 B2"}
 	_, stderr, code := execCmd(t, false, args...)
-	if code == ExitSetup {
+	if code == exitSetup {
 		testenv.Unavailable(t, "postgres", nil)
 	}
-	if code != ExitUsage || !strings.Contains(stderr, "racetest: replaying your scripts on PostgreSQL") ||
+	if code != exitUsage || !strings.Contains(stderr, "racetest: replaying your scripts on PostgreSQL") ||
 		!strings.Contains(stderr, "racetest: the first order: "+dir+"naive.sql:4:1: ") || strings.Contains(stderr, "burst") {
 		t.Errorf("exit %d, stderr:\n%s\nwant exit 2, replaying, stopped at the first order (and no burst)", code, stderr)
 	}
@@ -548,10 +548,10 @@ func TestExploreExpectSafeFailsInconclusive(t *testing.T) {
 		flags []string
 		code  int
 	}{
-		{nil, ExitOK},
-		{[]string{"--expect", "safe"}, ExitInconclusive},
-		{[]string{"--expect", "safe", "--allow-inconclusive"}, ExitOK},
-		{[]string{"--allow-inconclusive", "--strict"}, ExitInconclusive},
+		{nil, exitOK},
+		{[]string{"--expect", "safe"}, exitInconclusive},
+		{[]string{"--expect", "safe", "--allow-inconclusive"}, exitOK},
+		{[]string{"--allow-inconclusive", "--strict"}, exitInconclusive},
 	} {
 		out, errOut, code := execCmd(t, false, append(capped, tc.flags...)...)
 		if code != tc.code || !strings.Contains(out, "INCONCLUSIVE") {

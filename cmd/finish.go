@@ -85,7 +85,7 @@ func (ff finishFlags) parse() (report.Reporter, report.Expect, error) {
 // finish ends a verb's run, the same way for every verb: the report on
 // standard output, the hint on stderr when an INCONCLUSIVE exits 0, and the
 // exit code the verdicts decide.
-func finish(ctx context.Context, s *IOStreams, reporter report.Reporter, cases []report.Case, opts report.Options) error {
+func finish(ctx context.Context, s *ioStreams, reporter report.Reporter, cases []report.Case, opts report.Options) error {
 	if err := reporter(s.Out, cases, opts); err != nil {
 		return outputError("report", err)
 	}

@@ -27,7 +27,7 @@ func TestFinishEndsEveryVerbAlike(t *testing.T) {
 		return err
 	}
 
-	s, out, errOut := Test()
+	s, out, errOut := testStreams()
 	if err := finish(ctx, s, reporter, []report.Case{c}, report.Options{}); err != nil {
 		t.Errorf("inconclusive without --strict: %v, want exit 0", err)
 	}
@@ -36,20 +36,20 @@ func TestFinishEndsEveryVerbAlike(t *testing.T) {
 	}
 
 	c.Strict = true
-	s, _, errOut = Test()
-	if code := ExitCode(finish(ctx, s, reporter, []report.Case{c}, report.Options{})); code != ExitInconclusive || strings.Contains(errOut.String(), "or --strict makes it fail") {
+	s, _, errOut = testStreams()
+	if code := exitCode(finish(ctx, s, reporter, []report.Case{c}, report.Options{})); code != exitInconclusive || strings.Contains(errOut.String(), "or --strict makes it fail") {
 		t.Errorf("inconclusive with --strict: exit %d, stderr %q; want 4 and no hint", code, errOut)
 	}
 
 	// --expect safe asked for proof: INCONCLUSIVE does not meet it.
 	c.Strict, c.ProveSafe = false, true
-	s, _, errOut = Test()
-	if code := ExitCode(finish(ctx, s, reporter, []report.Case{c}, report.Options{})); code != ExitInconclusive || strings.Contains(errOut.String(), "or --strict makes it fail") {
+	s, _, errOut = testStreams()
+	if code := exitCode(finish(ctx, s, reporter, []report.Case{c}, report.Options{})); code != exitInconclusive || strings.Contains(errOut.String(), "or --strict makes it fail") {
 		t.Errorf("inconclusive under --expect safe: exit %d, stderr %q; want 4 and no hint", code, errOut)
 	}
 
 	broken := errors.New("disk full")
-	s, _, _ = Test()
+	s, _, _ = testStreams()
 	err := finish(ctx, s, func(io.Writer, []report.Case, report.Options) error { return broken }, []report.Case{c}, report.Options{})
 	if !errors.Is(err, broken) || !strings.Contains(err.Error(), "writing the report") {
 		t.Errorf("a report that cannot be written: %v", err)
@@ -78,7 +78,7 @@ func TestNothingRan(t *testing.T) {
 		{"two cases", "table", []report.Case{empty, empty}, false},
 	} {
 		err := nothingRan(tc.format, tc.cases)
-		if got := err != nil && ExitCode(err) == ExitSetup && errors.Is(err, down); got != tc.setup {
+		if got := err != nil && exitCode(err) == exitSetup && errors.Is(err, down); got != tc.setup {
 			t.Errorf("%s: %v, want a setup error: %v", tc.name, err, tc.setup)
 		}
 	}
@@ -99,10 +99,10 @@ func TestReportWriteFailureIsExit3(t *testing.T) {
 			{"run", "check-then-write", "--bursts", "2", "--expect", "race"},
 			{"demo", "--bursts", "2"},
 		} {
-			s, _, errOut := Test()
+			s, _, errOut := testStreams()
 			s.Out = fullDisk{}
 			code := execIO(t, s, memoryOnly(), append(args, "-o", format)...)
-			if code != ExitSetup || !strings.Contains(errOut.String(), "writing the report to standard output: no space left on device") ||
+			if code != exitSetup || !strings.Contains(errOut.String(), "writing the report to standard output: no space left on device") ||
 				strings.Contains(errOut.String(), "--help") {
 				t.Errorf("%s -o %s to a full disk: exit %d, stderr %q; want 3, naming standard output, no --help", args[0], format, code, errOut)
 			}

@@ -33,7 +33,7 @@ func TestFlagErrorsComeInAFixedOrder(t *testing.T) {
 		// 2048 of passing.
 		for i := 0; i < 12; i++ {
 			_, errOut, code := execCmd(t, false, tc.args...)
-			if code != ExitUsage || !strings.Contains(errOut, tc.first) {
+			if code != exitUsage || !strings.Contains(errOut, tc.first) {
 				t.Fatalf("racetest %s (run %d): exit %d, %q; want exit 2 with %q first", strings.Join(tc.args, " "), i+1, code, errOut, tc.first)
 			}
 		}
@@ -48,7 +48,7 @@ func TestMatrixNamesTheFirstUnknownVariant(t *testing.T) {
 	args := append([]string{"matrix", "--scenario", "check-then-write", "--variant", "nope-b,plain,nope-a"}, nowhere...)
 	for i := 0; i < 50; i++ {
 		_, errOut, code := execWith(t, builtin.Registry(), args...)
-		if code != ExitUsage || !strings.Contains(errOut, `has a variant "nope-b" on`) {
+		if code != exitUsage || !strings.Contains(errOut, `has a variant "nope-b" on`) {
 			t.Fatalf("run %d: exit %d, %q; want exit 2 naming nope-b, the first unknown variant given", i+1, code, errOut)
 		}
 	}
@@ -58,17 +58,17 @@ func TestMatrixNamesTheFirstUnknownVariant(t *testing.T) {
 // shape (the restart's waves, a fresh seed): the parsed options stay as
 // the user gave them, so a test or a second run reads what was asked.
 func TestRunLeavesItsOptionsAsParsed(t *testing.T) {
-	io, _, _ := Test()
-	f := &Factory{IO: io, Registry: memoryOnly()}
-	var after RunOptions
-	c := NewCmdRun(f, func(ctx context.Context, o *RunOptions) error {
+	io, _, _ := testStreams()
+	f := &factory{IO: io, Registry: memoryOnly()}
+	var after runOptions
+	c := newCmdRun(f, func(ctx context.Context, o *runOptions) error {
 		err := runRun(ctx, o)
 		after = *o
 		return err
 	})
 	c.SetArgs([]string{"check-then-write", "-n", "2", "--bursts", "1", "--restart-between", "-o", "json"})
 	c.SetOut(&strings.Builder{})
-	if err := c.ExecuteContext(context.Background()); ExitCode(err) != ExitOK && ExitCode(err) != ExitViolated {
+	if err := c.ExecuteContext(context.Background()); exitCode(err) != exitOK && exitCode(err) != exitViolated {
 		t.Fatalf("run: %v", err)
 	}
 	if s := after.Shape; s.Waves != 1 || s.Deploy || s.Seed != 0 {
@@ -86,25 +86,25 @@ func TestVerbsLeaveTheirOptionsAsParsed(t *testing.T) {
 			t.Errorf("%s changed its options while running:\nbefore %+v\nafter  %+v", name, before, after)
 		}
 	}
-	newFactory := func(reg *scenarios.Registry) *Factory {
-		io, _, _ := Test()
-		return &Factory{IO: io, Registry: reg}
+	newFactory := func(reg *scenarios.Registry) *factory {
+		io, _, _ := testStreams()
+		return &factory{IO: io, Registry: reg}
 	}
 	for _, tc := range []struct {
 		c    *cobra.Command
 		args []string
 	}{
-		{NewCmdExplore(newFactory(memoryOnly()), func(ctx context.Context, o *ExploreOptions) error {
+		{newCmdExplore(newFactory(memoryOnly()), func(ctx context.Context, o *exploreOptions) error {
 			before := *o
 			defer func() { unchanged("explore", before, *o) }()
 			return runExplore(ctx, o)
 		}), []string{"check-then-write", "--block-after", "1s", "--keep", "-o", "json"}},
-		{NewCmdMatrix(newFactory(isolationRegistry()), func(ctx context.Context, o *MatrixOptions) error {
+		{newCmdMatrix(newFactory(isolationRegistry()), func(ctx context.Context, o *matrixOptions) error {
 			before := *o
 			defer func() { unchanged("matrix", before, *o) }()
 			return runMatrix(ctx, o)
 		}), []string{"-n", "2", "--bursts", "1", "-o", "json"}},
-		{NewCmdDemo(newFactory(memoryOnly()), func(ctx context.Context, o *DemoOptions) error {
+		{newCmdDemo(newFactory(memoryOnly()), func(ctx context.Context, o *demoOptions) error {
 			before := *o
 			defer func() { unchanged("demo", before, *o) }()
 			return runDemo(ctx, o)
@@ -113,7 +113,7 @@ func TestVerbsLeaveTheirOptionsAsParsed(t *testing.T) {
 		tc.c.SetArgs(tc.args)
 		tc.c.SetOut(&strings.Builder{})
 		tc.c.SetErr(&strings.Builder{})
-		if err := tc.c.ExecuteContext(context.Background()); ExitCode(err) > ExitViolated {
+		if err := tc.c.ExecuteContext(context.Background()); exitCode(err) > exitViolated {
 			t.Errorf("%s %q: %v", tc.c.Name(), tc.args, err)
 		}
 	}

@@ -19,9 +19,9 @@ import (
 // builtinRoot is racetest's command tree over the shipped catalog.
 func builtinRoot(t *testing.T) (*cobra.Command, *scenarios.Registry) {
 	t.Helper()
-	io, _, _ := Test()
+	io, _, _ := testStreams()
 	reg := builtin.Registry()
-	return NewCmdRoot(&Factory{IO: io, Registry: reg}), reg
+	return newCmdRoot(&factory{IO: io, Registry: reg}), reg
 }
 
 func subcommand(t *testing.T, root *cobra.Command, name string) *cobra.Command {
@@ -117,8 +117,8 @@ func TestDeclaredReleasesAreTheOnesThatApply(t *testing.T) {
 // completion script does.
 func complete(t *testing.T, args ...string) []string {
 	t.Helper()
-	io, out, _ := Test()
-	root := NewCmdRoot(&Factory{IO: io, Registry: builtin.Registry()})
+	io, out, _ := testStreams()
+	root := newCmdRoot(&factory{IO: io, Registry: builtin.Registry()})
 	root.SetOut(out)
 	root.SetArgs(append([]string{cobra.ShellCompRequestCmd}, args...))
 	if err := root.Execute(); err != nil {

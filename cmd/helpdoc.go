@@ -10,62 +10,62 @@ import (
 // exitMeaning is what each exit code means, the same for every command
 // (README, "Exit codes"); exitCodesOf says which a command can return.
 var exitMeaning = map[int]string{
-	ExitOK:           "every expectation met",
-	ExitViolated:     "an expectation was violated (a RACE or LOST where SAFE was expected, no RACE under --expect race)",
-	ExitUsage:        "bad flags, arguments or input: nothing ran",
-	ExitSetup:        "a backend could not be reached or set up",
-	ExitInconclusive: "a run proved nothing (INCONCLUSIVE) and --expect safe (unless --allow-inconclusive), --strict, or a suite fails that",
-	ExitInterrupted:  "interrupted (Ctrl-C, SIGTERM): what finished is still reported",
+	exitOK:           "every expectation met",
+	exitViolated:     "an expectation was violated (a RACE or LOST where SAFE was expected, no RACE under --expect race)",
+	exitUsage:        "bad flags, arguments or input: nothing ran",
+	exitSetup:        "a backend could not be reached or set up",
+	exitInconclusive: "a run proved nothing (INCONCLUSIVE) and --expect safe (unless --allow-inconclusive), --strict, or a suite fails that",
+	exitInterrupted:  "interrupted (Ctrl-C, SIGTERM): what finished is still reported",
 }
 
 // exitCodes are the codes each command can return, by its name under the
 // root; a command not listed (racetest itself) returns any of them.
 var exitCodes = map[string][]int{
-	"list":       {ExitOK, ExitUsage},
-	"explain":    {ExitOK, ExitUsage},
-	"version":    {ExitOK, ExitUsage},
-	"completion": {ExitOK, ExitUsage},
-	"run":        {ExitOK, ExitViolated, ExitUsage, ExitSetup, ExitInconclusive, ExitInterrupted},
-	"demo":       {ExitOK, ExitViolated, ExitUsage, ExitSetup, ExitInconclusive, ExitInterrupted},
-	"suite":      {ExitOK, ExitViolated, ExitUsage, ExitSetup, ExitInconclusive, ExitInterrupted},
-	"http":       {ExitOK, ExitViolated, ExitUsage, ExitSetup, ExitInconclusive, ExitInterrupted},
-	"sql":        {ExitOK, ExitViolated, ExitUsage, ExitSetup, ExitInconclusive, ExitInterrupted},
-	"redis":      {ExitOK, ExitViolated, ExitUsage, ExitSetup, ExitInconclusive, ExitInterrupted},
-	"mongo":      {ExitOK, ExitViolated, ExitUsage, ExitSetup, ExitInconclusive, ExitInterrupted},
-	"explore":    {ExitOK, ExitViolated, ExitUsage, ExitSetup, ExitInconclusive, ExitInterrupted},
-	"replay":     {ExitOK, ExitViolated, ExitUsage, ExitSetup, ExitInconclusive, ExitInterrupted},
-	"report":     {ExitOK, ExitViolated, ExitUsage, ExitSetup, ExitInconclusive},
-	"bench":      {ExitOK, ExitUsage, ExitSetup, ExitInterrupted},
-	"serve":      {ExitOK, ExitUsage, ExitSetup},
-	"proxy":      {ExitOK, ExitUsage, ExitSetup},
-	"clean":      {ExitOK, ExitUsage, ExitSetup, ExitInterrupted},
+	"list":       {exitOK, exitUsage},
+	"explain":    {exitOK, exitUsage},
+	"version":    {exitOK, exitUsage},
+	"completion": {exitOK, exitUsage},
+	"run":        {exitOK, exitViolated, exitUsage, exitSetup, exitInconclusive, exitInterrupted},
+	"demo":       {exitOK, exitViolated, exitUsage, exitSetup, exitInconclusive, exitInterrupted},
+	"suite":      {exitOK, exitViolated, exitUsage, exitSetup, exitInconclusive, exitInterrupted},
+	"http":       {exitOK, exitViolated, exitUsage, exitSetup, exitInconclusive, exitInterrupted},
+	"sql":        {exitOK, exitViolated, exitUsage, exitSetup, exitInconclusive, exitInterrupted},
+	"redis":      {exitOK, exitViolated, exitUsage, exitSetup, exitInconclusive, exitInterrupted},
+	"mongo":      {exitOK, exitViolated, exitUsage, exitSetup, exitInconclusive, exitInterrupted},
+	"explore":    {exitOK, exitViolated, exitUsage, exitSetup, exitInconclusive, exitInterrupted},
+	"replay":     {exitOK, exitViolated, exitUsage, exitSetup, exitInconclusive, exitInterrupted},
+	"report":     {exitOK, exitViolated, exitUsage, exitSetup, exitInconclusive},
+	"bench":      {exitOK, exitUsage, exitSetup, exitInterrupted},
+	"serve":      {exitOK, exitUsage, exitSetup},
+	"proxy":      {exitOK, exitUsage, exitSetup},
+	"clean":      {exitOK, exitUsage, exitSetup, exitInterrupted},
 }
 
 // exitNotes say what a code means for one command where the general
 // meaning would mislead.
 var exitNotes = map[string]map[int]string{
 	"demo": {
-		ExitOK:           "every scenario behaved as the catalog says",
-		ExitViolated:     "a scenario did not behave as the catalog says",
-		ExitInconclusive: "with --strict, a SAFE scenario's bursts proved nothing",
+		exitOK:           "every scenario behaved as the catalog says",
+		exitViolated:     "a scenario did not behave as the catalog says",
+		exitInconclusive: "with --strict, a SAFE scenario's bursts proved nothing",
 	},
 	"suite": {
-		ExitInconclusive: "a case proved nothing (INCONCLUSIVE), unless it says allow_inconclusive: true or --allow-inconclusive is given",
+		exitInconclusive: "a case proved nothing (INCONCLUSIVE), unless it says allow_inconclusive: true or --allow-inconclusive is given",
 	},
 	"report": {
-		ExitUsage:        "the file or the flags are wrong",
-		ExitViolated:     "a run in the report did not meet its expectation",
-		ExitSetup:        "a run in the report could not be carried out",
-		ExitInconclusive: "a run in the report was inconclusive under --expect safe or --strict",
+		exitUsage:        "the file or the flags are wrong",
+		exitViolated:     "a run in the report did not meet its expectation",
+		exitSetup:        "a run in the report could not be carried out",
+		exitInconclusive: "a run in the report was inconclusive under --expect safe or --strict",
 	},
-	"bench":      {ExitOK: "the figures were measured", ExitSetup: "no server answered"},
-	"serve":      {ExitOK: "stopped cleanly (SIGTERM, Ctrl-C, or stdin closed under run --processes)", ExitSetup: "cannot listen, or the backend cannot be set up"},
-	"proxy":      {ExitOK: "stopped cleanly (Ctrl-C, SIGTERM), releasing whatever it held", ExitUsage: "an upstream the proxy does not speak, or a bad address", ExitSetup: "the upstream server does not answer, or an address cannot be listened on"},
-	"clean":      {ExitSetup: "a server could not be reached, or an object could not be dropped"},
-	"list":       {ExitOK: "listed"},
-	"explain":    {ExitOK: "told the story"},
-	"version":    {ExitOK: "printed the version"},
-	"completion": {ExitOK: "printed the completion script"},
+	"bench":      {exitOK: "the figures were measured", exitSetup: "no server answered"},
+	"serve":      {exitOK: "stopped cleanly (SIGTERM, Ctrl-C, or stdin closed under run --processes)", exitSetup: "cannot listen, or the backend cannot be set up"},
+	"proxy":      {exitOK: "stopped cleanly (Ctrl-C, SIGTERM), releasing whatever it held", exitUsage: "an upstream the proxy does not speak, or a bad address", exitSetup: "the upstream server does not answer, or an address cannot be listened on"},
+	"clean":      {exitSetup: "a server could not be reached, or an object could not be dropped"},
+	"list":       {exitOK: "listed"},
+	"explain":    {exitOK: "told the story"},
+	"version":    {exitOK: "printed the version"},
+	"completion": {exitOK: "printed the completion script"},
 }
 
 // exitCodesHelp is the "Exit codes" section of c's help.

@@ -20,13 +20,13 @@ func TestUsageHintNamesTheCommand(t *testing.T) {
 		"run check-then-write --bursts 0": "Run 'racetest run --help' for usage.",
 		"nosuch":                          "Run 'racetest --help' for usage.",
 	} {
-		io, _, errOut := Test()
-		root := NewCmdRoot(&Factory{IO: io, Registry: builtin.Registry()})
+		io, _, errOut := testStreams()
+		root := newCmdRoot(&factory{IO: io, Registry: builtin.Registry()})
 		root.SetArgs(strings.Fields(args))
 		c, err := root.ExecuteContextC(context.Background())
 		printCommandError(io, err, c)
-		if ExitCode(err) != ExitUsage || !strings.Contains(errOut.String(), want) {
-			t.Errorf("racetest %s: exit %d, stderr %q, want %q", args, ExitCode(err), errOut, want)
+		if exitCode(err) != exitUsage || !strings.Contains(errOut.String(), want) {
+			t.Errorf("racetest %s: exit %d, stderr %q, want %q", args, exitCode(err), errOut, want)
 		}
 	}
 }
@@ -34,14 +34,14 @@ func TestUsageHintNamesTheCommand(t *testing.T) {
 // --engine is refused where the backend has no engines, instead of being
 // reported as a setting nothing read; on mysql it is the backend's to judge.
 func TestEngineOnlyWhereThereAreEngines(t *testing.T) {
-	io, out, errOut := Test()
+	io, out, errOut := testStreams()
 	code := execIO(t, io, builtin.Registry(), "run", "check-then-write", "-b", "postgres", "--engine", "myisam")
-	if code != ExitUsage || out.Len() != 0 || !strings.Contains(errOut.String(), "the postgres backend has no storage engines") {
+	if code != exitUsage || out.Len() != 0 || !strings.Contains(errOut.String(), "the postgres backend has no storage engines") {
 		t.Errorf("--engine on postgres: exit %d, out %q, err %q", code, out, errOut)
 	}
-	io, _, errOut = Test()
+	io, _, errOut = testStreams()
 	code = execIO(t, io, builtin.Registry(), "demo", "-b", "memory", "--engine", "aria")
-	if code != ExitUsage || !strings.Contains(errOut.String(), "the memory backend has no storage engines") {
+	if code != exitUsage || !strings.Contains(errOut.String(), "the memory backend has no storage engines") {
 		t.Errorf("--engine on memory: exit %d, err %q", code, errOut)
 	}
 }
@@ -55,11 +55,11 @@ func TestScriptVerbsCheckTheBurstFirst(t *testing.T) {
 		{"redis", "--redis-url", "redis://127.0.0.1:9"},
 		{"mongo", "--mongo-uri", "mongodb://127.0.0.1:9/"},
 	} {
-		io, out, errOut := Test()
+		io, out, errOut := testStreams()
 		args = append(args, "-n", "10000000", "--attempt", "SELECT 1;", "--effects", "SELECT 1;")
 		start := time.Now()
 		code := execIO(t, io, builtin.Registry(), args...)
-		if code != ExitUsage || out.Len() != 0 || !strings.Contains(errOut.String(), "cannot fit") {
+		if code != exitUsage || out.Len() != 0 || !strings.Contains(errOut.String(), "cannot fit") {
 			t.Errorf("%s -n 10000000: exit %d, err %q", args[0], code, errOut)
 		}
 		if d := time.Since(start); d > 5*time.Second {
@@ -71,7 +71,7 @@ func TestScriptVerbsCheckTheBurstFirst(t *testing.T) {
 // sql, redis and mongo take -q as run and http do: the verdict line alone,
 // without the lines that say what will run (issue 29).
 func TestScriptVerbsAreQuietWhenAsked(t *testing.T) {
-	root := NewCmdRoot(&Factory{IO: &IOStreams{}, Registry: builtin.Registry()})
+	root := newCmdRoot(&factory{IO: &ioStreams{}, Registry: builtin.Registry()})
 	for _, name := range []string{"sql", "redis", "mongo"} {
 		c, _, err := root.Find([]string{name})
 		if err != nil || c.Flags().ShorthandLookup("q") == nil || c.Flags().Lookup("verbose") == nil {
@@ -109,7 +109,7 @@ func TestVariantsOfTheAnomaliesAreListed(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		io, out, _ := Test()
+		io, out, _ := testStreams()
 		execIO(t, io, reg, "__complete", "run", s, "--variant", "")
 		for _, v := range spec.Variants {
 			if !strings.Contains(out.String(), v+"\n") {
@@ -133,12 +133,12 @@ func TestHTTPErrorsNameTheFlag(t *testing.T) {
 		{[]string{"--setup", "::"}, `racetest: --setup: malformed URL "::"`},
 	} {
 		_, stderr, code := execCmd(t, false, append(append([]string{"http"}, c.args...), "http://127.0.0.1:9/")...)
-		if code != ExitUsage || !strings.Contains(stderr, c.want) {
-			t.Errorf("http %s: exit %d, stderr %q; want exit %d and %q", strings.Join(c.args, " "), code, stderr, ExitUsage, c.want)
+		if code != exitUsage || !strings.Contains(stderr, c.want) {
+			t.Errorf("http %s: exit %d, stderr %q; want exit %d and %q", strings.Join(c.args, " "), code, stderr, exitUsage, c.want)
 		}
 	}
 	_, stderr, code := execCmd(t, false, "http", "http://%zz/")
-	if code != ExitUsage || !strings.HasPrefix(stderr, `racetest: malformed URL "http://%zz/"`) {
+	if code != exitUsage || !strings.HasPrefix(stderr, `racetest: malformed URL "http://%zz/"`) {
 		t.Errorf("a bad URL: exit %d, stderr %q", code, stderr)
 	}
 }

@@ -14,9 +14,9 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// HTTPOptions are the parsed flags of 'racetest http'.
-type HTTPOptions struct {
-	*Factory
+// httpOptions are the parsed flags of 'racetest http'.
+type httpOptions struct {
+	*factory
 	// Command is the command line as given, for the Reproduce line.
 	Command string
 	// Config is the target as a suite file would state it.
@@ -29,9 +29,9 @@ type HTTPOptions struct {
 	finishFlags
 }
 
-// NewCmdHTTP builds 'racetest http'. Tests pass runF to capture the options.
-func NewCmdHTTP(f *Factory, runF func(context.Context, *HTTPOptions) error) *cobra.Command {
-	opts := &HTTPOptions{Factory: f}
+// newCmdHTTP builds 'racetest http'. Tests pass runF to capture the options.
+func newCmdHTTP(f *factory, runF func(context.Context, *httpOptions) error) *cobra.Command {
+	opts := &httpOptions{factory: f}
 	var success, declined string
 	c := &cobra.Command{
 		Use:   "http [METHOD] URL",
@@ -126,7 +126,7 @@ success to have landed exactly once (accounting):
 	return c
 }
 
-func runHTTP(ctx context.Context, o *HTTPOptions) error {
+func runHTTP(ctx context.Context, o *httpOptions) error {
 	reporter, expect, err := o.finishFlags.parse()
 	if err != nil {
 		return err
@@ -196,7 +196,7 @@ func runHTTP(ctx context.Context, o *HTTPOptions) error {
 		}
 		return t, err
 	}
-	cases := execute(ctx, o.Factory, []plan{pl}, nil)
+	cases := execute(ctx, o.factory, []plan{pl}, nil)
 	var in *httpfire.InputError
 	if errors.As(cases[0].Err, &in) {
 		return usageError(httpFlagError(in))

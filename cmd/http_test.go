@@ -20,9 +20,9 @@ import (
 
 func TestHTTPFlagsParse(t *testing.T) {
 	body := filepath.Join(t.TempDir(), "body.json")
-	f := &Factory{IO: func() *IOStreams { io, _, _ := Test(); return io }(), Registry: memoryOnly()}
-	var got *HTTPOptions
-	c := NewCmdHTTP(f, func(_ context.Context, o *HTTPOptions) error { got = o; return nil })
+	f := &factory{IO: func() *ioStreams { io, _, _ := testStreams(); return io }(), Registry: memoryOnly()}
+	var got *httpOptions
+	c := newCmdHTTP(f, func(_ context.Context, o *httpOptions) error { got = o; return nil })
 	c.SetArgs([]string{"PUT", "https://h/x?t={{.Token}}", "-H", "A: b", "-H", "C: d", "-d", "@" + body, "--cookie", "s=1",
 		"-n", "20", "--bursts", "5", "--success", "200,201", "--success-body", "ok", "--effects", "http:https://h/c",
 		"--release", "last-byte", "-k", "--timeout", "3s", "--expect", "race", "--allowed", "2", "--warmup", "https://h/ping",
@@ -41,9 +41,9 @@ func TestHTTPFlagsParse(t *testing.T) {
 }
 
 func TestHTTPDefaults(t *testing.T) {
-	f := &Factory{IO: func() *IOStreams { io, _, _ := Test(); return io }(), Registry: memoryOnly()}
-	var got *HTTPOptions
-	c := NewCmdHTTP(f, func(_ context.Context, o *HTTPOptions) error { got = o; return nil })
+	f := &factory{IO: func() *ioStreams { io, _, _ := testStreams(); return io }(), Registry: memoryOnly()}
+	var got *httpOptions
+	c := newCmdHTTP(f, func(_ context.Context, o *httpOptions) error { got = o; return nil })
 	c.SetArgs([]string{"http://h/"})
 	if err := c.Execute(); err != nil {
 		t.Fatal(err)
@@ -91,7 +91,7 @@ func TestHTTPRunsAndReports(t *testing.T) {
 	defer srv.Close()
 	out, errOut, code := execCmd(t, false, "http", "POST", srv.URL+"/?k={{.Token}}", "-n", "6", "--bursts", "10",
 		"--effects", "http:"+srv.URL+"/count?k={{.Token}}", "--release", "last-byte", "--expect", "race")
-	if code != ExitOK {
+	if code != exitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
 	for _, want := range []string{"RACE", "release: last-byte", "said success:", "actually happened:", "server: " + srv.URL} {
@@ -100,8 +100,8 @@ func TestHTTPRunsAndReports(t *testing.T) {
 		}
 	}
 	out, _, code = execCmd(t, false, "http", "POST", srv.URL+"/?k={{.Token}}", "-n", "4", "--bursts", "3", "-o", "json")
-	if code != ExitViolated {
-		t.Errorf("expected safe, the endpoint races: exit %d, want %d", code, ExitViolated)
+	if code != exitViolated {
+		t.Errorf("expected safe, the endpoint races: exit %d, want %d", code, exitViolated)
 	}
 	var doc struct {
 		Runs []struct {
@@ -132,14 +132,14 @@ func TestHTTPBadInputExitCodes(t *testing.T) {
 		code int
 		want string
 	}{
-		{[]string{"http", "localhost:8080/x"}, ExitUsage, "must start with http://"},
-		{[]string{"http", "http://h/{{.Bad}}"}, ExitUsage, "Bad"},
-		{[]string{"http", "http://h/", "--release", "fastest"}, ExitUsage, "unknown release mode"},
-		{[]string{"http", "http://h/", "--effects", "sqlite:x"}, ExitUsage, "unknown kind"},
-		{[]string{"http", "GET", "http://h/", "-X", "POST"}, ExitUsage, "two methods"},
-		{[]string{"http", "http://h/", "-n", "0"}, ExitUsage, "--attempts must be at least 1"},
-		{[]string{"http", "http://" + refused + "/", "--bursts", "1"}, ExitSetup, "connection refused"},
-		{[]string{"http", h1.URL, "--release", "single-packet", "--bursts", "1"}, ExitSetup, "HTTP/1.1 only"},
+		{[]string{"http", "localhost:8080/x"}, exitUsage, "must start with http://"},
+		{[]string{"http", "http://h/{{.Bad}}"}, exitUsage, "Bad"},
+		{[]string{"http", "http://h/", "--release", "fastest"}, exitUsage, "unknown release mode"},
+		{[]string{"http", "http://h/", "--effects", "sqlite:x"}, exitUsage, "unknown kind"},
+		{[]string{"http", "GET", "http://h/", "-X", "POST"}, exitUsage, "two methods"},
+		{[]string{"http", "http://h/", "-n", "0"}, exitUsage, "--attempts must be at least 1"},
+		{[]string{"http", "http://" + refused + "/", "--bursts", "1"}, exitSetup, "connection refused"},
+		{[]string{"http", h1.URL, "--release", "single-packet", "--bursts", "1"}, exitSetup, "HTTP/1.1 only"},
 	} {
 		t.Run(strings.Join(c.args[1:], " "), func(t *testing.T) {
 			_, errOut, code := execCmd(t, false, c.args...)
@@ -168,7 +168,7 @@ func TestHTTPBodyFromFile(t *testing.T) {
 	defer srv.Close()
 	body := filepath.Join(t.TempDir(), "body.json")
 	os.WriteFile(body, []byte(`{"burst": {{.Burst}}}`), 0o600)
-	if _, errOut, code := execCmd(t, false, "http", srv.URL, "-d", "@"+body, "-n", "2", "--bursts", "1"); code != ExitOK && code != ExitViolated {
+	if _, errOut, code := execCmd(t, false, "http", srv.URL, "-d", "@"+body, "-n", "2", "--bursts", "1"); code != exitOK && code != exitViolated {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	if s := <-got; s != `POST {"burst": 0}` {

@@ -13,10 +13,10 @@ import (
 	"golang.org/x/term"
 )
 
-// IOStreams are a command's standard streams, with what is known of them
+// ioStreams are a command's standard streams, with what is known of them
 // and what the user asked of the output (--color, -q, -v). Tests build one
 // with Test and set the TTY flags and environment they want.
-type IOStreams struct {
+type ioStreams struct {
 	In     io.Reader
 	Out    io.Writer
 	ErrOut io.Writer
@@ -47,13 +47,13 @@ type IOStreams struct {
 	Quiet, Verbose bool
 }
 
-// System returns the process's streams.
-func System() *IOStreams {
+// systemStreams returns the process's streams.
+func systemStreams() *ioStreams {
 	width := 0
 	if w, _, err := term.GetSize(int(os.Stdout.Fd())); err == nil {
 		width = w
 	}
-	return &IOStreams{
+	return &ioStreams{
 		TermWidth: width,
 		In:        os.Stdin, Out: os.Stdout, ErrOut: os.Stderr,
 		OutTTY: term.IsTerminal(int(os.Stdout.Fd())),
@@ -63,17 +63,17 @@ func System() *IOStreams {
 	}
 }
 
-// Test returns streams backed by buffers, neither of them a terminal, in
+// testStreams returns streams backed by buffers, neither of them a terminal, in
 // an empty environment.
-func Test() (*IOStreams, *bytes.Buffer, *bytes.Buffer) {
+func testStreams() (*ioStreams, *bytes.Buffer, *bytes.Buffer) {
 	out, errOut := &bytes.Buffer{}, &bytes.Buffer{}
-	return &IOStreams{In: &bytes.Buffer{}, Out: out, ErrOut: errOut}, out, errOut
+	return &ioStreams{In: &bytes.Buffer{}, Out: out, ErrOut: errOut}, out, errOut
 }
 
 // Width is the columns a table may use: the terminal's, else $COLUMNS (as
 // a shell sets it for a pipe the user looks at), else report.DefaultWidth —
 // a fixed width, so that a CI log or a file reads the same on every machine.
-func (s *IOStreams) Width() int {
+func (s *ioStreams) Width() int {
 	if s.OutTTY && s.TermWidth > 0 {
 		return s.TermWidth
 	}
@@ -84,12 +84,12 @@ func (s *IOStreams) Width() int {
 }
 
 // Color reports whether stdout may use ANSI colour.
-func (s *IOStreams) Color() bool { return s.colorOn(s.OutTTY) }
+func (s *ioStreams) Color() bool { return s.colorOn(s.OutTTY) }
 
 // ErrColor reports whether stderr may use ANSI colour (a suite's log).
-func (s *IOStreams) ErrColor() bool { return s.colorOn(s.ErrTTY) }
+func (s *ioStreams) ErrColor() bool { return s.colorOn(s.ErrTTY) }
 
-func (s *IOStreams) colorOn(tty bool) bool {
+func (s *ioStreams) colorOn(tty bool) bool {
 	env := s.Env
 	if env == nil {
 		env = func(string) (string, bool) { return "", false }
@@ -133,7 +133,7 @@ func useColor(mode string, env func(string) (string, bool), tty bool) bool {
 }
 
 // addVerbosityFlags gives the named commands -q/--quiet and -v/--verbose.
-func addVerbosityFlags(s *IOStreams, root *cobra.Command, names ...string) {
+func addVerbosityFlags(s *ioStreams, root *cobra.Command, names ...string) {
 	for _, c := range root.Commands() {
 		if !slices.Contains(names, c.Name()) {
 			continue
@@ -144,7 +144,7 @@ func addVerbosityFlags(s *IOStreams, root *cobra.Command, names ...string) {
 }
 
 // checkOutputFlags refuses a --color that is not a mode, and -q with -v.
-func checkOutputFlags(c *cobra.Command, s *IOStreams) error {
+func checkOutputFlags(c *cobra.Command, s *ioStreams) error {
 	if !slices.Contains(colorModes, s.ColorMode) {
 		return usageErrorf("--color %q: want auto, always or never", s.ColorMode)
 	}

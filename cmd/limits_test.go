@@ -30,13 +30,13 @@ func TestEmptyConnectionFlagIsAnError(t *testing.T) {
 	checked := 0
 	for name, args := range commands {
 		for _, flag := range []string{"redis-url", "mysql-dsn", "postgres-url", "mongo-uri"} {
-			root := NewCmdRoot(&Factory{IO: func() *IOStreams { io, _, _ := Test(); return io }(), Registry: memoryOnly()})
+			root := newCmdRoot(&factory{IO: func() *ioStreams { io, _, _ := testStreams(); return io }(), Registry: memoryOnly()})
 			sub, _, err := root.Find(args)
 			if err != nil || sub.Flags().Lookup(flag) == nil {
 				continue
 			}
 			_, errOut, code := execCmd(t, false, append(args, "--"+flag, "")...)
-			if code != ExitUsage || !strings.Contains(errOut, "--"+flag+" was given an empty value") {
+			if code != exitUsage || !strings.Contains(errOut, "--"+flag+" was given an empty value") {
 				t.Errorf("%s --%s '': exit %d, want 2\n%s", name, flag, code, errOut)
 			}
 			checked++
@@ -56,29 +56,29 @@ func TestMalformedConnectionIsAUsageError(t *testing.T) {
 		"mysql":    "--mysql-dsn=root@tcp(127.0.0.1:3306",
 		"mongo":    "--mongo-uri=mongodb://",
 	} {
-		io, _, errOut := Test()
-		root := NewCmdRoot(&Factory{IO: io, Registry: builtin.Registry()})
+		io, _, errOut := testStreams()
+		root := newCmdRoot(&factory{IO: io, Registry: builtin.Registry()})
 		root.SetArgs([]string{"run", "conditional-update", "-b", backend, flag, "-n", "2", "--bursts", "1"})
 		err := root.ExecuteContext(context.Background())
 		printError(io, err)
-		if code := ExitCode(err); code != ExitUsage {
+		if code := exitCode(err); code != exitUsage {
 			t.Errorf("%s %s: exit %d, want 2\n%s", backend, flag, code, errOut)
 		}
 	}
 	file := writeSuite(t, "defaults:\n  connections: {postgres: 'postgres://%zz@:::/'}\ncases:\n  - {scenario: conditional-update, backend: postgres, attempts: 2, bursts: 1}\n")
 	_, errOut, code := execSuite(t, builtin.Registry(), nil, "suite", file)
-	if code != ExitUsage || !strings.Contains(errOut, "cannot parse connection string") {
+	if code != exitUsage || !strings.Contains(errOut, "cannot parse connection string") {
 		t.Errorf("suite with a malformed connection: exit %d, want 2\n%s", code, errOut)
 	}
 }
 
 func TestCompletionKnowsItsShells(t *testing.T) {
 	_, errOut, code := execCmd(t, false, "completion", "nosuch")
-	if code != ExitUsage || !strings.Contains(errOut, `unknown shell "nosuch": racetest knows bash, fish, powershell, zsh`) {
+	if code != exitUsage || !strings.Contains(errOut, `unknown shell "nosuch": racetest knows bash, fish, powershell, zsh`) {
 		t.Errorf("completion nosuch: exit %d\n%s", code, errOut)
 	}
 	out, _, code := execCmd(t, false, "completion", "bash")
-	if code != ExitOK || !strings.Contains(out, "bash completion") {
+	if code != exitOK || !strings.Contains(out, "bash completion") {
 		t.Errorf("completion bash: exit %d\n%.200s", code, out)
 	}
 }
@@ -98,17 +98,17 @@ func TestAttemptsPastMemoryAreRefused(t *testing.T) {
 		{"suite", writeSuite(t, "cases:\n  - {scenario: unique-insert, attempts: 100000000}\n")},
 	} {
 		_, errOut, code := execCmd(t, false, args...)
-		if code != ExitUsage || !strings.Contains(errOut, limit) || !strings.Contains(errOut, "1.0 GiB of memory is available") {
+		if code != exitUsage || !strings.Contains(errOut, limit) || !strings.Contains(errOut, "1.0 GiB of memory is available") {
 			t.Errorf("%v: exit %d, want 2 and %q\n%s", args, code, limit, errOut)
 		}
 	}
 	availableMemory = func() (int64, bool) { return 0, false }
 	_, errOut, code := execCmd(t, false, "run", "unique-insert", "-n", "1000000")
-	if code != ExitUsage || !strings.Contains(errOut, "4.0 GiB of memory is assumed") {
+	if code != exitUsage || !strings.Contains(errOut, "4.0 GiB of memory is assumed") {
 		t.Errorf("unknown memory: exit %d\n%s", code, errOut)
 	}
 	availableMemory = func() (int64, bool) { return 1 << 30, true }
-	if _, errOut, code := execCmd(t, false, "run", "unique-insert", "-n", "40", "--bursts", "2"); code != ExitOK && code != ExitInconclusive {
+	if _, errOut, code := execCmd(t, false, "run", "unique-insert", "-n", "40", "--bursts", "2"); code != exitOK && code != exitInconclusive {
 		t.Errorf("-n 40: exit %d\n%s", code, errOut)
 	}
 }
@@ -138,7 +138,7 @@ func TestSecondInterruptQuitsAtOnce(t *testing.T) {
 	sigs <- syscall.SIGTERM
 	select {
 	case code := <-exited:
-		if code != ExitInterrupted {
+		if code != exitInterrupted {
 			t.Errorf("exit %d, want 130", code)
 		}
 	case <-time.After(10 * time.Second):
@@ -172,11 +172,11 @@ func TestKeepNamesTheKeptObjects(t *testing.T) {
 	}
 	reg.Register("unique-insert", "postgres", fac)
 	for _, format := range []string{"table", "json"} {
-		io, out, errOut := Test()
-		root := NewCmdRoot(&Factory{IO: io, Registry: reg})
+		io, out, errOut := testStreams()
+		root := newCmdRoot(&factory{IO: io, Registry: reg})
 		root.SetArgs([]string{"run", "unique-insert", "-b", "postgres", "--keep", "-n", "4", "--bursts", "2", "-o", format})
 		err := root.ExecuteContext(context.Background())
-		if code := ExitCode(err); code != ExitOK && code != ExitInconclusive {
+		if code := exitCode(err); code != exitOK && code != exitInconclusive {
 			t.Fatalf("%s: exit %d: %v\n%s", format, code, err, errOut)
 		}
 		// The table wraps notes to its width: read it as one line of words.
@@ -259,7 +259,7 @@ func TestHelpHidesTheEnvironmentsPasswords(t *testing.T) {
 	t.Setenv("RACETEST_MONGO_URI", "mongodb://u:pw-mongo@127.0.0.1:27017/")
 	for _, verb := range []string{"run", "sql", "http", "suite", "clean"} {
 		out, stderr, code := execCmd(t, false, verb, "--help")
-		if code != ExitOK || !strings.Contains(out, "--mysql-dsn") {
+		if code != exitOK || !strings.Contains(out, "--mysql-dsn") {
 			t.Fatalf("%s --help: exit %d\n%s%s", verb, code, out, stderr)
 		}
 		if strings.Contains(out+stderr, "pw-") {

@@ -11,9 +11,9 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// NewCmdList builds 'racetest list': scenarios with their lessons and the
+// newCmdList builds 'racetest list': scenarios with their lessons and the
 // backends that run them, then the backends.
-func NewCmdList(f *Factory) *cobra.Command {
+func newCmdList(f *factory) *cobra.Command {
 	return &cobra.Command{
 		Use:   "list",
 		Short: "List the scenarios and backends",
@@ -44,8 +44,8 @@ func NewCmdList(f *Factory) *cobra.Command {
 	}
 }
 
-// NewCmdExplain builds 'racetest explain SCENARIO'.
-func NewCmdExplain(f *Factory) *cobra.Command {
+// newCmdExplain builds 'racetest explain SCENARIO'.
+func newCmdExplain(f *factory) *cobra.Command {
 	return &cobra.Command{
 		Use:   "explain SCENARIO",
 		Short: "Tell a scenario's story: the naive code, why it breaks, the fix, what to look for",

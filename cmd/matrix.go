@@ -18,9 +18,9 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// MatrixOptions are the parsed flags of 'racetest matrix'.
-type MatrixOptions struct {
-	*Factory
+// matrixOptions are the parsed flags of 'racetest matrix'.
+type matrixOptions struct {
+	*factory
 	Backends   []string
 	Scenarios  []string
 	Variants   []string
@@ -32,15 +32,15 @@ type MatrixOptions struct {
 // Defaults of 'racetest matrix': a cell is a small run, and the whole
 // default matrix on both SQL servers must stay within a few minutes.
 const (
-	DefaultMatrixAttempts = 8
-	DefaultMatrixBursts   = 100
+	defaultMatrixAttempts = 8
+	defaultMatrixBursts   = 100
 )
 
-// NewCmdMatrix builds 'racetest matrix': scenario × isolation level ×
+// newCmdMatrix builds 'racetest matrix': scenario × isolation level ×
 // variant on each SQL backend, as a Hermitage-style table held to the
 // catalog. Tests pass runF to capture the options.
-func NewCmdMatrix(f *Factory, runF func(context.Context, *MatrixOptions) error) *cobra.Command {
-	opts := &MatrixOptions{Factory: f}
+func newCmdMatrix(f *factory, runF func(context.Context, *matrixOptions) error) *cobra.Command {
+	opts := &matrixOptions{factory: f}
 	c := &cobra.Command{
 		Use:   "matrix",
 		Short: "Run each scenario × isolation level × variant on the SQL backends: a Hermitage-style table held to the catalog",
@@ -76,12 +76,12 @@ committed).`,
 	fs.StringSliceVar(&opts.Variants, "variant", nil, "variants to run, comma-separated; default names the default of a scenario whose default has no name (default: every variant of each scenario)")
 	fs.StringSliceVar(&opts.Isolations, "isolation", levels, "isolation levels (the columns), comma-separated")
 	fs.StringVarP(&opts.Format, "format", "o", "table", "output format: "+strings.Join(report.Formats(), ", "))
-	opts.Shape.register(fs, f.Registry, verbShape{fires: firesMatrix, attempts: DefaultMatrixAttempts, bursts: DefaultMatrixBursts,
+	opts.Shape.register(fs, f.Registry, verbShape{fires: firesMatrix, attempts: defaultMatrixAttempts, bursts: defaultMatrixBursts,
 		usage: map[string]string{"bursts": "bursts per cell, each at a fresh subject", "keep": "keep every cell's namespaced tables for inspection"}})
 	return c
 }
 
-func runMatrix(ctx context.Context, o *MatrixOptions) error {
+func runMatrix(ctx context.Context, o *matrixOptions) error {
 	reporter, err := report.Lookup(o.Format)
 	if err != nil {
 		return usageError(err)
@@ -113,7 +113,7 @@ func runMatrix(ctx context.Context, o *MatrixOptions) error {
 		fmt.Fprintf(o.IO.ErrOut, "running %d cells on %s…\n", len(plans), strings.Join(o.Backends, ", "))
 	}
 	start := time.Now()
-	cases := executeMatrix(ctx, o.Factory, plans)
+	cases := executeMatrix(ctx, o.factory, plans)
 	// The table ends with how long the matrix took.
 	timed := func(w io.Writer, cs []report.Case, opts report.Options) error {
 		if err := reporter(w, cs, opts); err != nil {
@@ -135,7 +135,7 @@ func runMatrix(ctx context.Context, o *MatrixOptions) error {
 // When a backend's first cell cannot be set up (the server is down), its
 // other cells are not tried: each reports the same error instead of
 // waiting out its own connection timeout.
-func executeMatrix(ctx context.Context, f *Factory, plans []plan) []report.Case {
+func executeMatrix(ctx context.Context, f *factory, plans []plan) []report.Case {
 	var groups [][]plan
 	for i, p := range plans {
 		if i == 0 || p.Case.Backend != plans[i-1].Case.Backend {

@@ -22,24 +22,24 @@ import (
 var nowhere = []string{"--mysql-dsn", "root@tcp(127.0.0.1:1)/test", "--postgres-url", "postgres://postgres@127.0.0.1:1/test"}
 
 func TestMatrixFlagsParse(t *testing.T) {
-	io, _, _ := Test()
-	f := &Factory{IO: io, Registry: builtin.Registry()}
-	var got *MatrixOptions
-	root := NewCmdRoot(f)
+	io, _, _ := testStreams()
+	f := &factory{IO: io, Registry: builtin.Registry()}
+	var got *matrixOptions
+	root := newCmdRoot(f)
 	for i, c := range root.Commands() {
 		if c.Name() == "matrix" {
 			root.RemoveCommand(root.Commands()[i])
 			break
 		}
 	}
-	root.AddCommand(NewCmdMatrix(f, func(_ context.Context, o *MatrixOptions) error { got = o; return nil }))
+	root.AddCommand(newCmdMatrix(f, func(_ context.Context, o *matrixOptions) error { got = o; return nil }))
 	for _, tc := range []struct {
 		args                      []string
 		backends, scen, isolation []string
 		attempts, bursts          int
 	}{
 		{[]string{"matrix"}, []string{"mysql", "postgres"}, nil,
-			[]string{"read-uncommitted", "read-committed", "repeatable-read", "serializable"}, DefaultMatrixAttempts, DefaultMatrixBursts},
+			[]string{"read-uncommitted", "read-committed", "repeatable-read", "serializable"}, defaultMatrixAttempts, defaultMatrixBursts},
 		{[]string{"matrix", "--backend", "postgres", "--scenario", "check-then-write", "--isolation", "serializable,read-committed", "-n", "4", "--bursts", "7"},
 			[]string{"postgres"}, []string{"check-then-write"}, []string{"serializable", "read-committed"}, 4, 7},
 	} {
@@ -77,7 +77,7 @@ func TestMatrixBadInput(t *testing.T) {
 	} {
 		args := append(append([]string{"matrix"}, tc.args...), nowhere...)
 		out, errOut, code := execWith(t, builtin.Registry(), args...)
-		if code != ExitUsage || !strings.Contains(errOut, tc.want) {
+		if code != exitUsage || !strings.Contains(errOut, tc.want) {
 			t.Errorf("%q: exit %d, stderr %q; want exit 2 saying %q", tc.args, code, errOut, tc.want)
 		}
 		if out != "" {
@@ -129,10 +129,10 @@ func isolationRegistryWith(pgLevels []string) *scenarios.Registry {
 func TestMatrixLevelABackendLacks(t *testing.T) {
 	reg := isolationRegistryWith([]string{"read-committed", "serializable"})
 	out, errOut, code := execWith(t, reg, "matrix", "--isolation", "repeatable-read", "-n", "2", "--bursts", "1")
-	if code != ExitUsage || !strings.Contains(errOut, "--isolation repeatable-read: postgres does not take it (it takes read-committed, serializable)") || out != "" {
+	if code != exitUsage || !strings.Contains(errOut, "--isolation repeatable-read: postgres does not take it (it takes read-committed, serializable)") || out != "" {
 		t.Errorf("exit %d, stdout %q, stderr %q; want exit 2 naming postgres's levels", code, out, errOut)
 	}
-	if _, errOut, code := execWith(t, reg, "matrix", "--backend", "mysql", "--isolation", "repeatable-read", "-n", "2", "--bursts", "1"); code == ExitUsage {
+	if _, errOut, code := execWith(t, reg, "matrix", "--backend", "mysql", "--isolation", "repeatable-read", "-n", "2", "--bursts", "1"); code == exitUsage {
 		t.Errorf("mysql takes repeatable-read, yet refused: %q", errOut)
 	}
 }
@@ -143,7 +143,7 @@ func TestMatrixLevelABackendLacks(t *testing.T) {
 func TestMatrixAllMet(t *testing.T) {
 	out, errOut, code := execWith(t, isolationRegistry(), "matrix", "--backend", "postgres", "-n", "4", "--bursts", "4", "-o", "json",
 		"--isolation", "serializable,read-committed,repeatable-read,read-uncommitted") // the columns still read weakest first
-	if code != ExitOK {
+	if code != exitOK {
 		t.Fatalf("exit %d, want 0; stderr %q", code, errOut)
 	}
 	var doc report.Document
@@ -171,7 +171,7 @@ func TestMatrixAllMet(t *testing.T) {
 // under it with the catalog's reason, and makes the exit 1.
 func TestMatrixMismatchExits1(t *testing.T) {
 	out, errOut, code := execWith(t, isolationRegistry(), "matrix", "-n", "4", "--bursts", "4")
-	if code != ExitViolated || !strings.Contains(errOut, "1 of 12 runs did not meet their expectation") {
+	if code != exitViolated || !strings.Contains(errOut, "1 of 12 runs did not meet their expectation") {
 		t.Fatalf("exit %d, want 1 for the one mismatch; stderr %q\n%s", code, errOut, out)
 	}
 	var forUpdate string
@@ -197,7 +197,7 @@ func TestMatrixMismatchExits1(t *testing.T) {
 	// Without for-update the mismatch is gone: plain names mysql's default,
 	// default the nameless one of postgres.
 	out, errOut, code = execWith(t, isolationRegistry(), "matrix", "--scenario", "check-then-write,conditional-update", "--variant", "plain,default", "-n", "4", "--bursts", "4")
-	if code != ExitOK || strings.Contains(out, "for-update") || strings.Count(out, "  plain ") != 2 || strings.Count(out, "  default ") != 2 {
+	if code != exitOK || strings.Contains(out, "for-update") || strings.Count(out, "  plain ") != 2 || strings.Count(out, "  default ") != 2 {
 		t.Errorf("--variant plain,default: exit %d, want 0 with a plain row and a default row per server; stderr %q\n%s", code, errOut, out)
 	}
 }
@@ -206,7 +206,7 @@ func TestMatrixMismatchExits1(t *testing.T) {
 // with the same verdicts and the same exit code.
 func TestMatrixReportAgain(t *testing.T) {
 	out, _, code := execWith(t, isolationRegistry(), "matrix", "-n", "4", "--bursts", "4", "-o", "json")
-	if code != ExitViolated {
+	if code != exitViolated {
 		t.Fatalf("exit %d, want 1", code)
 	}
 	file := filepath.Join(t.TempDir(), "matrix.json")
@@ -214,7 +214,7 @@ func TestMatrixReportAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	table, errOut, code := execWith(t, isolationRegistry(), "report", file)
-	if code != ExitViolated || errOut == "" {
+	if code != exitViolated || errOut == "" {
 		t.Errorf("report of the matrix: exit %d, want 1; stderr %q", code, errOut)
 	}
 	for _, want := range []string{"\ncheck-then-write\n", "  for-update  RACE 100%", "✗ RACE 100%", "✗ mysql check-then-write for-update at repeatable-read"} {
@@ -229,7 +229,7 @@ func TestMatrixReportAgain(t *testing.T) {
 func TestMatrixUnreachableServer(t *testing.T) {
 	args := append([]string{"matrix", "--scenario", "check-then-write", "-n", "2", "--bursts", "2"}, nowhere...)
 	out, errOut, code := execWith(t, builtin.Registry(), args...)
-	if code != ExitSetup {
+	if code != exitSetup {
 		t.Fatalf("exit %d, want 3; stderr %q", code, errOut)
 	}
 	// Said once per server, on stderr and under the table.
@@ -254,14 +254,14 @@ func TestMatrixOnServers(t *testing.T) {
 		t.Skip("runs 16 cells on MariaDB and PostgreSQL")
 	}
 	out, errOut, code := execWith(t, builtin.Registry(), "matrix", "--scenario", "check-then-write", "--variant", "plain,for-update", "-n", "8", "--bursts", "30", "-o", "json")
-	if code == ExitSetup {
+	if code == exitSetup {
 		testenv.Unavailable(t, "mysql or postgres", errors.New(strings.TrimSpace(errOut)))
 	}
 	var doc report.Document
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatalf("exit %d, stderr %q: %v", code, errOut, err)
 	}
-	if code != ExitOK {
+	if code != exitOK {
 		for _, r := range doc.Runs {
 			if !r.ExpectationMet {
 				t.Errorf("%s on %s (%s): %s, %s", r.Name, r.Backend, r.Server, r.Verdict, r.Why)

@@ -30,7 +30,7 @@ func TestAllowedIsOneFlagEverywhere(t *testing.T) {
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			_, stderr, code := execCmd(t, false, append(args, noServer...)...)
-			if code != ExitUsage || !strings.Contains(stderr, "--allowed:") || !strings.Contains(stderr, "is not an allowance: write N") {
+			if code != exitUsage || !strings.Contains(stderr, "--allowed:") || !strings.Contains(stderr, "is not an allowance: write N") {
 				t.Errorf("exit %d, stderr:\n%s", code, stderr)
 			}
 		})
@@ -38,16 +38,16 @@ func TestAllowedIsOneFlagEverywhere(t *testing.T) {
 	// Accepted: the run goes on to connect (and fails there, exit 3).
 	for _, allowed := range []string{"0", "0-1", "successes"} {
 		_, stderr, code := execCmd(t, false, append([]string{"sql", "-b", "postgres", "--attempt", "SELECT 1;", "--effects", "SELECT 1;", "--allowed", allowed}, noServer...)...)
-		if code != ExitSetup {
-			t.Errorf("--allowed %s: exit %d, want %d (accepted, then the server is unreachable):\n%s", allowed, code, ExitSetup, stderr)
+		if code != exitSetup {
+			t.Errorf("--allowed %s: exit %d, want %d (accepted, then the server is unreachable):\n%s", allowed, code, exitSetup, stderr)
 		}
 	}
 	_, stderr, code := execCmd(t, false, append([]string{"explore", "sql", "-b", "postgres", "--attempt", "SELECT 1;", "--effects", "SELECT 1;", "--allowed", "successes"}, noServer...)...)
-	if code != ExitUsage || !strings.Contains(stderr, "accounting is for sql, redis, mongo and http") {
+	if code != exitUsage || !strings.Contains(stderr, "accounting is for sql, redis, mongo and http") {
 		t.Errorf("explore --allowed successes: exit %d\n%s", code, stderr)
 	}
 	_, stderr, code = execCmd(t, false, append([]string{"sql", "-b", "postgres", "--attempt", "SELECT 1;", "--invariant", "SELECT 0", "--allowed", "2"}, noServer...)...)
-	if code != ExitUsage || !strings.Contains(stderr, "there is no --effects") {
+	if code != exitUsage || !strings.Contains(stderr, "there is no --effects") {
 		t.Errorf("--allowed without --effects: exit %d\n%s", code, stderr)
 	}
 }
@@ -57,13 +57,13 @@ func TestAllowedIsOneFlagEverywhere(t *testing.T) {
 // invariant alone proves the conditional withdraw SAFE and catches the
 // naive one, named; --allowed 0 runs.
 func TestOwnCodeVerdictsOnPostgres(t *testing.T) {
-	if _, _, code := execCmd(t, false, "sql", "-b", "postgres", "--attempt", "SELECT 1;", "--effects", "SELECT 0;", "-n", "1", "--bursts", "1"); code == ExitSetup {
+	if _, _, code := execCmd(t, false, "sql", "-b", "postgres", "--attempt", "SELECT 1;", "--effects", "SELECT 0;", "-n", "1", "--bursts", "1"); code == exitSetup {
 		testenv.Unavailable(t, "postgres", nil)
 	}
 	dir := "../examples/redeem/scripts/"
 	out, stderr, code := execCmd(t, false, "sql", "-b", "postgres", "--setup", "@"+dir+"schema.sql", "--subject", "@"+dir+"coupon.sql",
 		"--attempt", "@"+dir+"naive.sql", "--effects", "SELECT 1;", "--teardown", "@"+dir+"drop.sql", "-n", "8", "--bursts", "20")
-	if code != ExitOK || strings.Contains(out, "SAFE") || !strings.Contains(out, "INCONCLUSIVE") || !strings.Contains(out, "safe unproven") ||
+	if code != exitOK || strings.Contains(out, "SAFE") || !strings.Contains(out, "INCONCLUSIVE") || !strings.Contains(out, "safe unproven") ||
 		!strings.Contains(out, "count what the attempt does?") {
 		t.Errorf("SELECT 1 on the naive redeem: exit %d\n%s\n%s", code, out, stderr)
 	}
@@ -81,18 +81,18 @@ func TestOwnCodeVerdictsOnPostgres(t *testing.T) {
 		return execCmd(t, false, append([]string{"sql", "-b", "postgres", "--setup", setup, "--subject", subject, "--attempt", attempt,
 			"--invariant", overdraft, "--teardown", teardown, "-n", "8", "--bursts", "30"}, more...)...)
 	}
-	if out, stderr, code := run(conditional); code != ExitOK || !strings.Contains(out, "SAFE") || !strings.Contains(out, "0 of 30 tested bursts broke an invariant") {
+	if out, stderr, code := run(conditional); code != exitOK || !strings.Contains(out, "SAFE") || !strings.Contains(out, "0 of 30 tested bursts broke an invariant") {
 		t.Errorf("conditional withdraw under the overdraft invariant: exit %d\n%s\n%s", code, out, stderr)
 	}
 	out, stderr, code = run(naive)
-	if code != ExitViolated || !strings.Contains(out, "RACE") || !strings.Contains(out, "invariant "+overdraft+" broken after") {
+	if code != exitViolated || !strings.Contains(out, "RACE") || !strings.Contains(out, "invariant "+overdraft+" broken after") {
 		t.Errorf("naive withdraw under the overdraft invariant: exit %d\n%s\n%s", code, out, stderr)
 	}
 
 	out, stderr, code = execCmd(t, false, "sql", "-b", "postgres", "--setup", "@"+dir+"schema.sql", "--subject", "@"+dir+"coupon.sql",
 		"--attempt", "@"+dir+"conditional.sql", "--effects", "@"+dir+"count.sql", "--teardown", "@"+dir+"drop.sql", "-n", "4", "--bursts", "5",
 		"--allowed", "0", "--expect", "race")
-	if code != ExitOK || !strings.Contains(out, "RACE") {
+	if code != exitOK || !strings.Contains(out, "RACE") {
 		t.Errorf("--allowed 0 on a redeem that redeems: exit %d\n%s\n%s", code, out, stderr)
 	}
 }
@@ -124,7 +124,7 @@ func TestHTTPLostUpdateThroughAccounting(t *testing.T) {
 	defer srv.Close()
 	out, stderr, code := execCmd(t, false, "http", "POST", srv.URL+"/hit", "--effects", "http:"+srv.URL+"/count",
 		"--allowed", "successes", "-n", "8", "--bursts", "10", "--release", "last-byte")
-	if code != ExitViolated || !strings.Contains(out, "LOST") || !strings.Contains(out, "its successes") {
+	if code != exitViolated || !strings.Contains(out, "LOST") || !strings.Contains(out, "its successes") {
 		t.Errorf("a lost update under --allowed successes: exit %d\n%s\n%s", code, out, stderr)
 	}
 }
@@ -135,7 +135,7 @@ func TestHTTPLostUpdateThroughAccounting(t *testing.T) {
 // On a clean table a naive withdraw breaks it and every later burst starts
 // broken: RACE, its rate over the bursts it judged, not over all 30.
 func TestBooleanInvariantBrokenBeforeOnPostgres(t *testing.T) {
-	if _, _, code := execCmd(t, false, "sql", "-b", "postgres", "--attempt", "SELECT 1;", "--effects", "SELECT 0;", "-n", "1", "--bursts", "1"); code == ExitSetup {
+	if _, _, code := execCmd(t, false, "sql", "-b", "postgres", "--attempt", "SELECT 1;", "--effects", "SELECT 0;", "-n", "1", "--bursts", "1"); code == exitSetup {
 		testenv.Unavailable(t, "postgres", nil)
 	}
 	const (
@@ -162,7 +162,7 @@ func TestBooleanInvariantBrokenBeforeOnPostgres(t *testing.T) {
 	// An old overdraft, a correct withdraw: nothing judged.
 	j, out, stderr, code := run(setup+"\n"+old, conditional, "--expect", "safe")
 	why := "invariant " + never + " was already broken before 30 of 30 bursts: nothing it could judge"
-	if code != ExitInconclusive || j.Verdict != report.Inconclusive || !strings.Contains(j.Why, why) || j.Tested != 0 || j.Unjudged != 30 {
+	if code != exitInconclusive || j.Verdict != report.Inconclusive || !strings.Contains(j.Why, why) || j.Tested != 0 || j.Unjudged != 30 {
 		t.Errorf("an old overdraft, --expect safe: exit %d, %s (tested %d, unjudged %d) %q; want exit 4, INCONCLUSIVE saying %q\n%s\n%s",
 			code, j.Verdict, j.Tested, j.Unjudged, j.Why, why, out, stderr)
 	}
@@ -173,7 +173,7 @@ func TestBooleanInvariantBrokenBeforeOnPostgres(t *testing.T) {
 	// A clean table, a naive withdraw: RACE over the bursts it judged.
 	j, out, stderr, code = run(setup, naive)
 	judged := j.Bursts - j.Unjudged
-	if code != ExitViolated || j.Verdict != report.Race || j.Violations != 1 || j.Unjudged < 1 || judged < 1 ||
+	if code != exitViolated || j.Verdict != report.Race || j.Violations != 1 || j.Unjudged < 1 || judged < 1 ||
 		j.ViolationRate != 1/float64(judged) {
 		t.Errorf("a naive withdraw on a clean table: exit %d, %s, %d violations, rate %v over %d judged (%d unjudged); want RACE, 1 violation, its rate over the judged bursts\n%s\n%s",
 			code, j.Verdict, j.Violations, j.ViolationRate, judged, j.Unjudged, out, stderr)
@@ -190,9 +190,9 @@ func TestHTTPExpectSafeFailsInconclusive(t *testing.T) {
 		flags []string
 		code  int
 	}{
-		{nil, ExitOK},
-		{[]string{"--expect", "safe"}, ExitInconclusive},
-		{[]string{"--expect", "safe", "--allow-inconclusive"}, ExitOK},
+		{nil, exitOK},
+		{[]string{"--expect", "safe"}, exitInconclusive},
+		{[]string{"--expect", "safe", "--allow-inconclusive"}, exitOK},
 	} {
 		out, errOut, code := execCmd(t, false, append([]string{"http", "POST", srv.URL + "/redeem", "-n", "4", "--bursts", "3", "--release", "barrier"}, tc.flags...)...)
 		if code != tc.code || !strings.Contains(out, "INCONCLUSIVE") {

@@ -52,7 +52,7 @@ func TestSuiteRefusesAnOutputThatIsAnInput(t *testing.T) {
 		{[]string{httpSuite, "--json", body}, `that is the body_file of case "h"`},
 	} {
 		_, errOut, code := execSuite(t, memoryOnly(), nil, append([]string{"suite"}, c.args...)...)
-		if code != ExitUsage || !strings.Contains(errOut, c.want) {
+		if code != exitUsage || !strings.Contains(errOut, c.want) {
 			t.Errorf("%v: exit %d, want 2 and %q:\n%s", c.args, code, c.want, errOut)
 		}
 	}
@@ -107,11 +107,11 @@ func TestWriteReportReplacesWholeOrNotAtAll(t *testing.T) {
 // Ctrl-C is honoured while the suite is read: here, a standard input that
 // never ends.
 func TestSuiteInterruptedWhileReading(t *testing.T) {
-	io, _, errOut := Test()
+	io, _, errOut := testStreams()
 	pr, pw := ioPipe()
 	defer pw.Close()
 	io.In = pr
-	root := NewCmdRoot(&Factory{IO: io, Registry: memoryOnly()})
+	root := newCmdRoot(&factory{IO: io, Registry: memoryOnly()})
 	root.SetArgs([]string{"suite", "-"})
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(100*time.Millisecond, cancel)
@@ -119,8 +119,8 @@ func TestSuiteInterruptedWhileReading(t *testing.T) {
 	go func() { done <- root.ExecuteContext(ctx) }()
 	select {
 	case err := <-done:
-		if code := ExitCode(err); code != ExitInterrupted {
-			t.Errorf("exit %d, want %d (%v)\n%s", code, ExitInterrupted, err, errOut)
+		if code := exitCode(err); code != exitInterrupted {
+			t.Errorf("exit %d, want %d (%v)\n%s", code, exitInterrupted, err, errOut)
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("Ctrl-C did not stop racetest suite while it read standard input")
@@ -151,7 +151,7 @@ func TestAnOutputThatIsTwoInputsNamesTheFirst(t *testing.T) {
 	}
 	for i := 0; i < 12; i++ {
 		_, errOut, code := execSuite(t, memoryOnly(), nil, "suite", file, "--json", body)
-		if code != ExitUsage || !strings.Contains(errOut, `that is the body_file of case "first"`) {
+		if code != exitUsage || !strings.Contains(errOut, `that is the body_file of case "first"`) {
 			t.Fatalf("run %d: exit %d, want 2 naming the first case:\n%s", i+1, code, errOut)
 		}
 	}

@@ -102,7 +102,7 @@ cases:
 					t.Setenv("RACETEST_POSTGRES_URL", pgURL)
 				}
 				out, errOut, code := execWith(t, builtin.Registry(), argv...)
-				if code == ExitSetup || code == ExitUsage {
+				if code == exitSetup || code == exitUsage {
 					t.Errorf("%s -o %s (%s): exit %d, want a run that reports\n%s%s", name, format, via, code, out, errOut)
 					continue
 				}

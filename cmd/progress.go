@@ -19,7 +19,7 @@ type progress struct {
 	p *mpb.Progress
 }
 
-func newProgress(io *IOStreams) *progress {
+func newProgress(io *ioStreams) *progress {
 	if !io.ErrTTY {
 		return &progress{}
 	}

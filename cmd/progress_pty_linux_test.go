@@ -70,7 +70,7 @@ func TestProgressLeavesNoStaleFrames(t *testing.T) {
 				copied <- err
 			}()
 
-			streams := &IOStreams{ErrOut: terminal, ErrTTY: true}
+			streams := &ioStreams{ErrOut: terminal, ErrTTY: true}
 			pr := newProgress(streams)
 			const steps = 5
 			var updates []func(runner.Progress)
@@ -116,7 +116,7 @@ func TestProgressLeavesNoStaleFrames(t *testing.T) {
 // the bars on its stderr; it skips where tmux is not installed.
 func TestProgressInTmux(t *testing.T) {
 	if os.Getenv("RACETEST_TMUX_CHILD") == "1" {
-		pr := newProgress(System())
+		pr := newProgress(systemStreams())
 		update, done := pr.track("lease-pause (no fencing)", 5)
 		for i := 1; i <= 5; i++ {
 			update(runner.Progress{Done: i})

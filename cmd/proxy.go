@@ -12,20 +12,20 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// ProxyOptions are the parsed flags of 'racetest proxy'.
-type ProxyOptions struct {
-	*Factory
+// proxyOptions are the parsed flags of 'racetest proxy'.
+type proxyOptions struct {
+	*factory
 	Upstream string
 	Listen   string
 	Control  string
 	Settle   time.Duration
 }
 
-// NewCmdProxy builds 'racetest proxy': a database wire proxy that the
+// newCmdProxy builds 'racetest proxy': a database wire proxy that the
 // service's DATABASE_URL points at. Tests pass runF to capture the
 // options.
-func NewCmdProxy(f *Factory, runF func(context.Context, *ProxyOptions) error) *cobra.Command {
-	opts := &ProxyOptions{Factory: f}
+func newCmdProxy(f *factory, runF func(context.Context, *proxyOptions) error) *cobra.Command {
+	opts := &proxyOptions{factory: f}
 	c := &cobra.Command{
 		Use:   "proxy --upstream URL",
 		Short: "Stand between a service and its PostgreSQL or MySQL server, to force each burst's race (see docs/proxy.md)",
@@ -60,7 +60,7 @@ Ctrl-C releases whatever it holds.`,
 	return c
 }
 
-func runProxy(ctx context.Context, o *ProxyOptions) error {
+func runProxy(ctx context.Context, o *proxyOptions) error {
 	if o.Upstream == "" {
 		return usageErrorf("--upstream is required: the server the service would use, e.g. postgres://app@127.0.0.1:5432/shop or 'root@tcp(127.0.0.1:3306)/shop'")
 	}

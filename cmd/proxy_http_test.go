@@ -74,7 +74,7 @@ func TestHTTPThroughTheProxy(t *testing.T) {
 		"--effects", "sql:postgres:SELECT count(*) FROM " + table + " WHERE code = '{{.Token}}'"}
 	t.Setenv("COLUMNS", "1000") // one line per note, as the test reads them
 	out, errOut, code := execCmd(t, false, args...)
-	if code != ExitViolated || !strings.Contains(out, "RACE") ||
+	if code != exitViolated || !strings.Contains(out, "RACE") ||
 		!strings.Contains(out, "database proxy: the requests of 10 of 10 bursts met at its hold point") ||
 		!strings.Contains(out, "2 requests each ran `SELECT count(*) FROM "+table+" WHERE code = $1` before any ran `INSERT INTO "+table+" (code) VALUES ($1)`") {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
@@ -116,7 +116,7 @@ func TestHTTPThroughTheProxy(t *testing.T) {
 	// An address where no racetest proxy answers: the test server itself.
 	_, errOut, code = execCmd(t, false, "http", "POST", srv.URL+"/redeem?code={{.Token}}", "-n", "2", "--bursts", "1",
 		"--proxy", strings.TrimPrefix(srv.URL, "http://"))
-	if code != ExitUsage || !strings.Contains(errOut, "racetest proxy --upstream") {
+	if code != exitUsage || !strings.Contains(errOut, "racetest proxy --upstream") {
 		t.Errorf("--proxy at a server that is no proxy: exit %d, stderr %q; want 2 and how to start one", code, errOut)
 	}
 }

@@ -12,9 +12,9 @@ import (
 )
 
 func TestProxyFlagsParse(t *testing.T) {
-	f := &Factory{IO: func() *IOStreams { io, _, _ := Test(); return io }(), Registry: memoryOnly()}
-	var got *ProxyOptions
-	c := NewCmdProxy(f, func(_ context.Context, o *ProxyOptions) error { got = o; return nil })
+	f := &factory{IO: func() *ioStreams { io, _, _ := testStreams(); return io }(), Registry: memoryOnly()}
+	var got *proxyOptions
+	c := newCmdProxy(f, func(_ context.Context, o *proxyOptions) error { got = o; return nil })
 	c.SetArgs([]string{"--upstream", "postgres://u@h/db", "--listen", ":6432", "--control", "127.0.0.1:7070", "--settle", "250ms"})
 	if err := c.Execute(); err != nil {
 		t.Fatal(err)
@@ -42,13 +42,13 @@ func TestProxyBadInput(t *testing.T) {
 		code int
 		says []string
 	}{
-		{[]string{"proxy"}, ExitUsage, []string{"--upstream is required"}},
-		{[]string{"proxy", "--upstream", "redis://:pw@localhost:6379"}, ExitUsage, []string{`unknown scheme "redis"`, "postgres://", "mysql://"}},
-		{[]string{"proxy", "--upstream", "postgres://u@h/db", "--listen", "nonsense"}, ExitUsage, []string{"--listen", "HOST:PORT"}},
-		{[]string{"proxy", "--upstream", "postgres://u@h/db", "--control", "h:port"}, ExitUsage, []string{"--control", "not a port"}},
-		{[]string{"proxy", "--upstream", "postgres://u@h/db", "--settle", "-1s"}, ExitUsage, []string{"--settle cannot be negative"}},
-		{[]string{"proxy", "--upstream", "postgres://u:secret@" + down + "/db"}, ExitSetup, []string{down, "is it running"}},
-		{[]string{"proxy", "--upstream", "root:secret@tcp(" + down + ")/db"}, ExitSetup, []string{down, "mysql"}},
+		{[]string{"proxy"}, exitUsage, []string{"--upstream is required"}},
+		{[]string{"proxy", "--upstream", "redis://:pw@localhost:6379"}, exitUsage, []string{`unknown scheme "redis"`, "postgres://", "mysql://"}},
+		{[]string{"proxy", "--upstream", "postgres://u@h/db", "--listen", "nonsense"}, exitUsage, []string{"--listen", "HOST:PORT"}},
+		{[]string{"proxy", "--upstream", "postgres://u@h/db", "--control", "h:port"}, exitUsage, []string{"--control", "not a port"}},
+		{[]string{"proxy", "--upstream", "postgres://u@h/db", "--settle", "-1s"}, exitUsage, []string{"--settle cannot be negative"}},
+		{[]string{"proxy", "--upstream", "postgres://u:secret@" + down + "/db"}, exitSetup, []string{down, "is it running"}},
+		{[]string{"proxy", "--upstream", "root:secret@tcp(" + down + ")/db"}, exitSetup, []string{down, "mysql"}},
 	} {
 		_, errOut, code := execCmd(t, false, c.args...)
 		if code != c.code {
@@ -82,15 +82,15 @@ func TestProxyRunsAndStops(t *testing.T) {
 			c.Close()
 		}
 	}()
-	io, _, _ := Test()
+	io, _, _ := testStreams()
 	out := &syncBuffer{}
 	io.Out = out
-	f := &Factory{IO: io, Registry: memoryOnly()}
+	f := &factory{IO: io, Registry: memoryOnly()}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		done <- runProxy(ctx, &ProxyOptions{Factory: f, Upstream: "postgres://app:secret@" + ln.Addr().String() + "/shop?sslmode=disable",
+		done <- runProxy(ctx, &proxyOptions{factory: f, Upstream: "postgres://app:secret@" + ln.Addr().String() + "/shop?sslmode=disable",
 			Listen: "127.0.0.1:0", Control: "127.0.0.1:0", Settle: proxy.DefaultSettle})
 	}()
 	var m []string

@@ -134,8 +134,8 @@ func runSQLChecksThatWrite(t *testing.T, backend string, d sqldb.Dialect) {
 				args = append(args, "--teardown", "DROP TABLE "+marker)
 			}
 			_, stderr, code := execCmd(t, false, args...)
-			if code != ExitUsage || !strings.Contains(stderr, c.want) {
-				t.Errorf("exit %d, want %d saying %q:\n%s", code, ExitUsage, c.want, stderr)
+			if code != exitUsage || !strings.Contains(stderr, c.want) {
+				t.Errorf("exit %d, want %d saying %q:\n%s", code, exitUsage, c.want, stderr)
 			}
 			if got := read(); got != before {
 				t.Errorf("the check changed the user's table: %s, was %s", got, before)
@@ -196,8 +196,8 @@ func TestChecksOnlyReadRedis(t *testing.T) {
 			rdb.Del(ctx, marker)
 			args := []string{"redis", "--setup", "SET " + marker + " 1", "--attempt", "GET " + counter, c.flag, c.check, "-n", "2", "--bursts", "2", "--timeline=false"}
 			_, stderr, code := execCmd(t, false, args...)
-			if code != ExitUsage || !strings.Contains(stderr, c.want) {
-				t.Errorf("exit %d, want %d saying %q:\n%s", code, ExitUsage, c.want, stderr)
+			if code != exitUsage || !strings.Contains(stderr, c.want) {
+				t.Errorf("exit %d, want %d saying %q:\n%s", code, exitUsage, c.want, stderr)
 			}
 			if got := state(); got != before {
 				t.Errorf("the check changed the keys: %s, was %s", got, before)
@@ -210,7 +210,7 @@ func TestChecksOnlyReadRedis(t *testing.T) {
 	for _, read := range []string{"GET " + counter, "SCARD " + set, "LLEN " + list, "EXISTS " + set, "ZCARD " + zset, `EVAL_RO "return 0" 0`, "OBJECT REFCOUNT " + set} {
 		t.Run("reads "+strings.ReplaceAll(read, p, "P"), func(t *testing.T) {
 			_, stderr, code := execCmd(t, false, "redis", "--attempt", "GET "+counter, "--effects", read, "-n", "2", "--bursts", "2", "--timeline=false")
-			if code != ExitOK && code != ExitInconclusive {
+			if code != exitOK && code != exitInconclusive {
 				t.Errorf("exit %d:\n%s", code, stderr)
 			}
 		})
@@ -256,11 +256,11 @@ func TestHTTPChecksOnlyRead(t *testing.T) {
 			if c.server {
 				// Refused by the server as a statement (one statement per
 				// request), before it ran: nothing was written.
-				if code == ExitOK || !strings.Contains(stderr, c.want) {
+				if code == exitOK || !strings.Contains(stderr, c.want) {
 					t.Errorf("exit %d, want a failure saying %q:\n%s", code, c.want, stderr)
 				}
-			} else if code != ExitUsage || !strings.Contains(stderr, c.want) {
-				t.Errorf("exit %d, want %d saying %q:\n%s", code, ExitUsage, c.want, stderr)
+			} else if code != exitUsage || !strings.Contains(stderr, c.want) {
+				t.Errorf("exit %d, want %d saying %q:\n%s", code, exitUsage, c.want, stderr)
 			}
 			if got := state(); got != before {
 				t.Errorf("the check changed the data: %s, was %s", got, before)
@@ -288,8 +288,8 @@ func TestChecksThatWriteRefusedBeforeConnecting(t *testing.T) {
 		{[]string{"mongo", "--attempt", `{"ping": 1}`, "--effects", `{"aggregate": "t", "pipeline": [{"$merge": {"into": "u"}}], "cursor": {}}`}, "with a $merge stage writes"},
 	} {
 		_, stderr, code := execCmd(t, false, append(c.args, noServer...)...)
-		if code != ExitUsage || !strings.Contains(stderr, c.want) || !strings.Contains(stderr, "--effects and --invariant only read; put writes in --setup") {
-			t.Errorf("%v: exit %d, want %d saying %q:\n%s", c.args, code, ExitUsage, c.want, stderr)
+		if code != exitUsage || !strings.Contains(stderr, c.want) || !strings.Contains(stderr, "--effects and --invariant only read; put writes in --setup") {
+			t.Errorf("%v: exit %d, want %d saying %q:\n%s", c.args, code, exitUsage, c.want, stderr)
 		}
 	}
 }

@@ -16,18 +16,18 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// ReportOptions are the parsed flags of 'racetest report'.
-type ReportOptions struct {
-	*Factory
+// reportCmdOptions are the parsed flags of 'racetest report'.
+type reportCmdOptions struct {
+	*factory
 	File   string
 	Format string
 	Title  string
 }
 
-// NewCmdReport builds 'racetest report FILE.json': a saved JSON report
+// newCmdReport builds 'racetest report FILE.json': a saved JSON report
 // rendered again, in any format, as 'vegeta report' does.
-func NewCmdReport(f *Factory, runF func(context.Context, *ReportOptions) error) *cobra.Command {
-	opts := &ReportOptions{Factory: f}
+func newCmdReport(f *factory, runF func(context.Context, *reportCmdOptions) error) *cobra.Command {
+	opts := &reportCmdOptions{factory: f}
 	c := &cobra.Command{
 		Use:   "report FILE.json",
 		Short: "Render a saved JSON report again: as a table, Markdown, JUnit XML or an HTML page",
@@ -56,11 +56,11 @@ the one recorded is named on stderr. FILE "-" reads standard input.`,
 	fs.StringVarP(&opts.Format, "format", "o", "table", "output format: "+strings.Join(report.Formats(), ", "))
 	fs.StringVar(&opts.Title, "title", "", "a title above the report (default: the one the report recorded)")
 	completeEnums(c, f.Registry)
-	c.AddCommand(NewCmdReportMerge(f, nil))
+	c.AddCommand(newCmdReportMerge(f, nil))
 	return c
 }
 
-func runReport(ctx context.Context, o *ReportOptions) error {
+func runReport(ctx context.Context, o *reportCmdOptions) error {
 	reporter, err := report.Lookup(o.Format)
 	if err != nil {
 		return usageError(err)
@@ -72,14 +72,14 @@ func runReport(ctx context.Context, o *ReportOptions) error {
 	return renderDocument(ctx, o, reporter, doc)
 }
 
-// MaxReportSize is the largest JSON report 'racetest report' reads: about
+// maxReportSize is the largest JSON report 'racetest report' reads: about
 // 200,000 bursts' figures. A larger file (or a stream that never ends) is
 // refused at once, before it takes the machine's memory.
-const MaxReportSize = 32 << 20
+const maxReportSize = 32 << 20
 
 // readReport reads the JSON report file names ("-": standard input), up
 // to MaxReportSize, and stops reading when ctx ends (Ctrl-C).
-func readReport(ctx context.Context, s *IOStreams, file string) (report.Document, error) {
+func readReport(ctx context.Context, s *ioStreams, file string) (report.Document, error) {
 	var in io.Reader = s.In
 	name := "<stdin>"
 	if file != "-" {
@@ -95,20 +95,20 @@ func readReport(ctx context.Context, s *IOStreams, file string) (report.Document
 		if !st.Mode().IsRegular() {
 			return report.Document{}, inputErrorf("%s is not a regular file (%s): save the report to a file, or pipe it to 'racetest report -'", file, st.Mode().Type())
 		}
-		if st.Size() > MaxReportSize {
-			return report.Document{}, inputErrorf("%s is %d MiB, more than the %d MiB a report may be: render the shards or cases apart", file, st.Size()>>20, MaxReportSize>>20)
+		if st.Size() > maxReportSize {
+			return report.Document{}, inputErrorf("%s is %d MiB, more than the %d MiB a report may be: render the shards or cases apart", file, st.Size()>>20, maxReportSize>>20)
 		}
 		in, name = fh, file
 	}
-	data, err := io.ReadAll(&ctxReader{ctx: ctx, r: io.LimitReader(in, MaxReportSize+1)})
+	data, err := io.ReadAll(&ctxReader{ctx: ctx, r: io.LimitReader(in, maxReportSize+1)})
 	if err != nil {
 		if ctx.Err() != nil {
 			return report.Document{}, context.Canceled
 		}
 		return report.Document{}, inputErrorf("%s: %w", name, err)
 	}
-	if len(data) > MaxReportSize {
-		return report.Document{}, inputErrorf("%s: more than the %d MiB a report may be: render the shards or cases apart", name, MaxReportSize>>20)
+	if len(data) > maxReportSize {
+		return report.Document{}, inputErrorf("%s: more than the %d MiB a report may be: render the shards or cases apart", name, maxReportSize>>20)
 	}
 	doc, err := report.ReadDocument(bytes.NewReader(data))
 	if err != nil {
@@ -134,7 +134,7 @@ func (c *ctxReader) Read(p []byte) (int, error) {
 // renderDocument renders a saved report with reporter and returns the
 // exit its verdicts give, naming on stderr a verdict this racetest judges
 // otherwise than the one recorded.
-func renderDocument(ctx context.Context, o *ReportOptions, reporter report.Reporter, doc report.Document) error {
+func renderDocument(ctx context.Context, o *reportCmdOptions, reporter report.Reporter, doc report.Document) error {
 	cases, err := doc.Cases()
 	if err != nil {
 		return inputErrorf("%w", err)
@@ -168,7 +168,7 @@ func renderDocument(ctx context.Context, o *ReportOptions, reporter report.Repor
 	err = verdictError(ctx, cases)
 	if errors.Is(err, context.Canceled) && ctx.Err() == nil {
 		// The run in the report was cut short, not this command.
-		return &exitError{code: ExitViolated, err: errors.New("a run in the report was interrupted before it finished")}
+		return &exitError{code: exitViolated, err: errors.New("a run in the report was interrupted before it finished")}
 	}
 	return err
 }
@@ -208,10 +208,10 @@ func printableCase(c report.Case) report.Case {
 	return c
 }
 
-// NewCmdReportMerge builds 'racetest report merge': the JSON reports of a
+// newCmdReportMerge builds 'racetest report merge': the JSON reports of a
 // suite's shards as one report, with the exit code of the whole.
-func NewCmdReportMerge(f *Factory, runF func(context.Context, *ReportOptions, []string) error) *cobra.Command {
-	opts := &ReportOptions{Factory: f}
+func newCmdReportMerge(f *factory, runF func(context.Context, *reportCmdOptions, []string) error) *cobra.Command {
+	opts := &reportCmdOptions{factory: f}
 	c := &cobra.Command{
 		Use:   "merge A.json B.json [...]",
 		Short: "Merge the JSON reports of a suite's shards into one report, with the exit code of the whole",
@@ -245,7 +245,7 @@ names it, rather than a verdict on the cases the other parts ran.`,
 	return c
 }
 
-func runReportMerge(ctx context.Context, o *ReportOptions, files []string) error {
+func runReportMerge(ctx context.Context, o *reportCmdOptions, files []string) error {
 	reporter, err := report.Lookup(o.Format)
 	if err != nil {
 		return usageError(err)
@@ -276,17 +276,17 @@ func runReportMerge(ctx context.Context, o *ReportOptions, files []string) error
 	return renderDocument(ctx, o, reporter, doc)
 }
 
-// MaxMergeParts is the most parts 'report merge' takes: a suite split in
+// maxMergeParts is the most parts 'report merge' takes: a suite split in
 // more parts than this is no CI matrix.
-const MaxMergeParts = 1000
+const maxMergeParts = 1000
 
 // checkMergeBounds refuses, before reading any, more parts than
 // MaxMergeParts, and regular files that together hold more than the
 // MaxReportSize a merged report may be: 10,000 parts took 35 s and 1.6 GB
 // before the merge said no.
 func checkMergeBounds(files []string) error {
-	if len(files) > MaxMergeParts {
-		return usageErrorf("report merge takes at most %d parts, got %d: is the glob the one you meant?", MaxMergeParts, len(files))
+	if len(files) > maxMergeParts {
+		return usageErrorf("report merge takes at most %d parts, got %d: is the glob the one you meant?", maxMergeParts, len(files))
 	}
 	var total int64
 	for _, file := range files {
@@ -294,8 +294,8 @@ func checkMergeBounds(files []string) error {
 		if err != nil || !st.Mode().IsRegular() {
 			continue // readReport says what is wrong with it
 		}
-		if total += st.Size(); total > MaxReportSize {
-			return inputErrorf("the parts up to %s hold more than the %d MiB a merged report may be: merge fewer parts, or render them apart", file, MaxReportSize>>20)
+		if total += st.Size(); total > maxReportSize {
+			return inputErrorf("the parts up to %s hold more than the %d MiB a merged report may be: merge fewer parts, or render them apart", file, maxReportSize>>20)
 		}
 	}
 	return nil
@@ -303,7 +303,7 @@ func checkMergeBounds(files []string) error {
 
 // reportOptions completes o with what the streams say and the user asked
 // of the output: colour, width, -q and -v.
-func reportOptions(s *IOStreams, o report.Options) report.Options {
+func reportOptions(s *ioStreams, o report.Options) report.Options {
 	o.Color = s.Color()
 	o.Width = s.Width()
 	o.Quiet, o.Verbose = s.Quiet, s.Verbose

@@ -55,8 +55,8 @@ func TestReportCommand(t *testing.T) {
 		{[]string{"report", "merge", saved, writeSuite(t, out)}, "the same report given twice?", false},
 	} {
 		_, errOut, code := execCmd(t, false, tc.args...)
-		if code != ExitUsage || !strings.Contains(errOut, tc.want) || strings.Contains(errOut, "--help' for usage") != tc.help {
-			t.Errorf("%v: exit %d, stderr %q; want exit %d with %q, a pointer at --help: %v", tc.args, code, errOut, ExitUsage, tc.want, tc.help)
+		if code != exitUsage || !strings.Contains(errOut, tc.want) || strings.Contains(errOut, "--help' for usage") != tc.help {
+			t.Errorf("%v: exit %d, stderr %q; want exit %d with %q, a pointer at --help: %v", tc.args, code, errOut, exitUsage, tc.want, tc.help)
 		}
 	}
 }
@@ -96,13 +96,13 @@ func TestReportRoundTripKeepsVerdictsAndExits(t *testing.T) {
 	// expectation failed, 4 for one failed only by an INCONCLUSIVE under
 	// --strict (none of these runs has a failed check as well).
 	exitOf := func(runs []report.RunJSON) int {
-		exit := ExitOK
+		exit := exitOK
 		for _, r := range runs {
 			if r.Expectation == "failed" && !(r.Strict && r.Verdict == report.Inconclusive) {
-				return ExitViolated
+				return exitViolated
 			}
 			if r.Expectation == "failed" {
-				exit = ExitInconclusive
+				exit = exitInconclusive
 			}
 		}
 		return exit
@@ -142,7 +142,7 @@ func TestReportRoundTripKeepsVerdictsAndExits(t *testing.T) {
 		check([]string{"report", part}, d.Runs)
 		all = append(all, d.Runs...)
 	}
-	if !exits[ExitOK] || !exits[ExitViolated] || !exits[ExitInconclusive] {
+	if !exits[exitOK] || !exits[exitViolated] || !exits[exitInconclusive] {
 		t.Errorf("the parts exit %v: want runs that exit 0, 1 and 4", exits)
 	}
 	// merge lays the runs out in the order of its arguments, here the

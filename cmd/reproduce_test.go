@@ -38,7 +38,7 @@ var reproduceLine = regexp.MustCompile(`(?m)^Reproduce: (.+)$`)
 func reproduceLines(t *testing.T, junit string, args ...string) []string {
 	t.Helper()
 	out, errOut, code := execWith(t, builtin.Registry(), args...)
-	if code != ExitOK {
+	if code != exitOK {
 		t.Fatalf("racetest %s: exit %d\n%s%s", strings.Join(args, " "), code, out, errOut)
 	}
 	if junit != "" {
@@ -123,7 +123,7 @@ cases:
 			continue
 		}
 		out, errOut, code := execWith(t, builtin.Registry(), words[1:]...)
-		if code != ExitOK {
+		if code != exitOK {
 			t.Errorf("Reproduce: %s\nexit %d\n%s%s", line, code, out, errOut)
 		}
 	}

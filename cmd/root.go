@@ -20,9 +20,9 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// Factory holds what every command needs: its streams and the catalog.
-type Factory struct {
-	IO       *IOStreams
+// factory holds what every command needs: its streams and the catalog.
+type factory struct {
+	IO       *ioStreams
 	Registry *scenarios.Registry
 	// Executable is this program, which 'racetest bench' starts again to
 	// serve its HTTP targets from a process of their own; "" (as in
@@ -40,7 +40,7 @@ func Main() int {
 	defer cancel()
 	// go-redis logs failed dials to stderr on its own; our errors say it better.
 	redisdb.QuietDriverLog()
-	f := &Factory{IO: System(), Registry: builtin.Registry()}
+	f := &factory{IO: systemStreams(), Registry: builtin.Registry()}
 	if exe, err := os.Executable(); err == nil {
 		f.Executable = exe
 	}
@@ -48,11 +48,11 @@ func Main() int {
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
 	go watchInterrupts(sigs, cancel, f.IO.ErrOut, os.Exit)
-	root := NewCmdRoot(f)
+	root := newCmdRoot(f)
 	root.SetArgs(os.Args[1:])
 	c, err := root.ExecuteContextC(ctx)
 	printCommandError(f.IO, err, c)
-	return ExitCode(err)
+	return exitCode(err)
 }
 
 // watchInterrupts turns the first Ctrl-C (or SIGTERM) into a cancelled
@@ -66,36 +66,36 @@ func watchInterrupts(sigs <-chan os.Signal, cancel func(), w io.Writer, exit fun
 	fmt.Fprintln(w, "racetest: interrupted: stopping; a run under way finishes its burst in flight and drops what it made (Ctrl-C again to quit at once)")
 	<-sigs
 	fmt.Fprintln(w, "racetest: interrupted again: quitting without waiting for the cleanup. "+inFlight.leftovers())
-	exit(ExitInterrupted)
+	exit(exitInterrupted)
 }
 
 // printError prints err for a person, unless the command's own output already
 // said it.
-func printError(io *IOStreams, err error) { printCommandError(io, err, nil) }
+func printError(io *ioStreams, err error) { printCommandError(io, err, nil) }
 
 // printCommandError is printError for an error of command c: a usage
 // error points at c's own help ("racetest sql --help"), where the flag
 // that was wrong is described, not at the root's.
-func printCommandError(io *IOStreams, err error, c *cobra.Command) {
+func printCommandError(io *ioStreams, err error, c *cobra.Command) {
 	if err == nil {
 		return
 	}
 	if e, ok := err.(*exitError); ok && e.quiet {
 		return
 	}
-	if ExitCode(err) == ExitInterrupted {
+	if exitCode(err) == exitInterrupted {
 		fmt.Fprintln(io.ErrOut, "racetest: interrupted")
 		return
 	}
 	msg := err.Error()
-	if ExitCode(err) == ExitUsage && c != nil {
+	if exitCode(err) == exitUsage && c != nil {
 		msg += envSource(c, msg)
 	}
 	fmt.Fprintln(io.ErrOut, "racetest: "+printable.Text(msg))
 	if e, ok := errors.AsType[*exitError](err); ok && e.input {
 		return
 	}
-	if ExitCode(err) == ExitUsage {
+	if exitCode(err) == exitUsage {
 		path := "racetest"
 		if c != nil {
 			path = c.CommandPath()
@@ -104,8 +104,8 @@ func printCommandError(io *IOStreams, err error, c *cobra.Command) {
 	}
 }
 
-// NewCmdRoot builds the command tree.
-func NewCmdRoot(f *Factory) *cobra.Command {
+// newCmdRoot builds the command tree.
+func newCmdRoot(f *factory) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "racetest",
 		Short: "Fire simultaneous attempts at a \"do it once\" pattern and count what really ran",
@@ -143,24 +143,24 @@ many attempts actually executed — the races a one-click test never sees.`,
 		return checkConnFlags(c.Flags(), f.Registry)
 	}
 	root.AddCommand(
-		NewCmdList(f),
-		NewCmdRun(f, nil),
-		NewCmdDemo(f, nil),
-		NewCmdMatrix(f, nil),
-		NewCmdSuite(f, nil),
-		NewCmdBench(f, nil),
-		NewCmdExplain(f),
-		NewCmdHTTP(f, nil),
-		NewCmdSQL(f, nil),
-		NewCmdRedis(f, nil),
-		NewCmdMongo(f, nil),
-		NewCmdExplore(f, nil),
-		NewCmdReplay(f, nil),
-		NewCmdServe(f, nil),
-		NewCmdProxy(f, nil),
-		NewCmdClean(f, nil),
-		NewCmdVersion(f),
-		NewCmdReport(f, nil),
+		newCmdList(f),
+		newCmdRun(f, nil),
+		newCmdDemo(f, nil),
+		newCmdMatrix(f, nil),
+		newCmdSuite(f, nil),
+		newCmdBench(f, nil),
+		newCmdExplain(f),
+		newCmdHTTP(f, nil),
+		newCmdSQL(f, nil),
+		newCmdRedis(f, nil),
+		newCmdMongo(f, nil),
+		newCmdExplore(f, nil),
+		newCmdReplay(f, nil),
+		newCmdServe(f, nil),
+		newCmdProxy(f, nil),
+		newCmdClean(f, nil),
+		newCmdVersion(f),
+		newCmdReport(f, nil),
 	)
 	addVerbosityFlags(f.IO, root, "run", "demo", "suite", "http", "sql", "redis", "mongo")
 	root.AddCommand(newEnvironmentTopic(root, f.Registry))

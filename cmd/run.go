@@ -14,9 +14,9 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// RunOptions are the parsed flags of 'racetest run' and its dependencies.
-type RunOptions struct {
-	*Factory
+// runOptions are the parsed flags of 'racetest run' and its dependencies.
+type runOptions struct {
+	*factory
 	Scenario string
 	Backend  string
 	finishFlags
@@ -29,9 +29,9 @@ type RunOptions struct {
 	Release string
 }
 
-// NewCmdRun builds 'racetest run'. Tests pass runF to capture the options.
-func NewCmdRun(f *Factory, runF func(context.Context, *RunOptions) error) *cobra.Command {
-	opts := &RunOptions{Factory: f}
+// newCmdRun builds 'racetest run'. Tests pass runF to capture the options.
+func newCmdRun(f *factory, runF func(context.Context, *runOptions) error) *cobra.Command {
+	opts := &runOptions{factory: f}
 	c := &cobra.Command{
 		Use:   "run SCENARIO",
 		Short: "Fire bursts of simultaneous attempts at one scenario and report what really ran",
@@ -62,7 +62,7 @@ func NewCmdRun(f *Factory, runF func(context.Context, *RunOptions) error) *cobra
 	return c
 }
 
-func runRun(ctx context.Context, o *RunOptions) error {
+func runRun(ctx context.Context, o *runOptions) error {
 	spec, err := scenarioOn(o.Registry, o.Scenario, o.Backend)
 	if err != nil {
 		return err
@@ -124,7 +124,7 @@ func runRun(ctx context.Context, o *RunOptions) error {
 			return err
 		}
 	}
-	cases := execute(ctx, o.Factory, []plan{pl}, nil)
+	cases := execute(ctx, o.factory, []plan{pl}, nil)
 	if err := badParam(cases); err != nil {
 		return err
 	}

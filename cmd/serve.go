@@ -18,9 +18,9 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// ServeOptions are the parsed flags of 'racetest serve'.
-type ServeOptions struct {
-	*Factory
+// serveOptions are the parsed flags of 'racetest serve'.
+type serveOptions struct {
+	*factory
 	Scenario string
 	Backend  string
 	Addr     string
@@ -34,10 +34,10 @@ type ServeOptions struct {
 	Replicas int
 }
 
-// NewCmdServe builds 'racetest serve': one replica of the application as an
+// newCmdServe builds 'racetest serve': one replica of the application as an
 // HTTP server. Tests pass runF to capture the options.
-func NewCmdServe(f *Factory, runF func(context.Context, *ServeOptions) error) *cobra.Command {
-	opts := &ServeOptions{Factory: f}
+func newCmdServe(f *factory, runF func(context.Context, *serveOptions) error) *cobra.Command {
+	opts := &serveOptions{factory: f}
 	c := &cobra.Command{
 		Use:   "serve SCENARIO",
 		Short: "Serve a scenario over HTTP: each POST /attempt is one attempt (the API server of the incident stories)",
@@ -79,7 +79,7 @@ tables or keys it made.`,
 	return c
 }
 
-func runServe(ctx context.Context, o *ServeOptions) error {
+func runServe(ctx context.Context, o *serveOptions) error {
 	if _, err := o.Registry.Factory(o.Scenario, o.Backend); err != nil {
 		return usageError(err)
 	}
@@ -175,7 +175,7 @@ var serveExecutable = os.Executable
 
 // processPlan makes pl a run whose target is a fleet of 'racetest serve'
 // processes, one per replica, over pl's own target.
-func processPlan(o *RunOptions, spec scenarios.Spec, shape shapeFlags, pl plan) (plan, error) {
+func processPlan(o *runOptions, spec scenarios.Spec, shape shapeFlags, pl plan) (plan, error) {
 	if b, err := o.Registry.Backend(o.Backend); err == nil && !b.Server && pl.Config.Replicas > 1 && spec.Name != scenarios.MemorySet {
 		// Each process would hold a store of its own: R effects would be R
 		// stores saying yes once each, not a race.

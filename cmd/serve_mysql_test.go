@@ -56,20 +56,20 @@ func TestRunProcessesMySQL(t *testing.T) {
 		effect              string
 		code                int
 	}{
-		{"1", "1 process", "1/1/1", ExitOK},
-		{"3", "3 processes", "3/3/3", ExitViolated},
+		{"1", "1 process", "1/1/1", exitOK},
+		{"3", "3 processes", "3/3/3", exitViolated},
 	} {
 		os.Remove(argLog)
-		io, out, errOut := Test()
-		f := &Factory{IO: io, Registry: builtin.Registry()}
-		root := NewCmdRoot(f)
+		io, out, errOut := testStreams()
+		f := &factory{IO: io, Registry: builtin.Registry()}
+		root := newCmdRoot(f)
 		root.SetArgs([]string{"run", "memory-set", "-b", "mysql", "--processes", "--replicas", c.replicas,
 			"-n", "6", "--bursts", "4", "--timeline=false"})
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		err := root.ExecuteContext(ctx)
 		cancel()
 		printError(io, err)
-		if code := ExitCode(err); code != c.code || !strings.Contains(out.String(), c.effect) || !strings.Contains(out.String(), c.processes) {
+		if code := exitCode(err); code != c.code || !strings.Contains(out.String(), c.effect) || !strings.Contains(out.String(), c.processes) {
 			t.Errorf("--replicas %s: exit %d, want %d and effects %s from %s\n%s%s", c.replicas, code, c.code, c.effect, c.processes, out, errOut)
 		}
 		if m := failedRE.FindStringSubmatch(out.String()); m == nil || m[1] != "0" {

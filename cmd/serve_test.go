@@ -18,9 +18,9 @@ import (
 )
 
 func TestServeFlagsParse(t *testing.T) {
-	f := &Factory{IO: func() *IOStreams { io, _, _ := Test(); return io }(), Registry: memoryOnly()}
-	var got *ServeOptions
-	c := NewCmdServe(f, func(_ context.Context, o *ServeOptions) error { got = o; return nil })
+	f := &factory{IO: func() *ioStreams { io, _, _ := testStreams(); return io }(), Registry: memoryOnly()}
+	var got *serveOptions
+	c := newCmdServe(f, func(_ context.Context, o *serveOptions) error { got = o; return nil })
 	c.SetArgs([]string{"check-then-write", "--addr", "127.0.0.1:0", "--workers", "4", "--gap", "1ms", "--latency", "100us",
 		"--run-id", "abc", "--attached", "--replica", "2", "--postgres-url", "postgres://x/y"})
 	if err := c.Execute(); err != nil {
@@ -34,9 +34,9 @@ func TestServeFlagsParse(t *testing.T) {
 }
 
 func TestRunProcessFlagsParse(t *testing.T) {
-	f := &Factory{IO: func() *IOStreams { io, _, _ := Test(); return io }(), Registry: memoryOnly()}
-	var got *RunOptions
-	c := NewCmdRun(f, func(_ context.Context, o *RunOptions) error { got = o; return nil })
+	f := &factory{IO: func() *ioStreams { io, _, _ := testStreams(); return io }(), Registry: memoryOnly()}
+	var got *runOptions
+	c := newCmdRun(f, func(_ context.Context, o *runOptions) error { got = o; return nil })
 	c.SetArgs([]string{"memory-set", "--processes", "--replicas", "3", "--restart-between"})
 	if err := c.Execute(); err != nil {
 		t.Fatal(err)
@@ -66,15 +66,15 @@ func (s *syncBuffer) String() string {
 
 // serve answers attempts, and stops cleanly (exit 0) when asked to.
 func TestServeAnswersAndStops(t *testing.T) {
-	io, _, _ := Test()
+	io, _, _ := testStreams()
 	out := &syncBuffer{}
 	io.Out = out
-	f := &Factory{IO: io, Registry: memoryOnly()}
+	f := &factory{IO: io, Registry: memoryOnly()}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		done <- runServe(ctx, &ServeOptions{Factory: f, Scenario: "conditional-update", Backend: "memory", Addr: "127.0.0.1:0", Workers: 2, Timeout: time.Second})
+		done <- runServe(ctx, &serveOptions{factory: f, Scenario: "conditional-update", Backend: "memory", Addr: "127.0.0.1:0", Workers: 2, Timeout: time.Second})
 	}()
 	addr := ""
 	for deadline := time.Now().Add(10 * time.Second); addr == ""; time.Sleep(10 * time.Millisecond) {
@@ -122,12 +122,12 @@ func TestServeBadInput(t *testing.T) {
 		code int
 		want string
 	}{
-		{[]string{"serve", "no-such"}, ExitUsage, "unknown scenario"},
-		{[]string{"serve", "memory-set", "--workers", "0"}, ExitUsage, "--workers"},
-		{[]string{"serve", "memory-set", "--addr", ln.Addr().String()}, ExitSetup, "cannot listen"},
-		{[]string{"serve", "memory-set", "--addr", "nope"}, ExitUsage, "is not HOST:PORT"},
-		{[]string{"serve", "memory-set", "--addr", "127.0.0.1:http2"}, ExitUsage, "is not a port"},
-		{[]string{"serve", "memory-set", "--addr", "127.0.0.1:99999"}, ExitUsage, "is not a port"},
+		{[]string{"serve", "no-such"}, exitUsage, "unknown scenario"},
+		{[]string{"serve", "memory-set", "--workers", "0"}, exitUsage, "--workers"},
+		{[]string{"serve", "memory-set", "--addr", ln.Addr().String()}, exitSetup, "cannot listen"},
+		{[]string{"serve", "memory-set", "--addr", "nope"}, exitUsage, "is not HOST:PORT"},
+		{[]string{"serve", "memory-set", "--addr", "127.0.0.1:http2"}, exitUsage, "is not a port"},
+		{[]string{"serve", "memory-set", "--addr", "127.0.0.1:99999"}, exitUsage, "is not a port"},
 	} {
 		_, errOut, code := execCmd(t, false, c.args...)
 		if code != c.code || !strings.Contains(errOut, c.want) {
@@ -157,9 +157,9 @@ func TestRunProcesses(t *testing.T) {
 		effect string
 		code   int
 	}{
-		{[]string{"--replicas", "1"}, "1/1/1", ExitOK},
-		{[]string{"--replicas", "3"}, "3/3/3", ExitViolated},
-		{[]string{"--replicas", "1", "--restart-between"}, "2/2/2", ExitViolated},
+		{[]string{"--replicas", "1"}, "1/1/1", exitOK},
+		{[]string{"--replicas", "3"}, "3/3/3", exitViolated},
+		{[]string{"--replicas", "1", "--restart-between"}, "2/2/2", exitViolated},
 	} {
 		args := append([]string{"run", "memory-set", "--processes", "-n", "6", "--bursts", "3", "--timeline=false"}, c.args...)
 		out, errOut, code := execCmd(t, false, args...)

@@ -32,7 +32,7 @@ func TestReportShowsTheKnobsThatDifferFromTheDefaults(t *testing.T) {
 	} {
 		args := append([]string{"run", "v-safe", "-n", "2", "--bursts", "1", "--seed", "7", "--format", "json"}, tc.flags...)
 		out, errOut, code := execWith(t, reg, args...)
-		if code != ExitOK {
+		if code != exitOK {
 			t.Errorf("%s: exit %d\n%s", strings.Join(args, " "), code, errOut)
 			continue
 		}

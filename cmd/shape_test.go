@@ -21,8 +21,8 @@ import (
 // on firesBursts is a flag of run, demo, sql, redis, mongo, http, matrix,
 // explore and replay (built-in scenarios and scripts).
 func TestEveryWayOfFiringTakesTheSharedKnobs(t *testing.T) {
-	io, _, _ := Test()
-	root := NewCmdRoot(&Factory{IO: io, Registry: memoryOnly()})
+	io, _, _ := testStreams()
+	root := newCmdRoot(&factory{IO: io, Registry: memoryOnly()})
 	verbs := [][]string{{"run"}, {"demo"}, {"sql"}, {"redis"}, {"mongo"}, {"http"}, {"matrix"},
 		{"explore"}, {"explore", "sql"}, {"explore", "redis"}, {"replay"}, {"replay", "mongo"}}
 	shared := 0
@@ -105,10 +105,10 @@ func TestEveryWayOfFiringRunsTheRowsChecks(t *testing.T) {
 		{"explore", "sql", "-b", "postgres", "--attempt", "SELECT 1;", "--effects", "SELECT 1;"},
 		{"replay", "check-then-write", "--schedule", "A1 B1 A2 B2"},
 	} {
-		io, _, errOut := Test()
+		io, _, errOut := testStreams()
 		code := execIO(t, io, builtin.Registry(), append(args, "--trial-knob", "-1")...)
-		if code != ExitUsage || !strings.Contains(errOut.String(), "--trial-knob cannot be negative (got -1)") {
-			t.Errorf("racetest %s --trial-knob -1: exit %d, stderr %q; want exit %d naming the flag", strings.Join(args, " "), code, errOut.String(), ExitUsage)
+		if code != exitUsage || !strings.Contains(errOut.String(), "--trial-knob cannot be negative (got -1)") {
+			t.Errorf("racetest %s --trial-knob -1: exit %d, stderr %q; want exit %d naming the flag", strings.Join(args, " "), code, errOut.String(), exitUsage)
 		}
 	}
 }

@@ -30,8 +30,8 @@ func TestSuiteShardsMergeAsOneRun(t *testing.T) {
 
 	whole := filepath.Join(dir, "whole.json")
 	_, errOut, wholeCode := execSuite(t, memoryOnly(), nil, "suite", file, "--json", whole, "-q")
-	if wholeCode != ExitViolated {
-		t.Fatalf("the whole suite exited %d, want %d: %s", wholeCode, ExitViolated, errOut)
+	if wholeCode != exitViolated {
+		t.Fatalf("the whole suite exited %d, want %d: %s", wholeCode, exitViolated, errOut)
 	}
 	var parts []string
 	shardCases := 0
@@ -39,7 +39,7 @@ func TestSuiteShardsMergeAsOneRun(t *testing.T) {
 		part := filepath.Join(dir, fmt.Sprintf("part-%d.json", k))
 		parts = append(parts, part)
 		_, errOut, code := execSuite(t, memoryOnly(), nil, "suite", file, "--shard", fmt.Sprintf("%d/3", k), "--json", part, "-q")
-		if code != ExitOK && code != ExitViolated {
+		if code != exitOK && code != exitViolated {
 			t.Fatalf("shard %d/3 exited %d: %s", k, code, errOut)
 		}
 		var d report.Document
@@ -87,13 +87,13 @@ func TestSuiteShardsMergeAsOneRun(t *testing.T) {
 	// A part missing (its CI job died before writing it) is refused: the
 	// merge would otherwise exit as if its cases had run.
 	out, errOut, code := execSuite(t, memoryOnly(), nil, "report", "merge", parts[0], parts[1])
-	if code != ExitUsage || out != "" || !strings.Contains(errOut, "shard 3/3 of "+file+" is missing (2 of 3 parts given)") {
+	if code != exitUsage || out != "" || !strings.Contains(errOut, "shard 3/3 of "+file+" is missing (2 of 3 parts given)") {
 		t.Errorf("two parts of three: exit %d, out %q, err %q", code, out, errOut)
 	}
 
 	// The same shard twice is refused, before anything is written.
 	out, errOut, code = execSuite(t, memoryOnly(), nil, "report", "merge", parts[0], parts[1], parts[0])
-	if code != ExitUsage || out != "" || !strings.Contains(errOut, "named twice") {
+	if code != exitUsage || out != "" || !strings.Contains(errOut, "named twice") {
 		t.Errorf("a shard named twice: exit %d, out %q, err %q", code, out, errOut)
 	}
 }
@@ -103,7 +103,7 @@ func TestSuiteShardRefusesBadParts(t *testing.T) {
 	file := writeSuite(t, "cases:\n  - {scenario: check-then-write, expect: race}\n")
 	for _, bad := range []string{"0/3", "4/3", "3", "a/b"} {
 		out, errOut, code := execSuite(t, memoryOnly(), nil, "suite", file, "--shard", bad)
-		if code != ExitUsage || out != "" || !strings.Contains(errOut, "--shard") {
+		if code != exitUsage || out != "" || !strings.Contains(errOut, "--shard") {
 			t.Errorf("--shard %s: exit %d, out %q, err %q", bad, code, out, errOut)
 		}
 	}
@@ -122,13 +122,13 @@ func (endless) Read(p []byte) (int, error) {
 // 'racetest report' reads a bounded report: a device or a stream past
 // MaxReportSize is refused (exit 2) rather than read without end.
 func TestReportReadsBoundedInput(t *testing.T) {
-	io, out, errOut := Test()
+	io, out, errOut := testStreams()
 	io.In = endless{}
-	if code := execIO(t, io, memoryOnly(), "report", "-"); code != ExitUsage || !strings.Contains(errOut.String(), "more than the 32 MiB") || out.Len() != 0 {
+	if code := execIO(t, io, memoryOnly(), "report", "-"); code != exitUsage || !strings.Contains(errOut.String(), "more than the 32 MiB") || out.Len() != 0 {
 		t.Errorf("an endless stdin: exit %d, out %q, err %q", code, out, errOut)
 	}
-	io, out, errOut = Test()
-	if code := execIO(t, io, memoryOnly(), "report", "/dev/zero"); code != ExitUsage || !strings.Contains(errOut.String(), "not a regular file") {
+	io, out, errOut = testStreams()
+	if code := execIO(t, io, memoryOnly(), "report", "/dev/zero"); code != exitUsage || !strings.Contains(errOut.String(), "not a regular file") {
 		t.Errorf("/dev/zero: exit %d, out %q, err %q", code, out, errOut)
 	}
 }
@@ -153,7 +153,7 @@ func TestReportEscapesControlCharacters(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, format := range report.Formats() {
-		io, out, errOut := Test()
+		io, out, errOut := testStreams()
 		io.OutTTY, io.TermWidth, io.NoColor = true, 200, true // colour codes are ours to write
 		execIO(t, io, memoryOnly(), "report", file, "-o", format)
 		if i := bytes.IndexAny(out.Bytes(), "\x1b\a"); i >= 0 {
@@ -169,7 +169,7 @@ func TestReportEscapesControlCharacters(t *testing.T) {
 // bytes is read, one byte more is refused, from a file and from a pipe.
 func TestReportSizeLimitIsInclusive(t *testing.T) {
 	data := readFile(t, "../report/testdata/report.json")
-	exact := append(append([]byte{}, data...), bytes.Repeat([]byte{' '}, MaxReportSize-len(data))...)
+	exact := append(append([]byte{}, data...), bytes.Repeat([]byte{' '}, maxReportSize-len(data))...)
 	over := append(append([]byte{}, exact...), ' ')
 	dir := t.TempDir()
 	for _, c := range []struct {
@@ -182,10 +182,10 @@ func TestReportSizeLimitIsInclusive(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, src := range []string{file, "-"} {
-			io, out, errOut := Test()
+			io, out, errOut := testStreams()
 			io.In = bytes.NewReader(c.data)
 			code := execIO(t, io, memoryOnly(), "report", src, "-o", "json")
-			refused := code == ExitUsage && strings.Contains(errOut.String(), "more than the 32 MiB")
+			refused := code == exitUsage && strings.Contains(errOut.String(), "more than the 32 MiB")
 			if refused != c.refused || !c.refused && out.Len() == 0 {
 				t.Errorf("%s bytes of %d from %s: exit %d, refused %v, want %v; stderr %q", c.name, len(c.data), src, code, refused, c.refused, errOut)
 			}
@@ -214,7 +214,7 @@ func TestReportTitle(t *testing.T) {
 		{nil, "<title>recorded title</title>", "given title"},
 		{[]string{"--title", "given title"}, "<title>given title</title>", "recorded title"},
 	} {
-		io, out, _ := Test()
+		io, out, _ := testStreams()
 		execIO(t, io, memoryOnly(), append([]string{"report", file, "-o", "html"}, c.args...)...)
 		if !strings.Contains(out.String(), c.want) || strings.Contains(out.String(), c.not) {
 			t.Errorf("report %v: want %q and no %q in the page", c.args, c.want, c.not)
@@ -236,21 +236,21 @@ func TestReportOfAnInterruptedRun(t *testing.T) {
 	if err := os.WriteFile(file, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	io, _, errOut := Test()
-	if code := execIO(t, io, memoryOnly(), "report", file, "-o", "json"); code != ExitViolated || !strings.Contains(errOut.String(), "a run in the report was interrupted before it finished") {
-		t.Errorf("exit %d, stderr %q; want %d and the run named as interrupted", code, errOut, ExitViolated)
+	io, _, errOut := testStreams()
+	if code := execIO(t, io, memoryOnly(), "report", file, "-o", "json"); code != exitViolated || !strings.Contains(errOut.String(), "a run in the report was interrupted before it finished") {
+		t.Errorf("exit %d, stderr %q; want %d and the run named as interrupted", code, errOut, exitViolated)
 	}
 }
 
 // report merge of one whole report is that report: one part is enough.
 func TestReportMergeOfOnePart(t *testing.T) {
-	io, out, errOut := Test()
+	io, out, errOut := testStreams()
 	code := execIO(t, io, memoryOnly(), "report", "merge", "../report/testdata/report.json", "-o", "json")
-	if code == ExitUsage || out.Len() == 0 {
+	if code == exitUsage || out.Len() == 0 {
 		t.Errorf("merge of one report: exit %d, stdout %d bytes, stderr %q", code, out.Len(), errOut)
 	}
-	if code := execIO(t, io, memoryOnly(), "report", "merge"); code != ExitUsage {
-		t.Errorf("merge of nothing: exit %d, want %d", code, ExitUsage)
+	if code := execIO(t, io, memoryOnly(), "report", "merge"); code != exitUsage {
+		t.Errorf("merge of nothing: exit %d, want %d", code, exitUsage)
 	}
 }
 
@@ -280,16 +280,16 @@ func TestReportMergeRefusesPartsOfDifferentSuites(t *testing.T) {
 	}
 	part := func(file string, k int) string {
 		p := filepath.Join(dir, fmt.Sprintf("%d-%s-%d.json", k, filepath.Base(filepath.Dir(file)), k))
-		if _, errOut, code := execSuite(t, memoryOnly(), nil, "suite", file, "--shard", fmt.Sprintf("%d/2", k), "--json", p, "-q"); code != ExitOK {
+		if _, errOut, code := execSuite(t, memoryOnly(), nil, "suite", file, "--shard", fmt.Sprintf("%d/2", k), "--json", p, "-q"); code != exitOK {
 			t.Fatalf("%s shard %d/2: exit %d: %s", file, k, code, errOut)
 		}
 		return p
 	}
 	out, errOut, code := execSuite(t, memoryOnly(), nil, "report", "merge", part(racy, 1), part(safe, 2))
-	if code != ExitUsage || out != "" || !strings.Contains(errOut, "not parts of one suite run") {
+	if code != exitUsage || out != "" || !strings.Contains(errOut, "not parts of one suite run") {
 		t.Errorf("parts of two suites: exit %d, out %q, err %q", code, out, errOut)
 	}
-	if _, errOut, code := execSuite(t, memoryOnly(), nil, "report", "merge", part(racy, 1), part(copied, 2)); code != ExitOK {
+	if _, errOut, code := execSuite(t, memoryOnly(), nil, "report", "merge", part(racy, 1), part(copied, 2)); code != exitOK {
 		t.Errorf("parts of one suite at two paths: exit %d: %s", code, errOut)
 	}
 }
@@ -299,13 +299,13 @@ func TestReportMergeRefusesPartsOfDifferentSuites(t *testing.T) {
 // at once.
 func TestReportMergeBoundsItsParts(t *testing.T) {
 	dir := t.TempDir()
-	many := make([]string, MaxMergeParts+1)
+	many := make([]string, maxMergeParts+1)
 	for i := range many {
 		many[i] = filepath.Join(dir, fmt.Sprintf("part-%d.json", i))
 	}
 	start := time.Now()
 	out, errOut, code := execSuite(t, memoryOnly(), nil, append([]string{"report", "merge"}, many...)...)
-	if code != ExitUsage || out != "" || !strings.Contains(errOut, fmt.Sprintf("at most %d parts, got %d", MaxMergeParts, len(many))) {
+	if code != exitUsage || out != "" || !strings.Contains(errOut, fmt.Sprintf("at most %d parts, got %d", maxMergeParts, len(many))) {
 		t.Errorf("%d parts: exit %d, out %q, err %q", len(many), code, out, errOut)
 	}
 	var big []string
@@ -315,14 +315,14 @@ func TestReportMergeBoundsItsParts(t *testing.T) {
 		if err := os.WriteFile(f, nil, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.Truncate(f, MaxReportSize/2+1); err != nil {
+		if err := os.Truncate(f, maxReportSize/2+1); err != nil {
 			t.Fatal(err)
 		}
 		big = append(big, f)
 	}
 	out, errOut, code = execSuite(t, memoryOnly(), nil, append([]string{"report", "merge"}, big...)...)
-	if code != ExitUsage || out != "" || !strings.Contains(errOut, "more than the 32 MiB a merged report may be") {
-		t.Errorf("parts past %d bytes: exit %d, out %q, err %q", MaxReportSize, code, out, errOut)
+	if code != exitUsage || out != "" || !strings.Contains(errOut, "more than the 32 MiB a merged report may be") {
+		t.Errorf("parts past %d bytes: exit %d, out %q, err %q", maxReportSize, code, out, errOut)
 	}
 	if took := time.Since(start); took > 10*time.Second {
 		t.Errorf("refusing took %s", took)
@@ -335,12 +335,12 @@ func TestReportMergeBoundsItsParts(t *testing.T) {
 // reading to name.
 func TestReportMergeBoundsAtTheirEdges(t *testing.T) {
 	dir := t.TempDir()
-	parts := make([]string, MaxMergeParts)
+	parts := make([]string, maxMergeParts)
 	for i := range parts {
 		parts[i] = filepath.Join(dir, fmt.Sprintf("missing-%d.json", i))
 	}
 	if err := checkMergeBounds(parts); err != nil {
-		t.Errorf("exactly %d parts: %v", MaxMergeParts, err)
+		t.Errorf("exactly %d parts: %v", maxMergeParts, err)
 	}
 	sized := func(name string, n int64) string {
 		f := filepath.Join(dir, name)
@@ -352,9 +352,9 @@ func TestReportMergeBoundsAtTheirEdges(t *testing.T) {
 		}
 		return f
 	}
-	a, b := sized("a.json", MaxReportSize/2), sized("b.json", MaxReportSize-MaxReportSize/2)
+	a, b := sized("a.json", maxReportSize/2), sized("b.json", maxReportSize-maxReportSize/2)
 	if err := checkMergeBounds([]string{a, dir, filepath.Join(dir, "nope.json"), b}); err != nil {
-		t.Errorf("parts of exactly %d bytes, a directory and a missing file: %v", MaxReportSize, err)
+		t.Errorf("parts of exactly %d bytes, a directory and a missing file: %v", maxReportSize, err)
 	}
 	c := sized("c.json", 1)
 	if err := checkMergeBounds([]string{a, b, c}); err == nil || !strings.Contains(err.Error(), "the parts up to "+c) {

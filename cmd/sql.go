@@ -17,9 +17,9 @@ import (
 	"github.com/racetest/racetest/suite"
 )
 
-// ScriptOptions are the parsed flags of 'racetest sql' and 'racetest redis'.
-type ScriptOptions struct {
-	*Factory
+// scriptOptions are the parsed flags of 'racetest sql' and 'racetest redis'.
+type scriptOptions struct {
+	*factory
 	// Command is the command line as given, for the Reproduce line.
 	Command string
 	Dialect script.Dialect
@@ -34,9 +34,9 @@ type ScriptOptions struct {
 	Watch []string
 }
 
-// NewCmdSQL builds 'racetest sql': the user's own statements on the user's
+// newCmdSQL builds 'racetest sql': the user's own statements on the user's
 // own schema.
-func NewCmdSQL(f *Factory, runF func(context.Context, *ScriptOptions) error) *cobra.Command {
+func newCmdSQL(f *factory, runF func(context.Context, *scriptOptions) error) *cobra.Command {
 	c := newCmdScript(f, script.SQL, runF)
 	c.Use = "sql -b postgres|mysql --attempt SQL|@FILE --effects SQL|@FILE"
 	c.Short = "Fire bursts of your own SQL script at your own schema and count, with your query, what really ran"
@@ -51,8 +51,8 @@ func NewCmdSQL(f *Factory, runF func(context.Context, *ScriptOptions) error) *co
 	return c
 }
 
-// NewCmdRedis builds 'racetest redis': the user's own commands.
-func NewCmdRedis(f *Factory, runF func(context.Context, *ScriptOptions) error) *cobra.Command {
+// newCmdRedis builds 'racetest redis': the user's own commands.
+func newCmdRedis(f *factory, runF func(context.Context, *scriptOptions) error) *cobra.Command {
 	c := newCmdScript(f, script.Redis, runF)
 	c.Use = "redis --attempt CMDS|@FILE --effects CMD|@FILE"
 	c.Short = "Fire bursts of your own Redis commands and count, with your command, what really ran"
@@ -61,8 +61,8 @@ func NewCmdRedis(f *Factory, runF func(context.Context, *ScriptOptions) error) *
 	return c
 }
 
-// NewCmdMongo builds 'racetest mongo': the user's own database commands.
-func NewCmdMongo(f *Factory, runF func(context.Context, *ScriptOptions) error) *cobra.Command {
+// newCmdMongo builds 'racetest mongo': the user's own database commands.
+func newCmdMongo(f *factory, runF func(context.Context, *scriptOptions) error) *cobra.Command {
 	c := newCmdScript(f, script.Mongo, runF)
 	c.Use = "mongo --attempt JSON|@FILE --effects JSON|@FILE"
 	c.Short = "Fire bursts of your own MongoDB commands (JSON documents) and count, with your count, what really ran"
@@ -72,8 +72,8 @@ func NewCmdMongo(f *Factory, runF func(context.Context, *ScriptOptions) error) *
 	return c
 }
 
-func newCmdScript(f *Factory, d script.Dialect, runF func(context.Context, *ScriptOptions) error) *cobra.Command {
-	opts := &ScriptOptions{Factory: f, Dialect: d}
+func newCmdScript(f *factory, d script.Dialect, runF func(context.Context, *scriptOptions) error) *cobra.Command {
+	opts := &scriptOptions{factory: f, Dialect: d}
 	c := &cobra.Command{
 		Args: cobra.NoArgs,
 		Long: scriptHelp,
@@ -151,7 +151,7 @@ per collection) is compared with the twin's. More is RACE, less LOST, named
 by table and column; twins that differ from each other, or a store that
 changes while nothing runs, are INCONCLUSIVE.`
 
-func runScript(ctx context.Context, o *ScriptOptions) error {
+func runScript(ctx context.Context, o *scriptOptions) error {
 	d, ok := script.DialectOf(o.Backend)
 	if !ok || d != o.Dialect {
 		if o.Backend == "" {
@@ -251,7 +251,7 @@ func runScript(ctx context.Context, o *ScriptOptions) error {
 		}
 		return t, err
 	}
-	cases := execute(ctx, o.Factory, []plan{pl}, nil)
+	cases := execute(ctx, o.factory, []plan{pl}, nil)
 	if err := scriptRunError(cases[0].Err); err != nil {
 		return err
 	}

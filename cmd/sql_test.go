@@ -52,8 +52,8 @@ func TestScriptBadInput(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, stderr, code := execCmd(t, false, append(tc.args, noServer...)...)
-			if code != ExitUsage {
-				t.Errorf("exit %d, want %d; stderr:\n%s", code, ExitUsage, stderr)
+			if code != exitUsage {
+				t.Errorf("exit %d, want %d; stderr:\n%s", code, exitUsage, stderr)
 			}
 			for _, w := range tc.want {
 				if !strings.Contains(stderr, w) {
@@ -67,7 +67,7 @@ func TestScriptBadInput(t *testing.T) {
 // A server that cannot be reached is exit 3, before any banner.
 func TestScriptUnreachableServer(t *testing.T) {
 	_, stderr, code := execCmd(t, false, "redis", "--attempt", "GET a", "--effects", "SCARD a", "--redis-url", "redis://127.0.0.1:1/0")
-	if code != ExitSetup || !strings.Contains(stderr, "cannot connect to 127.0.0.1:1") || strings.Contains(stderr, "running your scripts") {
+	if code != exitSetup || !strings.Contains(stderr, "cannot connect to 127.0.0.1:1") || strings.Contains(stderr, "running your scripts") {
 		t.Errorf("exit %d, stderr:\n%s", code, stderr)
 	}
 }
@@ -76,21 +76,21 @@ func TestScriptUnreachableServer(t *testing.T) {
 // burst whose statement fails in every attempt, are exit 2 with the line;
 // the naive example is a RACE and the banner names what runs.
 func TestScriptOnServers(t *testing.T) {
-	if _, _, code := execCmd(t, false, "redis", "--attempt", "PING", "--effects", "DBSIZE", "--bursts", "1", "-n", "1"); code == ExitSetup {
+	if _, _, code := execCmd(t, false, "redis", "--attempt", "PING", "--effects", "DBSIZE", "--bursts", "1", "-n", "1"); code == exitSetup {
 		testenv.Unavailable(t, "redis", nil)
 	}
 	_, stderr, code := execCmd(t, false, "redis", "--subject", "{{if false}}SET x{{end}}", "--attempt", "PING", "--effects", "EXISTS nothing:{{.Token}}", "-n", "2", "--bursts", "3")
-	if code != ExitUsage || !strings.Contains(stderr, "--subject:1:1") || !strings.Contains(stderr, "empty once its templates are expanded") {
+	if code != exitUsage || !strings.Contains(stderr, "--subject:1:1") || !strings.Contains(stderr, "empty once its templates are expanded") {
 		t.Errorf("empty subject: exit %d\n%s", code, stderr)
 	}
 	_, stderr, code = execCmd(t, false, "redis", "--attempt", "GET a:{{.Token}}\nHSET a:{{.Token}}\n", "--effects", "EXISTS a:{{.Token}}", "-n", "2", "--bursts", "3")
-	if code != ExitUsage || !strings.Contains(stderr, "every attempt (2 of 2) failed") || !strings.Contains(stderr, "--attempt:2:") {
+	if code != exitUsage || !strings.Contains(stderr, "every attempt (2 of 2) failed") || !strings.Contains(stderr, "--attempt:2:") {
 		t.Errorf("failing statement: exit %d\n%s", code, stderr)
 	}
 	dir := "../examples/redeem/scripts/"
 	out, stderr, code := execCmd(t, false, "redis", "--attempt", "@"+dir+"naive.redis", "--effects", "SCARD redeemed:{{.Token}}",
 		"--teardown", "@"+dir+"drop.redis", "-n", "8", "--bursts", "30", "--expect", "race", "--release", "last-byte")
-	if code != ExitOK || !strings.Contains(out, "RACE") || !strings.Contains(out, "steps: 1 naive.redis:3") {
+	if code != exitOK || !strings.Contains(out, "RACE") || !strings.Contains(out, "steps: 1 naive.redis:3") {
 		t.Errorf("naive redis: exit %d\n%s\n%s", code, out, stderr)
 	}
 	for _, w := range []string{"running your scripts on Redis", "attempt   " + dir + "naive.redis (4 commands)", "creates and drops nothing of its own"} {
@@ -110,7 +110,7 @@ func TestScriptOnServers(t *testing.T) {
 // registry): the naive redeem races, the conditional one holds, each says
 // on stderr what it runs.
 func TestSuiteScriptCasesOnRedis(t *testing.T) {
-	if _, _, code := execCmd(t, false, "redis", "--attempt", "PING", "--effects", "DBSIZE", "--bursts", "1", "-n", "1"); code == ExitSetup {
+	if _, _, code := execCmd(t, false, "redis", "--attempt", "PING", "--effects", "DBSIZE", "--bursts", "1", "-n", "1"); code == exitSetup {
 		testenv.Unavailable(t, "redis", nil)
 	}
 	dir, err := filepath.Abs("../examples/redeem/scripts")
@@ -128,7 +128,7 @@ cases:
     redis: {attempt: "@%[1]s/conditional.redis", effects: "SCARD redeemed:{{.Token}}", teardown: "@%[1]s/drop.redis"}
 `, dir))
 	out, errOut, code := execSuite(t, memoryOnly(), nil, "suite", "--allow-inconclusive", file)
-	if code != ExitOK || !strings.Contains(out, "RACE") || !strings.Contains(out, "SAFE") {
+	if code != exitOK || !strings.Contains(out, "RACE") || !strings.Contains(out, "SAFE") {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
 	if n := strings.Count(errOut, "racetest: running scripts on Redis"); n != 2 {

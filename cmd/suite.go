@@ -25,9 +25,9 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// SuiteOptions are the parsed flags of 'racetest suite' and its dependencies.
-type SuiteOptions struct {
-	*Factory
+// suiteOptions are the parsed flags of 'racetest suite' and its dependencies.
+type suiteOptions struct {
+	*factory
 	File   string
 	Strict bool
 	// AllowInconclusive lets a case that proved nothing pass.
@@ -47,9 +47,9 @@ type SuiteOptions struct {
 	Cases []string
 }
 
-// NewCmdSuite builds 'racetest suite'. Tests pass runF to capture the options.
-func NewCmdSuite(f *Factory, runF func(context.Context, *SuiteOptions) error) *cobra.Command {
-	opts := &SuiteOptions{Factory: f}
+// newCmdSuite builds 'racetest suite'. Tests pass runF to capture the options.
+func newCmdSuite(f *factory, runF func(context.Context, *suiteOptions) error) *cobra.Command {
+	opts := &suiteOptions{factory: f}
 	c := &cobra.Command{
 		Use:   "suite FILE",
 		Short: "Run a YAML suite of cases, each with its expectation: a CI gate with JUnit, Markdown and JSON reports",
@@ -109,7 +109,7 @@ read_connection, --postgres-read-url (…), defaults.connections.postgres_read (
 	return c
 }
 
-func runSuite(ctx context.Context, o *SuiteOptions) error {
+func runSuite(ctx context.Context, o *suiteOptions) error {
 	reporter, err := report.Lookup(o.Format)
 	if err != nil {
 		return usageError(err)
@@ -164,7 +164,7 @@ func runSuite(ctx context.Context, o *SuiteOptions) error {
 		fmt.Fprintf(o.IO.ErrOut, "racetest suite %s: %d cases\n", printable.Line(o.File), len(plans))
 	}
 	var done []report.Case
-	cases := execute(ctx, o.Factory, ps, func(c report.Case) {
+	cases := execute(ctx, o.factory, ps, func(c report.Case) {
 		p := plans[len(done)]
 		c = scriptCaseError(c)
 		c = p.Resolve(c)
@@ -262,7 +262,7 @@ func caseCommand(file, name string) string {
 // error printed at its place in the file, and nothing runs. Ctrl-C stops
 // it at any moment, even inside the YAML library or a read of a standard
 // input that never ends.
-func loadSuite(ctx context.Context, o *SuiteOptions) ([]suite.Plan, []byte, error) {
+func loadSuite(ctx context.Context, o *suiteOptions) ([]suite.Plan, []byte, error) {
 	type loaded struct {
 		plans  []suite.Plan
 		source []byte
@@ -287,7 +287,7 @@ func loadSuite(ctx context.Context, o *SuiteOptions) ([]suite.Plan, []byte, erro
 
 // readSuite does loadSuite's work, and returns the suite's text too; it
 // prints nothing, since loadSuite may have returned already.
-func readSuite(o *SuiteOptions) ([]suite.Plan, []byte, error) {
+func readSuite(o *suiteOptions) ([]suite.Plan, []byte, error) {
 	var (
 		data []byte
 		err  error
@@ -332,9 +332,9 @@ func suiteInputs(file string, plans []suite.Plan) []input {
 
 // suiteError prints a suite's problems as they are (file:line:col first,
 // which editors and CI logs link), and exits 2 without a usage hint.
-func suiteError(io *IOStreams, err error) error {
+func suiteError(io *ioStreams, err error) error {
 	fmt.Fprintln(io.ErrOut, printable.Text(err.Error()))
-	return &exitError{code: ExitUsage, err: err, quiet: true}
+	return &exitError{code: exitUsage, err: err, quiet: true}
 }
 
 // httpConfig maps an HTTP case onto the HTTP engine's configuration, field
@@ -363,7 +363,7 @@ func httpConfig(p suite.Plan) httpfire.Config {
 // run; an HTTP case's and a script case's runs build their own targets.
 // The HTTP engine checks every case's configuration here, before anything
 // runs: a problem is a usage error at the case's place in the file.
-func suiteRuns(o *SuiteOptions, plans []suite.Plan) ([]plan, error) {
+func suiteRuns(o *suiteOptions, plans []suite.Plan) ([]plan, error) {
 	ps := make([]plan, len(plans))
 	var problems []string
 	for i, p := range plans {

@@ -42,9 +42,9 @@ func withStandIn(builds *int) *scenarios.Registry {
 // execSuite runs racetest with args against reg on test streams.
 func execSuite(t *testing.T, reg *scenarios.Registry, ctx context.Context, args ...string) (string, string, int) {
 	t.Helper()
-	io, out, errOut := Test()
-	f := &Factory{IO: io, Registry: reg}
-	root := NewCmdRoot(f)
+	io, out, errOut := testStreams()
+	f := &factory{IO: io, Registry: reg}
+	root := newCmdRoot(f)
 	root.SetArgs(args)
 	if ctx == nil {
 		var cancel context.CancelFunc
@@ -53,7 +53,7 @@ func execSuite(t *testing.T, reg *scenarios.Registry, ctx context.Context, args 
 	}
 	err := root.ExecuteContext(ctx)
 	printError(io, err)
-	return out.String(), errOut.String(), ExitCode(err)
+	return out.String(), errOut.String(), exitCode(err)
 }
 
 func writeSuite(t *testing.T, src string) string {
@@ -66,9 +66,9 @@ func writeSuite(t *testing.T, src string) string {
 }
 
 func TestSuiteFlagsParse(t *testing.T) {
-	io, _, _ := Test()
-	var got *SuiteOptions
-	c := NewCmdSuite(&Factory{IO: io, Registry: memoryOnly()}, func(_ context.Context, o *SuiteOptions) error { got = o; return nil })
+	io, _, _ := testStreams()
+	var got *suiteOptions
+	c := newCmdSuite(&factory{IO: io, Registry: memoryOnly()}, func(_ context.Context, o *suiteOptions) error { got = o; return nil })
 	c.SetArgs([]string{"ci.yaml", "--strict", "--list", "--junit", "r.xml", "--markdown", "r.md", "--json", "r.json",
 		"--timeline", "--keep", "--mysql-dsn", "u@tcp(db:3306)/x", "--postgres-url", "postgres://db/x",
 		"--redis-url", "redis://r:6379/0", "--mongo-uri", "mongodb://m:27017"})
@@ -80,7 +80,7 @@ func TestSuiteFlagsParse(t *testing.T) {
 		!got.Timeline || !got.Keep || !maps.Equal(got.Conn.Map(), want) {
 		t.Errorf("parsed options = %+v", got)
 	}
-	c = NewCmdSuite(&Factory{IO: io, Registry: memoryOnly()}, func(_ context.Context, o *SuiteOptions) error { got = o; return nil })
+	c = newCmdSuite(&factory{IO: io, Registry: memoryOnly()}, func(_ context.Context, o *suiteOptions) error { got = o; return nil })
 	c.SetArgs([]string{"ci.yaml"})
 	if err := c.Execute(); err != nil {
 		t.Fatal(err)
@@ -114,8 +114,8 @@ func TestSuiteBadInputExits2BeforeAnythingRuns(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			file := writeSuite(t, c.src)
 			out, errOut, code := execSuite(t, reg, nil, append([]string{"suite", file}, c.args...)...)
-			if code != ExitUsage {
-				t.Errorf("exit %d, want %d; stderr:\n%s", code, ExitUsage, errOut)
+			if code != exitUsage {
+				t.Errorf("exit %d, want %d; stderr:\n%s", code, exitUsage, errOut)
 			}
 			if !strings.Contains(errOut, c.want) {
 				t.Errorf("stderr does not say %q:\n%s", c.want, errOut)
@@ -129,7 +129,7 @@ func TestSuiteBadInputExits2BeforeAnythingRuns(t *testing.T) {
 		t.Errorf("a backend was built %d times by suites that should not run", builds)
 	}
 	_, errOut, code := execSuite(t, reg, nil, "suite", filepath.Join(t.TempDir(), "missing.yaml"))
-	if code != ExitUsage || !strings.Contains(errOut, "cannot read the suite") {
+	if code != exitUsage || !strings.Contains(errOut, "cannot read the suite") {
 		t.Errorf("missing file: exit %d, %q", code, errOut)
 	}
 }
@@ -162,7 +162,7 @@ cases:
     replicas: 3
 `)
 	out, errOut, code := execSuite(t, withStandIn(&builds), nil, "suite", "--list", file)
-	if code != ExitOK || builds != 0 {
+	if code != exitOK || builds != 0 {
 		t.Fatalf("exit %d, %d builds; stderr %s", code, builds, errOut)
 	}
 	for _, want := range []string{
@@ -194,7 +194,7 @@ cases:
 `)
 	junit, md, js := filepath.Join(dir, "r.xml"), filepath.Join(dir, "r.md"), filepath.Join(dir, "r.json")
 	out, errOut, code := execSuite(t, memoryOnly(), nil, "suite", file, "--junit", junit, "--markdown", md, "--json", js)
-	if code != ExitOK {
+	if code != exitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
 	// One line per case as it finishes, no bars, no colour.
@@ -255,9 +255,9 @@ func TestSuiteExitCodes(t *testing.T) {
 		name, src string
 		code      int
 	}{
-		{"met", "cases:\n  - {scenario: check-then-write, expect: race, attempts: 4, bursts: 10}\n", ExitOK},
-		{"violated", "cases:\n  - {scenario: check-then-write, expect: safe, attempts: 4, bursts: 10}\n", ExitViolated},
-		{"setup error", "defaults:\n  connections: {postgres: default}\ncases:\n  - {scenario: unique-insert, backend: postgres}\n  - {scenario: check-then-write, expect: safe, attempts: 4, bursts: 10}\n", ExitSetup},
+		{"met", "cases:\n  - {scenario: check-then-write, expect: race, attempts: 4, bursts: 10}\n", exitOK},
+		{"violated", "cases:\n  - {scenario: check-then-write, expect: safe, attempts: 4, bursts: 10}\n", exitViolated},
+		{"setup error", "defaults:\n  connections: {postgres: default}\ncases:\n  - {scenario: unique-insert, backend: postgres}\n  - {scenario: check-then-write, expect: safe, attempts: 4, bursts: 10}\n", exitSetup},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			out, errOut, code := execSuite(t, reg, nil, "suite", writeSuite(t, c.src))
@@ -285,7 +285,7 @@ func TestSuiteVerdict(t *testing.T) {
 		t.Errorf("inconclusive without --strict: %v", err)
 	}
 	inconclusive.Strict = true
-	if code := ExitCode(verdictError(ctx, []report.Case{inconclusive})); code != ExitInconclusive {
+	if code := exitCode(verdictError(ctx, []report.Case{inconclusive})); code != exitInconclusive {
 		t.Errorf("inconclusive with --strict: exit %d", code)
 	}
 	// Every burst overlapped, but 3 bursts cannot prove ≤1%.
@@ -294,12 +294,12 @@ func TestSuiteVerdict(t *testing.T) {
 		overlapped.Bursts = append(overlapped.Bursts, runner.Burst{Index: i, Effects: 1, Allowed: 1, Overlap: 4, Outcomes: [runner.NumClasses]int{1, 3}})
 	}
 	unproven := report.Case{Scenario: "unique-insert", Backend: "memory", Expect: report.Expect{Kind: "safe"}, Prove: 0.01, Strict: true, Result: overlapped}
-	if code := ExitCode(verdictError(ctx, []report.Case{unproven})); code != ExitInconclusive {
+	if code := exitCode(verdictError(ctx, []report.Case{unproven})); code != exitInconclusive {
 		t.Errorf("unproven bound with --strict: exit %d", code)
 	}
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
-	if code := ExitCode(verdictError(cancelled, []report.Case{unproven})); code != ExitInterrupted {
+	if code := exitCode(verdictError(cancelled, []report.Case{unproven})); code != exitInterrupted {
 		t.Errorf("interrupted: exit %d", code)
 	}
 	// A case cut short, by its result or by its error, makes the command
@@ -310,8 +310,8 @@ func TestSuiteVerdict(t *testing.T) {
 		{Scenario: "unique-insert", Backend: "memory", Expect: report.Expect{Kind: "safe"}, Result: cut},
 		{Scenario: "unique-insert", Backend: "memory", Expect: report.Expect{Kind: "safe"}, Err: fmt.Errorf("burst 2: %w", context.Canceled)},
 	} {
-		if code := ExitCode(verdictError(ctx, []report.Case{unproven, c})); code != ExitInterrupted {
-			t.Errorf("a case interrupted (result %v, error %v): exit %d, want %d", c.Result != nil, c.Err, code, ExitInterrupted)
+		if code := exitCode(verdictError(ctx, []report.Case{unproven, c})); code != exitInterrupted {
+			t.Errorf("a case interrupted (result %v, error %v): exit %d, want %d", c.Result != nil, c.Err, code, exitInterrupted)
 		}
 	}
 }
@@ -323,8 +323,8 @@ func TestSuiteInterruptedWritesWhatFinished(t *testing.T) {
 	time.AfterFunc(200*time.Millisecond, cancel)
 	junit := filepath.Join(dir, "r.xml")
 	_, _, code := execSuite(t, memoryOnly(), ctx, "suite", file, "--junit", junit)
-	if code != ExitInterrupted {
-		t.Fatalf("exit %d, want %d", code, ExitInterrupted)
+	if code != exitInterrupted {
+		t.Fatalf("exit %d, want %d", code, exitInterrupted)
 	}
 	x := string(readFile(t, junit))
 	if !strings.Contains(x, `tests="1"`) || !strings.Contains(x, `type="INTERRUPTED"`) {
@@ -333,9 +333,9 @@ func TestSuiteInterruptedWritesWhatFinished(t *testing.T) {
 }
 
 func TestSuiteFromStdin(t *testing.T) {
-	io, out, errOut := Test()
+	io, out, errOut := testStreams()
 	io.In = strings.NewReader("cases:\n  - {scenario: unique-insert, attempts: 4, bursts: 5}\n")
-	root := NewCmdRoot(&Factory{IO: io, Registry: memoryOnly()})
+	root := newCmdRoot(&factory{IO: io, Registry: memoryOnly()})
 	root.SetArgs([]string{"suite", "-"})
 	if err := root.ExecuteContext(context.Background()); err != nil {
 		t.Fatalf("%v\n%s", err, errOut)
@@ -448,7 +448,7 @@ cases:
 	dir := t.TempDir()
 	junit := filepath.Join(dir, "r.xml")
 	out, errOut, code := execSuite(t, memoryOnly(), nil, "suite", file, "--junit", junit)
-	if code != ExitOK {
+	if code != exitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
 	for _, want := range []string{"[1/2] ok    save races over HTTP", "RACE", "[2/2] ok    claim holds over HTTP", "SAFE"} {
@@ -460,8 +460,8 @@ cases:
 		t.Errorf("junit:\n%s", x)
 	}
 	gone := writeSuite(t, "cases:\n  - http: {url: 'http://127.0.0.1:1/x', success: {status: [200]}}\n")
-	if _, errOut, code := execSuite(t, memoryOnly(), nil, "suite", gone); code != ExitSetup || !strings.Contains(errOut, "cannot connect to 127.0.0.1:1") {
-		t.Errorf("unreachable endpoint: exit %d, want %d\n%s", code, ExitSetup, errOut)
+	if _, errOut, code := execSuite(t, memoryOnly(), nil, "suite", gone); code != exitSetup || !strings.Contains(errOut, "cannot connect to 127.0.0.1:1") {
+		t.Errorf("unreachable endpoint: exit %d, want %d\n%s", code, exitSetup, errOut)
 	}
 }
 
@@ -471,7 +471,7 @@ func TestExampleSuitesList(t *testing.T) {
 	names, _ := filepath.Glob(filepath.Join("..", "testdata", "suites", "*.yaml"))
 	for _, name := range names {
 		out, errOut, code := execSuite(t, builtin.Registry(), nil, "suite", "--list", name)
-		if code != ExitOK || !strings.Contains(out, "(listed, not run)") {
+		if code != exitOK || !strings.Contains(out, "(listed, not run)") {
 			t.Errorf("%s: exit %d\n%s%s", name, code, out, errOut)
 		}
 	}
@@ -491,7 +491,7 @@ func readFile(t *testing.T, name string) []byte {
 // the suite's help says; allow_inconclusive: true lets it through, read
 // "unproven", never "met".
 func TestSuiteScriptCaseInconclusiveFailsTheGate(t *testing.T) {
-	if _, _, code := execCmd(t, false, "sql", "-b", "postgres", "--attempt", "SELECT 1;", "--effects", "SELECT 0;", "-n", "1", "--bursts", "1"); code == ExitSetup {
+	if _, _, code := execCmd(t, false, "sql", "-b", "postgres", "--attempt", "SELECT 1;", "--effects", "SELECT 0;", "-n", "1", "--bursts", "1"); code == exitSetup {
 		testenv.Unavailable(t, "postgres", nil)
 	}
 	dir, err := filepath.Abs("../examples/redeem/scripts")
@@ -504,8 +504,8 @@ func TestSuiteScriptCaseInconclusiveFailsTheGate(t *testing.T) {
 		expectation string
 		met         bool
 	}{
-		{"", ExitInconclusive, "failed", false},
-		{"\n    allow_inconclusive: true", ExitOK, "unproven", true},
+		{"", exitInconclusive, "failed", false},
+		{"\n    allow_inconclusive: true", exitOK, "unproven", true},
 	} {
 		file := writeSuite(t, fmt.Sprintf(`version: 1
 defaults:

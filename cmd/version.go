@@ -111,8 +111,8 @@ func currentVersionLine() string {
 	return versionLine(Version, bi)
 }
 
-// NewCmdVersion prints racetest's version: the same line as --version.
-func NewCmdVersion(f *Factory) *cobra.Command {
+// newCmdVersion prints racetest's version: the same line as --version.
+func newCmdVersion(f *factory) *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
 		Short: "Print racetest's version, commit and build",

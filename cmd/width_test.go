@@ -9,10 +9,10 @@ import (
 // execWidth runs racetest on a terminal of width columns (without colour).
 func execWidth(t *testing.T, width int, args ...string) (string, int) {
 	t.Helper()
-	io, out, errOut := Test()
+	io, out, errOut := testStreams()
 	io.OutTTY, io.TermWidth, io.NoColor = true, width, true
 	code := execIO(t, io, memoryOnly(), args...)
-	if code != ExitOK {
+	if code != exitOK {
 		t.Logf("stderr: %s", errOut.String())
 	}
 	return out.String(), code
@@ -62,7 +62,7 @@ func TestDemoFitsTheTerminalWidth(t *testing.T) {
 // In a pipe the table has a fixed width, whatever the terminal would have.
 func TestPipeUsesAFixedWidth(t *testing.T) {
 	t.Setenv("COLUMNS", "")
-	io, _, _ := Test()
+	io, _, _ := testStreams()
 	io.TermWidth = 80
 	if got := io.Width(); got != 120 {
 		t.Errorf("a pipe's width is %d, want the fixed 120", got)

@@ -102,7 +102,7 @@ LANDED=.ci/landed
 # TARGETS: name | package dir | files mutated (the verdict path in it) |
 # efficacy floor | coverage floor | environment for its tests. Only the
 # files that decide verdicts, exit codes and outcome classes are mutated:
-# in cmd, verdictError and ExitCode (execute.go, exit.go) and the end every
+# in cmd, verdictError and exitCode (execute.go, exit.go) and the end every
 # verb shares, finish and nothingRan (finish.go: the report, the hint, the
 # exit code; a table run that fired nothing is a setup error), not the
 # flags, output and serve plumbing; runplan, which builds every run's plan (its
