@@ -430,6 +430,11 @@ func TestTwinBurstsTurnedAwayAreInconclusive(t *testing.T) {
 	if a3 := Assess(turnedCase("turned", "same", "turned", "turned")); a3.Tested != 1 || !strings.HasPrefix(a3.Why, "in 3 of 4 bursts fewer attempts executed together") {
 		t.Errorf("three turned, one tested: tested %d, %q", a3.Tested, a3.Why)
 	}
+	// The example is the first burst turned away, not the first burst.
+	want3 := "in 3 of 4 bursts fewer attempts executed together than one at a time (burst 1: 1 executed together, 7 declined; 3 executed one at a time)"
+	if a3 := Assess(turnedCase("same", "turned", "turned", "turned")); !strings.HasPrefix(a3.Why, want3) {
+		t.Errorf("the first burst tested: %q\nwant %q…", a3.Why, want3)
+	}
 	back, saved := reread(t, c)
 	for _, s := range []string{`"turned_bursts": 4`, `"turned": true`, `"solo_executed": 3`} {
 		if !strings.Contains(string(saved), s) {
