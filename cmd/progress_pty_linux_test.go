@@ -115,7 +115,7 @@ func TestProgressLeavesNoStaleFrames(t *testing.T) {
 // scrollback. The test runs itself in a tmux pane as the child that draws
 // the bars on its stderr; it skips where tmux is not installed.
 func TestProgressInTmux(t *testing.T) {
-	if os.Getenv("RACETEST_TMUX_CHILD") == "1" {
+	if os.Getenv("PROGRESS_TEST_TMUX_CHILD") == "1" {
 		pr := newProgress(systemStreams())
 		update, done := pr.track("lease-pause (no fencing)", 5)
 		for i := 1; i <= 5; i++ {
@@ -140,7 +140,7 @@ func TestProgressInTmux(t *testing.T) {
 		}
 		return string(out)
 	}
-	child := fmt.Sprintf("RACETEST_TMUX_CHILD=1 '%s' -test.run='^TestProgressInTmux$'; sleep 60", os.Args[0])
+	child := fmt.Sprintf("PROGRESS_TEST_TMUX_CHILD=1 '%s' -test.run='^TestProgressInTmux$'; sleep 60", os.Args[0])
 	run("new-session", "-d", "-x", "100", "-y", "30", child)
 	t.Cleanup(func() { _ = exec.Command(tmux, "-S", sock, "kill-server").Run() })
 	var pane string
