@@ -419,6 +419,7 @@ func (b *burst) lockWaitLocked(pt *participant, now time.Time) bool {
 		}
 		if quiet >= 10*time.Millisecond && !pt.probing {
 			pt.probing = true
+			p.probes++
 			p.wg.Add(1)
 			go b.probe(pt, c.serverID)
 		}

@@ -278,6 +278,9 @@ func TestBurstLockWaitAfterRunning(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	f.p.mu.Lock()
+	probes := f.p.probes
+	f.p.mu.Unlock()
 	readDone := make(chan error, 1)
 	go func() {
 		// One message, two reads: a few hundred milliseconds of running,
@@ -304,6 +307,15 @@ func TestBurstLockWaitAfterRunning(t *testing.T) {
 	}
 	if a.Reason != ReleasedLockWait {
 		t.Fatalf("held %s; account: %s (lock waits: %s); want released for the read's lock wait, seen once it began", held.Round(time.Millisecond), accountText(a), a.LockWaits)
+	}
+	// Asked again at the burst's pace (a tick of at most 50 ms, an answer
+	// standing reprobe), not as fast as the server answers: a few probes
+	// over the read's few hundred milliseconds, not hundreds.
+	f.p.mu.Lock()
+	probes = f.p.probes - probes
+	f.p.mu.Unlock()
+	if limit := int(held/(5*time.Millisecond)) + 5; probes > limit {
+		t.Errorf("%d lock probes in %s held: more than %d, one every 5 ms", probes, held.Round(time.Millisecond), limit)
 	}
 }
 

@@ -85,6 +85,9 @@ type Proxy struct {
 	probeDB    *sqldb.DB
 	probeErr   error
 	probeReady bool
+	// probes counts the lock probes started (each a query of the
+	// server's lock tables).
+	probes int
 
 	wg sync.WaitGroup
 }
