@@ -146,6 +146,11 @@ run_one() {
   fi
   n=$((n + 1))
   if [ -n "${HANDMUTANTS_DRY:-}" ]; then
+    # The entry's line must be there in the dry run too: a line that moved
+    # to another file fails the real run, in CI, after minutes of others.
+    [ -f "$file" ] || die "$file: no such file (entry '$from')"
+    hits=$(F="$from" awk 'index($0, ENVIRON["F"]) { n++ } END { print n + 0 }' "$file")
+    [ "$hits" = 1 ] || die "$file: '$from' is on $hits lines, want exactly one: make the entry name one line"
     printf '   would run  %-28s %s\n' "$file" "$to"
     return 0
   fi
