@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,8 +20,13 @@ import (
 // milliseconds, each under a new name, and drops the one before it, until
 // the test ends: what another team's tests (or another racetest run) do on
 // a shared database. prefix starts every name. The last table is dropped
-// at the end.
-func churnTables(t *testing.T, d sqldb.Dialect, prefix string) {
+// at the end. The churn's pace is the server's: each CREATE and DROP
+// waits for its commit, which on a loaded machine can take longer than a
+// whole run of a few bursts. So it returns the number of CREATEs and
+// DROPs that returned since a time: a run that saw fewer than
+// minChurn of them went by without the churn the test is about, and is
+// run again (churned).
+func churnTables(t *testing.T, d sqldb.Dialect, prefix string) (since func(time.Time) int) {
 	t.Helper()
 	ctx := context.Background()
 	db := testenv.SQL(t, d)
@@ -29,6 +35,13 @@ func churnTables(t *testing.T, d sqldb.Dialect, prefix string) {
 	base := prefix + hex.EncodeToString(b) + "_churn"
 	stop, done := make(chan struct{}), make(chan struct{})
 	var standing []string // the tables made and not yet dropped
+	var mu sync.Mutex
+	var at []time.Time // when each CREATE and DROP returned
+	note := func() {
+		mu.Lock()
+		at = append(at, time.Now())
+		mu.Unlock()
+	}
 	go func() {
 		defer close(done)
 		for i := 0; ; i++ {
@@ -41,8 +54,10 @@ func churnTables(t *testing.T, d sqldb.Dialect, prefix string) {
 			if db.Exec(ctx, "CREATE TABLE "+name+" (id INT PRIMARY KEY, n INT)") != nil {
 				continue
 			}
+			note()
 			standing = append(standing, name)
 			for len(standing) > 1 && db.Exec(ctx, "DROP TABLE "+standing[0]) == nil {
+				note()
 				standing = standing[1:]
 			}
 			time.Sleep(3 * time.Millisecond)
@@ -57,6 +72,43 @@ func churnTables(t *testing.T, d sqldb.Dialect, prefix string) {
 			}
 		}
 	})
+	return func(from time.Time) int {
+		mu.Lock()
+		defer mu.Unlock()
+		n := 0
+		for _, a := range at {
+			if a.After(from) {
+				n++
+			}
+		}
+		return n
+	}
+}
+
+// minChurn is the fewest tables created or dropped during a run for the
+// run to have seen the churn: a change right at its start (before its
+// first listing) or its end (after its last) goes unseen, so one or two
+// are not enough.
+const minChurn = 4
+
+// churned runs run until the churn (since, from churnTables) made at
+// least minChurn changes while it ran, at most three times, and returns
+// that run's output and exit code; a run the churn passed by is logged
+// and run again, and three such runs fail the test, saying so.
+func churned(t *testing.T, since func(time.Time) int, run func() (out, stderr string, code int)) (string, string, int) {
+	t.Helper()
+	for try := 1; ; try++ {
+		start := time.Now()
+		out, stderr, code := run()
+		n := since(start)
+		if n >= minChurn {
+			return out, stderr, code
+		}
+		if try == 3 {
+			t.Fatalf("in 3 runs the other writer created or dropped at most %d tables while a run ran (want %d): the server's commits are too slow here for the test to say anything", n, minChurn)
+		}
+		t.Logf("run %d: the other writer created or dropped %d tables while it ran (exit %d); running it again", try, n, code)
+	}
 }
 
 // On a shared database, without --watch, tables of others come and go
@@ -77,10 +129,12 @@ func TestEffectsAutoSQLTablesComeAndGo(t *testing.T) {
 	}{{"postgres", sqldb.Postgres}, {"mysql", sqldb.MySQL}} {
 		for _, prefix := range []string{"snapchurn_", "racetest_"} {
 			t.Run(c.backend+"/"+prefix, func(t *testing.T) {
-				churnTables(t, c.dialect, prefix)
-				out, stderr, code := execCmd(t, false, "sql", "-b", c.backend, "--setup", "@"+dir+"schema.sql", "--subject", "@"+dir+"subject.sql",
-					"--attempt", "@"+dir+"redeem-fixed.sql", "--effects", "auto", "--teardown", "@"+dir+"drop.sql",
-					"-n", "4", "--bursts", "6", "--timeline=false", "--expect", "safe", "--strict")
+				since := churnTables(t, c.dialect, prefix)
+				out, stderr, code := churned(t, since, func() (string, string, int) {
+					return execCmd(t, false, "sql", "-b", c.backend, "--setup", "@"+dir+"schema.sql", "--subject", "@"+dir+"subject.sql",
+						"--attempt", "@"+dir+"redeem-fixed.sql", "--effects", "auto", "--teardown", "@"+dir+"drop.sql",
+						"-n", "4", "--bursts", "6", "--timeline=false", "--expect", "safe", "--strict")
+				})
 				switch {
 				case code == exitOK && strings.Contains(out, "SAFE"):
 				case code == exitInconclusive && strings.Contains(out, "another writer is at work"):
@@ -121,10 +175,12 @@ func TestEffectsAutoHTTPTablesComeAndGo(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	churnTables(t, sqldb.Postgres, "snapchurn_")
+	since := churnTables(t, sqldb.Postgres, "snapchurn_")
 	t.Setenv("COLUMNS", "250")
-	out, stderr, code := execCmd(t, false, "http", "POST", srv.URL+"/visit?code={{.Token}}", "--effects", "auto:postgres",
-		"-n", "3", "--bursts", "4", "--expect", "safe", "--strict")
+	out, stderr, code := churned(t, since, func() (string, string, int) {
+		return execCmd(t, false, "http", "POST", srv.URL+"/visit?code={{.Token}}", "--effects", "auto:postgres",
+			"-n", "3", "--bursts", "4", "--expect", "safe", "--strict")
+	})
 	if code != exitInconclusive || !strings.Contains(out, "another writer is at work") {
 		t.Fatalf("exit %d, want INCONCLUSIVE for another writer (4)\n%s\n%s", code, out, stderr)
 	}
