@@ -120,40 +120,13 @@ type chunk struct {
 // bare is the reference: for each burst, n goroutines park on one channel;
 // once all have parked it is closed, and each notes when it woke. A burst's
 // spread is the first to the last waking.
-func bare(n, bursts int) chunk {
-	woke := make([]time.Duration, n)
-	spreads := make([]time.Duration, bursts)
-	start := time.Now()
-	for k := range bursts {
-		var ready, done sync.WaitGroup
-		ready.Add(n)
-		done.Add(n)
-		gate := make(chan struct{})
-		var base time.Time
-		for i := range n {
-			go func() {
-				defer done.Done()
-				ready.Done()
-				<-gate
-				woke[i] = time.Since(base)
-			}()
-		}
-		ready.Wait()
-		base = time.Now()
-		close(gate)
-		done.Wait()
-		spreads[k] = slices.Max(woke) - slices.Min(woke)
-	}
-	rate := float64(bursts) / time.Since(start).Seconds()
-	return chunk{spread: medianDuration(spreads), spreads: spreads, rate: rate}
-}
+func bare(n, bursts int) chunk { return broadcast(n, bursts, nil) }
 
 // stateful is the reference with an engine's work per attempt: released
 // as bare's goroutines are, each notes when it woke and counts it, calls
 // the attempt of its own session of t (noop's does nothing) through the
-// interface, as the engine's worker does, notes
-// when it returned, stores its outcome and counts it done. A burst's spread
-// is the first to the last waking, as bare's.
+// interface, as the engine's worker does, notes when it returned, stores
+// its outcome and counts it done. A burst's spread is bare's.
 func stateful(t runner.Target, n, bursts int) chunk {
 	ctx := context.Background()
 	app, err := t.Open(ctx, 0, 1)
@@ -166,33 +139,56 @@ func stateful(t runner.Target, n, bursts int) chunk {
 			panic(err)
 		}
 	}
-	woke := make([]time.Duration, n)
 	ended := make([]time.Duration, n)
 	outs := make([]runner.Outcome, n)
-	spreads := make([]time.Duration, bursts)
 	var released, finished atomic.Int64
+	c := broadcast(n, bursts, func(k int) func(i int, base time.Time) {
+		subj, err := t.Reset(ctx, k)
+		if err != nil {
+			panic(err)
+		}
+		return func(i int, base time.Time) {
+			released.Add(1)
+			o := sessions[i].Attempt(ctx, subj, nil)
+			ended[i] = time.Since(base)
+			outs[i] = o
+			finished.Add(1)
+		}
+	})
+	if finished.Load() != int64(n*bursts) || released.Load() != finished.Load() {
+		panic("stateful: an attempt was not counted")
+	}
+	return c
+}
+
+// broadcast releases n goroutines together for each of bursts bursts: each
+// parks on one channel; once all have parked it is closed, and each notes
+// when it woke, then takes its turn (burst(k), made before the burst's
+// goroutines start; none when burst is nil). A burst's spread is the first
+// to the last waking.
+func broadcast(n, bursts int, burst func(k int) func(i int, base time.Time)) chunk {
+	woke := make([]time.Duration, n)
+	spreads := make([]time.Duration, bursts)
 	start := time.Now()
 	for k := range bursts {
+		var turn func(int, time.Time)
+		if burst != nil {
+			turn = burst(k)
+		}
 		var ready, done sync.WaitGroup
 		ready.Add(n)
 		done.Add(n)
 		gate := make(chan struct{})
 		var base time.Time
-		subj, err := t.Reset(ctx, k)
-		if err != nil {
-			panic(err)
-		}
 		for i := range n {
 			go func() {
 				defer done.Done()
 				ready.Done()
 				<-gate
 				woke[i] = time.Since(base)
-				released.Add(1)
-				o := sessions[i].Attempt(ctx, subj, nil)
-				ended[i] = time.Since(base)
-				outs[i] = o
-				finished.Add(1)
+				if turn != nil {
+					turn(i, base)
+				}
 			}()
 		}
 		ready.Wait()
@@ -202,9 +198,6 @@ func stateful(t runner.Target, n, bursts int) chunk {
 		spreads[k] = slices.Max(woke) - slices.Min(woke)
 	}
 	rate := float64(bursts) / time.Since(start).Seconds()
-	if finished.Load() != int64(n*bursts) || released.Load() != finished.Load() {
-		panic("stateful: an attempt was not counted")
-	}
 	return chunk{spread: medianDuration(spreads), spreads: spreads, rate: rate}
 }
 
