@@ -23,7 +23,7 @@ import (
 // connection string that reaches it: racetest's flag value, and the churn's.
 // A snapshot without --watch reads a whole schema, so on the shared one
 // every other writer is in it: the other packages' tests that go test runs
-// beside cmd's, another run of cmd's own tests. In 2 of 4 runs of cmd's
+// beside cmd's, another run of cmd's own tests. In 3 of 4 runs of cmd's
 // tests, two at a time, the other run's tables changed while no attempt
 // ran, or between two solo runs: INCONCLUSIVE, rightly, but not for the
 // churn the test sets up. Here only the test writes.
