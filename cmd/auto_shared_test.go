@@ -38,7 +38,12 @@ func ownSchema(t *testing.T, d sqldb.Dialect) string {
 	switch d {
 	case sqldb.Postgres:
 		kind = "SCHEMA"
-		u, err := url.Parse(testenv.URL(string(d)))
+		conn = testenv.URL(string(d))
+		if !strings.HasPrefix(conn, "postgres://") && !strings.HasPrefix(conn, "postgresql://") {
+			conn += " search_path=" + name // keyword=value form
+			break
+		}
+		u, err := url.Parse(conn)
 		if err != nil {
 			t.Fatalf("%s: %v", testenv.Env(string(d)), err)
 		}
